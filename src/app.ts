@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import scalar from '@scalar/fastify-api-reference'
+import type { Config } from './config.ts'
+import { systemClock, type Clock } from './clock.ts'
+import { createDatabase, type Database } from './db/database.ts'
+import { migrate } from './db/migrate.ts'
+import { createScheduler } from './jobs/scheduler.ts'
+import { installValidation } from './http/validation.ts'
+import { installErrorHandler } from './http/error-handler.ts'
+import { installMetrics } from './http/metrics.ts'
+import { installOpenApi } from './http/openapi.ts'
+import { installRateLimit } from './http/rate-limit.ts'
+import { installAuth } from './http/auth.ts'
+import { installIdempotency } from './http/idempotency.ts'
+import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
+import { createTokenKeys } from './modules/oauth/oauth.tokens.ts'
+import { createAccessState } from './modules/oauth/oauth.access.ts'
+import { createOauthService } from './modules/oauth/oauth.service.ts'
+import { clientRoutes, tokenRoutes } from './modules/oauth/oauth.routes.ts'
+import { createCatalogueRepository } from './modules/catalogue/catalogue.repository.ts'
+import { createCatalogueService } from './modules/catalogue/catalogue.service.ts'
+import { catalogueRoutes } from './modules/catalogue/catalogue.routes.ts'
+import { createSubscriptionsRepository } from './modules/subscriptions/subscriptions.repository.ts'
+import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
+import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
+import { createCompaniesService } from './modules/companies/companies.service.ts'
+import { companiesRoutes } from './modules/companies/companies.routes.ts'
+import { operationsRoutes } from './modules/operations/operations.routes.ts'
+
+export interface AppOptions {
+  config: Config
+  /** A database opened by the caller (tests); otherwise opened from the configuration and closed with the app. */
+  database?: Database
+  clock?: Clock
+  logger?: FastifyBaseLogger | boolean
+}
+
+const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
+
+/** The whole service: HTTP plumbing, then every module. Tests call this; server.ts listens. */
+export async function buildApp(options: AppOptions) {
+  const { config } = options
+  const clock = options.clock ?? systemClock
+  const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE })
+  const ownsDatabase = !options.database
+  await migrate(database.db)
+  const { db } = database
+
+  const app = Fastify({
+    loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
+    logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+
+  installValidation(app)
+  installErrorHandler(app)
+  await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
+  installMetrics(app)
+  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS })
+
+  const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
+
+  const oauthRepo = createOauthRepository(db)
+  const keys = createTokenKeys(oauthRepo, { issuer: config.TOKEN_ISSUER, audience: config.TOKEN_AUDIENCE, ttlSeconds: config.TOKEN_TTL_SECONDS }, clock)
+  await keys.load()
+  const access = createAccessState(oauthRepo, database)
+  await access.listen()
+  installAuth(app, { keys, access })
+  installIdempotency(app, db)
+
+  const catalogueRepo = createCatalogueRepository(db)
+  const catalogue = createCatalogueService({ repo: catalogueRepo })
+  const subscriptions = createSubscriptionsService({ repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS })
+  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const oauth = createOauthService({ repo: oauthRepo, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
+
+  await app.register(operationsRoutes, { db })
+  await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
+  await app.register(clientRoutes, { service: oauth })
+  await app.register(catalogueRoutes, { service: catalogue })
+  await app.register(companiesRoutes, { service: companies })
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+
+  app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
+  app.addHook('preClose', async () => { await scheduler.stop() })
+  app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
+
+  return Object.assign(app, { services: { oauth, catalogue, companies, subscriptions, scheduler, keys }, database })
+}
+
+export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

@@ -1,0 +1,54 @@
+import { Type, type Static } from 'typebox'
+import { Value } from 'typebox/value'
+
+/** Every setting the service reads, with its default. The one place that reads process.env. */
+const ConfigSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  DATA_DIR: Type.String({ default: './data' }),
+  DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10 }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  PUBLIC_BASE_URL: Type.Optional(Type.String()),
+  ADMIN_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  ADMIN_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  TOKEN_ISSUER: Type.String({ default: 'company-admin-api' }),
+  TOKEN_AUDIENCE: Type.String({ default: 'company-admin-api' }),
+  TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 3600 }),
+  TRIAL_DAYS: Type.Integer({ minimum: 0, maximum: 365, default: 30 }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000 }),
+  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000 }),
+  SCHEDULER_ENABLED: Type.Boolean({ default: true }),
+  SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),
+  VAT_RATES: Type.String({ default: 'IT:22,DE:19,FR:20,ES:21,AT:20,CH:8.1' }),
+  CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),
+  HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),
+  CHARGEBEE_SITE: Type.Optional(Type.String()),
+  CHARGEBEE_API_KEY: Type.Optional(Type.String()),
+  CHARGEBEE_WEBHOOK_USER: Type.Optional(Type.String()),
+  CHARGEBEE_WEBHOOK_PASSWORD: Type.Optional(Type.String()),
+  ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
+})
+
+export type Config = Readonly<Static<typeof ConfigSchema>>
+
+/** Parses the environment once; an invalid setting stops the start with a sentence naming it. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const known = Object.keys(ConfigSchema.properties)
+  const raw: Record<string, unknown> = {}
+  for (const key of known) if (env[key] !== undefined && env[key] !== '') raw[key] = env[key]
+  const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, raw)) as Record<string, unknown>
+  const merged = { ...converted, ...overrides }
+  if (!Value.Check(ConfigSchema, merged)) {
+    const first = [...Value.Errors(ConfigSchema, merged)][0]
+    const where = first ? String((first as { instancePath?: string }).instancePath ?? '').replace(/^\//, '') : ''
+    throw new Error(`Invalid configuration: ${where || 'setting'} ${first?.message ?? 'is invalid'}`)
+  }
+  return Object.freeze(merged as Config)
+}

@@ -1,0 +1,221 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+
+/** Row types of the tables the migrations create; the one place that names columns for TypeScript. */
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>
+type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>
+type Json<T> = ColumnType<T, string, string>
+type JsonWithDefault<T> = ColumnType<T, string | undefined, string>
+type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>
+
+export interface SigningKeysTable {
+  kid: string
+  private_jwk: Json<Record<string, unknown>>
+  public_jwk: Json<Record<string, unknown>>
+  created_at: CreatedAt
+}
+
+export interface CompaniesTable {
+  id: string
+  name: string
+  address: string | null
+  city: string | null
+  province: string | null
+  zip: string | null
+  country: string
+  phone: string | null
+  vat: string | null
+  fiscal_code: string | null
+  pec: string | null
+  codice_destinatario: string | null
+  billing_email: string | null
+  admin_user_id: string | null
+  admin_user_email: string | null
+  timezone: string
+  number_of_employees: number | null
+  location_info: Json<{ long: string; lat: string } | null> | null
+  preferences: JsonWithDefault<Record<string, unknown>>
+  disabled_at: Timestamp | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface OauthClientsTable {
+  client_id: string
+  secret_hash: string
+  name: string
+  company_id: string | null
+  scopes: string[]
+  created_at: CreatedAt
+  revoked_at: Timestamp | null
+}
+
+export interface PlansTable {
+  id: string
+  sku: string
+  name: string
+  price_cents: ColumnType<number, number, number>
+  plan_family: string
+  period_unit: 'month' | 'year'
+  features: string[]
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface ProductsTable {
+  id: string
+  sku: string
+  name: string
+  visible: boolean
+  subscription_manager: 'local' | 'chargebee'
+  allowed_plans: string[]
+  category: string | null
+  brand: string | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface AddonsTable {
+  id: string
+  name: string
+  price_cents: number
+  period_unit: 'month' | 'year'
+  created_at: CreatedAt
+}
+
+export interface CouponsTable {
+  id: string
+  code: string
+  name: string
+  discount_type: 'percentage' | 'fixed_amount'
+  discount_value_minor: number
+  valid_till: string | null
+  max_redemptions: number | null
+  redemptions: Generated<number>
+  created_at: CreatedAt
+}
+
+export interface SubsidiariesTable {
+  company_id: string
+  id: string
+  name: string
+  city: string | null
+  country: string | null
+  created_at: CreatedAt
+}
+
+export interface ContractsTable {
+  company_id: string
+  id: string
+  first_name: string
+  last_name: string
+  email: string | null
+  subsidiary_id: string | null
+  active: Generated<boolean>
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface TeamsTable {
+  company_id: string
+  id: string
+  name: string
+  code: string
+  subsidiary_id: string | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface TeamMembersTable {
+  company_id: string
+  team_id: string
+  contract_id: string
+  is_leader: Generated<boolean>
+  created_at: CreatedAt
+}
+
+export type SubscriptionStatus = 'future' | 'in_trial' | 'active' | 'non_renewing' | 'paused' | 'cancelled'
+
+export interface SubscriptionAddon { id: string; quantity: number }
+export interface PaymentSource { brand: string; last4: string; expiry_month: number; expiry_year: number }
+
+export interface SubscriptionsTable {
+  company_id: string
+  id: string
+  customer_id: string
+  provider: 'local' | 'chargebee'
+  product_sku: string
+  plan_sku: string
+  plan_quantity: number
+  addons: JsonWithDefault<SubscriptionAddon[]>
+  coupon_code: string | null
+  status: SubscriptionStatus
+  trial_start: Timestamp | null
+  trial_end: Timestamp | null
+  current_term_start: Timestamp | null
+  current_term_end: Timestamp | null
+  cancelled_at: Timestamp | null
+  cancel_scheduled_at: Timestamp | null
+  payment_source: Json<PaymentSource | null> | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface SubscriptionEventsTable {
+  company_id: string
+  id: Generated<number>
+  subscription_id: string
+  event_type: string
+  from_status: string | null
+  to_status: string | null
+  details: JsonWithDefault<Record<string, unknown>>
+  actor: string
+  occurred_at: Timestamp
+}
+
+export interface IdempotencyKeysTable {
+  owner: string
+  key: string
+  request_hash: string
+  status_code: number | null
+  response_headers: Json<Record<string, string>> | null
+  response_body: string | null
+  created_at: CreatedAt
+}
+
+export interface JobsTable {
+  id: Generated<number>
+  kind: string
+  key: string
+  run_at: Timestamp
+  payload: JsonWithDefault<Record<string, unknown>>
+  attempts: Generated<number>
+  last_error: string | null
+  done_at: Timestamp | null
+  created_at: CreatedAt
+}
+
+export interface DB {
+  signing_keys: SigningKeysTable
+  companies: CompaniesTable
+  oauth_clients: OauthClientsTable
+  plans: PlansTable
+  products: ProductsTable
+  addons: AddonsTable
+  coupons: CouponsTable
+  subsidiaries: SubsidiariesTable
+  contracts: ContractsTable
+  teams: TeamsTable
+  team_members: TeamMembersTable
+  subscriptions: SubscriptionsTable
+  subscription_events: SubscriptionEventsTable
+  idempotency_keys: IdempotencyKeysTable
+  jobs: JobsTable
+}
+
+export type CompanyRow = Selectable<CompaniesTable>
+export type PlanRow = Selectable<PlansTable>
+export type ProductRow = Selectable<ProductsTable>
+export type SubscriptionRow = Selectable<SubscriptionsTable>
+export type NewSubscription = Insertable<SubscriptionsTable>
+export type SubscriptionUpdate = Updateable<SubscriptionsTable>

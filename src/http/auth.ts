@@ -1,0 +1,75 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Forbidden, InsufficientScope, NotFound, Unauthorized } from './errors.ts'
+import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
+import type { AccessState } from '../modules/oauth/oauth.access.ts'
+
+/**
+ * Who may call a route:
+ * - `none`: no token is looked at (operations, documents, the token endpoint);
+ * - `public`: no token, or a valid one;
+ * - `platform`: a platform client's token;
+ * - `{ area }`: a token holding `read:<area>` for GET, `write:<area>` otherwise (or `mode`).
+ */
+export type Access = 'none' | 'public' | 'platform' | { area: string; mode?: 'read' | 'write' }
+
+declare module 'fastify' {
+  interface FastifyContextConfig { access?: Access }
+  interface FastifyRequest { principal: Principal | null }
+}
+
+export function scopeNeeded(access: Access, method: string): string | undefined {
+  if (typeof access !== 'object') return undefined
+  const mode = access.mode ?? (method === 'GET' || method === 'HEAD' ? 'read' : 'write')
+  return `${mode}:${access.area}`
+}
+
+export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 'verify'>; access: Pick<AccessState, 'get'> }) {
+  app.decorateRequest('principal', null)
+
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access
+    if (!access || access === 'none') return
+    const method = Array.isArray(route.method) ? route.method[0]! : route.method
+    const needed = scopeNeeded(access, method)
+    const hook = async (request: FastifyRequest) => {
+      request.principal = await authenticate(request, access === 'public')
+      const principal = request.principal
+      if (!principal) return
+      if (access === 'platform' && principal.companyId !== null) throw new Forbidden('Only a platform client may do this')
+      if (needed && !principal.scopes.has(needed)) throw new InsufficientScope(needed)
+      // A company's token on another company's path is answered as if that company did not exist.
+      const companyId = (request.params as Record<string, string> | undefined)?.company_id
+      if (companyId !== undefined && principal.companyId !== null && principal.companyId !== companyId) {
+        throw new NotFound('Company')
+      }
+    }
+    route.onRequest = [hook, ...toArray(route.onRequest)]
+  })
+
+  async function authenticate(request: FastifyRequest, optional: boolean): Promise<Principal | null> {
+    const header = request.headers.authorization
+    if (header === undefined) {
+      if (optional) return null
+      throw new Unauthorized()
+    }
+    const match = /^Bearer +([A-Za-z0-9\-_.~+/]+=*) *$/i.exec(header)
+    if (!match) throw new Unauthorized('The Authorization header must be "Bearer <token>"')
+    const principal = await deps.keys.verify(match[1]!)
+    if (!principal) throw new Unauthorized('The token is invalid or expired')
+    const state = await deps.access.get(principal.clientId)
+    if (!state || state.revoked) throw new Unauthorized('The token\'s client has been revoked')
+    if (state.companyDisabled) throw new Forbidden('The company is disabled')
+    return principal
+  }
+}
+
+function toArray<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return []
+  return Array.isArray(value) ? value : [value]
+}
+
+/** The principal of a route whose access rule guarantees one. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Unauthorized()
+  return request.principal
+}

@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AppError, ServiceUnavailable, type ErrorCode } from './errors.ts'
+
+/** Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors. */
+export function installErrorHandler(app: FastifyInstance) {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const mapped = toAppError(err)
+    if (mapped.statusCode >= 500) request.log.error({ err }, 'request failed')
+    else request.log.info({ code: mapped.code, message: mapped.message }, 'request refused')
+    for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
+    return reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]
+    return reply.code(404).send({ errors: `No route ${request.method} ${path}`, code: 'not_found' })
+  })
+}
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'validation_failed', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
+  409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited',
+}
+
+// Error classes of PostgreSQL (SQLSTATE) and of the network that mean "the database is not there".
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
+const UNAVAILABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])
+
+export function toAppError(err: FastifyError & { code?: string }): AppError {
+  if (err instanceof AppError) return err
+  if (err.validation) {
+    return new AppError('validation_failed', 400, err.message)
+  }
+  const code = err.code ?? ''
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', 413, 'The request body is larger than the limit')
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new AppError('unsupported_media_type', 415, 'The request body must be application/json')
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new AppError('validation_failed', 400, 'The body is empty although its content type is application/json')
+  if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || err instanceof SyntaxError) {
+    return new AppError('validation_failed', 400, 'The body is not valid JSON')
+  }
+  if (isDatabaseUnavailable(err)) return new ServiceUnavailable('The database is unavailable; retry shortly')
+  // Constraint checks are done by the services; these only catch a race between two writers.
+  if (code === '23505') return new AppError('conflict', 409, 'A resource with the same unique value already exists')
+  if (code === '23503') return new AppError('validation_failed', 400, 'A referenced resource does not exist')
+  if (/^22/.test(code)) return new AppError('validation_failed', 400, 'A value is out of range or malformed')
+  if (code === '40001' || code === '40P01') return new ServiceUnavailable('A concurrent change conflicted; retry', 1)
+  const status = err.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    return new AppError(CODE_BY_STATUS[status] ?? 'validation_failed', status, err.message || 'The request was refused')
+  }
+  return new AppError('internal', 500, 'Internal error')
+}
+
+export function isDatabaseUnavailable(err: { code?: string; message?: string }): boolean {
+  const code = err.code ?? ''
+  if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NET.has(code)) return true
+  const message = err.message ?? ''
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/.test(message)
+}

@@ -1,0 +1,67 @@
+/**
+ * Typed errors that services throw. Only the error handler turns them into HTTP answers, so a
+ * service says what went wrong, never which status code it is.
+ */
+export type ErrorCode =
+  | 'validation_failed' | 'unauthorized' | 'insufficient_scope' | 'forbidden' | 'not_found'
+  | 'conflict' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited'
+  | 'provider_error' | 'internal'
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly statusCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.name = new.target.name
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string) { super('validation_failed', 400, message) }
+}
+
+export class NotFound extends AppError {
+  constructor(what: string) { super('not_found', 404, `${what} not found`) }
+}
+
+export class Conflict extends AppError {
+  constructor(message: string) { super('conflict', 409, message) }
+}
+
+export class Unauthorized extends AppError {
+  constructor(message = 'A valid bearer token is required') {
+    super('unauthorized', 401, message, { 'www-authenticate': 'Bearer error="invalid_token"' })
+  }
+}
+
+export class InsufficientScope extends AppError {
+  constructor(scope: string) {
+    super('insufficient_scope', 403, `The token lacks the scope ${scope}`, {
+      'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+    })
+  }
+}
+
+export class Forbidden extends AppError {
+  constructor(message: string) { super('forbidden', 403, message) }
+}
+
+export class RateLimited extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super('rate_limited', 429, `Too many requests; retry in ${retryAfterSeconds} s`, { 'retry-after': String(retryAfterSeconds) })
+  }
+}
+
+/** The billing provider failed (502), or refused the request for a reason of its own (4xx). */
+export class ProviderError extends AppError {
+  constructor(message: string, statusCode = 502) { super('provider_error', statusCode, message) }
+}
+
+export class ServiceUnavailable extends AppError {
+  constructor(message: string, retryAfterSeconds = 5) {
+    super('internal', 503, message, { 'retry-after': String(retryAfterSeconds) })
+  }
+}

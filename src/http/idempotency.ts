@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { sql, type Kysely } from 'kysely'
+import type { DB } from '../db/tables.ts'
+import { Conflict, ValidationError } from './errors.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest { idempotency: { owner: string; key: string } | null }
+}
+
+const REPLAYED_HEADERS = ['location', 'content-type']
+const KEY_LIFETIME_HOURS = 24
+const WAIT_FOR_FIRST_MS = 10_000
+
+/**
+ * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
+ * for 24 h; the same key and body replays that answer; another body is a 409. A request that
+ * arrives while the first is still running waits for its answer. A 5xx is not kept, so the
+ * client may retry.
+ */
+export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
+  app.decorateRequest('idempotency', null)
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST' && request.method !== 'PUT') return
+    const key = request.headers['idempotency-key']
+    if (key === undefined) return
+    if (typeof key !== 'string' || key.length === 0 || key.length > 255) {
+      throw new ValidationError('The Idempotency-Key header must be 1 to 255 characters')
+    }
+    const owner = request.principal?.clientId ?? `ip:${request.ip}`
+    const hash = requestHash(request)
+    // Claims the key, or takes over one whose 24 hours are over.
+    const claimed = await db.insertInto('idempotency_keys').values({ owner, key, request_hash: hash })
+      .onConflict((oc) => oc.columns(['owner', 'key'])
+        .doUpdateSet({ request_hash: hash, status_code: null, response_headers: null, response_body: null, created_at: sql`now()` })
+        .where('idempotency_keys.created_at', '<', sql<Date>`now() - make_interval(hours => ${KEY_LIFETIME_HOURS})`))
+      .returning('key').executeTakeFirst()
+    if (claimed) {
+      request.idempotency = { owner, key }
+      return
+    }
+    const deadline = Date.now() + WAIT_FOR_FIRST_MS
+    for (;;) {
+      const stored = await db.selectFrom('idempotency_keys').selectAll().where('owner', '=', owner).where('key', '=', key).executeTakeFirst()
+      if (!stored) throw new Conflict('The first request with this Idempotency-Key failed; send it again')
+      if (stored.request_hash !== hash) throw new Conflict('This Idempotency-Key was used with another request')
+      if (stored.status_code !== null) {
+        reply.code(stored.status_code).header('idempotent-replayed', 'true')
+        for (const [name, value] of Object.entries(stored.response_headers ?? {})) reply.header(name, value)
+        return reply.send(stored.response_body ?? undefined)
+      }
+      if (Date.now() > deadline) throw new Conflict('A request with this Idempotency-Key is still running')
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const claim = request.idempotency
+    if (!claim) return payload
+    request.idempotency = null
+    if (reply.statusCode >= 500) {
+      await db.deleteFrom('idempotency_keys').where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
+      return payload
+    }
+    const headers: Record<string, string> = {}
+    for (const name of REPLAYED_HEADERS) {
+      const value = reply.getHeader(name)
+      if (value !== undefined) headers[name] = String(value)
+    }
+    await db.updateTable('idempotency_keys')
+      .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: typeof payload === 'string' ? payload : null })
+      .where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
+    return payload
+  })
+
+  // A request that failed before it answered (an aborted connection) frees its key.
+  app.addHook('onResponse', async (request) => {
+    const claim = request.idempotency
+    if (!claim) return
+    await db.deleteFrom('idempotency_keys').where('owner', '=', claim.owner).where('key', '=', claim.key)
+      .where('status_code', 'is', null).execute().catch(() => {})
+  })
+}
+
+function requestHash(request: FastifyRequest): string {
+  return createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex')
+}

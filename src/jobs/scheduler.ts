@@ -1,0 +1,123 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { FastifyBaseLogger } from 'fastify'
+import type { DB } from '../db/tables.ts'
+import type { Clock } from '../clock.ts'
+
+export type Executor = Kysely<DB> | Transaction<DB>
+
+export interface JobContext {
+  /** The transaction the job runs in: its writes commit together with the job's completion. */
+  trx: Transaction<DB>
+  /** When the job was due (not when it runs). */
+  runAt: Date
+  now: Date
+  payload: Record<string, unknown>
+  key: string
+}
+
+export type JobHandler = (ctx: JobContext) => Promise<void>
+
+export interface NewJob { kind: string; key: string; runAt: Date; payload?: Record<string, unknown> }
+
+const MAX_BACKOFF_MS = 15 * 60_000
+
+/**
+ * Jobs over PostgreSQL. A due job is claimed with FOR UPDATE SKIP LOCKED inside a transaction
+ * that also runs its handler and marks it done: the handler's writes and the completion commit
+ * together, so a job's effect happens once even with several instances, and a process that dies
+ * mid-job leaves it to be claimed again (its transaction rolls back, its row lock is released).
+ */
+export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number }) {
+  const handlers = new Map<string, JobHandler>()
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<unknown> | undefined
+  let stopped = true
+
+  /** Schedules a job unless one with the same kind and key exists (idempotent). */
+  async function schedule(executor: Executor, job: NewJob): Promise<void> {
+    await executor.insertInto('jobs')
+      .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}) })
+      .onConflict((oc) => oc.columns(['kind', 'key']).doNothing())
+      .execute()
+  }
+
+  /** Moves a pending job to another time, or creates it. */
+  async function reschedule(executor: Executor, job: NewJob): Promise<void> {
+    await executor.insertInto('jobs')
+      .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}) })
+      .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), done_at: null, attempts: 0, last_error: null }))
+      .execute()
+  }
+
+  async function cancel(executor: Executor, kind: string, key: string): Promise<void> {
+    await executor.deleteFrom('jobs').where('kind', '=', kind).where('key', '=', key).where('done_at', 'is', null).execute()
+  }
+
+  /** Runs one due job; false when none is due. */
+  async function runOne(): Promise<boolean> {
+    const now = deps.clock.now()
+    let failed: { id: number; attempts: number; error: string } | undefined
+    const ran = await deps.db.transaction().execute(async (trx) => {
+      const job = await trx.selectFrom('jobs').selectAll()
+        .where('done_at', 'is', null).where('run_at', '<=', now).where('kind', 'in', [...handlers.keys()])
+        .orderBy('run_at').orderBy('id').limit(1)
+        .forUpdate().skipLocked()
+        .executeTakeFirst()
+      if (!job) return false
+      const handler = handlers.get(job.kind)!
+      try {
+        await sql`SAVEPOINT job`.execute(trx)
+        await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key })
+        await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
+      } catch (err) {
+        await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
+        failed = { id: job.id, attempts: job.attempts + 1, error: (err as Error).message }
+        const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failed.attempts, 20))
+        await trx.updateTable('jobs')
+          .set({ attempts: failed.attempts, last_error: failed.error.slice(0, 2000), run_at: new Date(now.getTime() + backoff) })
+          .where('id', '=', job.id).execute()
+        deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
+      }
+      return true
+    })
+    return ran
+  }
+
+  /** Runs every job due now, one after another (tests call this after moving the clock). */
+  async function runDue(limit = 10_000): Promise<number> {
+    let count = 0
+    while (count < limit && (await runOne())) count++
+    return count
+  }
+
+  function loop() {
+    if (stopped) return
+    running = runDue(1000)
+      .catch((err) => deps.log.warn({ err }, 'scheduler poll failed'))
+      .finally(() => {
+        running = undefined
+        if (!stopped) timer = setTimeout(loop, deps.pollMs)
+      })
+  }
+
+  return {
+    register(kind: string, handler: JobHandler) { handlers.set(kind, handler) },
+    schedule,
+    reschedule,
+    cancel,
+    runDue,
+    start() {
+      if (!stopped) return
+      stopped = false
+      timer = setTimeout(loop, 0)
+    },
+    /** Stops polling and waits for the job in progress to finish. */
+    async stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      await running
+    },
+  }
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>

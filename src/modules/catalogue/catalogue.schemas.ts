@@ -1,0 +1,90 @@
+import { Type, type Static } from 'typebox'
+import { Day, Nullable, Uuid } from '../../http/schemas.ts'
+
+const Sku = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9_.\\-]*$', description: 'Letters, digits, "_", "-" and "."' })
+const Name = Type.String({ minLength: 1, maxLength: 200 })
+const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units (EUR 29.90), at most 2 decimals' })
+const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
+const Feature = Type.String({ minLength: 1, maxLength: 100, description: 'An area name of the scope list, such as "stamping"' })
+
+export const PlanFields = Type.Object({
+  id: Uuid('Server-made; ignored when sent'),
+  sku: Sku,
+  name: Name,
+  price: Price,
+  plan_family: Type.String({ minLength: 1, maxLength: 100 }),
+  period_unit: PeriodUnit,
+  features: Type.Array(Feature, { maxItems: 100 }),
+}, { additionalProperties: false })
+
+export const Plan = Type.Object({ plan: PlanFields }, { additionalProperties: false, title: 'Plan' })
+export const PlanInput = Type.Object({
+  plan: Type.Object({ ...PlanFields.properties, id: Type.Optional(Type.String()), features: Type.Optional(PlanFields.properties.features) }, { additionalProperties: false }),
+}, { additionalProperties: false })
+export type PlanInput = Static<typeof PlanInput>['plan']
+export type Plan = Static<typeof Plan>
+
+export const ProductFields = Type.Object({
+  id: Uuid('Server-made; ignored when sent'),
+  sku: Sku,
+  name: Name,
+  visible: Type.Boolean(),
+  subscription_manager: Type.Union([Type.Literal('local'), Type.Literal('chargebee')], { description: 'The billing provider handling the product' }),
+  allowed_plans: Type.Array(Sku, { maxItems: 100, description: 'Plan skus; each must exist' }),
+  category: Nullable(Type.String({ maxLength: 100 })),
+  brand: Nullable(Type.String({ maxLength: 100 })),
+}, { additionalProperties: false })
+
+export const Product = Type.Object({ product: ProductFields }, { additionalProperties: false, title: 'Product' })
+export const ProductInput = Type.Object({
+  product: Type.Object({
+    ...ProductFields.properties,
+    id: Type.Optional(Type.String()),
+    visible: Type.Optional(Type.Boolean({ default: true })),
+    subscription_manager: Type.Optional(ProductFields.properties.subscription_manager),
+    allowed_plans: Type.Optional(ProductFields.properties.allowed_plans),
+    category: Type.Optional(ProductFields.properties.category),
+    brand: Type.Optional(ProductFields.properties.brand),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false })
+export type ProductInput = Static<typeof ProductInput>['product']
+export type Product = Static<typeof Product>
+
+export const Addon = Type.Object({
+  id: Uuid('Server-made; ignored when sent'),
+  name: Name,
+  price: Price,
+  period_unit: PeriodUnit,
+}, { additionalProperties: false, title: 'Addon' })
+export const AddonInput = Type.Object({ ...Addon.properties, id: Type.Optional(Type.String()) }, { additionalProperties: false })
+export type Addon = Static<typeof Addon>
+export type AddonInput = Static<typeof AddonInput>
+
+export const Coupon = Type.Object({
+  id: Uuid('Server-made; ignored when sent'),
+  code: Type.String({ minLength: 1, maxLength: 50, pattern: '^[A-Za-z0-9_\\-]+$', description: 'Unique; what coupon_code names' }),
+  name: Name,
+  discount_type: Type.Union([Type.Literal('percentage'), Type.Literal('fixed_amount')]),
+  discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100) or an amount in major units; at most 2 decimals' }),
+  valid_till: Nullable(Day('Last day the coupon applies, or null')),
+  max_redemptions: Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
+  redemptions: Type.Integer({ minimum: 0, description: 'How many subscriptions applied it; server-owned' }),
+}, { additionalProperties: false, title: 'Coupon' })
+export const CouponInput = Type.Object({
+  ...Coupon.properties,
+  id: Type.Optional(Type.String()),
+  valid_till: Type.Optional(Coupon.properties.valid_till),
+  max_redemptions: Type.Optional(Coupon.properties.max_redemptions),
+  redemptions: Type.Optional(Type.Integer()),
+}, { additionalProperties: false })
+export type Coupon = Static<typeof Coupon>
+export type CouponInput = Static<typeof CouponInput>
+
+export const IdParams = Type.Object({ id: Uuid() })
+export const SkuParams = Type.Object({ sku: Type.String({ minLength: 1, maxLength: 100 }) })
+export const PlanQuery = Type.Object({ name: Type.Optional(Type.String({ maxLength: 200, description: 'Only plans with this exact name' })) })
+export const ProductQuery = Type.Object({
+  category: Type.Optional(Type.String({ maxLength: 100 })),
+  brand: Type.Optional(Type.String({ maxLength: 100 })),
+  visible: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+})

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto'
+import type { Selectable } from 'kysely'
+import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { fromMinor, toMinor } from '../../money.ts'
+import { isArea } from '../oauth/scopes.ts'
+import { isRealDay } from '../../days.ts'
+import type { CatalogueRepository } from './catalogue.repository.ts'
+import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
+
+export function createCatalogueService(deps: { repo: CatalogueRepository }) {
+  const { repo } = deps
+
+  return {
+    async createPlan(input: PlanInput): Promise<string> {
+      const features = [...new Set(input.features ?? [])]
+      const unknown = features.find((f) => !isArea(f))
+      if (unknown !== undefined) throw new ValidationError(`body/plan/features names an unknown area: ${unknown}`)
+      if (await repo.findPlanBySku(input.sku)) throw new Conflict(`A plan with sku ${input.sku} already exists`)
+      const id = randomUUID()
+      await repo.insertPlan({
+        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price'),
+        plan_family: input.plan_family, period_unit: input.period_unit, features,
+      })
+      return id
+    },
+    async listPlans(filter: { name?: string }): Promise<Plan[]> {
+      return (await repo.listPlans(filter)).map(planView)
+    },
+    async getPlan(id: string): Promise<Plan> {
+      const row = await repo.findPlan(id)
+      if (!row) throw new NotFound('Plan')
+      return planView(row)
+    },
+    async getPlanBySku(sku: string): Promise<Plan> {
+      const row = await repo.findPlanBySku(sku)
+      if (!row) throw new NotFound('Plan')
+      return planView(row)
+    },
+
+    async createProduct(input: ProductInput): Promise<string> {
+      const values = await productValues(input)
+      if (await repo.findProductSkuOwner(input.sku)) throw new Conflict(`A product with sku ${input.sku} already exists`)
+      const id = randomUUID()
+      await repo.insertProduct({ id, ...values })
+      return id
+    },
+    async updateProduct(id: string, input: ProductInput): Promise<void> {
+      const values = await productValues(input)
+      const owner = await repo.findProductSkuOwner(input.sku)
+      if (owner && owner.id !== id) throw new Conflict(`A product with sku ${input.sku} already exists`)
+      if (!(await repo.updateProduct(id, values))) throw new NotFound('Product')
+    },
+    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }): Promise<Product[]> {
+      const visible = filter.visible === undefined ? undefined : filter.visible === 'true'
+      return (await repo.listProducts({ ...filter, visible })).map(productView)
+    },
+    async getProduct(id: string): Promise<Product> {
+      const row = await repo.findProduct(id)
+      if (!row) throw new NotFound('Product')
+      return productView(row)
+    },
+
+    async createAddon(input: AddonInput): Promise<string> {
+      const id = randomUUID()
+      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price'), period_unit: input.period_unit })
+      return id
+    },
+    async listAddons(): Promise<Addon[]> { return (await repo.listAddons()).map(addonView) },
+    async getAddon(id: string): Promise<Addon> {
+      const row = await repo.findAddon(id)
+      if (!row) throw new NotFound('Addon')
+      return addonView(row)
+    },
+
+    async createCoupon(input: CouponInput): Promise<string> {
+      if (input.discount_type === 'percentage' && input.discount_value > 100) throw new ValidationError('body/discount_value must be at most 100 for a percentage')
+      if (input.valid_till && !isRealDay(input.valid_till)) throw new ValidationError('body/valid_till must be a real calendar day')
+      if (await repo.findCouponByCode(input.code)) throw new Conflict(`A coupon with code ${input.code} already exists`)
+      const id = randomUUID()
+      await repo.insertCoupon({
+        id, code: input.code, name: input.name, discount_type: input.discount_type,
+        // Percent in basis points, amounts in cents: both integers.
+        discount_value_minor: toMinor(input.discount_value, 'body/discount_value'),
+        valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null,
+      })
+      return id
+    },
+    async listCoupons(): Promise<Coupon[]> { return (await repo.listCoupons()).map(couponView) },
+    async getCoupon(id: string): Promise<Coupon> {
+      const row = await repo.findCoupon(id)
+      if (!row) throw new NotFound('Coupon')
+      return couponView(row)
+    },
+  }
+
+  async function productValues(input: ProductInput) {
+    const allowed = [...new Set(input.allowed_plans ?? [])]
+    const existing = await repo.existingPlanSkus(allowed)
+    const missing = allowed.find((sku) => !existing.has(sku))
+    if (missing !== undefined) throw new ValidationError(`body/product/allowed_plans names an unknown plan: ${missing}`)
+    return {
+      sku: input.sku, name: input.name, visible: input.visible ?? true,
+      subscription_manager: input.subscription_manager ?? 'local', allowed_plans: allowed,
+      category: input.category ?? null, brand: input.brand ?? null,
+    }
+  }
+}
+
+export type CatalogueService = ReturnType<typeof createCatalogueService>
+
+export function planView(row: PlanRow): Plan {
+  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents), plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
+}
+
+export function productView(row: ProductRow): Product {
+  return {
+    product: {
+      id: row.id, sku: row.sku, name: row.name, visible: row.visible, subscription_manager: row.subscription_manager,
+      allowed_plans: row.allowed_plans, category: row.category, brand: row.brand,
+    },
+  }
+}
+
+function addonView(row: Selectable<AddonsTable>): Addon {
+  return { id: row.id, name: row.name, price: fromMinor(row.price_cents), period_unit: row.period_unit }
+}
+
+function couponView(row: Selectable<CouponsTable>): Coupon {
+  return {
+    id: row.id, code: row.code, name: row.name, discount_type: row.discount_type,
+    discount_value: fromMinor(row.discount_value_minor), valid_till: row.valid_till,
+    max_redemptions: row.max_redemptions, redemptions: row.redemptions,
+  }
+}

@@ -1,0 +1,68 @@
+import { sql, type Insertable, type Kysely } from 'kysely'
+import type { CompaniesTable, ContractsTable, DB } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+
+/** Companies with the mirror of their subscription, subsidiaries and contracts. */
+export function createCompaniesRepository(db: Kysely<DB>) {
+  return {
+    insertCompany: (executor: Executor, company: Insertable<CompaniesTable>) => executor.insertInto('companies').values(company).execute(),
+
+    /** The company with its current subscription and that plan's features, in one query. */
+    findCompany(companyId: string) {
+      return db.selectFrom('companies as c')
+        .leftJoin('subscriptions as s', 's.company_id', 'c.id')
+        .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+        .selectAll('c')
+        .select([
+          's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+          's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features',
+        ])
+        .where('c.id', '=', companyId)
+        .executeTakeFirst()
+    },
+
+    /** What decides a company's authorized scopes: its plan's features, while its subscription lives. */
+    findPlanFeatures(companyId: string) {
+      return db.selectFrom('companies as c')
+        .leftJoin('subscriptions as s', 's.company_id', 'c.id')
+        .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+        .select(['c.id', 's.status', 'p.features'])
+        .where('c.id', '=', companyId)
+        .executeTakeFirst()
+    },
+
+    async setDisabled(companyId: string, disabledAt: Date | null): Promise<boolean> {
+      const result = await db.updateTable('companies').set({ disabled_at: disabledAt, updated_at: new Date() })
+        .where('id', '=', companyId).executeTakeFirst()
+      return Number(result.numUpdatedRows) > 0
+    },
+
+    companyExists: async (companyId: string) =>
+      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+
+    insertSubsidiary: (row: { company_id: string; id: string; name: string; city: string | null; country: string | null }) =>
+      db.insertInto('subsidiaries').values(row).execute(),
+    listSubsidiaries: (companyId: string) =>
+      db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).orderBy('name').orderBy('id').execute(),
+    findSubsidiary: (companyId: string, subsidiaryId: string) =>
+      db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst(),
+
+    insertContract: (row: Insertable<ContractsTable>) => db.insertInto('contracts').values(row).execute(),
+    async updateContract(companyId: string, contractId: string, values: Omit<Insertable<ContractsTable>, 'id' | 'company_id'>): Promise<boolean> {
+      const result = await db.updateTable('contracts').set(values).where('company_id', '=', companyId).where('id', '=', contractId).executeTakeFirst()
+      return Number(result.numUpdatedRows) > 0
+    },
+    listContracts: (companyId: string) => contractsQuery(db, companyId).orderBy('c.last_name').orderBy('c.first_name').orderBy('c.id').execute(),
+    findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
+  }
+}
+
+/** Contracts with the ids of their teams, read from the memberships so both always agree. */
+function contractsQuery(db: Kysely<DB>, companyId: string) {
+  return db.selectFrom('contracts as c')
+    .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
+    .select(sql<string[]>`coalesce((SELECT array_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '{}')`.as('team_ids'))
+    .where('c.company_id', '=', companyId)
+}
+
+export type CompaniesRepository = ReturnType<typeof createCompaniesRepository>

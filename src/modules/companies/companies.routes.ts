@@ -1,0 +1,94 @@
+import { Type } from 'typebox'
+import type { App } from '../../http/app-types.ts'
+import { accepted } from '../../http/app-types.ts'
+import { principalOf } from '../../http/auth.ts'
+import { Accepted, CompanyParams } from '../../http/schemas.ts'
+import type { CompaniesService } from './companies.service.ts'
+import {
+  Company, CompanyInput, Contract, ContractInput, ContractParams, Scope, Subsidiary, SubsidiaryInput, SubsidiaryParams,
+} from './companies.schemas.ts'
+
+const BASE = '/api/v1/companies'
+
+/** Companies (25, 33, 34 and creation), their subsidiaries and contracts. */
+export async function companiesRoutes(app: App, { service }: { service: CompaniesService }) {
+  const tags = ['Companies']
+
+  app.post(BASE, {
+    config: { access: 'platform' },
+    schema: { operationId: 'createCompany', tags, summary: 'Create a company with a trial subscription', body: CompanyInput, response: { 202: Accepted } },
+  }, async (request, reply) => accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId)}`))
+
+  app.get(`${BASE}/:company_id`, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'getCompany', tags, summary: 'Get a company (34)', params: CompanyParams, response: { 200: Company } },
+  }, async (request) => service.getCompany(request.params.company_id))
+
+  app.put(`${BASE}/:company_id`, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'disableCompany', tags, summary: 'Disable a company (33); no body', params: CompanyParams, response: { 202: Accepted } },
+  }, async (request, reply) => {
+    await service.disableCompany(request.params.company_id)
+    return accepted(reply)
+  })
+
+  app.put(`${BASE}/:company_id/enable`, {
+    config: { access: 'platform' },
+    schema: { operationId: 'enableCompany', tags, summary: 'Enable a disabled company', params: CompanyParams, response: { 202: Accepted } },
+  }, async (request, reply) => {
+    await service.enableCompany(request.params.company_id)
+    return accepted(reply)
+  })
+
+  app.get(`${BASE}/:company_id/authorized/scopes`, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'listAuthorizedScopes', tags, summary: 'The company\'s authorized scopes (25)', params: CompanyParams, response: { 200: Type.Array(Scope) } },
+  }, async (request) => service.authorizedScopes(request.params.company_id))
+
+  const subsidiaries = `${BASE}/:company_id/subsidiaries`
+  app.post(subsidiaries, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'createSubsidiary', tags, summary: 'Create a subsidiary', params: CompanyParams, body: SubsidiaryInput, response: { 202: Accepted } },
+  }, async (request, reply) => {
+    const { company_id } = request.params
+    return accepted(reply, `${BASE}/${company_id}/subsidiaries/${await service.createSubsidiary(company_id, request.body)}`)
+  })
+
+  app.get(subsidiaries, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'listSubsidiaries', tags, summary: 'List subsidiaries', params: CompanyParams, response: { 200: Type.Array(Subsidiary) } },
+  }, async (request) => service.listSubsidiaries(request.params.company_id))
+
+  app.get(`${subsidiaries}/:subsidiary_id`, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'getSubsidiary', tags, summary: 'Get a subsidiary', params: SubsidiaryParams, response: { 200: Subsidiary } },
+  }, async (request) => service.getSubsidiary(request.params.company_id, request.params.subsidiary_id))
+
+  const contracts = `${BASE}/:company_id/contracts`
+  const contractTags = ['Contracts']
+  app.post(contracts, {
+    config: { access: { area: 'contract' } },
+    schema: { operationId: 'createContract', tags: contractTags, summary: 'Create a contract (an employee)', params: CompanyParams, body: ContractInput, response: { 202: Accepted } },
+  }, async (request, reply) => {
+    const { company_id } = request.params
+    return accepted(reply, `${BASE}/${company_id}/contracts/${await service.createContract(company_id, request.body)}`)
+  })
+
+  app.get(contracts, {
+    config: { access: { area: 'contract' } },
+    schema: { operationId: 'listContracts', tags: contractTags, summary: 'List contracts', params: CompanyParams, response: { 200: Type.Array(Contract) } },
+  }, async (request) => service.listContracts(request.params.company_id))
+
+  app.get(`${contracts}/:contract_id`, {
+    config: { access: { area: 'contract' } },
+    schema: { operationId: 'getContract', tags: contractTags, summary: 'Get a contract', params: ContractParams, response: { 200: Contract } },
+  }, async (request) => service.getContract(request.params.company_id, request.params.contract_id))
+
+  app.put(`${contracts}/:contract_id`, {
+    config: { access: { area: 'contract' } },
+    schema: { operationId: 'updateContract', tags: contractTags, summary: 'Replace a contract', params: ContractParams, body: ContractInput, response: { 202: Accepted } },
+  }, async (request, reply) => {
+    await service.updateContract(request.params.company_id, request.params.contract_id, request.body)
+    return accepted(reply)
+  })
+}

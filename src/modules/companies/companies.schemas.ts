@@ -1,0 +1,127 @@
+import { Type, type Static } from 'typebox'
+import { Nullable, Uuid } from '../../http/schemas.ts'
+
+const Text = (max = 200) => Type.String({ maxLength: max })
+const OptionalText = (max = 200) => Type.Optional(Nullable(Text(max)))
+
+const LocationInfo = Type.Object({ long: Type.String({ maxLength: 32 }), lat: Type.String({ maxLength: 32 }) }, { additionalProperties: false })
+const Preferences = Type.Object(
+  { stamping_enabled: Type.Optional(Type.String({ maxLength: 50 })) },
+  { additionalProperties: true, maxProperties: 50, description: 'stamping_enabled is a string; other keys are open' },
+)
+
+/** The Company of the spec; its subscription_* fields mirror the current subscription. */
+export const Company = Type.Object({
+  id: Uuid(),
+  name: Type.String(),
+  address: Nullable(Type.String()),
+  city: Nullable(Type.String()),
+  province: Nullable(Type.String()),
+  zip: Nullable(Type.String()),
+  country: Type.String({ description: 'ISO 3166-1 alpha-2' }),
+  phone: Nullable(Type.String()),
+  vat: Nullable(Type.String()),
+  fiscal_code: Nullable(Type.String()),
+  pec: Nullable(Type.String()),
+  codice_destinatario: Nullable(Type.String()),
+  billing_email: Nullable(Type.String()),
+  admin_user_id: Nullable(Type.String()),
+  admin_user_email: Nullable(Type.String()),
+  timezone: Type.String({ description: 'IANA zone name' }),
+  number_of_employees: Nullable(Type.Integer()),
+  location_info: Nullable(LocationInfo),
+  preferences: Preferences,
+  subscription_id: Nullable(Type.String()),
+  subscription_customer_id: Nullable(Type.String()),
+  subscription_plan: Nullable(Type.String()),
+  subscription_status: Nullable(Type.String()),
+  subscription_expiration_date: Nullable(Type.String({ format: 'date-time', description: 'End of the current term (UTC)' })),
+  trial_expiration_date: Nullable(Type.String({ format: 'date-time', description: 'End of the trial (UTC)' })),
+  subscribed_features: Type.Array(Type.String()),
+  plan_quantity: Nullable(Type.Integer()),
+  disabled: Type.Boolean({ description: 'True once disabled (33); its tokens then get 403' }),
+}, { additionalProperties: false, title: 'Company' })
+export type Company = Static<typeof Company>
+
+const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
+
+export const CompanyInput = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  address: OptionalText(),
+  city: OptionalText(),
+  province: OptionalText(50),
+  zip: OptionalText(20),
+  country: Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, such as IT' }),
+  phone: OptionalText(50),
+  vat: OptionalText(50),
+  fiscal_code: OptionalText(50),
+  pec: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+  codice_destinatario: OptionalText(20),
+  billing_email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+  admin_user_id: Type.Optional(Nullable(Uuid())),
+  admin_user_email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+  timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA zone; default Europe/Rome for IT, else UTC' })),
+  number_of_employees: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000_000 }))),
+  location_info: Type.Optional(Nullable(LocationInfo)),
+  preferences: Type.Optional(Preferences),
+  product_sku: Type.String({ minLength: 1, maxLength: 100, description: 'The product subscribed to' }),
+  subscription_plan: Type.String({ minLength: 1, maxLength: 100, description: 'A plan sku among the product\'s allowed_plans' }),
+  plan_quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1 })),
+  id: Ignored,
+  subscription_id: Ignored,
+  subscription_customer_id: Ignored,
+  subscription_status: Ignored,
+  subscription_expiration_date: Ignored,
+  trial_expiration_date: Ignored,
+  subscribed_features: Ignored,
+  disabled: Ignored,
+}, { additionalProperties: false })
+export type CompanyInput = Static<typeof CompanyInput>
+
+export const Scope = Type.Object({
+  name: Type.String({ description: 'Display name' }),
+  mode: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write')])),
+  api: Type.String({ description: 'Area name' }),
+}, { additionalProperties: false, title: 'Scope' })
+
+export const Subsidiary = Type.Object({
+  id: Uuid(),
+  name: Type.String(),
+  city: Nullable(Type.String()),
+  country: Nullable(Type.String()),
+}, { additionalProperties: false, title: 'Subsidiary' })
+export type Subsidiary = Static<typeof Subsidiary>
+
+export const SubsidiaryInput = Type.Object({
+  id: Ignored,
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  city: OptionalText(),
+  country: Type.Optional(Nullable(Type.String({ pattern: '^[A-Z]{2}$' }))),
+}, { additionalProperties: false })
+export type SubsidiaryInput = Static<typeof SubsidiaryInput>
+
+export const SubsidiaryParams = Type.Object({ company_id: Uuid(), subsidiary_id: Uuid() })
+
+export const Contract = Type.Object({
+  id: Uuid(),
+  first_name: Type.String(),
+  last_name: Type.String(),
+  email: Nullable(Type.String()),
+  subsidiary_id: Nullable(Uuid()),
+  team_ids: Type.Array(Uuid(), { description: 'The teams the contract is a member of' }),
+  active: Type.Boolean(),
+}, { additionalProperties: false, title: 'Contract' })
+export type Contract = Static<typeof Contract>
+
+export const ContractInput = Type.Object({
+  id: Ignored,
+  first_name: Type.String({ minLength: 1, maxLength: 100 }),
+  last_name: Type.String({ minLength: 1, maxLength: 100 }),
+  email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+  subsidiary_id: Type.Optional(Nullable(Uuid())),
+  team_ids: Ignored,
+  active: Type.Optional(Type.Boolean({ default: true })),
+}, { additionalProperties: false })
+export type ContractInput = Static<typeof ContractInput>
+
+export const ContractParams = Type.Object({ company_id: Uuid(), contract_id: Uuid() })

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { Clock } from '../../clock.ts'
+import type { DB } from '../../db/tables.ts'
+import { NotFound, ValidationError } from '../../http/errors.ts'
+import { isTimeZone } from '../../days.ts'
+import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
+import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
+import type { AccessState } from '../oauth/oauth.access.ts'
+import { authorizedScopes, scopeStrings, type Scope } from '../oauth/scopes.ts'
+import type { CompaniesRepository } from './companies.repository.ts'
+import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
+
+type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCompany']>>>
+
+export function createCompaniesService(deps: {
+  db: Kysely<DB>
+  repo: CompaniesRepository
+  catalogue: Pick<CatalogueRepository, 'findProductBySku' | 'findPlanBySku'>
+  subscriptions: Pick<SubscriptionsService, 'startTrial'>
+  access: Pick<AccessState, 'changed'>
+  clock: Clock
+}) {
+  const { repo, clock } = deps
+
+  async function requireCompany(companyId: string) {
+    if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
+  }
+
+  async function scopesOf(companyId: string): Promise<Scope[] | undefined> {
+    const row = await repo.findPlanFeatures(companyId)
+    if (!row) return undefined
+    // A cancelled subscription keeps the company, with the base scopes only.
+    const features = row.status && row.status !== 'cancelled' ? (row.features ?? []) : []
+    return authorizedScopes(features)
+  }
+
+  return {
+    /** Creates the company, its billing customer and its trial subscription, all or nothing. */
+    async createCompany(input: CompanyInput, actor: string): Promise<string> {
+      const product = await deps.catalogue.findProductBySku(input.product_sku)
+      if (!product) throw new ValidationError(`body/product_sku names an unknown product: ${input.product_sku}`)
+      if (!product.allowed_plans.includes(input.subscription_plan)) {
+        throw new ValidationError(`body/subscription_plan ${input.subscription_plan} is not among the product's allowed_plans`)
+      }
+      const plan = await deps.catalogue.findPlanBySku(input.subscription_plan)
+      if (!plan) throw new ValidationError(`body/subscription_plan names an unknown plan: ${input.subscription_plan}`)
+      const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
+      if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      const id = randomUUID()
+      await deps.db.transaction().execute(async (trx) => {
+        await repo.insertCompany(trx, {
+          id, name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
+          zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null,
+          fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
+          billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
+          admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
+          location_info: JSON.stringify(input.location_info ?? null), preferences: JSON.stringify(input.preferences ?? {}),
+          updated_at: clock.now(),
+        })
+        await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
+      })
+      return id
+    },
+
+    async getCompany(companyId: string): Promise<Company> {
+      const row = await repo.findCompany(companyId)
+      if (!row) throw new NotFound('Company')
+      return companyView(row)
+    },
+
+    async disableCompany(companyId: string) {
+      if (!(await repo.setDisabled(companyId, clock.now()))) throw new NotFound('Company')
+      await deps.access.changed()
+    },
+
+    async enableCompany(companyId: string) {
+      if (!(await repo.setDisabled(companyId, null))) throw new NotFound('Company')
+      await deps.access.changed()
+    },
+
+    async authorizedScopes(companyId: string): Promise<Scope[]> {
+      const scopes = await scopesOf(companyId)
+      if (!scopes) throw new NotFound('Company')
+      return scopes
+    },
+
+    /** `read:x write:x ...` the company may grant, or undefined for an unknown company. */
+    async scopeStrings(companyId: string): Promise<string[] | undefined> {
+      const scopes = await scopesOf(companyId)
+      return scopes && scopeStrings(scopes)
+    },
+
+    async createSubsidiary(companyId: string, input: SubsidiaryInput): Promise<string> {
+      await requireCompany(companyId)
+      const id = randomUUID()
+      await repo.insertSubsidiary({ company_id: companyId, id, name: input.name, city: input.city ?? null, country: input.country ?? null })
+      return id
+    },
+    async listSubsidiaries(companyId: string): Promise<Subsidiary[]> {
+      await requireCompany(companyId)
+      return repo.listSubsidiaries(companyId)
+    },
+    async getSubsidiary(companyId: string, subsidiaryId: string): Promise<Subsidiary> {
+      const row = await repo.findSubsidiary(companyId, subsidiaryId)
+      if (!row) throw new NotFound('Subsidiary')
+      return row
+    },
+
+    async createContract(companyId: string, input: ContractInput): Promise<string> {
+      await requireCompany(companyId)
+      await checkSubsidiary(companyId, input.subsidiary_id)
+      const id = randomUUID()
+      await repo.insertContract({ company_id: companyId, id, ...contractValues(input), updated_at: clock.now() })
+      return id
+    },
+    async updateContract(companyId: string, contractId: string, input: ContractInput) {
+      await checkSubsidiary(companyId, input.subsidiary_id)
+      if (!(await repo.updateContract(companyId, contractId, { ...contractValues(input), updated_at: clock.now() }))) throw new NotFound('Contract')
+    },
+    async listContracts(companyId: string): Promise<Contract[]> {
+      await requireCompany(companyId)
+      return repo.listContracts(companyId)
+    },
+    async getContract(companyId: string, contractId: string): Promise<Contract> {
+      const row = await repo.findContract(companyId, contractId)
+      if (!row) throw new NotFound('Contract')
+      return row
+    },
+  }
+
+  async function checkSubsidiary(companyId: string, subsidiaryId: string | null | undefined) {
+    if (subsidiaryId && !(await repo.findSubsidiary(companyId, subsidiaryId))) {
+      throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
+    }
+  }
+}
+
+function contractValues(input: ContractInput) {
+  return { first_name: input.first_name, last_name: input.last_name, email: input.email ?? null, subsidiary_id: input.subsidiary_id ?? null, active: input.active ?? true }
+}
+
+export type CompaniesService = ReturnType<typeof createCompaniesService>
+
+function companyView(row: CompanyRecord): Company {
+  const iso = (d: Date | null) => (d ? d.toISOString() : null)
+  return {
+    id: row.id, name: row.name, address: row.address, city: row.city, province: row.province, zip: row.zip,
+    country: row.country, phone: row.phone, vat: row.vat, fiscal_code: row.fiscal_code, pec: row.pec,
+    codice_destinatario: row.codice_destinatario, billing_email: row.billing_email, admin_user_id: row.admin_user_id,
+    admin_user_email: row.admin_user_email, timezone: row.timezone, number_of_employees: row.number_of_employees,
+    location_info: row.location_info as Company['location_info'], preferences: row.preferences as Company['preferences'],
+    subscription_id: row.subscription_id, subscription_customer_id: row.subscription_customer_id,
+    subscription_plan: row.subscription_plan, subscription_status: row.subscription_status,
+    subscription_expiration_date: iso(row.current_term_end), trial_expiration_date: iso(row.trial_end),
+    subscribed_features: row.subscription_status && row.subscription_status !== 'cancelled' ? (row.features ?? []) : [],
+    plan_quantity: row.plan_quantity, disabled: row.disabled_at !== null,
+  }
+}

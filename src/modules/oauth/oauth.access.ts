@@ -1,0 +1,44 @@
+import { sql } from 'kysely'
+import type { Database } from '../../db/database.ts'
+import type { ClientAccessState, OauthRepository } from './oauth.repository.ts'
+
+const CHANNEL = 'access_changed'
+// A safety net for a missed notification (a dropped LISTEN connection): no answer is older than this.
+const MAX_AGE_MS = 5_000
+const CACHE_LIMIT = 50_000
+
+/**
+ * Whether a client is revoked or its company disabled, cached per process. A change is
+ * announced with NOTIFY, so every instance on the same PostgreSQL forgets its copy at once.
+ */
+export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'db' | 'listen'>) {
+  const cache = new Map<string, { state: ClientAccessState | undefined; at: number }>()
+
+  function forget(clientId?: string) {
+    if (clientId) cache.delete(clientId)
+    else cache.clear()
+  }
+
+  return {
+    async get(clientId: string): Promise<ClientAccessState | undefined> {
+      const hit = cache.get(clientId)
+      if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit.state
+      const state = await repo.accessState(clientId)
+      if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!)
+      cache.set(clientId, { state, at: Date.now() })
+      return state
+    },
+
+    /** Announces a change of one client (or, without an id, of any: a company disabled or enabled). */
+    async changed(clientId?: string) {
+      forget(clientId)
+      await sql`SELECT pg_notify(${CHANNEL}, ${clientId ?? ''})`.execute(database.db)
+    },
+
+    async listen() {
+      await database.listen(CHANNEL, (payload) => forget(payload || undefined))
+    },
+  }
+}
+
+export type AccessState = ReturnType<typeof createAccessState>

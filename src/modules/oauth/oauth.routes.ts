@@ -1,0 +1,99 @@
+import { Type, type Static } from 'typebox'
+import type { FastifyError } from 'fastify'
+import type { App } from '../../http/app-types.ts'
+import { CompanyParams } from '../../http/schemas.ts'
+import { toAppError } from '../../http/error-handler.ts'
+import { OAuthError, type OauthService } from './oauth.service.ts'
+import type { TokenKeys } from './oauth.tokens.ts'
+import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, TokenRequest, TokenResponse } from './oauth.schemas.ts'
+
+/** The token endpoint and the key set: their own scope, because they speak OAuth's error format and take forms. */
+export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { service: OauthService; keys: TokenKeys; bodyLimit: number }) {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  })
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const oauth = err instanceof OAuthError ? err : undefined
+    if (!oauth) {
+      const mapped = toAppError(err)
+      if (mapped.statusCode !== 400) {
+        for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
+        return reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+      }
+    }
+    const error = oauth?.error ?? 'invalid_request'
+    const description = oauth?.message ?? toAppError(err).message
+    const status = error === 'invalid_client' ? 401 : 400
+    if (status === 401) reply.header('www-authenticate', 'Basic realm="oauth"')
+    request.log.info({ error }, 'token refused')
+    return reply.code(status).header('cache-control', 'no-store')
+      .send({ error, error_description: description, errors: description, code: status === 401 ? 'unauthorized' : 'validation_failed' })
+  })
+
+  app.post('/oauth/token', {
+    config: { access: 'none' },
+    schema: {
+      operationId: 'issueToken', tags: ['OAuth'], summary: 'Get an access token (client credentials)',
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: TokenRequest,
+      response: { 200: TokenResponse, 400: TokenError, 401: TokenError },
+    },
+  }, async (request, reply) => {
+    const body = (request.body ?? {}) as Static<typeof TokenRequest>
+    const basic = parseBasic(request.headers.authorization)
+    if (basic && body.client_id && basic.id !== body.client_id) throw new OAuthError('invalid_request', 'Two different client ids were sent')
+    const result = await service.issueToken({ ...body, ...(basic ? { client_id: basic.id, client_secret: basic.secret } : {}) })
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+    return result
+  })
+
+  app.get('/.well-known/jwks.json', {
+    config: { access: 'none' },
+    schema: { operationId: 'getJwks', tags: ['OAuth'], summary: 'Public keys that verify access tokens', response: { 200: Jwks } },
+  }, async (_request, reply) => {
+    reply.header('cache-control', 'public, max-age=300')
+    return keys.jwks()
+  })
+}
+
+/** A company's own clients: created with the secret shown once, listed without it, revoked at once. */
+export async function clientRoutes(app: App, { service }: { service: OauthService }) {
+  const tags = ['Companies']
+  const base = '/api/v1/companies/:company_id/clients'
+
+  app.post(base, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'createCompanyClient', tags, summary: 'Create a company client', params: CompanyParams, body: ClientInput, response: { 201: CreatedClient } },
+  }, async (request, reply) => {
+    const client = await service.createCompanyClient(request.params.company_id, request.body)
+    reply.code(201).header('location', `${base.replace(':company_id', request.params.company_id)}/${client.client_id}`).header('cache-control', 'no-store')
+    return client
+  })
+
+  app.get(base, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'listCompanyClients', tags, summary: 'List a company\'s clients', params: CompanyParams, response: { 200: Type.Array(Client) } },
+  }, async (request) => service.listCompanyClients(request.params.company_id))
+
+  app.delete(`${base}/:client_id`, {
+    config: { access: { area: 'company', mode: 'write' } },
+    schema: { operationId: 'revokeCompanyClient', tags, summary: 'Revoke a company client', params: ClientParams, response: { 204: Type.Null({ description: 'Revoked; its tokens stop working at once' }) } },
+  }, async (request, reply) => {
+    await service.revokeCompanyClient(request.params.company_id, request.params.client_id)
+    return reply.code(204).send(null)
+  })
+}
+
+function parseBasic(header: string | undefined): { id: string; secret: string } | undefined {
+  const match = header && /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header)
+  if (!match) return undefined
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon < 0) return undefined
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon)), secret: decodeURIComponent(decoded.slice(colon + 1)) }
+  } catch {
+    throw new OAuthError('invalid_client', 'The Basic credentials are not valid percent-encoding')
+  }
+}

@@ -1,0 +1,117 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import type { Clock } from '../../clock.ts'
+import { NotFound, ValidationError } from '../../http/errors.ts'
+import type { OauthRepository } from './oauth.repository.ts'
+import type { TokenKeys } from './oauth.tokens.ts'
+import type { AccessState } from './oauth.access.ts'
+import { ALL_SCOPE_STRINGS } from './scopes.ts'
+
+/** An RFC 6749 §5.2 error of the token endpoint. */
+export class OAuthError extends Error {
+  constructor(readonly error: 'invalid_client' | 'invalid_request' | 'invalid_scope' | 'unsupported_grant_type', message: string) {
+    super(message)
+  }
+}
+
+export interface TokenRequest {
+  grant_type?: string
+  client_id?: string
+  client_secret?: string
+  scope?: string
+}
+
+export interface ClientView { client_id: string; name: string; scopes: string[]; created_at: string }
+
+/**
+ * Clients and their tokens. Secrets are 256 random bits made here, so one SHA-256 keeps them
+ * safe at rest (a slow hash protects guessable passwords, which these are not) and keeps the
+ * token endpoint fast.
+ */
+export function createOauthService(deps: {
+  repo: OauthRepository
+  keys: Pick<TokenKeys, 'sign'>
+  access: Pick<AccessState, 'changed'>
+  clock: Clock
+  /** The scopes a company may grant its clients (endpoint 25). */
+  companyScopes: (companyId: string) => Promise<string[] | undefined>
+}) {
+  const { repo, keys, clock } = deps
+
+  return {
+    async issueToken(request: TokenRequest) {
+      if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
+      if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
+      if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
+      const client = await repo.findClient(request.client_id)
+      if (!client || client.revoked_at !== null || !secretMatches(request.client_secret, client.secret_hash)) {
+        throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
+      }
+      let granted = client.scopes
+      if (client.company_id !== null) {
+        // A company's scopes can shrink with its plan: grant only what it still holds.
+        const authorized = new Set((await deps.companyScopes(client.company_id)) ?? [])
+        granted = granted.filter((s) => authorized.has(s))
+      }
+      if (request.scope !== undefined && request.scope.trim() !== '') {
+        const asked = [...new Set(request.scope.trim().split(/\s+/))]
+        const refused = asked.find((s) => !granted.includes(s))
+        if (refused !== undefined) throw new OAuthError('invalid_scope', `The client may not hold the scope ${refused}`)
+        granted = asked
+      }
+      const scope = granted.join(' ')
+      const { token, expiresIn } = await keys.sign({ sub: client.client_id, scope, ...(client.company_id ? { company_id: client.company_id } : {}) })
+      return { access_token: token, token_type: 'Bearer' as const, expires_in: expiresIn, scope }
+    },
+
+    /** Creates the platform client of the configuration, or a first one when there is none. */
+    async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
+      if (configured.id && configured.secret) {
+        await repo.insertClientIfMissing({ client_id: configured.id, secret_hash: hashSecret(configured.secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+        return undefined
+      }
+      if ((await repo.countPlatformClients()) > 0) return undefined
+      const client_id = `platform_${randomUUID()}`
+      const client_secret = newSecret()
+      const inserted = await repo.insertClientIfMissing({ client_id, secret_hash: hashSecret(client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+      return inserted ? { client_id, client_secret } : undefined
+    },
+
+    async createCompanyClient(companyId: string, input: { name: string; scopes: string[] }) {
+      const authorized = await deps.companyScopes(companyId)
+      if (!authorized) throw new NotFound('Company')
+      const scopes = [...new Set(input.scopes)]
+      const refused = scopes.find((s) => !authorized.includes(s))
+      if (refused !== undefined) throw new ValidationError(`body/scopes holds ${refused}, which is not among the company's authorized scopes`)
+      const client_id = `company_${randomUUID()}`
+      const client_secret = newSecret()
+      await repo.insertClient({ client_id, secret_hash: hashSecret(client_secret), name: input.name, company_id: companyId, scopes })
+      return { client_id, client_secret, name: input.name, scopes }
+    },
+
+    async listCompanyClients(companyId: string): Promise<ClientView[]> {
+      if (!(await deps.companyScopes(companyId))) throw new NotFound('Company')
+      return (await repo.listCompanyClients(companyId)).map((c) => ({ client_id: c.client_id, name: c.name, scopes: c.scopes, created_at: c.created_at.toISOString() }))
+    },
+
+    async revokeCompanyClient(companyId: string, clientId: string) {
+      if (!(await repo.revokeCompanyClient(companyId, clientId, clock.now()))) throw new NotFound('Client')
+      await deps.access.changed(clientId)
+    },
+  }
+}
+
+export type OauthService = ReturnType<typeof createOauthService>
+
+function newSecret(): string {
+  return randomBytes(32).toString('base64url')
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+function secretMatches(secret: string, storedHash: string): boolean {
+  const a = Buffer.from(hashSecret(secret), 'hex')
+  const b = Buffer.from(storedHash, 'hex')
+  return a.length === b.length && timingSafeEqual(a, b)
+}

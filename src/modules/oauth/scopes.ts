@@ -1,0 +1,50 @@
+/** The scope areas of the specification (§5), and which of them a company holds. */
+
+export const READ_WRITE_AREAS = [
+  'company_communication_message', 'company_communication', 'expense_report', 'expense', 'expense_type',
+  'holiday', 'justification_type', 'justification', 'schedule', 'team', 'customers', 'customer',
+  'stamping_device', 'stamping_area', 'stamping', 'activity', 'activities', 'activity_type',
+  'activity_types', 'workplace_override', 'contract_day_schedule_change', 'contract', 'export',
+  'orders', 'order', 'company', 'request', 'user_document',
+] as const
+
+export const READ_ONLY_AREAS = ['calendar'] as const
+
+export const ALL_AREAS: readonly string[] = [...READ_WRITE_AREAS, ...READ_ONLY_AREAS]
+
+/** Every company holds these, whatever its plan (decisions §6). */
+export const BASE_AREAS: readonly string[] = [
+  'company', 'team', 'holiday', 'calendar', 'contract', 'company_communication',
+  'company_communication_message', 'request', 'user_document',
+]
+
+export type Mode = 'read' | 'write'
+
+export interface Scope { name: string; mode: Mode[]; api: string }
+
+export function modesOf(area: string): Mode[] {
+  return (READ_ONLY_AREAS as readonly string[]).includes(area) ? ['read'] : ['read', 'write']
+}
+
+export function isArea(name: string): boolean {
+  return ALL_AREAS.includes(name)
+}
+
+/** The authorized scopes of a company: the base set plus every area named by its plan's features. */
+export function authorizedScopes(planFeatures: readonly string[]): Scope[] {
+  const areas = new Set(BASE_AREAS)
+  for (const feature of planFeatures) if (isArea(feature)) areas.add(feature)
+  return ALL_AREAS.filter((a) => areas.has(a)).map((area) => ({ name: displayName(area), mode: modesOf(area), api: area }))
+}
+
+/** `read:team write:team ...` for a list of scopes. */
+export function scopeStrings(scopes: readonly Scope[]): string[] {
+  return scopes.flatMap((s) => s.mode.map((m) => `${m}:${s.api}`))
+}
+
+export const ALL_SCOPE_STRINGS: readonly string[] = ALL_AREAS.flatMap((area) => modesOf(area).map((m) => `${m}:${area}`))
+
+function displayName(area: string): string {
+  const words = area.split('_').join(' ')
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
