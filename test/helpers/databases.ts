@@ -1,0 +1,106 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { createHash, randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely } from 'kysely'
+import { createDatabase, type Database, type Engine } from '../../src/db/database.ts'
+import { PGliteDialect } from '../../src/db/pglite-dialect.ts'
+import { migrate, readMigrations } from '../../src/db/migrate.ts'
+
+/**
+ * Test databases start from a migrated template, so a test file pays neither initdb nor the
+ * migrations: PGlite loads a dumped data directory, PostgreSQL copies a template database.
+ * Both templates are keyed by the migrations' content and rebuilt when they change.
+ */
+
+/** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set. TEST_ENGINES narrows it (pglite,postgres). */
+export const engines: Engine[] = (() => {
+  const all: Engine[] = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])]
+  const only = process.env.TEST_ENGINES?.split(',').map((s) => s.trim())
+  return only ? all.filter((e) => only.includes(e)) : all
+})()
+
+const migrationsHash = createHash('sha256').update(readMigrations().map((m) => m.version + m.sql).join('\n')).digest('hex').slice(0, 12)
+const cacheDir = path.resolve('node_modules/.cache/company-admin-api')
+
+export async function openTestDatabase(engine: Engine): Promise<Database & { drop(): Promise<void> }> {
+  if (engine === 'pglite') {
+    const database = await createDatabase({ pgliteDump: await pgliteTemplate() })
+    return { ...database, drop: async () => {} }
+  }
+  const url = process.env.TEST_DATABASE_URL
+  if (!url) throw new Error('TEST_DATABASE_URL is not set')
+  const template = await postgresTemplate(url)
+  const name = `cai_t_${process.pid}_${randomBytes(4).toString('hex')}`
+  await withAdmin(url, async (admin) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`)
+        return
+      } catch (err) {
+        // Two files copying the template at the same instant: one waits and tries again.
+        if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200))
+      }
+    }
+  })
+  const database = await createDatabase({ databaseUrl: withDatabase(url, name), poolSize: 10 })
+  return {
+    ...database,
+    async drop() {
+      await withAdmin(url, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    },
+  }
+}
+
+export function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url)
+  parsed.pathname = `/${name}`
+  return parsed.toString()
+}
+
+async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try { return await fn(client) } finally { await client.end() }
+}
+
+async function pgliteTemplate(): Promise<Blob> {
+  const file = path.join(cacheDir, `pglite-${migrationsHash}.tar.gz`)
+  if (!fs.existsSync(file)) {
+    const pglite = new PGlite()
+    await pglite.waitReady
+    const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) })
+    await migrate(db)
+    const dump = await pglite.dumpDataDir('gzip')
+    await pglite.close()
+    fs.mkdirSync(cacheDir, { recursive: true })
+    // Written aside then renamed: a file running at the same time never reads half a template.
+    const partial = `${file}.${process.pid}.partial`
+    fs.writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
+    fs.renameSync(partial, file)
+  }
+  return new Blob([fs.readFileSync(file)])
+}
+
+async function postgresTemplate(url: string): Promise<string> {
+  const name = `cai_tpl_${migrationsHash}`
+  await withAdmin(url, async (admin) => {
+    await admin.query('SELECT pg_advisory_lock(72410002)')
+    try {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
+      if (exists.rowCount) return
+      const building = `${name}_build`
+      await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)
+      await admin.query(`CREATE DATABASE ${building}`)
+      const database = await createDatabase({ databaseUrl: withDatabase(url, building), poolSize: 1 })
+      await migrate(database.db)
+      await database.close()
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`)
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(72410002)')
+    }
+  })
+  return name
+}
