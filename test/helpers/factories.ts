@@ -61,3 +61,16 @@ export async function contract(t: TestApp, companyId: string, fields: Record<str
   if (res.statusCode !== 202) throw new Error(`contract: ${res.statusCode} ${res.body}`)
   return locationId(res)
 }
+
+/** A team (spec endpoint 18); leaders must be contracts of the company. */
+export async function team(t: TestApp, companyId: string, fields: Record<string, unknown> = {}, token?: string) {
+  const res = await t.call({ method: 'POST', url: `/api/v1/companies/${companyId}/teams`, token, body: { name: uniq('Team'), code: uniq('T'), team_leader_ids: [], ...fields } })
+  if (res.statusCode !== 202) throw new Error(`team: ${res.statusCode} ${res.body}`)
+  return locationId(res)
+}
+
+/** Endpoint 35: the contract joins every listed team. */
+export async function addToTeams(t: TestApp, companyId: string, contractId: string, teamIds: string[], token?: string) {
+  const res = await t.call({ method: 'PUT', url: `/api/v1/companies/${companyId}/teams/add_contract`, token, body: { contract_id: contractId, team_ids: teamIds } })
+  if (res.statusCode !== 202) throw new Error(`add_contract: ${res.statusCode} ${res.body}`)
+}
