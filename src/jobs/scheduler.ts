@@ -55,6 +55,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
 
   /** Runs one due job; false when none is due. */
   async function runOne(): Promise<boolean> {
+    if (handlers.size === 0) return false
     const now = deps.clock.now()
     let failed: { id: number; attempts: number; error: string } | undefined
     const ran = await deps.db.transaction().execute(async (trx) => {
