@@ -45,6 +45,13 @@ export function createOauthRepository(db: Kysely<DB>) {
         .orderBy('created_at').orderBy('client_id').execute()
     },
 
+    /** A live (not revoked) client of the company. */
+    async findCompanyClient(companyId: string, clientId: string): Promise<ClientRow | undefined> {
+      return db.selectFrom('oauth_clients').selectAll()
+        .where('company_id', '=', companyId).where('client_id', '=', clientId).where('revoked_at', 'is', null)
+        .executeTakeFirst()
+    },
+
     async revokeCompanyClient(companyId: string, clientId: string, at: Date): Promise<boolean> {
       const result = await db.updateTable('oauth_clients').set({ revoked_at: at })
         .where('company_id', '=', companyId).where('client_id', '=', clientId).where('revoked_at', 'is', null)

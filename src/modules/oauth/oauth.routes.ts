@@ -76,6 +76,12 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
     schema: { operationId: 'listCompanyClients', tags, summary: 'List a company\'s clients', params: CompanyParams, response: { 200: Type.Array(Client) } },
   }, async (request) => service.listCompanyClients(request.params.company_id))
 
+  // The Location of a creation leads here.
+  app.get(`${base}/:client_id`, {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'getCompanyClient', tags, summary: 'Get a company client (without its secret)', params: ClientParams, response: { 200: Client } },
+  }, async (request) => service.getCompanyClient(request.params.company_id, request.params.client_id))
+
   app.delete(`${base}/:client_id`, {
     config: { access: { area: 'company', mode: 'write' } },
     schema: { operationId: 'revokeCompanyClient', tags, summary: 'Revoke a company client', params: ClientParams, response: { 204: Type.Null({ description: 'Revoked; its tokens stop working at once' }) } },

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import { NotFound, ValidationError } from '../../http/errors.ts'
-import type { OauthRepository } from './oauth.repository.ts'
+import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
 import { ALL_SCOPE_STRINGS } from './scopes.ts'
@@ -90,7 +90,13 @@ export function createOauthService(deps: {
 
     async listCompanyClients(companyId: string): Promise<ClientView[]> {
       if (!(await deps.companyScopes(companyId))) throw new NotFound('Company')
-      return (await repo.listCompanyClients(companyId)).map((c) => ({ client_id: c.client_id, name: c.name, scopes: c.scopes, created_at: c.created_at.toISOString() }))
+      return (await repo.listCompanyClients(companyId)).map(clientView)
+    },
+
+    async getCompanyClient(companyId: string, clientId: string): Promise<ClientView> {
+      const client = await repo.findCompanyClient(companyId, clientId)
+      if (!client) throw new NotFound('Client')
+      return clientView(client)
     },
 
     async revokeCompanyClient(companyId: string, clientId: string) {
@@ -101,6 +107,10 @@ export function createOauthService(deps: {
 }
 
 export type OauthService = ReturnType<typeof createOauthService>
+
+function clientView(c: ClientRow): ClientView {
+  return { client_id: c.client_id, name: c.name, scopes: c.scopes, created_at: c.created_at.toISOString() }
+}
 
 function newSecret(): string {
   return randomBytes(32).toString('base64url')
