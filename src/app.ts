@@ -27,6 +27,13 @@ import { createSubscriptionsService } from './modules/subscriptions/subscription
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
+import { createTeamsRepository } from './modules/teams/teams.repository.ts'
+import { createTeamsService } from './modules/teams/teams.service.ts'
+import { teamsRoutes } from './modules/teams/teams.routes.ts'
+import { createHolidaysRepository } from './modules/holidays/holidays.repository.ts'
+import { createHolidaysService } from './modules/holidays/holidays.service.ts'
+import { createPublicHolidayCalendar } from './modules/holidays/public-holidays.ts'
+import { holidaysRoutes } from './modules/holidays/holidays.routes.ts'
 import { operationsRoutes } from './modules/operations/operations.routes.ts'
 
 export interface AppOptions {
@@ -84,6 +91,8 @@ export async function buildApp(options: AppOptions) {
   const catalogue = createCatalogueService({ repo: catalogueRepo })
   const subscriptions = createSubscriptionsService({ repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const teams = createTeamsService({ repo: createTeamsRepository(db), clock })
+  const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
   const oauth = createOauthService({ repo: oauthRepo, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db })
@@ -91,6 +100,8 @@ export async function buildApp(options: AppOptions) {
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })
   await app.register(companiesRoutes, { service: companies })
+  await app.register(teamsRoutes, { service: teams })
+  await app.register(holidaysRoutes, { service: holidays })
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
 
   app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })

@@ -134,6 +134,19 @@ export interface TeamMembersTable {
   created_at: CreatedAt
 }
 
+export interface HolidaysTable {
+  company_id: string
+  id: string
+  subsidiary_id: string | null
+  name: string
+  day: string
+  is_worker_holiday: boolean
+  recurrent: 'none' | 'yearly'
+  recurrent_until: string | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
 export type SubscriptionStatus = 'future' | 'in_trial' | 'active' | 'non_renewing' | 'paused' | 'cancelled'
 
 export interface SubscriptionAddon { id: string; quantity: number }
@@ -207,6 +220,7 @@ export interface DB {
   contracts: ContractsTable
   teams: TeamsTable
   team_members: TeamMembersTable
+  holidays: HolidaysTable
   subscriptions: SubscriptionsTable
   subscription_events: SubscriptionEventsTable
   idempotency_keys: IdempotencyKeysTable

@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely'
+import type { DB, HolidaysTable } from '../../db/tables.ts'
+
+export type HolidayValues = Pick<HolidaysTable, 'name' | 'day' | 'is_worker_holiday' | 'recurrent' | 'recurrent_until' | 'subsidiary_id'>
+
+const COLUMNS = ['id', 'name', 'day', 'is_worker_holiday', 'recurrent', 'recurrent_until', 'subsidiary_id'] as const
+
+/** Holidays a company defines; every query is bounded by company_id. */
+export function createHolidaysRepository(db: Kysely<DB>) {
+  const ofCompany = (companyId: string) => db.selectFrom('holidays').select(COLUMNS).where('company_id', '=', companyId)
+
+  return {
+    /** What endpoint 30 needs of the company: where it is and what time it is there. */
+    findCompanyPlace: (companyId: string) =>
+      db.selectFrom('companies').select(['country', 'province', 'timezone']).where('id', '=', companyId).executeTakeFirst(),
+
+    companyExists: async (companyId: string) =>
+      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+
+    subsidiaryExists: async (companyId: string, subsidiaryId: string) =>
+      (await db.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
+
+    insert: (companyId: string, id: string, values: HolidayValues, now: Date) =>
+      db.insertInto('holidays').values({ company_id: companyId, id, ...values, created_at: now, updated_at: now }).execute(),
+
+    async update(companyId: string, id: string, values: HolidayValues, now: Date): Promise<boolean> {
+      const result = await db.updateTable('holidays').set({ ...values, updated_at: now })
+        .where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst()
+      return Number(result.numUpdatedRows) > 0
+    },
+
+    async delete(companyId: string, id: string): Promise<boolean> {
+      const result = await db.deleteFrom('holidays').where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst()
+      return Number(result.numDeletedRows) > 0
+    },
+
+    find: (companyId: string, id: string) => ofCompany(companyId).where('id', '=', id).executeTakeFirst(),
+
+    /** Company-wide holidays (null subsidiary) or those of one subsidiary, by day. */
+    listDefined: (companyId: string, subsidiaryId: string | null) =>
+      ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId)
+        .orderBy('day').orderBy('name').orderBy('id').execute(),
+
+    /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
+    listFallingIn: (companyId: string, from: string, to: string) =>
+      ofCompany(companyId).where((eb) => eb.or([
+        eb.and([eb('recurrent', '=', 'none'), eb('day', '>=', from), eb('day', '<=', to)]),
+        eb.and([eb('recurrent', '=', 'yearly'), eb('day', '<=', to), eb.or([eb('recurrent_until', 'is', null), eb('recurrent_until', '>=', from)])]),
+      ])).execute(),
+  }
+}
+
+export type HolidaysRepository = ReturnType<typeof createHolidaysRepository>

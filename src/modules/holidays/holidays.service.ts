@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto'
+import type { Clock } from '../../clock.ts'
+import { isRealDay, todayIn } from '../../days.ts'
+import { NotFound, ValidationError } from '../../http/errors.ts'
+import type { HolidaysRepository, HolidayValues } from './holidays.repository.ts'
+import type { DatedHoliday, Holiday, HolidayInput } from './holidays.schemas.ts'
+import type { PublicHolidayCalendar } from './public-holidays.ts'
+import { occurrenceIn } from './recurrence.ts'
+
+// Ties on a day: the company's own first, then a subsidiary's, then the public one.
+const SOURCE_ORDER = { company: 0, subsidiary: 1, public: 2 } as const
+
+/** Holidays a company defines (26, 31 and their writes) and its calendar of a year (30). */
+export function createHolidaysService(deps: { repo: HolidaysRepository; publicHolidays: PublicHolidayCalendar; clock: Clock }) {
+  const { repo, clock, publicHolidays } = deps
+
+  async function requireCompany(companyId: string) {
+    if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
+  }
+
+  async function valuesOf(companyId: string, input: HolidayInput): Promise<HolidayValues> {
+    const recurrent = input.recurrent ?? 'none'
+    const until = input.recurrent_until ?? null
+    if (!isRealDay(input.day)) throw new ValidationError('body/day must be a real calendar day (YYYY-MM-DD)')
+    if (until !== null) {
+      if (!isRealDay(until)) throw new ValidationError('body/recurrent_until must be a real calendar day (YYYY-MM-DD)')
+      if (recurrent !== 'yearly') throw new ValidationError('body/recurrent_until is allowed only with recurrent "yearly"')
+      if (until < input.day) throw new ValidationError('body/recurrent_until must not be before body/day')
+    }
+    const subsidiaryId = input.subsidiary_id ?? null
+    if (subsidiaryId !== null && !(await repo.subsidiaryExists(companyId, subsidiaryId))) {
+      throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
+    }
+    return { name: input.name, day: input.day, is_worker_holiday: input.is_worker_holiday ?? true, recurrent, recurrent_until: until, subsidiary_id: subsidiaryId }
+  }
+
+  return {
+    async create(companyId: string, input: HolidayInput): Promise<string> {
+      await requireCompany(companyId)
+      const id = randomUUID()
+      await repo.insert(companyId, id, await valuesOf(companyId, input), clock.now())
+      return id
+    },
+
+    /** Replaces the holiday; a field left out takes its default (company-wide, not recurrent, a worker holiday). */
+    async update(companyId: string, holidayId: string, input: HolidayInput) {
+      if (!(await repo.find(companyId, holidayId))) throw new NotFound('Holiday')
+      if (!(await repo.update(companyId, holidayId, await valuesOf(companyId, input), clock.now()))) throw new NotFound('Holiday')
+    },
+
+    async delete(companyId: string, holidayId: string) {
+      if (!(await repo.delete(companyId, holidayId))) throw new NotFound('Holiday')
+    },
+
+    async get(companyId: string, holidayId: string): Promise<Holiday> {
+      const row = await repo.find(companyId, holidayId)
+      if (!row) throw new NotFound('Holiday')
+      return row
+    },
+
+    /** 26: the company-wide holidays as defined (not expanded), by day. */
+    async listCompanyWide(companyId: string): Promise<Holiday[]> {
+      await requireCompany(companyId)
+      return repo.listDefined(companyId, null)
+    },
+
+    /** 31: the holidays defined for the subsidiary, by day. */
+    async listOfSubsidiary(companyId: string, subsidiaryId: string): Promise<Holiday[]> {
+      if (!(await repo.subsidiaryExists(companyId, subsidiaryId))) throw new NotFound('Subsidiary')
+      return repo.listDefined(companyId, subsidiaryId)
+    },
+
+    /**
+     * 30: every holiday date of the year: the company's and its subsidiaries' (yearly ones
+     * expanded) and the public holidays of the company's country (and province where the data
+     * knows it), sorted by day, then source, then name.
+     */
+    async allOfYear(companyId: string, requestedYear: number | undefined): Promise<DatedHoliday[]> {
+      const company = await repo.findCompanyPlace(companyId)
+      if (!company) throw new NotFound('Company')
+      const year = requestedYear ?? Number(todayIn(company.timezone, clock.now()).slice(0, 4))
+      const y = String(year).padStart(4, '0')
+      const defined = await repo.listFallingIn(companyId, `${y}-01-01`, `${y}-12-31`)
+      const entries: DatedHoliday[] = []
+      for (const holiday of defined) {
+        const day = occurrenceIn(holiday, year)
+        if (day) entries.push({ ...holiday, day, source: holiday.subsidiary_id === null ? 'company' : 'subsidiary' })
+      }
+      for (const p of publicHolidays.forYear(company.country, company.province, year)) {
+        entries.push({ id: null, name: p.name, day: p.day, is_worker_holiday: true, recurrent: 'none', recurrent_until: null, subsidiary_id: null, source: 'public' })
+      }
+      return entries.sort(byDaySourceName)
+    },
+  }
+}
+
+function byDaySourceName(a: DatedHoliday, b: DatedHoliday): number {
+  if (a.day !== b.day) return a.day < b.day ? -1 : 1
+  if (a.source !== b.source) return SOURCE_ORDER[a.source] - SOURCE_ORDER[b.source]
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1
+  return (a.id ?? '') < (b.id ?? '') ? -1 : (a.id ?? '') > (b.id ?? '') ? 1 : 0
+}
+
+export type HolidaysService = ReturnType<typeof createHolidaysService>

@@ -1,0 +1,106 @@
+import Holidays from 'date-holidays'
+import { addDays } from './recurrence.ts'
+
+/** A public holiday on one day, as computed from the date-holidays data. */
+export interface PublicHoliday { readonly day: string; readonly name: string }
+
+/** Where public holidays are computed: a country, and its state and region where the data knows them. */
+export interface Place { readonly country: string; readonly state?: string; readonly region?: string }
+
+// The data's types: "public" is a day off by law. "bank" (bank closures, half days such as
+// Heiliger Abend in Germany), "optional", "school" and "observance" are not days off for workers.
+const DAY_OFF_TYPES = new Set(['public'])
+const DAY_MS = 86_400_000
+
+/**
+ * Public holidays of the date-holidays package, computed once per (country, state, region,
+ * year) and then served from memory: building a calendar costs ~10 ms and a year ~5 ms, far
+ * above the budget of endpoint 30. The data is immutable, so nothing ever needs invalidating;
+ * the year cache is bounded (least recently computed out first).
+ */
+export function createPublicHolidayCalendar(options: { maxCachedYears?: number } = {}) {
+  const maxCachedYears = options.maxCachedYears ?? 5_000
+  const reference = new Holidays()
+  const countries = new Set(Object.keys(reference.getCountries()))
+  const places = new Map<string, Place | null>()
+  const calendars = new Map<string, Holidays>()
+  const years = new Map<string, readonly PublicHoliday[]>()
+
+  /**
+   * The country, narrowed to the company's province when the data knows it as a state (DE "BY")
+   * or as a region of a state (IT "RM", under Lazio), by code or by name; otherwise the country
+   * alone. Null for a country the data does not have.
+   */
+  function place(country: string, province: string | null): Place | null {
+    const key = `${country}|${province ?? ''}`
+    let found = places.get(key)
+    if (found === undefined) {
+      found = resolve(country, province)
+      places.set(key, found)
+    }
+    return found
+  }
+
+  function resolve(country: string, province: string | null): Place | null {
+    if (!countries.has(country)) return null
+    const wanted = province?.trim().toUpperCase()
+    if (!wanted) return { country }
+    const matches = (entries: Record<string, string>) =>
+      Object.entries(entries).find(([code, name]) => code.toUpperCase() === wanted || name.toUpperCase() === wanted)?.[0]
+    const states = reference.getStates(country) ?? {}
+    const state = matches(states)
+    if (state) return { country, state }
+    for (const candidate of Object.keys(states)) {
+      const region = matches(reference.getRegions(country, candidate) ?? {})
+      if (region) return { country, state: candidate, region }
+    }
+    return { country }
+  }
+
+  function calendarOf(p: Place): Holidays {
+    const key = `${p.country}|${p.state ?? ''}|${p.region ?? ''}`
+    let calendar = calendars.get(key)
+    if (!calendar) {
+      calendar = p.region ? new Holidays(p.country, p.state!, p.region) : p.state ? new Holidays(p.country, p.state) : new Holidays(p.country)
+      calendars.set(key, calendar)
+    }
+    return calendar
+  }
+
+  /** One entry per day (the first name where the data has two), in day order. */
+  function compute(p: Place, year: number): readonly PublicHoliday[] {
+    const byDay = new Map<string, PublicHoliday>()
+    const prefix = `${year}-`
+    for (const holiday of calendarOf(p).getHolidays(year) || []) {
+      if (!DAY_OFF_TYPES.has(holiday.type)) continue
+      // A holiday of several days spans [start, end); most span one.
+      const span = Math.max(1, Math.round((holiday.end.getTime() - holiday.start.getTime()) / DAY_MS))
+      const first = holiday.date.slice(0, 10)
+      for (let i = 0; i < span; i++) {
+        const day = addDays(first, i)
+        if (day.startsWith(prefix) && !byDay.has(day)) byDay.set(day, Object.freeze({ day, name: holiday.name }))
+      }
+    }
+    return Object.freeze([...byDay.values()].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0)))
+  }
+
+  return {
+    place,
+
+    /** The public holidays of the country (and its state or region, see place) in that year. */
+    forYear(country: string, province: string | null, year: number): readonly PublicHoliday[] {
+      const p = place(country, province)
+      if (!p) return []
+      const key = `${p.country}|${p.state ?? ''}|${p.region ?? ''}|${year}`
+      let days = years.get(key)
+      if (!days) {
+        days = compute(p, year)
+        if (years.size >= maxCachedYears) years.delete(years.keys().next().value!)
+        years.set(key, days)
+      }
+      return days
+    },
+  }
+}
+
+export type PublicHolidayCalendar = ReturnType<typeof createPublicHolidayCalendar>

@@ -1,0 +1,30 @@
+import { isRealDay } from '../../days.ts'
+
+/** What a defined holiday needs to be placed on the calendar of a year. */
+export interface Recurring {
+  day: string
+  recurrent: 'none' | 'yearly'
+  recurrent_until: string | null
+}
+
+/**
+ * The date a holiday falls on in `year`, if any. A yearly holiday repeats its month and day
+ * from its first `day` on, up to `recurrent_until` inclusive. A yearly holiday on 29 February
+ * falls only in leap years: moving it to 28 February or 1 March would invent a date nobody
+ * chose, and the company can define those explicitly.
+ */
+export function occurrenceIn(holiday: Recurring, year: number): string | undefined {
+  const first = Number(holiday.day.slice(0, 4))
+  if (holiday.recurrent === 'none') return first === year ? holiday.day : undefined
+  if (year < first) return undefined
+  const day = `${String(year).padStart(4, '0')}${holiday.day.slice(4)}`
+  if (!isRealDay(day)) return undefined
+  if (holiday.recurrent_until !== null && day > holiday.recurrent_until) return undefined
+  return day
+}
+
+/** `YYYY-MM-DD` plus n days, in UTC so no time zone shifts it. */
+export function addDays(day: string, n: number): string {
+  const [y, m, d] = day.split('-').map(Number) as [number, number, number]
+  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10)
+}

@@ -1,0 +1,114 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { DB } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+
+export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
+
+/**
+ * Teams and their memberships. A leader is a member row with is_leader; the contracts' team_ids
+ * (companies repository) read the same rows, so both views always agree. Membership writes go
+ * through INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
+ */
+export function createTeamsRepository(db: Kysely<DB>) {
+  return {
+    /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
+    transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
+
+    /** Inserts a team; a second team with the same code in the company fails on the unique index. */
+    insertTeam: (trx: Executor, companyId: string, id: string, values: TeamValues, now: Date) =>
+      trx.insertInto('teams').values({ company_id: companyId, id, ...values, updated_at: now }).execute(),
+
+    async updateTeam(trx: Executor, companyId: string, teamId: string, values: TeamValues, now: Date): Promise<boolean> {
+      const result = await trx.updateTable('teams').set({ ...values, updated_at: now })
+        .where('company_id', '=', companyId).where('id', '=', teamId).executeTakeFirst()
+      return Number(result.numUpdatedRows) > 0
+    },
+
+    /**
+     * Locks the company's teams among `teamIds` (in id order, so two writers never wait on each
+     * other crosswise) and answers those found. Every membership write takes this lock first.
+     */
+    async lockTeams(trx: Executor, companyId: string, teamIds: string[]): Promise<string[]> {
+      if (teamIds.length === 0) return []
+      const rows = await trx.selectFrom('teams').select('id')
+        .where('company_id', '=', companyId).where('id', 'in', teamIds)
+        .orderBy('id').forUpdate().execute()
+      return rows.map((r) => r.id)
+    },
+
+    /** The ids among `contractIds` that are contracts of the company. */
+    async existingContracts(executor: Executor, companyId: string, contractIds: string[]): Promise<Set<string>> {
+      if (contractIds.length === 0) return new Set()
+      const rows = await executor.selectFrom('contracts').select('id')
+        .where('company_id', '=', companyId).where('id', 'in', contractIds).execute()
+      return new Set(rows.map((r) => r.id))
+    },
+
+    subsidiaryExists: async (executor: Executor, companyId: string, subsidiaryId: string) =>
+      (await executor.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
+
+    companyExists: async (companyId: string) =>
+      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+
+    /** Each contract joins each team (already a member: nothing changes). */
+    async addMembers(trx: Executor, companyId: string, teamIds: string[], contractIds: string[], now: Date) {
+      const rows = teamIds.flatMap((team_id) => contractIds.map((contract_id) => ({ company_id: companyId, team_id, contract_id, is_leader: false, created_at: now })))
+      if (rows.length === 0) return
+      await trx.insertInto('team_members').values(rows)
+        .onConflict((oc) => oc.columns(['company_id', 'team_id', 'contract_id']).doNothing()).execute()
+    },
+
+    /** The contracts lead the team, joining it first where they are not members. */
+    async makeLeaders(trx: Executor, companyId: string, teamId: string, contractIds: string[], now: Date) {
+      if (contractIds.length === 0) return
+      await trx.insertInto('team_members')
+        .values(contractIds.map((contract_id) => ({ company_id: companyId, team_id: teamId, contract_id, is_leader: true, created_at: now })))
+        .onConflict((oc) => oc.columns(['company_id', 'team_id', 'contract_id']).doUpdateSet({ is_leader: true })).execute()
+    },
+
+    /** Leaders of the team not in `keep` become plain members. */
+    demoteLeadersExcept: (trx: Executor, companyId: string, teamId: string, keep: string[]) => {
+      let query = trx.updateTable('team_members').set({ is_leader: false })
+        .where('company_id', '=', companyId).where('team_id', '=', teamId).where('is_leader', '=', true)
+      if (keep.length > 0) query = query.where('contract_id', 'not in', keep)
+      return query.execute()
+    },
+
+    demote: (trx: Executor, companyId: string, teamId: string, contractId: string) =>
+      trx.updateTable('team_members').set({ is_leader: false })
+        .where('company_id', '=', companyId).where('team_id', '=', teamId).where('contract_id', '=', contractId).execute(),
+
+    removeMember: (trx: Executor, companyId: string, teamId: string, contractId: string) =>
+      trx.deleteFrom('team_members')
+        .where('company_id', '=', companyId).where('team_id', '=', teamId).where('contract_id', '=', contractId).execute(),
+
+    listTeams: (companyId: string) => teamsQuery(db, companyId).orderBy('t.name').orderBy('t.code').execute(),
+    findTeam: (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId).executeTakeFirst(),
+
+    /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
+    listMembers: (companyId: string, teamId: string) =>
+      db.selectFrom('team_members as m')
+        .innerJoin('contracts as c', (join) => join.onRef('c.company_id', '=', 'm.company_id').onRef('c.id', '=', 'm.contract_id'))
+        .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active', 'm.is_leader'])
+        .select(sql<string[]>`(SELECT array_agg(o.team_id ORDER BY o.team_id) FROM team_members o WHERE o.company_id = c.company_id AND o.contract_id = c.id)`.as('team_ids'))
+        .where('m.company_id', '=', companyId).where('m.team_id', '=', teamId)
+        .orderBy('c.last_name').orderBy('c.first_name').orderBy('c.id')
+        .execute(),
+  }
+}
+
+/** Teams with their leaders' ids, read from the memberships. */
+function teamsQuery(db: Kysely<DB>, companyId: string) {
+  return db.selectFrom('teams as t')
+    .select(['t.id', 't.name', 't.code', 't.company_id', 't.subsidiary_id'])
+    .select(sql<string[]>`coalesce((SELECT array_agg(m.contract_id ORDER BY m.contract_id) FROM team_members m WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader), '{}')`.as('team_leader_ids'))
+    .where('t.company_id', '=', companyId)
+}
+
+/** True when `err` is the unique index on (company_id, code) refusing a second team code. */
+export function isDuplicateTeamCode(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string } | null
+  return e?.code === '23505' && (e.constraint === undefined || e.constraint === 'teams_company_id_code_key')
+}
+
+export type TeamsRepository = ReturnType<typeof createTeamsRepository>

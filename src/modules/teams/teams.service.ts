@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto'
+import type { Clock } from '../../clock.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+import { isDuplicateTeamCode, type TeamsRepository } from './teams.repository.ts'
+import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
+
+/**
+ * Teams (18, 19, 24) and the moves of contracts between them (20, 23, 35, remove). Invariants:
+ * a leader is always a member; leaders and members are contracts of the team's company; a
+ * team's code is unique in its company, enforced by the database so a race still answers 409.
+ */
+export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }) {
+  const { repo, clock } = deps
+
+  async function requireCompany(companyId: string) {
+    if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
+  }
+
+  /** 400 unless the subsidiary and every leader belong to the company (body fields of 18 and 24). */
+  async function checkReferences(trx: Executor, companyId: string, input: TeamInput) {
+    if (input.subsidiary_id && !(await repo.subsidiaryExists(trx, companyId, input.subsidiary_id))) {
+      throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
+    }
+    const leaders = unique(input.team_leader_ids ?? [])
+    const found = await repo.existingContracts(trx, companyId, leaders)
+    const missing = leaders.filter((id) => !found.has(id))
+    if (missing.length > 0) throw new ValidationError(`body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`)
+    return leaders
+  }
+
+  /** Locks the team for a membership write and checks the contract; 404 for either of another company. */
+  async function lockMove(trx: Executor, companyId: string, teamId: string, body: ContractTeamParams) {
+    if (body.team_id !== undefined && body.team_id !== teamId) throw new ValidationError('body/team_id must equal the team_id of the path')
+    if ((await repo.lockTeams(trx, companyId, [teamId])).length === 0) throw new NotFound('Team')
+    if (!(await repo.existingContracts(trx, companyId, [body.contract_id])).has(body.contract_id)) throw new NotFound('Contract')
+  }
+
+  async function withCodeConflict<T>(work: () => Promise<T>, code: string): Promise<T> {
+    try {
+      return await work()
+    } catch (err) {
+      if (isDuplicateTeamCode(err)) throw new Conflict(`A team with code ${JSON.stringify(code)} already exists in this company`)
+      throw err
+    }
+  }
+
+  return {
+    async createTeam(companyId: string, input: TeamInput): Promise<string> {
+      await requireCompany(companyId)
+      const id = randomUUID()
+      const now = clock.now()
+      await withCodeConflict(() => repo.transaction(async (trx) => {
+        const leaders = await checkReferences(trx, companyId, input)
+        await repo.insertTeam(trx, companyId, id, teamValues(input), now)
+        await repo.makeLeaders(trx, companyId, id, leaders, now)
+      }), input.code)
+      return id
+    },
+
+    /**
+     * Replaces the team. team_leader_ids, when sent, is the new leader set: new leaders become
+     * members, former leaders stay members. Left out, the leaders stay as they are.
+     */
+    async updateTeam(companyId: string, teamId: string, input: TeamInput) {
+      const now = clock.now()
+      await withCodeConflict(() => repo.transaction(async (trx) => {
+        if ((await repo.lockTeams(trx, companyId, [teamId])).length === 0) throw new NotFound('Team')
+        const leaders = await checkReferences(trx, companyId, input)
+        await repo.updateTeam(trx, companyId, teamId, teamValues(input), now)
+        if (input.team_leader_ids !== undefined) {
+          await repo.demoteLeadersExcept(trx, companyId, teamId, leaders)
+          await repo.makeLeaders(trx, companyId, teamId, leaders, now)
+        }
+      }), input.code)
+    },
+
+    async listTeams(companyId: string): Promise<Team[]> {
+      await requireCompany(companyId)
+      return repo.listTeams(companyId)
+    },
+
+    async getTeam(companyId: string, teamId: string): Promise<Team> {
+      const team = await repo.findTeam(companyId, teamId)
+      if (!team) throw new NotFound('Team')
+      return team
+    },
+
+    async listMembers(companyId: string, teamId: string): Promise<TeamMember[]> {
+      if (!(await repo.findTeam(companyId, teamId))) throw new NotFound('Team')
+      const rows = await repo.listMembers(companyId, teamId)
+      return rows.map((row) => ({ ...row, team_ids: row.team_ids ?? [] }))
+    },
+
+    /** 20: the contract leads the team, joining it first if needed; a leader stays one. */
+    async upgrade(companyId: string, teamId: string, body: ContractTeamParams) {
+      await repo.transaction(async (trx) => {
+        await lockMove(trx, companyId, teamId, body)
+        await repo.makeLeaders(trx, companyId, teamId, [body.contract_id], clock.now())
+      })
+    },
+
+    /** 23: the contract stops leading the team and stays a member; a non-leader is left as it is. */
+    async downgrade(companyId: string, teamId: string, body: ContractTeamParams) {
+      await repo.transaction(async (trx) => {
+        await lockMove(trx, companyId, teamId, body)
+        await repo.demote(trx, companyId, teamId, body.contract_id)
+      })
+    },
+
+    /** The contract leaves the team, and so its leadership; a non-member is left as it is. */
+    async remove(companyId: string, teamId: string, body: ContractTeamParams) {
+      await repo.transaction(async (trx) => {
+        await lockMove(trx, companyId, teamId, body)
+        await repo.removeMember(trx, companyId, teamId, body.contract_id)
+      })
+    },
+
+    /** 35: the contract joins every listed team; all or nothing, a team already joined is unchanged. */
+    async addToTeams(companyId: string, input: AddContractInput) {
+      await requireCompany(companyId)
+      const teamIds = unique(input.team_ids).sort()
+      await repo.transaction(async (trx) => {
+        const found = new Set(await repo.lockTeams(trx, companyId, teamIds))
+        const missing = teamIds.filter((id) => !found.has(id))
+        if (missing.length > 0) throw new NotFound(`Team ${missing.join(', ')}`)
+        if (!(await repo.existingContracts(trx, companyId, [input.contract_id])).has(input.contract_id)) throw new NotFound('Contract')
+        await repo.addMembers(trx, companyId, teamIds, [input.contract_id], clock.now())
+      })
+    },
+  }
+}
+
+function teamValues(input: TeamInput) {
+  return { name: input.name, code: input.code, subsidiary_id: input.subsidiary_id ?? null }
+}
+
+const unique = (ids: string[]) => [...new Set(ids)]
+
+export type TeamsService = ReturnType<typeof createTeamsService>
