@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.ts'
 import type { DB } from '../../db/tables.ts'
 import { NotFound, ValidationError } from '../../http/errors.ts'
 import { isTimeZone } from '../../days.ts'
+import { isCountry } from './countries.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
@@ -38,6 +39,7 @@ export function createCompaniesService(deps: {
   return {
     /** Creates the company, its billing customer and its trial subscription, all or nothing. */
     async createCompany(input: CompanyInput, actor: string): Promise<string> {
+      if (!isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
       const product = await deps.catalogue.findProductBySku(input.product_sku)
       if (!product) throw new ValidationError(`body/product_sku names an unknown product: ${input.product_sku}`)
       if (!product.allowed_plans.includes(input.subscription_plan)) {
@@ -93,6 +95,7 @@ export function createCompaniesService(deps: {
 
     async createSubsidiary(companyId: string, input: SubsidiaryInput): Promise<string> {
       await requireCompany(companyId)
+      if (input.country && !isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
       const id = randomUUID()
       await repo.insertSubsidiary({ company_id: companyId, id, name: input.name, city: input.city ?? null, country: input.country ?? null })
       return id
