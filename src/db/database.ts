@@ -44,6 +44,8 @@ function createPostgres(connectionString: string, max: number): Database {
   pool.on('error', () => {})
   const listeners: pg.Client[] = []
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  // Closing twice (the app on shutdown, then its owner) is harmless.
+  let closed = false
   return {
     db,
     engine: 'postgres',
@@ -56,6 +58,8 @@ function createPostgres(connectionString: string, max: number): Database {
       listeners.push(client)
     },
     async close() {
+      if (closed) return
+      closed = true
       await Promise.all(listeners.map((c) => c.end().catch(() => {})))
       await db.destroy()
     },
@@ -80,11 +84,14 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     throw err
   }
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) })
+  let closed = false
   return {
     db,
     engine: 'pglite',
     async listen() {},
     async close() {
+      if (closed) return
+      closed = true
       await db.destroy()
       await pglite.close()
       release()

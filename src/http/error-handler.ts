@@ -55,5 +55,6 @@ export function isDatabaseUnavailable(err: { code?: string; message?: string }):
   const code = err.code ?? ''
   if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NET.has(code)) return true
   const message = err.message ?? ''
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/.test(message)
+  // The last two: the database was closed under the app (shutdown in progress, PGlite stopped).
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(message)
 }

@@ -17,6 +17,9 @@ export function installValidation(app: FastifyInstance) {
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
   app.setValidatorCompiler(compiler)
+  // Bodies are JSON (decisions §1): Fastify's built-in text/plain parser would hand a string to
+  // the schema ("body must be object", a 400); without it a text body is the 415 it should be.
+  app.removeContentTypeParser('text/plain')
   app.setSchemaErrorFormatter((errors, dataVar) => new Error(describe(errors[0] as ErrorObject | undefined, dataVar)))
 }
 

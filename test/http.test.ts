@@ -1,0 +1,213 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
+import { company, type CompanyFixture } from './helpers/factories.ts'
+
+/** Every error answer is `{errors, code}` and nothing else. */
+function assertError(res: LightMyRequestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body)
+  assert.match(String(res.headers['content-type']), /^application\/json/)
+  const body = res.json()
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'errors'], res.body)
+  assert.equal(body.code, code)
+  assert.equal(typeof body.errors, 'string')
+  assert.ok(body.errors.length > 0)
+  return body.errors as string
+}
+
+for (const engine of engines) {
+  describe(`http behaviour on ${engine}`, () => {
+    let t: TestApp
+    let c: CompanyFixture
+    before(async () => {
+      t = await buildTestApp(engine)
+      c = await company(t)
+    })
+    after(async () => { await t?.close() })
+    const subsidiaries = () => `/api/v1/companies/${c.id}/subsidiaries`
+
+    it('answers errors as {errors, code} with the status of their kind', async () => {
+      assertError(await t.call({ url: '/api/v1/nowhere' }), 404, 'not_found')
+      assertError(await t.call({ method: 'DELETE', url: `/api/v1/companies/${c.id}` }), 404, 'not_found')
+      assertError(await t.call({ url: `/api/v1/companies/${randomUUID()}` }), 404, 'not_found')
+      assertError(await t.call({ url: `/api/v1/companies/${c.id}`, token: null }), 401, 'unauthorized')
+      assertError(await t.call({ method: 'POST', url: '/api/v1/subscription/addons', token: c.token, body: { name: 'x', price: 1, period_unit: 'month' } }), 403, 'forbidden')
+      assertError(await t.call({ url: '/api/v1/companies/not-a-uuid' }), 400, 'validation_failed')
+      assertError(await t.call({ url: '/api/v1/subscription/products', query: { visible: 'maybe' }, token: null }), 400, 'validation_failed')
+    })
+
+    it('refuses unknown body fields and wrong types, naming the field, and stores nothing', async () => {
+      const before = (await t.json(200, { url: subsidiaries(), token: c.token })).length
+      const unknown = assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X', color: 'red' } }), 400, 'validation_failed')
+      assert.equal(unknown, 'body/color is not a known field')
+      const typed = assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 123 } }), 400, 'validation_failed')
+      assert.equal(typed, 'body/name must be string')
+      const missing = assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: {} }), 400, 'validation_failed')
+      assert.equal(missing, 'body/name is required')
+      const notObject = assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: [] }), 400, 'validation_failed')
+      assert.match(notObject, /^body /)
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: 'null', headers: { 'content-type': 'application/json' } }), 400, 'validation_failed')
+      assert.equal((await t.json(200, { url: subsidiaries(), token: c.token })).length, before)
+    })
+
+    it('refuses a body over the limit (413), a body that is not JSON (415) and broken JSON (400)', async () => {
+      const big = { name: 'x'.repeat(1024 * 1024 + 10) }
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: big }), 413, 'payload_too_large')
+      assertError(await t.call({ method: 'POST', url: '/oauth/token', token: null, body: `grant_type=${'x'.repeat(1024 * 1024 + 10)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 413, 'payload_too_large')
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: 'name=X', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type')
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: 'name=X', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type')
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: '{"name": "X",', headers: { 'content-type': 'application/json' } }), 400, 'validation_failed')
+      assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: '', headers: { 'content-type': 'application/json' } }), 400, 'validation_failed')
+    })
+
+    it('accepts a trailing slash on every route', async () => {
+      await t.json(200, { url: '/api/v1/subscription/plans/', token: null })
+      await t.json(200, { url: `/api/v1/companies/${c.id}/`, token: c.token })
+      await t.json(200, { url: `${subsidiaries()}/`, token: c.token })
+      const res = await t.call({ method: 'POST', url: `${subsidiaries()}/`, token: c.token, body: { name: 'Slash' } })
+      assert.equal(res.statusCode, 202)
+      await t.json(200, { url: String(res.headers.location), token: c.token })
+      await t.json(200, { url: '/health/' })
+    })
+
+    it('sets a Location that leads to the new resource on every creation', async () => {
+      const creations: Array<[string, unknown, string?]> = [
+        ['/api/v1/subscription/plans', { plan: { sku: uniq('p'), name: 'P', price: 1, plan_family: 'f', period_unit: 'month', features: [] } }],
+        ['/api/v1/subscription/addons', { name: 'A', price: 1, period_unit: 'month' }],
+        ['/api/v1/subscription/coupons', { code: uniq('C'), name: 'C', discount_type: 'percentage', discount_value: 5 }],
+        [subsidiaries(), { name: 'S' }, c.token],
+        [`/api/v1/companies/${c.id}/contracts`, { first_name: 'A', last_name: 'B' }, c.token],
+        [`/api/v1/companies/${c.id}/clients`, { name: 'K', scopes: ['read:team'] }, c.token],
+      ]
+      for (const [url, body, token] of creations) {
+        const res = await t.call({ method: 'POST', url, body, token })
+        assert.ok(res.statusCode === 202 || res.statusCode === 201, `${url}: ${res.body}`)
+        const location = String(res.headers.location)
+        assert.ok(location.startsWith(`${url}/`), `${url} -> ${location}`)
+        await t.json(200, { url: location, token })
+      }
+    })
+
+    it('echoes a sane X-Request-Id and makes one otherwise', async () => {
+      const given = await t.call({ url: '/health', headers: { 'x-request-id': 'req-123.abc' } })
+      assert.equal(given.headers['x-request-id'], 'req-123.abc')
+      const made = await t.call({ url: '/health' })
+      assert.match(String(made.headers['x-request-id']), /^[0-9a-f-]{36}$/)
+      const insane = await t.call({ url: '/health', headers: { 'x-request-id': 'bad id\twith spaces' } })
+      assert.match(String(insane.headers['x-request-id']), /^[0-9a-f-]{36}$/)
+      const onError = await t.call({ url: '/api/v1/nowhere', headers: { 'x-request-id': 'err-1' } })
+      assert.equal(onError.headers['x-request-id'], 'err-1')
+    })
+
+    describe('Idempotency-Key', () => {
+      it('replays the first answer for the same key and body, and refuses another body with 409', async () => {
+        const key = randomUUID()
+        const first = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'Once' }, headers: { 'idempotency-key': key } })
+        assert.equal(first.statusCode, 202)
+        assert.equal(first.headers['idempotent-replayed'], undefined)
+        const again = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'Once' }, headers: { 'idempotency-key': key } })
+        assert.equal(again.statusCode, 202)
+        assert.equal(again.headers.location, first.headers.location)
+        assert.equal(again.headers['idempotent-replayed'], 'true')
+        const other = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'Twice' }, headers: { 'idempotency-key': key } })
+        assertError(other, 409, 'conflict')
+        const named = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === 'Once' || s.name === 'Twice')
+        assert.deepEqual(named.map((s: { id: string }) => s.id), [locationId(first)])
+        // The key belongs to its client: another client's same key is its own.
+        const platform = await t.call({ method: 'POST', url: subsidiaries(), body: { name: 'Once' }, headers: { 'idempotency-key': key } })
+        assert.equal(platform.statusCode, 202)
+        assert.notEqual(platform.headers.location, first.headers.location)
+        assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X' }, headers: { 'idempotency-key': 'k'.repeat(256) } }), 400, 'validation_failed')
+      })
+
+      it('replays refusals too, and keeps no answer of a request that was not valid', async () => {
+        const key = randomUUID()
+        const refused = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X', country: 'XX' }, headers: { 'idempotency-key': key } })
+        assert.equal(refused.statusCode, 400)
+        const replay = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X', country: 'XX' }, headers: { 'idempotency-key': key } })
+        assertError(replay, 400, 'validation_failed')
+        assert.equal(replay.headers['idempotent-replayed'], 'true')
+      })
+
+      it('creates exactly one resource for 20 concurrent requests with one key', async () => {
+        const key = randomUUID()
+        const name = uniq('Concurrent')
+        const answers = await Promise.all(Array.from({ length: 20 }, () =>
+          t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name }, headers: { 'idempotency-key': key } })))
+        for (const res of answers) assert.equal(res.statusCode, 202, res.body)
+        assert.equal(new Set(answers.map((r) => r.headers.location)).size, 1)
+        assert.equal(answers.filter((r) => r.headers['idempotent-replayed'] === undefined).length, 1)
+        const stored = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === name)
+        assert.equal(stored.length, 1)
+      })
+    })
+
+    it('answers /health, /ready and /metrics without a token', async () => {
+      assert.deepEqual(await t.json(200, { url: '/health', token: null }), { status: 'ok' })
+      assert.deepEqual(await t.json(200, { url: '/ready', token: null }), { status: 'ready' })
+      await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })
+      const metrics = await t.call({ url: '/metrics', token: null })
+      assert.equal(metrics.statusCode, 200)
+      assert.match(String(metrics.headers['content-type']), /^text\/plain/)
+      assert.match(metrics.body, /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/companies\/:company_id",status_code="200"\} \d+/)
+      assert.match(metrics.body, /process_cpu_user_seconds_total/)
+    })
+  })
+
+  describe(`rate limit on ${engine}`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(engine, { RATE_LIMIT_MAX: 3 }) })
+    after(async () => { await t?.close() })
+
+    it('answers 429 with Retry-After and RateLimit-* headers past the limit, per token', async () => {
+      for (let i = 0; i < 3; i++) {
+        const res = await t.call({ url: '/api/v1/subscription/plans' })
+        assert.equal(res.statusCode, 200)
+        assert.equal(res.headers['ratelimit-limit'], '3')
+        assert.equal(res.headers['ratelimit-remaining'], String(2 - i))
+        assert.ok(Number(res.headers['ratelimit-reset']) > 0)
+      }
+      const limited = await t.call({ url: '/api/v1/subscription/plans' })
+      assertError(limited, 429, 'rate_limited')
+      assert.ok(Number(limited.headers['retry-after']) >= 1)
+      assert.equal(limited.headers['ratelimit-remaining'], '0')
+      // Anonymous callers are counted on their own, and operations are never limited.
+      assert.equal((await t.call({ url: '/api/v1/subscription/plans', token: null })).statusCode, 200)
+      for (let i = 0; i < 5; i++) assert.equal((await t.call({ url: '/health' })).statusCode, 200)
+      assert.equal((await t.call({ url: '/ready' })).statusCode, 200)
+    })
+  })
+
+  describe(`database down on ${engine}`, () => {
+    let t: TestApp
+    let c: CompanyFixture
+    before(async () => {
+      t = await buildTestApp(engine)
+      c = await company(t)
+    })
+    after(async () => { await t?.close() })
+
+    it('answers 503 with Retry-After, never 500, while the database is unavailable', async () => {
+      await t.json(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
+      await t.app.database.close()
+      const calls = [
+        { url: `/api/v1/companies/${c.id}`, token: c.token },
+        { url: '/api/v1/subscription/plans', token: null },
+        { method: 'POST' as const, url: `/api/v1/companies/${c.id}/subsidiaries`, token: c.token, body: { name: 'X' } },
+        { method: 'POST' as const, url: `/api/v1/companies/${c.id}/subsidiaries`, token: c.token, body: { name: 'X' }, headers: { 'idempotency-key': randomUUID() } },
+        { method: 'POST' as const, url: '/oauth/token', token: null, body: { grant_type: 'client_credentials', ...c.client } },
+        { url: '/ready', token: null },
+      ]
+      for (const call of calls) {
+        const res = await t.call(call)
+        assert.equal(res.statusCode, 503, `${call.method ?? 'GET'} ${call.url}: ${res.body}`)
+        assert.ok(Number(res.headers['retry-after']) >= 1, call.url)
+        assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'errors'])
+        assert.doesNotMatch(res.body, /pool|PGlite|closed|destroy/i, 'no internals leak')
+      }
+      assert.equal((await t.call({ url: '/health', token: null })).statusCode, 200)
+    })
+  })
+}
