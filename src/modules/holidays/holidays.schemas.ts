@@ -2,7 +2,8 @@ import { Type, type Static } from 'typebox'
 import { Day, Nullable, Uuid } from '../../http/schemas.ts'
 
 const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
-const RecurrentOf = (options: { description: string; default?: string }) => Type.Union([Type.Literal('none'), Type.Literal('yearly')], options)
+// An enum, not a union of literals, so a wrong value is refused naming both choices.
+const RecurrentOf = (options: { description: string; default?: string }) => Type.Enum(['none', 'yearly'], options)
 const Recurrent = RecurrentOf({ description: '"yearly": the same month and day every year from `day` on' })
 
 /** The Holiday of the spec, with its server-made id and the subsidiary it belongs to. */
@@ -37,7 +38,7 @@ export const AllHolidaysQuery = Type.Object({
   year: Type.Optional(Type.Integer({ minimum: 1900, maximum: 2199, description: 'Default: the current year in the company\'s time zone' })),
 }, { additionalProperties: false })
 
-export const HolidaySource = Type.Union([Type.Literal('company'), Type.Literal('subsidiary'), Type.Literal('public')])
+export const HolidaySource = Type.Enum(['company', 'subsidiary', 'public'], { description: 'Who defines the holiday' })
 
 /** One date of endpoint 30: a defined holiday on one of its dates, or a public holiday. */
 export const DatedHoliday = Type.Object({
