@@ -27,6 +27,14 @@ import { createSubscriptionsService } from './modules/subscriptions/subscription
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
+import { createCommunicationsRepository } from './modules/communications/communications.repository.ts'
+import { createCommunicationDelivery, DELIVERY_JOB } from './modules/communications/communications.delivery.ts'
+import { createCommunicationsService } from './modules/communications/communications.service.ts'
+import { createMessagesRepository } from './modules/communications/messages.repository.ts'
+import { createMessagesService } from './modules/communications/messages.service.ts'
+import { createAttachmentsRepository } from './modules/communications/attachments.repository.ts'
+import { createAttachmentsService } from './modules/communications/attachments.service.ts'
+import { communicationsRoutes } from './modules/communications/communications.routes.ts'
 import { createTeamsRepository } from './modules/teams/teams.repository.ts'
 import { createTeamsService } from './modules/teams/teams.service.ts'
 import { teamsRoutes } from './modules/teams/teams.routes.ts'
@@ -91,6 +99,15 @@ export async function buildApp(options: AppOptions) {
   const catalogue = createCatalogueService({ repo: catalogueRepo })
   const subscriptions = createSubscriptionsService({ repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const communicationsRepo = createCommunicationsRepository(db)
+  const delivery = createCommunicationDelivery({ db, repo: communicationsRepo, scheduler })
+  scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)
+  const communications = {
+    communications: createCommunicationsService({ db, repo: communicationsRepo, delivery, clock }),
+    messages: createMessagesService({ repo: createMessagesRepository(db), communications: communicationsRepo, clock }),
+    attachments: createAttachmentsService({ repo: createAttachmentsRepository(db), clock }),
+    delivery,
+  }
   const teams = createTeamsService({ repo: createTeamsRepository(db), clock })
   const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
   const oauth = createOauthService({ repo: oauthRepo, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
@@ -100,6 +117,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })
   await app.register(companiesRoutes, { service: companies })
+  await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(teamsRoutes, { service: teams })
   await app.register(holidaysRoutes, { service: holidays })
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
@@ -108,7 +126,7 @@ export async function buildApp(options: AppOptions) {
   app.addHook('preClose', async () => { await scheduler.stop() })
   app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
 
-  return Object.assign(app, { services: { oauth, catalogue, companies, subscriptions, scheduler, keys }, database })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys }, database })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

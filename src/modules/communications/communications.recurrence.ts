@@ -1,0 +1,110 @@
+import type { Recurrence } from '../../db/tables.ts'
+
+/**
+ * Occurrences of a communication, computed on the wall clock of the company's time zone: "every
+ * month at 09:00" stays 09:00 local across daylight-saving changes. Each occurrence is computed
+ * from the first one (never from the previous one), so a monthly series on the 31st lands on the
+ * last day of shorter months and comes back to the 31st afterwards; a yearly one on 29 February
+ * lands on 28 February in common years.
+ */
+
+interface Wall { year: number; month: number; day: number; hour: number; minute: number; second: number; ms: number }
+
+const DAY_MS = 86_400_000
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    })
+    formatters.set(timeZone, f)
+  }
+  return f
+}
+
+/** The wall-clock reading of an instant in a time zone. */
+export function wallOf(at: Date, timeZone: string): Wall {
+  const parts: Record<string, number> = {}
+  for (const p of formatter(timeZone).formatToParts(at)) if (p.type !== 'literal') parts[p.type] = Number(p.value)
+  const ms = ((at.getTime() % 1000) + 1000) % 1000
+  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour! % 24, minute: parts.minute!, second: parts.second!, ms }
+}
+
+/** The time zone's offset from UTC at an instant, in milliseconds (Rome in summer: +7,200,000). */
+function offsetAt(utcMs: number, timeZone: string): number {
+  const w = wallOf(new Date(utcMs), timeZone)
+  const whole = Math.floor(utcMs / 1000) * 1000
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - whole
+}
+
+/**
+ * The instant a wall-clock reading names in a time zone. A reading that happens twice (clocks
+ * set back) is the first of the two; one that never happens (clocks set forward) moves forward
+ * by the gap, so 02:30 on the spring change is 03:30 — what a person whose alarm is set to 02:30
+ * would see. (The choice of Temporal's `compatible` disambiguation.)
+ */
+export function instantOf(w: Wall, timeZone: string): Date {
+  const wall = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second, w.ms)
+  const before = offsetAt(wall - DAY_MS, timeZone)
+  const after = offsetAt(wall + DAY_MS, timeZone)
+  const matching = [...new Set([before, after])]
+    .map((offset) => wall - offset)
+    .filter((utc) => offsetAt(utc, timeZone) === wall - utc)
+    .sort((a, b) => a - b)
+  return new Date(matching[0] ?? wall - before)
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate()
+}
+
+/** The occurrence at `index` (0: the first, `send_at` itself) of a series. */
+export function occurrenceAt(first: Date, recurrent: Recurrence, index: number, timeZone: string): Date {
+  if (index === 0 || recurrent === 'none') return first
+  const w = wallOf(first, timeZone)
+  switch (recurrent) {
+    case 'daily':
+    case 'weekly': {
+      const date = new Date(Date.UTC(w.year, w.month - 1, w.day + index * (recurrent === 'daily' ? 1 : 7)))
+      return instantOf({ ...w, year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }, timeZone)
+    }
+    case 'monthly': {
+      const months = w.month - 1 + index
+      const year = w.year + Math.floor(months / 12)
+      const month = (months % 12) + 1
+      return instantOf({ ...w, year, month, day: Math.min(w.day, daysInMonth(year, month)) }, timeZone)
+    }
+    case 'yearly': {
+      const year = w.year + index
+      return instantOf({ ...w, year, day: Math.min(w.day, daysInMonth(year, w.month)) }, timeZone)
+    }
+  }
+}
+
+/** `YYYY-MM-DD` of an instant on the time zone's calendar. */
+export function localDay(at: Date, timeZone: string): string {
+  const w = wallOf(at, timeZone)
+  return `${String(w.year).padStart(4, '0')}-${String(w.month).padStart(2, '0')}-${String(w.day).padStart(2, '0')}`
+}
+
+/**
+ * The next occurrence of a series after the one at `index`, or undefined when the series ends
+ * (its day on the company's calendar is after `recurrent_until`, which is inclusive).
+ */
+export function nextOccurrence(
+  series: { send_at: Date; recurrent: Recurrence; recurrent_until: string | null },
+  index: number,
+  timeZone: string,
+): { at: Date; index: number } | undefined {
+  if (series.recurrent === 'none' || series.recurrent_until === null) return undefined
+  const at = occurrenceAt(series.send_at, series.recurrent, index + 1, timeZone)
+  return localDay(at, timeZone) <= series.recurrent_until ? { at, index: index + 1 } : undefined
+}
+
+/** The instants where a calendar year begins and ends in a time zone: [start, end). */
+export function yearRange(year: number, timeZone: string): [Date, Date] {
+  const start = { year, month: 1, day: 1, hour: 0, minute: 0, second: 0, ms: 0 }
+  return [instantOf(start, timeZone), instantOf({ ...start, year: year + 1 }, timeZone)]
+}

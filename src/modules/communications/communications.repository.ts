@@ -1,0 +1,116 @@
+import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely'
+import type { CommunicationStatus, CommunicationsTable, DB } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+
+const COLUMNS = [
+  'id', 'company_id', 'subject', 'message', 'status', 'sender_id', 'send_at', 'recurrent', 'recurrent_until', 'action_required',
+  'destination_team_ids', 'destination_subsidiary_ids', 'attachments', 'change_log', 'next_send_at', 'next_index',
+] as const
+
+/** Communications, their delivered occurrences, and the one set-based statement that delivers one. */
+export function createCommunicationsRepository(db: Kysely<DB>) {
+  return {
+    async companyTimezone(companyId: string, executor: Executor = db): Promise<string | undefined> {
+      return (await executor.selectFrom('companies').select('timezone').where('id', '=', companyId).executeTakeFirst())?.timezone
+    },
+
+    /** Of the ids given, those naming a team of the company. */
+    async teamIds(companyId: string, ids: string[]): Promise<Set<string>> {
+      if (ids.length === 0) return new Set()
+      const rows = await db.selectFrom('teams').select('id').where('company_id', '=', companyId).where('id', 'in', ids).execute()
+      return new Set(rows.map((r) => r.id))
+    },
+    async subsidiaryIds(companyId: string, ids: string[]): Promise<Set<string>> {
+      if (ids.length === 0) return new Set()
+      const rows = await db.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', 'in', ids).execute()
+      return new Set(rows.map((r) => r.id))
+    },
+    async contractExists(companyId: string, id: string): Promise<boolean> {
+      return (await db.selectFrom('contracts').select('id').where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst()) !== undefined
+    },
+    attachmentRefs(companyId: string, ids: string[]) {
+      if (ids.length === 0) return Promise.resolve([])
+      return db.selectFrom('communication_attachments').select(['id', 'name', 'mime'])
+        .where('company_id', '=', companyId).where('id', 'in', ids).execute()
+    },
+
+    insert: (executor: Executor, row: Insertable<CommunicationsTable>) => executor.insertInto('communications').values(row).execute(),
+
+    find: (companyId: string, id: string) =>
+      db.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
+
+    /** The communication, locked until the transaction ends: updates and deliveries take turns. */
+    findForUpdate: (trx: Transaction<DB>, companyId: string, id: string) =>
+      trx.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
+
+    update: (executor: Executor, companyId: string, id: string, values: Updateable<CommunicationsTable>) =>
+      executor.updateTable('communications').set(values).where('company_id', '=', companyId).where('id', '=', id).execute(),
+
+    /** Newest send_at first; `from`/`to` bound send_at ([from, to)). */
+    list(companyId: string, filter: { from?: Date; to?: Date; status?: CommunicationStatus }) {
+      let query = db.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId)
+      if (filter.status) query = query.where('status', '=', filter.status)
+      if (filter.from) query = query.where('send_at', '>=', filter.from)
+      if (filter.to) query = query.where('send_at', '<', filter.to)
+      return query.orderBy('send_at', 'desc').orderBy('id', 'desc').execute()
+    },
+
+    async hasDeliveredOccurrence(executor: Executor, companyId: string, id: string): Promise<boolean> {
+      const row = await executor.selectFrom('communication_occurrences').select('send_at')
+        .where('company_id', '=', companyId).where('communication_id', '=', id).limit(1).executeTakeFirst()
+      return row !== undefined
+    },
+
+    /** Records an occurrence as delivered; false when it already was (a second delivery does nothing). */
+    async recordOccurrence(trx: Transaction<DB>, row: { company_id: string; communication_id: string; send_at: Date; delivered_at: Date }): Promise<boolean> {
+      const inserted = await trx.insertInto('communication_occurrences').values(row)
+        .onConflict((oc) => oc.doNothing()).returning('send_at').executeTakeFirst()
+      return inserted !== undefined
+    },
+
+    /**
+     * Delivers one occurrence in one statement: a message to every active contract that is a member
+     * of a destination team or belongs to a destination subsidiary. The IN (... UNION ...) names
+     * each contract once however many destinations it is in; ON CONFLICT DO NOTHING makes a
+     * second run of the same occurrence insert nothing.
+     */
+    async insertMessages(trx: Transaction<DB>, d: { companyId: string; communicationId: string; sendAt: Date; now: Date; teamIds: string[]; subsidiaryIds: string[] }): Promise<number> {
+      const result = await sql`
+        INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at)
+        SELECT c.company_id, gen_random_uuid(), ${d.communicationId}, c.id, ${d.sendAt}, ${d.now}
+        FROM contracts c
+        WHERE c.company_id = ${d.companyId} AND c.active
+          AND c.id IN (
+            SELECT m.contract_id FROM team_members m
+            WHERE m.company_id = ${d.companyId} AND m.team_id = ANY(${d.teamIds}::uuid[])
+            UNION
+            SELECT s.id FROM contracts s
+            WHERE s.company_id = ${d.companyId} AND s.subsidiary_id = ANY(${d.subsidiaryIds}::uuid[])
+          )
+        ON CONFLICT DO NOTHING`.execute(trx)
+      return Number(result.numAffectedRows ?? 0)
+    },
+
+    /** One row per delivered occurrence, oldest first, counted in one GROUP BY. */
+    report(companyId: string, communicationId: string) {
+      return db.selectFrom('communication_occurrences as o')
+        .leftJoin('communication_messages as m', (join) => join
+          .onRef('m.company_id', '=', 'o.company_id')
+          .onRef('m.communication_id', '=', 'o.communication_id')
+          .onRef('m.send_at', '=', 'o.send_at'))
+        .select((eb) => [
+          'o.send_at',
+          eb.fn.count<number>('m.id').as('recipients'),
+          eb.fn.count<number>('m.delivered_at').as('delivered'),
+          eb.fn.count<number>('m.opened_at').as('opened'),
+          eb.fn.count<number>('m.action_done_at').as('actions_done'),
+        ])
+        .where('o.company_id', '=', companyId).where('o.communication_id', '=', communicationId)
+        .groupBy('o.send_at').orderBy('o.send_at')
+        .execute()
+    },
+  }
+}
+
+export type CommunicationsRepository = ReturnType<typeof createCommunicationsRepository>
+export type CommunicationRecord = NonNullable<Awaited<ReturnType<CommunicationsRepository['find']>>>

@@ -1,0 +1,227 @@
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { Clock } from '../../clock.ts'
+import type { AttachmentRef, ChangeLogEntry, CommunicationStatus, DB, Recurrence } from '../../db/tables.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { isRealDay } from '../../days.ts'
+import type { CommunicationRecord, CommunicationsRepository } from './communications.repository.ts'
+import type { CommunicationDelivery } from './communications.delivery.ts'
+import { localDay, yearRange } from './communications.recurrence.ts'
+import type { Communication, CommunicationInput, CommunicationUpdate, ReportRow } from './communications.schemas.ts'
+
+/** What a client decides about a communication; the rest (status after delivery, change_log) is the server's. */
+interface Fields {
+  subject: string
+  message: string
+  status: CommunicationStatus
+  sender_id: string
+  send_at: Date
+  recurrent: Recurrence
+  recurrent_until: string | null
+  action_required: 'none' | 'acknowledge'
+  destination_team_ids: string[]
+  destination_subsidiary_ids: string[]
+  attachments: AttachmentRef[]
+}
+
+const FIELD_NAMES: (keyof Fields)[] = [
+  'subject', 'message', 'status', 'sender_id', 'send_at', 'recurrent', 'recurrent_until', 'action_required',
+  'destination_team_ids', 'destination_subsidiary_ids', 'attachments',
+]
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function createCommunicationsService(deps: {
+  db: Kysely<DB>
+  repo: CommunicationsRepository
+  delivery: Pick<CommunicationDelivery, 'schedule' | 'cancel'>
+  clock: Clock
+}) {
+  const { repo, clock } = deps
+
+  async function timezoneOf(companyId: string): Promise<string> {
+    const timeZone = await repo.companyTimezone(companyId)
+    if (!timeZone) throw new NotFound('Company')
+    return timeZone
+  }
+
+  /** Checks the ids a body names against the company, and fills attachments from the uploads. */
+  async function resolveReferences(companyId: string, input: CommunicationUpdate, allowedSenders: string[]): Promise<Partial<Fields>> {
+    const out: Partial<Fields> = {}
+    if (input.destination_team_ids) {
+      const ids = [...new Set(input.destination_team_ids)]
+      const known = await repo.teamIds(companyId, ids)
+      const unknown = ids.find((id) => !known.has(id))
+      if (unknown) throw new ValidationError(`body/destination_team_ids: ${unknown} is not a team of this company`)
+      out.destination_team_ids = ids
+    }
+    if (input.destination_subsidiary_ids) {
+      const ids = [...new Set(input.destination_subsidiary_ids)]
+      const known = await repo.subsidiaryIds(companyId, ids)
+      const unknown = ids.find((id) => !known.has(id))
+      if (unknown) throw new ValidationError(`body/destination_subsidiary_ids: ${unknown} is not a subsidiary of this company`)
+      out.destination_subsidiary_ids = ids
+    }
+    if (input.attachments) {
+      const ids = [...new Set(input.attachments.map((a) => a.id))]
+      const refs = new Map((await repo.attachmentRefs(companyId, ids)).map((r) => [r.id, r]))
+      const unknown = ids.find((id) => !refs.has(id))
+      if (unknown) throw new ValidationError(`body/attachments: ${unknown} is not an attachment uploaded by this company`)
+      out.attachments = ids.map((id) => refs.get(id)!)
+    }
+    if (input.sender_id !== undefined) {
+      const ok = allowedSenders.includes(input.sender_id) || (UUID.test(input.sender_id) && await repo.contractExists(companyId, input.sender_id))
+      if (!ok) throw new ValidationError('body/sender_id must be the id of the calling client or of a contract of this company')
+      out.sender_id = input.sender_id
+    }
+    for (const key of ['subject', 'message', 'status', 'recurrent', 'recurrent_until', 'action_required'] as const) {
+      if (input[key] !== undefined) (out as Record<string, unknown>)[key] = input[key]
+    }
+    if (input.send_at !== undefined) out.send_at = new Date(input.send_at)
+    return out
+  }
+
+  /** The rules that tie fields together, on the whole communication as it would be stored. */
+  function checkConsistency(f: Fields, timeZone: string) {
+    if (Number.isNaN(f.send_at.getTime())) throw new ValidationError('body/send_at must be a valid date-time')
+    if (f.recurrent === 'none' && f.recurrent_until !== null) throw new ValidationError('body/recurrent_until must be null when recurrent is none')
+    if (f.recurrent !== 'none') {
+      if (f.recurrent_until === null) throw new ValidationError('body/recurrent_until is required when recurrent is not none')
+      if (!isRealDay(f.recurrent_until)) throw new ValidationError('body/recurrent_until must be a real day (YYYY-MM-DD)')
+      if (f.recurrent_until < localDay(f.send_at, timeZone)) throw new ValidationError('body/recurrent_until must not be before the day of send_at')
+    }
+    if (f.status === 'scheduled' && f.destination_team_ids.length === 0 && f.destination_subsidiary_ids.length === 0) {
+      throw new ValidationError('A scheduled communication needs a destination: body/destination_team_ids or body/destination_subsidiary_ids must not be empty')
+    }
+  }
+
+  return {
+    async create(companyId: string, input: CommunicationInput, actor: string): Promise<string> {
+      const timeZone = await timezoneOf(companyId)
+      const status = input.status ?? 'scheduled'
+      if (status !== 'draft' && status !== 'scheduled') throw new ValidationError('body/status must be draft or scheduled when a communication is created')
+      const resolved = await resolveReferences(companyId, input, [actor])
+      const fields: Fields = {
+        recurrent: 'none', recurrent_until: null, action_required: 'none', sender_id: actor,
+        destination_team_ids: [], destination_subsidiary_ids: [], attachments: [],
+        ...(resolved as Pick<Fields, 'subject' | 'message' | 'send_at'>), ...resolved, status,
+      }
+      checkConsistency(fields, timeZone)
+      const now = clock.now()
+      const id = randomUUID()
+      const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'created', changes: diff(undefined, fields) }
+      await deps.db.transaction().execute(async (trx) => {
+        await repo.insert(trx, {
+          company_id: companyId, id, ...columns(fields), change_log: JSON.stringify([entry]),
+          next_send_at: status === 'scheduled' ? fields.send_at : null, next_index: status === 'scheduled' ? 0 : null,
+          created_at: now, updated_at: now,
+        })
+        if (status === 'scheduled') await deps.delivery.schedule(trx, companyId, id, fields.send_at)
+      })
+      return id
+    },
+
+    /**
+     * Changes what the body names (a field left out keeps its value). Once an occurrence has been
+     * delivered only `status: discontinued` is accepted; submitted and discontinued are final.
+     */
+    async update(companyId: string, id: string, input: CommunicationUpdate, actor: string): Promise<void> {
+      const timeZone = await timezoneOf(companyId)
+      const before = await repo.find(companyId, id)
+      if (!before) throw new NotFound('Communication')
+      const resolved = await resolveReferences(companyId, input, [actor, before.sender_id])
+      const pendingBefore = before.next_send_at
+      let pendingAfter: Date | null = null
+      await deps.db.transaction().execute(async (trx) => {
+        const current = await repo.findForUpdate(trx, companyId, id)
+        if (!current) throw new NotFound('Communication')
+        const old = fieldsOf(current)
+        const next: Fields = { ...old, ...resolved }
+        const changes = diff(old, next)
+        pendingAfter = current.next_send_at
+        if (Object.keys(changes).length === 0) return
+        if (current.status === 'submitted' || current.status === 'discontinued') {
+          throw new Conflict(`The communication is ${current.status}; it can no longer be changed`)
+        }
+        if (changes.status && (next.status === 'active' || next.status === 'submitted')) {
+          throw new ValidationError('body/status: a client may set draft, scheduled or discontinued; active and submitted are set by the server')
+        }
+        const delivered = current.status === 'active' || await repo.hasDeliveredOccurrence(trx, companyId, id)
+        if (delivered && !(next.status === 'discontinued' && Object.keys(changes).length === 1)) {
+          throw new Conflict('An occurrence of this communication has been delivered: the only change allowed is status discontinued')
+        }
+        checkConsistency(next, timeZone)
+        const now = clock.now()
+        const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: next.status === 'discontinued' ? 'discontinued' : 'updated', changes }
+        pendingAfter = next.status === 'scheduled' ? next.send_at : null
+        await repo.update(trx, companyId, id, {
+          ...columns(next), change_log: JSON.stringify([...current.change_log, entry]),
+          next_send_at: pendingAfter, next_index: pendingAfter ? 0 : null, updated_at: now,
+        })
+        if (pendingAfter) await deps.delivery.schedule(trx, companyId, id, pendingAfter)
+      })
+      const after = pendingAfter as Date | null
+      if (pendingBefore && pendingBefore.getTime() !== after?.getTime()) await deps.delivery.cancel(id, pendingBefore)
+    },
+
+    async get(companyId: string, id: string): Promise<Communication> {
+      const row = await repo.find(companyId, id)
+      if (!row) throw new NotFound('Communication')
+      return view(row)
+    },
+
+    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }): Promise<Communication[]> {
+      const timeZone = await timezoneOf(companyId)
+      const [from, to] = query.year !== undefined ? yearRange(query.year, timeZone) : [undefined, undefined]
+      return (await repo.list(companyId, { from, to, status: query.status })).map(view)
+    },
+
+    async report(companyId: string, id: string): Promise<ReportRow[]> {
+      if (!(await repo.find(companyId, id))) throw new NotFound('Communication')
+      const rows = await repo.report(companyId, id)
+      return rows.map((r) => ({
+        send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),
+        opened: Number(r.opened), actions_done: Number(r.actions_done),
+      }))
+    },
+  }
+}
+
+export type CommunicationsService = ReturnType<typeof createCommunicationsService>
+
+function fieldsOf(row: CommunicationRecord): Fields {
+  return {
+    subject: row.subject, message: row.message, status: row.status, sender_id: row.sender_id, send_at: row.send_at,
+    recurrent: row.recurrent, recurrent_until: row.recurrent_until, action_required: row.action_required,
+    destination_team_ids: row.destination_team_ids, destination_subsidiary_ids: row.destination_subsidiary_ids,
+    attachments: row.attachments,
+  }
+}
+
+function columns(f: Fields) {
+  return { ...f, attachments: JSON.stringify(f.attachments) }
+}
+
+/** `{field: [old, new]}` for every field that differs (all of them against nothing, on creation). */
+function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, unknown]> {
+  // jsonb reorders object keys: attachments are compared as {id, name, mime} in that order.
+  const plain = (v: unknown) => v instanceof Date ? v.toISOString()
+    : Array.isArray(v) ? v.map((x) => (typeof x === 'object' && x !== null ? { id: x.id, name: x.name, mime: x.mime } : x))
+    : v
+  const changes: Record<string, [unknown, unknown]> = {}
+  for (const key of FIELD_NAMES) {
+    const a = old ? plain(old[key]) : null
+    const b = plain(next[key])
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [a, b]
+  }
+  return changes
+}
+
+export function view(row: CommunicationRecord): Communication {
+  return {
+    id: row.id, company_id: row.company_id, subject: row.subject, message: row.message, status: row.status,
+    sender_id: row.sender_id, send_at: row.send_at.toISOString(), recurrent: row.recurrent, recurrent_until: row.recurrent_until,
+    action_required: row.action_required, destination_team_ids: row.destination_team_ids,
+    destination_subsidiary_ids: row.destination_subsidiary_ids, attachments: row.attachments, change_log: row.change_log,
+  }
+}

@@ -1,0 +1,69 @@
+import type { Clock } from '../../clock.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { CommunicationsRepository } from './communications.repository.ts'
+import type { MessagesRepository } from './messages.repository.ts'
+import type { InboxMessage, Message } from './messages.schemas.ts'
+
+interface PageQuery { page?: number; page_size?: number }
+
+const DEFAULT_PAGE_SIZE = 20
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+
+/** The recipients' side of communications: messages per occurrence, inboxes, openings and acknowledgements. */
+export function createMessagesService(deps: {
+  repo: MessagesRepository
+  communications: Pick<CommunicationsRepository, 'find' | 'contractExists'>
+  clock: Clock
+}) {
+  const { repo, clock } = deps
+
+  function paging(query: PageQuery) {
+    const page = query.page ?? 1
+    const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE
+    return { page, page_size: pageSize, limit: pageSize, offset: (page - 1) * pageSize }
+  }
+
+  function messageView(row: { id: string; communication_id: string; contract_id: string; send_at: Date; delivered_at: Date; opened_at: Date | null; action_done_at: Date | null }): Message {
+    return {
+      id: row.id, communication_id: row.communication_id, contract_id: row.contract_id, send_at: row.send_at.toISOString(),
+      delivered_at: row.delivered_at.toISOString(), opened_at: iso(row.opened_at), action_done_at: iso(row.action_done_at),
+    }
+  }
+
+  return {
+    /** Endpoint 32: the messages of one occurrence, a page at a time. */
+    async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }) {
+      if (!(await deps.communications.find(companyId, communicationId))) throw new NotFound('Communication')
+      const sendAt = new Date(query.send_at)
+      if (Number.isNaN(sendAt.getTime())) throw new ValidationError('querystring/send_at must be a valid date-time')
+      const p = paging(query)
+      const { rows, total } = await repo.byOccurrence(companyId, communicationId, sendAt, { opened: query.opened, actions: query.actions }, p)
+      return { messages: rows.map(messageView), page: p.page, page_size: p.page_size, total }
+    },
+
+    async inbox(companyId: string, contractId: string, query: PageQuery & { opened?: boolean }) {
+      if (!(await deps.communications.contractExists(companyId, contractId))) throw new NotFound('Contract')
+      const p = paging(query)
+      const { rows, total } = await repo.inbox(companyId, contractId, { opened: query.opened }, p)
+      const messages: InboxMessage[] = rows.map((r) => ({
+        ...messageView(r), subject: r.subject, message: r.message, sender_id: r.sender_id,
+        action_required: r.action_required, attachments: r.attachments,
+      }))
+      return { messages, page: p.page, page_size: p.page_size, total }
+    },
+
+    async open(companyId: string, messageId: string) {
+      if (!(await repo.find(companyId, messageId))) throw new NotFound('Message')
+      await repo.markOpened(companyId, messageId, clock.now())
+    },
+
+    async acknowledge(companyId: string, messageId: string) {
+      const message = await repo.find(companyId, messageId)
+      if (!message) throw new NotFound('Message')
+      if (message.action_required !== 'acknowledge') throw new Conflict('This message asks for no action (its communication\'s action_required is none)')
+      await repo.markActionDone(companyId, messageId, clock.now())
+    },
+  }
+}
+
+export type MessagesService = ReturnType<typeof createMessagesService>
