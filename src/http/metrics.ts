@@ -24,7 +24,8 @@ export function installMetrics(app: FastifyInstance) {
     config: { access: 'none' },
     schema: {
       operationId: 'metrics', tags: ['Operations'], summary: 'Prometheus metrics (text exposition format)',
-      produces: ['text/plain'], response: { 200: { type: 'string', description: 'Prometheus text format' } },
+      // Only the 200 is text: `produces` would also label the JSON error answers text/plain.
+      response: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } },
     },
   }, async (_request, reply) => {
     reply.type(registry.contentType)

@@ -1,0 +1,105 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options'] as const
+type Operation = {
+  operationId?: string; summary?: string; tags?: string[]; security?: Array<Record<string, string[]>>
+  requestBody?: unknown; parameters?: Array<{ in: string; name: string }>; responses: Record<string, { content?: Record<string, { schema?: unknown }> }>
+}
+
+/** `/a/:b/c` and `/a/{b}/c` both become `/a/{}/c`, so the router's routes and the document's paths compare. */
+const normalize = (path: string) => path.replace(/\{[^}]+\}/g, '{}').replace(/:[A-Za-z0-9_]+(\|:[A-Za-z0-9_]+)*/g, '{}').replace(/(.)\/$/, '$1')
+
+/**
+ * Every route the server answers, read from Fastify's own route tree (`printRoutes`), as
+ * "METHOD /path": each line is a node whose path is its ancestors' joined with its own.
+ */
+export function serverRoutes(printed: string): Set<string> {
+  const routes = new Set<string>()
+  const stack: string[] = []
+  for (const line of printed.split('\n')) {
+    const match = /^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line)
+    if (!match) continue
+    const depth = match[1]!.length / 4
+    stack.length = depth
+    stack.push(match[2]!)
+    const path = stack.join('')
+    for (const method of (match[3] ?? '').split(',').map((m) => m.trim()).filter(Boolean)) {
+      routes.add(`${method} ${normalize(path)}`)
+    }
+  }
+  return routes
+}
+
+function operations(doc: { paths: Record<string, Record<string, Operation>> }) {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ path, method: method.toUpperCase(), op: item[method]! })))
+}
+
+for (const engine of engines) {
+  describe(`OpenAPI document on ${engine}`, () => {
+    let t: TestApp
+    let doc: { openapi: string; paths: Record<string, Record<string, Operation>> }
+    before(async () => {
+      t = await buildTestApp(engine)
+      doc = await t.json(200, { url: '/openapi.json', token: null })
+    })
+    after(async () => { await t?.close() })
+
+    it('is a valid OpenAPI 3.1 document', async () => {
+      assert.equal(doc.openapi, '3.1.0')
+      await SwaggerParser.validate(structuredClone(doc) as never)
+    })
+
+    it('lists exactly the routes the server has', () => {
+      const served = new Set([...serverRoutes(t.app.printRoutes({ commonPrefix: false }))]
+        .filter((r) => !r.startsWith('HEAD ') && !/ \/docs\b/.test(r) && r !== 'GET /openapi.json'))
+      assert.ok(served.size > 20, 'the route tree was read')
+      const documented = new Set(operations(doc).map(({ method, path }) => `${method} ${normalize(path)}`))
+      assert.deepEqual([...served].filter((r) => !documented.has(r)).sort(), [], 'served but not documented')
+      assert.deepEqual([...documented].filter((r) => !served.has(r)).sort(), [], 'documented but not served')
+    })
+
+    it('gives every operation a unique operationId, tags and a summary', () => {
+      const ids = new Map<string, string>()
+      for (const { method, path, op } of operations(doc)) {
+        const where = `${method} ${path}`
+        assert.match(op.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${where} has an operationId`)
+        assert.ok(!ids.has(op.operationId!), `${where} and ${ids.get(op.operationId!)} share ${op.operationId}`)
+        ids.set(op.operationId!, where)
+        assert.ok((op.tags ?? []).length > 0, `${where} has tags`)
+        assert.ok((op.summary ?? '').length > 0, `${where} has a summary`)
+      }
+    })
+
+    it('documents the error answers each operation can give', () => {
+      for (const { method, path, op } of operations(doc)) {
+        const where = `${method} ${path}`
+        const statuses = Object.keys(op.responses)
+        assert.ok(statuses.some((s) => /^2\d\d$/.test(s)), `${where} documents its success`)
+        if (op.requestBody || method === 'POST' || method === 'PUT') assert.ok(statuses.includes('400'), `${where} takes a body and documents 400`)
+        if ((op.parameters ?? []).length > 0) assert.ok(statuses.includes('400'), `${where} has parameters and documents 400`)
+        const secured = (op.security ?? []).some((s) => Object.keys(s).length > 0)
+        if (secured) assert.ok(statuses.includes('401'), `${where} needs a token and documents 401`)
+        if (path.includes('{')) assert.ok(statuses.includes('404'), `${where} has a path parameter and documents 404`)
+        if (!['/health', '/ready', '/metrics'].includes(path)) assert.ok(statuses.includes('429'), `${where} documents 429`)
+        for (const status of statuses.filter((s) => /^[45]/.test(s))) {
+          const schema = op.responses[status]!.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined
+          assert.ok(schema?.properties?.errors, `${where} ${status} is documented as the error body`)
+        }
+      }
+    })
+
+    it('names the scope of every route that needs one, and the scopes are the spec\'s', () => {
+      const scopes = new Set(Object.keys((doc as any).components.securitySchemes.oauth2.flows.clientCredentials.scopes))
+      assert.ok(scopes.has('read:calendar') && !scopes.has('write:calendar'))
+      for (const { method, path, op } of operations(doc)) {
+        for (const requirement of op.security ?? []) {
+          for (const needed of requirement.oauth2 ?? []) assert.ok(scopes.has(needed), `${method} ${path} needs ${needed}`)
+        }
+      }
+    })
+  })
+}
