@@ -24,6 +24,7 @@ import { createCatalogueService } from './modules/catalogue/catalogue.service.ts
 import { catalogueRoutes } from './modules/catalogue/catalogue.routes.ts'
 import { createSubscriptionsRepository } from './modules/subscriptions/subscriptions.repository.ts'
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
+import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -97,7 +98,8 @@ export async function buildApp(options: AppOptions) {
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo })
-  const subscriptions = createSubscriptionsService({ repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS })
+  const subscriptions = createSubscriptionsService({ db, repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE })
+  subscriptions.registerJobs(scheduler)
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ db, repo: communicationsRepo, scheduler })
@@ -118,6 +120,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(catalogueRoutes, { service: catalogue })
   await app.register(companiesRoutes, { service: companies })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
+  await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(teamsRoutes, { service: teams })
   await app.register(holidaysRoutes, { service: holidays })
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })

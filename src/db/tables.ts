@@ -170,6 +170,9 @@ export interface SubscriptionsTable {
   cancelled_at: Timestamp | null
   cancel_scheduled_at: Timestamp | null
   payment_source: Json<PaymentSource | null> | null
+  billing_anchor_day: number | null
+  cancellation_reason: string | null
+  cancellation_message: string | null
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

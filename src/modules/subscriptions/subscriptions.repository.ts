@@ -1,16 +1,62 @@
-import type { Insertable } from 'kysely'
+import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionEventsTable, SubscriptionsTable } from '../../db/tables.ts'
 
-/** The SQL of subscriptions and their event history. */
+/**
+ * The SQL of subscriptions and their event history, and the catalogue reads billing needs.
+ * Every function takes the executor so that a change reads and writes in one transaction
+ * (on PGlite, a read outside an open transaction would wait for it).
+ */
 export function createSubscriptionsRepository() {
   return {
     insert: (executor: Executor, subscription: Insertable<SubscriptionsTable>) =>
       executor.insertInto('subscriptions').values(subscription).returningAll().executeTakeFirstOrThrow(),
     findByCompany: (executor: Executor, companyId: string) =>
       executor.selectFrom('subscriptions').selectAll().where('company_id', '=', companyId).executeTakeFirst(),
+    /** The company's subscription, locked until the transaction ends: changes to one subscription run one at a time. */
+    lockByCompany: (executor: Executor, companyId: string) =>
+      executor.selectFrom('subscriptions').selectAll().where('company_id', '=', companyId).forUpdate().executeTakeFirst(),
+    /**
+     * The subscription a path segment names: the company's id or the subscription's own id
+     * (spec 2 allows both). Both are unique; the caller checks the company against the token.
+     */
+    findByCompanyOrId: (executor: Executor, ref: string) =>
+      executor.selectFrom('subscriptions').select(['company_id', 'id'])
+        .where((eb) => eb.or([eb('company_id', '=', ref), eb('id', '=', ref)])).executeTakeFirst(),
+    async update(executor: Executor, companyId: string, id: string, values: Updateable<SubscriptionsTable>) {
+      await executor.updateTable('subscriptions').set(values).where('company_id', '=', companyId).where('id', '=', id).execute()
+    },
     insertEvent: (executor: Executor, event: Insertable<SubscriptionEventsTable>) =>
       executor.insertInto('subscription_events').values(event).execute(),
+
+    /** Who is billed: the company's name, e-mail and country (for VAT) and time zone (for "today"). */
+    findCustomer: (executor: Executor, companyId: string) =>
+      executor.selectFrom('companies').select(['id', 'name', 'billing_email', 'country', 'timezone'])
+        .where('id', '=', companyId).executeTakeFirst(),
+
+    findPlan: (executor: Executor, sku: string) => executor.selectFrom('plans').selectAll().where('sku', '=', sku).executeTakeFirst(),
+    findProduct: (executor: Executor, sku: string) => executor.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst(),
+    findAddons: (executor: Executor, ids: string[]) =>
+      ids.length === 0 ? Promise.resolve([]) : executor.selectFrom('addons').selectAll().where('id', 'in', ids).execute(),
+    findCoupon: (executor: Executor, code: string) => executor.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
+
+    /**
+     * Counts one redemption if the coupon still allows it on `today`, in one statement: two
+     * concurrent updates cannot both take the last redemption. False: expired or used up.
+     */
+    async redeemCoupon(executor: Executor, code: string, today: string): Promise<boolean> {
+      const row = await executor.updateTable('coupons')
+        .set((eb) => ({ redemptions: eb('redemptions', '+', 1) }))
+        .where('code', '=', code)
+        .where((eb) => eb.or([eb('max_redemptions', 'is', null), eb('redemptions', '<', eb.ref('max_redemptions'))]))
+        .where((eb) => eb.or([eb('valid_till', 'is', null), eb('valid_till', '>=', today)]))
+        .returning('id').executeTakeFirst()
+      return row !== undefined
+    },
+
+    listEvents: (executor: Executor, companyId: string, subscriptionId: string) =>
+      executor.selectFrom('subscription_events').selectAll()
+        .where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId).orderBy('id').execute(),
   }
 }
 

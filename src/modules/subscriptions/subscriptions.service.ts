@@ -1,42 +1,251 @@
 import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
-import type { PlanRow, ProductRow } from '../../db/tables.ts'
-import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
+import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
+import { todayIn } from '../../days.ts'
+import { invoiceFor, parseVatRates, WHOLE, type Estimate } from './billing/estimate.ts'
+import * as lifecycle from './billing/lifecycle.ts'
+import { createLocalProvider } from './billing/local-provider.ts'
+import { createProviderRegistry, type BillingCustomer, type BillingProvider, type ChangeRequest, type ProviderRegistry } from './billing/provider.ts'
+import { createPricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
+import { detailsView, statusView } from './subscriptions.views.ts'
+import { recordChange } from './subscriptions.events.ts'
 
 export const TRIAL_END_JOB = 'subscription.trial_end'
+export const TERM_END_JOB = 'subscription.term_end'
 
-/** Company subscriptions. Issue 4 grows this into the billing engine behind a provider port. */
-export function createSubscriptionsService(deps: { repo: SubscriptionsRepository; scheduler: Pick<Scheduler, 'schedule'>; clock: Clock; trialDays: number }) {
-  const { repo, clock } = deps
+const SCHEDULER_ACTOR = 'scheduler'
+
+/**
+ * Company subscriptions over a billing provider port (the built-in `local` engine by default;
+ * the product's subscription_manager names the provider). The service checks requests against
+ * the catalogue and the lifecycle, asks the provider for the next state, and saves it with its
+ * event in one transaction; the company's mirror fields are joined from that row at read time.
+ */
+export function createSubscriptionsService(deps: {
+  db: Kysely<DB>
+  repo: SubscriptionsRepository
+  scheduler: Pick<Scheduler, 'schedule'>
+  clock: Clock
+  trialDays: number
+  providers?: ProviderRegistry
+  vatRates?: string
+  currency?: string
+}) {
+  const { db, repo, clock } = deps
+  const providers = deps.providers ?? createProviderRegistry([createLocalProvider()])
+  const currency = deps.currency ?? 'EUR'
+  const pricing = createPricing({ repo, vatRates: parseVatRates(deps.vatRates ?? 'IT:22') })
+
+  /** Saves a provider's new state with its event, and schedules the end of its term when this service drives time. */
+  async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }) {
+    const provider = providers.get(before.provider)
+    const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() })
+    if (saved && provider.drivesTime && (after.status === 'active' || after.status === 'non_renewing') && after.current_term_end) {
+      const termEnd = after.current_term_end
+      await deps.scheduler.schedule(trx, {
+        kind: TERM_END_JOB, key: `${after.id}@${termEnd.toISOString()}`, runAt: termEnd,
+        payload: { company_id: after.company_id, subscription_id: after.id, term_end: termEnd.toISOString() },
+      })
+    }
+  }
+
+  /** Runs a change on the company's subscription, locked for the transaction. */
+  function change<T>(companyId: string, subscriptionId: string | undefined, fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>): Promise<T> {
+    return db.transaction().execute(async (trx) => {
+      const s = await repo.lockByCompany(trx, companyId)
+      if (!s || (subscriptionId !== undefined && s.id !== subscriptionId)) throw new NotFound('Subscription')
+      return fn(trx, s, providers.get(s.provider))
+    })
+  }
+
+  async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { timezone: string }> {
+    const row = await repo.findCustomer(executor, companyId)
+    if (!row) throw new NotFound('Company')
+    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, timezone: row.timezone }
+  }
+
+  /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
+  async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
+    const product = await repo.findProduct(executor, s.product_sku)
+    if (!product) throw new Error(`subscription ${s.id}: product ${s.product_sku} is missing from the catalogue`)
+    const customer = await customerOf(executor, s.company_id)
+    const now = clock.now()
+    const today = todayIn(customer.timezone, now)
+    const selection = await pricing.selection(executor, wanted, { product, currentCoupon: s.coupon_code, today, field })
+    const current = await pricing.current(executor, s)
+    return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
+  }
+
+  async function details(executor: Executor, s: SubscriptionRow) {
+    const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), customerOf(executor, s.company_id)])
+    if (!plan || !product) throw new Error(`subscription ${s.id}: its plan or product is missing from the catalogue`)
+    const { timezone: _, ...billingCustomer } = customer
+    return detailsView(s, plan, product, billingCustomer)
+  }
+
+  async function findOwn(companyId: string) {
+    const s = await repo.findByCompany(db, companyId)
+    if (!s) throw new NotFound('Subscription')
+    return s
+  }
+
+  /** A time-driven transition, run by the scheduler inside the job's transaction. */
+  async function advance(ctx: JobContext, which: 'trial_end' | 'term_end') {
+    const s = await repo.lockByCompany(ctx.trx, String(ctx.payload.company_id))
+    if (!s) return
+    // A job about an earlier state (a trial cancelled now, a term replaced by a change) does nothing.
+    if (which === 'trial_end' && s.id !== ctx.key) return
+    if (which === 'term_end' && (s.id !== ctx.payload.subscription_id || s.current_term_end?.toISOString() !== ctx.payload.term_end)) return
+    const provider = providers.get(s.provider)
+    if (!provider.drivesTime) return
+    const plan = await repo.findPlan(ctx.trx, s.plan_sku)
+    if (!plan) throw new Error(`subscription ${s.id}: plan ${s.plan_sku} is missing from the catalogue`)
+    const next = which === 'trial_end' ? provider.atTrialEnd?.(s, plan.period_unit) : provider.atTermEnd?.(s, plan.period_unit)
+    if (!next) return
+    const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
+    const event = next.status === 'cancelled' ? 'cancelled' : which === 'trial_end' ? 'activated' : 'renewed'
+    let invoice
+    if (next.status === 'active') {
+      // What the new term bills: the local engine collects nothing, the event says what would be charged.
+      const customer = await customerOf(ctx.trx, s.company_id)
+      invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer.country), currency)
+    }
+    await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+  }
 
   return {
     /** A new company's subscription: in trial on the product and plan, the trial's end scheduled. */
     async startTrial(trx: Executor, input: { companyId: string; product: ProductRow; plan: PlanRow; quantity: number; actor: string }) {
       const now = clock.now()
       const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
+      const provider = providers.get(input.product.subscription_manager)
+      const draft: SubscriptionRow = {
+        company_id: input.companyId, id: randomUUID(), customer_id: input.companyId, provider: provider.name,
+        product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
+        status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
+        cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,
+        cancellation_reason: null, cancellation_message: null, created_at: now, updated_at: now,
+      }
+      const created = await provider.createSubscription({ subscription: draft, customer: await customerOf(trx, input.companyId) })
       const subscription = await repo.insert(trx, {
-        company_id: input.companyId,
-        id: randomUUID(),
-        customer_id: input.companyId,
-        provider: input.product.subscription_manager,
-        product_sku: input.product.sku,
-        plan_sku: input.plan.sku,
-        plan_quantity: input.quantity,
-        status: 'in_trial',
-        trial_start: now,
-        trial_end: trialEnd,
-        current_term_start: now,
-        current_term_end: trialEnd,
-        updated_at: now,
+        ...created, addons: JSON.stringify(created.addons), payment_source: JSON.stringify(created.payment_source),
       })
       await repo.insertEvent(trx, {
         company_id: input.companyId, subscription_id: subscription.id, event_type: 'created',
-        from_status: null, to_status: 'in_trial', actor: input.actor, occurred_at: now,
+        from_status: null, to_status: subscription.status, actor: input.actor, occurred_at: now,
         details: JSON.stringify({ product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, trial_end: trialEnd.toISOString() }),
       })
-      await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, payload: { company_id: input.companyId } })
+      if (provider.drivesTime) {
+        await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, payload: { company_id: input.companyId } })
+      }
       return subscription
+    },
+
+    /** Registers the time-driven transitions with the scheduler. */
+    registerJobs(scheduler: Pick<Scheduler, 'register'>) {
+      scheduler.register(TRIAL_END_JOB, (ctx) => advance(ctx, 'trial_end'))
+      scheduler.register(TERM_END_JOB, (ctx) => advance(ctx, 'term_end'))
+    },
+
+    async details(companyId: string) {
+      return details(db, await findOwn(companyId))
+    },
+
+    async status(companyId: string) {
+      const s = await findOwn(companyId)
+      return statusView(s, await repo.findPlan(db, s.plan_sku))
+    },
+
+    /**
+     * Spec 2. `ref` is the company's id or its subscription's; `tenant` the token's company
+     * (null for a platform client): another company's subscription is not found.
+     */
+    async cancel(ref: string, tenant: string | null, body: SubscriptionCancellationData | undefined, endOfTerm: boolean, actor: string) {
+      const found = await repo.findByCompanyOrId(db, ref)
+      if (!found || (tenant !== null && tenant !== found.company_id)) throw new NotFound('Subscription')
+      await change(found.company_id, found.id, async (trx, s, provider) => {
+        const refusal = lifecycle.cancelRefusal(s, endOfTerm)
+        if (refusal) throw new Conflict(refusal)
+        const now = clock.now()
+        const next = await provider.cancel(s, { endOfTerm, reason: body?.cancellation_reason ?? null, message: body?.cancellation_message ?? null }, now)
+        await save(trx, s, next, { event: endOfTerm ? 'cancellation_scheduled' : 'cancelled', actor, at: now })
+      })
+    },
+
+    /** Spec 3: undoes a scheduled cancellation; 409 when none is scheduled. */
+    async removeScheduledCancellation(companyId: string, subscriptionId: string, actor: string) {
+      await change(companyId, subscriptionId, async (trx, s, provider) => {
+        const refusal = lifecycle.removalRefusal(s)
+        if (refusal) throw new Conflict(refusal)
+        const now = clock.now()
+        await save(trx, s, await provider.removeScheduledCancellation(s, now), { event: 'scheduled_cancellation_removed', actor, at: now })
+      })
+    },
+
+    /** Spec 9: what a change would cost, computed exactly as update (6) applies it. */
+    async estimate(ref: string, query: EstimateQuery, tenant: string | null): Promise<{ estimate: Estimate }> {
+      if (tenant !== null && tenant !== query.company_id) throw new NotFound('Company')
+      const s = await repo.findByCompany(db, query.company_id)
+      if (!s || (ref !== s.id && ref !== s.company_id)) throw new NotFound('Subscription')
+      const field = (name: string) => `querystring/${name}`
+      if (query.product_sku !== s.product_sku) {
+        const known = await repo.findProduct(db, query.product_sku)
+        throw new ValidationError(known ? `${field('product_sku')} must be the subscription's product, ${s.product_sku}` : `${field('product_sku')} names an unknown product: ${query.product_sku}`)
+      }
+      const refusal = lifecycle.changeRefusal(s)
+      if (refusal) throw new Conflict(refusal)
+      const wanted: WantedSelection = {
+        planSku: query.subscription_plan, quantity: query.plan_quantity,
+        addonIds: query.addons ?? s.addons.map((a) => a.id),
+        couponCode: query.coupon_code === undefined ? s.coupon_code : (query.coupon_code || null),
+      }
+      const { change: request } = await priceChange(db, s, wanted, field)
+      return { estimate: await providers.get(s.provider).estimate(s, request) }
+    },
+
+    /** Spec 6: applies a change of plan, quantity, addons or coupon; answers the details (8) and the estimate it applied. */
+    async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
+      return change(companyId, subscriptionId, async (trx, s, provider) => {
+        const refusal = lifecycle.changeRefusal(s)
+        if (refusal) throw new Conflict(refusal)
+        const wanted: WantedSelection = {
+          planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
+          addonIds: body?.addons ?? s.addons.map((a) => a.id),
+          couponCode: body?.coupon_code === undefined ? s.coupon_code : (body.coupon_code || null),
+        }
+        const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
+        const { state, estimate } = await provider.changeSubscription(s, request)
+        const coupon = request.selection.coupon
+        // Counted in the same statement that checks the limit, so concurrent updates never over-redeem.
+        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.code, today))) {
+          throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
+        }
+        await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
+        const saved = (await repo.findByCompany(trx, companyId))!
+        return { ...(await details(trx, saved)), estimate }
+      })
+    },
+
+    /** Records the customer's card (only brand, last 4 digits and expiry); the hosted payment page (11) will call this too. */
+    async setPaymentSource(companyId: string, card: PaymentSourceInput, actor: string) {
+      const now = clock.now()
+      if (!lifecycle.usableCard(card as PaymentSource, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
+      return change(companyId, undefined, async (trx, s, provider) => {
+        const next = await provider.addPaymentSource(s, { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year }, now)
+        await save(trx, s, next, { event: 'payment_source_added', actor, at: now })
+        return details(trx, (await repo.findByCompany(trx, companyId))!)
+      })
+    },
+
+    /** The subscription's history (what, when, who, from → to), oldest first. */
+    async events(companyId: string) {
+      const s = await findOwn(companyId)
+      return repo.listEvents(db, companyId, s.id)
     },
   }
 }

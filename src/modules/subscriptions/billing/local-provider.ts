@@ -1,0 +1,70 @@
+import type { PaymentSource } from '../../../db/tables.ts'
+import { invoiceFor, remainingShare, WHOLE, type Estimate } from './estimate.ts'
+import * as lifecycle from './lifecycle.ts'
+import type { BillingState } from './lifecycle.ts'
+import type { BillingProvider, ChangeRequest } from './provider.ts'
+import { termEnd, unixSeconds } from './terms.ts'
+
+/**
+ * The built-in engine: it behaves like Chargebee (statuses, terms, proration, credits) but
+ * runs here, with no card charged. Every answer is computed from the stored row.
+ */
+export function createLocalProvider(): BillingProvider {
+  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
+    const { selection, current, tax, currency, now } = change
+    let state: BillingState = {
+      ...s,
+      plan_sku: selection.plan.sku,
+      plan_quantity: selection.quantity,
+      addons: selection.addons.map((a) => ({ id: a.id, quantity: a.quantity })),
+      coupon_code: selection.coupon?.code ?? null,
+    }
+    if (s.status === 'in_trial' || s.status === 'future' || !s.current_term_start || !s.current_term_end) {
+      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end.
+      const ends = !s.cancel_scheduled_at
+      return {
+        state,
+        estimate: {
+          subscription_estimate: { status: s.status, next_billing_at: ends ? unixSeconds(s.trial_end) : null },
+          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency),
+        },
+      }
+    }
+    // A paid term: the unused part of what was billed comes back as credit against the new charge.
+    const share = remainingShare(s.current_term_start, s.current_term_end, now)
+    const credit = invoiceFor(current, share, tax, currency).total
+    let invoice
+    if (selection.plan.period_unit !== current.plan.period_unit) {
+      // Another billing period starts a new term now, billed in full (as Chargebee does).
+      const end = termEnd(now, selection.plan.period_unit)
+      state = {
+        ...state, current_term_start: now, current_term_end: end, billing_anchor_day: now.getUTCDate(),
+        cancel_scheduled_at: state.status === 'non_renewing' ? end : state.cancel_scheduled_at,
+      }
+      invoice = invoiceFor(selection, WHOLE, tax, currency, credit)
+    } else {
+      invoice = invoiceFor(selection, share, tax, currency, credit)
+    }
+    return {
+      state,
+      estimate: {
+        subscription_estimate: { status: state.status, next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end) },
+        invoice_estimate: invoice,
+      },
+    }
+  }
+
+  return {
+    name: 'local',
+    drivesTime: true,
+    createSubscription: async ({ subscription }) => subscription,
+    retrieve: async (s) => s,
+    estimate: async (s, change) => plan(s, change).estimate,
+    changeSubscription: async (s, change) => plan(s, change),
+    cancel: async (s, cancellation, now) => lifecycle.cancel(s, cancellation, now),
+    removeScheduledCancellation: async (s) => lifecycle.removeScheduledCancellation(s),
+    addPaymentSource: async (s, card: PaymentSource) => ({ ...s, payment_source: card }),
+    atTrialEnd: lifecycle.atTrialEnd,
+    atTermEnd: lifecycle.atTermEnd,
+  }
+}

@@ -1,0 +1,50 @@
+import type { SubscriptionRow } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+
+/** The columns a change may move; each is written back and, when it moved, named in the event. */
+const TRACKED = [
+  'status', 'plan_sku', 'plan_quantity', 'addons', 'coupon_code', 'trial_start', 'trial_end', 'current_term_start',
+  'current_term_end', 'cancelled_at', 'cancel_scheduled_at', 'payment_source', 'billing_anchor_day',
+  'cancellation_reason', 'cancellation_message',
+] as const satisfies readonly (keyof SubscriptionRow)[]
+
+function plain(value: unknown): unknown {
+  return value instanceof Date ? value.toISOString() : value ?? null
+}
+
+/** `{field: [old, new]}` for every tracked column that changed. */
+export function changesBetween(before: SubscriptionRow, after: SubscriptionRow): Record<string, [unknown, unknown]> {
+  const changes: Record<string, [unknown, unknown]> = {}
+  for (const column of TRACKED) {
+    const [a, b] = [plain(before[column]), plain(after[column])]
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[column] = [a, b]
+  }
+  return changes
+}
+
+/**
+ * Writes the new state and its event (what, when, who, from → to, and each moved field).
+ * Nothing moved: nothing is written, and false is answered.
+ */
+export async function recordChange(
+  trx: Executor, repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent'>, before: SubscriptionRow, after: SubscriptionRow,
+  what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
+): Promise<boolean> {
+  const changes = changesBetween(before, after)
+  if (Object.keys(changes).length === 0 && !what.details?.invoice) return false
+  await repo.update(trx, before.company_id, before.id, {
+    status: after.status, plan_sku: after.plan_sku, plan_quantity: after.plan_quantity, addons: JSON.stringify(after.addons),
+    coupon_code: after.coupon_code, trial_start: after.trial_start, trial_end: after.trial_end,
+    current_term_start: after.current_term_start, current_term_end: after.current_term_end, cancelled_at: after.cancelled_at,
+    cancel_scheduled_at: after.cancel_scheduled_at, payment_source: JSON.stringify(after.payment_source),
+    billing_anchor_day: after.billing_anchor_day, cancellation_reason: after.cancellation_reason,
+    cancellation_message: after.cancellation_message, updated_at: what.now,
+  })
+  await repo.insertEvent(trx, {
+    company_id: before.company_id, subscription_id: before.id, event_type: what.event,
+    from_status: before.status, to_status: after.status, actor: what.actor, occurred_at: what.at,
+    details: JSON.stringify({ changes, ...what.details }),
+  })
+  return true
+}

@@ -1,0 +1,75 @@
+import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
+import { ValidationError } from '../../http/errors.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
+import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+
+/** What a client asks a subscription to become (estimate 9, update 6), before the catalogue prices it. */
+export interface WantedSelection { planSku: string; quantity: number; addonIds: string[]; couponCode: string | null }
+
+/**
+ * Prices selections from the catalogue. A requested selection is checked (400 naming the
+ * field); the subscription's current one is priced as it was accepted.
+ */
+export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: Map<string, number> }) {
+  const { repo } = deps
+
+  async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
+    return code === null ? undefined : repo.findCoupon(executor, code)
+  }
+
+  return {
+    /**
+     * `field(name)` names the request's field in an error (`querystring/addons`, `body/addons`).
+     * A coupon the subscription already holds keeps applying; a new one must be valid `today`
+     * (in the company's time zone) and not used up.
+     */
+    async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; currentCoupon: string | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
+      const { field } = ctx
+      const plan = await repo.findPlan(executor, wanted.planSku)
+      if (!plan) throw new ValidationError(`${field('subscription_plan')} names an unknown plan: ${wanted.planSku}`)
+      if (!ctx.product.allowed_plans.includes(plan.sku)) {
+        throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is not among the allowed_plans of product ${ctx.product.sku}`)
+      }
+      if (new Set(wanted.addonIds).size !== wanted.addonIds.length) throw new ValidationError(`${field('addons')} must not name an addon twice`)
+      const addonRows = await repo.findAddons(executor, wanted.addonIds)
+      const addons = wanted.addonIds.map((id) => {
+        const row = addonRows.find((a) => a.id === id)
+        if (!row) throw new ValidationError(`${field('addons')} names an unknown addon: ${id}`)
+        if (row.period_unit !== plan.period_unit) {
+          throw new ValidationError(`${field('addons')}: addon ${id} is billed per ${row.period_unit}, the plan per ${plan.period_unit}`)
+        }
+        return { id: row.id, name: row.name, price_cents: row.price_cents, quantity: 1 }
+      })
+      const row = await coupon(executor, wanted.couponCode)
+      if (wanted.couponCode !== null && !row) throw new ValidationError(`${field('coupon_code')} names an unknown coupon: ${wanted.couponCode}`)
+      if (row && row.code !== ctx.currentCoupon) {
+        if (row.valid_till !== null && row.valid_till < ctx.today) throw new ValidationError(`${field('coupon_code')} ${row.code} expired on ${row.valid_till}`)
+        if (row.max_redemptions !== null && row.redemptions >= row.max_redemptions) {
+          throw new ValidationError(`${field('coupon_code')} ${row.code} has reached its max_redemptions (${row.max_redemptions})`)
+        }
+      }
+      return { plan, quantity: wanted.quantity, addons, coupon: row ?? null }
+    },
+
+    /** The subscription as it stands, with today's catalogue prices. */
+    async current(executor: Executor, s: SubscriptionRow): Promise<PricedSelection> {
+      const plan = await repo.findPlan(executor, s.plan_sku)
+      if (!plan) throw new Error(`subscription ${s.id}: plan ${s.plan_sku} is missing from the catalogue`)
+      const rows = await repo.findAddons(executor, s.addons.map((a) => a.id))
+      const addons = s.addons.flatMap((a) => {
+        const row = rows.find((r) => r.id === a.id)
+        return row ? [{ id: row.id, name: row.name, price_cents: row.price_cents, quantity: a.quantity }] : []
+      })
+      return { plan, quantity: s.plan_quantity, addons, coupon: (await coupon(executor, s.coupon_code)) ?? null }
+    },
+
+    /** The VAT of the customer's country (VAT_RATES); none for a country without a rate. */
+    tax(country: string): TaxRate | null {
+      const rate = deps.vatRates.get(country)
+      return rate === undefined ? null : { name: `${country} VAT`, rate_bp: rate }
+    },
+  }
+}
+
+export type Pricing = ReturnType<typeof createPricing>

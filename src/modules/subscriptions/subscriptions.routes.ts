@@ -1,0 +1,94 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { App } from '../../http/app-types.ts'
+import { principalOf } from '../../http/auth.ts'
+import { CompanyParams } from '../../http/schemas.ts'
+import type { SubscriptionsService } from './subscriptions.service.ts'
+import {
+  CancelQuery, CompanyOrSubscriptionParams, CompanySubscriptionParams, EstimateParams, EstimateQuery, EstimateResponse,
+  PaymentSourceInput, SubscriptionCancellationData, SubscriptionDetails, SubscriptionStatusBody, SubscriptionUpdate, UpdateResponse,
+} from './subscriptions.schemas.ts'
+import { Type } from 'typebox'
+
+const BASE = '/api/v1/subscription'
+const NoBody = Type.Null({ description: 'No body' })
+
+/** Spec §4: every request body is optional as a whole; none at all reads as `{}`. */
+async function emptyBodyAsObject(request: FastifyRequest) {
+  if (request.body === undefined || request.body === null) request.body = {}
+}
+
+/** The spec's "200 no body" of cancellation-related calls. */
+function ok(reply: FastifyReply) {
+  return reply.code(200).send()
+}
+
+/** A company's subscription: spec endpoints 2, 3, 6, 8, 9, 14, and the card used at the trial's end. */
+export async function subscriptionsRoutes(app: App, { service }: { service: SubscriptionsService }) {
+  const tags = ['Subscription']
+  const company = { access: { area: 'company' } } as const
+
+  app.put(`${BASE}/:company_id_or_subscription_id/cancel`, {
+    config: company,
+    preValidation: emptyBodyAsObject,
+    schema: {
+      operationId: 'cancelSubscription', tags,
+      summary: 'Cancel the subscription (2), at the end of the term by default',
+      description: 'The path names the company or its subscription. end_of_term=true (default): an active subscription becomes non_renewing and ends at current_term_end; one in trial stays in_trial and ends cancelled at trial_end. end_of_term=false: cancelled now. 409 when already cancelled, or (at end of term) when a cancellation is already scheduled.',
+      params: CompanyOrSubscriptionParams, querystring: CancelQuery, body: SubscriptionCancellationData, response: { 200: NoBody },
+    },
+  }, async (request, reply) => {
+    const principal = principalOf(request)
+    await service.cancel(request.params.company_id_or_subscription_id, principal.companyId, request.body, request.query.end_of_term, principal.clientId)
+    return ok(reply)
+  })
+
+  app.put(`${BASE}/:company_id/remove_scheduled_cancellation/:subscription_id`, {
+    config: company,
+    schema: {
+      operationId: 'removeScheduledCancellation', tags, summary: 'Undo a scheduled cancellation (3)',
+      description: 'non_renewing goes back to active; a trial cancelled at its end keeps going. 409 when no cancellation is scheduled.',
+      params: CompanySubscriptionParams, response: { 200: NoBody },
+    },
+  }, async (request, reply) => {
+    await service.removeScheduledCancellation(request.params.company_id, request.params.subscription_id, principalOf(request).clientId)
+    return ok(reply)
+  })
+
+  app.put(`${BASE}/companies/:company_id/update/:subscription_id`, {
+    config: company,
+    preValidation: emptyBodyAsObject,
+    schema: {
+      operationId: 'updateSubscription', tags, summary: 'Change plan, quantity, addons or coupon (6)',
+      description: 'Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. Omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, or a coupon expired or used up.',
+      params: CompanySubscriptionParams, body: SubscriptionUpdate, response: { 200: UpdateResponse },
+    },
+  }, async (request) => service.update(request.params.company_id, request.params.subscription_id, request.body, principalOf(request).clientId))
+
+  app.get(`${BASE}/:company_id/details`, {
+    config: company,
+    schema: { operationId: 'getSubscriptionDetails', tags, summary: 'The subscription with its plan, product and customer (8)', params: CompanyParams, response: { 200: SubscriptionDetails } },
+  }, async (request) => service.details(request.params.company_id))
+
+  app.get(`${BASE}/:company_id/status`, {
+    config: company,
+    schema: { operationId: 'getSubscriptionStatus', tags, summary: 'The subscription\'s status, terms and features (14)', params: CompanyParams, response: { 200: SubscriptionStatusBody } },
+  }, async (request) => service.status(request.params.company_id))
+
+  app.get(`${BASE}/:subscription_id/estimate`, {
+    config: { access: 'public' },
+    schema: {
+      operationId: 'estimateSubscription', tags, summary: 'Estimate a change of the subscription (9)',
+      description: 'Public; a company token may only estimate its own company (404 otherwise). In trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in cents, rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product\'s allowed_plans, a coupon expired or used up; 409 for a cancelled subscription.',
+      params: EstimateParams, querystring: EstimateQuery, response: { 200: EstimateResponse },
+    },
+  }, async (request) => service.estimate(request.params.subscription_id, request.query, request.principal?.companyId ?? null))
+
+  app.put(`${BASE}/:company_id/payment_source`, {
+    config: { access: 'platform' },
+    schema: {
+      operationId: 'setPaymentSource', tags, summary: 'Record the customer\'s card (platform only, until the hosted payment page)',
+      description: 'Keeps only brand, last 4 digits and expiry. A trial ends active when a card valid in the trial\'s last month is on file, else cancelled. 400 for an expired card.',
+      params: CompanyParams, body: PaymentSourceInput, response: { 200: SubscriptionDetails },
+    },
+  }, async (request) => service.setPaymentSource(request.params.company_id, request.body, principalOf(request).clientId))
+}

@@ -1,0 +1,142 @@
+import { Type, type Static } from 'typebox'
+import { Nullable, Uuid } from '../../http/schemas.ts'
+import { PlanFields, ProductFields } from '../catalogue/catalogue.schemas.ts'
+
+const Status = Type.Union([
+  Type.Literal('future'), Type.Literal('in_trial'), Type.Literal('active'), Type.Literal('non_renewing'), Type.Literal('paused'), Type.Literal('cancelled'),
+], { description: 'Chargebee\'s subscription statuses' })
+const Unix = (description: string) => Nullable(Type.Integer({ description: `${description} (Unix seconds)` }))
+const Sku = Type.String({ minLength: 1, maxLength: 100 })
+const PlanSku = (description: string) => Type.String({ minLength: 1, maxLength: 100, description })
+const Quantity = Type.Integer({ minimum: 1, maximum: 100_000 })
+const CouponCode = (description: string) => Type.String({ maxLength: 50, description })
+const AddonIds = (description: string) => Type.Array(Uuid(), { maxItems: 50, description })
+
+export const CompanyOrSubscriptionParams = Type.Object({
+  company_id_or_subscription_id: Uuid('The company, or its subscription (spec 2 names either)'),
+})
+export const CompanySubscriptionParams = Type.Object({ company_id: Uuid('The company'), subscription_id: Uuid('The company\'s subscription') })
+export const EstimateParams = Type.Object({ subscription_id: Uuid('The subscription (the company\'s id is accepted too)') })
+
+export const CardFields = {
+  brand: Type.String({ minLength: 1, maxLength: 30, description: 'visa, mastercard, ...' }),
+  last4: Type.String({ pattern: '^[0-9]{4}$' }),
+  expiry_month: Type.Integer({ minimum: 1, maximum: 12 }),
+  expiry_year: Type.Integer({ minimum: 2000, maximum: 2100 }),
+}
+export const PaymentSourceInput = Type.Object(CardFields, { additionalProperties: false, description: 'A card: only these four facts are kept' })
+export type PaymentSourceInput = Static<typeof PaymentSourceInput>
+
+export const SubscriptionCancellationData = Type.Object({
+  cancellation_reason: Type.Optional(Type.String({ maxLength: 200 })),
+  cancellation_message: Type.Optional(Type.String({ maxLength: 2000 })),
+}, { additionalProperties: false, title: 'SubscriptionCancellationData' })
+export type SubscriptionCancellationData = Static<typeof SubscriptionCancellationData>
+
+export const CancelQuery = Type.Object({
+  end_of_term: Type.Boolean({ default: true, description: 'true: at the end of the current term (or trial); false: now' }),
+})
+
+export const EstimateQuery = Type.Object({
+  company_id: Uuid('The company whose subscription is estimated'),
+  product_sku: Sku,
+  subscription_plan: PlanSku('A plan sku among the product\'s allowed_plans'),
+  plan_quantity: Quantity,
+  coupon_code: Type.Optional(CouponCode('Omitted: the subscription\'s coupon stays; empty: no coupon')),
+  addons: Type.Optional(AddonIds('Addon ids, each at most once (repeat the parameter); omitted: the subscription\'s addons stay')),
+})
+export type EstimateQuery = Static<typeof EstimateQuery>
+
+export const SubscriptionUpdate = Type.Object({
+  subscription_plan: Type.Optional(PlanSku('A plan sku among the product\'s allowed_plans')),
+  plan_quantity: Type.Optional(Quantity),
+  addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
+  coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
+}, { additionalProperties: false, description: 'Omitted fields keep their value' })
+export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>
+
+const InvoiceEstimate = Type.Object({
+  line_items: Type.Array(Type.Object({
+    entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon')]),
+    entity_id: Type.String({ description: 'The plan\'s sku or the addon\'s id' }),
+    description: Type.String(),
+    unit_amount: Type.Integer({ description: 'Cents per unit for a whole term' }),
+    quantity: Type.Integer(),
+    amount: Type.Integer({ description: 'Cents: unit_amount × quantity, prorated, rounded half-up' }),
+  }, { additionalProperties: false })),
+  discounts: Type.Array(Type.Object({ description: Type.String(), amount: Type.Integer() }, { additionalProperties: false })),
+  sub_total: Type.Integer({ description: 'Sum of the line items' }),
+  taxes: Type.Array(Type.Object({ name: Type.String(), rate: Type.Number({ description: 'Percent' }), amount: Type.Integer() }, { additionalProperties: false })),
+  total: Type.Integer({ description: 'sub_total − discounts + taxes' }),
+  credits_applied: Type.Integer({ description: 'Unused part of the current term\'s charges, up to total' }),
+  amount_due: Type.Integer({ description: 'total − credits_applied' }),
+  currency_code: Type.String(),
+}, { additionalProperties: false })
+
+export const EstimateBody = Type.Object({
+  subscription_estimate: Type.Object({
+    status: Status,
+    next_billing_at: Unix('When the subscription is billed next; null when it ends instead'),
+  }, { additionalProperties: false }),
+  invoice_estimate: InvoiceEstimate,
+}, { additionalProperties: false })
+
+export const EstimateResponse = Type.Object({ estimate: EstimateBody }, { additionalProperties: false, title: 'Estimate' })
+
+const PaymentMethod = Type.Object({ type: Type.Literal('card'), ...CardFields }, { additionalProperties: false })
+
+export const SubscriptionFields = Type.Object({
+  id: Uuid(),
+  customer_id: Type.String(),
+  provider: Type.Union([Type.Literal('local'), Type.Literal('chargebee')], { description: 'The billing provider (the product\'s subscription_manager)' }),
+  status: Status,
+  product_sku: Type.String(),
+  plan_id: Type.String({ description: 'The plan\'s sku' }),
+  plan_quantity: Type.Integer(),
+  addons: Type.Array(Type.Object({ id: Type.String(), quantity: Type.Integer() }, { additionalProperties: false })),
+  coupon_code: Nullable(Type.String()),
+  trial_start: Unix('Start of the trial'),
+  trial_end: Unix('End of the trial'),
+  current_term_start: Unix('Start of the current term'),
+  current_term_end: Unix('End of the current term; for a cancelled subscription, when it ended'),
+  next_billing_at: Unix('Next invoice; null when none is coming'),
+  cancelled_at: Unix('When it was cancelled'),
+  scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
+  cancellation_reason: Nullable(Type.String()),
+  cancellation_message: Nullable(Type.String()),
+  created_at: Type.Integer(),
+  updated_at: Type.Integer(),
+}, { additionalProperties: false })
+
+export const SubscriptionDetails = Type.Object({
+  subscription: SubscriptionFields,
+  plan: PlanFields,
+  product: ProductFields,
+  customer: Type.Object({
+    id: Type.String(),
+    company_id: Uuid(),
+    name: Type.String(),
+    email: Nullable(Type.String()),
+    country: Type.String(),
+    payment_method: Nullable(PaymentMethod),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false, title: 'SubscriptionDetails' })
+export type SubscriptionDetails = Static<typeof SubscriptionDetails>
+
+export const UpdateResponse = Type.Object({
+  ...SubscriptionDetails.properties,
+  estimate: Type.Object(EstimateBody.properties, { additionalProperties: false, description: 'The estimate (9) this update applied' }),
+}, { additionalProperties: false, title: 'SubscriptionUpdated' })
+export type UpdateResponse = Static<typeof UpdateResponse>
+
+export const SubscriptionStatusBody = Type.Object({
+  subscription_id: Uuid(),
+  status: Status,
+  plan: Type.String({ description: 'The plan\'s sku' }),
+  current_term_end: Unix('End of the current term'),
+  trial_end: Unix('End of the trial'),
+  cancelled_at: Unix('When it was cancelled'),
+  scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
+  features: Type.Array(Type.String(), { description: 'The plan\'s features; none once cancelled' }),
+}, { additionalProperties: false, title: 'SubscriptionStatus' })
+export type SubscriptionStatusBody = Static<typeof SubscriptionStatusBody>

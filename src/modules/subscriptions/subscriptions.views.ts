@@ -1,0 +1,49 @@
+import type { PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
+import { planView, productView } from '../catalogue/catalogue.service.ts'
+import type { BillingCustomer } from './billing/provider.ts'
+import { unixSeconds } from './billing/terms.ts'
+import type { SubscriptionDetails, SubscriptionStatusBody } from './subscriptions.schemas.ts'
+
+/** When the next invoice comes: the trial's or the term's end, unless the subscription ends there. */
+export function nextBillingAt(s: SubscriptionRow): number | null {
+  if (s.cancel_scheduled_at) return null
+  if (s.status === 'in_trial') return unixSeconds(s.trial_end)
+  if (s.status === 'active') return unixSeconds(s.current_term_end)
+  return null
+}
+
+/** A cancelled subscription grants no plan feature (the company keeps its base scopes). */
+export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): string[] {
+  return s.status === 'cancelled' ? [] : (plan?.features ?? [])
+}
+
+export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer): SubscriptionDetails {
+  const card = s.payment_source
+  return {
+    subscription: {
+      id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,
+      plan_id: s.plan_sku, plan_quantity: s.plan_quantity, addons: s.addons, coupon_code: s.coupon_code,
+      trial_start: unixSeconds(s.trial_start), trial_end: unixSeconds(s.trial_end),
+      current_term_start: unixSeconds(s.current_term_start), current_term_end: unixSeconds(s.current_term_end),
+      next_billing_at: nextBillingAt(s), cancelled_at: unixSeconds(s.cancelled_at),
+      scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
+      cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
+      created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
+    },
+    plan: planView(plan).plan,
+    product: productView(product).product,
+    customer: {
+      id: customer.id, company_id: customer.company_id, name: customer.name, email: customer.email, country: customer.country,
+      payment_method: card ? { type: 'card', brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year } : null,
+    },
+  }
+}
+
+export function statusView(s: SubscriptionRow, plan: PlanRow | undefined): SubscriptionStatusBody {
+  return {
+    subscription_id: s.id, status: s.status, plan: s.plan_sku,
+    current_term_end: unixSeconds(s.current_term_end), trial_end: unixSeconds(s.trial_end),
+    cancelled_at: unixSeconds(s.cancelled_at), scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
+    features: featuresOf(s, plan),
+  }
+}

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict'
+import type { Call, TestApp } from './helpers/app.ts'
+import { ADMIN, locationId, uniq } from './helpers/app.ts'
+import type { CompanyFixture } from './helpers/factories.ts'
+
+/**
+ * Fixtures and reads shared by the subscription tests (spec 2, 3, 6, 8, 9, 14). These tests
+ * move the clock by months, and tokens expire by that clock: moving it (moveTo, at) mints
+ * fresh tokens for the platform and for every company made here, and `call`/`json` default to
+ * the fresh platform token.
+ */
+
+const tokens = new WeakMap<TestApp, { platform: string; fixtures: Set<BillingFixture> }>()
+
+function stateOf(t: TestApp) {
+  let state = tokens.get(t)
+  if (!state) tokens.set(t, state = { platform: t.platformToken, fixtures: new Set() })
+  return state
+}
+
+export const platform = (t: TestApp) => stateOf(t).platform
+
+export function call(t: TestApp, request: Call) {
+  return t.call({ ...request, token: request.token === undefined ? platform(t) : request.token })
+}
+
+export function json<T = any>(t: TestApp, status: number, request: Call): Promise<T> {
+  return t.json<T>(status, { ...request, token: request.token === undefined ? platform(t) : request.token })
+}
+
+/** Sets the clock and mints tokens valid at that time. */
+export async function moveTo(t: TestApp, iso: string) {
+  t.clock.set(iso)
+  const state = stateOf(t)
+  state.platform = await t.tokenFor(ADMIN.client_id, ADMIN.client_secret)
+  for (const f of state.fixtures) f.token = await t.tokenFor(f.client.client_id, f.client.client_secret)
+}
+
+export const SUB = '/api/v1/subscription'
+export const DAY = 86_400
+export const unix = (iso: string) => Date.parse(iso) / 1000
+
+export const CARD = { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }
+
+export async function setCard(t: TestApp, companyId: string, card: Record<string, unknown> = CARD) {
+  return json(t, 200, { method: 'PUT', url: `${SUB}/${companyId}/payment_source`, body: card })
+}
+
+export async function addon(t: TestApp, fields: Record<string, unknown> = {}) {
+  const res = await call(t, { method: 'POST', url: `${SUB}/addons`, body: { name: uniq('Addon'), price: 5, period_unit: 'month', ...fields } })
+  assert.equal(res.statusCode, 202, res.body)
+  return locationId(res)
+}
+
+export async function coupon(t: TestApp, fields: Record<string, unknown> = {}) {
+  const code = uniq('C').replace(/[^A-Za-z0-9_-]/g, '')
+  const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: { code, name: 'Promo', discount_type: 'percentage', discount_value: 10, ...fields } })
+  assert.equal(res.statusCode, 202, res.body)
+  return code
+}
+
+export interface BillingFixture extends CompanyFixture { subscriptionId: string; productSkus: string[]; plans: Record<string, string> }
+
+/**
+ * A company on a product allowing several plans, created at the clock's time (its trial ends
+ * TRIAL_DAYS later), with a company client holding all its scopes.
+ */
+export async function billedCompany(t: TestApp, options: { plans?: Record<string, Record<string, unknown>>; company?: Record<string, unknown>; start?: string } = {}): Promise<BillingFixture> {
+  if (options.start) await moveTo(t, options.start)
+  const specs = options.plans ?? { basic: { price: 29.9, features: ['stamping'] } }
+  const plans: Record<string, string> = {}
+  for (const [key, fields] of Object.entries(specs)) {
+    const body = { plan: { sku: uniq(`plan-${key}`), name: `Plan ${key}`, price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'], ...fields } }
+    assert.equal((await call(t, { method: 'POST', url: `${SUB}/plans`, body })).statusCode, 202)
+    plans[key] = body.plan.sku
+  }
+  const pr = { sku: uniq('product') }
+  const created = await call(t, { method: 'POST', url: `${SUB}/products`, body: { product: { sku: pr.sku, name: 'Workforce', visible: true, subscription_manager: 'local', allowed_plans: Object.values(plans) } } })
+  assert.equal(created.statusCode, 202, created.body)
+  const first = Object.values(plans)[0]!
+  const res = await call(t, {
+    method: 'POST', url: '/api/v1/companies',
+    body: { name: uniq('Acme'), country: 'IT', timezone: 'Europe/Rome', product_sku: pr.sku, subscription_plan: first, plan_quantity: 5, ...options.company },
+  })
+  assert.equal(res.statusCode, 202, res.body)
+  const id = locationId(res)
+  const authorized = await json<{ mode: string[]; api: string }[]>(t, 200, { url: `/api/v1/companies/${id}/authorized/scopes` })
+  const scopes = authorized.flatMap((sc) => sc.mode.map((m) => `${m}:${sc.api}`))
+  const client = await json(t, 201, { method: 'POST', url: `/api/v1/companies/${id}/clients`, body: { name: 'billing test client', scopes } })
+  const token = await t.tokenFor(client.client_id, client.client_secret)
+  const status = await json(t, 200, { url: `${SUB}/${id}/status` })
+  const fixture = { id, planSku: first, productSku: pr.sku, client, token, subscriptionId: status.subscription_id, productSkus: [pr.sku], plans }
+  stateOf(t).fixtures.add(fixture)
+  return fixture
+}
+
+export const statusOf = (t: TestApp, c: { id: string; token: string }) => json(t, 200, { url: `${SUB}/${c.id}/status`, token: c.token })
+export const detailsOf = (t: TestApp, c: { id: string; token: string }) => json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })
+
+/** The company's mirror fields (34) and its authorized scope areas (25), as a client reads them. */
+export async function mirrorOf(t: TestApp, companyId: string) {
+  const body = await json(t, 200, { url: `/api/v1/companies/${companyId}` })
+  const scopes = await json<{ api: string }[]>(t, 200, { url: `/api/v1/companies/${companyId}/authorized/scopes` })
+  return {
+    subscription_id: body.subscription_id, subscription_status: body.subscription_status, subscription_plan: body.subscription_plan,
+    subscription_expiration_date: body.subscription_expiration_date, trial_expiration_date: body.trial_expiration_date,
+    subscribed_features: body.subscribed_features, plan_quantity: body.plan_quantity, areas: scopes.map((s) => s.api),
+  }
+}
+
+/** Moves the clock and runs what is due, as the scheduler would. */
+export async function at(t: TestApp, iso: string) {
+  await moveTo(t, iso)
+  await t.app.services.scheduler.runDue()
+}
+
+export async function eventsOf(t: TestApp, companyId: string) {
+  const rows = await t.app.services.subscriptions.events(companyId)
+  return rows.map((e) => ({ type: e.event_type, from: e.from_status, to: e.to_status, actor: e.actor, at: e.occurred_at.toISOString(), details: e.details }))
+}
+
+export const cancel = (t: TestApp, ref: string, token: string | undefined, query = '', body?: unknown) =>
+  call(t, { method: 'PUT', url: `${SUB}/${ref}/cancel${query}`, token, ...(body !== undefined ? { body } : {}) })
+export const removeCancellation = (t: TestApp, companyId: string, subscriptionId: string, token?: string) =>
+  call(t, { method: 'PUT', url: `${SUB}/${companyId}/remove_scheduled_cancellation/${subscriptionId}`, token })
+export const update = (t: TestApp, companyId: string, subscriptionId: string, body: unknown, token?: string) =>
+  call(t, { method: 'PUT', url: `${SUB}/companies/${companyId}/update/${subscriptionId}`, token, ...(body !== undefined ? { body } : {}) })
+export const estimate = (t: TestApp, ref: string, query: Record<string, string | string[]>, token: string | null = null) =>
+  call(t, { url: `${SUB}/${ref}/estimate`, query, token })
