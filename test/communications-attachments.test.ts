@@ -1,0 +1,101 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { buildTestApp, engines, locationId, type TestApp } from './helpers/app.ts'
+import { company, subsidiary } from './helpers/factories.ts'
+import { commBody, commsUrl, createComm, getComm, messagesOf } from './communications.fixtures.ts'
+
+const LIMIT = 4096
+const PDF = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(100, 0x20), Buffer.from('\n%%EOF\n')])
+const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 1)])
+const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'
+
+/** A multipart/form-data body with one file part (and optional text fields before it). */
+function form(file: { field?: string; name: string; type: string; content: Buffer } | null, fields: Record<string, string> = {}) {
+  const boundary = '----comm-test-boundary'
+  const chunks: Buffer[] = []
+  for (const [name, value] of Object.entries(fields)) {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`))
+  }
+  if (file) {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'file'}"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`))
+    chunks.push(file.content, Buffer.from('\r\n'))
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return { body: Buffer.concat(chunks), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }
+}
+
+for (const engine of engines) {
+  describe(`communication attachments on ${engine}`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(engine, { ATTACHMENT_MAX_BYTES: LIMIT }) })
+    after(async () => { await t?.close() })
+
+    const upload = (companyId: string, token: string | null, payload: ReturnType<typeof form>) =>
+      t.call({ method: 'POST', url: commsUrl(companyId, '/attachments'), token, body: payload.body, headers: payload.headers })
+
+    it('stores an upload, streams it back with its type, and attaches it to a communication', async () => {
+      const c = await company(t)
+      const res = await upload(c.id, c.token, form({ name: '../../etc/policy.pdf', type: 'application/pdf', content: PDF }))
+      assert.equal(res.statusCode, 201, res.body)
+      const created = res.json()
+      assert.deepEqual(created, { id: locationId(res), name: 'policy.pdf', mime: 'application/pdf', size: PDF.length })
+      assert.equal(res.headers.location, commsUrl(c.id, `/attachments/${created.id}`))
+      const got = await t.call({ url: res.headers.location as string, token: c.token })
+      assert.equal(got.statusCode, 200)
+      assert.equal(got.headers['content-type'], 'application/pdf')
+      assert.equal(got.headers['x-content-type-options'], 'nosniff')
+      assert.match(String(got.headers['content-disposition']), /attachment; filename="policy.pdf"/)
+      assert.ok(got.rawPayload.equals(PDF))
+      for (const [name, type, content] of [['logo.png', 'image/png', PNG], ['notes.txt', 'text/plain; charset=utf-8', Buffer.from('caffè ☕\n')], ['a.docx', DOCX_MIME, Buffer.from('PK\u0003\u0004rest')]] as const) {
+        const ok = await upload(c.id, c.token, form({ name, type, content }))
+        assert.equal(ok.statusCode, 201, `${name}: ${ok.body}`)
+        assert.equal(ok.json().mime, type.split(';')[0])
+      }
+      const s = await subsidiary(t, c.id)
+      const sendAt = new Date(t.clock.now().getTime() - 1000).toISOString()
+      const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s], attachments: [{ id: created.id, name: 'whatever', mime: 'x/y' }] })
+      assert.deepEqual((await getComm(t, c, id)).attachments, [{ id: created.id, name: 'policy.pdf', mime: 'application/pdf' }])
+      assert.deepEqual(await messagesOf(t, c, id, sendAt), [])
+    })
+
+    it('answers 413 above the size limit and 415 for a type not allowed or a content not of its type', async () => {
+      const c = await company(t)
+      const big = await upload(c.id, c.token, form({ name: 'big.pdf', type: 'application/pdf', content: Buffer.concat([PDF, Buffer.alloc(LIMIT)]) }))
+      assert.equal(big.statusCode, 413)
+      assert.equal(big.json().code, 'payload_too_large')
+      const atLimit = await upload(c.id, c.token, form({ name: 'exact.pdf', type: 'application/pdf', content: Buffer.concat([PDF, Buffer.alloc(LIMIT - PDF.length, 0x20)]) }))
+      assert.equal(atLimit.statusCode, 201, atLimit.body)
+      for (const [type, content] of [['image/gif', Buffer.from('GIF89a')], ['application/zip', Buffer.from('PK\u0003\u0004')], ['text/html', Buffer.from('<script>')],
+        ['application/pdf', Buffer.from('not a pdf')], ['image/png', PDF], ['text/plain', Buffer.from([0x66, 0x00, 0x67])], [DOCX_MIME, PDF]] as const) {
+        const res = await upload(c.id, c.token, form({ name: 'f', type, content: Buffer.from(content) }))
+        assert.equal(res.statusCode, 415, `${type}: ${res.body}`)
+        assert.equal(res.json().code, 'unsupported_media_type')
+      }
+      const json = await t.call({ method: 'POST', url: commsUrl(c.id, '/attachments'), token: c.token, body: { file: 'x' } })
+      assert.equal(json.statusCode, 415)
+      const noFile = await upload(c.id, c.token, form(null, { note: 'hello' }))
+      assert.equal(noFile.statusCode, 400)
+      assert.match(noFile.json().errors, /body\/file/)
+      const wrongField = await upload(c.id, c.token, form({ field: 'document', name: 'a.pdf', type: 'application/pdf', content: PDF }))
+      assert.equal(wrongField.statusCode, 400)
+      // Multipart is accepted by the upload only: the other routes stay JSON-only.
+      const multipartElsewhere = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, ...(() => { const f = form(null, commBody()); return { body: f.body, headers: f.headers } })() })
+      assert.equal(multipartElsewhere.statusCode, 415)
+    })
+
+    it('keeps attachments within their company', async () => {
+      const c = await company(t)
+      const other = await company(t)
+      const res = await upload(other.id, other.token, form({ name: 'secret.pdf', type: 'application/pdf', content: PDF }))
+      const foreign = res.json().id
+      assert.equal((await t.call({ url: commsUrl(c.id, `/attachments/${foreign}`), token: c.token })).statusCode, 404)
+      assert.equal((await t.call({ url: commsUrl(other.id, `/attachments/${foreign}`), token: c.token })).statusCode, 404)
+      assert.equal((await upload(other.id, c.token, form({ name: 'a.pdf', type: 'application/pdf', content: PDF }))).statusCode, 404)
+      assert.equal((await upload(c.id, null, form({ name: 'a.pdf', type: 'application/pdf', content: PDF }))).statusCode, 401)
+      assert.equal((await t.call({ url: commsUrl(other.id, `/attachments/${foreign}`), token: null })).statusCode, 401)
+      const attach = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: commBody({ status: 'draft', attachments: [{ id: foreign }] }) })
+      assert.equal(attach.statusCode, 400)
+      assert.match(attach.json().errors, /body\/attachments/)
+    })
+  })
+}
