@@ -1,0 +1,262 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
+import { company, contract, subsidiary, team, type CompanyFixture } from '../helpers/factories.ts'
+import { READ_WRITE_AREAS } from '../../src/modules/oauth/scopes.ts'
+
+/**
+ * Tenant isolation, walked over the OpenAPI document so that every route added later is
+ * covered without touching this file:
+ * 1. company A's token on every route of company B's path (B's own child ids in the path and
+ *    body) answers 404, as for a company that does not exist (403 for platform-only routes);
+ * 2. A's token on A's path with B's child ids (in the path or the body) never succeeds;
+ * 3. B's data, read through every GET route it has, is the same before and after.
+ * Bodies are generated from each route's request schema, with id fields filled with known ids.
+ */
+
+type Schema = {
+  type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]
+  enum?: unknown[]; const?: unknown; default?: unknown; format?: string; pattern?: string; minLength?: number; minItems?: number
+  minimum?: number; exclusiveMinimum?: number; description?: string
+}
+type Operation = {
+  security?: Array<Record<string, string[]>>; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
+  requestBody?: { content: Record<string, { schema: Schema }> }
+}
+interface Route { method: string; path: string; op: Operation }
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch']
+
+/** The ids of one company's resources, by resource name (`team`, `contract`, ...) and by collection path template. */
+interface Tenant {
+  company: CompanyFixture
+  byName: Map<string, string>
+  byCollection: Map<string, string>
+}
+
+const singular = (word: string) => word.replace(/ies$/, 'y').replace(/s$/, '')
+// Id fields whose name does not say the resource they point to.
+const ALIASES: Record<string, string> = { team_leader: 'contract', sender: 'contract', destination_team: 'team', destination_subsidiary: 'subsidiary', addon: 'addon' }
+
+/** The resource a field or parameter named like `team_id`, `team_ids`, `destination_team_ids` points to. */
+function resourceOf(name: string): string | undefined {
+  const match = /^(.*?)_ids?$/.exec(name)
+  if (!match) return undefined
+  return ALIASES[match[1]!] ?? match[1]!
+}
+
+function isPublic(op: Operation) {
+  return (op.security ?? []).some((s) => Object.keys(s).length === 0)
+}
+
+function isPlatformOnly(op: Operation) {
+  return (op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2)
+}
+
+for (const engine of engines) {
+  describe(`cross-company isolation on ${engine}`, () => {
+    let t: TestApp
+    let routes: Route[]
+    let a: Tenant
+    let b: Tenant
+    const today = () => t.clock.now().toISOString().slice(0, 10)
+
+    /** The path with its parameters filled from the tenant's ids; `known` says whether every one was. */
+    function fill(path: string, owner: Tenant, children: Tenant): { url: string; known: boolean; usesChild: boolean } {
+      let known = true
+      let usesChild = false
+      const url = path.replace(/\{([^}]+)\}/g, (_whole, name: string, offset: number) => {
+        if (name === 'company_id' || name.startsWith('company_id_or_')) return owner.company.id
+        const collection = path.slice(0, offset - 1)
+        const id = children.byCollection.get(collection) ?? children.byName.get(resourceOf(name) ?? name)
+        if (id !== undefined) {
+          if (children !== owner) usesChild = true
+          return id
+        }
+        known = false
+        return randomUUID()
+      })
+      return { url, known, usesChild }
+    }
+
+    /** A value that satisfies the schema, with id fields pointing at `ids`; `used` is set when one was. */
+    function sample(schema: Schema | undefined, name: string, ids: Tenant, used: { child: boolean }): unknown {
+      if (!schema) return undefined
+      const choices = schema.anyOf ?? schema.oneOf
+      if (choices) return sample(choices.find((c) => c.type !== 'null') ?? choices[0], name, ids, used)
+      if (schema.const !== undefined) return schema.const
+      if (schema.enum) return schema.enum[0]
+      const type = Array.isArray(schema.type) ? schema.type.find((x) => x !== 'null') : schema.type
+      const resource = resourceOf(name)
+      const id = resource ? ids.byName.get(resource) : undefined
+      switch (type) {
+        case 'object': {
+          const out: Record<string, unknown> = {}
+          for (const [key, sub] of Object.entries(schema.properties ?? {})) {
+            const idField = resourceOf(key) !== undefined && ids.byName.has(resourceOf(key)!)
+            if (!(schema.required ?? []).includes(key) && !idField) continue
+            const value = sample(sub, key, ids, used)
+            if (value !== undefined) out[key] = value
+          }
+          return out
+        }
+        case 'array': {
+          if (id) { used.child = true; return [id] }
+          return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items, singular(name), ids, used))
+        }
+        case 'integer': case 'number':
+          return schema.default ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : schema.minimum ?? 1)
+        case 'boolean': return schema.default ?? true
+        case 'string': {
+          if (id) { used.child = true; return id }
+          if (schema.default !== undefined) return schema.default
+          if (schema.format === 'uuid') return randomUUID()
+          if (schema.format === 'date' || schema.pattern?.includes('\\d{4}-\\d{2}-\\d{2}')) return today()
+          if (schema.format === 'date-time') return t.clock.now().toISOString()
+          if (schema.format === 'email') return 'someone@example.com'
+          if (schema.format === 'uri') return 'https://localhost/back'
+          if (schema.pattern === '^[A-Z]{2}$') return 'IT'
+          if (schema.pattern?.startsWith('^(read|write):')) return 'read:company'
+          const text = `${name || 'x'}-${randomUUID().slice(0, 8)}`.replace(/[^A-Za-z0-9_-]/g, '')
+          return text.padEnd(schema.minLength ?? 1, 'x')
+        }
+        default: return undefined
+      }
+    }
+
+    function request(route: Route, owner: Tenant, children: Tenant, token: string) {
+      const { url, known, usesChild } = fill(route.path, owner, children)
+      const used = { child: false }
+      const json = route.op.requestBody?.content['application/json']
+      const body = json ? sample(json.schema, '', children, used) : undefined
+      const query: Record<string, string> = {}
+      for (const p of route.op.parameters ?? []) {
+        if (p.in === 'query' && p.required) query[p.name] = String(sample(p.schema, p.name, children, used))
+      }
+      return {
+        call: { method: route.method as 'GET', url, token, body, query },
+        known, usesChild: usesChild || (children !== owner && used.child),
+        multipart: !json && route.op.requestBody !== undefined,
+      }
+    }
+
+    /** B's resources: the ones of the factories, then one of every collection its POST routes create. */
+    async function seed(tenant: Tenant) {
+      const { id } = tenant.company
+      tenant.byName.set('client', tenant.company.client.client_id)
+      tenant.byCollection.set(`/api/v1/companies/{company_id}/clients`, tenant.company.client.client_id)
+      const sub = await subsidiary(t, id)
+      tenant.byName.set('subsidiary', sub)
+      tenant.byCollection.set('/api/v1/companies/{company_id}/subsidiaries', sub)
+      const k = await contract(t, id, { subsidiary_id: sub })
+      tenant.byName.set('contract', k)
+      tenant.byCollection.set('/api/v1/companies/{company_id}/contracts', k)
+      if (routes.some((r) => r.method === 'POST' && r.path === '/api/v1/companies/{company_id}/teams')) {
+        const tm = await team(t, id, { team_leader_ids: [k] })
+        tenant.byName.set('team', tm)
+        tenant.byCollection.set('/api/v1/companies/{company_id}/teams', tm)
+      }
+      const got = await t.json(200, { url: `/api/v1/companies/${id}` })
+      if (got.subscription_id) tenant.byName.set('subscription', got.subscription_id)
+      if (got.subscription_customer_id) tenant.byName.set('subscription_customer', got.subscription_customer_id)
+
+      const creations = routes
+        .filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !tenant.byCollection.has(r.path))
+        .sort((x, y) => x.path.split('/').length - y.path.split('/').length || x.path.localeCompare(y.path))
+      for (const route of creations) {
+        const { call, known, multipart } = request(route, tenant, tenant, t.platformToken)
+        if (!known || multipart) continue
+        const res = await t.call(call)
+        const location = res.headers.location
+        if (res.statusCode < 300 && typeof location === 'string') {
+          const created = location.split('/').pop()!
+          tenant.byCollection.set(route.path, created)
+          tenant.byName.set(singular(route.path.split('/').pop()!), created)
+        }
+      }
+      // What the creations set in motion (deliveries of communications, ...).
+      await t.app.services.scheduler.runDue()
+      // Resources that no POST makes (delivered messages, ...): the first one a list shows.
+      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op) && r.path.startsWith('/api/v1/companies/{company_id}/'))) {
+        const last = route.path.split('/').pop()!
+        if (last.startsWith('{') || tenant.byName.has(singular(last))) continue
+        const { call, known } = request(route, tenant, tenant, t.platformToken)
+        if (!known) continue
+        const res = await t.call(call)
+        if (res.statusCode !== 200) continue
+        const body = res.json()
+        const items = Array.isArray(body) ? body : Array.isArray(body?.[last]) ? body[last] : []
+        const first = items.find((item: unknown) => typeof (item as { id?: unknown })?.id === 'string')
+        if (first) tenant.byName.set(singular(last), first.id)
+      }
+    }
+
+    /** Every GET of the tenant's own path that it can fill with its ids: what it reads. */
+    async function snapshot(tenant: Tenant) {
+      const out: Record<string, unknown> = {}
+      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op))) {
+        const { call, known } = request(route, tenant, tenant, t.platformToken)
+        if (!known || !route.path.includes('{')) continue
+        if (!/\{company_id|\{subscription/.test(route.path)) continue
+        const res = await t.call(call)
+        out[`${route.path} ${res.statusCode}`] = res.statusCode === 200 ? res.body : res.statusCode
+      }
+      return out
+    }
+
+    before(async () => {
+      t = await buildTestApp(engine)
+      const doc = await t.json(200, { url: '/openapi.json', token: null })
+      routes = Object.entries<Record<string, Operation>>(doc.paths).flatMap(([path, item]) =>
+        METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })))
+      // Every area in the plan: the tokens hold every scope, so a refusal can only be about the company.
+      const features = [...READ_WRITE_AREAS, 'calendar']
+      a = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
+      b = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
+      await seed(a)
+      await seed(b)
+    })
+    after(async () => { await t?.close() })
+
+    it('answers 404 to a company token on another company\'s path, for every route, and changes nothing', async () => {
+      const before = await snapshot(b)
+      const checked: string[] = []
+      const failures: string[] = []
+      const tenantRoutes = routes.filter((r) => !isPublic(r.op) && /\{company_id[^}]*\}|\{subscription_customer_id\}/.test(r.path))
+      for (const route of tenantRoutes) {
+        const { call, multipart } = request(route, b, b, a.company.token)
+        const res = await t.call(multipart ? { ...call, body: undefined } : call)
+        const expected = isPlatformOnly(route.op) ? 403 : 404
+        if (res.statusCode !== expected) failures.push(`${route.method} ${route.path}: ${res.statusCode} ${res.body}`)
+        checked.push(`${route.method} ${route.path}`)
+      }
+      assert.deepEqual(failures, [])
+      for (const must of ['GET /api/v1/companies/{company_id}', 'PUT /api/v1/companies/{company_id}', 'GET /api/v1/companies/{company_id}/contracts/{contract_id}', 'DELETE /api/v1/companies/{company_id}/clients/{client_id}']) {
+        assert.ok(checked.includes(must), `${must} was walked`)
+      }
+      assert.deepEqual(await snapshot(b), before)
+      // B still works with its own token: it was neither disabled nor revoked.
+      await t.json(200, { url: `/api/v1/companies/${b.company.id}`, token: b.company.token })
+    })
+
+    it('never lets a company reach another company\'s resources through its own path', async () => {
+      const before = await snapshot(b)
+      const failures: string[] = []
+      let checked = 0
+      for (const route of routes.filter((r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'))) {
+        const { call, usesChild, multipart } = request(route, a, b, a.company.token)
+        if (!usesChild || multipart) continue
+        checked++
+        const res = await t.call(call)
+        const inPath = fill(route.path, a, b).usesChild
+        // A foreign id in the path is a missing resource; in a body, a missing or invalid reference.
+        const allowed = inPath && route.method !== 'POST' && route.method !== 'PUT' ? [404] : [400, 404]
+        if (!allowed.includes(res.statusCode)) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
+      }
+      assert.deepEqual(failures, [])
+      assert.ok(checked >= 4, `${checked} routes were walked with B's ids`)
+      assert.deepEqual(await snapshot(b), before)
+    })
+  })
+}
