@@ -118,7 +118,7 @@ for (const engine of engines) {
       it('delivers each due occurrence once with two instances on one database', async () => {
         const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
         const config = loadConfig({}, {
-          DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
+          DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
         })
         const second = await buildApp({ config, clock: t.clock, logger: false })
         await second.ready()

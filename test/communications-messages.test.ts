@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract, subsidiary } from './helpers/factories.ts'
-import { commsUrl, createComm, messagesOf, organisation, report } from './communications.fixtures.ts'
+import { commsUrl, createComm, messagesOf, report } from './communications.fixtures.ts'
 
 const inboxUrl = (companyId: string, contractId: string) => `/api/v1/companies/${companyId}/contracts/${contractId}/messages`
 const messageUrl = (companyId: string, messageId: string, what: 'open' | 'action') => commsUrl(companyId, `/messages/${messageId}/${what}`)
@@ -91,7 +91,7 @@ for (const engine of engines) {
       assert.equal((await t.json(200, { url, token: c.token, query: { send_at: sendAt, page_size: '45', page: '2' } })).messages.length, 0)
       // Another instant names another occurrence: none.
       assert.equal((await t.json(200, { url, token: c.token, query: { send_at: '2000-01-01T00:00:00Z' } })).total, 0)
-      for (const query of [{ send_at: sendAt, page_size: '101' }, { send_at: sendAt, page_size: '0' }, { send_at: sendAt, page: '0' }, { send_at: sendAt, page: 'x' }, {}, { send_at: 'yesterday' }, { send_at: sendAt, opened: 'maybe' }]) {
+      for (const query of <Record<string, string>[]>[{ send_at: sendAt, page_size: '101' }, { send_at: sendAt, page_size: '0' }, { send_at: sendAt, page: '0' }, { send_at: sendAt, page: 'x' }, {}, { send_at: 'yesterday' }, { send_at: sendAt, opened: 'maybe' }]) {
         const res = await t.call({ url, token: c.token, query })
         assert.equal(res.statusCode, 400, JSON.stringify(query))
         assert.match(res.json().errors, /querystring/)

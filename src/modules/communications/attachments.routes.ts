@@ -4,7 +4,7 @@ import multipart from '@fastify/multipart'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { AppError, ValidationError } from '../../http/errors.ts'
-import { Uuid } from '../../http/schemas.ts'
+import { ErrorBody, Uuid } from '../../http/schemas.ts'
 import { ALLOWED_TYPES, PayloadTooLarge, UnsupportedMediaType, type AttachmentsService } from './attachments.service.ts'
 
 const BASE = '/api/v1/companies/:company_id/communications/attachments'
@@ -44,7 +44,11 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
       description: `At most ${maxBytes} bytes (413 above); allowed types: ${ALLOWED_TYPES.join(', ')} (415 otherwise, or when the content is not of the declared type). Answers 201 with the attachment and Location; a communication then names it in attachments by id.`,
       params: Type.Object({ company_id: Uuid() }),
       body: UploadBody as never,
-      response: { 201: Attachment },
+      response: {
+        201: Attachment,
+        413: { ...ErrorBody, description: `The file is larger than ${maxBytes} bytes` },
+        415: { ...ErrorBody, description: 'Not multipart/form-data, a type not allowed, or a content not of its declared type' },
+      },
     },
   }, async (request, reply) => {
     if (!request.isMultipart()) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
@@ -59,7 +63,7 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
     schema: {
       operationId: 'downloadCommunicationAttachment', tags, summary: 'Download an attachment, with its mime as Content-Type',
       params: Type.Object({ company_id: Uuid(), id: Uuid('The attachment') }),
-      response: { 200: { description: 'The file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } } as never },
+      response: { 200: { description: 'The file, served with its type', content: Object.fromEntries(ALLOWED_TYPES.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) } as never },
     },
   }, async (request, reply) => {
     const file = await service.download(request.params.company_id, request.params.id)
