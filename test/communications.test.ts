@@ -155,6 +155,26 @@ for (const engine of engines) {
       assert.equal((await getComm(t, c, toStop)).change_log.length, stopped.change_log.length)
     })
 
+    it('draft: edited and discontinued; a series set back to draft and rescheduled to the same instant is still delivered', async () => {
+      const { c, subB } = await organisation(t)
+      const draft = await createComm(t, c, { status: 'draft' })
+      assert.equal((await putComm(t, c, draft, { subject: 'Edited', destination_subsidiary_ids: [subB] })).statusCode, 202)
+      const edited = await getComm(t, c, draft)
+      assert.deepEqual([edited.status, edited.subject, edited.destination_subsidiary_ids], ['draft', 'Edited', [subB]])
+      assert.deepEqual(edited.change_log.at(-1).changes, { subject: ['Fire drill', 'Edited'], destination_subsidiary_ids: [[], [subB]] })
+      assert.equal((await putComm(t, c, draft, { status: 'discontinued' })).statusCode, 202)
+      assert.equal((await putComm(t, c, draft, { status: 'draft' })).statusCode, 409)
+
+      const at = '2093-09-01T08:00:00.000Z'
+      const id = await createComm(t, c, { send_at: at, destination_subsidiary_ids: [subB] })
+      assert.equal((await putComm(t, c, id, { status: 'draft' })).statusCode, 202)
+      await runAt(t, at) // nothing: its job was cancelled (and would find a draft)
+      assert.equal((await putComm(t, c, id, { status: 'scheduled', subject: 'Second try' })).statusCode, 202)
+      await runAt(t, at)
+      assert.deepEqual((await report(t, c, id)).map((r: any) => [r.send_at, r.recipients]), [[at, 1]])
+      assert.equal((await getComm(t, c, id)).status, 'submitted')
+    })
+
     it('active: a delivered occurrence refuses every change but discontinued, which stops the rest', async () => {
       const { c, subB } = await organisation(t)
       const id = await createComm(t, c, { send_at: '2094-01-10T08:00:00Z', recurrent: 'daily', recurrent_until: '2094-01-20', destination_subsidiary_ids: [subB] })
