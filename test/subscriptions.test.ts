@@ -92,6 +92,10 @@ for (const engine of engines) {
       assert.deepEqual(m.subscribed_features, [])
       assert.ok(!m.areas.includes('stamping') && m.areas.includes('company'))
       assert.deepEqual((await eventsOf(t, none.id)).map((e) => [e.type, e.to, e.actor]).at(-1), ['cancelled', 'cancelled', 'scheduler'])
+      // A token minted now holds only what the company still has.
+      const minted = await call(t, { method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials', ...none.client } })
+      const scopes: string[] = minted.json().scope.split(' ')
+      assert.ok(scopes.includes('write:company') && !scopes.includes('write:stamping'))
       await at(t, '2029-02-14T00:00:00.000Z')
       assert.equal((await statusOf(t, expiring)).status, 'cancelled')
     })
@@ -194,6 +198,25 @@ for (const engine of engines) {
       assert.equal((await statusOf(t, b)).status, 'cancelled')
       await at(t, '2033-02-28T00:00:00.000Z')
       assert.deepEqual((await eventsOf(t, b.id)).slice(3).map((e) => [e.type, e.to]), [['cancellation_scheduled', 'non_renewing'], ['cancelled', 'cancelled']])
+    })
+
+    it('a non_renewing subscription can still be changed: it stays non_renewing and ends as scheduled', async () => {
+      const c = await billedCompany(t, { start: '2033-06-01T00:00:00.000Z', plans: { basic: { price: 29.9, features: ['stamping'] }, pro: { price: 49.9, features: ['expense'] } } })
+      await setCard(t, c.id)
+      await at(t, '2033-07-01T00:00:00.000Z')
+      assert.equal((await cancel(t, c.id, c.token)).statusCode, 200)
+      await moveTo(t, '2033-07-16T00:00:00.000Z')
+      const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.pro!, plan_quantity: '5' }
+      const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: null })
+      assert.deepEqual(est.json().estimate.subscription_estimate, { status: 'non_renewing', next_billing_at: null })
+      const res = await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { subscription_plan: c.plans.pro } })
+      assert.equal(res.statusCode, 200, res.body)
+      assert.deepEqual(res.json().estimate, est.json().estimate)
+      assert.deepEqual([res.json().subscription.status, res.json().subscription.scheduled_cancellation_at], ['non_renewing', unix('2033-08-01T00:00:00Z')])
+      const m = await mirrorOf(t, c.id)
+      assert.deepEqual([m.subscription_plan, m.subscribed_features, m.areas.includes('expense'), m.areas.includes('stamping')], [c.plans.pro, ['expense'], true, false])
+      await at(t, '2033-08-01T00:00:00.000Z')
+      assert.equal((await statusOf(t, c)).status, 'cancelled')
     })
 
     it('validates cancellation and card input with a sentence naming the field', async () => {
