@@ -1,8 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { sql } from 'kysely'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract, subsidiary } from './helpers/factories.ts'
-import { commsUrl, createComm, messagesOf, report } from './communications.fixtures.ts'
+import { commsUrl, createComm, messagesOf, report, runAt } from './communications.fixtures.ts'
 
 const inboxUrl = (companyId: string, contractId: string) => `/api/v1/companies/${companyId}/contracts/${contractId}/messages`
 const messageUrl = (companyId: string, messageId: string, what: 'open' | 'action') => commsUrl(companyId, `/messages/${messageId}/${what}`)
@@ -99,6 +100,26 @@ for (const engine of engines) {
       const inbox = await t.call({ url: inboxUrl(c.id, 'not-a-uuid'), token: c.token })
       assert.equal(inbox.statusCode, 400)
     })
+
+    if (engine === 'postgres') {
+      it('reports over 100,000 messages in one quick query', async () => {
+        const c = await company(t)
+        const s = await subsidiary(t, c.id)
+        // The recipients are made by SQL: 100,000 HTTP calls would test nothing more.
+        await sql`INSERT INTO contracts (company_id, id, first_name, last_name, subsidiary_id)
+          SELECT ${c.id}::uuid, gen_random_uuid(), 'Bulk', 'Contract ' || g, ${s}::uuid FROM generate_series(1, 100000) g`.execute(t.app.database.db)
+        const sendAt = '2087-01-01T08:00:00.000Z'
+        const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s] })
+        await runAt(t, sendAt)
+        const started = performance.now()
+        const rows = await report(t, c, id)
+        const elapsed = performance.now() - started
+        assert.deepEqual(rows, [{ send_at: sendAt, recipients: 100_000, delivered: 100_000, opened: 0, actions_done: 0 }])
+        assert.ok(elapsed < 3000, `report took ${Math.round(elapsed)} ms`)
+        const deep = await t.json(200, { url: commsUrl(c.id, `/messages/by_communication/${id}`), token: c.token, query: { send_at: sendAt, page: '1000', page_size: '100' } })
+        assert.deepEqual([deep.messages.length, deep.total], [100, 100_000])
+      })
+    }
 
     it('needs the message scope, and answers 404 across companies on every route', async () => {
       const { c, id, sendAt, contracts } = await delivered(1, { action_required: 'acknowledge' })
