@@ -84,7 +84,6 @@ export async function buildApp(options: AppOptions) {
   installErrorHandler(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
   installMetrics(app)
-  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS })
 
   const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
 
@@ -94,6 +93,7 @@ export async function buildApp(options: AppOptions) {
   const access = createAccessState(oauthRepo, database)
   await access.listen()
   installAuth(app, { keys, access })
+  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
   installIdempotency(app, db)
 
   const catalogueRepo = createCatalogueRepository(db)

@@ -131,6 +131,30 @@ for (const engine of engines) {
         assert.equal(replay.headers['idempotent-replayed'], 'true')
       })
 
+      it('never keeps an answer that holds a secret, and creates no second client on a retry', async () => {
+        const key = randomUUID()
+        const url = `/api/v1/companies/${c.id}/clients`
+        const first = await t.call({ method: 'POST', url, token: c.token, body: { name: 'once', scopes: ['read:team'] }, headers: { 'idempotency-key': key } })
+        assert.equal(first.statusCode, 201)
+        const secret = first.json().client_secret
+        const rows = await t.app.database.db.selectFrom('idempotency_keys').selectAll().execute()
+        assert.ok(!JSON.stringify(rows).includes(secret), 'the secret is not stored with the key')
+        const retry = await t.call({ method: 'POST', url, token: c.token, body: { name: 'once', scopes: ['read:team'] }, headers: { 'idempotency-key': key } })
+        assertError(retry, 409, 'conflict')
+        assert.ok(!retry.body.includes(secret))
+        const clients = await t.json(200, { url, token: c.token })
+        assert.equal(clients.filter((k: { name: string }) => k.name === 'once').length, 1)
+        // Tokens are not resources: the token endpoint ignores the header and keeps nothing.
+        const body = { grant_type: 'client_credentials', ...c.client }
+        const tokenKey = randomUUID()
+        const one = await t.call({ method: 'POST', url: '/oauth/token', token: null, body, headers: { 'idempotency-key': tokenKey } })
+        const two = await t.call({ method: 'POST', url: '/oauth/token', token: null, body, headers: { 'idempotency-key': tokenKey } })
+        assert.equal(one.statusCode, 200)
+        assert.equal(two.statusCode, 200)
+        const kept = await t.app.database.db.selectFrom('idempotency_keys').select('key').where('key', '=', tokenKey).execute()
+        assert.deepEqual(kept, [])
+      })
+
       it('creates exactly one resource for 20 concurrent requests with one key', async () => {
         const key = randomUUID()
         const name = uniq('Concurrent')
@@ -161,7 +185,9 @@ for (const engine of engines) {
     before(async () => { t = await buildTestApp(engine, { RATE_LIMIT_MAX: 3 }) })
     after(async () => { await t?.close() })
 
-    it('answers 429 with Retry-After and RateLimit-* headers past the limit, per token', async () => {
+    it('answers 429 with Retry-After and RateLimit-* headers past the limit, per client', async () => {
+      // The platform token of buildTestApp was the first anonymous request of this address; this is the second.
+      const secondToken = await t.tokenFor('test-admin', 'test-admin-secret-0123456789')
       for (let i = 0; i < 3; i++) {
         const res = await t.call({ url: '/api/v1/subscription/plans' })
         assert.equal(res.statusCode, 200)
@@ -173,8 +199,14 @@ for (const engine of engines) {
       assertError(limited, 429, 'rate_limited')
       assert.ok(Number(limited.headers['retry-after']) >= 1)
       assert.equal(limited.headers['ratelimit-remaining'], '0')
-      // Anonymous callers are counted on their own, and operations are never limited.
+      // Another token of the same client shares its budget.
+      assertError(await t.call({ url: '/api/v1/subscription/plans', token: secondToken }), 429, 'rate_limited')
+      // Anonymous callers are counted by address (third request), and so are invalid tokens:
+      // made-up tokens do not buy a fresh budget each.
       assert.equal((await t.call({ url: '/api/v1/subscription/plans', token: null })).statusCode, 200)
+      assertError(await t.call({ url: '/api/v1/subscription/plans', token: `made.up.${randomUUID()}` }), 429, 'rate_limited')
+      assertError(await t.call({ url: '/api/v1/subscription/plans', token: `made.up.${randomUUID()}` }), 429, 'rate_limited')
+      assertError(await t.call({ url: '/api/v1/subscription/plans', token: null }), 429, 'rate_limited')
       for (let i = 0; i < 5; i++) assert.equal((await t.call({ url: '/health' })).statusCode, 200)
       assert.equal((await t.call({ url: '/ready' })).statusCode, 200)
     })

@@ -205,6 +205,18 @@ for (const engine of engines) {
         assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${ADMIN.client_id}`, token: a.token })).statusCode, 404)
       })
 
+      it('lets a company client grant only scopes it holds itself', async () => {
+        const admin = await companyClient(t, a.id, ['read:company', 'write:company', 'read:team'])
+        const adminToken = await t.tokenFor(admin.client_id, admin.client_secret)
+        await t.json(201, { method: 'POST', url: clients(a.id), token: adminToken, body: { name: 'reader', scopes: ['read:team'] } })
+        const res = await t.call({ method: 'POST', url: clients(a.id), token: adminToken, body: { name: 'wider', scopes: ['read:team', 'write:contract'] } })
+        assert.equal(res.statusCode, 403)
+        assert.equal(res.json().code, 'forbidden')
+        assert.match(res.json().errors, /write:contract/)
+        // The platform grants any of the company's authorized scopes.
+        await t.json(201, { method: 'POST', url: clients(a.id), body: { name: 'wider', scopes: ['read:team', 'write:contract'] } })
+      })
+
       it('needs read:company to list and write:company to create or revoke', async () => {
         const reader = await companyClient(t, a.id, ['read:company'])
         const readToken = await t.tokenFor(reader.client_id, reader.client_secret)
@@ -214,6 +226,24 @@ for (const engine of engines) {
         assert.equal(res.json().code, 'insufficient_scope')
         assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${reader.client_id}`, token: readToken })).statusCode, 403)
         assert.equal((await t.call({ url: clients(a.id), token: null })).statusCode, 401)
+      })
+    })
+
+    describe('the configured platform client', () => {
+      it('takes the configured secret at start-up, also when it changed', async () => {
+        const rotated = 'rotated-admin-secret-0123456789'
+        try {
+          assert.equal(await t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: rotated }), undefined)
+          assert.equal((await token({ grant_type: 'client_credentials', client_id: ADMIN.client_id, client_secret: rotated })).statusCode, 200)
+          assert.equal((await token({ grant_type: 'client_credentials', ...ADMIN })).statusCode, 401)
+        } finally {
+          await t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
+        }
+        assert.equal((await token({ grant_type: 'client_credentials', ...ADMIN })).statusCode, 200)
+        // A configured id that is a company client's stays that company's.
+        await t.app.services.oauth.ensureAdminClient({ id: a.client.client_id, secret: 'attempt-to-take-over-0123456789' })
+        assert.equal((await token({ grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'attempt-to-take-over-0123456789' })).statusCode, 401)
+        assert.equal((await token({ grant_type: 'client_credentials', ...a.client })).statusCode, 200)
       })
     })
 

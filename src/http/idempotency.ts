@@ -8,7 +8,7 @@ declare module 'fastify' {
   interface FastifyRequest { idempotency: { owner: string; key: string } | null }
 }
 
-const REPLAYED_HEADERS = ['location', 'content-type']
+const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control']
 const KEY_LIFETIME_HOURS = 24
 const WAIT_FOR_FIRST_MS = 10_000
 
@@ -16,13 +16,18 @@ const WAIT_FOR_FIRST_MS = 10_000
  * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
  * for 24 h; the same key and body replays that answer; another body is a 409. A request that
  * arrives while the first is still running waits for its answer. A 5xx is not kept, so the
- * client may retry.
+ * client may retry. An answer marked `Cache-Control: no-store` holds a secret shown once (a new
+ * client's secret): its body is never written down, and a replay is a 409 instead, so a retry
+ * neither leaks the secret nor creates a second client. Routes that look at no token (the token
+ * endpoint, operations) make no resources and ignore the header.
  */
 export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
   app.decorateRequest('idempotency', null)
 
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST' && request.method !== 'PUT') return
+    const access = request.routeOptions.config?.access
+    if (access === undefined || access === 'none') return
     const key = request.headers['idempotency-key']
     if (key === undefined) return
     if (typeof key !== 'string' || key.length === 0 || key.length > 255) {
@@ -46,6 +51,9 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
       if (!stored) throw new Conflict('The first request with this Idempotency-Key failed; send it again')
       if (stored.request_hash !== hash) throw new Conflict('This Idempotency-Key was used with another request')
       if (stored.status_code !== null) {
+        if (isSecret(stored.response_headers ?? {})) {
+          throw new Conflict('The first request with this Idempotency-Key succeeded; its answer held a secret, which is shown only once')
+        }
         reply.code(stored.status_code).header('idempotent-replayed', 'true')
         for (const [name, value] of Object.entries(stored.response_headers ?? {})) reply.header(name, value)
         return reply.send(stored.response_body ?? undefined)
@@ -68,8 +76,9 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
       const value = reply.getHeader(name)
       if (value !== undefined) headers[name] = String(value)
     }
+    const body = typeof payload === 'string' && !isSecret(headers) ? payload : null
     await db.updateTable('idempotency_keys')
-      .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: typeof payload === 'string' ? payload : null })
+      .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })
       .where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
     return payload
   })
@@ -81,6 +90,10 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
     await db.deleteFrom('idempotency_keys').where('owner', '=', claim.owner).where('key', '=', claim.key)
       .where('status_code', 'is', null).execute().catch(() => {})
   })
+}
+
+function isSecret(headers: Record<string, string>): boolean {
+  return /no-store/.test(headers['cache-control'] ?? '')
 }
 
 function requestHash(request: FastifyRequest): string {

@@ -1,26 +1,32 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { RateLimited } from './errors.ts'
+import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 
 const EXEMPT = new Set(['/health', '/ready', '/metrics'])
 
 /**
- * A fixed window per token (anonymous callers: per address), counted in this process. Each
+ * A fixed window per client (anonymous callers: per address), counted in this process. Each
  * instance limits on its own: with N instances behind a balancer a client gets up to N times
  * the limit, which docs/operations.md says.
+ *
+ * The budget is the verified client's, not the raw header's: a made-up token would otherwise buy
+ * a fresh budget (and a map entry) each, and a client minting tokens would multiply its own. A
+ * token that does not verify counts against its address. Verification is the cached one of the
+ * auth hook, so this costs a map lookup.
  */
-export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }) {
+export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>) {
   if (settings.max === 0) return
   let windowStart = Date.now()
   let counts = new Map<string, number>()
 
   app.addHook('onRequest', async (request, reply) => {
-    if (EXEMPT.has(request.url)) return
+    if (EXEMPT.has(request.url.split('?')[0]!.replace(/(.)\/$/, '$1'))) return
     const now = Date.now()
     if (now - windowStart >= settings.windowSeconds * 1000) {
       windowStart = now
       counts = new Map()
     }
-    const key = request.headers.authorization ?? `ip:${request.ip}`
+    const key = await budgetOf(request)
     const used = (counts.get(key) ?? 0) + 1
     counts.set(key, used)
     const reset = Math.max(1, Math.ceil((windowStart + settings.windowSeconds * 1000 - now) / 1000))
@@ -29,4 +35,10 @@ export function installRateLimit(app: FastifyInstance, settings: { max: number; 
     reply.header('ratelimit-reset', reset)
     if (used > settings.max) throw new RateLimited(reset)
   })
+
+  async function budgetOf(request: FastifyRequest): Promise<string> {
+    const match = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')
+    const principal = match ? await keys.verify(match[1]!) : undefined
+    return principal ? `client:${principal.clientId}` : `ip:${request.ip}`
+  }
 }

@@ -33,6 +33,14 @@ export function createOauthRepository(db: Kysely<DB>) {
       return inserted !== undefined
     },
 
+    /** Creates the platform client or sets its secret; an id that is a company client's is left alone. */
+    async upsertPlatformClient(client: Omit<ClientRow, 'created_at' | 'revoked_at'> & { company_id: null }): Promise<void> {
+      await db.insertInto('oauth_clients').values(client)
+        .onConflict((oc) => oc.column('client_id').doUpdateSet({ secret_hash: client.secret_hash, scopes: client.scopes })
+          .where('oauth_clients.company_id', 'is', null))
+        .execute()
+    },
+
     async countPlatformClients(): Promise<number> {
       const row = await db.selectFrom('oauth_clients').select((eb) => eb.fn.countAll<number>().as('n'))
         .where('company_id', 'is', null).where('revoked_at', 'is', null).executeTakeFirstOrThrow()

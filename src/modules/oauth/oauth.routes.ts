@@ -3,6 +3,7 @@ import type { FastifyError } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import { toAppError } from '../../http/error-handler.ts'
+import { principalOf } from '../../http/auth.ts'
 import { OAuthError, type OauthService } from './oauth.service.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, TokenRequest, TokenResponse } from './oauth.schemas.ts'
@@ -66,7 +67,8 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
     config: { access: { area: 'company' } },
     schema: { operationId: 'createCompanyClient', tags, summary: 'Create a company client', params: CompanyParams, body: ClientInput, response: { 201: CreatedClient } },
   }, async (request, reply) => {
-    const client = await service.createCompanyClient(request.params.company_id, request.body)
+    const principal = principalOf(request)
+    const client = await service.createCompanyClient(request.params.company_id, request.body, principal.companyId === null ? null : principal.scopes)
     reply.code(201).header('location', `${base.replace(':company_id', request.params.company_id)}/${client.client_id}`).header('cache-control', 'no-store')
     return client
   })

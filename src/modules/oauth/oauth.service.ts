@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
-import { NotFound, ValidationError } from '../../http/errors.ts'
+import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
@@ -66,7 +66,8 @@ export function createOauthService(deps: {
     /** Creates the platform client of the configuration, or a first one when there is none. */
     async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
       if (configured.id && configured.secret) {
-        await repo.insertClientIfMissing({ client_id: configured.id, secret_hash: hashSecret(configured.secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+        // The configuration is the truth for this client: a rotated secret takes effect at start-up.
+        await repo.upsertPlatformClient({ client_id: configured.id, secret_hash: hashSecret(configured.secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
         return undefined
       }
       if ((await repo.countPlatformClients()) > 0) return undefined
@@ -76,12 +77,19 @@ export function createOauthService(deps: {
       return inserted ? { client_id, client_secret } : undefined
     },
 
-    async createCompanyClient(companyId: string, input: { name: string; scopes: string[] }) {
+    /**
+     * `grantorScopes`: the scopes of the company client asking (null for a platform client). A
+     * company client grants only scopes it holds itself, so `write:company` alone cannot mint a
+     * client wider than its maker.
+     */
+    async createCompanyClient(companyId: string, input: { name: string; scopes: string[] }, grantorScopes: ReadonlySet<string> | null = null) {
       const authorized = await deps.companyScopes(companyId)
       if (!authorized) throw new NotFound('Company')
       const scopes = [...new Set(input.scopes)]
       const refused = scopes.find((s) => !authorized.includes(s))
       if (refused !== undefined) throw new ValidationError(`body/scopes holds ${refused}, which is not among the company's authorized scopes`)
+      const notHeld = grantorScopes && scopes.find((s) => !grantorScopes.has(s))
+      if (notHeld) throw new Forbidden(`The token may not grant ${notHeld}, which it does not hold itself`)
       const client_id = `company_${randomUUID()}`
       const client_secret = newSecret()
       await repo.insertClient({ client_id, secret_hash: hashSecret(client_secret), name: input.name, company_id: companyId, scopes })
