@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { CompanyParams } from '../../http/schemas.ts'
@@ -7,7 +8,6 @@ import {
   CancelQuery, CompanyOrSubscriptionParams, CompanySubscriptionParams, EstimateParams, EstimateQuery, EstimateResponse,
   PaymentSourceInput, SubscriptionCancellationData, SubscriptionDetails, SubscriptionStatusBody, SubscriptionUpdate, UpdateResponse,
 } from './subscriptions.schemas.ts'
-import { Type } from 'typebox'
 
 const BASE = '/api/v1/subscription'
 const NoBody = Type.Null({ description: 'No body' })
@@ -33,12 +33,12 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
     schema: {
       operationId: 'cancelSubscription', tags,
       summary: 'Cancel the subscription (2), at the end of the term by default',
-      description: 'The path names the company or its subscription. end_of_term=true (default): an active subscription becomes non_renewing and ends at current_term_end; one in trial stays in_trial and ends cancelled at trial_end. end_of_term=false: cancelled now. 409 when already cancelled, or (at end of term) when a cancellation is already scheduled.',
+      description: 'The path names the company or its subscription. end_of_term=true (default): an active subscription becomes non_renewing and ends at current_term_end; one in trial stays in_trial and ends cancelled at trial_end. end_of_term=false: cancelled now. 409 when already cancelled, or (at end of term) when a cancellation is already scheduled. The body is optional as a whole (none reads as {}).',
       params: CompanyOrSubscriptionParams, querystring: CancelQuery, body: SubscriptionCancellationData, response: { 200: NoBody },
     },
   }, async (request, reply) => {
     const principal = principalOf(request)
-    await service.cancel(request.params.company_id_or_subscription_id, principal.companyId, request.body, request.query.end_of_term, principal.clientId)
+    await service.cancel(request.params.company_id_or_subscription_id, principal.companyId, request.body, request.query.end_of_term ?? true, principal.clientId)
     return ok(reply)
   })
 
@@ -59,7 +59,7 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
     preValidation: emptyBodyAsObject,
     schema: {
       operationId: 'updateSubscription', tags, summary: 'Change plan, quantity, addons or coupon (6)',
-      description: 'Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. Omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, or a coupon expired or used up.',
+      description: 'Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. The body is optional as a whole (none reads as {}); omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, or a coupon expired or used up.',
       params: CompanySubscriptionParams, body: SubscriptionUpdate, response: { 200: UpdateResponse },
     },
   }, async (request) => service.update(request.params.company_id, request.params.subscription_id, request.body, principalOf(request).clientId))

@@ -34,7 +34,7 @@ export const SubscriptionCancellationData = Type.Object({
 export type SubscriptionCancellationData = Static<typeof SubscriptionCancellationData>
 
 export const CancelQuery = Type.Object({
-  end_of_term: Type.Boolean({ default: true, description: 'true: at the end of the current term (or trial); false: now' }),
+  end_of_term: Type.Optional(Type.Boolean({ default: true, description: 'true (default): at the end of the current term (or trial); false: now' })),
 })
 
 export const EstimateQuery = Type.Object({
