@@ -91,6 +91,17 @@ for (const engine of engines) {
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${a.id}/payment_source`, body: CARD, token: null })).statusCode, 401)
     })
 
+    it('a product whose billing provider is not configured here cannot start a subscription (502), and nothing is stored', async () => {
+      const sku = `plan-cb-${randomUUID().slice(0, 8)}`
+      await json(t, 202, { method: 'POST', url: `${SUB}/plans`, body: { plan: { sku, name: 'CB', price: 10, plan_family: 'core', period_unit: 'month', features: [] } } })
+      const product = `product-cb-${randomUUID().slice(0, 8)}`
+      await json(t, 202, { method: 'POST', url: `${SUB}/products`, body: { product: { sku: product, name: 'CB', visible: true, subscription_manager: 'chargebee', allowed_plans: [sku] } } })
+      const name = `Remote ${randomUUID()}`
+      const res = await call(t, { method: 'POST', url: '/api/v1/companies', body: { name, country: 'IT', product_sku: product, subscription_plan: sku } })
+      assert.deepEqual([res.statusCode, res.json().code], [502, 'provider_error'])
+      assert.equal((await t.app.database.db.selectFrom('companies').select('id').where('name', '=', name).execute()).length, 0)
+    })
+
     it('publishes every route in the OpenAPI document with its schemas', async () => {
       const doc = await json(t, 200, { url: '/openapi.json', token: null })
       const ops = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((p) => Object.values(p).map((o) => o.operationId))

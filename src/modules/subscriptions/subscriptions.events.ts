@@ -32,7 +32,7 @@ export async function recordChange(
   what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
 ): Promise<boolean> {
   const changes = changesBetween(before, after)
-  if (Object.keys(changes).length === 0 && !what.details?.invoice) return false
+  if (Object.keys(changes).length === 0) return false
   await repo.update(trx, before.company_id, before.id, {
     status: after.status, plan_sku: after.plan_sku, plan_quantity: after.plan_quantity, addons: JSON.stringify(after.addons),
     coupon_code: after.coupon_code, trial_start: after.trial_start, trial_end: after.trial_end,
