@@ -70,6 +70,9 @@ for (const engine of engines) {
         const url = `${BASE}/plans`
         await expect400('POST', url, { plan: { ...good(), price: 10.999 } }, 'body/plan/price')
         await expect400('POST', url, { plan: { ...good(), price: -1 } }, 'body/plan/price')
+        // Close enough to 30.00 for a loose float comparison, yet not 2 decimals: refused, not rounded.
+        await expect400('POST', url, { plan: { ...good(), price: 29.999999999 } }, 'body/plan/price')
+        await expect400('POST', url, { plan: { ...good(), price: 1e-9 } }, 'body/plan/price')
         await expect400('POST', url, { plan: { ...good(), price: '10' } }, 'body/plan/price')
         await expect400('POST', url, { plan: { ...good(), features: ['teleportation'] } }, 'teleportation')
         await expect400('POST', url, { plan: { ...good(), features: 'stamping' } }, 'body/plan/features')

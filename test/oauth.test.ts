@@ -2,7 +2,12 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify } from 'jose'
+import { sql } from 'kysely'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
+import { buildApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { createDatabase } from '../src/db/database.ts'
 import { company, companyClient, type CompanyFixture } from './helpers/factories.ts'
 
 const TOKEN = '/oauth/token'
@@ -244,6 +249,47 @@ for (const engine of engines) {
         await t.app.services.oauth.ensureAdminClient({ id: a.client.client_id, secret: 'attempt-to-take-over-0123456789' })
         assert.equal((await token({ grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'attempt-to-take-over-0123456789' })).statusCode, 401)
         assert.equal((await token({ grant_type: 'client_credentials', ...a.client })).statusCode, 200)
+      })
+    })
+
+    describe('several instances on one PostgreSQL', { skip: engine !== 'postgres' }, () => {
+      it('a revocation or a disabling on one instance holds on the other at once', async () => {
+        const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+        const database = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
+        const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0 })
+        const other = await buildApp({ config, database, clock: t.clock, logger: false })
+        await other.ready()
+        try {
+          const get = (token: string) => other.inject({ url: `/api/v1/companies/${a.id}`, headers: { authorization: `Bearer ${token}` } })
+          /** The status the other instance answers once it settles, and how long that took. */
+          async function settle(token: string, status: number) {
+            const start = Date.now()
+            while ((await get(token)).statusCode !== status && Date.now() - start < 3000) await new Promise((r) => setTimeout(r, 20))
+            return { status: (await get(token)).statusCode, ms: Date.now() - start }
+          }
+          const client = await companyClient(t, a.id, ['read:company'])
+          const clientToken = await t.tokenFor(client.client_id, client.client_secret)
+          assert.equal((await get(clientToken)).statusCode, 200, 'a token of one instance works on the other')
+
+          await t.json(204, { method: 'DELETE', url: `/api/v1/companies/${a.id}/clients/${client.client_id}` })
+          const revoked = await settle(clientToken, 401)
+          assert.equal(revoked.status, 401)
+          assert.ok(revoked.ms < 1000, `revocation seen after ${revoked.ms} ms`)
+
+          assert.equal((await get(a.token)).statusCode, 200)
+          await t.json(202, { method: 'PUT', url: `/api/v1/companies/${a.id}` })
+          try {
+            const disabled = await settle(a.token, 403)
+            assert.equal(disabled.status, 403)
+            assert.ok(disabled.ms < 1000, `disabling seen after ${disabled.ms} ms`)
+          } finally {
+            await t.json(202, { method: 'PUT', url: `/api/v1/companies/${a.id}/enable` })
+          }
+          assert.equal((await settle(a.token, 200)).status, 200)
+        } finally {
+          await other.close()
+          await database.close()
+        }
       })
     })
 
