@@ -115,6 +115,36 @@ for (const engine of engines) {
     })
 
     if (engine === 'postgres') {
+      it('moves an occurrence whose job another instance is running, without waiting for it, and can move it back', { timeout: 60_000 }, async () => {
+        const { c, subB } = await organisation(t)
+        const [x, y] = ['2086-04-01T08:00:00.000Z', '2086-05-01T08:00:00.000Z']
+        const id = await createComm(t, c, { send_at: x, destination_subsidiary_ids: [subB] })
+        // Another instance has claimed the job of x (its row is locked) and not finished yet.
+        let release!: () => void
+        const released = new Promise<void>((resolve) => { release = resolve })
+        let claimed!: () => void
+        const isClaimed = new Promise<void>((resolve) => { claimed = resolve })
+        const claim = t.app.database.db.transaction().execute(async (trx) => {
+          await sql`SELECT id FROM jobs WHERE kind = ${DELIVERY_JOB} AND key = ${`${id}:${x}`} FOR UPDATE`.execute(trx)
+          claimed()
+          await released
+        })
+        await isClaimed
+        try {
+          const moved = await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/communications/${id}`, token: c.token, body: { send_at: y } })
+          assert.equal(moved.statusCode, 202)
+        } finally {
+          release()
+          await claim
+        }
+        await runAt(t, x) // the job of x runs, finds the communication moved, does nothing
+        assert.deepEqual(await report(t, c, id), [])
+        const back = await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/communications/${id}`, token: c.token, body: { send_at: x } })
+        assert.equal(back.statusCode, 202)
+        await runAt(t, y)
+        assert.deepEqual(await sendAts(t, c, id), [x])
+      })
+
       it('delivers each due occurrence once with two instances on one database', async () => {
         const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
         const config = loadConfig({}, {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import type { Transaction } from 'kysely'
 import type { ChangeLogEntry, DB } from '../../db/tables.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { CommunicationsRepository } from './communications.repository.ts'
@@ -20,9 +20,8 @@ const jobKey = (communicationId: string, at: Date) => `${communicationId}:${at.t
  * occurrence record are a second guard: a second run inserts nothing.
  */
 export function createCommunicationDelivery(deps: {
-  db: Kysely<DB>
   repo: CommunicationsRepository
-  scheduler: Pick<Scheduler, 'reschedule' | 'cancel'>
+  scheduler: Pick<Scheduler, 'reschedule'>
 }) {
   const { repo } = deps
 
@@ -38,9 +37,13 @@ export function createCommunicationDelivery(deps: {
   return {
     schedule,
 
-    /** Housekeeping once a change has committed: a stale job would do nothing anyway. */
-    async cancel(communicationId: string, at: Date) {
-      await deps.scheduler.cancel(deps.db, DELIVERY_JOB, jobKey(communicationId, at))
+    /**
+     * Drops the job of an occurrence no longer pending, in the transaction that changed the
+     * communication (under its lock, so no concurrent change can want it back meanwhile). A job
+     * left behind (being run right now) finds itself stale and does nothing.
+     */
+    async cancel(trx: Transaction<DB>, communicationId: string, at: Date) {
+      await repo.cancelPendingJob(trx, DELIVERY_JOB, jobKey(communicationId, at))
     },
 
     /** The job handler: delivers the occurrence the job names, if it is still the pending one. */

@@ -55,6 +55,15 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
       return query.orderBy('send_at', 'desc').orderBy('id', 'desc').execute()
     },
 
+    /**
+     * Deletes a pending job, like scheduler.cancel but without waiting: a job claimed right now
+     * by an instance (row locked) is skipped. It is waiting for the communication's lock, which
+     * the caller holds, and will find itself stale; waiting for it here would deadlock.
+     */
+    cancelPendingJob: (trx: Transaction<DB>, kind: string, key: string) =>
+      sql`DELETE FROM jobs WHERE id IN (
+            SELECT id FROM jobs WHERE kind = ${kind} AND key = ${key} AND done_at IS NULL FOR UPDATE SKIP LOCKED)`.execute(trx),
+
     async hasDeliveredOccurrence(executor: Executor, companyId: string, id: string): Promise<boolean> {
       const row = await executor.selectFrom('communication_occurrences').select('send_at')
         .where('company_id', '=', companyId).where('communication_id', '=', id).limit(1).executeTakeFirst()

@@ -104,7 +104,7 @@ export function createCommunicationsService(deps: {
       const fields: Fields = {
         recurrent: 'none', recurrent_until: null, action_required: 'none', sender_id: actor,
         destination_team_ids: [], destination_subsidiary_ids: [], attachments: [],
-        ...(resolved as Pick<Fields, 'subject' | 'message' | 'send_at'>), ...resolved, status,
+        ...resolved, subject: input.subject, message: input.message, send_at: new Date(input.send_at), status,
       }
       checkConsistency(fields, timeZone)
       const now = clock.now()
@@ -130,15 +130,12 @@ export function createCommunicationsService(deps: {
       const before = await repo.find(companyId, id)
       if (!before) throw new NotFound('Communication')
       const resolved = await resolveReferences(companyId, input, [actor, before.sender_id])
-      const pendingBefore = before.next_send_at
-      let pendingAfter: Date | null = null
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.findForUpdate(trx, companyId, id)
         if (!current) throw new NotFound('Communication')
         const old = fieldsOf(current)
         const next: Fields = { ...old, ...resolved }
         const changes = diff(old, next)
-        pendingAfter = current.next_send_at
         if (Object.keys(changes).length === 0) return
         if (current.status === 'submitted' || current.status === 'discontinued') {
           throw new Conflict(`The communication is ${current.status}; it can no longer be changed`)
@@ -153,15 +150,19 @@ export function createCommunicationsService(deps: {
         checkConsistency(next, timeZone)
         const now = clock.now()
         const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: next.status === 'discontinued' ? 'discontinued' : 'updated', changes }
-        pendingAfter = next.status === 'scheduled' ? next.send_at : null
+        const after = next.status === 'scheduled' ? next.send_at : null
         await repo.update(trx, companyId, id, {
           ...columns(next), change_log: JSON.stringify([...current.change_log, entry]),
-          next_send_at: pendingAfter, next_index: pendingAfter ? 0 : null, updated_at: now,
+          next_send_at: after, next_index: after ? 0 : null, updated_at: now,
         })
-        if (pendingAfter) await deps.delivery.schedule(trx, companyId, id, pendingAfter)
+        // A pending occurrence that did not move keeps its job (rewriting the job row would wait
+        // on it if it is being run right now).
+        const before = current.next_send_at
+        if (after?.getTime() !== before?.getTime()) {
+          if (before) await deps.delivery.cancel(trx, id, before)
+          if (after) await deps.delivery.schedule(trx, companyId, id, after)
+        }
       })
-      const after = pendingAfter as Date | null
-      if (pendingBefore && pendingBefore.getTime() !== after?.getTime()) await deps.delivery.cancel(id, pendingBefore)
     },
 
     async get(companyId: string, id: string): Promise<Communication> {
