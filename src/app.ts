@@ -102,7 +102,7 @@ export async function buildApp(options: AppOptions) {
   subscriptions.registerJobs(scheduler)
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const communicationsRepo = createCommunicationsRepository(db)
-  const delivery = createCommunicationDelivery({ db, repo: communicationsRepo, scheduler })
+  const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
   scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)
   const communications = {
     communications: createCommunicationsService({ db, repo: communicationsRepo, delivery, clock }),
