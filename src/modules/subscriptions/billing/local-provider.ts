@@ -1,15 +1,25 @@
 import type { PaymentSource } from '../../../db/tables.ts'
+import { ProviderError } from '../../../http/errors.ts'
 import { invoiceFor, remainingShare, WHOLE, type Estimate } from './estimate.ts'
 import * as lifecycle from './lifecycle.ts'
 import type { BillingState } from './lifecycle.ts'
 import type { BillingProvider, ChangeRequest } from './provider.ts'
 import { termEnd, unixSeconds } from './terms.ts'
 
+/** The hosted pages of the built-in engine, served by this service under `/hosted/` (src/modules/hosted). */
+export type LocalHostedPages = Pick<BillingProvider, 'managerPage' | 'portalSession' | 'paymentPage'>
+
 /**
  * The built-in engine: it behaves like Chargebee (statuses, terms, proration, credits) but
- * runs here, with no card charged. Every answer is computed from the stored row.
+ * runs here, with no card charged. Every answer is computed from the stored row; its hosted
+ * pages are stored by the hosted module, given here (without it they answer 502).
  */
-export function createLocalProvider(): BillingProvider {
+export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {}): BillingProvider {
+  function hosted(): LocalHostedPages {
+    if (!deps.hostedPages) throw new ProviderError('The hosted pages of the local billing provider are not configured on this service')
+    return deps.hostedPages
+  }
+
   function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
     const { selection, current, tax, currency, now } = change
     let state: BillingState = {
@@ -64,6 +74,9 @@ export function createLocalProvider(): BillingProvider {
     cancel: async (s, cancellation, now) => lifecycle.cancel(s, cancellation, now),
     removeScheduledCancellation: async (s) => lifecycle.removeScheduledCancellation(s),
     addPaymentSource: async (s, card: PaymentSource) => ({ ...s, payment_source: card }),
+    managerPage: (subject, options) => hosted().managerPage(subject, options),
+    portalSession: (subject, options) => hosted().portalSession(subject, options),
+    paymentPage: (subject, options) => hosted().paymentPage(subject, options),
     atTrialEnd: lifecycle.atTrialEnd,
     atTermEnd: lifecycle.atTermEnd,
   }

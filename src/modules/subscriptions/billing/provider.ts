@@ -16,6 +16,31 @@ export interface BillingCustomer { id: string; company_id: string; name: string;
  */
 export interface ChangeRequest { selection: PricedSelection; current: PricedSelection; tax: TaxRate | null; currency: string; now: Date }
 
+/** Who a hosted page is for. */
+export interface HostedPageSubject { subscription: BillingState; customer: BillingCustomer }
+
+/**
+ * How a hosted page is opened: `redirectUrl` is where the browser goes when the page is done
+ * (already checked by the caller against the allow-list: absolute https on an allowed host);
+ * `now` the service's clock; `ttlSeconds` how long the page or session stays usable.
+ */
+export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number }
+
+/** Spec SubscriptionManagerPage (endpoint 1): where the customer chooses and confirms a plan. */
+export interface SubscriptionManagerPage { url: string; expires_at: number }
+
+/** Spec PortalSession (endpoint 10), Chargebee's portal_session: status created → logged_in → logged_out. */
+export interface PortalSession {
+  token: string; status: 'created' | 'logged_in' | 'logged_out'; redirect_url: string; object: 'portal_session'
+  id: string; expires_at: number; customer_id: string; created_at: number; access_url: string
+}
+
+/** Spec HostedPage (endpoint 11), Chargebee's hosted_page: state created → requested → succeeded | cancelled. */
+export interface HostedPage {
+  url: string; updated_at: number; type: string; state: 'created' | 'requested' | 'succeeded' | 'cancelled'
+  resource_version: number; object: 'hosted_page'; id: string; expires_at: number; embed: boolean; created_at: number
+}
+
 /**
  * The port every billing engine implements. The service owns the stored subscription (the
  * `subscriptions` row is the mirror the company's fields are joined from), checks what is
@@ -27,9 +52,11 @@ export interface ChangeRequest { selection: PricedSelection; current: PricedSele
  * id; a remote provider creates its objects with those ids (Chargebee accepts given ids), so
  * no mapping table is needed.
  *
- * Still to come on this port (hosted pages, spec 1, 10, 11): `checkoutPage`, `portalSession`,
- * `paymentPage`, each answering the spec's shape; and, for a provider with `drivesTime` false,
- * its webhook events mapped to the same `BillingState` and saved by the service.
+ * Hosted pages (spec 1, 10, 11): `managerPage`, `portalSession`, `paymentPage`, each answering
+ * the spec's shape (times in Unix seconds); the local provider serves them under `/hosted/`.
+ *
+ * Still to come on this port: for a provider with `drivesTime` false, its webhook events mapped
+ * to the same `BillingState` and saved by the service.
  */
 export interface BillingProvider {
   readonly name: ProviderName
@@ -47,6 +74,12 @@ export interface BillingProvider {
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
   removeScheduledCancellation(subscription: BillingState, now: Date): Promise<BillingState>
   addPaymentSource(subscription: BillingState, card: PaymentSource, now: Date): Promise<BillingState>
+  /** Spec 1: a page to choose and confirm a plan among the product's allowed plans. */
+  managerPage(subject: HostedPageSubject, options: HostedPageOptions): Promise<SubscriptionManagerPage>
+  /** Spec 10: a self-service portal session for the customer (see the subscription, cancel, undo, log out). */
+  portalSession(subject: HostedPageSubject, options: HostedPageOptions): Promise<PortalSession>
+  /** Spec 11: a page to add or replace the customer's card (only brand, last 4 digits and expiry are kept). */
+  paymentPage(subject: HostedPageSubject, options: HostedPageOptions): Promise<HostedPage>
   /** Time-driven transitions, called by the scheduler when `drivesTime`; null: nothing to do. */
   atTrialEnd?(subscription: BillingState, unit: PeriodUnit): BillingState | null
   atTermEnd?(subscription: BillingState, unit: PeriodUnit): BillingState | null
