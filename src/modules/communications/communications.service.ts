@@ -127,9 +127,10 @@ export function createCommunicationsService(deps: {
      */
     async update(companyId: string, id: string, input: CommunicationUpdate, actor: string): Promise<void> {
       const timeZone = await timezoneOf(companyId)
-      const before = await repo.find(companyId, id)
-      if (!before) throw new NotFound('Communication')
-      const resolved = await resolveReferences(companyId, input, [actor, before.sender_id])
+      const found = await repo.find(companyId, id)
+      if (!found) throw new NotFound('Communication')
+      // Checked before the transaction: on PGlite (one session) a query beside it would wait for it.
+      const resolved = await resolveReferences(companyId, input, [actor, found.sender_id])
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.findForUpdate(trx, companyId, id)
         if (!current) throw new NotFound('Communication')
@@ -157,9 +158,9 @@ export function createCommunicationsService(deps: {
         })
         // A pending occurrence that did not move keeps its job (rewriting the job row would wait
         // on it if it is being run right now).
-        const before = current.next_send_at
-        if (after?.getTime() !== before?.getTime()) {
-          if (before) await deps.delivery.cancel(trx, id, before)
+        const pending = current.next_send_at
+        if (after?.getTime() !== pending?.getTime()) {
+          if (pending) await deps.delivery.cancel(trx, id, pending)
           if (after) await deps.delivery.schedule(trx, companyId, id, after)
         }
       })
