@@ -2,8 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import { PGlite } from '@electric-sql/pglite'
-import { PGliteDialect } from './pglite-dialect.ts'
+import type { PGlite } from '@electric-sql/pglite'
 import type { DB } from './tables.ts'
 
 export type Engine = 'postgres' | 'pglite'
@@ -43,7 +42,7 @@ function createPostgres(connectionString: string, max: number): Database {
   // An idle client that loses its server emits 'error'; without a listener the process dies.
   pool.on('error', () => {})
   const listeners: pg.Client[] = []
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
   return {
@@ -66,7 +65,50 @@ function createPostgres(connectionString: string, max: number): Database {
   }
 }
 
+/**
+ * Every parameterised statement becomes a named prepared statement on its connection: PostgreSQL
+ * parses and plans a query's text once per connection instead of at every call (the statements
+ * of this service are a fixed set of texts; prepared.ts keeps the hot ones' text identical).
+ * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
+ * MAX_NAMED ones (an IN list of every length) go unnamed, as before.
+ */
+const MAX_NAMED = 2000
+const statementNames = new Map<string, string>()
+const PREPARING = Symbol('preparing')
+
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text)
+  if (name === undefined && statementNames.size < MAX_NAMED) {
+    name = `s${statementNames.size}`
+    statementNames.set(text, name)
+  }
+  return name
+}
+
+function preparingPool(pool: pg.Pool) {
+  return {
+    async connect() {
+      const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
+      if (!client[PREPARING]) {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown
+        client.query = ((text: unknown, values?: unknown) => {
+          if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+            const name = statementName(text)
+            if (name !== undefined) return query({ name, text, values })
+          }
+          return values === undefined ? query(text) : query(text, values)
+        }) as typeof client.query
+        client[PREPARING] = true
+      }
+      return client
+    },
+    end: () => pool.end(),
+  }
+}
+
 async function createPglite(options: DatabaseOptions): Promise<Database> {
+  // Loaded only for PGlite: a server on PostgreSQL starts faster and smaller without it.
+  const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-dialect.ts')])
   let release = () => {}
   let pglite: PGlite
   if (options.pgliteDump) {

@@ -8,7 +8,7 @@ import { isCountry } from './countries.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
-import { authorizedScopes, scopeStrings, type Scope } from '../oauth/scopes.ts'
+import { authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
 import type { CompaniesRepository } from './companies.repository.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
@@ -31,9 +31,7 @@ export function createCompaniesService(deps: {
   async function scopesOf(companyId: string): Promise<Scope[] | undefined> {
     const row = await repo.findPlanFeatures(companyId)
     if (!row) return undefined
-    // A cancelled subscription keeps the company, with the base scopes only.
-    const features = row.status && row.status !== 'cancelled' ? (row.features ?? []) : []
-    return authorizedScopes(features)
+    return authorizedScopes(liveFeatures(row.status, row.features))
   }
 
   return {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { DB } from '../../db/tables.ts'
+import { prepared } from '../../db/prepared.ts'
 
 export interface ClientRow {
   client_id: string
@@ -16,11 +17,27 @@ export interface ClientAccessState {
   companyDisabled: boolean
 }
 
+/** A client with what decides the scopes its company may grant now (its subscription's plan). */
+export interface ClientForToken extends ClientRow {
+  subscription_status: string | null
+  plan_features: string[] | null
+}
+
 export function createOauthRepository(db: Kysely<DB>) {
+  // The token endpoint's one read: the client and its company's plan in one statement.
+  const clientForToken = prepared(db, (clientId: string) => db.selectFrom('oauth_clients as c')
+    .leftJoin('subscriptions as s', 's.company_id', 'c.company_id')
+    .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+    .selectAll('c')
+    .select(['s.status as subscription_status', 'p.features as plan_features'])
+    .where('c.client_id', '=', clientId))
+  const accessStateOf = prepared(db, (clientId: string) => db.selectFrom('oauth_clients as c')
+    .leftJoin('companies as co', 'co.id', 'c.company_id')
+    .select(['c.revoked_at', 'co.disabled_at'])
+    .where('c.client_id', '=', clientId))
+
   return {
-    async findClient(clientId: string): Promise<ClientRow | undefined> {
-      return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst()
-    },
+    findClientForToken: async (clientId: string): Promise<ClientForToken | undefined> => (await clientForToken(clientId))[0],
 
     async insertClient(client: Omit<ClientRow, 'created_at' | 'revoked_at'>): Promise<ClientRow> {
       return db.insertInto('oauth_clients').values(client).returningAll().executeTakeFirstOrThrow()
@@ -69,11 +86,7 @@ export function createOauthRepository(db: Kysely<DB>) {
 
     /** What decides whether a valid token of this client may still act. */
     async accessState(clientId: string): Promise<ClientAccessState | undefined> {
-      const row = await db.selectFrom('oauth_clients as c')
-        .leftJoin('companies as co', 'co.id', 'c.company_id')
-        .select(['c.revoked_at', 'co.disabled_at'])
-        .where('c.client_id', '=', clientId)
-        .executeTakeFirst()
+      const [row] = await accessStateOf(clientId)
       return row && { revoked: row.revoked_at !== null, companyDisabled: row.disabled_at !== null }
     },
 

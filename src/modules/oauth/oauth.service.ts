@@ -4,7 +4,7 @@ import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
-import { ALL_SCOPE_STRINGS } from './scopes.ts'
+import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from './scopes.ts'
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
 export class OAuthError extends Error {
@@ -42,14 +42,15 @@ export function createOauthService(deps: {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
       if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
-      const client = await repo.findClient(request.client_id)
+      // One statement: the client and its company's current plan.
+      const client = await repo.findClientForToken(request.client_id)
       if (!client || client.revoked_at !== null || !secretMatches(request.client_secret, client.secret_hash)) {
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
       let granted = client.scopes
       if (client.company_id !== null) {
         // A company's scopes can shrink with its plan: grant only what it still holds.
-        const authorized = new Set((await deps.companyScopes(client.company_id)) ?? [])
+        const authorized = grantable(client.subscription_status, client.plan_features)
         granted = granted.filter((s) => authorized.has(s))
       }
       if (request.scope !== undefined && request.scope.trim() !== '') {
@@ -115,6 +116,19 @@ export function createOauthService(deps: {
 }
 
 export type OauthService = ReturnType<typeof createOauthService>
+
+/** The scope strings a company may grant with this subscription status and plan (endpoint 25's rule), memoized by plan. */
+const grantableCache = new Map<string, ReadonlySet<string>>()
+function grantable(status: string | null, features: readonly string[] | null): ReadonlySet<string> {
+  const live = liveFeatures(status, features)
+  const key = live.join(' ')
+  let set = grantableCache.get(key)
+  if (!set) {
+    set = new Set(scopeStrings(authorizedScopes(live)))
+    if (grantableCache.size < 1000) grantableCache.set(key, set)
+  }
+  return set
+}
 
 function clientView(c: ClientRow): ClientView {
   return { client_id: c.client_id, name: c.name, scopes: c.scopes, created_at: c.created_at.toISOString() }

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto'
-import { SignJWT, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type CryptoKey as JoseKey, type JWTPayload } from 'jose'
+import { createPrivateKey, randomUUID, sign as signBytes, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto'
+import { exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type CryptoKey as JoseKey, type JWTPayload } from 'jose'
 import type { Clock } from '../../clock.ts'
 import type { OauthRepository } from './oauth.repository.ts'
 
@@ -23,7 +23,9 @@ const CACHE_LIMIT = 50_000
  * the hot path pays a map lookup, not a signature check.
  */
 export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 'insertSigningKey'>, settings: TokenSettings, clock: Clock) {
-  let signing: { kid: string; key: JoseKey | Uint8Array } | undefined
+  // The signing key as a node:crypto KeyObject: signing is then one synchronous Ed25519 call
+  // (about 50 µs) instead of jose's WebCrypto round trip; the header is encoded once.
+  let signing: { kid: string; key: KeyObject; header: string } | undefined
   let verifying = new Map<string, JoseKey | Uint8Array>()
   let publicJwks: JWK[] = []
   let lastReload = 0
@@ -42,22 +44,23 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
     verifying = next
     publicJwks = rows.map((r) => r.public_jwk as JWK)
     const first = rows[0]!
-    signing = { kid: first.kid, key: await importJWK(first.private_jwk as JWK, ALG) }
+    signing = {
+      kid: first.kid,
+      key: createPrivateKey({ key: first.private_jwk as NodeJsonWebKey, format: 'jwk' }),
+      header: base64url({ alg: ALG, kid: first.kid, typ: 'at+jwt' }),
+    }
     lastReload = Date.now()
   }
 
   async function sign(claims: { sub: string; scope: string; company_id?: string }): Promise<{ token: string; expiresIn: number }> {
     if (!signing) await load()
     const now = Math.floor(clock.now().getTime() / 1000)
-    const token = await new SignJWT({ scope: claims.scope, ...(claims.company_id ? { company_id: claims.company_id } : {}) })
-      .setProtectedHeader({ alg: ALG, kid: signing!.kid, typ: 'at+jwt' })
-      .setIssuer(settings.issuer)
-      .setAudience(settings.audience)
-      .setSubject(claims.sub)
-      .setIssuedAt(now)
-      .setExpirationTime(now + settings.ttlSeconds)
-      .setJti(randomUUID())
-      .sign(signing!.key)
+    const payload = base64url({
+      scope: claims.scope, ...(claims.company_id ? { company_id: claims.company_id } : {}),
+      iss: settings.issuer, aud: settings.audience, sub: claims.sub, iat: now, exp: now + settings.ttlSeconds, jti: randomUUID(),
+    })
+    const input = `${signing!.header}.${payload}`
+    const token = `${input}.${signBytes(null, Buffer.from(input), signing!.key).toString('base64url')}`
     return { token, expiresIn: settings.ttlSeconds }
   }
 
@@ -107,3 +110,6 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
 }
 
 export type TokenKeys = ReturnType<typeof createTokenKeys>
+
+
+const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')

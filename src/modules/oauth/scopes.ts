@@ -37,6 +37,11 @@ export function authorizedScopes(planFeatures: readonly string[]): Scope[] {
   return ALL_AREAS.filter((a) => areas.has(a)).map((area) => ({ name: displayName(area), mode: modesOf(area), api: area }))
 }
 
+/** The plan features a company holds: a cancelled (or missing) subscription keeps the company, with the base scopes only. */
+export function liveFeatures(subscriptionStatus: string | null | undefined, planFeatures: readonly string[] | null | undefined): readonly string[] {
+  return subscriptionStatus && subscriptionStatus !== 'cancelled' ? (planFeatures ?? []) : []
+}
+
 /** `read:team write:team ...` for a list of scopes. */
 export function scopeStrings(scopes: readonly Scope[]): string[] {
   return scopes.flatMap((s) => s.mode.map((m) => `${m}:${s.api}`))

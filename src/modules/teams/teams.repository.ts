@@ -1,6 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { DB } from '../../db/tables.ts'
+import type { Team } from './teams.schemas.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
+import { prepared } from '../../db/prepared.ts'
 
 export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
 
@@ -10,6 +12,15 @@ export interface TeamValues { name: string; code: string; subsidiary_id: string 
  * through INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
  */
 export function createTeamsRepository(db: Kysely<DB>) {
+  // The hot reads (bench/RESULTS.md): one statement each, compiled once.
+  const teamsOfCompany = prepared(db, (companyId: string) => db.selectFrom('companies as c')
+    .leftJoin('teams as t', 't.company_id', 'c.id')
+    .select(['t.id', 't.name', 't.code', 't.company_id', 't.subsidiary_id'])
+    .select(leaderIds.as('team_leader_ids'))
+    .where('c.id', '=', companyId)
+    .orderBy('t.name').orderBy('t.code'))
+  const oneTeam = prepared(db, (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId))
+
   return {
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
     transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
@@ -82,8 +93,16 @@ export function createTeamsRepository(db: Kysely<DB>) {
       trx.deleteFrom('team_members')
         .where('company_id', '=', companyId).where('team_id', '=', teamId).where('contract_id', '=', contractId).execute(),
 
-    listTeams: (companyId: string) => teamsQuery(db, companyId).orderBy('t.name').orderBy('t.code').execute(),
-    findTeam: (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId).executeTakeFirst(),
+    /**
+     * The company's teams by name, or undefined when there is no such company: the company's
+     * existence and its teams in one statement (a company without teams is one row of nulls).
+     */
+    async listTeams(companyId: string): Promise<Team[] | undefined> {
+      const rows = await teamsOfCompany(companyId)
+      if (rows.length === 0) return undefined
+      return rows.filter((r): r is typeof r & { id: string } => r.id !== null) as Team[]
+    },
+    findTeam: async (companyId: string, teamId: string): Promise<Team | undefined> => (await oneTeam(companyId, teamId))[0],
 
     /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
     listMembers: (companyId: string, teamId: string) =>
@@ -97,11 +116,18 @@ export function createTeamsRepository(db: Kysely<DB>) {
   }
 }
 
-/** Teams with their leaders' ids, read from the memberships. */
+/**
+ * A team's leaders' ids, read from the memberships. As json, not uuid[]: the driver parses a
+ * json column with the native JSON.parse, while a PostgreSQL array goes through a JavaScript
+ * parser that was the largest single cost of the teams read in the profile.
+ */
+const leaderIds = sql<string[]>`(SELECT coalesce(json_agg(m.contract_id ORDER BY m.contract_id), '[]') FROM team_members m WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader)`
+
+/** Teams with their leaders' ids. */
 function teamsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('teams as t')
     .select(['t.id', 't.name', 't.code', 't.company_id', 't.subsidiary_id'])
-    .select(sql<string[]>`coalesce((SELECT array_agg(m.contract_id ORDER BY m.contract_id) FROM team_members m WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader), '{}')`.as('team_leader_ids'))
+    .select(leaderIds.as('team_leader_ids'))
     .where('t.company_id', '=', companyId)
 }
 

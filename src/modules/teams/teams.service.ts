@@ -76,8 +76,9 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     },
 
     async listTeams(companyId: string): Promise<Team[]> {
-      await requireCompany(companyId)
-      return repo.listTeams(companyId)
+      const teams = await repo.listTeams(companyId)
+      if (!teams) throw new NotFound('Company')
+      return teams
     },
 
     async getTeam(companyId: string, teamId: string): Promise<Team> {

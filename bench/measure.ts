@@ -1,0 +1,113 @@
+import http from 'node:http'
+import type { LoadResult, LoadSpec } from './load.ts'
+import { runLoad, type Running } from './processes.ts'
+
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 2)
+export const ROUNDS = 3
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+export interface HttpFigure {
+  name: string
+  connections: number
+  ceiling: { rps: number; p99: number; rounds: number[] }
+  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number }
+  ratio: number
+}
+
+export interface Workload {
+  name: string
+  method: 'GET' | 'POST'
+  path: string
+  headers: Record<string, string>
+  body?: string
+  uniqueCode?: string
+  connections: number
+}
+
+/** One request to the real server, to learn the answer the ceiling must give. */
+async function sample(server: Running, w: Workload) {
+  const body = w.uniqueCode ? JSON.stringify({ ...JSON.parse(w.body!), code: `${w.uniqueCode}sample` }) : w.body
+  const res = await fetch(`${server.url}${w.path}`, { method: w.method, headers: w.headers, ...(body !== undefined ? { body } : {}) })
+  const text = await res.text()
+  if (res.status >= 300) throw new Error(`${w.name}: ${res.status} ${text}`)
+  return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8', body: text }
+}
+
+/**
+ * Warm both up, then 3 rounds of (ceiling, server), alternated so that a drift of the machine
+ * touches both alike; the figure of each is the median of its rounds.
+ */
+export async function measureHttp(server: Running, baseline: Running, w: Workload, log: (s: string) => void): Promise<HttpFigure> {
+  const answer = await sample(server, w)
+  await fetch(`${baseline.url}/__answer`, { method: 'PUT', body: JSON.stringify(answer) })
+  const spec = (url: string, seconds: number, prefix: string): LoadSpec => ({
+    url: `${url}${w.path}`, method: w.method, headers: w.headers, body: w.body,
+    ...(w.uniqueCode ? { uniqueCode: `${w.uniqueCode}${prefix}` } : {}), connections: w.connections, seconds,
+  })
+  await runLoad(spec(server.url, WARMUP_SECONDS, 'w'))
+  await runLoad(spec(baseline.url, 1, 'bw'))
+  const ceilings: LoadResult[] = []
+  const servers: LoadResult[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    ceilings.push(await runLoad(spec(baseline.url, SECONDS, `b${round}-`)))
+    servers.push(await runLoad(spec(server.url, SECONDS, `r${round}-`)))
+    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${servers.at(-1)!.rps.toFixed(0)} req/s p99 ${servers.at(-1)!.p99} ms`)
+  }
+  const ceiling = median(ceilings.map((r) => r.rps))
+  const rps = median(servers.map((r) => r.rps))
+  return {
+    name: w.name, connections: w.connections,
+    ceiling: { rps: ceiling, p99: median(ceilings.map((r) => r.p99)), rounds: ceilings.map((r) => r.rps) },
+    server: {
+      rps, p50: median(servers.map((r) => r.p50)), p99: median(servers.map((r) => r.p99)), rounds: servers.map((r) => r.rps),
+      non2xx: servers.reduce((s, r) => s + r.non2xx, 0), errors: servers.reduce((s, r) => s + r.errors, 0),
+    },
+    ratio: rps / ceiling,
+  }
+}
+
+export interface LatencyFigure { p50: number; p99: number; mean: number; rounds: number[] }
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+
+function once(url: URL, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const req = http.request(url, { agent, headers }, (res) => {
+      res.resume()
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`${url.pathname}: ${res.statusCode}`))
+        else resolve(performance.now() - started)
+      })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/**
+ * Latency of one request at a time (no queueing: what one client sees), timed by this harness on
+ * the load core: `count` requests per round after a warm-up, 3 rounds, medians of the rounds.
+ */
+export async function measureLatency(urlText: string, headers: Record<string, string>, count = 300): Promise<LatencyFigure> {
+  const url = new URL(urlText)
+  for (let i = 0; i < Math.min(100, count); i++) await once(url, headers)
+  const p50s: number[] = []
+  const p99s: number[] = []
+  const means: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const times: number[] = []
+    for (let i = 0; i < count; i++) times.push(await once(url, headers))
+    times.sort((a, b) => a - b)
+    p50s.push(times[Math.floor(times.length * 0.5)]!)
+    p99s.push(times[Math.floor(times.length * 0.99)]!)
+    means.push(times.reduce((s, t) => s + t, 0) / times.length)
+  }
+  return { p50: median(p50s), p99: median(p99s), mean: median(means), rounds: p50s }
+}

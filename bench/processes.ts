@@ -1,0 +1,140 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { LoadResult, LoadSpec } from './load.ts'
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const CORES = os.availableParallelism()
+/** The server (and the ceiling) on one core, the load generator and this harness on another. */
+export const SERVER_CORE = 0
+export const LOAD_CORE = CORES > 1 ? 1 : 0
+
+/** `taskset -c <core>` in front of a command when the machine has cores to separate. */
+function pinned(core: number, command: string[]): string[] {
+  return CORES > 1 ? ['taskset', '-c', String(core), ...command] : command
+}
+
+/** Pins this process (the harness, which also times the sequential requests) to the load core. */
+export function pinSelf() {
+  if (CORES > 1) spawnSyncQuiet('taskset', ['-p', '-c', String(LOAD_CORE), String(process.pid)])
+}
+
+function spawnSyncQuiet(cmd: string, args: string[]) {
+  return new Promise<void>((resolve) => spawn(cmd, args, { stdio: 'ignore' }).on('exit', () => resolve()))
+}
+
+export interface Running {
+  child: ChildProcess
+  port: number
+  url: string
+  /** Milliseconds from spawn to the first 200 of /ready. */
+  startMs: number
+  stderr: () => string
+  stop(): Promise<void>
+}
+
+const children = new Set<ChildProcess>()
+
+/** Kills every process the harness started (on exit, Ctrl-C or a failure). */
+export function killAll() {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+}
+process.on('exit', killAll)
+
+let nextPort = 18_000 + (process.pid % 1000) * 10
+
+/** Starts the real server as a user would, pinned to the server core, and waits for /ready. */
+export async function startServer(env: Record<string, string>, extraNodeArgs: string[] = []): Promise<Running> {
+  const port = nextPort++
+  const command = pinned(SERVER_CORE, [process.execPath, ...extraNodeArgs, '--import', 'tsx', 'src/server.ts'])
+  const started = performance.now()
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  children.add(child)
+  let err = ''
+  child.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-4000) })
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${err}`)
+    if (performance.now() - started > 120_000) throw new Error(`server not ready after 120 s: ${err}`)
+    const ok = await fetch(`${url}/ready`).then((r) => r.ok, () => false)
+    if (ok) break
+    await sleep(20)
+  }
+  const startMs = performance.now() - started
+  return {
+    child, port, url, startMs, stderr: () => err,
+    async stop() {
+      if (child.exitCode !== null) return
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(timer)
+      children.delete(child)
+    },
+  }
+}
+
+/** Starts the raw node:http ceiling on the server core. */
+export async function startBaseline(): Promise<Running> {
+  const port = nextPort++
+  const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', 'bench/baseline.ts'])
+  const started = performance.now()
+  const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
+  children.add(child)
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve())
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)))
+  })
+  return {
+    child, port, url: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stderr: () => '',
+    async stop() {
+      if (child.exitCode !== null) return
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      child.kill('SIGTERM')
+      await exited
+      children.delete(child)
+    },
+  }
+}
+
+/** Resident set size of a process in MB (Linux /proc). */
+export function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+  return kb / 1024
+}
+
+/** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
+export function coreOf(pid: number): string {
+  try {
+    const allowed = /Cpus_allowed_list:\s+(\S+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+    return allowed ?? '?'
+  } catch { return '?' }
+}
+
+/** Runs the load generator, pinned to the load core, and returns what it measured. */
+export function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const command = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', 'bench/load.ts', JSON.stringify(spec)])
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let out = ''
+    let err = ''
+    child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
+    child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+    child.on('exit', (code) => {
+      children.delete(child)
+      if (code !== 0) return reject(new Error(`load generator failed (${code}): ${err}`))
+      resolve(JSON.parse(out.trim().split('\n').pop()!) as LoadResult)
+    })
+  })
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -1,0 +1,145 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { ROOT } from './processes.ts'
+import type { EngineFigures } from './run.ts'
+
+export interface RunFigures {
+  started: Date
+  finished: Date
+  cores: number
+  serverCore: number
+  loadCore: number
+  baselineCores: string
+  busy: string[]
+  seconds: number
+  warmup: number
+  engines: EngineFigures[]
+  partial: boolean
+}
+
+const FILE = path.join(ROOT, 'bench', 'RESULTS.md')
+const FINDINGS = path.join(ROOT, 'bench', 'findings.md')
+
+const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
+const f2 = (n: number) => n.toFixed(2)
+const verdict = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : '**missed**')
+
+/** Regenerates bench/RESULTS.md from one run (the profile findings are kept in bench/findings.md). */
+export function writeResults(run: RunFigures): string {
+  const pg = run.engines.find((e) => e.engine === 'postgres')
+  const lite = run.engines.find((e) => e.engine === 'pglite')
+  const http = (e: EngineFigures | undefined, name: string) => e?.http.find((h) => h.name === name)
+  const rows: string[] = []
+  const row = (workload: string, target: string, measured: string, ok: boolean | undefined) => rows.push(`| ${workload} | ${target} | ${measured} | ${verdict(ok)} |`)
+
+  const teams = http(pg, 'GET teams')
+  row('GET .../teams (20 teams x 2 leaders, 1,000 companies), 32 connections', '≥ 0.25 × ceiling; p99 ≤ 20 ms',
+    teams ? `${f2(teams.ratio)} × (${f0(teams.server.rps)} / ${f0(teams.ceiling.rps)} req/s); p99 ${teams.server.p99} ms` : '-',
+    teams && teams.ratio >= 0.25 && teams.server.p99 <= 20)
+  const company = http(pg, 'GET company')
+  row('GET /api/v1/companies/{id}, 32 connections', '≥ 0.30 × ceiling',
+    company ? `${f2(company.ratio)} × (${f0(company.server.rps)} / ${f0(company.ceiling.rps)} req/s); p99 ${company.server.p99} ms` : '-',
+    company && company.ratio >= 0.30)
+  const post = http(pg, 'POST teams')
+  row('POST .../teams (202, durable commit), 32 connections', '≥ 0.08 × ceiling; p99 ≤ 50 ms',
+    post ? `${f2(post.ratio)} × (${f0(post.server.rps)} / ${f0(post.ceiling.rps)} req/s); p99 ${post.server.p99} ms` : '-',
+    post && post.ratio >= 0.08 && post.server.p99 <= 50)
+  const tok = http(pg, 'POST /oauth/token')
+  row('POST /oauth/token (company client), 32 connections', '≥ 0.10 × ceiling',
+    tok ? `${f2(tok.ratio)} × (${f0(tok.server.rps)} / ${f0(tok.ceiling.rps)} req/s); p99 ${tok.server.p99} ms` : '-',
+    tok && tok.ratio >= 0.10)
+  for (const name of ['GET teams', 'GET company']) {
+    const a = http(lite, name)
+    const b = http(pg, name)
+    row(`${name} on PGlite, 32 connections`, '≥ 0.30 × the PostgreSQL figure',
+      a && b ? `${f2(a.server.rps / b.server.rps)} × (${f0(a.server.rps)} / ${f0(b.server.rps)} req/s); ${f2(a.ratio)} × its ceiling; p99 ${a.server.p99} ms` : '-',
+      a && b ? a.server.rps >= 0.30 * b.server.rps : undefined)
+  }
+  const comms = pg?.communications
+  if (comms && 'fanOut' in comms) {
+    row('a communication due to 10,000 recipients', 'all stored ≤ 1 s after due',
+      `${f0(comms.fanOut.dueToStoredMs)} ms (scheduler claim ${f0(comms.fanOut.dueToClaimMs)} ms + insert and commit ${f0(comms.fanOut.claimToStoredMs)} ms)`,
+      comms.fanOut.dueToStoredMs <= 1000)
+    row(`report (29) over ${f0(comms.report.messages)} messages`, 'p50 ≤ 20 ms', `p50 ${f2(comms.report.p50)} ms, p99 ${f2(comms.report.p99)} ms`, comms.report.p50 <= 20)
+  } else {
+    const why = comms && 'skipped' in comms ? `not measured yet: ${comms.skipped}` : 'not measured yet'
+    row('a communication due to 10,000 recipients', 'all stored ≤ 1 s after due', why, undefined)
+    row('report (29) over 100,000 messages', 'p50 ≤ 20 ms', why, undefined)
+  }
+  row('all_holidays for a year', 'p50 ≤ 5 ms', pg?.holidays ? `p50 ${f2(pg.holidays.p50)} ms, p99 ${f2(pg.holidays.p99)} ms` : '-', pg?.holidays && pg.holidays.p50 <= 5)
+  const g = pg?.growth
+  row('growth: teams read, 100 vs 100,000 companies', 'latency within 20 %',
+    g ? `p50 ${f2(g.at100.p50)} → ${f2(g.at100k.p50)} ms (${g.at100k.p50 >= g.at100.p50 ? '+' : ''}${f2(100 * (g.at100k.p50 / g.at100.p50 - 1))} %); mean ${f2(g.at100.mean)} → ${f2(g.at100k.mean)} ms` : '-',
+    g ? g.at100k.p50 <= 1.2 * g.at100.p50 : undefined)
+  for (const e of run.engines) {
+    row(`start to /ready on an existing database; idle RSS (${e.engine})`, '≤ 2 s; RSS ≤ 150 MB', `${f0(e.startMs)} ms; ${f0(e.idleRssMb)} MB`, e.startMs <= 2000 && e.idleRssMb <= 150)
+  }
+
+  const detail: string[] = []
+  for (const e of run.engines) {
+    for (const h of e.http) {
+      detail.push(`| ${e.engine} | ${h.name} | ${h.connections} | ${h.ceiling.rounds.map(f0).join(' / ')} | ${h.server.rounds.map(f0).join(' / ')} | ${h.server.p50} | ${h.server.p99} | ${h.server.non2xx} | ${f2(h.ratio)} |`)
+    }
+  }
+
+  const findings = fs.existsSync(FINDINGS) ? fs.readFileSync(FINDINGS, 'utf8').trim() : '(no findings written yet)'
+  const engineLine = run.engines.map((e) => `${e.engine === 'postgres' ? `PostgreSQL ${e.version} (local server, 127.0.0.1:5432, not pinned: it runs where the kernel puts it)` : e.version} — server process on CPU(s) ${e.serverCores}`).join('; ')
+  const text = `# Benchmark results
+
+Generated by \`npm run bench\` (bench/run.ts) — do not edit by hand; the profile findings come from bench/findings.md.
+
+- Date: ${run.started.toISOString()} (run took ${Math.round((run.finished.getTime() - run.started.getTime()) / 1000)} s)
+- Machine: ${run.cores} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Linux ${os.release()}, Node ${process.version}
+- Pinning (taskset): server and ceiling on core ${run.serverCore} (ceiling process: CPU(s) ${run.baselineCores}); load generator (autocannon 9) and this harness on core ${run.loadCore}
+- Engines: ${engineLine}
+- Rounds: ${run.seconds} s each after a ${run.warmup} s warm-up; 3 rounds, ceiling and server alternated; every figure is the median of its rounds
+- Machine state: ${run.busy.length === 0 ? 'no other test process was running' : `**other test processes were running during this run (${run.busy.length}), so the figures are noisier than they should be**`}${run.partial ? '\n- **Partial run** (BENCH_ONLY was set): some workloads were left out.' : ''}
+
+The ceiling is a raw \`node:http\` server (bench/baseline.ts) answering, from memory, the same
+status, content type and body as the real server answers for that workload: the most this
+runtime can do on that core with that load generator. Ratios hide the ±20 % drift of absolute
+numbers on a shared machine.
+
+## Targets
+
+| workload | target | measured | verdict |
+|---|---|---|---|
+${rows.join('\n')}
+
+## Rounds
+
+| engine | workload | connections | ceiling req/s (rounds) | server req/s (rounds) | p50 ms | p99 ms | non-2xx | ratio |
+|---|---|---|---|---|---|---|---|---|
+${detail.join('\n')}
+
+Latency-only workloads (all_holidays, report, growth) are timed by the harness, one request at a
+time over one keep-alive connection (what one client sees, without queueing): 3 rounds after a
+warm-up, medians of the rounds' p50.
+
+## How the data is made
+
+- Through the API, as a client would (bench/seed.ts): a plan and a product; the *reader*
+  company (a subsidiary, 40 contracts, 20 teams each led by 2 of them, 8 company and 4 subsidiary
+  holidays, half of them yearly) and the *writer* company (2 contracts, the leaders of every team
+  POST creates, so the reader's list stays 20 teams); one company client each; tokens from
+  \`POST /oauth/token\`.
+- Bulk volumes with set-based SQL straight into the bench database (\`growCompanies\` in
+  bench/seed.ts): companies named \`Bulk n\` are added with \`generate_series\`, each with 2
+  contracts and 2 teams both contracts lead, in one statement per 20,000 companies, then
+  \`ANALYZE\`. On PGlite this runs in the harness while the server is stopped (one process per
+  data directory). For the communications (PostgreSQL): 10,000 contracts in one team of the
+  writer company; for the report, a communication with 10 daily occurrences delivered to them
+  (100,000 messages, 60 % opened, 30 % acknowledged at random).
+- Order on PostgreSQL: seed, grow to 100 companies, time the teams read, grow to 1,000, restart
+  (start to \`/ready\`, idle RSS 2 s later), the HTTP workloads, all_holidays, the communications,
+  grow to 100,000, time the teams read again. On PGlite: seed, stop, grow to 1,000, start, reads.
+- Every database and data directory the bench creates is dropped at the end.
+
+## What the profile showed
+
+${findings}
+`
+  fs.writeFileSync(FILE, text)
+  return FILE
+}

@@ -1,0 +1,33 @@
+import type { Compilable, CompiledQuery, Kysely } from 'kysely'
+
+/**
+ * A query that Kysely builds and compiles once, then runs with new values. Building a query
+ * (immutable nodes, then the compiler's visit) costs a hot read about as much CPU as the rest of
+ * its request (bench/RESULTS.md); the SQL text of a query is the same at every call, only the
+ * values change. On PostgreSQL the same text also reuses one server-side prepared statement per
+ * connection (database.ts).
+ *
+ * `build` is called once with placeholders; every argument must reach the SQL as a parameter,
+ * and every parameter must be an argument (constants belong in the SQL text).
+ */
+export function prepared<A extends unknown[], R>(db: Kysely<any>, build: (...args: A) => Compilable<R>) {
+  let compiled: { template: CompiledQuery<R>; slots: number[] } | undefined
+
+  function compile(count: number) {
+    const marks = Array.from({ length: count }, (_, i) => `\u0000arg${i}\u0000`)
+    const template = build(...(marks as unknown as A)).compile()
+    const slots = template.parameters.map((value) => {
+      const slot = marks.indexOf(value as string)
+      if (slot < 0) throw new Error(`prepared(): a parameter of "${template.sql}" is not an argument`)
+      return slot
+    })
+    return { template, slots }
+  }
+
+  return async (...args: A): Promise<R[]> => {
+    compiled ??= compile(args.length)
+    const { template, slots } = compiled
+    const result = await db.executeQuery<R>({ ...template, parameters: slots.map((slot) => args[slot]) })
+    return result.rows
+  }
+}
