@@ -100,6 +100,8 @@ export function nextOccurrence(
 ): { at: Date; index: number } | undefined {
   if (series.recurrent === 'none' || series.recurrent_until === null) return undefined
   const at = occurrenceAt(series.send_at, series.recurrent, index + 1, timeZone)
+  // Days compare as text only with four-digit years; recurrent_until never goes past 9999.
+  if (at.getUTCFullYear() > 9999) return undefined
   return localDay(at, timeZone) <= series.recurrent_until ? { at, index: index + 1 } : undefined
 }
 
