@@ -177,6 +177,9 @@ for (const engine of engines) {
       assert.match(String(metrics.headers['content-type']), /^text\/plain/)
       assert.match(metrics.body, /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/companies\/:company_id",status_code="200"\} \d+/)
       assert.match(metrics.body, /process_cpu_user_seconds_total/)
+      const docs = await t.call({ url: '/docs/', token: null })
+      assert.equal(docs.statusCode, 200)
+      assert.match(String(docs.headers['content-type']), /^text\/html/)
     })
   })
 

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
+import { company } from '../helpers/factories.ts'
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options'] as const
 type Operation = {
@@ -90,6 +91,33 @@ for (const engine of engines) {
           assert.ok(schema?.properties?.errors, `${where} ${status} is documented as the error body`)
         }
       }
+    })
+
+    it('answers junk on every route with a documented 4xx, never a 5xx', async () => {
+      const c = await company(t)
+      const junk: Array<unknown> = [
+        null, 0, 'text', [], [{}], {}, { a: 1 }, { name: null }, { name: 'x'.repeat(5000) }, { id: 1, company_id: [] },
+        { plan: null }, { product: [] }, { scopes: 'read:team' }, { day: '2026-13-45' }, { send_at: 'yesterday' },
+        '{"__proto__": {"polluted": true}}', '{"constructor": {"prototype": {"polluted": true}}}', '[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]',
+      ]
+      const failures: string[] = []
+      for (const { method, path, op } of operations(doc)) {
+        const url = path.replace(/\{company_id[^}]*\}/g, c.id).replace(/\{[^}]+\}/g, '00000000-0000-4000-8000-000000000000')
+        const bodies = method === 'POST' || method === 'PUT' ? junk : [undefined]
+        for (const body of bodies) {
+          for (const token of [t.platformToken, c.token]) {
+            const res = await t.call({
+              method: method as 'POST', url, token,
+              ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+            })
+            if (res.statusCode >= 500 || !(String(res.statusCode) in op.responses)) {
+              failures.push(`${method} ${path} ${JSON.stringify(body)?.slice(0, 60)}: ${res.statusCode} ${res.body.slice(0, 200)}`)
+            }
+          }
+        }
+      }
+      assert.deepEqual(failures, [])
+      assert.equal(({} as Record<string, unknown>).polluted, undefined)
     })
 
     it('names the scope of every route that needs one, and the scopes are the spec\'s', () => {
