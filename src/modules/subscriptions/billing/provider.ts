@@ -22,9 +22,11 @@ export interface HostedPageSubject { subscription: BillingState; customer: Billi
 /**
  * How a hosted page is opened: `redirectUrl` is where the browser goes when the page is done
  * (already checked by the caller against the allow-list: absolute https on an allowed host);
- * `now` the service's clock; `ttlSeconds` how long the page or session stays usable.
+ * `now` the service's clock; `ttlSeconds` how long the page or session stays usable;
+ * `baseUrl` this service's public origin (no trailing slash), where the local provider serves
+ * its pages (a remote provider answers its own URLs and ignores it).
  */
-export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number }
+export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number; baseUrl: string }
 
 /** Spec SubscriptionManagerPage (endpoint 1): where the customer chooses and confirms a plan. */
 export interface SubscriptionManagerPage { url: string; expires_at: number }
