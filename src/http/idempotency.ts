@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql, type Kysely } from 'kysely'
 import type { DB } from '../db/tables.ts'
 import { Conflict, ValidationError } from './errors.ts'
@@ -24,7 +24,17 @@ const WAIT_FOR_FIRST_MS = 10_000
 export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
   app.decorateRequest('idempotency', null)
 
-  app.addHook('preHandler', async (request, reply) => {
+  // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async
+  // hooks on every request were a visible share of a read's CPU in the profile, bench/RESULTS.md).
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!methods.some((m) => m === 'POST' || m === 'PUT')) return
+    route.preHandler = [...toArray(route.preHandler), claimKey]
+    route.onSend = [...toArray(route.onSend), keep]
+    route.onResponse = [...toArray(route.onResponse), free]
+  })
+
+  async function claimKey(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST' && request.method !== 'PUT') return
     const access = request.routeOptions.config?.access
     if (access === undefined || access === 'none') return
@@ -61,9 +71,9 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
       if (Date.now() > deadline) throw new Conflict('A request with this Idempotency-Key is still running')
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
-  })
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const claim = request.idempotency
     if (!claim) return payload
     request.idempotency = null
@@ -81,15 +91,20 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
       .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })
       .where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
     return payload
-  })
+  }
 
   // A request that failed before it answered (an aborted connection) frees its key.
-  app.addHook('onResponse', async (request) => {
+  async function free(request: FastifyRequest) {
     const claim = request.idempotency
     if (!claim) return
     await db.deleteFrom('idempotency_keys').where('owner', '=', claim.owner).where('key', '=', claim.key)
       .where('status_code', 'is', null).execute().catch(() => {})
-  })
+  }
+}
+
+function toArray<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return []
+  return Array.isArray(value) ? value : [value]
 }
 
 function isSecret(headers: Record<string, string>): boolean {

@@ -1,25 +1,26 @@
 import { sql, type Insertable, type Kysely } from 'kysely'
 import type { CompaniesTable, ContractsTable, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
+import { prepared } from '../../db/prepared.ts'
 
 /** Companies with the mirror of their subscription, subsidiaries and contracts. */
 export function createCompaniesRepository(db: Kysely<DB>) {
+  // The hot read (bench/RESULTS.md): one statement, compiled once.
+  const company = prepared(db, (companyId: string) => db.selectFrom('companies as c')
+    .leftJoin('subscriptions as s', 's.company_id', 'c.id')
+    .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+    .selectAll('c')
+    .select([
+      's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+      's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features',
+    ])
+    .where('c.id', '=', companyId))
+
   return {
     insertCompany: (executor: Executor, company: Insertable<CompaniesTable>) => executor.insertInto('companies').values(company).execute(),
 
     /** The company with its current subscription and that plan's features, in one query. */
-    findCompany(companyId: string) {
-      return db.selectFrom('companies as c')
-        .leftJoin('subscriptions as s', 's.company_id', 'c.id')
-        .leftJoin('plans as p', 'p.sku', 's.plan_sku')
-        .selectAll('c')
-        .select([
-          's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
-          's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features',
-        ])
-        .where('c.id', '=', companyId)
-        .executeTakeFirst()
-    },
+    findCompany: async (companyId: string) => (await company(companyId))[0],
 
     /** What decides a company's authorized scopes: its plan's features, while its subscription lives. */
     findPlanFeatures(companyId: string) {
