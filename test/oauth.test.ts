@@ -81,6 +81,8 @@ for (const engine of engines) {
           ['grant_type of the wrong type', { grant_type: 7, ...a.client }, {}, 400, 'invalid_request'],
           ['two client ids', { grant_type: 'client_credentials', client_id: 'other' }, { authorization: basic(a.client.client_id, a.client.client_secret) }, 400, 'invalid_request'],
           ['broken JSON', '{"grant_type": ', { 'content-type': 'application/json' }, 400, 'invalid_request'],
+          ['a repeated parameter', `grant_type=password&grant_type=client_credentials&client_id=${a.client.client_id}&client_secret=${a.client.client_secret}`, { 'content-type': 'application/x-www-form-urlencoded' }, 400, 'invalid_request'],
+          ['two authentication methods', { grant_type: 'client_credentials', client_secret: a.client.client_secret }, { authorization: basic(a.client.client_id, a.client.client_secret) }, 400, 'invalid_request'],
           ['password grant', { grant_type: 'password', ...a.client }, {}, 400, 'unsupported_grant_type'],
           ['unknown scope', { grant_type: 'client_credentials', ...a.client, scope: 'write:everything' }, {}, 400, 'invalid_scope'],
         ]
@@ -94,6 +96,10 @@ for (const engine of engines) {
           assert.equal(res.headers['cache-control'], 'no-store', name)
           if (status === 401) assert.match(String(res.headers['www-authenticate']), /^Basic/, name)
         }
+        // A body of another media type is refused by HTTP before OAuth reads it.
+        const text = await token('grant_type=client_credentials', { 'content-type': 'text/plain' })
+        assert.equal(text.statusCode, 415)
+        assert.equal(text.json().code, 'unsupported_media_type')
       })
 
       it('signs EdDSA tokens with the claims of RFC 9068 that the JWKS verifies', async () => {

@@ -11,7 +11,12 @@ import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, Tok
 /** The token endpoint and the key set: their own scope, because they speak OAuth's error format and take forms. */
 export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { service: OauthService; keys: TokenKeys; bodyLimit: number }) {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+    const params = new URLSearchParams(body as string)
+    // RFC 6749 §3.2: a parameter sent twice is an invalid request, not "the last one wins".
+    const keys = [...params.keys()]
+    const repeated = keys.find((key, i) => keys.indexOf(key) !== i)
+    if (repeated !== undefined) return done(new OAuthError('invalid_request', `The parameter ${repeated} is repeated`), undefined)
+    done(null, Object.fromEntries(params))
   })
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -44,6 +49,8 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
     const body = (request.body ?? {}) as Static<typeof TokenRequest>
     const basic = parseBasic(request.headers.authorization)
     if (basic && body.client_id && basic.id !== body.client_id) throw new OAuthError('invalid_request', 'Two different client ids were sent')
+    // RFC 6749 §2.3: one authentication method per request.
+    if (basic && body.client_secret !== undefined) throw new OAuthError('invalid_request', 'Send the client secret either in HTTP Basic or in the body, not both')
     const result = await service.issueToken({ ...body, ...(basic ? { client_id: basic.id, client_secret: basic.secret } : {}) })
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
     return result
