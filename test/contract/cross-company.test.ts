@@ -60,6 +60,8 @@ for (const engine of engines) {
     let routes: Route[]
     let a: Tenant
     let b: Tenant
+    /** What the seeding POSTs answered: every creation says where its resource is. */
+    const creations: Array<{ route: string; status: number; location: unknown }> = []
     const today = () => t.clock.now().toISOString().slice(0, 10)
 
     /** The path with its parameters filled from the tenant's ids; `known` says whether every one was. */
@@ -161,14 +163,15 @@ for (const engine of engines) {
       if (got.subscription_id) tenant.byName.set('subscription', got.subscription_id)
       if (got.subscription_customer_id) tenant.byName.set('subscription_customer', got.subscription_customer_id)
 
-      const creations = routes
+      const pending = routes
         .filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !tenant.byCollection.has(r.path))
         .sort((x, y) => x.path.split('/').length - y.path.split('/').length || x.path.localeCompare(y.path))
-      for (const route of creations) {
+      for (const route of pending) {
         const { call, known, multipart } = request(route, tenant, tenant, t.platformToken)
         if (!known || multipart) continue
         const res = await t.call(call)
         const location = res.headers.location
+        if (res.statusCode < 300) creations.push({ route: `POST ${route.path}`, status: res.statusCode, location })
         if (res.statusCode < 300 && typeof location === 'string') {
           const created = location.split('/').pop()!
           tenant.byCollection.set(route.path, created)
@@ -218,6 +221,14 @@ for (const engine of engines) {
       await seed(b)
     })
     after(async () => { await t?.close() })
+
+    it('answers every creation with a Location that leads to the new resource', async () => {
+      assert.ok(creations.length >= 2, `${creations.length} creations were made`)
+      for (const { route, status, location } of creations) {
+        assert.equal(typeof location, 'string', `${route} (${status}) sets Location`)
+        await t.json(200, { url: location as string })
+      }
+    })
 
     it('answers 404 to a company token on another company\'s path, for every route, and changes nothing', async () => {
       const before = await snapshot(b)
