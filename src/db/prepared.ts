@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery, Kysely } from 'kysely'
+import type { CompiledQuery, Kysely } from 'kysely'
 
 /**
  * A query that Kysely builds and compiles once, then runs with new values. Building a query
@@ -10,12 +10,15 @@ import type { Compilable, CompiledQuery, Kysely } from 'kysely'
  * `build` is called once with placeholders; every argument must reach the SQL as a parameter,
  * and every parameter must be an argument (constants belong in the SQL text).
  */
-export function prepared<A extends unknown[], R>(db: Kysely<any>, build: (...args: A) => Compilable<R>) {
+/** A query builder, or a raw `sql` template (which compiles against a Kysely instance). */
+interface Compiles<R> { compile(db: Kysely<any>): CompiledQuery<R> }
+
+export function prepared<A extends unknown[], R>(db: Kysely<any>, build: (...args: A) => Compiles<R>) {
   let compiled: { template: CompiledQuery<R>; slots: number[] } | undefined
 
   function compile(count: number) {
     const marks = Array.from({ length: count }, (_, i) => `\u0000arg${i}\u0000`)
-    const template = build(...(marks as unknown as A)).compile()
+    const template = build(...(marks as unknown as A)).compile(db)
     const slots = template.parameters.map((value) => {
       const slot = marks.indexOf(value as string)
       if (slot < 0) throw new Error(`prepared(): a parameter of "${template.sql}" is not an argument`)

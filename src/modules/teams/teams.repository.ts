@@ -20,14 +20,38 @@ export function createTeamsRepository(db: Kysely<DB>) {
     .where('c.id', '=', companyId)
     .orderBy('t.name').orderBy('t.code'))
   const oneTeam = prepared(db, (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId))
+  /**
+   * Team creation (18) as one statement, so one round trip and one commit: the checks and both
+   * inserts together. Nothing is written unless the company exists, the subsidiary (if any) is
+   * the company's and every leader is a contract of the company; the answer says which failed.
+   * A second team with the same code fails on the unique index, as before.
+   */
+  const createTeamStatement = prepared(db, (companyId: string, id: string, name: string, code: string, subsidiaryId: string | null, leaders: string[], now: Date) => sql<CreateTeamOutcome>`
+    WITH company AS (SELECT id FROM companies WHERE id = ${companyId}::uuid),
+      subsidiary AS (
+        SELECT ${subsidiaryId}::uuid IS NULL OR EXISTS (SELECT 1 FROM subsidiaries WHERE company_id = ${companyId} AND id = ${subsidiaryId}::uuid) AS ok
+      ),
+      leaders AS (SELECT id FROM contracts WHERE company_id = ${companyId} AND id = ANY(${leaders}::uuid[])),
+      team AS (
+        INSERT INTO teams (company_id, id, name, code, subsidiary_id, created_at, updated_at)
+        SELECT company.id, ${id}::uuid, ${name}::text, ${code}::text, ${subsidiaryId}::uuid, ${now}::timestamptz, ${now}::timestamptz FROM company, subsidiary
+        WHERE subsidiary.ok AND (SELECT count(*) FROM leaders) = cardinality(${leaders}::uuid[])
+        RETURNING company_id, id
+      ),
+      members AS (
+        INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
+        SELECT team.company_id, team.id, leaders.id, true, ${now}::timestamptz FROM team, leaders
+      )
+    SELECT EXISTS (SELECT 1 FROM company) AS company_found, (SELECT ok FROM subsidiary) AS subsidiary_found,
+      coalesce((SELECT json_agg(id) FROM leaders), '[]') AS leaders_found, EXISTS (SELECT 1 FROM team) AS created`)
 
   return {
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
     transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
 
-    /** Inserts a team; a second team with the same code in the company fails on the unique index. */
-    insertTeam: (trx: Executor, companyId: string, id: string, values: TeamValues, now: Date) =>
-      trx.insertInto('teams').values({ company_id: companyId, id, ...values, updated_at: now }).execute(),
+    /** Creates the team and its leaders' memberships in one statement, or says which reference is missing. */
+    createTeam: async (companyId: string, id: string, values: TeamValues, leaders: string[], now: Date): Promise<CreateTeamOutcome> =>
+      (await createTeamStatement(companyId, id, values.name, values.code, values.subsidiary_id, leaders, now))[0]!,
 
     async updateTeam(trx: Executor, companyId: string, teamId: string, values: TeamValues, now: Date): Promise<boolean> {
       const result = await trx.updateTable('teams').set({ ...values, updated_at: now })
@@ -136,5 +160,7 @@ export function isDuplicateTeamCode(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string } | null
   return e?.code === '23505' && (e.constraint === undefined || e.constraint === 'teams_company_id_code_key')
 }
+
+export interface CreateTeamOutcome { company_found: boolean; subsidiary_found: boolean; leaders_found: string[]; created: boolean }
 
 export type TeamsRepository = ReturnType<typeof createTeamsRepository>

@@ -46,15 +46,17 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
   }
 
   return {
+    /** One statement (checks and inserts), so one round trip and one commit (bench/RESULTS.md). */
     async createTeam(companyId: string, input: TeamInput): Promise<string> {
-      await requireCompany(companyId)
       const id = randomUUID()
-      const now = clock.now()
-      await withCodeConflict(() => repo.transaction(async (trx) => {
-        const leaders = await checkReferences(trx, companyId, input)
-        await repo.insertTeam(trx, companyId, id, teamValues(input), now)
-        await repo.makeLeaders(trx, companyId, id, leaders, now)
-      }), input.code)
+      const leaders = unique(input.team_leader_ids ?? [])
+      const outcome = await withCodeConflict(() => repo.createTeam(companyId, id, teamValues(input), leaders, clock.now()), input.code)
+      if (!outcome.company_found) throw new NotFound('Company')
+      if (!outcome.subsidiary_found) throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
+      const found = new Set(outcome.leaders_found)
+      const missing = leaders.filter((l) => !found.has(l))
+      if (missing.length > 0) throw new ValidationError(`body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`)
+      if (!outcome.created) throw new Error('The team was not created, yet every reference was found')
       return id
     },
 
