@@ -39,6 +39,9 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     find: (companyId: string, id: string) =>
       db.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
 
+    exists: async (companyId: string, id: string) =>
+      (await db.selectFrom('communications').select('id').where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst()) !== undefined,
+
     /** The communication, locked until the transaction ends: updates and deliveries take turns. */
     findForUpdate: (trx: Transaction<DB>, companyId: string, id: string) =>
       trx.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),

@@ -179,7 +179,7 @@ export function createCommunicationsService(deps: {
     },
 
     async report(companyId: string, id: string): Promise<ReportRow[]> {
-      if (!(await repo.find(companyId, id))) throw new NotFound('Communication')
+      if (!(await repo.exists(companyId, id))) throw new NotFound('Communication')
       const rows = await repo.report(companyId, id)
       return rows.map((r) => ({
         send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),

@@ -12,7 +12,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null)
 /** The recipients' side of communications: messages per occurrence, inboxes, openings and acknowledgements. */
 export function createMessagesService(deps: {
   repo: MessagesRepository
-  communications: Pick<CommunicationsRepository, 'find' | 'contractExists'>
+  communications: Pick<CommunicationsRepository, 'exists' | 'contractExists'>
   clock: Clock
 }) {
   const { repo, clock } = deps
@@ -33,7 +33,7 @@ export function createMessagesService(deps: {
   return {
     /** Endpoint 32: the messages of one occurrence, a page at a time. */
     async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }) {
-      if (!(await deps.communications.find(companyId, communicationId))) throw new NotFound('Communication')
+      if (!(await deps.communications.exists(companyId, communicationId))) throw new NotFound('Communication')
       const sendAt = new Date(query.send_at)
       if (Number.isNaN(sendAt.getTime())) throw new ValidationError('querystring/send_at must be a valid date-time')
       const p = paging(query)
