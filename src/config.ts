@@ -34,6 +34,11 @@ const ConfigSchema = Type.Object({
   CHARGEBEE_API_KEY: Type.Optional(Type.String()),
   CHARGEBEE_WEBHOOK_USER: Type.Optional(Type.String()),
   CHARGEBEE_WEBHOOK_PASSWORD: Type.Optional(Type.String()),
+  // Overrides of the Chargebee SDK's host (https://<site>.chargebee.com:443), for a test server; see docs/chargebee.md.
+  CHARGEBEE_PROTOCOL: Type.Union([Type.Literal('https'), Type.Literal('http')], { default: 'https' }),
+  CHARGEBEE_HOST_SUFFIX: Type.String({ default: '.chargebee.com' }),
+  CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443 }),
+  CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000 }),
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
 })
 
@@ -49,7 +54,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!Value.Check(ConfigSchema, merged)) {
     const first = [...Value.Errors(ConfigSchema, merged)][0]
     const where = first ? String((first as { instancePath?: string }).instancePath ?? '').replace(/^\//, '') : ''
-    throw new Error(`Invalid configuration: ${where || 'setting'} ${first?.message ?? 'is invalid'}`)
+    const choices = (ConfigSchema.properties as Record<string, { anyOf?: Array<{ const?: unknown }> }>)[where]?.anyOf
+    const message = choices?.every((c) => c.const !== undefined) ? `must be one of ${choices.map((c) => c.const).join(', ')}` : first?.message ?? 'is invalid'
+    throw new Error(`Invalid configuration: ${where || 'setting'} ${message}`)
+  }
+  // Half of the admin client is a mistake, not a wish for a random one.
+  if ((merged.ADMIN_CLIENT_ID === undefined) !== (merged.ADMIN_CLIENT_SECRET === undefined)) {
+    throw new Error('Invalid configuration: ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET must be set together')
   }
   return Object.freeze(merged as Config)
 }

@@ -4,6 +4,24 @@ import { randomUUID } from 'node:crypto'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { company, type CompanyFixture } from './helpers/factories.ts'
+import { loadConfig } from '../src/config.ts'
+
+describe('configuration', () => {
+  it('reads the environment once, converting text, and refuses a bad setting with a sentence naming it', () => {
+    const config = loadConfig({ PORT: '9090', SCHEDULER_ENABLED: 'false', RATE_LIMIT_MAX: '5', UNRELATED: 'x' })
+    assert.equal(config.PORT, 9090)
+    assert.equal(config.SCHEDULER_ENABLED, false)
+    assert.equal(config.RATE_LIMIT_MAX, 5)
+    assert.equal(config.BODY_LIMIT_BYTES, 1024 * 1024)
+    assert.equal(config.TOKEN_TTL_SECONDS, 3600)
+    assert.ok(Object.isFrozen(config))
+    assert.throws(() => loadConfig({ PORT: 'abc' }), /^Error: Invalid configuration: PORT must be integer$/)
+    assert.throws(() => loadConfig({ LOG_LEVEL: 'loud' }), /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/)
+    assert.throws(() => loadConfig({ SCHEDULER_ENABLED: 'nope' }), /SCHEDULER_ENABLED/)
+    assert.throws(() => loadConfig({ ADMIN_CLIENT_ID: 'admin', ADMIN_CLIENT_SECRET: 'short' }), /ADMIN_CLIENT_SECRET/)
+    assert.throws(() => loadConfig({ ADMIN_CLIENT_ID: 'admin' }), /ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET must be set together/)
+  })
+})
 
 /** Every error answer is `{errors, code}` and nothing else. */
 function assertError(res: LightMyRequestResponse, status: number, code: string) {
