@@ -1,5 +1,19 @@
-import Holidays from 'date-holidays'
+import { createRequire } from 'node:module'
+import type DateHolidays from 'date-holidays'
 import { addDays } from './recurrence.ts'
+
+type Holidays = DateHolidays
+let holidaysClass: typeof DateHolidays | undefined
+
+/**
+ * date-holidays (its data is ~20 MB in memory and ~0.2 s to load) is loaded at the first use of
+ * endpoint 30, not at start-up: most processes serve it rarely, and start-up time and idle memory
+ * have budgets (bench/RESULTS.md). Loaded with require, so the calendar's API stays synchronous.
+ */
+function Holidays(...args: string[]): Holidays {
+  holidaysClass ??= createRequire(import.meta.url)('date-holidays') as typeof DateHolidays
+  return new (holidaysClass as unknown as new (...a: string[]) => Holidays)(...args)
+}
 
 /** A public holiday on one day, as computed from the date-holidays data. */
 export interface PublicHoliday { readonly day: string; readonly name: string }
@@ -20,8 +34,14 @@ const DAY_MS = 86_400_000
  */
 export function createPublicHolidayCalendar(options: { maxCachedYears?: number } = {}) {
   const maxCachedYears = options.maxCachedYears ?? 5_000
-  const reference = new Holidays()
-  const countries = new Set(Object.keys(reference.getCountries()))
+  let loaded: { reference: Holidays; countries: Set<string> } | undefined
+  const data = () => {
+    if (!loaded) {
+      const reference = Holidays()
+      loaded = { reference, countries: new Set(Object.keys(reference.getCountries())) }
+    }
+    return loaded
+  }
   const places = new Map<string, Place | null>()
   const calendars = new Map<string, Holidays>()
   const years = new Map<string, readonly PublicHoliday[]>()
@@ -42,6 +62,7 @@ export function createPublicHolidayCalendar(options: { maxCachedYears?: number }
   }
 
   function resolve(country: string, province: string | null): Place | null {
+    const { reference, countries } = data()
     if (!countries.has(country)) return null
     const wanted = province?.trim().toUpperCase()
     if (!wanted) return { country }
@@ -61,7 +82,7 @@ export function createPublicHolidayCalendar(options: { maxCachedYears?: number }
     const key = `${p.country}|${p.state ?? ''}|${p.region ?? ''}`
     let calendar = calendars.get(key)
     if (!calendar) {
-      calendar = p.region ? new Holidays(p.country, p.state!, p.region) : p.state ? new Holidays(p.country, p.state) : new Holidays(p.country)
+      calendar = p.region ? Holidays(p.country, p.state!, p.region) : p.state ? Holidays(p.country, p.state) : Holidays(p.country)
       calendars.set(key, calendar)
     }
     return calendar
