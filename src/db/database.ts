@@ -39,8 +39,10 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 
 function createPostgres(connectionString: string, max: number): Database {
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000 })
-  // An idle client that loses its server emits 'error'; without a listener the process dies.
+  // A client that loses its server emits 'error', idle (the pool's event) or checked out (its
+  // own; the query in flight fails on its own). Without a listener either would end the process.
   pool.on('error', () => {})
+  pool.on('connect', (client) => { client.on('error', () => {}) })
   const listeners: pg.Client[] = []
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
