@@ -263,7 +263,9 @@ for (const engine of engines) {
         const inPath = fill(route.path, a, b).usesChild
         // A foreign id in the path is a missing resource; in a body, a missing or invalid reference.
         const allowed = inPath && route.method !== 'POST' && route.method !== 'PUT' ? [404] : [400, 404]
-        if (!allowed.includes(res.statusCode)) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
+        // A query this generator could not fill validly is refused before any lookup: no leak either.
+        const queryRefused = res.statusCode === 400 && /^querystring/.test(res.json().errors)
+        if (!allowed.includes(res.statusCode) && !queryRefused) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
       }
       assert.deepEqual(failures, [])
       assert.ok(checked >= 4, `${checked} routes were walked with B's ids`)
