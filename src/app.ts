@@ -25,6 +25,12 @@ import { catalogueRoutes } from './modules/catalogue/catalogue.routes.ts'
 import { createSubscriptionsRepository } from './modules/subscriptions/subscriptions.repository.ts'
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
+import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
+import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
+import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
+import { createWebhooksRepository } from './modules/subscriptions/webhooks.repository.ts'
+import { createWebhooksService } from './modules/subscriptions/webhooks.service.ts'
+import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -98,7 +104,12 @@ export async function buildApp(options: AppOptions) {
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo })
-  const subscriptions = createSubscriptionsService({ db, repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE })
+  // Chargebee joins the local engine when its site and key are configured (docs/chargebee.md).
+  const chargebee = chargebeeFromConfig(config)
+  const billingProviders = chargebee ? { providers: createProviderRegistry([createLocalProvider(), chargebee]) } : {}
+  const subscriptionsRepo = createSubscriptionsRepository()
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, ...billingProviders })
+  const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock })
   subscriptions.registerJobs(scheduler)
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const communicationsRepo = createCommunicationsRepository(db)
@@ -121,6 +132,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(companiesRoutes, { service: companies })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
+  await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams })
   await app.register(holidaysRoutes, { service: holidays })
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })

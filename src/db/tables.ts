@@ -293,6 +293,8 @@ export interface DB {
   communication_occurrences: CommunicationOccurrencesTable
   communication_messages: CommunicationMessagesTable
   communication_attachments: CommunicationAttachmentsTable
+  webhook_events: WebhookEventsTable
+  provider_subscription_versions: ProviderSubscriptionVersionsTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -301,3 +303,22 @@ export type ProductRow = Selectable<ProductsTable>
 export type SubscriptionRow = Selectable<SubscriptionsTable>
 export type NewSubscription = Insertable<SubscriptionsTable>
 export type SubscriptionUpdate = Updateable<SubscriptionsTable>
+
+/** A billing provider's webhook event, kept by id so that a repeated delivery changes nothing (migration 0006). */
+export type WebhookOutcome = 'applied' | 'unchanged' | 'stale' | 'ignored'
+export interface WebhookEventsTable {
+  provider: 'chargebee'
+  event_id: string
+  event_type: string
+  occurred_at: Timestamp
+  received_at: Timestamp
+  outcome: WebhookOutcome
+  subscription_id: string | null
+}
+
+/** The newest provider state (Chargebee's resource_version) applied to a subscription from a webhook. */
+export interface ProviderSubscriptionVersionsTable {
+  subscription_id: string
+  resource_version: ColumnType<string, string | number | bigint, string | number | bigint>
+  occurred_at: Timestamp
+}

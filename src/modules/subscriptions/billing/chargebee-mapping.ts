@@ -1,0 +1,142 @@
+import type { PaymentSource, SubscriptionStatus } from '../../../db/tables.ts'
+import type { Estimate, InvoiceEstimate, LineItem } from './estimate.ts'
+import type { BillingState } from './lifecycle.ts'
+import type { ChangeRequest } from './provider.ts'
+
+/**
+ * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and
+ * their mapping to ours. Times are Unix seconds, amounts integer cents, as in Chargebee.
+ *
+ * Catalogue ids: a plan's `sku` is its Chargebee item price id, an addon's `id` is its item
+ * price id, and a coupon's `code` is its Chargebee coupon id (docs/chargebee.md).
+ */
+export interface CbSubscriptionItem { item_price_id: string; item_type: 'plan' | 'addon' | 'charge'; quantity?: number }
+export interface CbSubscription {
+  id: string
+  customer_id: string
+  status: SubscriptionStatus
+  subscription_items?: CbSubscriptionItem[]
+  coupons?: { coupon_id: string }[]
+  trial_start?: number
+  trial_end?: number
+  current_term_start?: number
+  current_term_end?: number
+  cancelled_at?: number
+  resource_version?: number
+  updated_at?: number
+}
+export interface CbCard { card_type?: string; brand?: string; last4: string; expiry_month: number; expiry_year: number }
+export interface CbPaymentSource { type: string; card?: CbCard }
+
+const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['future', 'in_trial', 'active', 'non_renewing', 'paused', 'cancelled']
+
+const date = (seconds: number | undefined | null): Date | null => (typeof seconds === 'number' ? new Date(seconds * 1000) : null)
+
+/** A Chargebee card (the `card` of a customer, or a payment source's `card`) as the only card data this service keeps. */
+export function cardOf(card: CbCard | undefined | null): PaymentSource | null {
+  if (!card || typeof card.last4 !== 'string') return null
+  return { brand: card.brand ?? card.card_type ?? 'card', last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year }
+}
+
+/** True when `value` has the fields of a Chargebee subscription this service needs. */
+export function isCbSubscription(value: unknown): value is CbSubscription {
+  const s = value as CbSubscription
+  return typeof s === 'object' && s !== null && typeof s.id === 'string' && typeof s.customer_id === 'string'
+    && SUBSCRIPTION_STATUSES.includes(s.status) && Array.isArray(s.subscription_items ?? [])
+}
+
+/**
+ * Our stored state updated from Chargebee's subscription. What Chargebee does not hold stays
+ * as stored (the product, the cancellation reason and message, the anchor day); `card` replaces
+ * the stored card when the answer carries one.
+ *
+ * Scheduled cancellation: Chargebee keeps `cancelled_at` in the future while a subscription is
+ * `non_renewing` (or in trial, to end at its end); ours is `cancel_scheduled_at`, and
+ * `cancelled_at` is only set once cancelled. A cancelled subscription's `current_term_end` is
+ * the moment it ended (the company's `subscription_expiration_date`), as with the local engine.
+ */
+export function stateFrom(stored: BillingState, s: CbSubscription, card?: PaymentSource | null): BillingState {
+  const items = s.subscription_items ?? []
+  const plan = items.find((i) => i.item_type === 'plan')
+  const cancelledAt = date(s.cancelled_at)
+  const cancelled = s.status === 'cancelled'
+  const scheduled = !cancelled && cancelledAt !== null
+  return {
+    ...stored,
+    status: s.status,
+    plan_sku: plan?.item_price_id ?? stored.plan_sku,
+    plan_quantity: plan?.quantity ?? stored.plan_quantity,
+    addons: items.filter((i) => i.item_type === 'addon').map((i) => ({ id: i.item_price_id, quantity: i.quantity ?? 1 })),
+    coupon_code: s.coupons?.[0]?.coupon_id ?? null,
+    trial_start: date(s.trial_start),
+    trial_end: date(s.trial_end),
+    current_term_start: date(s.current_term_start) ?? (cancelled ? stored.current_term_start : null),
+    current_term_end: cancelled ? (cancelledAt ?? stored.current_term_end) : date(s.current_term_end),
+    cancelled_at: cancelled ? cancelledAt : null,
+    cancel_scheduled_at: scheduled ? cancelledAt : null,
+    cancellation_reason: cancelled || scheduled ? stored.cancellation_reason : null,
+    cancellation_message: cancelled || scheduled ? stored.cancellation_message : null,
+    payment_source: card === undefined || card === null ? stored.payment_source : card,
+  }
+}
+
+/** The items and coupons of a change, in Chargebee's parameters (replacing the lists, not adding to them). */
+export function itemsParams(change: Pick<ChangeRequest, 'selection'>) {
+  const { selection } = change
+  return {
+    subscription_items: [
+      { item_price_id: selection.plan.sku, quantity: selection.quantity },
+      ...selection.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity })),
+    ],
+    replace_items_list: true,
+    coupon_ids: selection.coupon ? [selection.coupon.code] : [],
+    replace_coupon_list: true,
+  }
+}
+
+interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number }
+interface CbInvoiceEstimate {
+  line_items?: CbLineItem[]
+  discounts?: { description?: string; amount?: number }[]
+  sub_total?: number
+  taxes?: { name: string; amount?: number; description?: string }[]
+  line_item_taxes?: { tax_name: string; tax_rate?: number }[]
+  total?: number
+  credits_applied?: number
+  amount_due?: number
+  currency_code?: string
+}
+export interface CbEstimate {
+  subscription_estimate?: { status?: SubscriptionStatus; next_billing_at?: number }
+  invoice_estimate?: CbInvoiceEstimate
+  next_invoice_estimate?: CbInvoiceEstimate
+}
+
+function entityType(type: string): LineItem['entity_type'] {
+  return type.startsWith('addon') ? 'addon' : 'plan'
+}
+
+/**
+ * Chargebee's estimate in our shape (decisions §6). The immediate invoice when the change
+ * bills now (`invoice_estimate`), else the next one (`next_invoice_estimate`: a trial's first
+ * term). A tax line's `rate` is the percent Chargebee reports on the line item taxes.
+ */
+export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStatus; currency: string }): Estimate {
+  const inv = e.invoice_estimate ?? e.next_invoice_estimate ?? {}
+  const rate = (name: string) => inv.line_item_taxes?.find((t) => t.tax_name === name)?.tax_rate ?? 0
+  const invoice: InvoiceEstimate = {
+    line_items: (inv.line_items ?? []).map((l) => ({
+      entity_type: entityType(l.entity_type), entity_id: l.entity_id ?? '', description: l.description ?? '',
+      unit_amount: l.unit_amount ?? 0, quantity: l.quantity ?? 1, amount: l.amount ?? 0,
+    })),
+    discounts: (inv.discounts ?? []).map((d) => ({ description: d.description ?? '', amount: d.amount ?? 0 })),
+    sub_total: inv.sub_total ?? 0,
+    taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),
+    total: inv.total ?? 0,
+    credits_applied: inv.credits_applied ?? 0,
+    amount_due: inv.amount_due ?? 0,
+    currency_code: inv.currency_code ?? fallback.currency,
+  }
+  const se = e.subscription_estimate ?? {}
+  return { subscription_estimate: { status: se.status ?? fallback.status, next_billing_at: se.next_billing_at ?? null }, invoice_estimate: invoice }
+}

@@ -1,0 +1,49 @@
+import { sql } from 'kysely'
+import type { WebhookOutcome } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+
+/** The SQL of provider webhooks: the events received (idempotency) and the newest state applied (ordering). */
+export function createWebhooksRepository() {
+  return {
+    /**
+     * Records an event id; false when it was recorded before (a repeated delivery). A concurrent
+     * delivery of the same id waits on the primary key until the first one commits, then gets false.
+     */
+    async recordEvent(executor: Executor, event: { provider: 'chargebee'; event_id: string; event_type: string; occurred_at: Date; received_at: Date }): Promise<boolean> {
+      const row = await executor.insertInto('webhook_events').values({ ...event, outcome: 'ignored', subscription_id: null })
+        .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing()).returning('event_id').executeTakeFirst()
+      return row !== undefined
+    },
+
+    async setOutcome(executor: Executor, provider: 'chargebee', eventId: string, outcome: WebhookOutcome, subscriptionId: string | null) {
+      await executor.updateTable('webhook_events').set({ outcome, subscription_id: subscriptionId })
+        .where('provider', '=', provider).where('event_id', '=', eventId).execute()
+    },
+
+    findEvent: (executor: Executor, provider: 'chargebee', eventId: string) =>
+      executor.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst(),
+
+    /**
+     * Keeps `version` as the subscription's newest applied state when it is newer than the one
+     * kept; false when it is not (the event is older than what was applied: stale).
+     */
+    async advanceVersion(executor: Executor, subscriptionId: string, version: bigint, occurredAt: Date): Promise<boolean> {
+      const row = await executor.insertInto('provider_subscription_versions')
+        .values({ subscription_id: subscriptionId, resource_version: version.toString(), occurred_at: occurredAt })
+        .onConflict((oc) => oc.column('subscription_id').doUpdateSet({ resource_version: (eb) => eb.ref('excluded.resource_version'), occurred_at: (eb) => eb.ref('excluded.occurred_at') })
+          .where(sql<boolean>`provider_subscription_versions.resource_version < excluded.resource_version`))
+        .returning('subscription_id').executeTakeFirst()
+      return row !== undefined
+    },
+
+    /** The company of a subscription Chargebee names, by its id or (payment source events) its customer id. */
+    findSubscription: (executor: Executor, ref: { id?: string; customerId?: string }) => {
+      let query = executor.selectFrom('subscriptions').select(['company_id', 'id', 'provider'])
+      if (ref.id !== undefined) query = query.where('id', '=', ref.id)
+      if (ref.customerId !== undefined) query = query.where('customer_id', '=', ref.customerId)
+      return query.executeTakeFirst()
+    },
+  }
+}
+
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>

@@ -1,0 +1,72 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import type { App } from '../../http/app-types.ts'
+import { AppError } from '../../http/errors.ts'
+import { ErrorBody } from '../../http/schemas.ts'
+import type { WebhooksService } from './webhooks.service.ts'
+
+/**
+ * Chargebee's event (https://apidocs.chargebee.com/docs/api/events). Not strict, unlike our own
+ * bodies: Chargebee adds fields (api_version, source, webhook_status, ...) as it sees fit, and
+ * refusing one would make it retry the delivery forever.
+ */
+const ChargebeeEventBody = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 200, description: 'Chargebee\'s event id: a repeated id changes nothing' }),
+  event_type: Type.String({ minLength: 1, maxLength: 100 }),
+  occurred_at: Type.Integer({ minimum: 0, description: 'Unix seconds' }),
+  content: Type.Record(Type.String(), Type.Unknown(), { description: 'The objects of the event: subscription, customer, card, payment_source, ...' }),
+}, { additionalProperties: true })
+
+const WebhookAnswer = Type.Object({
+  event_id: Type.String(),
+  outcome: Type.Union([Type.Literal('applied'), Type.Literal('unchanged'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('duplicate')], {
+    description: 'applied: the subscription changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before',
+  }),
+}, { additionalProperties: false })
+
+const digest = (value: string) => createHash('sha256').update(value).digest()
+
+/** Equal in constant time, whatever the lengths (compared as digests). */
+function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+class BasicUnauthorized extends AppError {
+  constructor() {
+    super('unauthorized', 401, 'Chargebee webhooks need the configured HTTP Basic credentials', { 'www-authenticate': 'Basic realm="chargebee-webhooks", charset="UTF-8"' })
+  }
+}
+
+/** HTTP Basic against CHARGEBEE_WEBHOOK_USER/PASSWORD; with none configured, every request is refused. */
+export function basicAuthCheck(credentials: { user?: string; password?: string }) {
+  return async (request: FastifyRequest) => {
+    const { user, password } = credentials
+    const header = request.headers.authorization ?? ''
+    const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)
+    if (!user || !password || !match) throw new BasicUnauthorized()
+    const decoded = Buffer.from(match[1]!, 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    if (colon < 0) throw new BasicUnauthorized()
+    // Both compared, always: the time does not tell which one was wrong.
+    const userOk = sameSecret(decoded.slice(0, colon), user)
+    const passwordOk = sameSecret(decoded.slice(colon + 1), password)
+    if (!userOk || !passwordOk) throw new BasicUnauthorized()
+  }
+}
+
+/** Changes reported by billing providers (decisions §6): `POST /api/v1/subscription/webhooks/chargebee`. */
+export async function webhooksRoutes(app: App, { service, credentials }: { service: WebhooksService; credentials: { user?: string; password?: string } }) {
+  app.post('/api/v1/subscription/webhooks/chargebee', {
+    config: { access: 'none' },
+    // Before the body is parsed: an unauthenticated request gets 401 whatever it sends.
+    onRequest: basicAuthCheck(credentials),
+    schema: {
+      operationId: 'receiveChargebeeWebhook', tags: ['Subscription'],
+      summary: 'Receive a Chargebee webhook event (HTTP Basic)',
+      description: 'Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies subscription_created, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed (and _reactivated, _paused, _resumed) to the subscription and the company\'s mirror fields, unless the event\'s subscription resource_version is not newer than the last applied (stale); payment_source_added/_updated record the card (brand, last 4, expiry). Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.',
+      body: ChargebeeEventBody,
+      response: { 200: WebhookAnswer, 401: { ...ErrorBody, description: 'Missing or wrong HTTP Basic credentials' } },
+    },
+  }, async (request) => service.chargebee(request.body))
+}

@@ -1,0 +1,293 @@
+import { randomBytes } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/**
+ * A fake Chargebee site on 127.0.0.1 (a random port) that speaks the API v2 protocol the
+ * official SDK uses: HTTP Basic with the API key as user name, form-encoded bodies in
+ * Chargebee's bracket notation (`subscription_items[item_price_id][0]=...`), answers wrapped
+ * by resource (`{"subscription": {...}, "customer": {...}}`), its error JSON
+ * (`{message, type, api_error_code, error_code, http_status_code}`) and 429 with Retry-After.
+ *
+ * It keeps customers, subscriptions, item prices and coupons in memory, records every request,
+ * can be told to fail the next matching requests, and builds webhook events from its state.
+ * Times come from the test's clock, so that they agree with the app's.
+ */
+export interface FakeItemPrice { id: string; price: number; period_unit: 'month' | 'year'; item_type: 'plan' | 'addon' }
+export interface FakeCoupon { id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number }
+export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null }
+export interface FakeFailure { status: number; api_error_code?: string; type?: string; message?: string; retryAfter?: number; match?: RegExp; times?: number }
+
+type Obj = Record<string, any>
+
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000)
+
+/** `a[b][0]=x` → `{a: [{b: 'x'}]}`, `a[0]=x` → `{a: ['x']}`, `a[b]=x` → `{a: {b: 'x'}}`: Chargebee's form notation. */
+export function parseForm(body: string): Obj {
+  const out: Obj = {}
+  for (const [key, value] of new URLSearchParams(body)) {
+    const [name, ...rest] = key.replace(/\]/g, '').split('[') as [string, ...string[]]
+    if (rest.length === 0) out[name] = value
+    else if (rest.length === 1 && /^\d+$/.test(rest[0]!)) (out[name] ??= [])[Number(rest[0])] = value
+    else if (rest.length === 1) (out[name] ??= {})[rest[0]!] = value
+    else if (/^\d+$/.test(rest[1]!)) (((out[name] ??= [])[Number(rest[1])] ??= {}) as Obj)[rest[0]!] = value
+    else ((out[name] ??= {})[rest[0]!] ??= {})[rest[1]!] = value
+  }
+  return out
+}
+
+function addPeriod(from: number, unit: 'month' | 'year'): number {
+  const d = new Date(from * 1000)
+  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1))
+  return seconds(d)
+}
+
+export async function startFakeChargebee(options: { apiKey: string; now: () => Date; site?: string }) {
+  const site = options.site ?? 'acme-test'
+  const customers = new Map<string, Obj>()
+  const subscriptions = new Map<string, Obj>()
+  const cards = new Map<string, Obj>()
+  const itemPrices = new Map<string, FakeItemPrice>()
+  const coupons = new Map<string, FakeCoupon>()
+  const requests: FakeRequest[] = []
+  const failures: FakeFailure[] = []
+  let version = 0
+  let sequence = 0
+  const now = () => seconds(options.now())
+  // Chargebee's resource_version: a millisecond time stamp, increasing with every change.
+  const nextVersion = () => (version = Math.max(version + 1, options.now().getTime()))
+  const nextId = (prefix: string) => `${prefix}_${(++sequence).toString(36)}${randomBytes(4).toString('hex')}`
+
+  class CbError extends Error {
+    constructor(readonly status: number, readonly code: string, message: string, readonly type = 'invalid_request', readonly param?: string) { super(message) }
+  }
+  const notFound = (what: string, param?: string) => new CbError(404, 'resource_not_found', `${what} not found`, 'invalid_request', param)
+  const invalidState = (message: string) => new CbError(409, 'invalid_state_for_request', message, 'invalid_request')
+
+  function touch(s: Obj) {
+    s.resource_version = nextVersion()
+    s.updated_at = now()
+    return s
+  }
+
+  function wrap(s: Obj): Obj {
+    const customer = customers.get(s.customer_id)
+    const card = cards.get(s.customer_id)
+    return { subscription: s, customer, ...(card ? { card } : {}) }
+  }
+
+  function itemsFrom(params: Obj, field = 'subscription_items'): Obj[] {
+    const items = (params[field] ?? []) as Obj[]
+    return items.map((item, i) => {
+      const price = itemPrices.get(item.item_price_id)
+      if (!price) throw new CbError(404, 'resource_not_found', `${field}[item_price_id][${i}] : The Item Price referenced by this parameter is not present`, 'invalid_request', `${field}[item_price_id][${i}]`)
+      const quantity = Number(item.quantity ?? 1)
+      return { item_price_id: price.id, item_type: price.item_type, quantity, unit_price: price.price, amount: price.price * quantity, object: 'subscription_item' }
+    })
+  }
+
+  function couponsFrom(params: Obj): Obj[] {
+    return ((params.coupon_ids ?? []) as string[]).map((id, i) => {
+      if (!coupons.has(id)) throw new CbError(404, 'resource_not_found', `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`, 'invalid_request', `coupon_ids[${i}]`)
+      return { coupon_id: id, applied_count: 0, object: 'coupon' }
+    })
+  }
+
+  function subscriptionOf(id: string): Obj {
+    const s = subscriptions.get(id)
+    if (!s) throw notFound(`Subscription ${id}`)
+    return s
+  }
+
+  function invoiceFor(items: Obj[], couponIds: Obj[]): Obj {
+    const lines = items.map((i) => ({
+      entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price', entity_id: i.item_price_id,
+      description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
+    }))
+    const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
+    const discounts = couponIds.map((c) => {
+      const coupon = coupons.get(c.coupon_id)!
+      const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
+      return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
+    })
+    const taxable = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
+    const tax = Math.round(taxable * 0.22)
+    return {
+      object: 'invoice_estimate', recurring: true, price_type: 'tax_exclusive', currency_code: 'EUR', line_items: lines, discounts, sub_total: subTotal,
+      taxes: [{ object: 'tax', name: 'IT VAT', amount: tax, description: 'IT VAT @ 22%' }],
+      line_item_taxes: [{ tax_name: 'IT VAT', tax_rate: 22, tax_amount: tax, tax_juris_type: 'country' }],
+      total: taxable + tax, credits_applied: 0, amount_paid: 0, amount_due: taxable + tax,
+    }
+  }
+
+  const routes: [string, RegExp, (m: RegExpMatchArray, p: Obj) => Obj][] = [
+    ['POST', /^\/customers$/, (_m, p) => {
+      if (p.id && customers.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      const customer = { id: p.id ?? nextId('cus'), company: p.company, email: p.email, billing_address: p.billing_address, auto_collection: 'on', created_at: now(), updated_at: now(), resource_version: nextVersion(), deleted: false, object: 'customer', card_status: 'no_card' }
+      customers.set(customer.id, customer)
+      return { customer }
+    }],
+    ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
+      const customerId = decodeURIComponent(m[1]!)
+      if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
+      if (p.id && subscriptions.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      const items = itemsFrom(p)
+      const plan = items.find((i) => i.item_type === 'plan')
+      if (!plan) throw new CbError(400, 'param_wrong_value', 'subscription_items : A plan item price is required', 'invalid_request', 'subscription_items')
+      const start = now()
+      const trialEnd = p.trial_end ? Number(p.trial_end) : undefined
+      const unit = itemPrices.get(plan.item_price_id)!.period_unit
+      const s: Obj = {
+        id: p.id ?? nextId('sub'), customer_id: customerId, status: trialEnd && trialEnd > start ? 'in_trial' : 'active',
+        subscription_items: items, coupons: couponsFrom(p), currency_code: 'EUR', billing_period: 1, billing_period_unit: unit,
+        created_at: start, started_at: start, deleted: false, object: 'subscription', due_invoices_count: 0, has_scheduled_changes: false,
+      }
+      if (s.status === 'in_trial') Object.assign(s, { trial_start: start, trial_end: trialEnd, current_term_start: start, current_term_end: trialEnd, next_billing_at: trialEnd })
+      else Object.assign(s, { current_term_start: start, current_term_end: addPeriod(start, unit), next_billing_at: addPeriod(start, unit), activated_at: start })
+      subscriptions.set(s.id, touch(s))
+      return wrap(s)
+    }],
+    ['GET', /^\/subscriptions\/([^/]+)$/, (m) => wrap(subscriptionOf(decodeURIComponent(m[1]!)))],
+    ['POST', /^\/subscriptions\/([^/]+)\/update_for_items$/, (m, p) => {
+      const s = subscriptionOf(decodeURIComponent(m[1]!))
+      if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
+      s.subscription_items = itemsFrom(p)
+      s.coupons = couponsFrom(p)
+      return { ...wrap(touch(s)), ...(s.status === 'active' ? { invoice: { ...invoiceFor(s.subscription_items, s.coupons), object: 'invoice', id: nextId('inv') } } : {}) }
+    }],
+    ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {
+      const s = subscriptionOf(decodeURIComponent(m[1]!))
+      if (s.status === 'cancelled') throw invalidState('The subscription is already cancelled')
+      const endOfTerm = p.cancel_option ? p.cancel_option === 'end_of_term' : p.end_of_term === 'true'
+      if (endOfTerm) {
+        if (s.status === 'in_trial') s.cancelled_at = s.trial_end
+        else Object.assign(s, { status: 'non_renewing', cancelled_at: s.current_term_end, next_billing_at: undefined })
+        s.cancel_schedule_created_at = now()
+      } else {
+        Object.assign(s, { status: 'cancelled', cancelled_at: now(), next_billing_at: undefined, current_term_start: undefined, current_term_end: undefined })
+      }
+      return wrap(touch(s))
+    }],
+    ['POST', /^\/subscriptions\/([^/]+)\/remove_scheduled_cancellation$/, (m) => {
+      const s = subscriptionOf(decodeURIComponent(m[1]!))
+      if (s.status === 'cancelled' || s.cancelled_at === undefined) throw invalidState('No cancellation is scheduled for this subscription')
+      if (s.status === 'non_renewing') Object.assign(s, { status: 'active', next_billing_at: s.current_term_end })
+      delete s.cancelled_at
+      delete s.cancel_schedule_created_at
+      return wrap(touch(s))
+    }],
+    ['POST', /^\/estimates\/update_subscription_for_items$/, (_m, p) => {
+      const s = subscriptionOf(p.subscription?.id)
+      if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
+      const invoice = invoiceFor(itemsFrom(p), couponsFrom(p))
+      const trial = s.status === 'in_trial'
+      return {
+        estimate: {
+          object: 'estimate', created_at: now(),
+          subscription_estimate: { id: s.id, status: s.status, next_billing_at: s.next_billing_at ?? undefined, currency_code: 'EUR', object: 'subscription_estimate' },
+          ...(trial ? { next_invoice_estimate: invoice } : { invoice_estimate: invoice }),
+        },
+      }
+    }],
+    ['POST', /^\/hosted_pages\/(checkout_existing_for_items|manage_payment_sources)$/, (m, p) => {
+      const type = m[1] === 'manage_payment_sources' ? 'manage_payment_sources' : 'checkout_existing'
+      if (type === 'checkout_existing') {
+        subscriptionOf(p.subscription?.id)
+        itemsFrom(p)
+      } else if (!customers.has(p.customer?.id)) throw notFound(`Customer ${p.customer?.id}`)
+      const id = nextId('hp')
+      const created = now()
+      return { hosted_page: { id, type, url: `https://${site}.chargebee.com/pages/v4/${id}/`, state: 'created', embed: false, created_at: created, expires_at: created + 3 * 86_400, updated_at: created, resource_version: nextVersion(), object: 'hosted_page' } }
+    }],
+    ['POST', /^\/portal_sessions$/, (_m, p) => {
+      const customerId = p.customer?.id
+      if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
+      const token = randomBytes(16).toString('hex')
+      const created = now()
+      return { portal_session: { id: nextId('portal'), token, access_url: `https://${site}.chargebee.com/portal/v2/access/${token}`, redirect_url: p.redirect_url, status: 'created', created_at: created, expires_at: created + 3600, object: 'portal_session', customer_id: customerId } }
+    }],
+  ]
+
+  function send(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...headers })
+    res.end(JSON.stringify(body))
+  }
+
+  function sendError(res: http.ServerResponse, status: number, code: string, message: string, type?: string, param?: string, headers: Record<string, string> = {}) {
+    send(res, status, { message, ...(type ? { type } : {}), api_error_code: code, ...(param ? { param } : {}), error_code: code, http_status_code: status }, headers)
+  }
+
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('data', (chunk) => { body += chunk })
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://fake')
+      const auth = /^Basic (.+)$/.exec(req.headers.authorization ?? '')
+      const apiKey = auth ? Buffer.from(auth[1]!, 'base64').toString('utf8').replace(/:$/, '') : null
+      const path = url.pathname.replace(/^\/api\/v2/, '')
+      const params = req.method === 'GET' ? parseForm(url.search.slice(1)) : parseForm(body)
+      requests.push({ method: req.method ?? 'GET', path, params, apiKey })
+      if (apiKey !== options.apiKey) return sendError(res, 401, 'api_authentication_failed', 'Sorry, authentication failed. Invalid api key', undefined)
+      if (!url.pathname.startsWith('/api/v2/')) return sendError(res, 404, 'resource_not_found', 'Sorry, we could not find that resource')
+      const failure = failures.find((f) => !f.match || f.match.test(`${req.method} ${path}`))
+      if (failure) {
+        if (--failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
+        const headers: Record<string, string> = failure.retryAfter !== undefined ? { 'retry-after': String(failure.retryAfter) } : {}
+        return sendError(res, failure.status, failure.api_error_code ?? 'internal_error', failure.message ?? 'Injected failure', failure.type, undefined, headers)
+      }
+      const route = routes.find(([method, pattern]) => method === req.method && pattern.test(path))
+      if (!route) return sendError(res, 404, 'resource_not_found', `No API ${req.method} ${path}`)
+      try {
+        send(res, 200, route[2](path.match(route[1])!, params))
+      } catch (err) {
+        if (err instanceof CbError) return sendError(res, err.status, err.code, err.message, err.type, err.param)
+        sendError(res, 500, 'internal_error', `Fake failure: ${(err as Error).message}`, 'internal_error')
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+
+  return {
+    port,
+    site,
+    /** App settings that point the SDK here: `http://127.0.0.1:<port>/api/v2` (site "127.0.0.1", empty host suffix). */
+    config: { CHARGEBEE_SITE: '127.0.0.1', CHARGEBEE_HOST_SUFFIX: '', CHARGEBEE_PROTOCOL: 'http' as const, CHARGEBEE_PORT: port, CHARGEBEE_API_KEY: options.apiKey },
+    requests,
+    customers,
+    subscriptions,
+    addItemPrice(p: FakeItemPrice) { itemPrices.set(p.id, p) },
+    addCoupon(c: FakeCoupon) { coupons.set(c.id, c) },
+    /** The next `times` (default 1) requests matching `match` (`POST /subscriptions/...`) answer this error. */
+    fail(failure: FakeFailure) { failures.push({ times: 1, ...failure }) },
+    clearFailures() { failures.length = 0 },
+    /** Chargebee-side changes (its scheduler, its pages, its UI): mutate a subscription, bumping its resource_version. */
+    change(id: string, fn: (s: Obj) => void) {
+      const s = subscriptionOf(id)
+      fn(s)
+      return structuredClone(touch(s))
+    },
+    addCard(customerId: string, card: { brand: string; last4: string; expiry_month: number; expiry_year: number }) {
+      const stored = { object: 'card', customer_id: customerId, card_type: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, status: 'valid', gateway: 'chargebee' }
+      cards.set(customerId, stored)
+      return { id: nextId('pm'), customer_id: customerId, type: 'card', status: 'valid', object: 'payment_source', card: { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, funding_type: 'credit', object: 'card' } }
+    },
+    /** A webhook event as Chargebee posts it, with a snapshot of the subscription as it is now (or the given content). */
+    event(eventType: string, content: { subscription?: Obj; subscriptionId?: string; customerId?: string; payment_source?: Obj }, occurredAt = now()) {
+      const s = content.subscription ?? (content.subscriptionId ? structuredClone(subscriptionOf(content.subscriptionId)) : undefined)
+      const customerId = s?.customer_id ?? content.customerId
+      return {
+        id: nextId('ev'), occurred_at: occurredAt, source: 'scheduled_job', object: 'event', api_version: 'v2', event_type: eventType, webhook_status: 'scheduled',
+        content: {
+          ...(s ? { subscription: s } : {}),
+          ...(customerId && customers.has(customerId) ? { customer: structuredClone(customers.get(customerId)) } : {}),
+          ...(content.payment_source ? { payment_source: content.payment_source } : {}),
+        },
+      }
+    },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+  }
+}
+
+export type FakeChargebee = Awaited<ReturnType<typeof startFakeChargebee>>
