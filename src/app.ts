@@ -8,7 +8,7 @@ import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installValidation } from './http/validation.ts'
-import { installErrorHandler } from './http/error-handler.ts'
+import { frameworkErrors, installErrorHandler } from './http/error-handler.ts'
 import { installMetrics } from './http/metrics.ts'
 import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
@@ -25,6 +25,12 @@ import { catalogueRoutes } from './modules/catalogue/catalogue.routes.ts'
 import { createSubscriptionsRepository } from './modules/subscriptions/subscriptions.repository.ts'
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
+import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
+import { createHostedPageStore } from './modules/hosted/hosted.pages.ts'
+import { createHostedService } from './modules/hosted/hosted.service.ts'
+import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
+import { hostedApiRoutes } from './modules/hosted/hosted.api.ts'
+import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
 import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
@@ -82,6 +88,7 @@ export async function buildApp(options: AppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     ajv: { customOptions: { removeAdditional: false } },
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
@@ -104,13 +111,17 @@ export async function buildApp(options: AppOptions) {
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo })
+  // The local provider's hosted pages (spec 1, 10, 11), stored in the database (docs/hosted-pages.md).
+  const hostedRepo = createHostedRepository(db)
+  const hostedPages = createHostedPageStore(hostedRepo)
   // Chargebee joins the local engine when its site and key are configured (docs/chargebee.md).
   const chargebee = chargebeeFromConfig(config)
-  const billingProviders = chargebee ? { providers: createProviderRegistry([createLocalProvider(), chargebee]) } : {}
+  const billingProviders = chargebee ? { providers: createProviderRegistry([createLocalProvider({ hostedPages }), chargebee]) } : {}
   const subscriptionsRepo = createSubscriptionsRepository()
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, ...billingProviders })
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, hostedPages, ...billingProviders })
   const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock })
   subscriptions.registerJobs(scheduler)
+  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
@@ -132,6 +143,8 @@ export async function buildApp(options: AppOptions) {
   await app.register(companiesRoutes, { service: companies })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
+  await app.register(hostedApiRoutes, { subscriptions, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, publicBaseUrl: config.PUBLIC_BASE_URL })
+  await app.register(hostedRoutes, { service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams })
   await app.register(holidaysRoutes, { service: holidays })

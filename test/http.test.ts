@@ -54,6 +54,11 @@ for (const engine of engines) {
       assertError(await t.call({ method: 'POST', url: '/api/v1/subscription/addons', token: c.token, body: { name: 'x', price: 1, period_unit: 'month' } }), 403, 'forbidden')
       assertError(await t.call({ url: '/api/v1/companies/not-a-uuid' }), 400, 'validation_failed')
       assertError(await t.call({ url: '/api/v1/subscription/products', query: { visible: 'maybe' }, token: null }), 400, 'validation_failed')
+      // Refused by the router itself, before any route: the same body, and the request id.
+      const badUrl = await t.call({ url: '/api/v1/subscription/plans/%E0%A4%A', token: null, headers: { 'x-request-id': 'bad-url' } })
+      assertError(badUrl, 400, 'validation_failed')
+      assert.equal(badUrl.headers['x-request-id'], 'bad-url')
+      assertError(await t.call({ url: `/api/v1/subscription/plans/by_sku/${'x'.repeat(300)}`, token: null }), 414, 'validation_failed')
     })
 
     it('refuses unknown body fields and wrong types, naming the field, and stores nothing', async () => {

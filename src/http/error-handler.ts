@@ -17,6 +17,21 @@ export function installErrorHandler(app: FastifyInstance) {
   })
 }
 
+/**
+ * Errors Fastify raises before a route is found (a malformed URL, an over-long path segment):
+ * they bypass the error handler, so they get the same `{errors, code}` here.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const mapped = err.code === 'FST_ERR_BAD_URL'
+    ? new AppError('validation_failed', 400, 'The URL is malformed: a percent-encoding does not decode')
+    : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new AppError('validation_failed', 414, 'A path segment is longer than 200 characters')
+      : toAppError(err)
+  reply.header('x-request-id', request.id)
+  for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
+  reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+}
+
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'validation_failed', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
   409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited',

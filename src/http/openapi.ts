@@ -10,7 +10,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'The token lacks the scope, or its company is disabled',
   404: 'Not found, or belonging to another company',
   409: 'Conflicts with the current state, or an Idempotency-Key reused with another body',
-  413: 'The body is larger than 1 MiB',
+  413: 'The body is larger than the limit (1 MiB by default)',
+  414: 'A path segment is longer than 200 characters',
   415: 'The body is not JSON',
   429: 'Rate limit reached; see Retry-After',
   500: 'Internal error',
@@ -57,7 +58,7 @@ function documentRoute(route: RouteOptions) {
   if (schema.body || schema.querystring || schema.params || method === 'POST' || method === 'PUT') add(400)
   if (access !== 'none') add(401)
   if (access === 'platform' || typeof access === 'object') add(403)
-  if (route.url.includes(':')) add(404)
+  if (route.url.includes(':')) { add(404); add(414) }
   if (method === 'POST' || method === 'PUT') { add(409); add(413); add(415) }
   if (!['/health', '/ready', '/metrics'].includes(route.url)) add(429)
   add(500)
