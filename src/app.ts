@@ -119,7 +119,7 @@ export async function buildApp(options: AppOptions) {
   const billingProviders = chargebee ? { providers: createProviderRegistry([createLocalProvider({ hostedPages }), chargebee]) } : {}
   const subscriptionsRepo = createSubscriptionsRepository()
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, hostedPages, ...billingProviders })
-  const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock })
+  const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
   subscriptions.registerJobs(scheduler)
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })

@@ -84,6 +84,26 @@ for (const engine of engines) {
       assert.equal((await eventsOf(t, c.id)).length, 2)
     })
 
+    it('an event older than a change made through this API is not trusted: Chargebee\'s current state is read and applied', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const created = fake.event('subscription_created', { subscriptionId: c.subscriptionId })
+      t.clock.set(new Date(t.clock.now().getTime() + 60_000).toISOString())
+      const res = await t.call({ method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { plan_quantity: 3 } })
+      assert.equal(res.statusCode, 200, res.body)
+      const from = fake.requests.length
+      // Delivered late: its snapshot still says 5.
+      assert.equal(created.content.subscription!.subscription_items[0].quantity, 5)
+      assert.equal((await deliver(t, created)).json().outcome, 'unchanged')
+      assert.deepEqual(fake.requests.slice(from).map((r) => `${r.method} ${r.path}`), [`GET /subscriptions/${c.subscriptionId}`])
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)
+      // Chargebee down while reading: 502, nothing recorded, so its retry is applied.
+      const later = fake.event('subscription_changed', { subscription: { ...created.content.subscription!, resource_version: Date.now() * 3 } })
+      fake.fail({ status: 500, match: /^GET \/subscriptions\// })
+      assert.equal((await deliver(t, later)).statusCode, 502)
+      assert.equal((await deliver(t, later)).json().outcome, 'unchanged')
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)
+    })
+
     it('cancellation scheduled, removed and done at Chargebee: status, scheduled_cancellation_at, mirror and features follow', async () => {
       const c = await chargebeeCompany(t, fake)
       fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))

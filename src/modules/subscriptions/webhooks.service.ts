@@ -6,6 +6,7 @@ import { cardOf, isCbSubscription, stateFrom, type CbCard, type CbPaymentSource,
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { recordChange } from './subscriptions.events.ts'
 import type { WebhooksRepository } from './webhooks.repository.ts'
+import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
 
 /** A Chargebee webhook event, as far as this service reads it (its other fields are ignored). */
 export interface ChargebeeEvent { id: string; event_type: string; occurred_at: number; content: Record<string, unknown> }
@@ -36,8 +37,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
  * (an event whose subscription `resource_version` is not newer than the last applied one is
  * stale). The state is the event's subscription mapped as the provider maps its answers, saved
  * with a subscription event; the company's mirror fields are joined from that row.
+ *
+ * The versions kept are those of webhooks; a change made through this API is saved from
+ * Chargebee's answer, whose version is not kept. So an event that occurred before the row's
+ * last change (say a late `subscription_created` after an update) is not trusted: the
+ * subscription is read from Chargebee and that current state is applied instead.
  */
-export function createWebhooksService(deps: { db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock }) {
+export function createWebhooksService(deps: {
+  db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
+  /** Chargebee's current view of a subscription, read when an event predates this service's last change of it. */
+  chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
+}) {
   const { db, repo, clock } = deps
 
   /** The event's subscription, checked: a malformed one is the sender's error (400). */
@@ -89,7 +99,12 @@ export function createWebhooksService(deps: { db: Kysely<DB>; repo: WebhooksRepo
         let after
         if (cbSubscription) {
           if (!(await repo.advanceVersion(trx, before.id, versionOf(cbSubscription, event), occurredAt))) return finish('stale', before.id)
-          after = stateFrom(before, cbSubscription, card)
+          let current: { subscription: CbSubscription; card?: PaymentSource | null } = { subscription: cbSubscription, card }
+          if (deps.chargebee && occurredAt.getTime() < before.updated_at.getTime()) {
+            current = await deps.chargebee.fetchSubscription(before.id)
+            await repo.advanceVersion(trx, before.id, versionOf(current.subscription, event), occurredAt)
+          }
+          after = stateFrom(before, current.subscription, current.card)
         } else {
           after = { ...before, payment_source: card! }
         }

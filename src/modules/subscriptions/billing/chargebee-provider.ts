@@ -1,5 +1,6 @@
 import Chargebee from 'chargebee'
 import type { Config } from '../../../config.ts'
+import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
 import { callChargebee } from './chargebee-errors.ts'
 import { cardOf, estimateFrom, itemsParams, stateFrom, type CbCard, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
@@ -20,6 +21,9 @@ export interface ChargebeeSettings {
 /** What Chargebee answers for a subscription (`card` only when the customer has one). */
 interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
 
+/** The provider, and Chargebee's own view of a subscription (for the webhooks: its resource_version included). */
+export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }> }
+
 /**
  * The Chargebee provider, on the official SDK (v3). Chargebee holds the subscription and moves
  * time (trial ends, renewals), reported by webhook; each call here answers the state Chargebee
@@ -29,7 +33,7 @@ interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
  * Failures become `provider_error` answers (chargebee-errors.ts); the SDK's own retries are off
  * because every call runs inside the transaction holding the subscription's row lock.
  */
-export function createChargebeeProvider(settings: ChargebeeSettings): BillingProvider {
+export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
   const cb = new Chargebee({
     site: settings.site,
     apiKey: settings.apiKey,
@@ -65,6 +69,11 @@ export function createChargebeeProvider(settings: ChargebeeSettings): BillingPro
         ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
       }))
       return next(s, answer(created))
+    },
+
+    async fetchSubscription(id) {
+      const a = answer(await callChargebee('read the subscription', () => cb.subscription.retrieve(id)))
+      return { subscription: a.subscription, card: cardOf(a.card) }
     },
 
     async retrieve(s) {
@@ -128,7 +137,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): BillingPro
 }
 
 /** The Chargebee provider when CHARGEBEE_SITE and CHARGEBEE_API_KEY are configured; otherwise none (its products answer 502). */
-export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS'>): BillingProvider | undefined {
+export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS'>): ChargebeeProvider | undefined {
   if (!config.CHARGEBEE_SITE || !config.CHARGEBEE_API_KEY) return undefined
   return createChargebeeProvider({
     site: config.CHARGEBEE_SITE, apiKey: config.CHARGEBEE_API_KEY, protocol: config.CHARGEBEE_PROTOCOL,

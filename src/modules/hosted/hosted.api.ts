@@ -1,0 +1,70 @@
+import type { FastifyRequest } from 'fastify'
+import type { App } from '../../http/app-types.ts'
+import { principalOf } from '../../http/auth.ts'
+import { NotFound } from '../../http/errors.ts'
+import { CompanyParams } from '../../http/schemas.ts'
+import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
+import { checkRedirectUrl } from './hosted.redirect.ts'
+import { CustomerParams, HostedPage, PortalSession, RedirectQuery, SubscriptionManagerPage } from './hosted.schemas.ts'
+
+const BASE = '/api/v1/subscription'
+
+/**
+ * Spec 1, 10, 11: open a hosted page of the company's subscription. GETs (as the spec has them)
+ * that make a session able to change or cancel the subscription: they need `write:company`.
+ */
+export async function hostedApiRoutes(app: App, deps: {
+  subscriptions: Pick<SubscriptionsService, 'hostedPage'>
+  allowedHosts: Set<string>
+  ttlSeconds: number
+  publicBaseUrl: string | undefined
+}) {
+  const tags = ['Subscription']
+  const access = { access: { area: 'company', mode: 'write' } } as const
+  const scope = 'Needs write:company (it opens a session that changes the subscription); a company token only for its own company (404 otherwise).'
+  const redirect = 'redirect_url must be an absolute https URL (http only on localhost) on an allowed host, without credentials, backslashes or control characters: otherwise 400.'
+
+  /** This service's public origin: PUBLIC_BASE_URL, else the origin the request was made to. */
+  const baseUrl = (request: FastifyRequest) => (deps.publicBaseUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '')
+  const options = (request: FastifyRequest, redirectUrl: string) => ({
+    redirectUrl: checkRedirectUrl(redirectUrl, deps.allowedHosts), ttlSeconds: deps.ttlSeconds, baseUrl: baseUrl(request),
+  })
+  /**
+   * The customer id is the company id; a company token names only its own (404 as for a
+   * missing company, before the query is even read, like the `company_id` check of auth.ts).
+   */
+  const ownCustomer = async (request: FastifyRequest) => {
+    const tenant = principalOf(request).companyId
+    const id = (request.params as { subscription_customer_id?: string }).subscription_customer_id
+    if (tenant !== null && tenant !== id) throw new NotFound('Company')
+  }
+
+  app.get(`${BASE}/:company_id/manager_page`, {
+    config: access,
+    schema: {
+      operationId: 'openSubscriptionManagerPage', tags, summary: 'A page to choose and confirm a plan (1)',
+      description: `The page lists the product's allowed plans with their prices and the estimate of the change; confirming applies it (as 6) and sends the browser to redirect_url with id and state=succeeded. It works until expires_at (HOSTED_PAGE_TTL_SECONDS) and once. ${redirect} ${scope}`,
+      params: CompanyParams, querystring: RedirectQuery, response: { 200: SubscriptionManagerPage },
+    },
+  }, async (request) => deps.subscriptions.hostedPage('managerPage', request.params.company_id, options(request, request.query.redirect_url)))
+
+  app.get(`${BASE}/:subscription_customer_id/portal`, {
+    config: access,
+    onRequest: ownCustomer,
+    schema: {
+      operationId: 'openPortalSession', tags, summary: 'A self-service portal session for the customer (10)',
+      description: `access_url shows the subscription, its next charge and card, and lets the customer cancel at the end of the term, undo a scheduled cancellation and log out (which sends the browser to redirect_url). Status created → logged_in → logged_out; refused after expires_at. ${redirect} ${scope}`,
+      params: CustomerParams, querystring: RedirectQuery, response: { 200: PortalSession },
+    },
+  }, async (request) => deps.subscriptions.hostedPage('portalSession', request.params.subscription_customer_id, options(request, request.query.redirect_url)))
+
+  app.get(`${BASE}/:subscription_customer_id/payment_page`, {
+    config: access,
+    onRequest: ownCustomer,
+    schema: {
+      operationId: 'openPaymentPage', tags, summary: 'A page to add the customer\'s card (11)',
+      description: `Test mode: the card number is checked (Luhn) and only brand, last 4 digits and expiry are kept; the page becomes succeeded and sends the browser to redirect_url with id and state. A trial ends active when a usable card is on file. State created → requested → succeeded | cancelled; refused after expires_at. ${redirect} ${scope}`,
+      params: CustomerParams, querystring: RedirectQuery, response: { 200: HostedPage },
+    },
+  }, async (request) => deps.subscriptions.hostedPage('paymentPage', request.params.subscription_customer_id, options(request, request.query.redirect_url)))
+}

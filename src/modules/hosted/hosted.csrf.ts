@@ -1,0 +1,62 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+
+/**
+ * Cross-site request forgery protection of the hosted pages' forms, three checks together:
+ * 1. a per-page token in a hidden field, derived from the page's secret URL token (so nothing
+ *    more is stored, and only whoever holds the page's URL can compute it);
+ * 2. the same value in a cookie scoped to the page's path, HttpOnly and SameSite=Strict
+ *    (double submit: a form posted from another site carries no cookie);
+ * 3. the request's Origin (and Sec-Fetch-Site) must be this service. Pages send
+ *    `Referrer-Policy: no-referrer`, under which browsers send `Origin: null` on a same-origin
+ *    POST; a `null` origin is therefore accepted only with `Sec-Fetch-Site: same-origin`.
+ */
+export const CSRF_COOKIE = 'hosted_csrf'
+export const CSRF_FIELD = 'csrf'
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex')
+
+export function csrfFor(pageToken: string): string {
+  return createHmac('sha256', pageToken).update('hosted-page-csrf').digest('base64url')
+}
+
+export function csrfCookie(value: string, path: string, secure: boolean): string {
+  return `${CSRF_COOKIE}=${value}; Path=${path}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+function same(a: string | undefined, b: string): boolean {
+  if (a === undefined) return false
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+export interface CsrfRequest { host: string; origin?: string; secFetchSite?: string; cookie?: string; field?: string }
+
+/** Null when the form was posted by the page itself; otherwise why it is refused (for the log, never shown raw). */
+export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigin: string | undefined): string | null {
+  const site = request.secFetchSite
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return 'cross-site request'
+  const origin = request.origin
+  if (origin !== undefined) {
+    if (origin === 'null') {
+      if (site !== 'same-origin') return 'opaque origin'
+    } else {
+      let host: string
+      try { host = new URL(origin).host } catch { return 'malformed origin' }
+      const own = publicOrigin ? new URL(publicOrigin).host : undefined
+      if (host !== request.host && host !== own) return 'foreign origin'
+    }
+  }
+  const expected = csrfFor(pageToken)
+  if (!same(request.field, expected)) return 'missing or wrong form token'
+  if (!same(cookieValue(request.cookie, CSRF_COOKIE), expected)) return 'missing or wrong cookie'
+  return null
+}

@@ -1,0 +1,174 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { App } from '../../http/app-types.ts'
+import { AppError } from '../../http/errors.ts'
+import { toAppError } from '../../http/error-handler.ts'
+import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
+import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'
+import { errorPage, STYLESHEET } from './hosted.html.ts'
+import { localeOf, translator, type Locale, type Translate } from './hosted.i18n.ts'
+import { pagePath } from './hosted.pages.ts'
+import { originOf } from './hosted.redirect.ts'
+import { PageRefused, type HostedService } from './hosted.service.ts'
+import { managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
+
+type Form = Record<string, string>
+type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | undefined; Querystring: { done?: string } }>
+
+class CsrfRefused extends AppError {
+  constructor() { super('forbidden', 403, 'The form could not be verified') }
+}
+
+/**
+ * The local provider's hosted pages under /hosted/ (HTML, hidden from the OpenAPI document).
+ * Their own scope: they take forms, answer every error as an HTML page, and send the security
+ * headers (no script, no framing, no referrer: the token in the URL never leaves the page).
+ */
+export async function hostedRoutes(app: App, deps: { service: HostedService; currency: string; publicBaseUrl: string | undefined }) {
+  const { service } = deps
+  const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
+  const hidden = { hide: true } as const
+  const none = { access: 'none' } as const
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  })
+
+  app.addHook('onSend', async (_request, reply) => {
+    if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', csp(null))
+    reply.header('x-frame-options', 'DENY')
+    reply.header('referrer-policy', 'no-referrer')
+    reply.header('x-content-type-options', 'nosniff')
+    reply.header('cache-control', 'no-store')
+  })
+
+  function language(request: FastifyRequest): { locale: Locale; t: Translate } {
+    const locale = localeOf(request.headers['accept-language'])
+    return { locale, t: translator(locale) }
+  }
+
+  /** No script, style only from here, forms only to here and to the page's redirect origin (a form's 303 must be allowed). */
+  function csp(page: HostedPageRow | null): string {
+    const forms = page ? `'self' ${originOf(page.redirect_url)}` : `'self'`
+    return `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${forms}; frame-ancestors 'none'; base-uri 'none'`
+  }
+
+  function sendPage(request: FastifyRequest, reply: FastifyReply, status: number, body: string, page: HostedPageRow | null) {
+    const { locale } = language(request)
+    return reply.code(status).header('content-type', 'text/html; charset=utf-8').header('content-language', locale)
+      .header('vary', 'Accept-Language').header('content-security-policy', csp(page)).send(body)
+  }
+
+  function viewContext(request: TokenRequest, kind: HostedPageKind): ViewContext {
+    const token = request.params.token
+    return { ...language(request), base: pagePath(kind, token), csrf: csrfFor(token), currency: deps.currency }
+  }
+
+  /** A page with forms: it sets the CSRF cookie, scoped to this page's path. */
+  function sendForm(request: TokenRequest, reply: FastifyReply, kind: HostedPageKind, status: number, body: string, page: HostedPageRow) {
+    const token = request.params.token
+    reply.header('set-cookie', csrfCookie(csrfFor(token), pagePath(kind, token), secure || request.protocol === 'https'))
+    return sendPage(request, reply, status, body, page)
+  }
+
+  /** Opens the page, then checks the form came from it (403 otherwise). */
+  async function checkedPost(request: TokenRequest, kind: HostedPageKind) {
+    const page = await service.open(kind, request.params.token)
+    const refusal = csrfRefusal(request.params.token, {
+      host: request.host, origin: header(request, 'origin'), secFetchSite: header(request, 'sec-fetch-site'),
+      cookie: header(request, 'cookie'), field: request.body?.[CSRF_FIELD],
+    }, deps.publicBaseUrl)
+    if (refusal) {
+      request.log.info({ page: page.id, refusal }, 'hosted page form refused')
+      throw new CsrfRefused()
+    }
+    return page
+  }
+
+  const seeOther = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send()
+
+  app.setErrorHandler((err, request, reply) => {
+    const { locale, t } = language(request)
+    const ctx = { locale, t }
+    if (err instanceof PageRefused) {
+      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(`error.${err.reason === 'not_found' ? 'notFound' : err.reason}`)), null)
+    }
+    const mapped = toAppError(err as never)
+    const status = mapped.statusCode
+    if (status >= 500) request.log.error({ err }, 'hosted page failed')
+    const message = status === 403 ? t('error.forbidden')
+      : status === 404 ? t('error.notFound')
+      : status === 409 ? t('error.conflict', { reason: mapped.message })
+      : status < 500 ? t('error.invalid', { reason: mapped.message })
+      : t('error.server')
+    return sendPage(request, reply, status, errorPage(ctx, message), null)
+  })
+
+  app.get('/hosted/assets/hosted.css', { config: none, schema: hidden }, async (_request, reply) =>
+    reply.header('content-type', 'text/css; charset=utf-8').send(STYLESHEET))
+
+  // Spec 1: choose a plan, see the estimate, confirm.
+  app.get('/hosted/manager/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    const { page, details, plans } = await service.managerView(request.params.token)
+    return sendForm(request, reply, 'manager', 200, managerPage(viewContext(request, 'manager'), details, plans), page)
+  })
+  app.post('/hosted/manager/:token/estimate', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'manager')
+    const { page, plan, quantity, estimate } = await service.managerEstimate(request.params.token, request.body ?? {})
+    return sendForm(request, reply, 'manager', 200, managerEstimatePage(viewContext(request, 'manager'), plan, quantity, estimate), page)
+  })
+  app.post('/hosted/manager/:token/confirm', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'manager')
+    return seeOther(reply, await service.managerConfirm(request.params.token, request.body ?? {}))
+  })
+
+  // Spec 11: add a card.
+  app.get('/hosted/payment/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    const { page } = await service.paymentView(request.params.token)
+    return sendForm(request, reply, 'payment', 200, paymentPage(viewContext(request, 'payment'), null), page)
+  })
+  app.post('/hosted/payment/:token/submit', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'payment')
+    const form = request.body ?? {}
+    const result = await service.paymentSubmit(request.params.token, form)
+    if ('redirect' in result) return seeOther(reply, result.redirect)
+    const kept = { expiry_month: form.expiry_month?.slice(0, 4), expiry_year: form.expiry_year?.slice(0, 4) }
+    return sendForm(request, reply, 'payment', 400, paymentPage(viewContext(request, 'payment'), result.problem, kept), result.page)
+  })
+
+  for (const kind of ['manager', 'payment'] as const) {
+    app.post(`/hosted/${kind}/:token/leave`, { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+      await checkedPost(request, kind)
+      return seeOther(reply, await service.leave(kind, request.params.token))
+    })
+  }
+
+  // Spec 10: the portal.
+  app.get('/hosted/portal/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    const { page, details, next } = await service.portalView(request.params.token)
+    const ctx = viewContext(request, 'portal')
+    const done = request.query.done
+    const notice = done === 'cancelled' && details.subscription.scheduled_cancellation_at !== null
+      ? ctx.t('portal.cancelled', { date: new Intl.DateTimeFormat(ctx.locale === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'long', timeZone: 'UTC' }).format(details.subscription.scheduled_cancellation_at * 1000) })
+      : done === 'undone' ? ctx.t('portal.undone') : null
+    return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice), page)
+  })
+  app.post('/hosted/portal/:token/cancel', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'portal')
+    await service.portalCancel(request.params.token)
+    return seeOther(reply, `${pagePath('portal', request.params.token)}?done=cancelled`)
+  })
+  app.post('/hosted/portal/:token/undo', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'portal')
+    await service.portalUndo(request.params.token)
+    return seeOther(reply, `${pagePath('portal', request.params.token)}?done=undone`)
+  })
+  app.post('/hosted/portal/:token/logout', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    await checkedPost(request, 'portal')
+    return seeOther(reply, await service.portalLogout(request.params.token))
+  })
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name]
+  return Array.isArray(value) ? value[0] : value
+}

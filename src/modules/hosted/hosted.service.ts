@@ -1,0 +1,163 @@
+import type { Clock } from '../../clock.ts'
+import type { HostedPageKind, HostedPageRow, HostedPageState } from '../../db/tables.ts'
+import { AppError } from '../../http/errors.ts'
+import type { CatalogueService } from '../catalogue/catalogue.service.ts'
+import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
+import { readCard, type CardProblem } from './hosted.card.ts'
+import { hashToken } from './hosted.csrf.ts'
+import { finishedRedirect } from './hosted.redirect.ts'
+import type { HostedRepository } from './hosted.repository.ts'
+
+/** Why a page is refused: unknown or of another kind (404), expired (410), already finished (409). */
+export type RefusalReason = 'not_found' | 'expired' | 'used'
+
+export class PageRefused extends AppError {
+  constructor(readonly reason: RefusalReason) {
+    const status = { not_found: 404, expired: 410, used: 409 }[reason]
+    super(reason === 'used' ? 'conflict' : 'not_found', status, `The hosted page is ${reason === 'not_found' ? 'unknown' : reason}`)
+  }
+}
+
+/** What a page still accepts: a portal until logged out, a page until succeeded or cancelled. */
+const OPEN: Record<HostedPageKind, HostedPageState[]> = {
+  manager: ['created', 'requested'], payment: ['created', 'requested'], portal: ['created', 'logged_in'],
+}
+
+/**
+ * What the hosted pages do (the local provider's pages of spec 1, 10, 11). Every action first
+ * opens the page by its token (refused when unknown, expired or finished); finishing moves the
+ * page in one conditional statement, so a double submit finishes it once.
+ */
+export function createHostedService(deps: {
+  repo: HostedRepository
+  subscriptions: Pick<SubscriptionsService, 'details' | 'estimate' | 'update' | 'cancel' | 'removeScheduledCancellation' | 'setPaymentSource' | 'nextCharge'>
+  catalogue: Pick<CatalogueService, 'getPlanBySku'>
+  clock: Clock
+}) {
+  const { repo, subscriptions, clock } = deps
+
+  async function open(kind: HostedPageKind, token: string): Promise<HostedPageRow> {
+    const page = /^[A-Za-z0-9_-]{43}$/.test(token) ? await repo.findByTokenHash(hashToken(token)) : undefined
+    if (!page || page.kind !== kind) throw new PageRefused('not_found')
+    if (clock.now() >= page.expires_at) throw new PageRefused('expired')
+    if (!OPEN[kind].includes(page.state)) throw new PageRefused('used')
+    return page
+  }
+
+  /** Moves an open page on; refused (as used or expired) when another request got there first. */
+  async function move(page: HostedPageRow, to: HostedPageState): Promise<HostedPageRow> {
+    const now = clock.now()
+    const moved = await repo.transition(page, OPEN[page.kind], to, now)
+    if (!moved) throw new PageRefused(now >= page.expires_at ? 'expired' : 'used')
+    return moved
+  }
+
+  /**
+   * Finishes a page with the change it was for. The page is claimed first (so a second submit
+   * is refused before touching the subscription); if the change is refused, the page goes back
+   * to `requested` and the customer may try again.
+   */
+  async function finish(page: HostedPageRow, change: () => Promise<unknown>): Promise<string> {
+    const done = await move(page, 'succeeded')
+    try {
+      await change()
+    } catch (err) {
+      await repo.transition(done, ['succeeded'], 'requested', clock.now())
+      throw err
+    }
+    return finishedRedirect(page.redirect_url, { id: page.id, state: 'succeeded' })
+  }
+
+  const actor = (page: HostedPageRow) => `${page.kind === 'portal' ? 'portal_session' : 'hosted_page'}:${page.id}`
+
+  /** The manager page's selection, from the form: a plan sku and a quantity. */
+  function selection(form: { plan?: string; quantity?: string }) {
+    const quantity = Number(form.quantity ?? '')
+    if (!form.plan || !Number.isInteger(quantity) || quantity < 1 || quantity > 100_000) {
+      throw new AppError('validation_failed', 400, 'choose a plan and a number of users between 1 and 100000')
+    }
+    return { plan: form.plan, quantity }
+  }
+
+  return {
+    open,
+
+    /** The manager page: the subscription and the product's allowed plans. Opening it marks it requested. */
+    async managerView(token: string) {
+      let page = await open('manager', token)
+      if (page.state === 'created') page = await move(page, 'requested')
+      const details = await subscriptions.details(page.company_id)
+      const plans = await Promise.all(details.product.allowed_plans.map(async (sku) => (await deps.catalogue.getPlanBySku(sku)).plan))
+      return { page, details, plans }
+    },
+
+    /** The estimate of the chosen plan and quantity (nothing changes yet). */
+    async managerEstimate(token: string, form: { plan?: string; quantity?: string }) {
+      const page = await open('manager', token)
+      const chosen = selection(form)
+      const details = await subscriptions.details(page.company_id)
+      const plan = (await deps.catalogue.getPlanBySku(chosen.plan)).plan
+      const { estimate } = await subscriptions.estimate(page.subscription_id, {
+        company_id: page.company_id, product_sku: details.product.sku, subscription_plan: chosen.plan, plan_quantity: chosen.quantity,
+      }, page.company_id)
+      return { page, details, plan, quantity: chosen.quantity, estimate }
+    },
+
+    /** Applies the chosen plan and quantity (as update, 6) and finishes the page; answers where the browser goes. */
+    async managerConfirm(token: string, form: { plan?: string; quantity?: string }): Promise<string> {
+      const page = await open('manager', token)
+      const chosen = selection(form)
+      return finish(page, () => subscriptions.update(page.company_id, page.subscription_id, { subscription_plan: chosen.plan, plan_quantity: chosen.quantity }, actor(page)))
+    },
+
+    /** The customer leaves a page without finishing it: cancelled, back to the redirect URL. */
+    async leave(kind: 'manager' | 'payment', token: string): Promise<string> {
+      const page = await move(await open(kind, token), 'cancelled')
+      return finishedRedirect(page.redirect_url, { id: page.id, state: 'cancelled' })
+    },
+
+    /** The payment page's form. Opening it marks it requested. */
+    async paymentView(token: string) {
+      let page = await open('payment', token)
+      if (page.state === 'created') page = await move(page, 'requested')
+      return { page }
+    },
+
+    /**
+     * A test card: checked here, kept as brand, last 4 digits and expiry; the page succeeds.
+     * A wrong card answers the problems to show again with the form (nothing changes).
+     */
+    async paymentSubmit(token: string, form: { number?: string; expiry_month?: string; expiry_year?: string }): Promise<{ redirect: string } | { problem: CardProblem; page: HostedPageRow }> {
+      const page = await open('payment', token)
+      const read = readCard(form, clock.now())
+      if ('problem' in read) return { problem: read.problem, page }
+      return { redirect: await finish(page, () => subscriptions.setPaymentSource(page.company_id, read.card, actor(page))) }
+    },
+
+    /** The portal: the subscription, its next charge and card. The first visit logs the session in. */
+    async portalView(token: string) {
+      let page = await open('portal', token)
+      if (page.state === 'created') page = await move(page, 'logged_in')
+      const [details, next] = await Promise.all([subscriptions.details(page.company_id), subscriptions.nextCharge(page.company_id)])
+      return { page, details, next }
+    },
+
+    async portalCancel(token: string) {
+      const page = await open('portal', token)
+      await subscriptions.cancel(page.company_id, page.company_id, {}, true, actor(page))
+    },
+
+    async portalUndo(token: string) {
+      const page = await open('portal', token)
+      await subscriptions.removeScheduledCancellation(page.company_id, page.subscription_id, actor(page))
+    },
+
+    /** Logs the session out (it can no longer be used) and answers the redirect URL. */
+    async portalLogout(token: string): Promise<string> {
+      const page = await move(await open('portal', token), 'logged_out')
+      return page.redirect_url
+    },
+  }
+}
+
+export type HostedService = ReturnType<typeof createHostedService>
