@@ -177,6 +177,49 @@ for (const engine of engines) {
       assert.equal((await eventsOf(t, c.id)).length, events)
     })
 
+    it('hosted pages at Chargebee: checkout of the existing subscription (1), portal session (10), payment sources (11)', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const redirect = 'https://localhost/billing/done'
+      const open = (path: string) => call(t, { url: `${SUB}/${c.id}/${path}/`, token: c.token, query: { redirect_url: redirect } })
+
+      let from = fake.requests.length
+      const manager = await open('manager_page')
+      assert.equal(manager.statusCode, 200, manager.body)
+      const [checkout] = fake.requests.slice(from)
+      assert.deepEqual([checkout!.method, checkout!.path, checkout!.params], ['POST', '/hosted_pages/checkout_existing_for_items', {
+        subscription: { id: c.subscriptionId }, subscription_items: [{ item_price_id: c.plans.basic, quantity: '5' }], redirect_url: redirect,
+      }])
+      assert.match(manager.json().url, /^https:\/\/acme-test\.chargebee\.com\/pages\/v4\/hp_/)
+      assert.deepEqual(Object.keys(manager.json()).sort(), ['expires_at', 'url'])
+      assert.equal(manager.json().expires_at, unixOf(t.clock.now()) + 3 * 86_400)
+
+      from = fake.requests.length
+      const portal = await open('portal')
+      assert.equal(portal.statusCode, 200, portal.body)
+      assert.deepEqual(fake.requests.slice(from).map((r) => [r.path, r.params]), [['/portal_sessions', { customer: { id: c.id }, redirect_url: redirect }]])
+      const p = portal.json()
+      assert.deepEqual([p.object, p.status, p.customer_id, p.redirect_url, p.created_at, p.expires_at], ['portal_session', 'created', c.id, redirect, unixOf(t.clock.now()), unixOf(t.clock.now()) + 3600])
+      assert.ok(p.access_url.endsWith(p.token) && /^portal_/.test(p.id))
+
+      from = fake.requests.length
+      const payment = await open('payment_page')
+      assert.equal(payment.statusCode, 200, payment.body)
+      assert.deepEqual(fake.requests.slice(from).map((r) => [r.path, r.params]), [['/hosted_pages/manage_payment_sources', { customer: { id: c.id }, redirect_url: redirect }]])
+      const h = payment.json()
+      assert.deepEqual([h.object, h.type, h.state, h.embed], ['hosted_page', 'manage_payment_sources', 'created', false])
+      assert.ok(Number.isInteger(h.resource_version) && h.updated_at === h.created_at)
+
+      // Refused here before Chargebee is asked; Chargebee's failures as elsewhere.
+      from = fake.requests.length
+      assert.equal((await call(t, { url: `${SUB}/${c.id}/portal/`, token: c.token, query: { redirect_url: 'https://evil.example/x' } })).statusCode, 400)
+      assert.equal(fake.requests.length, from)
+      fake.fail({ status: 429, api_error_code: 'api_request_limit_exceeded', retryAfter: 3, match: /portal_sessions/ })
+      const limited = await open('portal')
+      assert.deepEqual([limited.statusCode, limited.json().code, limited.headers['retry-after']], [503, 'provider_error', '3'])
+      fake.fail({ status: 404, api_error_code: 'resource_not_found', match: /manage_payment_sources/ })
+      assert.equal((await open('payment_page')).statusCode, 502)
+    })
+
     it('a card is taken only through the payment page (409)', async () => {
       const c = await chargebeeCompany(t, fake)
       const res = await call(t, { method: 'PUT', url: `${SUB}/${c.id}/payment_source`, body: CARD })
