@@ -107,7 +107,7 @@ export async function buildApp(options: AppOptions) {
   await access.listen()
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
-  installIdempotency(app, db)
+  installIdempotency(app, { db, clock, scheduler })
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo })

@@ -178,6 +178,30 @@ for (const engine of engines) {
         assert.deepEqual(kept, [])
       })
 
+      it('keeps a key for 24 hours of the service\'s clock, then forgets it', async () => {
+        const key = randomUUID()
+        const first = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'Day one' }, headers: { 'idempotency-key': key } })
+        assert.equal(first.statusCode, 202)
+        const start = t.clock.now()
+        try {
+          t.clock.advance(23 * 3_600_000)
+          let token = await t.tokenFor(c.client.client_id, c.client.client_secret)
+          assertError(await t.call({ method: 'POST', url: subsidiaries(), token, body: { name: 'Day two' }, headers: { 'idempotency-key': key } }), 409, 'conflict')
+          t.clock.advance(2 * 3_600_000)
+          // The hourly purge deletes what is past its 24 hours.
+          await t.app.services.scheduler.runDue()
+          const old = await t.app.database.db.selectFrom('idempotency_keys').select('key')
+            .where('created_at', '<', new Date(t.clock.now().getTime() - 24 * 3_600_000)).execute()
+          assert.deepEqual(old, [])
+          token = await t.tokenFor(c.client.client_id, c.client.client_secret)
+          const again = await t.call({ method: 'POST', url: subsidiaries(), token, body: { name: 'Day two' }, headers: { 'idempotency-key': key } })
+          assert.equal(again.statusCode, 202)
+          assert.notEqual(again.headers.location, first.headers.location)
+        } finally {
+          t.clock.set(start)
+        }
+      })
+
       it('creates exactly one resource for 20 concurrent requests with one key', async () => {
         const key = randomUUID()
         const name = uniq('Concurrent')

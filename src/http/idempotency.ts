@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { DB } from '../db/tables.ts'
+import type { Clock } from '../clock.ts'
+import type { Scheduler } from '../jobs/scheduler.ts'
 import { Conflict, ValidationError } from './errors.ts'
 
 declare module 'fastify' {
@@ -9,20 +11,34 @@ declare module 'fastify' {
 }
 
 const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control']
-const KEY_LIFETIME_HOURS = 24
+const KEY_LIFETIME_MS = 24 * 3_600_000
+const PURGE_JOB = 'idempotency.purge'
+const PURGE_EVERY_MS = 3_600_000
 const WAIT_FOR_FIRST_MS = 10_000
 
 /**
  * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
- * for 24 h; the same key and body replays that answer; another body is a 409. A request that
+ * for 24 h (by the service's clock); the same key and body replays that answer; another body is a 409. A request that
  * arrives while the first is still running waits for its answer. A 5xx is not kept, so the
  * client may retry. An answer marked `Cache-Control: no-store` holds a secret shown once (a new
  * client's secret): its body is never written down, and a replay is a 409 instead, so a retry
  * neither leaks the secret nor creates a second client. Routes that look at no token (the token
  * endpoint, operations) make no resources and ignore the header.
  */
-export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
+export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
+  const { db, clock, scheduler } = deps
   app.decorateRequest('idempotency', null)
+
+  // Keys past their 24 hours are deleted hourly; one job per hour (its key), each scheduling the next.
+  const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
+  scheduler.register(PURGE_JOB, async ({ trx, now }) => {
+    await trx.deleteFrom('idempotency_keys').where('created_at', '<', new Date(now.getTime() - KEY_LIFETIME_MS)).execute()
+    const next = new Date(now.getTime() + PURGE_EVERY_MS)
+    await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
+  })
+  app.addHook('onReady', async () => {
+    await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(clock.now()), runAt: clock.now() })
+  })
 
   // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async
   // hooks on every request were a visible share of a read's CPU in the profile, bench/RESULTS.md).
@@ -46,10 +62,11 @@ export function installIdempotency(app: FastifyInstance, db: Kysely<DB>) {
     const owner = request.principal?.clientId ?? `ip:${request.ip}`
     const hash = requestHash(request)
     // Claims the key, or takes over one whose 24 hours are over.
-    const claimed = await db.insertInto('idempotency_keys').values({ owner, key, request_hash: hash })
+    const now = clock.now()
+    const claimed = await db.insertInto('idempotency_keys').values({ owner, key, request_hash: hash, created_at: now })
       .onConflict((oc) => oc.columns(['owner', 'key'])
-        .doUpdateSet({ request_hash: hash, status_code: null, response_headers: null, response_body: null, created_at: sql`now()` })
-        .where('idempotency_keys.created_at', '<', sql<Date>`now() - make_interval(hours => ${KEY_LIFETIME_HOURS})`))
+        .doUpdateSet({ request_hash: hash, status_code: null, response_headers: null, response_body: null, created_at: now })
+        .where('idempotency_keys.created_at', '<', new Date(now.getTime() - KEY_LIFETIME_MS)))
       .returning('key').executeTakeFirst()
     if (claimed) {
       request.idempotency = { owner, key }
