@@ -189,6 +189,22 @@ export interface SubscriptionEventsTable {
   occurred_at: Timestamp
 }
 
+/** Hosted pages and portal sessions of the local billing provider (src/modules/hosted). */
+export type HostedPageKind = 'manager' | 'portal' | 'payment'
+export type HostedPageState = 'created' | 'requested' | 'succeeded' | 'cancelled' | 'logged_in' | 'logged_out'
+export interface HostedPagesTable {
+  id: string
+  company_id: string
+  subscription_id: string
+  kind: HostedPageKind
+  token_hash: string
+  state: HostedPageState
+  redirect_url: string
+  created_at: Timestamp
+  updated_at: Timestamp
+  expires_at: Timestamp
+}
+
 export interface IdempotencyKeysTable {
   owner: string
   key: string
@@ -287,6 +303,7 @@ export interface DB {
   holidays: HolidaysTable
   subscriptions: SubscriptionsTable
   subscription_events: SubscriptionEventsTable
+  hosted_pages: HostedPagesTable
   idempotency_keys: IdempotencyKeysTable
   jobs: JobsTable
   communications: CommunicationsTable
@@ -303,6 +320,7 @@ export type ProductRow = Selectable<ProductsTable>
 export type SubscriptionRow = Selectable<SubscriptionsTable>
 export type NewSubscription = Insertable<SubscriptionsTable>
 export type SubscriptionUpdate = Updateable<SubscriptionsTable>
+export type HostedPageRow = Selectable<HostedPagesTable>
 
 /** A billing provider's webhook event, kept by id so that a repeated delivery changes nothing (migration 0006). */
 export type WebhookOutcome = 'applied' | 'unchanged' | 'stale' | 'ignored'

@@ -49,14 +49,19 @@ export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigi
     if (origin === 'null') {
       if (site !== 'same-origin') return 'opaque origin'
     } else {
-      let host: string
-      try { host = new URL(origin).host } catch { return 'malformed origin' }
-      const own = publicOrigin ? new URL(publicOrigin).host : undefined
-      if (host !== request.host && host !== own) return 'foreign origin'
+      // Compared as URLs, so that a default port written or not (localhost:80, localhost) is the same host.
+      let from: URL
+      try { from = new URL(origin) } catch { return 'malformed origin' }
+      const own = [publicOrigin ? new URL(publicOrigin).origin : undefined, hostOrigin(from.protocol, request.host)]
+      if (!own.includes(from.origin)) return 'foreign origin'
     }
   }
   const expected = csrfFor(pageToken)
   if (!same(request.field, expected)) return 'missing or wrong form token'
   if (!same(cookieValue(request.cookie, CSRF_COOKIE), expected)) return 'missing or wrong cookie'
   return null
+}
+
+function hostOrigin(protocol: string, host: string): string | undefined {
+  try { return new URL(`${protocol}//${host}`).origin } catch { return undefined }
 }

@@ -5,14 +5,14 @@ import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '..
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
-import { invoiceFor, parseVatRates, WHOLE, type Estimate } from './billing/estimate.ts'
+import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
 import * as lifecycle from './billing/lifecycle.ts'
-import { createLocalProvider } from './billing/local-provider.ts'
-import { createProviderRegistry, type BillingCustomer, type BillingProvider, type ChangeRequest, type ProviderRegistry } from './billing/provider.ts'
+import { createLocalProvider, type LocalHostedPages } from './billing/local-provider.ts'
+import { createProviderRegistry, type BillingCustomer, type BillingProvider, type ChangeRequest, type HostedPageOptions, type ProviderRegistry } from './billing/provider.ts'
 import { createPricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
-import { detailsView, statusView } from './subscriptions.views.ts'
+import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
 
 export const TRIAL_END_JOB = 'subscription.trial_end'
@@ -33,11 +33,13 @@ export function createSubscriptionsService(deps: {
   clock: Clock
   trialDays: number
   providers?: ProviderRegistry
+  /** The local provider's hosted pages (src/modules/hosted), when no `providers` are given. */
+  hostedPages?: LocalHostedPages
   vatRates?: string
   currency?: string
 }) {
   const { db, repo, clock } = deps
-  const providers = deps.providers ?? createProviderRegistry([createLocalProvider()])
+  const providers = deps.providers ?? createProviderRegistry([createLocalProvider({ hostedPages: deps.hostedPages })])
   const currency = deps.currency ?? 'EUR'
   const pricing = createPricing({ repo, vatRates: parseVatRates(deps.vatRates ?? 'IT:22') })
 
@@ -240,6 +242,26 @@ export function createSubscriptionsService(deps: {
         await save(trx, s, next, { event: 'payment_source_added', actor, at: now })
         return details(trx, (await repo.findByCompany(trx, companyId))!)
       })
+    },
+
+    /**
+     * Spec 1, 10, 11: a hosted page of the company's subscription, from its provider. The
+     * caller has checked the redirect URL against the allow-list and the company against the token.
+     */
+    async hostedPage<K extends 'managerPage' | 'portalSession' | 'paymentPage'>(kind: K, companyId: string, options: Omit<HostedPageOptions, 'now'>): Promise<Awaited<ReturnType<BillingProvider[K]>>> {
+      const s = await findOwn(companyId)
+      const { timezone: _, ...customer } = await customerOf(db, companyId)
+      const provider = providers.get(s.provider)
+      return provider[kind]({ subscription: s, customer }, { ...options, now: clock.now() }) as Promise<Awaited<ReturnType<BillingProvider[K]>>>
+    },
+
+    /** The next invoice of the subscription as it stands (the portal's "next charge"), and when; null when nothing more is billed. */
+    async nextCharge(companyId: string): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
+      const s = await findOwn(companyId)
+      const at = nextBillingAt(s)
+      if (at === null) return null
+      const customer = await customerOf(db, companyId)
+      return { at, invoice: invoiceFor(await pricing.current(db, s), WHOLE, pricing.tax(customer.country), currency) }
     },
 
     /** The subscription's history (what, when, who, from → to), oldest first. */
