@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
-import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify } from 'jose'
+import { createHash, randomUUID } from 'node:crypto'
+import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, jwtVerify, type JWK } from 'jose'
 import { sql } from 'kysely'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
@@ -353,6 +353,30 @@ for (const engine of engines) {
         }
         // The untouched token still works: the refusals above were about the changes.
         await t.json(200, { url: protectedUrl(), token: a.token })
+      })
+
+      it('refuses a token signed with the service\'s own key unless every claim is right', async () => {
+        const row = await t.app.database.db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').executeTakeFirstOrThrow()
+        const key = await importJWK(row.private_jwk as JWK, 'EdDSA')
+        const now = Math.floor(t.clock.now().getTime() / 1000)
+        const claims = { scope: 'read:company', company_id: a.id }
+        const make = (change: { iss?: string; aud?: string; typ?: string; exp?: number | null; sub?: string | null; payload?: Record<string, unknown> } = {}) => {
+          let jwt = new SignJWT({ ...claims, ...change.payload }).setProtectedHeader({ alg: 'EdDSA', kid: row.kid, typ: change.typ ?? 'at+jwt' })
+            .setIssuer(change.iss ?? 'company-admin-api').setAudience(change.aud ?? 'company-admin-api').setIssuedAt(now).setJti(randomUUID())
+          if (change.sub !== null) jwt = jwt.setSubject(change.sub ?? a.client.client_id)
+          if (change.exp !== null) jwt = jwt.setExpirationTime(change.exp ?? now + 600)
+          return jwt.sign(key)
+        }
+        // The forgery works when every claim is right: what follows fails for its one wrong claim.
+        await t.json(200, { url: protectedUrl(), token: await make() })
+        await expect401(await make({ iss: 'someone-else' }))
+        await expect401(await make({ aud: 'another-api' }))
+        await expect401(await make({ typ: 'JWT' }))
+        await expect401(await make({ exp: null }))
+        await expect401(await make({ exp: now - 1 }))
+        await expect401(await make({ sub: null }))
+        await expect401(await make({ sub: 'company_no_such_client' }))
+        await expect401(await make({ payload: { scope: ['read:company'] } }))
       })
 
       it('answers 403 forbidden while the company is disabled, and works again once enabled', async () => {

@@ -85,7 +85,12 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
         }
         if (!key) throw new Error('unknown key')
         return key
-      }, { issuer: settings.issuer, audience: settings.audience, algorithms: [ALG], currentDate: clock.now() }))
+      }, {
+        // RFC 9068 §4: an access token says so in its header; an ID token or any other JWT signed by
+        // the same key is not one.
+        issuer: settings.issuer, audience: settings.audience, algorithms: [ALG], typ: 'at+jwt',
+        requiredClaims: ['exp', 'iat', 'jti'], currentDate: clock.now(),
+      }))
     } catch {
       return undefined
     }
