@@ -1,0 +1,144 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
+import { at, billedCompany, json, statusOf, SUB, type BillingFixture } from '../subscriptions-helpers.ts'
+
+/**
+ * The hosted pages in a real browser (Debian's Chromium through playwright-core), end to end
+ * against the app listening on 127.0.0.1: what the HTTP tests cannot see (forms really posted
+ * under the Content-Security-Policy, cookies, the 303 to the redirect URL, labels and keyboard).
+ */
+const CHROMIUM = '/usr/bin/chromium'
+const skip = fs.existsSync(CHROMIUM) ? false : `browser tests skipped: no Chromium at ${CHROMIUM} (CI installs it with apt)`
+if (skip) console.log(`# ${skip}`)
+
+let browser: Browser | undefined
+
+describe('hosted pages in a browser', { skip }, () => {
+  before(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    })
+  })
+  after(async () => { await browser?.close() })
+
+  for (const engine of engines) {
+    describe(`on ${engine}`, () => {
+      let t: TestApp
+      let c: BillingFixture
+      let origin: string
+      /** Where finished pages send the browser: a page of the app itself, so the navigation ends somewhere real. */
+      let back: string
+
+      before(async () => {
+        t = await buildTestApp(engine, { REDIRECT_ALLOWED_HOSTS: '127.0.0.1', HOSTED_PAGE_TTL_SECONDS: 3600 })
+        await t.app.listen({ port: 0, host: '127.0.0.1' })
+        origin = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
+        back = `${origin}/health`
+        c = await billedCompany(t, { start: '2026-03-02T09:00:00Z', plans: { basic: { price: 29.9, name: 'Basic' }, pro: { price: 49.9, name: 'Pro' } } })
+      })
+      after(async () => { await t?.close() })
+
+      /** Opens a page through the API over real HTTP, as the customer's application would. */
+      async function pageUrl(kind: 'manager_page' | 'portal' | 'payment_page', language = 'en-GB') {
+        const res = await fetch(`${origin}${SUB}/${c.id}/${kind}/?redirect_url=${encodeURIComponent(back)}`, { headers: { authorization: `Bearer ${c.token}` } })
+        assert.equal(res.status, 200, await res.clone().text())
+        const body = await res.json() as { url?: string; access_url?: string }
+        return { url: (body.url ?? body.access_url)!, language }
+      }
+
+      async function withPage<T>(language: string, fn: (page: Page) => Promise<T>): Promise<T> {
+        const context = await browser!.newContext({ locale: language })
+        try {
+          const page = await context.newPage()
+          page.setDefaultTimeout(10_000)
+          return await fn(page)
+        } finally {
+          await context.close()
+        }
+      }
+
+      const backed = (url: URL) => url.pathname === '/health'
+
+      it('chooses a plan, sees the estimate, confirms, and the company changes', async () => {
+        const { url } = await pageUrl('manager_page')
+        await withPage('en-GB', async (page) => {
+          const res = await page.goto(url)
+          assert.equal(res?.status(), 200)
+          assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Choose your plan')
+          await page.getByLabel(/^Pro — /).check()
+          await page.getByLabel('Number of users').fill('3')
+          await page.getByRole('button', { name: 'See the cost of the change' }).click()
+          await page.getByRole('heading', { name: 'Cost of the change' }).waitFor()
+          // 3 × 49.90 = 149.70 + 22 % VAT = 182.63, billed at the trial's end.
+          assert.match(await page.locator('tfoot').textContent() ?? '', /€182\.63/)
+          await page.getByRole('button', { name: 'Confirm the change' }).click()
+          await page.waitForURL(backed)
+          assert.equal(new URL(page.url()).searchParams.get('state'), 'succeeded')
+        })
+        const company = await json(t, 200, { url: `/api/v1/companies/${c.id}` })
+        assert.equal(company.subscription_plan, c.plans.pro)
+        assert.equal(company.plan_quantity, 3)
+      })
+
+      it('adds a card with the keyboard, and the trial ends into active', async () => {
+        const { url } = await pageUrl('payment_page')
+        await withPage('en-GB', async (page) => {
+          await page.goto(url)
+          await page.getByLabel('Card number').fill('4111 1111 1111 1112')
+          await page.getByLabel('Month (1-12)').fill('10')
+          await page.getByLabel('Year (YYYY)').fill('2030')
+          await page.getByRole('button', { name: 'Save the card' }).click()
+          assert.match(await page.getByRole('alert').textContent() ?? '', /card number is not valid/)
+          assert.equal(await page.getByLabel('Card number').getAttribute('aria-invalid'), 'true')
+          assert.equal(await page.getByLabel('Card number').inputValue(), '', 'the refused number is not shown again')
+          await page.getByLabel('Card number').focus()
+          await page.keyboard.type('4111 1111 1111 1111')
+          await page.keyboard.press('Tab')
+          await page.keyboard.press('Tab')
+          await page.keyboard.press('Enter')
+          await page.waitForURL(backed)
+        })
+        const details = await json(t, 200, { url: `${SUB}/${c.id}/details` })
+        assert.deepEqual(details.customer.payment_method, { type: 'card', brand: 'visa', last4: '1111', expiry_month: 10, expiry_year: 2030 })
+        await at(t, new Date(details.subscription.trial_end * 1000 + 1000).toISOString())
+        assert.equal((await statusOf(t, c)).status, 'active')
+      })
+
+      it('cancels at the end of the term and undoes it in the portal, then logs out', async () => {
+        const { url } = await pageUrl('portal')
+        await withPage('en-GB', async (page) => {
+          await page.goto(url)
+          assert.equal(await page.locator('#status').textContent(), 'Active')
+          assert.match(await page.locator('#card').textContent() ?? '', /visa ending in 1111/)
+          await page.getByRole('button', { name: 'Cancel at the end of the term' }).click()
+          assert.match(await page.getByRole('status').textContent() ?? '', /Your subscription will end on/)
+          assert.equal(await page.locator('#status').textContent(), 'Ending at the end of the term')
+          assert.equal((await statusOf(t, c)).status, 'non_renewing')
+          await page.getByRole('button', { name: 'Undo the cancellation' }).click()
+          assert.match(await page.getByRole('status').textContent() ?? '', /cancellation has been undone/)
+          assert.equal((await statusOf(t, c)).status, 'active')
+          await page.getByRole('button', { name: 'Log out' }).click()
+          await page.waitForURL(backed)
+          const again = await page.goto(url)
+          assert.equal(again?.status(), 409)
+        })
+      })
+
+      it('refuses an expired link with a page in the customer\'s language', async () => {
+        const { url } = await pageUrl('manager_page')
+        t.clock.advance(3601 * 1000)
+        await withPage('it-IT', async (page) => {
+          const res = await page.goto(url)
+          assert.equal(res?.status(), 410)
+          assert.equal(await page.locator('html').getAttribute('lang'), 'it')
+          assert.match(await page.getByRole('alert').textContent() ?? '', /link è scaduto/)
+        })
+      })
+    })
+  }
+})
