@@ -190,6 +190,29 @@ for (const engine of engines) {
       })
     })
 
+    describe('round trips', () => {
+      it('accepts back what it answered (server-owned fields are ignored), as a new resource', async () => {
+        const p = await plan(t)
+        const readPlan = await t.json(200, { url: `${BASE}/plans/${p.id}`, token: null })
+        const planCopy = await t.call({ method: 'POST', url: `${BASE}/plans`, body: { plan: { ...readPlan.plan, sku: uniq('copy') } } })
+        assert.equal(planCopy.statusCode, 202, planCopy.body)
+        assert.notEqual(locationId(planCopy), p.id)
+
+        const pr = await product(t, [p.sku])
+        const readProduct = await t.json(200, { url: `${BASE}/products/${pr.id}`, token: null })
+        assert.equal((await t.call({ method: 'PUT', url: `${BASE}/products/${pr.id}`, body: readProduct })).statusCode, 202)
+        assert.deepEqual(await t.json(200, { url: `${BASE}/products/${pr.id}`, token: null }), readProduct)
+
+        const addon = await t.call({ method: 'POST', url: `${BASE}/addons`, body: { name: 'A', price: 2, period_unit: 'year' } })
+        const readAddon = await t.json(200, { url: String(addon.headers.location), token: null })
+        assert.equal((await t.call({ method: 'POST', url: `${BASE}/addons`, body: readAddon })).statusCode, 202)
+
+        const coupon = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('RT'), name: 'R', discount_type: 'fixed_amount', discount_value: 5 } })
+        const readCoupon = await t.json(200, { url: String(coupon.headers.location), token: null })
+        assert.equal((await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { ...readCoupon, code: uniq('RT') } })).statusCode, 202)
+      })
+    })
+
     describe('who may write', () => {
       it('refuses catalogue writes to a company token (403) and to no token (401); anyone reads', async () => {
         const p = await plan(t)

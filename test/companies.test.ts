@@ -238,6 +238,22 @@ for (const engine of engines) {
         assert.deepEqual(await t.json(200, { url: `/api/v1/companies/${a.id}/contracts/${id}`, token: a.token }), { id, first_name: 'Giulia', last_name: 'Verdi', email: 'g@example.com', subsidiary_id: null, team_ids: [], active: false })
       })
 
+      it('accepts back a contract as it was read, and a company as it was read plus its product', async () => {
+        const k = await contract(t, a.id, { subsidiary_id: await subsidiary(t, a.id) })
+        const url = `/api/v1/companies/${a.id}/contracts/${k}`
+        const read = await t.json(200, { url, token: a.token })
+        await t.json(202, { method: 'PUT', url, token: a.token, body: read })
+        assert.deepEqual(await t.json(200, { url, token: a.token }), read)
+
+        const readCompany = await t.json(200, { url: `/api/v1/companies/${a.id}` })
+        const res = await t.call({ method: 'POST', url: '/api/v1/companies', body: { ...readCompany, product_sku: a.productSku } })
+        assert.equal(res.statusCode, 202, res.body)
+        const copy = await t.json(200, { url: String(res.headers.location) })
+        assert.notEqual(copy.id, a.id)
+        assert.equal(copy.name, readCompany.name)
+        assert.equal(copy.subscription_status, 'in_trial')
+      })
+
       it('refuses bad contracts (400) and other companies\' ones (404), leaving them unchanged', async () => {
         const url = `/api/v1/companies/${a.id}/contracts`
         for (const [body, field] of [
