@@ -66,6 +66,30 @@ for (const engine of engines) {
       assertHtml(await page.post('confirm', { plan: c.plans.basic!, quantity: '1' }), 409)
     })
 
+    it('finishes a page once when the same form is submitted twice at the same time', async () => {
+      const page = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
+      await page.get()
+      const [first, second] = await Promise.all([
+        page.post('confirm', { plan: c.plans.basic!, quantity: '4' }), page.post('confirm', { plan: c.plans.pro!, quantity: '6' }),
+      ])
+      assert.deepEqual([first.statusCode, second.statusCode].sort(), [303, 409])
+      const won = first.statusCode === 303 ? { plan: c.plans.basic, quantity: 4 } : { plan: c.plans.pro, quantity: 6 }
+      const details = await detailsOf(t, c)
+      assert.deepEqual({ plan: details.subscription.plan_id, quantity: details.subscription.plan_quantity }, won)
+      // Back to Pro × 5, as the tests below expect.
+      const reset = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
+      await reset.get()
+      assert.equal((await reset.post('confirm', { plan: c.plans.pro!, quantity: '5' })).statusCode, 303)
+    })
+
+    it('escapes what it shows from the catalogue', async () => {
+      const odd = await billedCompany(t, { plans: { odd: { price: 10, name: '<img src=x onerror=alert(1)> "Odd" & co' } } })
+      const view = await new PageSession(t, await pathOf(t, 'manager', odd.id, odd.token)).get()
+      assertHtml(view, 200)
+      assert.ok(!view.body.includes('<img'), 'no markup from data')
+      assert.match(view.body, /&lt;img src=x onerror=alert\(1\)&gt; &quot;Odd&quot; &amp; co/)
+    })
+
     it('speaks Italian by Accept-Language', async () => {
       const page = new PageSession(t, await pathOf(t, 'manager', c.id, c.token), 'fr;q=1, it-IT;q=0.9, en;q=0.5')
       const view = await page.get()

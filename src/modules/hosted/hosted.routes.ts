@@ -4,7 +4,7 @@ import { AppError } from '../../http/errors.ts'
 import { toAppError } from '../../http/error-handler.ts'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'
-import { errorPage, STYLESHEET } from './hosted.html.ts'
+import { dateOf, errorPage, STYLESHEET } from './hosted.html.ts'
 import { localeOf, translator, type Locale, type Translate } from './hosted.i18n.ts'
 import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
@@ -148,7 +148,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
     const ctx = viewContext(request, 'portal')
     const done = request.query.done
     const notice = done === 'cancelled' && details.subscription.scheduled_cancellation_at !== null
-      ? ctx.t('portal.cancelled', { date: new Intl.DateTimeFormat(ctx.locale === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'long', timeZone: 'UTC' }).format(details.subscription.scheduled_cancellation_at * 1000) })
+      ? ctx.t('portal.cancelled', { date: dateOf(ctx, details.subscription.scheduled_cancellation_at) })
       : done === 'undone' ? ctx.t('portal.undone') : null
     return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice), page)
   })

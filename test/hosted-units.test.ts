@@ -1,0 +1,58 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { brandOf, luhnValid, readCard } from '../src/modules/hosted/hosted.card.ts'
+import { csrfRefusal, csrfFor } from '../src/modules/hosted/hosted.csrf.ts'
+import { localeOf } from '../src/modules/hosted/hosted.i18n.ts'
+import { checkRedirectUrl, parseAllowedHosts } from '../src/modules/hosted/hosted.redirect.ts'
+
+/** The pure parts of the hosted pages: card checks, language choice, redirect allow-list, CSRF. */
+describe('hosted pages, pure parts', () => {
+  it('checks card numbers with Luhn and reads the brand from the leading digits', () => {
+    for (const n of ['4242424242424242', '4111111111111111', '5555555555554444', '378282246310005', '6011111111111117', '2223003122003222']) assert.ok(luhnValid(n), n)
+    for (const n of ['4242424242424241', '4111111111111112', '1234567812345678']) assert.ok(!luhnValid(n), n)
+    assert.deepEqual(['4242', '5555', '2223', '3782', '6011', '3530', '9999'].map((p) => brandOf(p.padEnd(16, '0'))),
+      ['visa', 'mastercard', 'mastercard', 'american_express', 'discover', 'jcb', 'card'])
+  })
+
+  it('keeps only brand, last 4 digits and expiry; refuses a past month, a bad month, a short number', () => {
+    const now = new Date('2026-11-25T10:00:00Z')
+    assert.deepEqual(readCard({ number: '4242-4242 4242 4242', expiry_month: '11', expiry_year: '26' }, now), { card: { brand: 'visa', last4: '4242', expiry_month: 11, expiry_year: 2026 } })
+    assert.deepEqual(readCard({ number: '4242424242424242', expiry_month: '10', expiry_year: '2026' }, now), { problem: 'expiry' })
+    assert.deepEqual(readCard({ number: '4242424242424242', expiry_month: '13', expiry_year: '2030' }, now), { problem: 'expiry' })
+    assert.deepEqual(readCard({ number: '42424242424', expiry_month: '1', expiry_year: '2030' }, now), { problem: 'number' })
+    assert.deepEqual(readCard({ number: '4242x4242424242424', expiry_month: '1', expiry_year: '2030' }, now), { problem: 'number' })
+  })
+
+  it('chooses Italian or English by the highest q-value, English by default', () => {
+    assert.equal(localeOf(undefined), 'en')
+    assert.equal(localeOf('it-IT,it;q=0.9,en;q=0.8'), 'it')
+    assert.equal(localeOf('en-US,it;q=0.9'), 'en')
+    assert.equal(localeOf('de-DE, it;q=0.3, en;q=0.2'), 'it')
+    assert.equal(localeOf('it;q=0'), 'en')
+    assert.equal(localeOf('fr'), 'en')
+  })
+
+  it('allows exact hosts only, https or loopback http', () => {
+    const allowed = parseAllowedHosts(' App.Example.com , localhost')
+    assert.equal(checkRedirectUrl('https://app.example.com/x?y=1#z', allowed), 'https://app.example.com/x?y=1#z')
+    assert.equal(checkRedirectUrl('http://localhost:5173/', allowed), 'http://localhost:5173/')
+    for (const bad of ['https://sub.app.example.com/', 'https://app.example.com:443@evil.example/', 'https://app.example.com%2eevil.example/', 'HTTPS://evil.example', 'https://app.example.com/%00', 'https://app.example.com/\t']) {
+      assert.throws(() => checkRedirectUrl(bad, allowed), (err: Error) => !err.message.includes('evil'), bad)
+    }
+  })
+
+  it('accepts a form only with its token, its cookie and this origin', () => {
+    const token = 'A'.repeat(43)
+    const csrf = csrfFor(token)
+    const ok = { host: '127.0.0.1:8080', field: csrf, cookie: `other=1; hosted_csrf=${csrf}` }
+    assert.equal(csrfRefusal(token, ok, undefined), null)
+    assert.equal(csrfRefusal(token, { ...ok, origin: 'http://127.0.0.1:8080', secFetchSite: 'same-origin' }, undefined), null)
+    assert.equal(csrfRefusal(token, { ...ok, origin: 'https://pay.example.com' }, 'https://pay.example.com/'), null)
+    assert.equal(csrfRefusal(token, { ...ok, origin: 'null', secFetchSite: 'same-origin' }, undefined), null)
+    assert.notEqual(csrfRefusal(token, { ...ok, origin: 'null' }, undefined), null)
+    assert.notEqual(csrfRefusal(token, { ...ok, secFetchSite: 'same-site' }, undefined), null)
+    assert.notEqual(csrfRefusal(token, { ...ok, origin: 'http://127.0.0.1:9090' }, undefined), null)
+    assert.notEqual(csrfRefusal(token, { ...ok, field: csrfFor('B'.repeat(43)) }, undefined), null)
+    assert.notEqual(csrfRefusal(token, { ...ok, cookie: undefined }, undefined), null)
+  })
+})
