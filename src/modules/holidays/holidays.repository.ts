@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
+import { prepared } from '../../db/prepared.ts'
 import type { DB, HolidaysTable } from '../../db/tables.ts'
 
 export type HolidayValues = Pick<HolidaysTable, 'name' | 'day' | 'is_worker_holiday' | 'recurrent' | 'recurrent_until' | 'subsidiary_id'>
@@ -9,10 +10,18 @@ const COLUMNS = ['id', 'name', 'day', 'is_worker_holiday', 'recurrent', 'recurre
 export function createHolidaysRepository(db: Kysely<DB>) {
   const ofCompany = (companyId: string) => db.selectFrom('holidays').select(COLUMNS).where('company_id', '=', companyId)
 
+  // Endpoint 30's two reads, compiled once (building them was a seventh of its CPU in the profile).
+  const companyPlace = prepared(db, (companyId: string) =>
+    db.selectFrom('companies').select(['country', 'province', 'timezone']).where('id', '=', companyId))
+  const fallingIn = prepared(db, (companyId: string, from: string, to: string) =>
+    ofCompany(companyId).where((eb) => eb.or([
+      eb.and([eb('recurrent', '=', sql.lit('none')), eb('day', '>=', from), eb('day', '<=', to)]),
+      eb.and([eb('recurrent', '=', sql.lit('yearly')), eb('day', '<=', to), eb.or([eb('recurrent_until', 'is', null), eb('recurrent_until', '>=', from)])]),
+    ])))
+
   return {
     /** What endpoint 30 needs of the company: where it is and what time it is there. */
-    findCompanyPlace: (companyId: string) =>
-      db.selectFrom('companies').select(['country', 'province', 'timezone']).where('id', '=', companyId).executeTakeFirst(),
+    findCompanyPlace: async (companyId: string) => (await companyPlace(companyId))[0],
 
     companyExists: async (companyId: string) =>
       (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
@@ -42,11 +51,7 @@ export function createHolidaysRepository(db: Kysely<DB>) {
         .orderBy('day').orderBy('name').orderBy('id').execute(),
 
     /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
-    listFallingIn: (companyId: string, from: string, to: string) =>
-      ofCompany(companyId).where((eb) => eb.or([
-        eb.and([eb('recurrent', '=', 'none'), eb('day', '>=', from), eb('day', '<=', to)]),
-        eb.and([eb('recurrent', '=', 'yearly'), eb('day', '<=', to), eb.or([eb('recurrent_until', 'is', null), eb('recurrent_until', '>=', from)])]),
-      ])).execute(),
+    listFallingIn: (companyId: string, from: string, to: string) => fallingIn(companyId, from, to),
   }
 }
 
