@@ -270,7 +270,7 @@ for (const engine of engines) {
           /** The status the other instance answers once it settles, and how long that took. */
           async function settle(token: string, status: number) {
             const start = Date.now()
-            while ((await get(token)).statusCode !== status && Date.now() - start < 3000) await new Promise((r) => setTimeout(r, 20))
+            while ((await get(token)).statusCode !== status && Date.now() - start < 8000) await new Promise((r) => setTimeout(r, 20))
             return { status: (await get(token)).statusCode, ms: Date.now() - start }
           }
           const client = await companyClient(t, a.id, ['read:company'])
@@ -280,14 +280,15 @@ for (const engine of engines) {
           await t.json(204, { method: 'DELETE', url: `/api/v1/companies/${a.id}/clients/${client.client_id}` })
           const revoked = await settle(clientToken, 401)
           assert.equal(revoked.status, 401)
-          assert.ok(revoked.ms < 1000, `revocation seen after ${revoked.ms} ms`)
+          // Without the notification the other instance would hold its cached answer about 5 s.
+          assert.ok(revoked.ms < 2500, `revocation seen after ${revoked.ms} ms`)
 
           assert.equal((await get(a.token)).statusCode, 200)
           await t.json(202, { method: 'PUT', url: `/api/v1/companies/${a.id}` })
           try {
             const disabled = await settle(a.token, 403)
             assert.equal(disabled.status, 403)
-            assert.ok(disabled.ms < 1000, `disabling seen after ${disabled.ms} ms`)
+            assert.ok(disabled.ms < 2500, `disabling seen after ${disabled.ms} ms`)
           } finally {
             await t.json(202, { method: 'PUT', url: `/api/v1/companies/${a.id}/enable` })
           }
