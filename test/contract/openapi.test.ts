@@ -87,6 +87,9 @@ for (const engine of engines) {
         if (secured) assert.ok(statuses.includes('401'), `${where} needs a token and documents 401`)
         if (path.includes('{')) assert.ok(statuses.includes('404'), `${where} has a path parameter and documents 404`)
         if (!['/health', '/ready', '/metrics'].includes(path)) assert.ok(statuses.includes('429'), `${where} documents 429`)
+        if ((method === 'POST' || method === 'PUT') && secured) {
+          assert.ok((op.parameters ?? []).some((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'), `${where} documents Idempotency-Key`)
+        }
         for (const status of statuses.filter((s) => /^[45]/.test(s))) {
           const schema = op.responses[status]!.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined
           assert.ok(schema?.properties?.errors, `${where} ${status} is documented as the error body`)
