@@ -28,6 +28,10 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
   const none = { access: 'none' } as const
+  // The token is in the URL: these routes log only warnings and errors (whose lines carry no
+  // URL), so Fastify's access lines never write a page's token to the log. No automatic HEAD:
+  // opening a page changes its state.
+  const tokenRoute = { config: none, schema: hidden, logLevel: 'warn', exposeHeadRoute: false } as const
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)))
@@ -72,16 +76,16 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
 
   /** Opens the page, then checks the form came from it (403 otherwise). */
   async function checkedPost(request: TokenRequest, kind: HostedPageKind) {
-    const page = await service.open(kind, request.params.token)
+    const found = await service.open(kind, request.params.token)
     const refusal = csrfRefusal(request.params.token, {
       host: request.host, origin: header(request, 'origin'), secFetchSite: header(request, 'sec-fetch-site'),
       cookie: header(request, 'cookie'), field: request.body?.[CSRF_FIELD],
     }, deps.publicBaseUrl)
     if (refusal) {
-      request.log.info({ page: page.id, refusal }, 'hosted page form refused')
+      request.log.warn({ page: found.id, refusal }, 'hosted page form refused')
       throw new CsrfRefused()
     }
-    return page
+    return found
   }
 
   const seeOther = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).send()
@@ -107,26 +111,26 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
     reply.header('content-type', 'text/css; charset=utf-8').send(STYLESHEET))
 
   // Spec 1: choose a plan, see the estimate, confirm.
-  app.get('/hosted/manager/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.get('/hosted/manager/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page, details, plans } = await service.managerView(request.params.token)
     return sendForm(request, reply, 'manager', 200, managerPage(viewContext(request, 'manager'), details, plans), page)
   })
-  app.post('/hosted/manager/:token/estimate', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/manager/:token/estimate', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'manager')
     const { page, plan, quantity, estimate } = await service.managerEstimate(request.params.token, request.body ?? {})
     return sendForm(request, reply, 'manager', 200, managerEstimatePage(viewContext(request, 'manager'), plan, quantity, estimate), page)
   })
-  app.post('/hosted/manager/:token/confirm', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/manager/:token/confirm', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'manager')
     return seeOther(reply, await service.managerConfirm(request.params.token, request.body ?? {}))
   })
 
   // Spec 11: add a card.
-  app.get('/hosted/payment/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.get('/hosted/payment/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page } = await service.paymentView(request.params.token)
     return sendForm(request, reply, 'payment', 200, paymentPage(viewContext(request, 'payment'), null), page)
   })
-  app.post('/hosted/payment/:token/submit', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/payment/:token/submit', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'payment')
     const form = request.body ?? {}
     const result = await service.paymentSubmit(request.params.token, form)
@@ -136,14 +140,14 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
   })
 
   for (const kind of ['manager', 'payment'] as const) {
-    app.post(`/hosted/${kind}/:token/leave`, { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+    app.post(`/hosted/${kind}/:token/leave`, tokenRoute, async (request: TokenRequest, reply) => {
       await checkedPost(request, kind)
       return seeOther(reply, await service.leave(kind, request.params.token))
     })
   }
 
   // Spec 10: the portal.
-  app.get('/hosted/portal/:token', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.get('/hosted/portal/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page, details, next } = await service.portalView(request.params.token)
     const ctx = viewContext(request, 'portal')
     const done = request.query.done
@@ -152,17 +156,17 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
       : done === 'undone' ? ctx.t('portal.undone') : null
     return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice), page)
   })
-  app.post('/hosted/portal/:token/cancel', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/portal/:token/cancel', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'portal')
     await service.portalCancel(request.params.token)
     return seeOther(reply, `${pagePath('portal', request.params.token)}?done=cancelled`)
   })
-  app.post('/hosted/portal/:token/undo', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/portal/:token/undo', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'portal')
     await service.portalUndo(request.params.token)
     return seeOther(reply, `${pagePath('portal', request.params.token)}?done=undone`)
   })
-  app.post('/hosted/portal/:token/logout', { config: none, schema: hidden }, async (request: TokenRequest, reply) => {
+  app.post('/hosted/portal/:token/logout', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'portal')
     return seeOther(reply, await service.portalLogout(request.params.token))
   })
