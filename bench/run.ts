@@ -74,6 +74,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
   const url = new URL(ADMIN_URL)
   url.pathname = `/${name}`
   const db = new pg.Pool({ connectionString: url.toString(), max: 2 })
+  db.on('error', () => {})
   const exec = (text: string) => db.query(text)
   const count = async (text: string) => Number((await db.query(text)).rows[0].n)
   const env = serverEnv({ DATABASE_URL: url.toString() })
@@ -85,12 +86,12 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     const version = (await db.query('SHOW server_version')).rows[0].server_version as string
     const figures: EngineFigures = { engine: 'postgres', version, startMs: 0, idleRssMb: 0, serverCores: '', http: [] }
 
-    const teamsUrl = `${server.url}/api/v1/companies/${seeded.reader.id}/teams`
+    const teamsUrl = () => `${server!.url}/api/v1/companies/${seeded.reader.id}/teams`
     const auth = { authorization: `Bearer ${seeded.reader.token}` }
     let at100: LatencyFigure | undefined
     if (want('growth')) {
       await growCompanies(exec, count, 100)
-      at100 = await measureLatency(teamsUrl, auth, 1000)
+      at100 = await measureLatency(teamsUrl(), auth, 1000)
       log(`  growth: teams read with 100 companies p50 ${at100.p50.toFixed(2)} ms`)
     }
     await growCompanies(exec, count, 1000)
@@ -107,12 +108,13 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
     if (want('growth') && at100) {
       await growCompanies(exec, count, 100_000)
-      const at100k = await measureLatency(teamsUrl, auth, 1000)
+      const at100k = await measureLatency(teamsUrl(), auth, 1000)
       log(`  growth: teams read with 100,000 companies p50 ${at100k.p50.toFixed(2)} ms`)
       figures.growth = { at100, at100k }
     }
     return figures
   } finally {
+    if (server && server.child.exitCode !== null) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
     await server?.stop()
     await db.end()
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err.message}`))
