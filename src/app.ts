@@ -8,7 +8,7 @@ import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installValidation } from './http/validation.ts'
-import { frameworkErrors, installErrorHandler } from './http/error-handler.ts'
+import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
 import { installMetrics } from './http/metrics.ts'
 import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
@@ -81,6 +81,12 @@ export async function buildApp(options: AppOptions) {
     logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestTimeout: config.REQUEST_TIMEOUT_MS,
+    // Draining answers and parser refusals in the service's own error shape (http/error-handler.ts).
+    return503OnClosing: false,
+    clientErrorHandler,
+    // Node checks these timeouts every connectionsCheckingInterval (30 s by default): a slow client
+    // would hold its connection that much longer than the timeout says.
+    http: { headersTimeout: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     requestIdHeader: false,
     genReqId: (request) => {
@@ -95,6 +101,7 @@ export async function buildApp(options: AppOptions) {
 
   installValidation(app)
   installErrorHandler(app)
+  installDraining(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
   installMetrics(app)
 

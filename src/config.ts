@@ -24,6 +24,8 @@ const ConfigSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000 }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000 }),
+  // A client must have sent all its headers within this time (slow-header clients are closed).
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000 }),
   SCHEDULER_ENABLED: Type.Boolean({ default: true }),
   SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),

@@ -73,3 +73,39 @@ export function isDatabaseUnavailable(err: { code?: string; message?: string }):
   // The last two: the database was closed under the app (shutdown in progress, PGlite stopped).
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(message)
 }
+
+/**
+ * A request that arrives while the server drains (SIGTERM) gets `503 {errors, code}` with
+ * Retry-After, like every other refusal. Fastify's own drain answer (return503OnClosing) has
+ * another body and no Retry-After, so the app turns it off and answers here instead; Fastify
+ * still marks those answers `Connection: close`, so busy keep-alive connections end too.
+ */
+export function installDraining(app: FastifyInstance) {
+  let draining = false
+  const start = () => { draining = true }
+  app.addHook('preClose', async () => start())
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(draining ? new ServiceUnavailable('The service is shutting down; retry on another instance or shortly', 1) : undefined)
+  })
+  return { start }
+}
+
+const CLIENT_ERRORS: Record<string, [number, string, ErrorCode, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'validation_failed', 'The request was not received in time'],
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'validation_failed', 'The request headers are larger than the limit'],
+}
+
+/**
+ * Requests Node's parser refuses before Fastify sees them (headers too large, malformed HTTP,
+ * a client too slow to send its request): the same `{errors, code}` body as every other refusal,
+ * then the connection is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, reason, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'validation_failed', 'The request is not valid HTTP']
+  const body = JSON.stringify({ errors: message, code })
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  }
+  socket.destroy()
+}

@@ -1,0 +1,62 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import type { Cluster } from './cluster.ts'
+import type { EngineName, Store } from './server.ts'
+
+export interface Context {
+  engine: EngineName
+  /** 1 for the documented durations and counts; smaller while developing (RELIABILITY_SCALE). */
+  scale: number
+  cluster: Cluster
+  /** A fresh, empty store of the engine: a database of the private cluster, or a PGlite directory. */
+  store(): Store
+  /** Scales a count or duration, never below `min`. */
+  scaled(full: number, min?: number): number
+}
+
+export interface Result {
+  pass: boolean
+  /** Figures for the report: what was measured. */
+  figures: Record<string, string | number>
+  /** What failed, or what the reader should know. */
+  notes: string[]
+}
+
+export interface Scenario {
+  id: number
+  title: string
+  engines: EngineName[]
+  run(ctx: Context): Promise<Result>
+}
+
+let stores = 0
+export function makeContext(engine: EngineName, scale: number, cluster: Cluster, scratch: string): Context {
+  return {
+    engine, scale, cluster,
+    store() {
+      stores++
+      if (engine === 'postgres') return { engine, url: cluster.createDatabase(`rel_${process.pid}_${stores}`) }
+      const dataDir = path.join(scratch, `pglite-${stores}`)
+      fs.mkdirSync(dataDir, { recursive: true })
+      return { engine, dataDir }
+    },
+    scaled: (full, min = 1) => Math.max(min, Math.round(full * scale)),
+  }
+}
+
+export function scratchDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-'))
+}
+
+/** Collects checks: each failed one becomes a note and fails the scenario. */
+export function checks() {
+  const notes: string[] = []
+  let pass = true
+  return {
+    notes,
+    check(ok: boolean, what: string) { if (!ok) { pass = false; notes.push(`FAILED: ${what}`) } return ok },
+    note(what: string) { notes.push(what) },
+    get pass() { return pass },
+  }
+}

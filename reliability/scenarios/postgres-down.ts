@@ -1,0 +1,83 @@
+import { checks, type Scenario } from '../lib/context.ts'
+import { client } from '../lib/http.ts'
+import { platformToken, tenant } from '../lib/fixtures.ts'
+import { startLoad, verifyStored } from '../lib/load.ts'
+import { sleep, startServer } from '../lib/server.ts'
+import { fmt } from './concurrent-writers.ts'
+
+/**
+ * 3. The private PostgreSQL stopped with `-m immediate` under load, then started: 503 with
+ * Retry-After while it is down (never 500), recovery without a restart within 10 s, nothing
+ * acknowledged lost.
+ */
+export const postgresDown: Scenario = {
+  id: 3,
+  title: 'PostgreSQL stopped under load',
+  engines: ['postgres'],
+  async run(ctx) {
+    const c = checks()
+    const server = await startServer(ctx.store())
+    let down = false
+    let downAt = Infinity
+    let upAt = 0
+    let recoveredAt = 0
+    const whileDown = new Map<number, number>()
+    try {
+      const admin = client(server.base, await platformToken(server.base))
+      const t = await tenant(server.base, admin, 2)
+      const load = startLoad(server.base, t, {
+        connections: 20,
+        onAnswer(status, sentAt) {
+          // Only requests sent while it was down: one sent before may have committed in time.
+          if (down && sentAt > downAt) whileDown.set(status, (whileDown.get(status) ?? 0) + 1)
+          if (upAt && !recoveredAt && status >= 200 && status < 300) recoveredAt = Date.now()
+        },
+      })
+      await sleep(ctx.scaled(3000, 1000))
+      ctx.cluster.crash()
+      down = true
+      downAt = Date.now()
+      await sleep(500)
+      // Reads, the readiness probe and the token endpoint, while the database is away.
+      const probes = await Promise.all([
+        t.api.call({ url: `/api/v1/companies/${t.id}/teams` }),
+        t.api.call({ url: '/ready' }),
+        t.api.call({ method: 'POST', url: '/oauth/token', body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret } }),
+      ])
+      for (const p of probes) whileDown.set(p.status, (whileDown.get(p.status) ?? 0) + 1)
+      await sleep(ctx.scaled(5000, 2000))
+      down = false
+      ctx.cluster.start()
+      upAt = Date.now()
+      while (!recoveredAt && Date.now() - upAt < 30_000) await sleep(50)
+      await sleep(1000)
+      await load.stop()
+      const stored = await verifyStored(server.base, t, load)
+      const recovery = recoveredAt ? recoveredAt - upAt : Infinity
+      c.check([...whileDown.keys()].every((s) => s === 503 || s === 401), `answers while down other than 503: ${fmt(whileDown)}`)
+      c.check(load.violations.length === 0, `error answers out of contract: ${load.violations.slice(0, 3).join(' / ')}`)
+      c.check(probes[0]!.status === 503 && probes[0]!.headers['retry-after'] !== undefined, `a read while down: ${probes[0]!.status} ${probes[0]!.text.slice(0, 200)}`)
+      c.check(probes[1]!.status === 503, `/ready while down: ${probes[1]!.status}`)
+      c.check(probes[2]!.status === 503, `the token endpoint while down: ${probes[2]!.status} ${probes[2]!.text.slice(0, 200)}`)
+      c.check(recovery <= 10_000, `recovered ${recovery} ms after PostgreSQL was back (at most 10 s)`)
+      c.check(stored.missing.length === 0, `acknowledged writes missing: ${stored.missing.slice(0, 5).join(', ')}`)
+      c.check(stored.duplicated.length === 0, `duplicated: ${stored.duplicated.slice(0, 5).join(', ')}`)
+      c.check(server.child.exitCode === null, 'the service exited')
+      return {
+        pass: c.pass,
+        figures: {
+          'answers while down': fmt(whileDown),
+          'first 2xx after PostgreSQL started': `${recovery} ms`,
+          'acknowledged writes': load.teams.size + load.communications.size,
+          'missing': stored.missing.length,
+          'all statuses': fmt(load.statuses),
+        },
+        notes: c.notes,
+      }
+    } finally {
+      down = false
+      try { ctx.cluster.start() } catch { /* already up */ }
+      await server.stop()
+    }
+  },
+}

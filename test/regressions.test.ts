@@ -1,0 +1,81 @@
+import { describe, it, after, before } from 'node:test'
+import assert from 'node:assert/strict'
+import net from 'node:net'
+import Fastify from 'fastify'
+import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { installDraining, installErrorHandler } from '../src/http/error-handler.ts'
+
+/**
+ * Defects found by the reliability suite (reliability/, docs/reliability.md), each pinned by a
+ * regular test here so that it stays fixed without running the suite.
+ */
+
+/** Sends raw bytes on a new connection; resolves with everything the server wrote before closing. */
+function raw(port: number, write: (socket: net.Socket) => void): Promise<{ text: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now()
+    const socket = net.connect(port, '127.0.0.1', () => write(socket))
+    let text = ''
+    socket.on('data', (d) => { text += d.toString() })
+    socket.on('close', () => resolve({ text, ms: Date.now() - started }))
+    socket.on('error', reject)
+  })
+}
+
+function bodyOf(text: string) {
+  return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))
+}
+
+for (const engine of engines) {
+  describe(`regressions found by the reliability suite on ${engine}`, () => {
+    let t: TestApp
+    let port: number
+    before(async () => {
+      t = await buildTestApp(engine, { HEADERS_TIMEOUT_MS: 1000, REQUEST_TIMEOUT_MS: 1000 })
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      port = (t.app.server.address() as net.AddressInfo).port
+    })
+    after(async () => { await t?.close() })
+
+    it('headers over the limit get 431 with {errors, code}, not Fastify\'s own body', async () => {
+      const { text } = await raw(port, (s) => s.end(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`))
+      assert.match(text, /^HTTP\/1.1 431 /)
+      assert.deepEqual(Object.keys(bodyOf(text)).sort(), ['code', 'errors'])
+    })
+
+    it('malformed HTTP gets 400 with {errors, code}', async () => {
+      const { text } = await raw(port, (s) => s.end('GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'))
+      assert.match(text, /^HTTP\/1.1 400 /)
+      assert.equal(bodyOf(text).code, 'validation_failed')
+    })
+
+    it('a client sending one header byte at a time is closed by the headers timeout, with 408', async () => {
+      const { text, ms } = await raw(port, (s) => {
+        s.write('GET /health HTTP/1.1\r\nHost: x\r\n')
+        const timer = setInterval(() => { if (!s.destroyed) s.write('X') }, 300)
+        s.on('close', () => clearInterval(timer))
+      })
+      assert.match(text, /^HTTP\/1.1 408 /)
+      assert.equal(bodyOf(text).code, 'validation_failed')
+      assert.ok(ms < 4000, `closed after ${ms} ms`)
+    })
+  })
+}
+
+describe('draining (SIGTERM)', () => {
+  it('a request arriving while the server drains gets 503 {errors, code} with Retry-After', async () => {
+    // The app's own wiring (app.ts): Fastify's drain answer off, the service's on. Draining starts
+    // in a preClose hook; the reliability suite (scenario 4) sends requests through a real SIGTERM.
+    const app = Fastify({ return503OnClosing: false })
+    installErrorHandler(app)
+    const drain = installDraining(app)
+    app.get('/work', async () => ({ ok: true }))
+    assert.equal((await app.inject({ url: '/work' })).statusCode, 200)
+    drain.start()
+    const during = await app.inject({ url: '/work' })
+    await app.close()
+    assert.equal(during.statusCode, 503)
+    assert.equal(during.headers['retry-after'], '1')
+    assert.deepEqual(Object.keys(during.json()).sort(), ['code', 'errors'])
+  })
+})
