@@ -20,6 +20,12 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
   }
 
   return {
+    /** Synchronously, the cached answer while it is fresh; null when get() must ask the database. */
+    fresh(clientId: string): { state: ClientAccessState | undefined } | null {
+      const hit = cache.get(clientId)
+      return hit && Date.now() - hit.at < MAX_AGE_MS ? hit : null
+    },
+
     async get(clientId: string): Promise<ClientAccessState | undefined> {
       const hit = cache.get(clientId)
       if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit.state

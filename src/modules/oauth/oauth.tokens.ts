@@ -64,15 +64,22 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
     return { token, expiresIn: settings.ttlSeconds }
   }
 
+  /**
+   * Synchronously, a token verified before: its principal while unexpired, null once expired,
+   * undefined when it has not been verified yet (then verify() is needed).
+   */
+  function cached(token: string): Principal | null | undefined {
+    const hit = verified.get(token)
+    if (!hit) return undefined
+    if (hit.expiresAt > clock.now().getTime() / 1000) return hit
+    verified.delete(token)
+    return null
+  }
+
   /** The principal of a token, or undefined when it is not a valid, unexpired token of ours. */
   async function verify(token: string): Promise<Principal | undefined> {
-    const nowSeconds = clock.now().getTime() / 1000
-    const cached = verified.get(token)
-    if (cached) {
-      if (cached.expiresAt > nowSeconds) return cached
-      verified.delete(token)
-      return undefined
-    }
+    const hit = cached(token)
+    if (hit !== undefined) return hit ?? undefined
     if (!signing) await load()
     let payload: JWTPayload
     try {
@@ -110,6 +117,7 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
     load,
     sign,
     verify,
+    cached,
     jwks: () => ({ keys: publicJwks }),
   }
 }
