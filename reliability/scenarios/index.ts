@@ -3,5 +3,9 @@ import { concurrentWriters } from './concurrent-writers.ts'
 import { killRestart } from './kill-restart.ts'
 import { postgresDown } from './postgres-down.ts'
 import { sigterm } from './sigterm.ts'
+import { redirects } from './redirects.ts'
+import { limits } from './limits.ts'
+import { idempotency } from './idempotency.ts'
+import { tenants } from './tenants.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, killRestart, postgresDown, sigterm]
+export const scenarios: Scenario[] = [concurrentWriters, killRestart, postgresDown, sigterm, tenants, redirects, limits, idempotency]
