@@ -33,6 +33,19 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`.',
       },
       servers: options.serverUrl ? [{ url: options.serverUrl }] : [],
+      // The reference page lists the areas in this order: getting a token first, operations last.
+      tags: [
+        { name: 'OAuth', description: 'Tokens (client credentials) and the keys that verify them' },
+        { name: 'Companies', description: 'Companies, their subsidiaries, authorized scopes and clients' },
+        { name: 'Contracts', description: 'The employees of a company' },
+        { name: 'Teams', description: 'Teams, their members and leaders' },
+        { name: 'Holidays', description: 'Company and subsidiary holidays, merged with public calendars' },
+        { name: 'Communications', description: 'Messages to teams and subsidiaries, scheduled and recurrent' },
+        { name: 'Communication messages', description: 'The recipients\' side: inbox, open, acknowledge' },
+        { name: 'Catalogue', description: 'Plans, products, addons and coupons' },
+        { name: 'Subscription', description: 'A company\'s subscription, its estimate and hosted billing pages' },
+        { name: 'Operations', description: 'Health, readiness and metrics' },
+      ],
       components: {
         securitySchemes: {
           oauth2: {
