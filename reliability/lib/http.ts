@@ -32,7 +32,9 @@ export function http(base: string, req: Request): Promise<Response> {
       headers['content-type'] ??= 'application/json'
     }
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload))
-    const r = nodeHttp.request(base + req.url, { method: req.method ?? 'GET', headers, agent, timeout: req.timeoutMs ?? 30_000 }, (res) => {
+    // The path goes as is: a URL object would normalise `..` and `%2e%2e` before the server sees them.
+    const { hostname, port } = new URL(base)
+    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent, timeout: req.timeoutMs ?? 30_000 }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('error', reject)

@@ -7,5 +7,7 @@ import { redirects } from './redirects.ts'
 import { limits } from './limits.ts'
 import { idempotency } from './idempotency.ts'
 import { tenants } from './tenants.ts'
+import { hostile } from './hostile.ts'
+import { schedulerFaults } from './scheduler.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, killRestart, postgresDown, sigterm, tenants, redirects, limits, idempotency]
+export const scenarios: Scenario[] = [concurrentWriters, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults]
