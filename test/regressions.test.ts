@@ -3,7 +3,9 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import Fastify from 'fastify'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { sql } from 'kysely'
 import { installDraining, installErrorHandler } from '../src/http/error-handler.ts'
+import { openTestDatabase } from './helpers/databases.ts'
 
 /**
  * Defects found by the reliability suite (reliability/, docs/reliability.md), each pinned by a
@@ -77,5 +79,32 @@ describe('draining (SIGTERM)', () => {
     assert.equal(during.statusCode, 503)
     assert.equal(during.headers['retry-after'], '1')
     assert.deepEqual(Object.keys(during.json()).sort(), ['code', 'errors'])
+  })
+})
+
+describe('LISTEN after the PostgreSQL connection is lost', { skip: !engines.includes('postgres') }, () => {
+  it('listens again and says "forget everything", then hears notifications as before', async () => {
+    const database = await openTestDatabase('postgres')
+    try {
+      const heard: string[] = []
+      await database.listen('reliability_check', (payload) => heard.push(payload))
+      const backend = async () => (await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`.execute(database.db)).rows
+      const [first] = await backend()
+      assert.ok(first, 'a LISTEN connection')
+      // What a PostgreSQL restart does to it (only this test database's own connection).
+      await sql`SELECT pg_terminate_backend(${first.pid})`.execute(database.db)
+      const deadline = Date.now() + 5_000
+      while (!heard.includes('') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      assert.deepEqual(heard, [''], 'told to forget everything once back')
+      const [second] = await backend()
+      assert.ok(second && second.pid !== first.pid, 'a new LISTEN connection')
+      await sql`SELECT pg_notify('reliability_check', 'client-1')`.execute(database.db)
+      const until = Date.now() + 2_000
+      while (heard.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      assert.deepEqual(heard, ['', 'client-1'])
+    } finally {
+      await database.close()
+      await database.drop()
+    }
   })
 })

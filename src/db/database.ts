@@ -50,13 +50,45 @@ function createPostgres(connectionString: string, max: number): Database {
   return {
     db,
     engine: 'postgres',
+    /**
+     * A LISTEN connection that the server drops (a restart, a failover, a killed backend) is
+     * opened again, with a growing delay while the server is away. Notifications sent meanwhile
+     * are lost, so once back it calls onMessage('') ("forget everything").
+     */
     async listen(channel, onMessage) {
-      const client = new pg.Client({ connectionString })
-      client.on('error', () => {})
-      client.on('notification', (n) => { if (n.channel === channel) onMessage(n.payload ?? '') })
-      await client.connect()
-      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
-      listeners.push(client)
+      let attempt = 0
+      const reconnectLater = () => {
+        if (closed) return
+        const delay = Math.min(5_000, 200 * 2 ** attempt++)
+        setTimeout(() => {
+          if (closed) return
+          open().then(() => { attempt = 0; onMessage('') }, reconnectLater)
+        }, delay).unref()
+      }
+      const open = async () => {
+        const client = new pg.Client({ connectionString })
+        client.on('error', () => {})
+        client.on('notification', (n) => { if (n.channel === channel) onMessage(n.payload ?? '') })
+        try {
+          await client.connect()
+          await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+        } catch (err) {
+          client.end().catch(() => {})
+          throw err
+        }
+        let lost = false
+        const onLost = () => {
+          if (lost) return
+          lost = true
+          listeners.splice(listeners.indexOf(client), 1)
+          client.end().catch(() => {})
+          reconnectLater()
+        }
+        client.on('error', onLost)
+        client.on('end', onLost)
+        listeners.push(client)
+      }
+      await open()
     },
     async close() {
       if (closed) return
