@@ -55,6 +55,7 @@ export function client(base: string, token?: string) {
   const call = (req: Request) => http(base, { token, ...req })
   return {
     base,
+    token,
     call,
     async expect(status: number, req: Request) {
       const res = await call(req)

@@ -1,6 +1,6 @@
 import { checks, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
-import { platformToken, tenant } from '../lib/fixtures.ts'
+import { platformToken, tenant, tokenFor } from '../lib/fixtures.ts'
 import { startLoad, verifyStored } from '../lib/load.ts'
 import { sleep, startServer } from '../lib/server.ts'
 import { fmt } from './concurrent-writers.ts'
@@ -16,7 +16,8 @@ export const postgresDown: Scenario = {
   engines: ['postgres'],
   async run(ctx) {
     const c = checks()
-    const server = await startServer(ctx.store())
+    const store = ctx.store()
+    const server = await startServer(store)
     let down = false
     let downAt = Infinity
     let upAt = 0
@@ -53,6 +54,24 @@ export const postgresDown: Scenario = {
       await sleep(1000)
       await load.stop()
       const stored = await verifyStored(server.base, t, load)
+      // After the outage, a revocation made on another instance still reaches this one at once
+      // (its LISTEN connection was dropped with the server and must have been reopened).
+      const other = await startServer(store)
+      let revokedAfter = Infinity
+      try {
+        const made = (await admin.expect(201, { method: 'POST', url: `/api/v1/companies/${t.id}/clients`, body: { name: 'to revoke', scopes: ['read:team'] } })).json()
+        const token = await tokenFor(server.base, made.client_id, made.client_secret)
+        await client(server.base, token).expect(200, { url: `/api/v1/companies/${t.id}/teams` })
+        await client(other.base, admin.token!).expect(204, { method: 'DELETE', url: `/api/v1/companies/${t.id}/clients/${made.client_id}` })
+        const revokedAt = Date.now()
+        while (Date.now() - revokedAt < 10_000) {
+          if ((await client(server.base, token).call({ url: `/api/v1/companies/${t.id}/teams` })).status === 401) { revokedAfter = Date.now() - revokedAt; break }
+          await sleep(50)
+        }
+      } finally {
+        await other.stop()
+      }
+      c.check(revokedAfter < 2000, `a revocation on another instance reached this one after ${revokedAfter} ms (its notification channel was not restored)`)
       const recovery = recoveredAt ? recoveredAt - upAt : Infinity
       c.check([...whileDown.keys()].every((s) => s === 503 || s === 401), `answers while down other than 503: ${fmt(whileDown)}`)
       c.check(load.violations.length === 0, `error answers out of contract: ${load.violations.slice(0, 3).join(' / ')}`)
@@ -70,6 +89,7 @@ export const postgresDown: Scenario = {
           'first 2xx after PostgreSQL started': `${recovery} ms`,
           'acknowledged writes': load.teams.size + load.communications.size,
           'missing': stored.missing.length,
+          'revocation seen by this instance after the outage': `${revokedAfter} ms`,
           'all statuses': fmt(load.statuses),
         },
         notes: c.notes,
