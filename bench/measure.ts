@@ -95,9 +95,9 @@ function once(url: URL, headers: Record<string, string>): Promise<number> {
  * Latency of one request at a time (no queueing: what one client sees), timed by this harness on
  * the load core: `count` requests per round after a warm-up, 3 rounds, medians of the rounds.
  */
-export async function measureLatency(urlText: string, headers: Record<string, string>, count = 300): Promise<LatencyFigure> {
+export async function measureLatency(urlText: string, headers: Record<string, string>, count = 300, warmup = 100): Promise<LatencyFigure> {
   const url = new URL(urlText)
-  for (let i = 0; i < Math.min(100, count); i++) await once(url, headers)
+  for (let i = 0; i < warmup; i++) await once(url, headers)
   const p50s: number[] = []
   const p99s: number[] = []
   const means: number[] = []

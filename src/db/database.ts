@@ -145,13 +145,17 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-dialect.ts')])
   let release = () => {}
   let pglite: PGlite
+  // PGlite's PostgreSQL keeps 128 MB of shared buffers in the process's memory by default, which
+  // doubled the idle RSS of a server on PGlite (bench/RESULTS.md). 32 MB holds the working set of
+  // a small deployment; a page beyond it is read again from the data directory (the OS caches it).
+  const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB']
   if (options.pgliteDump) {
-    pglite = new PGlite({ loadDataDir: options.pgliteDump, parsers: pgliteParsers })
+    pglite = new PGlite({ loadDataDir: options.pgliteDump, parsers: pgliteParsers, startParams })
   } else {
     const dataDir = path.resolve(options.dataDir ?? './data')
     fs.mkdirSync(dataDir, { recursive: true })
     release = takeLock(path.join(dataDir, '.lock'))
-    pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), parsers: pgliteParsers })
+    pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), parsers: pgliteParsers, startParams })
   }
   try {
     await pglite.waitReady
