@@ -11,6 +11,8 @@ export interface Load {
   teams: Map<string, string>          // code -> id of acknowledged team creations
   communications: Map<string, string> // subject -> id
   statuses: Map<number, number>
+  /** Keys of writes that were refused (an answer other than 2xx): they must have no effect. */
+  refused: Set<string>
   /** Answers that broke a rule: 5xx other than 503, 503 without Retry-After, bodies not {errors, code}. */
   violations: string[]
   noAnswer: number
@@ -22,7 +24,7 @@ export function startLoad(base: string, tenant: Tenant, options: { connections: 
   const api = client(base, tenant.token)
   let stopping = false
   const load: Load = {
-    teams: new Map(), communications: new Map(), statuses: new Map(), violations: [], noAnswer: 0, requests: 0,
+    teams: new Map(), communications: new Map(), statuses: new Map(), refused: new Set(), violations: [], noAnswer: 0, requests: 0,
     async stop() { stopping = true; await Promise.all(workers) },
   }
   async function worker(n: number) {
@@ -42,6 +44,7 @@ export function startLoad(base: string, tenant: Tenant, options: { connections: 
           const id = String(res.headers.location ?? '').split('/').pop()!
           ;(team ? load.teams : load.communications).set(key, id)
         } else {
+          load.refused.add(key)
           const problem = judgeError(res.status, res.headers['retry-after'], res.text)
           if (problem) load.violations.push(`${team ? 'team' : 'communication'}: ${problem}`)
           if (res.status === 503 || res.status === 429) await sleep(100)
@@ -88,7 +91,7 @@ export async function verifyStored(base: string, tenant: Tenant, load: Pick<Load
     if (n === 0) missing.push(`communication ${subject}`)
     if (n > 1) duplicated.push(`communication ${subject} x${n}`)
   }
-  return { missing, duplicated, teams, comms }
+  return { missing, duplicated, teams, comms, stored: new Set([...teamCount.keys(), ...commCount.keys()]) }
 }
 
 function countBy(values: string[]) {

@@ -1,7 +1,7 @@
 import { checks, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, tenant, tokenFor } from '../lib/fixtures.ts'
-import { startLoad, verifyStored } from '../lib/load.ts'
+import { judgeError, startLoad, verifyStored } from '../lib/load.ts'
 import { sleep, startServer } from '../lib/server.ts'
 import { fmt } from './concurrent-writers.ts'
 
@@ -45,7 +45,11 @@ export const postgresDown: Scenario = {
         t.api.call({ url: '/ready' }),
         t.api.call({ method: 'POST', url: '/oauth/token', body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret } }),
       ])
-      for (const p of probes) whileDown.set(p.status, (whileDown.get(p.status) ?? 0) + 1)
+      for (const p of probes) {
+        whileDown.set(p.status, (whileDown.get(p.status) ?? 0) + 1)
+        const problem = judgeError(p.status, p.headers['retry-after'], p.text)
+        c.check(!problem, `a probe while down: ${problem}`)
+      }
       await sleep(ctx.scaled(5000, 2000))
       down = false
       ctx.cluster.start()

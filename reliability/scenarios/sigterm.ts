@@ -36,12 +36,14 @@ export const sigterm: Scenario = {
       const stored = await verifyStored(again.base, t, load)
       c.check(stored.missing.length === 0, `answered writes missing: ${stored.missing.slice(0, 5).join(', ')}`)
       c.check(stored.duplicated.length === 0, `duplicated: ${stored.duplicated.slice(0, 5).join(', ')}`)
+      const refusedButStored = [...load.refused].filter((k) => stored.stored.has(k))
+      c.check(refusedButStored.length === 0, `writes answered with an error but stored: ${refusedButStored.slice(0, 5).join(', ')}`)
       return {
         pass: c.pass,
         figures: {
           'exit code': String(code), 'exit after SIGTERM': `${exitMs} ms`,
           'acknowledged writes': load.teams.size + load.communications.size,
-          'statuses': fmt(load.statuses), 'missing': stored.missing.length,
+          'statuses': fmt(load.statuses), 'missing': stored.missing.length, 'refused yet stored': refusedButStored.length,
         },
         notes: c.notes,
       }
