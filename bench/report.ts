@@ -133,9 +133,11 @@ warm-up, medians of the rounds' p50.
   data directory). For the communications (PostgreSQL): 10,000 contracts in one team of the
   writer company; for the report, a communication with 10 daily occurrences delivered to them
   (100,000 messages, 60 % opened, 30 % acknowledged at random).
-- Order on PostgreSQL: seed, grow to 100 companies, time the teams read, grow to 1,000, restart
-  (start to \`/ready\`, idle RSS 2 s later), the HTTP workloads, all_holidays, the communications,
-  grow to 100,000, time the teams read again. On PGlite: seed, stop, grow to 1,000, start, reads.
+- Order on PostgreSQL: seed, grow to 100 companies, restart, time the teams read (after 1,000
+  warm-up requests), grow to 1,000, restart (start to \`/ready\`, idle RSS 2 s later), the HTTP
+  workloads, all_holidays, the communications, grow to 100,000, restart, time the teams read
+  again the same way. On PGlite: seed, stop, grow to 1,000, start (start to \`/ready\`, idle RSS),
+  the two reads.
 - Every database and data directory the bench creates is dropped at the end.
 
 ## What the profile showed
