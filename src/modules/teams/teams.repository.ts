@@ -12,9 +12,9 @@ export interface TeamValues { name: string; code: string; subsidiary_id: string 
  * through INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
  */
 export function createTeamsRepository(db: Kysely<DB>) {
-  // The hot reads (bench/RESULTS.md): one statement each, compiled once.
-  // The list as one json value (one native JSON.parse) rather than a row per team for the driver
-  // to decode field by field; no row at all when the company does not exist.
+  // The hot paths (bench/RESULTS.md): one statement each, compiled once. The list comes back as
+  // one json value (one native JSON.parse) rather than a row per team for the driver to decode
+  // field by field, and as no row at all when the company does not exist.
   const teamsOfCompany = prepared(db, (companyId: string) => sql<{ teams: Team[] | null }>`
     SELECT (
       SELECT json_agg(json_build_object(
