@@ -66,7 +66,7 @@ function writeReport(rows: Array<{ scenario: Scenario; engine: EngineName; resul
   const lines = [
     '# Reliability report',
     '',
-    `Run of \`npm run test:reliability\` on ${new Date().toISOString()}: scale ${scale}` +
+    `Run of \`npm run test:reliability\` finished ${new Date().toISOString()}: scale ${scale}` +
       `${scale === 1 ? ' (the documented durations and counts)' : ' (durations and counts reduced)'}, ` +
       `${os.cpus().length} cores, Node ${process.version}, total ${(totalMs / 1000).toFixed(0)} s.`,
     'The service was started as a user starts it (`node --import tsx src/server.ts`), on a private PostgreSQL 15 cluster and on PGlite.',
