@@ -80,7 +80,8 @@ function createPostgres(connectionString: string, max: number): Database {
         const onLost = () => {
           if (lost) return
           lost = true
-          listeners.splice(listeners.indexOf(client), 1)
+          const at = listeners.indexOf(client)
+          if (at >= 0) listeners.splice(at, 1)
           client.end().catch(() => {})
           reconnectLater()
         }
