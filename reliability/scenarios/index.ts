@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/context.ts'
 import { concurrentWriters } from './concurrent-writers.ts'
+import { races } from './races.ts'
 import { killRestart } from './kill-restart.ts'
 import { postgresDown } from './postgres-down.ts'
 import { sigterm } from './sigterm.ts'
@@ -10,4 +11,4 @@ import { tenants } from './tenants.ts'
 import { hostile } from './hostile.ts'
 import { schedulerFaults } from './scheduler.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults]
+export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults]
