@@ -111,3 +111,28 @@ export async function measureLatency(urlText: string, headers: Record<string, st
   }
   return { p50: median(p50s), p99: median(p99s), mean: median(means), rounds: p50s }
 }
+
+/**
+ * Two latencies compared (the growth workload): rounds of A and B alternated, so that the
+ * machine's drift over the minutes of a run touches both alike.
+ */
+export async function measureLatencyPair(a: { url: string; headers: Record<string, string> }, b: { url: string; headers: Record<string, string> }, count = 1000, warmup = 1000): Promise<[LatencyFigure, LatencyFigure]> {
+  const urlA = new URL(a.url)
+  const urlB = new URL(b.url)
+  for (let i = 0; i < warmup; i++) { await once(urlA, a.headers); await once(urlB, b.headers) }
+  const rounds: [number[][], number[][]] = [[], []]
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [side, url, headers] of [[0, urlA, a.headers], [1, urlB, b.headers]] as const) {
+      const times: number[] = []
+      for (let i = 0; i < count; i++) times.push(await once(url, headers))
+      rounds[side].push(times.sort((x, y) => x - y))
+    }
+  }
+  const figure = (all: number[][]): LatencyFigure => ({
+    p50: median(all.map((t) => t[Math.floor(t.length * 0.5)]!)),
+    p99: median(all.map((t) => t[Math.floor(t.length * 0.99)]!)),
+    mean: median(all.map((t) => t.reduce((sum, x) => sum + x, 0) / t.length)),
+    rounds: all.map((t) => t[Math.floor(t.length * 0.5)]!),
+  })
+  return [figure(rounds[0]), figure(rounds[1])]
+}

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
-import { measureHttp, measureLatency, SECONDS, WARMUP_SECONDS, type HttpFigure, type LatencyFigure, type Workload } from './measure.ts'
+import { measureHttp, measureLatency, measureLatencyPair, SECONDS, WARMUP_SECONDS, type HttpFigure, type LatencyFigure, type Workload } from './measure.ts'
 import { CORES, LOAD_CORE, ROOT, SERVER_CORE, coreOf, killAll, pinSelf, rssMb, sleep, startBaseline, startServer, type Running } from './processes.ts'
 import { ADMIN, growCompanies, seedThroughApi, type Seeded } from './seed.ts'
 import { measureCommunications, type CommunicationFigures } from './communications.ts'
@@ -88,14 +88,20 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
 
     const teamsUrl = () => `${server!.url}/api/v1/companies/${seeded.reader.id}/teams`
     const auth = { authorization: `Bearer ${seeded.reader.token}` }
-    let at100: LatencyFigure | undefined
     if (want('growth')) {
-      // Both growth figures are taken on a freshly started server after the same warm-up.
+      // Growth: this database with 100 companies against a second one, seeded the same way, with
+      // 100,000; both servers freshly started, rounds alternated (measureLatencyPair).
       await growCompanies(exec, count, 100)
-      await server.stop()
-      server = await startServer(env)
-      at100 = await measureLatency(teamsUrl(), auth, 1000, 1000)
-      log(`  growth: teams read with 100 companies p50 ${at100.p50.toFixed(2)} ms`)
+      const big = await bigDatabase(admin, url, name)
+      try {
+        await server.stop()
+        server = await startServer(env)
+        const [at100, at100k] = await measureLatencyPair({ url: teamsUrl(), headers: auth }, big.teams)
+        figures.growth = { at100, at100k }
+        log(`  growth: teams read p50 ${at100.p50.toFixed(2)} ms with 100 companies, ${at100k.p50.toFixed(2)} ms with 100,000`)
+      } finally {
+        await big.drop()
+      }
     }
     await growCompanies(exec, count, 1000)
     await server.stop()
@@ -109,14 +115,6 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
       log(`  all_holidays p50 ${figures.holidays.p50.toFixed(2)} ms`)
     }
     if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
-    if (want('growth') && at100) {
-      await growCompanies(exec, count, 100_000)
-      await server.stop()
-      server = await startServer(env)
-      const at100k = await measureLatency(teamsUrl(), auth, 1000, 1000)
-      log(`  growth: teams read with 100,000 companies p50 ${at100k.p50.toFixed(2)} ms`)
-      figures.growth = { at100, at100k }
-    }
     return figures
   } finally {
     if (server && server.child.exitCode !== null) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
@@ -124,6 +122,34 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     await db.end()
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err.message}`))
     await admin.end()
+  }
+}
+
+/** The second database of the growth workload: the same API seed, then 100,000 companies; started fresh. */
+async function bigDatabase(admin: pg.Client, url: URL, name: string) {
+  const bigName = `${name}_big`
+  await admin.query(`CREATE DATABASE ${bigName}`)
+  const bigUrl = new URL(url)
+  bigUrl.pathname = `/${bigName}`
+  const pool = new pg.Pool({ connectionString: bigUrl.toString(), max: 2 })
+  pool.on('error', () => {})
+  const env = serverEnv({ DATABASE_URL: bigUrl.toString() })
+  let server: Running | undefined
+  const drop = async () => {
+    await server?.stop()
+    await pool.end()
+    await admin.query(`DROP DATABASE IF EXISTS ${bigName} WITH (FORCE)`).catch((err) => log(`could not drop ${bigName}: ${err.message}`))
+  }
+  try {
+    server = await startServer(env)
+    const seeded = await seedThroughApi(server.url)
+    await growCompanies((t) => pool.query(t), async (t) => Number((await pool.query(t)).rows[0].n), 100_000)
+    await server.stop()
+    server = await startServer(env)
+    return { teams: { url: `${server.url}/api/v1/companies/${seeded.reader.id}/teams`, headers: { authorization: `Bearer ${seeded.reader.token}` } }, drop }
+  } catch (err) {
+    await drop()
+    throw err
   }
 }
 
