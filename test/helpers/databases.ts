@@ -98,6 +98,9 @@ async function postgresTemplate(url: string): Promise<string> {
       await migrate(database.db)
       await database.close()
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`)
+      // Templates of older migrations are no use any more; one still being copied stays.
+      const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'cai\\_tpl\\_%' AND datname NOT LIKE '%\\_build' AND datname <> $1`, [name])
+      for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${row.datname}`).catch(() => {})
     } finally {
       await admin.query('SELECT pg_advisory_unlock(72410002)')
     }
