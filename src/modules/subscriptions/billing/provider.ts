@@ -57,8 +57,8 @@ export interface HostedPage {
  * Hosted pages (spec 1, 10, 11): `managerPage`, `portalSession`, `paymentPage`, each answering
  * the spec's shape (times in Unix seconds); the local provider serves them under `/hosted/`.
  *
- * Still to come on this port: for a provider with `drivesTime` false, its webhook events mapped
- * to the same `BillingState` and saved by the service.
+ * A provider with `drivesTime` false reports its changes by webhook; webhooks.service.ts maps
+ * those events to the same `BillingState` and saves them.
  */
 export interface BillingProvider {
   readonly name: ProviderName
