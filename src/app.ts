@@ -93,7 +93,6 @@ export async function buildApp(options: AppOptions) {
       const given = request.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
-    ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
