@@ -7,7 +7,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { company, contract, subsidiary } from './helpers/factories.ts'
 import { DELIVERY_JOB } from '../src/modules/communications/communications.delivery.ts'
-import { createComm, getComm, messagesOf, organisation, report, runAt } from './communications.fixtures.ts'
+import { counterDrift, createComm, getComm, messagesOf, organisation, report, runAt } from './communications.fixtures.ts'
 
 const sendAts = async (t: TestApp, c: any, id: string) => (await report(t, c, id)).map((r: any) => r.send_at)
 
@@ -209,5 +209,10 @@ for (const engine of engines) {
         }
       })
     }
+
+    // Every delivery of this file (retried, rolled back, raced by two instances) left exact counters.
+    it('leaves no occurrence whose report counters differ from its messages', async () => {
+      assert.deepEqual(await counterDrift(t.app.database.db), [])
+    })
   })
 }

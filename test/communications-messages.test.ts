@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract, subsidiary } from './helpers/factories.ts'
-import { commsUrl, createComm, messagesOf, report, runAt } from './communications.fixtures.ts'
+import { readMigrations } from '../src/db/migrate.ts'
+import { commsUrl, counterDrift, createComm, messagesOf, report, runAt } from './communications.fixtures.ts'
 
 const inboxUrl = (companyId: string, contractId: string) => `/api/v1/companies/${companyId}/contracts/${contractId}/messages`
 const messageUrl = (companyId: string, messageId: string, what: 'open' | 'action') => commsUrl(companyId, `/messages/${messageId}/${what}`)
@@ -68,6 +69,94 @@ for (const engine of engines) {
       assert.equal(res.statusCode, 409)
       assert.equal(res.json().code, 'conflict')
       assert.equal((await report(t, c, id))[0].actions_done, 0)
+    })
+
+    it('keeps the report exact per occurrence: fan-out, openings, repeated ones, acknowledgements with and without an opening', async () => {
+      const until = new Date(t.clock.now().getTime() + 4 * 86_400_000).toISOString().slice(0, 10)
+      const { c, id, sendAt } = await delivered(5, { action_required: 'acknowledge', recurrent: 'daily', recurrent_until: until })
+      const put = async (messageId: string, what: 'open' | 'action') =>
+        assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, messageId, what), token: c.token })).statusCode, 202)
+      const row = (opened: number, actions: number, at = sendAt) => ({ send_at: at, recipients: 5, delivered: 5, opened, actions_done: actions })
+      assert.deepEqual(await report(t, c, id), [row(0, 0)])
+      const [m1, m2, m3] = await messagesOf(t, c, id, sendAt)
+      await put(m1.id, 'open')
+      assert.deepEqual(await report(t, c, id), [row(1, 0)])
+      t.clock.advance(60_000)
+      await put(m1.id, 'open')
+      assert.deepEqual(await report(t, c, id), [row(1, 0)])
+      await put(m2.id, 'action') // not opened yet: an opening and an acknowledgement
+      assert.deepEqual(await report(t, c, id), [row(2, 1)])
+      await put(m3.id, 'open')
+      await put(m3.id, 'action') // opened already: an acknowledgement only
+      assert.deepEqual(await report(t, c, id), [row(3, 2)])
+      await put(m3.id, 'action')
+      await put(m2.id, 'action')
+      await put(m2.id, 'open')
+      assert.deepEqual(await report(t, c, id), [row(3, 2)])
+      // The next day's occurrence has counters of its own.
+      await runAt(t, new Date(Date.parse(sendAt) + 26 * 3_600_000))
+      const second = (await report(t, c, id))[1].send_at
+      assert.deepEqual(await report(t, c, id), [row(3, 2), row(0, 0, second)])
+      const [n1] = await messagesOf(t, c, id, second)
+      await put(n1.id, 'action')
+      assert.deepEqual(await report(t, c, id), [row(3, 2), row(1, 1, second)])
+      assert.deepEqual(await counterDrift(t.app.database.db), [])
+    })
+
+    it('counts concurrent openings and acknowledgements of one message once', async () => {
+      for (let round = 0; round < 3; round++) {
+        const { c, id, sendAt } = await delivered(8, { action_required: 'acknowledge' })
+        const ms = await messagesOf(t, c, id, sendAt)
+        const put = (i: number, what: 'open' | 'action') => t.call({ method: 'PUT', url: messageUrl(c.id, ms[i].id, what), token: c.token })
+        assert.equal((await put(3, 'open')).statusCode, 202) // opened before the race
+        const calls = []
+        for (let k = 0; k < 6; k++) {
+          calls.push(put(0, 'open')) // openings only
+          calls.push(put(1, 'action')) // acknowledgements only
+          calls.push(put(2, k % 2 ? 'action' : 'open')) // both, on a message not opened yet
+          calls.push(put(3, k % 2 ? 'open' : 'action')) // both, on a message opened already
+        }
+        calls.push(put(4, 'open'), put(5, 'action')) // other messages of the occurrence at the same time
+        const statuses = (await Promise.all(calls)).map((r) => r.statusCode)
+        assert.deepEqual([...new Set(statuses)], [202])
+        assert.deepEqual(await report(t, c, id), [{ send_at: sendAt, recipients: 8, delivered: 8, opened: 6, actions_done: 4 }])
+        const after = await messagesOf(t, c, id, sendAt)
+        assert.equal(after.filter((m: any) => m.opened_at).length, 6)
+        assert.equal(after.filter((m: any) => m.action_done_at).length, 4)
+      }
+      assert.deepEqual(await counterDrift(t.app.database.db), [])
+    })
+
+    it('backfills the counters from the messages delivered before migration 0007', async () => {
+      const { c, s, id, sendAt } = await delivered(3, { action_required: 'acknowledge' })
+      const nobody = await delivered(0)
+      const [m1, m2, m3] = await messagesOf(t, c, id, sendAt)
+      for (const [m, what] of [[m1, 'open'], [m2, 'action']] as const) {
+        assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m.id, what), token: c.token })).statusCode, 202)
+      }
+      const late = await contract(t, c.id, { subsidiary_id: s })
+      const before = [await report(t, c, id), await report(t, nobody.c, nobody.id)]
+      assert.deepEqual(before, [[{ send_at: sendAt, recipients: 3, delivered: 3, opened: 2, actions_done: 1 }], [{ send_at: nobody.sendAt, recipients: 0, delivered: 0, opened: 0, actions_done: 0 }]])
+      const migration = readMigrations().find((m) => m.version === '0007_occurrence_counters')
+      assert.ok(migration)
+      const counters = (trx: typeof t.app.database.db, companyId: string) => sql<Record<string, unknown>>`
+        SELECT recipients, opened, actions_done FROM communication_occurrences WHERE company_id = ${companyId}`.execute(trx).then((r) => r.rows)
+      // In a transaction rolled back at the end: the schema of this file's database stays as migrated.
+      const rollback = new Error('rollback')
+      await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
+        // Writes that know nothing of counters, as before the migration: one more message, opened
+        // and acknowledged, and an opening.
+        await sql`INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at, opened_at, action_done_at)
+          VALUES (${c.id}, gen_random_uuid(), ${id}, ${late}, ${sendAt}, ${sendAt}, ${sendAt}, ${sendAt})`.execute(trx)
+        await sql`UPDATE communication_messages SET opened_at = ${sendAt} WHERE company_id = ${c.id} AND id = ${m3.id}`.execute(trx)
+        await sql`ALTER TABLE communication_occurrences DROP COLUMN recipients, DROP COLUMN opened, DROP COLUMN actions_done`.execute(trx)
+        await sql.raw(migration.sql).execute(trx)
+        assert.deepEqual(await counters(trx, c.id), [{ recipients: 4, opened: 4, actions_done: 2 }])
+        assert.deepEqual(await counters(trx, nobody.c.id), [{ recipients: 0, opened: 0, actions_done: 0 }])
+        assert.deepEqual(await counterDrift(trx), [])
+        throw rollback
+      }), (err) => err === rollback)
+      assert.deepEqual([await report(t, c, id), await report(t, nobody.c, nobody.id)], before)
     })
 
     it('pages the messages of an occurrence: default 20, at most 100, past the end empty', async () => {
@@ -150,6 +239,10 @@ for (const engine of engines) {
         assert.equal(res.json().code, 'not_found')
       }
       assert.deepEqual(await report(t, other.c, other.id), [{ send_at: other.sendAt, recipients: 1, delivered: 1, opened: 0, actions_done: 0 }])
+    })
+
+    it('leaves no occurrence of this file whose counters differ from its messages', async () => {
+      assert.deepEqual(await counterDrift(t.app.database.db), [])
     })
   })
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { sql, type Kysely } from 'kysely'
 import type { TestApp } from './helpers/app.ts'
 import { locationId } from './helpers/app.ts'
 import { addToTeams, company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
@@ -68,4 +69,19 @@ export async function messagesOf(t: TestApp, c: CompanyFixture, id: string, send
     all.push(...body.messages)
     if (body.messages.length < 100) return all
   }
+}
+
+/**
+ * The occurrences whose report counters (0007_occurrence_counters.sql) differ from their messages
+ * counted one by one, as the report used to count them: none is expected, ever.
+ */
+export async function counterDrift(db: Kysely<any>) {
+  const { rows } = await sql`
+    SELECT o.company_id, o.communication_id, o.send_at, o.recipients, o.opened, o.actions_done,
+           count(m.id)::int AS counted_recipients, count(m.opened_at)::int AS counted_opened, count(m.action_done_at)::int AS counted_actions_done
+    FROM communication_occurrences o
+    LEFT JOIN communication_messages m ON m.company_id = o.company_id AND m.communication_id = o.communication_id AND m.send_at = o.send_at
+    GROUP BY o.company_id, o.communication_id, o.send_at
+    HAVING o.recipients <> count(m.id) OR o.opened <> count(m.opened_at) OR o.actions_done <> count(m.action_done_at)`.execute(db)
+  return rows
 }

@@ -264,6 +264,10 @@ export interface CommunicationOccurrencesTable {
   communication_id: string
   send_at: Timestamp
   delivered_at: Timestamp
+  /** Counters of the report (29), kept in the statements that write the messages (0007). */
+  recipients: Generated<number>
+  opened: Generated<number>
+  actions_done: Generated<number>
 }
 
 export interface CommunicationMessagesTable {

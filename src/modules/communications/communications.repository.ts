@@ -1,4 +1,5 @@
 import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely'
+import { prepared } from '../../db/prepared.ts'
 import type { CommunicationStatus, CommunicationsTable, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 
@@ -9,6 +10,15 @@ const COLUMNS = [
 
 /** Communications, their delivered occurrences, and the one set-based statement that delivers one. */
 export function createCommunicationsRepository(db: Kysely<DB>) {
+  // The communication LEFT JOIN its occurrences: no row means no such communication, one row of
+  // nulls a communication not delivered yet. `delivered` = `recipients` (0007_occurrence_counters.sql).
+  const reportRows = prepared(db, (companyId: string, communicationId: string) => db.selectFrom('communications as c')
+    .leftJoin('communication_occurrences as o', (join) => join
+      .onRef('o.company_id', '=', 'c.company_id').onRef('o.communication_id', '=', 'c.id'))
+    .select(['o.send_at', 'o.recipients', 'o.recipients as delivered', 'o.opened', 'o.actions_done'])
+    .where('c.company_id', '=', companyId).where('c.id', '=', communicationId)
+    .orderBy('o.send_at'))
+
   return {
     async companyTimezone(companyId: string, executor: Executor = db): Promise<string | undefined> {
       return (await executor.selectFrom('companies').select('timezone').where('id', '=', companyId).executeTakeFirst())?.timezone
@@ -84,42 +94,48 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
      * Delivers one occurrence in one statement: a message to every active contract that is a member
      * of a destination team or belongs to a destination subsidiary. The IN (... UNION ...) names
      * each contract once however many destinations it is in; ON CONFLICT DO NOTHING makes a
-     * second run of the same occurrence insert nothing.
+     * second run of the same occurrence insert nothing. The same statement adds the messages it
+     * inserted to the occurrence's `recipients` (recordOccurrence made the row, in this
+     * transaction), and answers their number.
      */
     async insertMessages(trx: Transaction<DB>, d: { companyId: string; communicationId: string; sendAt: Date; now: Date; teamIds: string[]; subsidiaryIds: string[] }): Promise<number> {
-      const result = await sql`
-        INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at)
-        SELECT c.company_id, gen_random_uuid(), ${d.communicationId}, c.id, ${d.sendAt}, ${d.now}
-        FROM contracts c
-        WHERE c.company_id = ${d.companyId} AND c.active
-          AND c.id IN (
-            SELECT m.contract_id FROM team_members m
-            WHERE m.company_id = ${d.companyId} AND m.team_id = ANY(${d.teamIds}::uuid[])
-            UNION
-            SELECT s.id FROM contracts s
-            WHERE s.company_id = ${d.companyId} AND s.subsidiary_id = ANY(${d.subsidiaryIds}::uuid[])
-          )
-        ON CONFLICT DO NOTHING`.execute(trx)
-      return Number(result.numAffectedRows ?? 0)
+      const result = await sql<{ inserted: number }>`
+        WITH inserted AS (
+          INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at)
+          SELECT c.company_id, gen_random_uuid(), ${d.communicationId}, c.id, ${d.sendAt}, ${d.now}
+          FROM contracts c
+          WHERE c.company_id = ${d.companyId} AND c.active
+            AND c.id IN (
+              SELECT m.contract_id FROM team_members m
+              WHERE m.company_id = ${d.companyId} AND m.team_id = ANY(${d.teamIds}::uuid[])
+              UNION
+              SELECT s.id FROM contracts s
+              WHERE s.company_id = ${d.companyId} AND s.subsidiary_id = ANY(${d.subsidiaryIds}::uuid[])
+            )
+          ON CONFLICT DO NOTHING
+          RETURNING 1
+        ), counted AS (
+          SELECT count(*)::int AS inserted FROM inserted
+        ), counter AS (
+          UPDATE communication_occurrences o SET recipients = o.recipients + counted.inserted
+          FROM counted
+          WHERE o.company_id = ${d.companyId} AND o.communication_id = ${d.communicationId} AND o.send_at = ${d.sendAt}
+            AND counted.inserted > 0
+        )
+        SELECT inserted FROM counted`.execute(trx)
+      return result.rows[0]?.inserted ?? 0
     },
 
-    /** One row per delivered occurrence, oldest first, counted in one GROUP BY. */
-    report(companyId: string, communicationId: string) {
-      return db.selectFrom('communication_occurrences as o')
-        .leftJoin('communication_messages as m', (join) => join
-          .onRef('m.company_id', '=', 'o.company_id')
-          .onRef('m.communication_id', '=', 'o.communication_id')
-          .onRef('m.send_at', '=', 'o.send_at'))
-        .select((eb) => [
-          'o.send_at',
-          eb.fn.count<number>('m.id').as('recipients'),
-          eb.fn.count<number>('m.delivered_at').as('delivered'),
-          eb.fn.count<number>('m.opened_at').as('opened'),
-          eb.fn.count<number>('m.action_done_at').as('actions_done'),
-        ])
-        .where('o.company_id', '=', companyId).where('o.communication_id', '=', communicationId)
-        .groupBy('o.send_at').orderBy('o.send_at')
-        .execute()
+    /**
+     * One row per delivered occurrence, oldest first, read from the occurrence's counters (one
+     * probe of the communication's primary key, one range of the occurrences' primary key; no
+     * message is read). Undefined when the company has no such communication; a communication
+     * delivered to no occurrence yet answers no rows.
+     */
+    async report(companyId: string, communicationId: string) {
+      const rows = await reportRows(companyId, communicationId)
+      if (rows.length === 0) return undefined
+      return rows.flatMap((r) => r.send_at === null ? [] : [{ ...r, send_at: r.send_at }])
     },
   }
 }

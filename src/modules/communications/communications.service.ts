@@ -179,8 +179,8 @@ export function createCommunicationsService(deps: {
     },
 
     async report(companyId: string, id: string): Promise<ReportRow[]> {
-      if (!(await repo.exists(companyId, id))) throw new NotFound('Communication')
       const rows = await repo.report(companyId, id)
+      if (!rows) throw new NotFound('Communication')
       return rows.map((r) => ({
         send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),
         opened: Number(r.opened), actions_done: Number(r.actions_done),

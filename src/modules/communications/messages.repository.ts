@@ -1,4 +1,4 @@
-import { type Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DB } from '../../db/tables.ts'
 
 const MESSAGE_COLUMNS = ['m.id', 'm.communication_id', 'm.contract_id', 'm.send_at', 'm.delivered_at', 'm.opened_at', 'm.action_done_at'] as const
@@ -54,16 +54,45 @@ export function createMessagesRepository(db: Kysely<DB>) {
         .where('m.company_id', '=', companyId).where('m.id', '=', messageId)
         .executeTakeFirst(),
 
-    /** Records the first opening only: a later call changes nothing. */
-    markOpened: (companyId: string, messageId: string, at: Date) =>
-      db.updateTable('communication_messages').set({ opened_at: at })
-        .where('company_id', '=', companyId).where('id', '=', messageId).where('opened_at', 'is', null).execute(),
+    /**
+     * Records the first opening only (a later call changes nothing) and counts it in the
+     * occurrence's `opened`, in one statement. Two concurrent calls: the second waits for the
+     * first's row lock, then finds opened_at set (READ COMMITTED re-checks the WHERE on the row
+     * as committed) and counts nothing. Locks the message, then the occurrence, like every writer.
+     */
+    markOpened: (companyId: string, messageId: string, at: Date) => sql`
+      WITH opened AS (
+        UPDATE communication_messages SET opened_at = ${at}
+        WHERE company_id = ${companyId} AND id = ${messageId} AND opened_at IS NULL
+        RETURNING communication_id, send_at
+      )
+      UPDATE communication_occurrences o SET opened = o.opened + 1
+      FROM opened
+      WHERE o.company_id = ${companyId} AND o.communication_id = opened.communication_id AND o.send_at = opened.send_at`.execute(db),
 
-    /** Records the first acknowledgement only; acknowledging implies having opened it. */
-    markActionDone: (companyId: string, messageId: string, at: Date) =>
-      db.updateTable('communication_messages')
-        .set((eb) => ({ action_done_at: at, opened_at: eb.fn.coalesce('opened_at', eb.val(at)) }))
-        .where('company_id', '=', companyId).where('id', '=', messageId).where('action_done_at', 'is', null).execute(),
+    /**
+     * Records the first acknowledgement only; acknowledging implies having opened it. Counts it
+     * in `actions_done`, and in `opened` too when the message had not been opened. Whether it had
+     * must be read from the row as it is once locked: the first CTE locks it (FOR UPDATE returns
+     * the latest committed version, so an opening that committed meanwhile is seen), the second
+     * updates it (an UPDATE's RETURNING gives only the new values), then the occurrence.
+     */
+    markActionDone: (companyId: string, messageId: string, at: Date) => sql`
+      WITH message AS (
+        SELECT id, communication_id, send_at, opened_at IS NULL AS first_opening
+        FROM communication_messages
+        WHERE company_id = ${companyId} AND id = ${messageId} AND action_done_at IS NULL
+        FOR UPDATE
+      ), done AS (
+        UPDATE communication_messages m SET action_done_at = ${at}, opened_at = coalesce(m.opened_at, ${at})
+        FROM message
+        WHERE m.company_id = ${companyId} AND m.id = message.id
+        RETURNING message.communication_id, message.send_at, message.first_opening
+      )
+      UPDATE communication_occurrences o
+      SET actions_done = o.actions_done + 1, opened = o.opened + CASE WHEN done.first_opening THEN 1 ELSE 0 END
+      FROM done
+      WHERE o.company_id = ${companyId} AND o.communication_id = done.communication_id AND o.send_at = done.send_at`.execute(db),
   }
 }
 
