@@ -59,7 +59,7 @@ export async function measureCommunications(server: Running, seeded: Seeded, db:
   }
   log(`  communication to ${stored} recipients: stored ${fanOut.dueToStoredMs} ms after due (scheduler claim ${fanOut.dueToClaimMs} ms, insert+commit ${fanOut.claimToStoredMs} ms)`)
 
-  // 100,000 messages: 10 daily occurrences delivered to the 10,000 recipients, some opened, some acknowledged.
+  // 100,000 messages: 10 daily occurrences delivered to the 10,000 recipients, 60 % opened, half of those acknowledged.
   const reported = '00000000-0000-4000-8000-0000000f00d0'
   await db.exec(`
     INSERT INTO communications (company_id, id, subject, message, status, sender_id, send_at, recurrent, recurrent_until, action_required, destination_team_ids)
@@ -68,10 +68,18 @@ export async function measureCommunications(server: Running, seeded: Seeded, db:
     SELECT '${company}', '${reported}', d, d FROM generate_series('2026-01-01T08:00:00Z'::timestamptz, '2026-01-10T08:00:00Z', '1 day') d;
     INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at, opened_at, action_done_at)
     SELECT '${company}', gen_random_uuid(), '${reported}', m.contract_id, o.send_at, o.send_at,
-           CASE WHEN random() < 0.6 THEN o.send_at + interval '1 hour' END,
-           CASE WHEN random() < 0.3 THEN o.send_at + interval '2 hours' END
-    FROM communication_occurrences o, team_members m
+           CASE WHEN r.opened THEN o.send_at + interval '1 hour' END,
+           CASE WHEN r.opened AND r.acknowledged THEN o.send_at + interval '2 hours' END
+    FROM communication_occurrences o, team_members m,
+         -- correlated (the WHERE), so the dice are thrown again for each message
+         LATERAL (SELECT random() < 0.6 AS opened, random() < 0.5 AS acknowledged WHERE m.contract_id = m.contract_id) r
     WHERE o.company_id = '${company}' AND o.communication_id = '${reported}' AND m.company_id = '${company}' AND m.team_id = '${team}';
+    -- The occurrences' counters (migration 0007), as delivery, opening and acknowledging keep them.
+    UPDATE communication_occurrences o
+    SET recipients = c.recipients, opened = c.opened, actions_done = c.actions_done
+    FROM (SELECT send_at, count(*) AS recipients, count(opened_at) AS opened, count(action_done_at) AS actions_done
+          FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${reported}' GROUP BY send_at) c
+    WHERE o.company_id = '${company}' AND o.communication_id = '${reported}' AND o.send_at = c.send_at;
     ANALYZE communication_messages; ANALYZE communication_occurrences`)
   const messages = await db.count(`SELECT count(*)::int AS n FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${reported}'`)
   const report = await measureLatency(`${server.url}/api/v1/companies/${company}/communications/${reported}/report`, { authorization: `Bearer ${seeded.writer.token}` }, 100)

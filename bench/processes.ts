@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -45,10 +45,19 @@ process.on('exit', killAll)
 
 let nextPort = 18_000 + (process.pid % 1000) * 10
 
-/** Starts the real server as a user would, pinned to the server core, and waits for /ready. */
+let built = false
+
+/** What `npm start` runs: the bundle scripts/build.mjs makes in dist/, built once per bench run. */
+function builtServer(): string {
+  if (!built) execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'pipe' })
+  built = true
+  return 'dist/server.js'
+}
+
+/** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
 export async function startServer(env: Record<string, string>, extraNodeArgs: string[] = []): Promise<Running> {
   const port = nextPort++
-  const command = pinned(SERVER_CORE, [process.execPath, ...extraNodeArgs, '--import', 'tsx', 'src/server.ts'])
+  const command = pinned(SERVER_CORE, [process.execPath, ...extraNodeArgs, builtServer()])
   const started = performance.now()
   const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,

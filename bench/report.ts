@@ -132,7 +132,7 @@ warm-up, medians of the rounds' p50.
   \`ANALYZE\`. On PGlite this runs in the harness while the server is stopped (one process per
   data directory). For the communications (PostgreSQL): 10,000 contracts in one team of the
   writer company; for the report, a communication with 10 daily occurrences delivered to them
-  (100,000 messages, 60 % opened, 30 % acknowledged at random).
+  (100,000 messages, 60 % opened at random, half of those acknowledged; the occurrences' counters filled as delivery keeps them).
 - Order on PostgreSQL: seed, grow to 100 companies; a second database seeded the same way and
   grown to 100,000 companies; both servers restarted, the teams read timed on each, rounds
   alternated (1,000 warm-up requests each, then 3 rounds of 1,000); the second database dropped;

@@ -69,7 +69,7 @@ function writeReport(rows: Array<{ scenario: Scenario; engine: EngineName; resul
     `Run of \`npm run test:reliability\` finished ${new Date().toISOString()}: scale ${scale}` +
       `${scale === 1 ? ' (the documented durations and counts)' : ' (durations and counts reduced)'}, ` +
       `${os.cpus().length} cores, Node ${process.version}, total ${(totalMs / 1000).toFixed(0)} s.`,
-    'The service was started as a user starts it (`node --import tsx src/server.ts`), on a private PostgreSQL 15 cluster and on PGlite.',
+    'The service was started as a user starts it (`npm start`: the bundle of scripts/build.mjs, `node dist/server.js`), on a private PostgreSQL 15 cluster and on PGlite.',
     '',
     '| # | scenario | engine | result | time | figures |',
     '|---|---|---|---|---|---|',

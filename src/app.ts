@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import scalar from '@scalar/fastify-api-reference'
 import type { Config } from './config.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installValidation } from './http/validation.ts'
+import { createLazyCompilers } from './http/schema-compilers.ts'
 import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
 import { installMetrics } from './http/metrics.ts'
 import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
+import { installDocs } from './http/docs.ts'
 import { installIdempotency } from './http/idempotency.ts'
 import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
 import { createTokenKeys } from './modules/oauth/oauth.tokens.ts'
@@ -76,6 +77,7 @@ export async function buildApp(options: AppOptions) {
   await migrate(database.db)
   const { db } = database
 
+  const compilers = createLazyCompilers()
   const app = Fastify({
     loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
     logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
@@ -94,11 +96,12 @@ export async function buildApp(options: AppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     frameworkErrors,
+    schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
 
-  installValidation(app)
+  installValidation(app, compilers)
   installErrorHandler(app)
   installDraining(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
@@ -154,13 +157,13 @@ export async function buildApp(options: AppOptions) {
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams })
   await app.register(holidaysRoutes, { service: holidays })
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } })
+  installDocs(app)
 
   app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
   app.addHook('preClose', async () => { await scheduler.stop() })
   app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys }, database })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys }, database, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
@@ -36,11 +36,20 @@ export async function freePort(): Promise<number> {
   })
 }
 
-/** The service as a user starts it: `node --import tsx src/server.ts`, configured by its environment. */
+let built = false
+
+/** What `npm start` runs: the bundle scripts/build.mjs makes in dist/, built once per run. */
+function builtServer(): string {
+  if (!built) execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'pipe' })
+  built = true
+  return 'dist/server.js'
+}
+
+/** The service as a user starts it (`npm start`: the build, then `node dist/server.js`), configured by its environment. */
 export async function startServer(store: Store, env: Record<string, string> = {}, readyWithinMs = 60_000): Promise<Server> {
   const port = await freePort()
   const output: string[] = []
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [builtServer()], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH, HOME: process.env.HOME,

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
+import type { LazyCompilers } from './schema-compilers.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
@@ -10,12 +11,12 @@ const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormat
  * `{"name": 123}` is a 400 and not the string "123". Query strings and path parameters arrive
  * as text and are coerced to their documented types.
  */
-export function installValidation(app: FastifyInstance) {
+export function installValidation(app: FastifyInstance, compilers: Pick<LazyCompilers, 'lazily'>) {
   const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; keywords: string[] } = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false, keywords: ['example'] }
   const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }))
   const textAjv = addFormats(new Ajv({ ...common, coerceTypes: 'array' }))
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+    compilers.lazily(() => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>
   app.setValidatorCompiler(compiler)
   // Bodies are JSON (decisions §1): Fastify's built-in text/plain parser would hand a string to
   // the schema ("body must be object", a 400); without it a text body is the 415 it should be.

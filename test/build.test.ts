@@ -1,0 +1,131 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import { engines } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
+
+/**
+ * `npm start` runs the bundle scripts/build.mjs makes, not the TypeScript sources the other tests
+ * load: this file builds it and starts it on a new database of each engine, so a module the
+ * bundle cannot load, a migration it does not find or a schema that fails to compile shows here.
+ */
+const ROOT = path.resolve(import.meta.dirname, '..')
+// Inside the project, so the bundle's imports of npm packages resolve from its node_modules.
+const OUT = path.join(ROOT, 'node_modules/.cache/company-admin-api', `build-${process.pid}`)
+const ADMIN = { client_id: 'build-admin', client_secret: 'build-admin-secret-0123456789' }
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    }).on('error', reject)
+  })
+}
+
+async function startBuilt(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [path.join(OUT, 'server.js')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (d: Buffer) => { output += d.toString() })
+  child.stderr!.on('data', (d: Buffer) => { output += d.toString() })
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the built server exited with ${child.exitCode}: ${output}`)
+    if (Date.now() > deadline) throw new Error(`the built server was not ready in 60 s: ${output}`)
+    if (await fetch(`${url}/ready`).then((r) => r.ok, () => false)) return { url, child, output: () => output }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+async function stop(child: ChildProcess | undefined) {
+  if (!child || child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  await exited
+}
+
+before(() => {
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), OUT], { stdio: 'pipe' })
+})
+after(() => { fs.rmSync(OUT, { recursive: true, force: true }) })
+
+for (const engine of engines) {
+  describe(`the built server (npm start) on ${engine}`, () => {
+    let server: Awaited<ReturnType<typeof startBuilt>> | undefined
+    let dataDir: string | undefined
+    let database: string | undefined
+
+    before(async () => {
+      if (engine === 'pglite') {
+        dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-'))
+        server = await startBuilt({ DATA_DIR: dataDir })
+      } else {
+        const admin = process.env.TEST_DATABASE_URL!
+        database = `cai_build_${process.pid}`
+        const client = new pg.Client({ connectionString: admin })
+        await client.connect()
+        await client.query(`DROP DATABASE IF EXISTS ${database}`)
+        await client.query(`CREATE DATABASE ${database}`)
+        await client.end()
+        server = await startBuilt({ DATABASE_URL: withDatabase(admin, database) })
+      }
+    })
+
+    after(async () => {
+      await stop(server?.child)
+      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+      if (database) {
+        const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL! })
+        await client.connect()
+        await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+        await client.end()
+      }
+    })
+
+    it('migrates a new database, issues tokens, validates, writes and reads', async () => {
+      const { url } = server!
+      const tokenRes = await fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', ...ADMIN }) })
+      assert.equal(tokenRes.status, 200)
+      const { access_token: token } = (await tokenRes.json()) as { access_token: string }
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+
+      const plan = { sku: `build-plan-${process.pid}`, name: 'Pro', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'] }
+      const bad = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan: { ...plan, price: 'free' } }) })
+      assert.equal(bad.status, 400)
+      assert.match(((await bad.json()) as { errors: string }).errors, /price/)
+      const created = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan }) })
+      assert.equal(created.status, 202, await created.clone().text())
+      const listed = await fetch(`${url}/api/v1/subscription/plans`, { headers })
+      assert.equal(listed.status, 200)
+      assert.match(await listed.text(), new RegExp(plan.sku))
+    })
+
+    it('serves /openapi.json, the /docs page and its script, and /metrics', async () => {
+      const { url } = server!
+      const doc = await fetch(`${url}/openapi.json`)
+      assert.equal(doc.status, 200)
+      assert.equal(((await doc.json()) as { openapi: string }).openapi, '3.1.0')
+      const page = await fetch(`${url}/docs/`)
+      assert.equal(page.status, 200)
+      assert.match(String(page.headers.get('content-type')), /^text\/html/)
+      const html = await page.text()
+      const script = /<script[^>]+src="([^"]+)"/.exec(html)?.[1]
+      assert.ok(script, `no script in the /docs page: ${html.slice(0, 300)}`)
+      const js = await fetch(new URL(script, `${url}/docs/`))
+      assert.equal(js.status, 200)
+      assert.match(String(js.headers.get('content-type')), /javascript/)
+      assert.equal((await fetch(`${url}/metrics`)).status, 200)
+    })
+  })
+}
