@@ -14,6 +14,8 @@ import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
+import { installCacheForgetting } from './http/cached-reads.ts'
+import { createReadCache } from './db/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
 import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
 import { createTokenKeys } from './modules/oauth/oauth.tokens.ts'
@@ -117,6 +119,9 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
   installIdempotency(app, { db, clock, scheduler })
+  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES })
+  await readCache.listen(database)
+  installCacheForgetting(app, readCache)
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo })
@@ -149,13 +154,13 @@ export async function buildApp(options: AppOptions) {
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })
-  await app.register(companiesRoutes, { service: companies })
+  await app.register(companiesRoutes, { service: companies, cache: readCache })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(hostedApiRoutes, { subscriptions, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, publicBaseUrl: config.PUBLIC_BASE_URL })
   await app.register(hostedRoutes, { service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
-  await app.register(teamsRoutes, { service: teams })
+  await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays })
   installDocs(app)
 
@@ -163,7 +168,7 @@ export async function buildApp(options: AppOptions) {
   app.addHook('preClose', async () => { await scheduler.stop() })
   app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys }, database, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache }, database, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

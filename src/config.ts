@@ -28,6 +28,8 @@ const ConfigSchema = Type.Object({
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000 }),
   SCHEDULER_ENABLED: Type.Boolean({ default: true }),
   SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  /** Memory for the answers of hot reads kept per process (src/db/read-cache.ts); 0 turns the cache off. */
+  READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024 }),
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),
   VAT_RATES: Type.String({ default: 'IT:22,DE:19,FR:20,ES:21,AT:20,CH:8.1' }),
   CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),

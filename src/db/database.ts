@@ -10,8 +10,11 @@ export type Engine = 'postgres' | 'pglite'
 export interface Database {
   db: Kysely<DB>
   engine: Engine
-  /** Subscribes to a NOTIFY channel (PostgreSQL only: PGlite is one process, nothing to hear). */
-  listen(channel: string, onMessage: (payload: string) => void): Promise<void>
+  /**
+   * Subscribes to a NOTIFY channel. `onListening(false)` says notifications may be missed from
+   * now on (the LISTEN connection is lost), `onListening(true)` that they are heard again.
+   */
+  listen(channel: string, onMessage: (payload: string) => void, onListening?: (listening: boolean) => void): Promise<void>
   close(): Promise<void>
 }
 
@@ -55,14 +58,14 @@ function createPostgres(connectionString: string, max: number): Database {
      * opened again, with a growing delay while the server is away. Notifications sent meanwhile
      * are lost, so once back it calls onMessage('') ("forget everything").
      */
-    async listen(channel, onMessage) {
+    async listen(channel, onMessage, onListening) {
       let attempt = 0
       const reconnectLater = () => {
         if (closed) return
         const delay = Math.min(5_000, 200 * 2 ** attempt++)
         setTimeout(() => {
           if (closed) return
-          open().then(() => { attempt = 0; onMessage('') }, reconnectLater)
+          open().then(() => { attempt = 0; onMessage(''); onListening?.(true) }, reconnectLater)
         }, delay).unref()
       }
       const open = async () => {
@@ -83,6 +86,7 @@ function createPostgres(connectionString: string, max: number): Database {
           const at = listeners.indexOf(client)
           if (at >= 0) listeners.splice(at, 1)
           client.end().catch(() => {})
+          onListening?.(false)
           reconnectLater()
         }
         client.on('error', onLost)
@@ -90,6 +94,7 @@ function createPostgres(connectionString: string, max: number): Database {
         listeners.push(client)
       }
       await open()
+      onListening?.(true)
     },
     async close() {
       if (closed) return
@@ -166,13 +171,23 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   }
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) })
   let closed = false
+  const hearing: Array<(listening: boolean) => void> = []
   return {
     db,
     engine: 'pglite',
-    async listen() {},
+    // One process and one session: its own NOTIFYs reach it at commit, and none can be missed
+    // until the database is closed.
+    async listen(channel, onMessage, onListening) {
+      await pglite.listen(channel, onMessage)
+      if (onListening) {
+        hearing.push(onListening)
+        onListening(true)
+      }
+    },
     async close() {
       if (closed) return
       closed = true
+      for (const onListening of hearing) onListening(false)
       await db.destroy()
       await pglite.close()
       release()

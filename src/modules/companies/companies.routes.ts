@@ -1,5 +1,7 @@
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
+import type { ReadCache } from '../../db/read-cache.ts'
+import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { Accepted, CompanyParams } from '../../http/schemas.ts'
@@ -11,7 +13,7 @@ import {
 const BASE = '/api/v1/companies'
 
 /** Companies (25, 33, 34 and creation), their subsidiaries and contracts. */
-export async function companiesRoutes(app: App, { service }: { service: CompaniesService }) {
+export async function companiesRoutes(app: App, { service, cache }: { service: CompaniesService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Companies']
 
   app.post(BASE, {
@@ -22,7 +24,10 @@ export async function companiesRoutes(app: App, { service }: { service: Companie
   app.get(`${BASE}/:company_id`, {
     config: { access: { area: 'company' } },
     schema: { operationId: 'getCompany', tags, summary: 'Get a company (34)', params: CompanyParams, response: { 200: Company } },
-  }, async (request) => service.getCompany(request.params.company_id))
+  }, async (request, reply) => {
+    const companyId = request.params.company_id
+    return replyCached(reply, cache, companyId, 'company', () => service.getCompany(companyId))
+  })
 
   app.put(`${BASE}/:company_id`, {
     config: { access: { area: 'company' } },

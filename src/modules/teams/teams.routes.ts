@@ -1,5 +1,7 @@
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
+import type { ReadCache } from '../../db/read-cache.ts'
+import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
 import { Accepted, CompanyParams } from '../../http/schemas.ts'
 import type { TeamsService } from './teams.service.ts'
@@ -8,7 +10,7 @@ import { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember, Team
 const BASE = '/api/v1/companies'
 
 /** Teams of a company (18, 19, 20, 23, 24, 35, and the additions of the decisions §3). */
-export async function teamsRoutes(app: App, { service }: { service: TeamsService }) {
+export async function teamsRoutes(app: App, { service, cache }: { service: TeamsService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Teams']
   const access = { area: 'team' }
   const teams = `${BASE}/:company_id/teams`
@@ -29,7 +31,10 @@ export async function teamsRoutes(app: App, { service }: { service: TeamsService
   app.get(teams, {
     config: { access },
     schema: { operationId: 'listTeams', tags, summary: 'List the company\'s teams (19), by name', params: CompanyParams, response: { 200: Type.Array(Team) } },
-  }, async (request) => service.listTeams(request.params.company_id))
+  }, async (request, reply) => {
+    const companyId = request.params.company_id
+    return replyCached(reply, cache, companyId, 'teams', () => service.listTeams(companyId))
+  })
 
   // A static segment: the router prefers it over `:team_id`, so no team id is ever read as it.
   app.put(`${teams}/add_contract`, {

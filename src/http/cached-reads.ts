@@ -1,0 +1,32 @@
+import type { FastifyInstance, FastifyReply, onSendHookHandler } from 'fastify'
+import type { ReadCache } from '../db/read-cache.ts'
+
+/**
+ * Answers a read from the cache (src/db/read-cache.ts): on a miss, `load` runs and its result is
+ * serialized by the route's own response schema, the same bytes an uncached answer would have;
+ * Fastify sends a JSON string as it is.
+ */
+export async function replyCached<T>(reply: FastifyReply, cache: Pick<ReadCache, 'get'>, companyId: string, read: string, load: () => Promise<T>) {
+  const body = await cache.get(companyId, read, async () => reply.serialize(await load()) as string)
+  return reply.type('application/json; charset=utf-8').send(body)
+}
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * An instance forgets the cached reads of a company before it answers any write of it: the
+ * database's change announcement (src/db/read-cache.ts) reaches this process on another
+ * connection, possibly after the client has already sent its next read. A write outside a
+ * company's paths (the catalogue, a webhook, a hosted page) forgets every company; issuing a
+ * token changes none.
+ */
+export function installCacheForgetting(app: FastifyInstance, cache: Pick<ReadCache, 'forget'>) {
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat()
+    if (methods.every((method) => READS.has(method)) || route.url.startsWith('/oauth/')) return
+    const forget: onSendHookHandler = async (request) => {
+      cache.forget((request.params as { company_id?: string } | undefined)?.company_id)
+    }
+    route.onSend = [...[route.onSend ?? []].flat(), forget]
+  })
+}

@@ -1,0 +1,210 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { buildApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { COMPANY_CHANGED, createReadCache } from '../src/db/read-cache.ts'
+import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { openTestDatabase, withDatabase } from './helpers/databases.ts'
+import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
+
+/**
+ * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
+ * not after a write through the API, not after one straight into the database, not after one
+ * through another instance.
+ */
+
+type TeamView = { id: string; name: string; team_leader_ids: string[] }
+
+/** Reads until `done` holds (a NOTIFY reaches PostgreSQL's listeners a moment after the commit). */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 3_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await read()
+    if (done(value) || Date.now() > deadline) return value
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+for (const engine of engines) {
+  describe(`cached reads on ${engine}`, () => {
+    let t: TestApp
+    let c: CompanyFixture
+    let leader: string
+    const teams = () => t.json<TeamView[]>(200, { url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+
+    before(async () => {
+      t = await buildTestApp(engine)
+      c = await company(t)
+      leader = await contract(t, c.id)
+    })
+    after(async () => { await t?.close() })
+
+    it('answers the same bytes from the cache as from the database', async () => {
+      await team(t, c.id, { name: 'Bytes', code: 'BY', team_leader_ids: [leader] })
+      const first = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+      const second = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+      assert.equal(second.body, first.body)
+      assert.equal(second.headers['content-type'], 'application/json; charset=utf-8')
+      assert.ok(t.app.services.readCache.stats().companies >= 1, 'the answer was kept')
+    })
+
+    it('shows a write through the API in the very next read', async () => {
+      const id = await team(t, c.id, { name: 'Before', code: 'RW', team_leader_ids: [leader] })
+      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before')
+      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'After', code: 'RW' } })
+      assert.equal((await teams()).find((x) => x.id === id)?.name, 'After')
+      // The company read: disabled (by the company itself), then enabled again (by the platform).
+      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
+      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}`, token: c.token })
+      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, true)
+      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/enable` })
+      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
+    })
+
+    it('forgets a company when it answers a write of it, before any announcement arrives', async () => {
+      const id = await team(t, c.id, { name: 'Unannounced', code: 'UA', team_leader_ids: [leader] })
+      await teams()
+      // With the tables' announcements off, only the instance's own forgetting can show the change.
+      await sql`ALTER TABLE teams DISABLE TRIGGER USER`.execute(t.app.database.db)
+      try {
+        await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'Unannounced, renamed', code: 'UA' } })
+        assert.equal((await teams()).find((x) => x.id === id)?.name, 'Unannounced, renamed')
+      } finally {
+        await sql`ALTER TABLE teams ENABLE TRIGGER USER`.execute(t.app.database.db)
+      }
+    })
+
+    it('shows a change written straight into the database, as soon as it commits', async () => {
+      const id = await team(t, c.id, { name: 'Direct', code: 'DI', team_leader_ids: [leader] })
+      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Direct')
+      await sql`UPDATE teams SET name = 'Changed by hand' WHERE company_id = ${c.id} AND id = ${id}`.execute(t.app.database.db)
+      const seen = await eventually(teams, (list) => list.some((x) => x.name === 'Changed by hand'))
+      assert.equal(seen.find((x) => x.id === id)?.name, 'Changed by hand')
+
+      // A leader removed by hand, and a plan's features changed by hand (every company on it).
+      await sql`DELETE FROM team_members WHERE company_id = ${c.id} AND team_id = ${id}`.execute(t.app.database.db)
+      assert.deepEqual((await eventually(teams, (list) => list.find((x) => x.id === id)?.team_leader_ids.length === 0)).find((x) => x.id === id)?.team_leader_ids, [])
+      const read = () => t.json<{ subscribed_features: string[] }>(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
+      await read()
+      await sql`UPDATE plans SET features = ARRAY['by-hand'] WHERE sku = ${c.planSku}`.execute(t.app.database.db)
+      assert.deepEqual((await eventually(read, (x) => x.subscribed_features.includes('by-hand'))).subscribed_features, ['by-hand'])
+    })
+
+    it('keeps nothing when a change rolls back', async () => {
+      const id = await team(t, c.id, { name: 'Kept', code: 'RB', team_leader_ids: [leader] })
+      await teams()
+      await t.app.database.db.transaction().execute(async (trx) => {
+        await sql`UPDATE teams SET name = 'Rolled back' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
+        throw new Error('roll back')
+      }).catch(() => undefined)
+      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Kept')
+    })
+
+    it('never answers one company with another\'s cached read', async () => {
+      const other = await company(t)
+      await teams()
+      const res = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: other.token })
+      assert.equal(res.statusCode, 404, 'another company\'s paths do not exist for this token')
+      assert.deepEqual(await t.json(200, { url: `/api/v1/companies/${other.id}/teams`, token: other.token }), [])
+    })
+
+    it('answers 404 for a company that does not exist, and keeps no answer for it', async () => {
+      const missing = '00000000-0000-4000-8000-00000000dead'
+      const res = await t.call({ url: `/api/v1/companies/${missing}/teams` })
+      assert.equal(res.statusCode, 404)
+      assert.equal((await t.call({ url: `/api/v1/companies/${missing}` })).statusCode, 404)
+    })
+  })
+}
+
+describe('cached reads with two instances on one PostgreSQL database', { skip: !engines.includes('postgres') }, () => {
+  let t: TestApp
+  let second: Awaited<ReturnType<typeof buildApp>>
+  before(async () => {
+    t = await buildTestApp('postgres')
+    const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+    second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
+    await second.ready()
+  })
+  after(async () => {
+    await second?.close()
+    await t?.close()
+  })
+
+  it('an instance forgets its copy when another one writes', async () => {
+    const c = await company(t)
+    const leader = await contract(t, c.id)
+    const id = await team(t, c.id, { name: 'One', code: 'TW', team_leader_ids: [leader] })
+    const readOnSecond = async () => {
+      const res = await second.inject({ url: `/api/v1/companies/${c.id}/teams`, headers: { authorization: `Bearer ${c.token}` } })
+      assert.equal(res.statusCode, 200)
+      return res.json() as TeamView[]
+    }
+    assert.equal((await readOnSecond()).find((x) => x.id === id)?.name, 'One')
+    await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'Two', code: 'TW' } })
+    const seen = await eventually(readOnSecond, (list) => list.some((x) => x.name === 'Two'))
+    assert.equal(seen.find((x) => x.id === id)?.name, 'Two')
+  })
+})
+
+for (const engine of engines) {
+  describe(`the read cache itself on ${engine}`, () => {
+    let database: Awaited<ReturnType<typeof openTestDatabase>>
+    before(async () => { database = await openTestDatabase(engine) })
+    after(async () => {
+      await database?.close()
+      await database?.drop()
+    })
+
+    it('does not keep an answer read before a change it heard of meanwhile', async () => {
+      const cache = createReadCache({ maxBytes: 1 << 20 })
+      await cache.listen(database)
+      let release!: (body: string) => void
+      const slow = cache.get('company-a', 'teams', () => new Promise<string>((resolve) => { release = resolve }))
+      await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'company-a')`.execute(database.db)
+      await eventually(async () => cache.stats().companies, (n) => n === 0)
+      release('old')
+      assert.equal(await slow, 'old', 'the read that was under way gets its answer')
+      let loads = 0
+      assert.equal(await cache.get('company-a', 'teams', async () => { loads++; return 'new' }), 'new')
+      assert.equal(loads, 1, 'the old answer was not kept')
+      assert.equal(await cache.get('company-a', 'teams', async () => { loads++; return 'newer' }), 'new', 'the new one was')
+    })
+
+    it('forgets every company on an empty announcement, and one company on its own', async () => {
+      const cache = createReadCache({ maxBytes: 1 << 20 })
+      await cache.listen(database)
+      await cache.get('a', 'r', async () => 'A')
+      await cache.get('b', 'r', async () => 'B')
+      await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'a')`.execute(database.db)
+      await eventually(async () => cache.stats().companies, (n) => n === 1)
+      assert.equal(await cache.get('b', 'r', async () => 'B2'), 'B')
+      assert.equal(await cache.get('a', 'r', async () => 'A2'), 'A2')
+      await sql`SELECT pg_notify(${COMPANY_CHANGED}, '')`.execute(database.db)
+      assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
+    })
+
+    it('caches nothing before it listens, or when it is given no memory', async () => {
+      const unheard = createReadCache({ maxBytes: 1 << 20 })
+      await unheard.get('a', 'r', async () => 'A')
+      assert.equal(await unheard.get('a', 'r', async () => 'A2'), 'A2')
+      const off = createReadCache({ maxBytes: 0 })
+      await off.listen(database)
+      await off.get('a', 'r', async () => 'A')
+      assert.equal(await off.get('a', 'r', async () => 'A2'), 'A2')
+    })
+
+    it('stays within its memory, dropping the companies cached first', async () => {
+      const cache = createReadCache({ maxBytes: 10_000 })
+      await cache.listen(database)
+      const body = 'x'.repeat(1_000)
+      for (let i = 0; i < 20; i++) await cache.get(`c${i}`, 'r', async () => body)
+      const { bytes, companies } = cache.stats()
+      assert.ok(bytes <= 10_000, `${bytes} bytes`)
+      assert.ok(companies >= 3 && companies < 20, `${companies} companies`)
+      assert.equal(await cache.get('c19', 'r', async () => 'reloaded'), body, 'the last one is still there')
+      assert.equal(await cache.get('c0', 'r', async () => 'reloaded'), 'reloaded', 'the first one was dropped')
+    })
+  })
+}
