@@ -119,8 +119,8 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
   installIdempotency(app, { db, clock, scheduler })
-  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES })
-  await readCache.listen(database)
+  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
+  await readCache.listen()
   installCacheForgetting(app, readCache)
 
   const catalogueRepo = createCatalogueRepository(db)

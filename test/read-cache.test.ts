@@ -1,20 +1,30 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { sql } from 'kysely'
+import { sql, type Transaction } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { COMPANY_CHANGED, createReadCache } from '../src/db/read-cache.ts'
+import { ANNOUNCE_SETTING } from '../src/db/database.ts'
+import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 
 /**
  * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
- * not after a write through the API, not after one straight into the database, not after one
- * through another instance.
+ * not after a write through the API, not after a job's, not after one straight into the
+ * database, not after one through another instance.
  */
 
 type TeamView = { id: string; name: string; team_leader_ids: string[] }
+
+/** Runs statements as any other session would (psql, a script): not one of the service's own, which announce after commit. */
+async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Promise<unknown>) {
+  await t.app.database.db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
+    await work(trx)
+  })
+}
 
 /** Reads until `done` holds (a NOTIFY reaches PostgreSQL's listeners a moment after the commit). */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 3_000): Promise<T> {
@@ -62,39 +72,39 @@ for (const engine of engines) {
       assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
     })
 
-    it('forgets a company when it answers a write of it, before any announcement arrives', async () => {
-      const id = await team(t, c.id, { name: 'Unannounced', code: 'UA', team_leader_ids: [leader] })
-      await teams()
-      // With the tables' announcements off, only the instance's own forgetting can show the change.
-      await sql`ALTER TABLE teams DISABLE TRIGGER USER`.execute(t.app.database.db)
-      try {
-        await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'Unannounced, renamed', code: 'UA' } })
-        assert.equal((await teams()).find((x) => x.id === id)?.name, 'Unannounced, renamed')
-      } finally {
-        await sql`ALTER TABLE teams ENABLE TRIGGER USER`.execute(t.app.database.db)
-      }
+    it('shows a change a job made, as soon as the job commits', async () => {
+      const id = await team(t, c.id, { name: 'Before the job', code: 'JB', team_leader_ids: [leader] })
+      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before the job')
+      const { scheduler } = t.app.services
+      scheduler.register('test.rename-team', async ({ trx, payload }) => {
+        await sql`UPDATE teams SET name = 'Renamed by a job' WHERE company_id = ${String(payload.company_id)} AND id = ${String(payload.team_id)}`.execute(trx)
+      })
+      await scheduler.schedule(t.app.database.db, { kind: 'test.rename-team', key: id, runAt: t.clock.now(), payload: { company_id: c.id, team_id: id } })
+      assert.ok((await scheduler.runDue()) >= 1)
+      const seen = await eventually(teams, (list) => list.some((x) => x.name === 'Renamed by a job'))
+      assert.equal(seen.find((x) => x.id === id)?.name, 'Renamed by a job')
     })
 
     it('shows a change written straight into the database, as soon as it commits', async () => {
       const id = await team(t, c.id, { name: 'Direct', code: 'DI', team_leader_ids: [leader] })
       assert.equal((await teams()).find((x) => x.id === id)?.name, 'Direct')
-      await sql`UPDATE teams SET name = 'Changed by hand' WHERE company_id = ${c.id} AND id = ${id}`.execute(t.app.database.db)
+      await asAnotherSession(t, (trx) => sql`UPDATE teams SET name = 'Changed by hand' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx))
       const seen = await eventually(teams, (list) => list.some((x) => x.name === 'Changed by hand'))
       assert.equal(seen.find((x) => x.id === id)?.name, 'Changed by hand')
 
       // A leader removed by hand, and a plan's features changed by hand (every company on it).
-      await sql`DELETE FROM team_members WHERE company_id = ${c.id} AND team_id = ${id}`.execute(t.app.database.db)
+      await asAnotherSession(t, (trx) => sql`DELETE FROM team_members WHERE company_id = ${c.id} AND team_id = ${id}`.execute(trx))
       assert.deepEqual((await eventually(teams, (list) => list.find((x) => x.id === id)?.team_leader_ids.length === 0)).find((x) => x.id === id)?.team_leader_ids, [])
       const read = () => t.json<{ subscribed_features: string[] }>(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
       await read()
-      await sql`UPDATE plans SET features = ARRAY['by-hand'] WHERE sku = ${c.planSku}`.execute(t.app.database.db)
+      await asAnotherSession(t, (trx) => sql`UPDATE plans SET features = ARRAY['by-hand'] WHERE sku = ${c.planSku}`.execute(trx))
       assert.deepEqual((await eventually(read, (x) => x.subscribed_features.includes('by-hand'))).subscribed_features, ['by-hand'])
     })
 
     it('keeps nothing when a change rolls back', async () => {
       const id = await team(t, c.id, { name: 'Kept', code: 'RB', team_leader_ids: [leader] })
       await teams()
-      await t.app.database.db.transaction().execute(async (trx) => {
+      await asAnotherSession(t, async (trx) => {
         await sql`UPDATE teams SET name = 'Rolled back' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
         throw new Error('roll back')
       }).catch(() => undefined)
@@ -158,8 +168,8 @@ for (const engine of engines) {
     })
 
     it('does not keep an answer read before a change it heard of meanwhile', async () => {
-      const cache = createReadCache({ maxBytes: 1 << 20 })
-      await cache.listen(database)
+      const cache = createReadCache({ maxBytes: 1 << 20, database })
+      await cache.listen()
       let release!: (body: string) => void
       const slow = cache.get('company-a', 'teams', () => new Promise<string>((resolve) => { release = resolve }))
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'company-a')`.execute(database.db)
@@ -173,8 +183,8 @@ for (const engine of engines) {
     })
 
     it('forgets every company on an empty announcement, and one company on its own', async () => {
-      const cache = createReadCache({ maxBytes: 1 << 20 })
-      await cache.listen(database)
+      const cache = createReadCache({ maxBytes: 1 << 20, database })
+      await cache.listen()
       await cache.get('a', 'r', async () => 'A')
       await cache.get('b', 'r', async () => 'B')
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'a')`.execute(database.db)
@@ -185,19 +195,32 @@ for (const engine of engines) {
       assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
     })
 
+    it('announces changes to every listener, concurrent announcements together', async () => {
+      const listener = createReadCache({ maxBytes: 1 << 20, database })
+      await listener.listen()
+      for (const id of ['a', 'b', 'c']) await listener.get(id, 'r', async () => id)
+      const announcer = createReadCache({ maxBytes: 1 << 20, database })
+      await Promise.all([announcer.announce('a'), announcer.announce('b'), announcer.announce('a')])
+      await eventually(async () => listener.stats().companies, (n) => n === 1)
+      assert.equal(await listener.get('c', 'r', async () => 'reloaded'), 'c', 'c was not announced')
+      assert.equal(await listener.get('a', 'r', async () => 'reloaded'), 'reloaded')
+      await announcer.announce()
+      assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
+    })
+
     it('caches nothing before it listens, or when it is given no memory', async () => {
-      const unheard = createReadCache({ maxBytes: 1 << 20 })
+      const unheard = createReadCache({ maxBytes: 1 << 20, database })
       await unheard.get('a', 'r', async () => 'A')
       assert.equal(await unheard.get('a', 'r', async () => 'A2'), 'A2')
-      const off = createReadCache({ maxBytes: 0 })
-      await off.listen(database)
+      const off = createReadCache({ maxBytes: 0, database })
+      await off.listen()
       await off.get('a', 'r', async () => 'A')
       assert.equal(await off.get('a', 'r', async () => 'A2'), 'A2')
     })
 
     it('stays within its memory, dropping the companies cached first', async () => {
-      const cache = createReadCache({ maxBytes: 10_000 })
-      await cache.listen(database)
+      const cache = createReadCache({ maxBytes: 10_000, database })
+      await cache.listen()
       const body = 'x'.repeat(1_000)
       for (let i = 0; i < 20; i++) await cache.get(`c${i}`, 'r', async () => body)
       const { bytes, companies } = cache.stats()

@@ -18,6 +18,13 @@ export interface Database {
   close(): Promise<void>
 }
 
+/**
+ * The service's sessions announce their changes to cached reads after commit, themselves
+ * (migration 0008 says why); the tables' triggers announce everyone else's.
+ */
+export const ANNOUNCE_SETTING = 'company_admin.announce'
+const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit`
+
 const DATE_OID = 1082
 const INT8_OID = 20
 
@@ -41,7 +48,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 }
 
 function createPostgres(connectionString: string, max: number): Database {
-  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000 })
+  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
   // A client that loses its server emits 'error', idle (the pool's event) or checked out (its
   // own; the query in flight fails on its own). Without a listener either would end the process.
   pool.on('error', () => {})
@@ -165,6 +172,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   }
   try {
     await pglite.waitReady
+    await pglite.exec(`SET ${ANNOUNCE_SETTING} = 'after_commit'`)
   } catch (err) {
     release()
     throw err

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Database } from './database.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
@@ -16,10 +17,11 @@ interface Shelf {
 /**
  * Answers of hot company-scoped reads, kept serialized in this process and sent again without a
  * query while nothing they show has changed. What tells it that something changed is the
- * database itself: the tables these reads show announce every committed change on
- * `company_changed` (migration 0008), heard by every instance on the database, and an instance
- * also forgets a company as soon as it has answered a write of that company (`forget`), so a
- * client always reads its own writes. While the LISTEN connection is down, nothing is cached.
+ * database: every committed change to the tables these reads show is announced on
+ * `company_changed` (migration 0008: by the tables' triggers, or by the service after a request
+ * or in a job), heard by every instance on the database; an instance also forgets a company
+ * before it answers a write of that company (`forget`), so a client always reads its own
+ * writes. While the LISTEN connection is down, nothing is cached.
  *
  * A read that loses a race keeps nothing: each company's answers sit on a shelf that a change
  * replaces, and an answer is put back only on the shelf its read started from, so a read that
@@ -27,7 +29,7 @@ interface Shelf {
  *
  * Bounded by `maxBytes`: past it, the companies cached first are dropped first.
  */
-export function createReadCache(options: { maxBytes: number }) {
+export function createReadCache(options: { maxBytes: number; database: Pick<Database, 'db' | 'listen'> }) {
   const shelves = new Map<string, Shelf>()
   let bytes = 0
   let listening = false
@@ -63,6 +65,28 @@ export function createReadCache(options: { maxBytes: number }) {
     }
   }
 
+  interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
+  let gathering: Batch | undefined
+  let sending = false
+
+  function newBatch(): Batch {
+    const batch = { ids: new Set<string>() } as Batch
+    batch.sent = new Promise<void>((resolve, reject) => { batch.resolve = resolve; batch.reject = reject })
+    return batch
+  }
+
+  function sendGathered() {
+    const batch = gathering
+    if (!batch) return
+    gathering = undefined
+    sending = true
+    // '' (every company) says all the others say.
+    const ids = batch.ids.has('') ? [''] : [...batch.ids]
+    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM unnest(${ids}::text[]) AS id`.execute(options.database.db)
+      .then(() => batch.resolve(), batch.reject)
+      .finally(() => { sending = false; sendGathered() })
+  }
+
   return {
     /** The cached answer of `read` for the company, or what `load` answers (kept when it safely can be). */
     async get(companyId: string, read: string, load: () => Promise<string>): Promise<string> {
@@ -87,9 +111,24 @@ export function createReadCache(options: { maxBytes: number }) {
       else forgetAll()
     },
 
+    /**
+     * Tells every instance that a company changed (or, without one, every company): what the
+     * service does after a request's work has committed, its own sessions being the ones the
+     * tables' triggers leave to it (migration 0008). A transaction with nothing but NOTIFYs
+     * commits without a WAL flush. Announcements made while one is on its way go together in
+     * the next statement, so concurrent writes cost one round trip between them, not one each.
+     */
+    announce(companyId?: string): Promise<void> {
+      gathering ??= newBatch()
+      const batch = gathering
+      batch.ids.add(companyId ?? '')
+      if (!sending) sendGathered()
+      return batch.sent
+    },
+
     /** Subscribes to the database's change announcements; caching starts once they are heard. */
-    async listen(database: Pick<Database, 'listen'>) {
-      await database.listen(COMPANY_CHANGED, (companyId) => {
+    async listen() {
+      await options.database.listen(COMPANY_CHANGED, (companyId) => {
         if (companyId) drop(companyId)
         else forgetAll()
       }, (heard) => {

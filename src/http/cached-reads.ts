@@ -14,19 +14,29 @@ export async function replyCached<T>(reply: FastifyReply, cache: Pick<ReadCache,
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /**
- * An instance forgets the cached reads of a company before it answers any write of it: the
- * database's change announcement (src/db/read-cache.ts) reaches this process on another
- * connection, possibly after the client has already sent its next read. A write outside a
- * company's paths (the catalogue, a webhook, a hosted page) forgets every company; issuing a
- * token changes none.
+ * Before it answers a write, an instance forgets the cached reads of the company the write was
+ * about, then announces the change to every instance (src/db/read-cache.ts; the service's own
+ * sessions leave that to it, migration 0008 says why). Forgetting locally first matters: the
+ * announcement comes back to this process on another connection, possibly after the client's
+ * next read. A write outside a company's paths (the catalogue, a webhook, a hosted page)
+ * concerns every company; issuing a token changes none. A refused request (4xx) wrote nothing
+ * and announces nothing.
  */
-export function installCacheForgetting(app: FastifyInstance, cache: Pick<ReadCache, 'forget'>) {
+export function installCacheForgetting(app: FastifyInstance, cache: Pick<ReadCache, 'forget' | 'announce'>) {
   app.addHook('onRoute', (route) => {
     const methods = [route.method].flat()
     if (methods.every((method) => READS.has(method)) || route.url.startsWith('/oauth/')) return
-    const forget: onSendHookHandler = async (request) => {
-      cache.forget((request.params as { company_id?: string } | undefined)?.company_id)
+    const announce: onSendHookHandler = async (request, reply) => {
+      const companyId = (request.params as { company_id?: string } | undefined)?.company_id
+      cache.forget(companyId)
+      if (reply.statusCode >= 400 && reply.statusCode < 500) return
+      try {
+        await cache.announce(companyId)
+      } catch (err) {
+        // The write stands; other instances lose their LISTEN connection with the database, and with it their cache.
+        request.log.warn({ err }, 'could not announce a change to cached reads')
+      }
     }
-    route.onSend = [...[route.onSend ?? []].flat(), forget]
+    route.onSend = [...[route.onSend ?? []].flat(), announce]
   })
 }
