@@ -1,6 +1,6 @@
 import http from 'node:http'
 import type { LoadResult, LoadSpec } from './load.ts'
-import { runLoad, type Running } from './processes.ts'
+import { cpuMs, runLoad, type Running } from './processes.ts'
 
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 2)
@@ -16,7 +16,8 @@ export interface HttpFigure {
   name: string
   connections: number
   ceiling: { rps: number; p99: number; rounds: number[] }
-  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number }
+  /** cpuPerRequestMs: the server process's own CPU time per request served (steadier than req/s on a shared machine). */
+  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number; cpuPerRequestMs: number }
   ratio: number
 }
 
@@ -54,10 +55,14 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
   await runLoad(spec(baseline.url, 1, 'bw'))
   const ceilings: LoadResult[] = []
   const servers: LoadResult[] = []
+  const cpuPerRequest: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     ceilings.push(await runLoad(spec(baseline.url, SECONDS, `b${round}-`)))
+    const cpuBefore = cpuMs(server.child.pid!)
     servers.push(await runLoad(spec(server.url, SECONDS, `r${round}-`)))
-    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${servers.at(-1)!.rps.toFixed(0)} req/s p99 ${servers.at(-1)!.p99} ms`)
+    const served = servers.at(-1)!
+    cpuPerRequest.push((cpuMs(server.child.pid!) - cpuBefore) / Math.max(1, served.rps * SECONDS))
+    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request`)
   }
   const ceiling = median(ceilings.map((r) => r.rps))
   const rps = median(servers.map((r) => r.rps))
@@ -67,6 +72,7 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
     server: {
       rps, p50: median(servers.map((r) => r.p50)), p99: median(servers.map((r) => r.p99)), rounds: servers.map((r) => r.rps),
       non2xx: servers.reduce((s, r) => s + r.non2xx, 0), errors: servers.reduce((s, r) => s + r.errors, 0),
+      cpuPerRequestMs: median(cpuPerRequest),
     },
     ratio: rps / ceiling,
   }

@@ -120,6 +120,13 @@ export function rssMb(pid: number): number {
   return kb / 1024
 }
 
+/** CPU time a process has used so far, user and system, in ms (fields 14 and 15 of /proc/<pid>/stat, in 100 Hz ticks). */
+export function cpuMs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
 /** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
 export function coreOf(pid: number): string {
   try {
