@@ -21,6 +21,7 @@ import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
 import { createTokenKeys } from './modules/oauth/oauth.tokens.ts'
 import { createAccessState } from './modules/oauth/oauth.access.ts'
 import { createOauthService } from './modules/oauth/oauth.service.ts'
+import { createTokenClients } from './modules/oauth/oauth.token-clients.ts'
 import { clientRoutes, tokenRoutes } from './modules/oauth/oauth.routes.ts'
 import { createCatalogueRepository } from './modules/catalogue/catalogue.repository.ts'
 import { createCatalogueService } from './modules/catalogue/catalogue.service.ts'
@@ -148,7 +149,10 @@ export async function buildApp(options: AppOptions) {
   }
   const teams = createTeamsService({ repo: createTeamsRepository(db), clock })
   const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
-  const oauth = createOauthService({ repo: oauthRepo, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
+  const tokenClients = createTokenClients(oauthRepo, { listening: readCache.listening })
+  access.onForget(tokenClients.forgetClient)
+  readCache.onForget(tokenClients.forgetCompany)
+  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })

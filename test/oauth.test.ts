@@ -7,7 +7,7 @@ import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { createDatabase } from '../src/db/database.ts'
+import { ANNOUNCE_SETTING, createDatabase } from '../src/db/database.ts'
 import { company, companyClient, type CompanyFixture } from './helpers/factories.ts'
 
 const TOKEN = '/oauth/token'
@@ -240,6 +240,31 @@ for (const engine of engines) {
       })
     })
 
+    describe('tokens and what the service keeps of clients', () => {
+      it('grants what the company holds now: a cancellation or a plan changed by hand shows in the next token', async () => {
+        const c = await company(t, {}, { features: ['stamping', 'expense'] })
+        const scopes = async () => {
+          const res = await token({ grant_type: 'client_credentials', ...c.client })
+          assert.equal(res.statusCode, 200, res.body)
+          return (res.json().scope as string).split(' ')
+        }
+        assert.ok((await scopes()).includes('read:expense'))
+        assert.ok((await scopes()).includes('read:expense'), 'asked twice: the second answer may come from what the service keeps')
+        // A plan changed outside the service (psql): the next token follows once the change is announced.
+        await t.app.database.db.transaction().execute(async (trx) => {
+          await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
+          await sql`UPDATE plans SET features = ARRAY['stamping'] WHERE sku = ${c.planSku}`.execute(trx)
+        })
+        const deadline = Date.now() + 3000
+        let now = await scopes()
+        while (now.includes('read:expense') && Date.now() < deadline) now = await scopes()
+        assert.ok(!now.includes('read:expense') && now.includes('read:stamping'), now.join(' '))
+        // Cancelled now, through the API: the very next token has no plan features left.
+        await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${c.id}/cancel?end_of_term=false` })
+        assert.ok(!(await scopes()).includes('read:stamping'))
+      })
+    })
+
     describe('the configured platform client', () => {
       it('takes the configured secret at start-up, also when it changed', async () => {
         const rotated = 'rotated-admin-secret-0123456789'
@@ -276,12 +301,15 @@ for (const engine of engines) {
           const client = await companyClient(t, a.id, ['read:company'])
           const clientToken = await t.tokenFor(client.client_id, client.client_secret)
           assert.equal((await get(clientToken)).statusCode, 200, 'a token of one instance works on the other')
+          const tokenOnOther = () => other.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', ...client } })
+          assert.equal((await tokenOnOther()).statusCode, 200, 'the other instance issues tokens to the client (and keeps it)')
 
           await t.json(204, { method: 'DELETE', url: `/api/v1/companies/${a.id}/clients/${client.client_id}` })
           const revoked = await settle(clientToken, 401)
           assert.equal(revoked.status, 401)
           // Without the notification the other instance would hold its cached answer about 5 s.
           assert.ok(revoked.ms < 2500, `revocation seen after ${revoked.ms} ms`)
+          assert.equal((await tokenOnOther()).statusCode, 401, 'and issues no more tokens to it')
 
           assert.equal((await get(a.token)).statusCode, 200)
           await t.json(202, { method: 'PUT', url: `/api/v1/companies/${a.id}` })

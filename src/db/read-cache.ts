@@ -39,6 +39,14 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
   const shelves = new Map<string, Shelf>()
   let bytes = 0
   let listening = false
+  // Others that keep what a company's change makes stale (the token endpoint's clients).
+  const alsoForget: Array<(companyId?: string) => void> = []
+
+  function forgetCompany(companyId?: string) {
+    if (companyId) drop(companyId)
+    else forgetAll()
+    for (const other of alsoForget) other(companyId)
+  }
 
   function drop(companyId: string) {
     const shelf = shelves.get(companyId)
@@ -114,10 +122,13 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
     },
 
     /** Forgets a company's answers (or, without one, every company's). */
-    forget(companyId?: string) {
-      if (companyId) drop(companyId)
-      else forgetAll()
-    },
+    forget: forgetCompany,
+
+    /** Calls `forget` whenever a company is forgotten here: on this instance's writes and on the changes it hears. */
+    onForget(forget: (companyId?: string) => void) { alsoForget.push(forget) },
+
+    /** Whether changes are being heard (nothing may be cached otherwise). */
+    listening: () => listening,
 
     /**
      * Tells every instance that a company changed (or, without one, every company): what the
@@ -137,12 +148,9 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
 
     /** Subscribes to the database's change announcements; caching starts once they are heard. */
     async listen() {
-      await options.database.listen(COMPANY_CHANGED, (companyId) => {
-        if (companyId) drop(companyId)
-        else forgetAll()
-      }, (heard) => {
+      await options.database.listen(COMPANY_CHANGED, (companyId) => forgetCompany(companyId || undefined), (heard) => {
         listening = heard
-        if (!heard) forgetAll()
+        if (!heard) forgetCompany()
       })
     },
 

@@ -13,10 +13,13 @@ const CACHE_LIMIT = 50_000
  */
 export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'db' | 'listen'>) {
   const cache = new Map<string, { state: ClientAccessState | undefined; at: number }>()
+  // Others that keep what a client's change makes stale (the token endpoint's clients).
+  const alsoForget: Array<(clientId?: string) => void> = []
 
   function forget(clientId?: string) {
     if (clientId) cache.delete(clientId)
     else cache.clear()
+    for (const other of alsoForget) other(clientId)
   }
 
   return {
@@ -40,6 +43,9 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
       forget(clientId)
       await sql`SELECT pg_notify(${CHANNEL}, ${clientId ?? ''})`.execute(database.db)
     },
+
+    /** Calls `forget` whenever a client's state is forgotten here: on this instance's changes and on those it hears. */
+    onForget(forget: (clientId?: string) => void) { alsoForget.push(forget) },
 
     async listen() {
       await database.listen(CHANNEL, (payload) => forget(payload || undefined))

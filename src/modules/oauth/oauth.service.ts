@@ -4,6 +4,7 @@ import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
+import type { TokenClients } from './oauth.token-clients.ts'
 import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from './scopes.ts'
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
@@ -29,6 +30,8 @@ export interface ClientView { client_id: string; name: string; scopes: string[];
  */
 export function createOauthService(deps: {
   repo: OauthRepository
+  /** The token endpoint's read of a client, cached (oauth.token-clients.ts). */
+  clients: Pick<TokenClients, 'find'>
   keys: Pick<TokenKeys, 'sign'>
   access: Pick<AccessState, 'changed'>
   clock: Clock
@@ -42,8 +45,8 @@ export function createOauthService(deps: {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
       if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
-      // One statement: the client and its company's current plan.
-      const client = await repo.findClientForToken(request.client_id)
+      // The client and its company's current plan: one statement, or none while it is cached.
+      const client = await deps.clients.find(request.client_id)
       if (!client || client.revoked_at !== null || !secretMatches(request.client_secret, client.secret_hash)) {
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
@@ -69,6 +72,8 @@ export function createOauthService(deps: {
       if (configured.id && configured.secret) {
         // The configuration is the truth for this client: a rotated secret takes effect at start-up.
         await repo.upsertPlatformClient({ client_id: configured.id, secret_hash: hashSecret(configured.secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+        // Other instances forget what they keep of it (its old secret).
+        await deps.access.changed(configured.id)
         return undefined
       }
       if ((await repo.countPlatformClients()) > 0) return undefined
