@@ -15,15 +15,19 @@
 -- their transaction (src/jobs/scheduler.ts), and so does every other writer: psql, a script,
 -- another tool.
 
+-- Whether this session's changes are announced by the triggers: not in the service's own
+-- sessions. A WHEN clause, so that in those the trigger costs nothing (calling the function only
+-- to return at once was 0.15 ms a statement, half of a team creation's insert).
+CREATE FUNCTION announcing() RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT current_setting('company_admin.announce', true) IS DISTINCT FROM 'after_commit'
+$$;
+
 CREATE FUNCTION announce_company_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   -- TG_ARGV[0]: the column that names the company ('id' in companies, 'company_id' elsewhere).
   company_column text := TG_ARGV[0];
   touched text[];
 BEGIN
-  IF current_setting('company_admin.announce', true) = 'after_commit' THEN
-    RETURN NULL;
-  END IF;
   IF company_column IS NULL THEN
     PERFORM pg_notify('company_changed', '');
     RETURN NULL;
@@ -47,33 +51,33 @@ END $$;
 
 -- Transition tables are per event, so each table has one trigger per event.
 CREATE TRIGGER companies_inserted AFTER INSERT ON companies REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('id');
 CREATE TRIGGER companies_updated AFTER UPDATE ON companies REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('id');
 CREATE TRIGGER companies_deleted AFTER DELETE ON companies REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('id');
 
 CREATE TRIGGER subscriptions_inserted AFTER INSERT ON subscriptions REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER subscriptions_updated AFTER UPDATE ON subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER subscriptions_deleted AFTER DELETE ON subscriptions REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 
 CREATE TRIGGER teams_inserted AFTER INSERT ON teams REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER teams_updated AFTER UPDATE ON teams REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER teams_deleted AFTER DELETE ON teams REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 
 CREATE TRIGGER team_members_inserted AFTER INSERT ON team_members REFERENCING NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER team_members_updated AFTER UPDATE ON team_members REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 CREATE TRIGGER team_members_deleted AFTER DELETE ON team_members REFERENCING OLD TABLE AS old_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes('company_id');
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes('company_id');
 
 -- A plan's features are part of every company on it: any change to plans forgets every company.
 CREATE TRIGGER plans_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON plans
-  FOR EACH STATEMENT EXECUTE FUNCTION announce_company_changes();
+  FOR EACH STATEMENT WHEN (announcing()) EXECUTE FUNCTION announce_company_changes();
