@@ -69,7 +69,8 @@ function createPostgres(connectionString: string, max: number): Database {
       let attempt = 0
       const reconnectLater = () => {
         if (closed) return
-        const delay = Math.min(5_000, 200 * 2 ** attempt++)
+        // Short: while it is away, caches that rely on it ask the database instead (read-cache.ts, oauth.access.ts).
+        const delay = Math.min(1_000, 100 * 2 ** attempt++)
         setTimeout(() => {
           if (closed) return
           open().then(() => { attempt = 0; onMessage(''); onListening?.(true) }, reconnectLater)

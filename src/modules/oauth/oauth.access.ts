@@ -13,6 +13,8 @@ const CACHE_LIMIT = 50_000
  */
 export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'db' | 'listen'>) {
   const cache = new Map<string, { state: ClientAccessState | undefined; at: number }>()
+  // While changes could go unheard (no LISTEN connection), every answer comes from the database.
+  let listening = false
   // Others that keep what a client's change makes stale (the token endpoint's clients).
   const alsoForget: Array<(clientId?: string) => void> = []
 
@@ -26,12 +28,12 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
     /** Synchronously, the cached answer while it is fresh; null when get() must ask the database. */
     fresh(clientId: string): { state: ClientAccessState | undefined } | null {
       const hit = cache.get(clientId)
-      return hit && Date.now() - hit.at < MAX_AGE_MS ? hit : null
+      return listening && hit && Date.now() - hit.at < MAX_AGE_MS ? hit : null
     },
 
     async get(clientId: string): Promise<ClientAccessState | undefined> {
       const hit = cache.get(clientId)
-      if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit.state
+      if (listening && hit && Date.now() - hit.at < MAX_AGE_MS) return hit.state
       const state = await repo.accessState(clientId)
       if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!)
       cache.set(clientId, { state, at: Date.now() })
@@ -48,7 +50,10 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
     onForget(forget: (clientId?: string) => void) { alsoForget.push(forget) },
 
     async listen() {
-      await database.listen(CHANNEL, (payload) => forget(payload || undefined))
+      await database.listen(CHANNEL, (payload) => forget(payload || undefined), (heard) => {
+        listening = heard
+        if (!heard) forget()
+      })
     },
   }
 }
