@@ -21,6 +21,7 @@ export type JobHandler = (ctx: JobContext) => Promise<void>
 export interface NewJob { kind: string; key: string; runAt: Date; payload?: Record<string, unknown> }
 
 const MAX_BACKOFF_MS = 15 * 60_000
+const WAKE_MIN_MS = 5
 
 /**
  * Jobs over PostgreSQL. A due job is claimed with FOR UPDATE SKIP LOCKED inside a transaction
@@ -31,7 +32,11 @@ const MAX_BACKOFF_MS = 15 * 60_000
 export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number }) {
   const handlers = new Map<string, JobHandler>()
   let timer: NodeJS.Timeout | undefined
+  // When the timer fires (ms since the epoch): a wake-up asked for later than that changes nothing.
+  let timerAt = Infinity
   let running: Promise<unknown> | undefined
+  // A wake-up that came while a pass was running: another pass follows at once.
+  let wokenWhileRunning = false
   let stopped = true
 
   /** Schedules a job unless one with the same kind and key exists (idempotent). */
@@ -40,6 +45,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}) })
       .onConflict((oc) => oc.columns(['kind', 'key']).doNothing())
       .execute()
+    wakeFor(job.runAt)
   }
 
   /** Moves a pending job to another time, or creates it. */
@@ -48,6 +54,35 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}) })
       .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), done_at: null, attempts: 0, last_error: null }))
       .execute()
+    wakeFor(job.runAt)
+  }
+
+  /**
+   * The poll runs again in `delayMs` unless it is already due sooner. Besides every pollMs, it
+   * runs when the earliest pending job falls due (learned after each pass, and from the jobs this
+   * instance schedules), so a job waits for its time, not for the next poll.
+   */
+  function wakeIn(delayMs: number) {
+    if (stopped) return
+    const at = Date.now() + delayMs
+    if (timer && at >= timerAt) return
+    if (timer) clearTimeout(timer)
+    timerAt = at
+    timer = setTimeout(loop, delayMs)
+  }
+
+  function wakeFor(runAt: Date) {
+    // A few milliseconds at least: the job's row is often in a transaction that has yet to commit.
+    wakeIn(Math.max(WAKE_MIN_MS, runAt.getTime() - deps.clock.now().getTime()))
+  }
+
+  /** When the earliest pending job of this instance's kinds falls due, if any. */
+  async function earliestPending(): Promise<Date | undefined> {
+    if (handlers.size === 0) return undefined
+    const row = await deps.db.selectFrom('jobs').select((eb) => eb.fn.min('run_at').as('at'))
+      .where('done_at', 'is', null).where('kind', 'in', [...handlers.keys()])
+      .executeTakeFirst()
+    return row?.at ? new Date(row.at as unknown as string | Date) : undefined
   }
 
   async function cancel(executor: Executor, kind: string, key: string): Promise<void> {
@@ -96,12 +131,21 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
   }
 
   function loop() {
+    timer = undefined
+    timerAt = Infinity
     if (stopped) return
-    running = runDue(1000)
+    if (running) { wokenWhileRunning = true; return }
+    let next = deps.pollMs
+    running = (async () => {
+      await runDue(1000)
+      const due = await earliestPending()
+      if (due) next = Math.min(deps.pollMs, Math.max(0, due.getTime() - deps.clock.now().getTime()))
+    })()
       .catch((err) => deps.log.warn({ err }, 'scheduler poll failed'))
       .finally(() => {
         running = undefined
-        if (!stopped) timer = setTimeout(loop, deps.pollMs)
+        wakeIn(wokenWhileRunning ? 0 : next)
+        wokenWhileRunning = false
       })
   }
 
@@ -114,12 +158,14 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     start() {
       if (!stopped) return
       stopped = false
-      timer = setTimeout(loop, 0)
+      wakeIn(0)
     },
     /** Stops polling and waits for the job in progress to finish. */
     async stop() {
       stopped = true
       if (timer) clearTimeout(timer)
+      timer = undefined
+      timerAt = Infinity
       await running
     },
   }

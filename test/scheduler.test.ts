@@ -1,0 +1,59 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import pino from 'pino'
+import { systemClock } from '../src/clock.ts'
+import { createScheduler } from '../src/jobs/scheduler.ts'
+import { engines } from './helpers/app.ts'
+import { openTestDatabase } from './helpers/databases.ts'
+
+/**
+ * The running scheduler (the other tests call runDue() themselves) starts a job when it falls
+ * due, not at its next poll: the poll here is a minute, so a job that runs within seconds was
+ * woken for. The bounds are generous on purpose: this is about which wake-up ran it, not speed.
+ */
+const POLL_MS = 60_000
+
+for (const engine of engines) {
+  describe(`the running scheduler on ${engine}`, () => {
+    let database: Awaited<ReturnType<typeof openTestDatabase>>
+    let scheduler: ReturnType<typeof createScheduler>
+    const ran = new Map<string, (at: number) => void>()
+
+    before(async () => {
+      database = await openTestDatabase(engine)
+      scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS })
+      scheduler.register('test.wake', async ({ key }) => { ran.get(key)?.(Date.now()) })
+    })
+    after(async () => {
+      await scheduler?.stop()
+      await database?.close()
+      await database?.drop()
+    })
+
+    const runs = (key: string) => new Promise<number>((resolve) => ran.set(key, resolve))
+
+    it('runs a job it schedules when the job falls due, not at the next poll', { timeout: 15_000 }, async () => {
+      scheduler.start()
+      // Let the first pass (at start) find nothing and wait for its minute.
+      await new Promise((r) => setTimeout(r, 200))
+      const due = Date.now() + 400
+      const done = runs('own')
+      await scheduler.schedule(database.db, { kind: 'test.wake', key: 'own', runAt: new Date(due) })
+      const at = await done
+      assert.ok(at >= due, `ran ${due - at} ms before it was due`)
+      assert.ok(at - due < 10_000, `ran ${at - due} ms after it was due`)
+    })
+
+    it('runs a job another instance scheduled when it falls due, once a pass has seen it', { timeout: 15_000 }, async () => {
+      await scheduler.stop()
+      const due = Date.now() + 1_500
+      // Written as another instance would: this one is not told.
+      await database.db.insertInto('jobs').values({ kind: 'test.wake', key: 'other', run_at: new Date(due), payload: '{}' }).execute()
+      const done = runs('other')
+      scheduler.start()
+      const at = await done
+      assert.ok(at >= due, `ran ${due - at} ms before it was due`)
+      assert.ok(at - due < 10_000, `ran ${at - due} ms after it was due`)
+    })
+  })
+}
