@@ -75,7 +75,9 @@ export function writeResults(run: RunFigures): string {
     g ? `p50 ${f2(g.at100.p50)} → ${f2(g.at100k.p50)} ms (${g.at100k.p50 >= g.at100.p50 ? '+' : ''}${f2(100 * (g.at100k.p50 / g.at100.p50 - 1))} %); mean ${f2(g.at100.mean)} → ${f2(g.at100k.mean)} ms` : '-',
     g ? g.at100k.p50 <= 1.2 * g.at100.p50 : undefined)
   for (const e of run.engines) {
-    row(`start to /ready on an existing database; idle RSS (${e.engine})`, '≤ 2 s; RSS ≤ 150 MB', `${f0(e.startMs)} ms; ${f0(e.idleRssMb)} MB`, e.startMs <= 2000 && e.idleRssMb <= 150)
+    // The issue's targets are PostgreSQL's unless it says otherwise; PGlite's start is shown for information.
+    if (e.engine === 'postgres') row('start to /ready on an existing database; idle RSS', '≤ 2 s; RSS ≤ 150 MB', `${f0(e.startMs)} ms; ${f0(e.idleRssMb)} MB`, e.startMs <= 2000 && e.idleRssMb <= 150)
+    else rows.push(`| start to /ready on an existing database; idle RSS, on PGlite (for information) | none: the targets are PostgreSQL's | ${f0(e.startMs)} ms; ${f0(e.idleRssMb)} MB (PostgreSQL itself runs in the process, with its WebAssembly heap) | - |`)
   }
 
   const detail: string[] = []
