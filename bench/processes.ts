@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { LoadResult, LoadSpec } from './load.ts'
+import { builtServer } from '../scripts/built-server.ts'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const CORES = os.availableParallelism()
@@ -44,15 +45,6 @@ export function killAll() {
 process.on('exit', killAll)
 
 let nextPort = 18_000 + (process.pid % 1000) * 10
-
-let built = false
-
-/** What `npm start` runs: the bundle scripts/build.mjs makes in dist/, built once per bench run. */
-function builtServer(): string {
-  if (!built) execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'pipe' })
-  built = true
-  return 'dist/server.js'
-}
 
 /** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
 export async function startServer(env: Record<string, string>, extraNodeArgs: string[] = []): Promise<Running> {

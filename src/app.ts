@@ -149,7 +149,8 @@ export async function buildApp(options: AppOptions) {
   }
   const teams = createTeamsService({ repo: createTeamsRepository(db), clock })
   const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
-  const tokenClients = createTokenClients(oauthRepo, { listening: readCache.listening })
+  // Kept only while both the clients' and the companies' changes are heard.
+  const tokenClients = createTokenClients(oauthRepo, { listening: () => access.listening() && readCache.listening() })
   access.onForget(tokenClients.forgetClient)
   readCache.onForget(tokenClients.forgetCompany)
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })

@@ -205,11 +205,15 @@ for (const engine of engines) {
 
         const addon = await t.call({ method: 'POST', url: `${BASE}/addons`, body: { name: 'A', price: 2, period_unit: 'year' } })
         const readAddon = await t.json(200, { url: String(addon.headers.location), token: null })
-        assert.equal((await t.call({ method: 'POST', url: `${BASE}/addons`, body: readAddon })).statusCode, 202)
+        const addonAgain = await t.call({ method: 'POST', url: `${BASE}/addons`, body: readAddon })
+        assert.equal(addonAgain.statusCode, 202)
+        assert.notEqual(addonAgain.headers.location, addon.headers.location, 'a new addon, not the one read')
 
         const coupon = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('RT'), name: 'R', discount_type: 'fixed_amount', discount_value: 5 } })
         const readCoupon = await t.json(200, { url: String(coupon.headers.location), token: null })
-        assert.equal((await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { ...readCoupon, code: uniq('RT') } })).statusCode, 202)
+        const couponAgain = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { ...readCoupon, code: uniq('RT') } })
+        assert.equal(couponAgain.statusCode, 202)
+        assert.notEqual(couponAgain.headers.location, coupon.headers.location, 'a new coupon, not the one read')
       })
     })
 

@@ -138,13 +138,16 @@ for (const engine of engines) {
       const portal = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
       await portal.get()
       t.clock.advance(3600 * 1000)
-      const expired = await page.get()
-      assertHtml(expired, 410)
-      assert.match(expired.body, /expired/)
-      assertHtml(await page.post('leave'), 410)
-      assertHtml(await portal.post('logout'), 410)
-      assert.equal(await stateOf(t, page.path), 'requested')
-      t.clock.advance(-3600 * 1000)
+      try {
+        const expired = await page.get()
+        assertHtml(expired, 410)
+        assert.match(expired.body, /expired/)
+        assertHtml(await page.post('leave'), 410)
+        assertHtml(await portal.post('logout'), 410)
+        assert.equal(await stateOf(t, page.path), 'requested')
+      } finally {
+        t.clock.advance(-3600 * 1000)
+      }
     })
 
     it('payment page: a wrong number is refused without echoing it; a valid card keeps brand, last 4 and expiry only', async () => {
@@ -206,6 +209,12 @@ for (const engine of engines) {
       await page.get()
       const big = await t.app.inject({ method: 'POST', url: `${page.path}/cancel`, payload: 'a='.padEnd(20_000, 'x'), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
       assertHtml(big, 413)
+      // A JSON body (fields that are not strings) is not a form: 415, never a 500.
+      const json = await t.app.inject({
+        method: 'POST', url: `${page.path}/cancel`, payload: { csrf: 1, number: 4242 },
+        headers: { cookie: page.cookie },
+      })
+      assertHtml(json, 415)
     })
   })
 }

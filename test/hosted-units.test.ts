@@ -52,6 +52,8 @@ describe('hosted pages, pure parts', () => {
     assert.notEqual(csrfRefusal(token, { ...ok, origin: 'null' }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, secFetchSite: 'same-site' }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, origin: 'http://127.0.0.1:9090' }, undefined), null)
+    // Another scheme's origin is opaque ('null'), as the host's would be under that scheme.
+    assert.notEqual(csrfRefusal(token, { ...ok, origin: 'foo://evil' }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, field: csrfFor('B'.repeat(43)) }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, cookie: undefined }, undefined), null)
   })

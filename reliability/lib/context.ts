@@ -60,3 +60,14 @@ export function checks() {
     get pass() { return pass },
   }
 }
+
+/** Answer statuses and their counts, in status order: `200×3 409×1`. */
+export function fmt(m: Map<number, number>) {
+  return [...m].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ')
+}
+
+/** The middle value (the upper one of an even count); undefined for none. */
+export function median(values: number[]): number | undefined {
+  const s = [...values].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]
+}

@@ -1,4 +1,4 @@
-import { client } from './http.ts'
+import { client, locationId } from './http.ts'
 import { communicationBody, teamBody, uniq, type Tenant } from './fixtures.ts'
 import { sleep } from './server.ts'
 
@@ -41,7 +41,7 @@ export function startLoad(base: string, tenant: Tenant, options: { connections: 
         load.statuses.set(res.status, (load.statuses.get(res.status) ?? 0) + 1)
         options.onAnswer?.(res.status, sentAt)
         if (res.status >= 200 && res.status < 300) {
-          const id = String(res.headers.location ?? '').split('/').pop()!
+          const id = locationId(res)
           ;(team ? load.teams : load.communications).set(key, id)
         } else {
           load.refused.add(key)

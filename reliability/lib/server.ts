@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { http } from './http.ts'
+import { builtServer } from '../../scripts/built-server.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const ADMIN = { id: 'reliability-admin', secret: 'reliability-admin-secret-0123456789' }
@@ -34,15 +35,6 @@ export async function freePort(): Promise<number> {
     })
     s.on('error', reject)
   })
-}
-
-let built = false
-
-/** What `npm start` runs: the bundle scripts/build.mjs makes in dist/, built once per run. */
-function builtServer(): string {
-  if (!built) execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'pipe' })
-  built = true
-  return 'dist/server.js'
 }
 
 /** The service as a user starts it (`npm start`: the build, then `node dist/server.js`), configured by its environment. */

@@ -1,4 +1,4 @@
-import { checks, type Scenario } from '../lib/context.ts'
+import { checks, fmt, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, tenant } from '../lib/fixtures.ts'
 import { startLoad, verifyStored } from '../lib/load.ts'
@@ -64,8 +64,4 @@ export const concurrentWriters: Scenario = {
       await server.stop()
     }
   },
-}
-
-export function fmt(m: Map<number, number>) {
-  return [...m].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ')
 }

@@ -1,9 +1,9 @@
 import net from 'node:net'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import { checks, type Scenario } from '../lib/context.ts'
-import { client, http, type Request } from '../lib/http.ts'
-import { platformToken, tenant } from '../lib/fixtures.ts'
+import { checks, fmt, median, type Scenario } from '../lib/context.ts'
+import { client, http, locationId, type Request } from '../lib/http.ts'
+import { communicationBody, platformToken, tenant } from '../lib/fixtures.ts'
 import { judgeError } from '../lib/load.ts'
 import { fillPath, isAnonymous, resolver, routesOf, sampler, type Doc, type Ids, type Route, type Schema } from '../lib/openapi.ts'
 import { rssOf, sleep, startServer } from '../lib/server.ts'
@@ -36,7 +36,7 @@ export const hostile: Scenario = {
       const admin = client(server.base, platform)
       const t = await tenant(server.base, admin, 2)
       const company = (await admin.expect(200, { url: `/api/v1/companies/${t.id}` })).json()
-      const comm = String((await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: { subject: 's', message: 'm', send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] } })).headers.location).split('/').pop()!
+      const comm = locationId(await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: communicationBody('s', t.team) }))
       // No client id: a generated DELETE would revoke the tenant's own client and end the run's coverage.
       const ids: Ids = new Map([['team', t.team], ['contract', t.contracts[0]!], ['subsidiary', t.subsidiary], ['communication', comm],
         ['subscription', company.subscription_id], ['subscription_customer', company.subscription_customer_id]])
@@ -160,9 +160,8 @@ export const hostile: Scenario = {
       await Promise.all(Array.from({ length: 8 }, worker))
       await sleep(500)
       samples.push({ at: done, rss: rssOf(server.pid) })
-      const med = (xs: number[]) => { const v = [...xs].sort((x, y) => x - y); return v[Math.floor(v.length / 2)] ?? 0 }
-      const warmRss = med(samples.filter((x) => x.at >= done * 0.1 && x.at <= done * 0.3).map((x) => x.rss))
-      const endRss = med(samples.filter((x) => x.at >= done * 0.8).map((x) => x.rss))
+      const warmRss = median(samples.filter((x) => x.at >= done * 0.1 && x.at <= done * 0.3).map((x) => x.rss)) ?? 0
+      const endRss = median(samples.filter((x) => x.at >= done * 0.8).map((x) => x.rss)) ?? 0
       const peak = Math.max(...samples.map((x) => x.rss))
       const growth = (endRss - warmRss) / 1024 / 1024
       c.check(failures.length === 0, `${failures.length} answers broke the rules; first: ${failures.slice(0, 10).join(' | ')}`)
@@ -171,7 +170,7 @@ export const hostile: Scenario = {
       return {
         pass: c.pass,
         figures: {
-          'requests': done, 'statuses': [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' '),
+          'requests': done, 'statuses': fmt(statuses),
           'broken rules': failures.length, 'valid requests answered 2xx': `${validOk}/${kinds.get('valid') ?? 0}`, 'RSS median at 10-30 % → last 20 %': `${(warmRss / 1048576).toFixed(0)} → ${(endRss / 1048576).toFixed(0)} MB (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB; peak ${(peak / 1048576).toFixed(0)} MB)`,
           'mutations': [...kinds].map(([k, n]) => `${k} ${n}`).join(', '),
         },

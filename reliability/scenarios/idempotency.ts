@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { checks, type Scenario } from '../lib/context.ts'
+import { checks, fmt, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, teamBody, tenant, uniq } from '../lib/fixtures.ts'
 import { startServer } from '../lib/server.ts'
-import { fmt } from './concurrent-writers.ts'
 
 /** 9. One Idempotency-Key and body sent 20 times at once creates one resource; every answer names it. */
 export const idempotency: Scenario = {

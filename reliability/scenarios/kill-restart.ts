@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { checks, type Scenario } from '../lib/context.ts'
+import { checks, median, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, tenant } from '../lib/fixtures.ts'
 import { startLoad, verifyStored } from '../lib/load.ts'
@@ -66,9 +66,4 @@ export const killRestart: Scenario = {
       await server?.stop()
     }
   },
-}
-
-export function median(values: number[]) {
-  const s = [...values].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)]
 }

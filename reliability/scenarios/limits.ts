@@ -1,7 +1,7 @@
 import net from 'node:net'
 import { checks, type Scenario } from '../lib/context.ts'
-import { client, http } from '../lib/http.ts'
-import { platformToken, tenant } from '../lib/fixtures.ts'
+import { client, http, locationId } from '../lib/http.ts'
+import { communicationBody, platformToken, tenant } from '../lib/fixtures.ts'
 import { startServer } from '../lib/server.ts'
 import { judgeError } from '../lib/load.ts'
 
@@ -17,7 +17,7 @@ export const limits: Scenario = {
     try {
       const admin = client(server.base, await platformToken(server.base))
       const t = await tenant(server.base, admin, 1)
-      const comm = String((await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: { subject: 's', message: 'm', send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] } })).headers.location).split('/').pop()
+      const comm = locationId(await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: communicationBody('s', t.team) }))
       for (const size of ['101', '1000000', '-1', '0', '1e3', '99999999999999999999']) {
         const res = await t.api.call({ url: `/api/v1/companies/${t.id}/communications/messages/by_communication/${comm}?send_at=2099-01-01T09:00:00Z&page_size=${size}` })
         c.check(res.status === 400 && !judgeError(res.status, undefined, res.text), `page_size=${size}: ${res.status} ${res.text.slice(0, 200)}`)
@@ -47,6 +47,7 @@ export const limits: Scenario = {
       const slow = await slowHeaders(server.port, 2000, 30_000)
       figures['slow-header client closed after'] = `${slow.ms} ms (${slow.text.split('\r\n')[0] || 'no answer'})`
       c.check(slow.ms <= 3000 + 2000 + 1500, `the slow client was held ${slow.ms} ms (headers timeout 3 s)`)
+      c.check(/^HTTP\/1.1 408 /.test(slow.text), `the slow client was not answered 408: ${JSON.stringify(slow.text.slice(0, 80))}`)
       return { pass: c.pass, figures, notes: c.notes }
     } finally {
       await server.stop()

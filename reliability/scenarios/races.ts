@@ -1,9 +1,8 @@
-import { checks, type Scenario } from '../lib/context.ts'
-import { client, type Request, type Response } from '../lib/http.ts'
-import { platformToken, teamBody, tenant, uniq } from '../lib/fixtures.ts'
+import { checks, fmt, type Scenario } from '../lib/context.ts'
+import { client, locationId, type Request, type Response } from '../lib/http.ts'
+import { communicationBody, platformToken, teamBody, tenant, uniq } from '../lib/fixtures.ts'
 import { judgeError } from '../lib/load.ts'
 import { startServer } from '../lib/server.ts'
-import { fmt } from './concurrent-writers.ts'
 
 /**
  * 1b. Races on one resource: the same write 20 times at once, for the writes where two callers
@@ -22,7 +21,7 @@ export const races: Scenario = {
       const admin = client(server.base, await platformToken(server.base))
       const t = await tenant(server.base, admin, 3)
       const company = (await admin.expect(200, { url: `/api/v1/companies/${t.id}` })).json()
-      const comm = String((await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: { subject: 'race', message: 'm', send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] } })).headers.location).split('/').pop()
+      const comm = locationId(await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: communicationBody('race', t.team) }))
       const burst = async (what: string, make: (i: number) => Request): Promise<Response[]> => {
         const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => t.api.call({ ...make(i), timeoutMs: 90_000 })))
         for (const r of answers) {

@@ -1,4 +1,4 @@
-import { checks, type Scenario } from '../lib/context.ts'
+import { checks, fmt, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, tenant } from '../lib/fixtures.ts'
 import { startServer } from '../lib/server.ts'
@@ -40,11 +40,12 @@ export const redirects: Scenario = {
             if (!res) continue // a value Node's client refuses to send (raw CR/LF) never reaches the server
             statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
             c.check(res.status === 400, `${url} redirect_url=${JSON.stringify(value)}: ${res.status} ${res.text.slice(0, 200)}`)
-            c.check(!/evil\.example/i.test(res.text) && !/evil\.example/i.test(String(res.headers.location ?? '')), `${url}: ${JSON.stringify(value)} echoed: ${res.text.slice(0, 200)}`)
+            const location = String(res.headers.location ?? '')
+            c.check(!/evil\.example/i.test(res.text) && !/evil\.example/i.test(location) && !res.text.includes(value) && !location.includes(value), `${url}: ${JSON.stringify(value)} echoed: ${res.text.slice(0, 200)}`)
           }
         }
       }
-      return { pass: c.pass, figures: { 'hostile values': HOSTILE.length, 'requests': sent, 'statuses': [...statuses].map(([s, n]) => `${s}×${n}`).join(' ') }, notes: c.notes.slice(0, 15) }
+      return { pass: c.pass, figures: { 'hostile values': HOSTILE.length, 'requests': sent, 'statuses': fmt(statuses) }, notes: c.notes.slice(0, 15) }
     } finally {
       await server.stop()
     }

@@ -1,5 +1,5 @@
 import { checks, type Scenario } from '../lib/context.ts'
-import { client } from '../lib/http.ts'
+import { client, locationId } from '../lib/http.ts'
 import { platformToken, tenant, uniq } from '../lib/fixtures.ts'
 import { sleep, startServer, type Server } from '../lib/server.ts'
 
@@ -18,13 +18,14 @@ export const schedulerFaults: Scenario = {
     const dbName = store.url.split('/').pop()!
     const sql = (q: string) => ctx.cluster.psql(q, dbName)
     const env = { SCHEDULER_POLL_MS: '50' }
-    const a = await startServer(store, env)
-    let b: Server | undefined = await startServer(store, env)
     const rounds = ctx.scaled(3, 1)
     const recipients = ctx.scaled(40, 10)
     const perRound = ctx.scaled(30, 5)
     const killedAt: number[] = []
+    const a = await startServer(store, env)
+    let b: Server | undefined
     try {
+      b = await startServer(store, env)
       const admin = client(a.base, await platformToken(a.base))
       const t = await tenant(a.base, admin, recipients)
       const created: string[] = []
@@ -36,7 +37,7 @@ export const schedulerFaults: Scenario = {
         for (let i = 0; i < perRound; i++) {
           const res = await (i % 2 ? client(b.base, t.token) : t.api).expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`,
             body: { subject: uniq('due'), message: 'Deliver me once', send_at: due, destination_subsidiary_ids: [t.subsidiary] } })
-          ids.push(String(res.headers.location).split('/').pop()!)
+          ids.push(locationId(res))
         }
         created.push(...ids)
         const list = ids.map((id) => `'${id}'`).join(',')

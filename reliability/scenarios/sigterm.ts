@@ -1,11 +1,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { checks, type Scenario } from '../lib/context.ts'
+import { checks, fmt, type Scenario } from '../lib/context.ts'
 import { client } from '../lib/http.ts'
 import { platformToken, tenant } from '../lib/fixtures.ts'
 import { startLoad, verifyStored } from '../lib/load.ts'
 import { sleep, startServer } from '../lib/server.ts'
-import { fmt } from './concurrent-writers.ts'
 
 /** 4. SIGTERM under load: exit 0 within 10 s, every answered write kept, PGlite closed cleanly. */
 export const sigterm: Scenario = {
@@ -16,8 +15,14 @@ export const sigterm: Scenario = {
     const c = checks()
     const store = ctx.store()
     const server = await startServer(store)
-    const admin = client(server.base, await platformToken(server.base))
-    const t = await tenant(server.base, admin, 2)
+    let t: Awaited<ReturnType<typeof tenant>>
+    try {
+      t = await tenant(server.base, client(server.base, await platformToken(server.base)), 2)
+    } catch (err) {
+      // Stopped here only if the set-up failed: the scenario's own SIGTERM comes below.
+      await server.stop()
+      throw err
+    }
     const load = startLoad(server.base, t, { connections: 20 })
     await sleep(500 + Math.random() * 1500)
     const t0 = Date.now()

@@ -52,6 +52,8 @@ export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigi
       // Compared as URLs, so that a default port written or not (localhost:80, localhost) is the same host.
       let from: URL
       try { from = new URL(origin) } catch { return 'malformed origin' }
+      // Any other scheme has the opaque origin 'null', which would equal the host's under it.
+      if (from.protocol !== 'http:' && from.protocol !== 'https:') return 'foreign origin'
       const own = [publicOrigin ? new URL(publicOrigin).origin : undefined, hostOrigin(from.protocol, request.host)]
       if (!own.includes(from.origin)) return 'foreign origin'
     }

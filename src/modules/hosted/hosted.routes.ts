@@ -33,6 +33,8 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
   // opening a page changes its state.
   const tokenRoute = { config: none, schema: hidden, logLevel: 'warn', exposeHeadRoute: false } as const
 
+  // The pages post forms and nothing else: a JSON body (whose fields need not be strings) is a 415.
+  app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)))
   })

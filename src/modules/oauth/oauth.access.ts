@@ -46,6 +46,9 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
       await sql`SELECT pg_notify(${CHANNEL}, ${clientId ?? ''})`.execute(database.db)
     },
 
+    /** Whether client changes are being heard (nothing may be kept otherwise). */
+    listening: () => listening,
+
     /** Calls `forget` whenever a client's state is forgotten here: on this instance's changes and on those it hears. */
     onForget(forget: (clientId?: string) => void) { alsoForget.push(forget) },
 

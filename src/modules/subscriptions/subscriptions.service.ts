@@ -233,7 +233,7 @@ export function createSubscriptionsService(deps: {
       })
     },
 
-    /** Records the customer's card (only brand, last 4 digits and expiry); the hosted payment page (11) will call this too. */
+    /** Records the customer's card (only brand, last 4 digits and expiry); the hosted payment page (11) calls this too. */
     async setPaymentSource(companyId: string, card: PaymentSourceInput, actor: string) {
       const now = clock.now()
       if (!lifecycle.usableCard(card as PaymentSource, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
