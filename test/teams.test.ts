@@ -112,6 +112,38 @@ for (const engine of engines) {
       assert.deepEqual(await getTeam(acme, second), before)
     })
 
+    it('answers each of many concurrent creations on its own: created, code taken, foreign leader or subsidiary', async () => {
+      // Creations arriving together share one statement (src/db/write-batches.ts); a refusal stays with its request.
+      const [a, b] = [await contract(t, acme.id), await contract(t, acme.id)]
+      const foreignContract = await contract(t, other.id)
+      const foreignSubsidiary = await subsidiary(t, other.id)
+      const taken = uniq('TAKEN')
+      await team(t, acme.id, { code: taken }, acme.token)
+      const shared = uniq('SHARED')
+      const fresh = Array.from({ length: 6 }, (_, i) => uniq(`FRESH${i}`))
+      const bodies: Array<[unknown, number]> = [
+        ...fresh.map((code, i): [unknown, number] => [{ name: `F${i}`, code, team_leader_ids: i % 2 ? [a] : [b, a] }, 202]),
+        [{ name: 'S', code: shared }, 202], [{ name: 'S', code: shared }, 409], [{ name: 'S', code: shared }, 409],
+        [{ name: 'T', code: taken }, 409],
+        [{ name: 'L', code: uniq('LEAD'), team_leader_ids: [a, foreignContract] }, 400],
+        [{ name: 'U', code: uniq('SUB'), subsidiary_id: foreignSubsidiary }, 400],
+      ]
+      const answers = await Promise.all(bodies.map(([body]) => t.call({ method: 'POST', url: `${api(acme.id)}/teams`, token: acme.token, body })))
+      assert.deepEqual(answers.slice(0, 6).map((r) => r.statusCode), bodies.slice(0, 6).map(([, status]) => status))
+      assert.deepEqual(answers.slice(6, 9).map((r) => r.statusCode).sort(), [202, 409, 409])
+      assert.deepEqual(answers.slice(9).map((r) => r.statusCode), [409, 400, 400])
+      assert.match(answers[10]!.json().errors, new RegExp(`unknown: ${foreignContract}`))
+      assert.match(answers[11]!.json().errors, /body\/subsidiary_id/)
+      for (const [i, code] of fresh.entries()) {
+        const got = await getTeam(acme, locationId(answers[i]!))
+        assert.deepEqual([got.code, got.name, got.team_leader_ids], [code, `F${i}`, (i % 2 ? [a] : [a, b]).sort()])
+      }
+      const list = await t.json<any[]>(200, { url: `${api(acme.id)}/teams`, token: acme.token })
+      assert.equal(list.filter((x) => x.code === shared).length, 1)
+      assert.equal(list.filter((x) => x.code === taken).length, 1)
+      assert.ok(!list.some((x) => x.name === 'L' || x.name === 'U'))
+    })
+
     it('updates a team (24): team_leader_ids replaces the leaders; new ones join, removed ones stay members', async () => {
       const [a, b, c] = [await contract(t, acme.id), await contract(t, acme.id), await contract(t, acme.id)]
       const s = await subsidiary(t, acme.id)

@@ -98,7 +98,11 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
     sending = true
     // '' (every company) says all the others say.
     const ids = batch.ids.has('') ? [''] : [...batch.ids]
-    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM unnest(${ids}::text[]) AS id`.execute(options.database.db)
+    // NOTIFY gives its transaction an id, so its commit is a WAL record that a synchronous commit
+    // would wait to flush (fsync), in line with the writes'. Nothing durable is at stake: the
+    // listeners are told at commit, and a database that crashes drops their connections, and so
+    // their caches, anyway.
+    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`.execute(options.database.db)
       .then(() => batch.resolve(), batch.reject)
       .finally(() => { sending = false; sendGathered() })
   }
@@ -133,8 +137,8 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
     /**
      * Tells every instance that a company changed (or, without one, every company): what the
      * service does after a request's work has committed, its own sessions being the ones the
-     * tables' triggers leave to it (migration 0008). A transaction with nothing but NOTIFYs
-     * commits without a WAL flush. Announcements gather for GATHER_MS, and while one statement
+     * tables' triggers leave to it (migration 0008). Its statement commits without waiting for
+     * a WAL flush. Announcements gather for GATHER_MS, and while one statement
      * is on its way, and then go together in one statement: concurrent writes cost one round
      * trip between them, not one each. Resolves once the announcement is sent.
      */

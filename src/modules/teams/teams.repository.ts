@@ -3,6 +3,7 @@ import type { DB } from '../../db/tables.ts'
 import type { Team } from './teams.schemas.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
+import { writeBatches } from '../../db/write-batches.ts'
 
 export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
 
@@ -25,37 +26,61 @@ export function createTeamsRepository(db: Kysely<DB>) {
     FROM companies c WHERE c.id = ${companyId}::uuid`)
   const oneTeam = prepared(db, (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId))
   /**
-   * Team creation (18) as one statement, so one round trip and one commit: the checks and both
-   * inserts together. Nothing is written unless the company exists, the subsidiary (if any) is
-   * the company's and every leader is a contract of the company; the answer says which failed.
-   * A second team with the same code fails on the unique index, as before.
+   * Team creation (18), many teams in one statement: the checks and both inserts together, one
+   * round trip and one commit for every creation that arrived together (createTeam). Nothing of
+   * a team is written unless its company exists, its subsidiary (if any) is the company's and
+   * every leader is a contract of the company; a code the company already has (or that an
+   * earlier team of the same statement took) is skipped, not an error, so one team's refusal
+   * never fails the others. Teams go in by company and code, so two statements inserting the
+   * same codes meet in the same order and never wait on each other crosswise. The answer has
+   * one row per team, in order, saying which check failed or whether it was created.
    */
-  const createTeamStatement = prepared(db, (companyId: string, id: string, name: string, code: string, subsidiaryId: string | null, leaders: string[], now: Date) => sql<CreateTeamOutcome>`
-    WITH company AS (SELECT id FROM companies WHERE id = ${companyId}::uuid),
-      subsidiary AS (
-        SELECT ${subsidiaryId}::uuid IS NULL OR EXISTS (SELECT 1 FROM subsidiaries WHERE company_id = ${companyId} AND id = ${subsidiaryId}::uuid) AS ok
+  const createTeamsStatement = prepared(db, (teams: string, leaders: string) => sql<CreateTeamOutcome & { n: number }>`
+    WITH wanted AS (
+        SELECT * FROM jsonb_to_recordset(${teams}::jsonb)
+          AS t(n int, company_id uuid, id uuid, name text, code text, subsidiary_id uuid, leader_count int, created_at timestamptz)
       ),
-      leaders AS (SELECT id FROM contracts WHERE company_id = ${companyId} AND id = ANY(${leaders}::uuid[])),
+      wanted_leaders AS (SELECT * FROM jsonb_to_recordset(${leaders}::jsonb) AS l(n int, contract_id uuid)),
+      checked AS (
+        SELECT w.*,
+          EXISTS (SELECT 1 FROM companies c WHERE c.id = w.company_id) AS company_found,
+          (w.subsidiary_id IS NULL OR EXISTS (SELECT 1 FROM subsidiaries s WHERE s.company_id = w.company_id AND s.id = w.subsidiary_id)) AS subsidiary_found,
+          ARRAY(
+            SELECT c.id FROM wanted_leaders l JOIN contracts c ON c.company_id = w.company_id AND c.id = l.contract_id WHERE l.n = w.n
+          ) AS leaders_found
+        FROM wanted w
+      ),
       team AS (
         INSERT INTO teams (company_id, id, name, code, subsidiary_id, created_at, updated_at)
-        SELECT company.id, ${id}::uuid, ${name}::text, ${code}::text, ${subsidiaryId}::uuid, ${now}::timestamptz, ${now}::timestamptz FROM company, subsidiary
-        WHERE subsidiary.ok AND (SELECT count(*) FROM leaders) = cardinality(${leaders}::uuid[])
-        RETURNING company_id, id
+        SELECT company_id, id, name, code, subsidiary_id, created_at, created_at FROM checked
+        WHERE company_found AND subsidiary_found AND cardinality(leaders_found) = leader_count
+        ORDER BY company_id, code
+        ON CONFLICT (company_id, code) DO NOTHING
+        RETURNING id
       ),
       members AS (
         INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
-        SELECT team.company_id, team.id, leaders.id, true, ${now}::timestamptz FROM team, leaders
+        SELECT c.company_id, c.id, leader, true, c.created_at FROM checked c JOIN team ON team.id = c.id, unnest(c.leaders_found) AS leader
       )
-    SELECT EXISTS (SELECT 1 FROM company) AS company_found, (SELECT ok FROM subsidiary) AS subsidiary_found,
-      coalesce((SELECT json_agg(id) FROM leaders), '[]') AS leaders_found, EXISTS (SELECT 1 FROM team) AS created`)
+    SELECT c.n, c.company_found, c.subsidiary_found, to_json(c.leaders_found) AS leaders_found, EXISTS (SELECT 1 FROM team WHERE team.id = c.id) AS created
+    FROM checked c ORDER BY c.n`)
+  const createTeamBatched = writeBatches(async (batch: NewTeam[]) => {
+    const teams = batch.map((t, n) => ({ n, company_id: t.companyId, id: t.id, ...t.values, leader_count: t.leaders.length, created_at: t.now.toISOString() }))
+    const leaders = batch.flatMap((t, n) => t.leaders.map((contract_id) => ({ n, contract_id })))
+    return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
+  }, { maxItems: 64, maxInFlight: 2 })
 
   return {
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
     transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
 
-    /** Creates the team and its leaders' memberships in one statement, or says which reference is missing. */
-    createTeam: async (companyId: string, id: string, values: TeamValues, leaders: string[], now: Date): Promise<CreateTeamOutcome> =>
-      (await createTeamStatement(companyId, id, values.name, values.code, values.subsidiary_id, leaders, now))[0]!,
+    /**
+     * Creates the team and its leaders' memberships (`leaders` without repeats), or says which
+     * reference is missing or that the code is taken; in one statement with the creations that
+     * arrive at the same time (src/db/write-batches.ts).
+     */
+    createTeam: (companyId: string, id: string, values: TeamValues, leaders: string[], now: Date): Promise<CreateTeamOutcome> =>
+      createTeamBatched({ companyId, id, values, leaders, now }),
 
     async updateTeam(trx: Executor, companyId: string, teamId: string, values: TeamValues, now: Date): Promise<boolean> {
       const result = await trx.updateTable('teams').set({ ...values, updated_at: now })
@@ -164,6 +189,9 @@ export function isDuplicateTeamCode(err: unknown): boolean {
   return e?.code === '23505' && (e.constraint === undefined || e.constraint === 'teams_company_id_code_key')
 }
 
+/** What became of one team creation: the first false of the three checks, or created (false: the code is taken). */
 export interface CreateTeamOutcome { company_found: boolean; subsidiary_found: boolean; leaders_found: string[]; created: boolean }
+
+interface NewTeam { companyId: string; id: string; values: TeamValues; leaders: string[]; now: Date }
 
 export type TeamsRepository = ReturnType<typeof createTeamsRepository>

@@ -40,23 +40,23 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     try {
       return await work()
     } catch (err) {
-      if (isDuplicateTeamCode(err)) throw new Conflict(`A team with code ${JSON.stringify(code)} already exists in this company`)
+      if (isDuplicateTeamCode(err)) throw codeTaken(code)
       throw err
     }
   }
 
   return {
-    /** One statement (checks and inserts), so one round trip and one commit (bench/RESULTS.md). */
+    /** One statement (checks and inserts) shared with the creations arriving at the same time (bench/RESULTS.md). */
     async createTeam(companyId: string, input: TeamInput): Promise<string> {
       const id = randomUUID()
       const leaders = unique(input.team_leader_ids ?? [])
-      const outcome = await withCodeConflict(() => repo.createTeam(companyId, id, teamValues(input), leaders, clock.now()), input.code)
+      const outcome = await repo.createTeam(companyId, id, teamValues(input), leaders, clock.now())
       if (!outcome.company_found) throw new NotFound('Company')
       if (!outcome.subsidiary_found) throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
       const found = new Set(outcome.leaders_found)
       const missing = leaders.filter((l) => !found.has(l))
       if (missing.length > 0) throw new ValidationError(`body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`)
-      if (!outcome.created) throw new Error('The team was not created, yet every reference was found')
+      if (!outcome.created) throw codeTaken(input.code)
       return id
     },
 
@@ -133,6 +133,8 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     },
   }
 }
+
+const codeTaken = (code: string) => new Conflict(`A team with code ${JSON.stringify(code)} already exists in this company`)
 
 function teamValues(input: TeamInput) {
   return { name: input.name, code: input.code, subsidiary_id: input.subsidiary_id ?? null }

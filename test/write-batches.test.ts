@@ -1,0 +1,72 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { writeBatches } from '../src/db/write-batches.ts'
+
+/** The batching of writes (src/db/write-batches.ts) on its own; the teams tests run it on both engines. */
+describe('write batches', () => {
+  /** A `run` that records its batches and answers each item doubled once `release` is called. */
+  function recorder() {
+    const batches: number[][] = []
+    const pending: Array<() => void> = []
+    let running = 0
+    let mostRunning = 0
+    const run = async (items: number[]) => {
+      batches.push(items)
+      mostRunning = Math.max(mostRunning, ++running)
+      await new Promise<void>((resolve) => pending.push(resolve))
+      running--
+      return items.map((i) => i * 2)
+    }
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
+    const releaseAll = async () => {
+      await turn()
+      while (pending.length > 0) {
+        pending.splice(0).forEach((resolve) => resolve())
+        await turn()
+      }
+    }
+    return { run, batches, releaseAll, mostRunning: () => mostRunning }
+  }
+
+  it('sends a lone item at once, and what arrives while batches run as the next batches', async () => {
+    const r = recorder()
+    const write = writeBatches(r.run, { maxItems: 3, maxInFlight: 1 })
+    const first = write(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.deepEqual(r.batches, [[1]])
+    const later = [2, 3, 4, 5].map((i) => write(i))
+    await r.releaseAll()
+    assert.deepEqual(await Promise.all([first, ...later]), [2, 4, 6, 8, 10])
+    assert.deepEqual(r.batches, [[1], [2, 3, 4], [5]])
+    assert.equal(r.mostRunning(), 1)
+  })
+
+  it('runs at most maxInFlight batches at once', async () => {
+    const r = recorder()
+    const write = writeBatches(r.run, { maxItems: 2, maxInFlight: 2 })
+    const all = Promise.all(Array.from({ length: 9 }, (_, i) => write(i)))
+    await r.releaseAll()
+    assert.deepEqual(await all, Array.from({ length: 9 }, (_, i) => i * 2))
+    assert.equal(r.mostRunning(), 2)
+    assert.ok(r.batches.every((b) => b.length <= 2))
+  })
+
+  it('runs a batch that fails as a whole again item by item, so an error reaches only its own item', async () => {
+    const batches: number[][] = []
+    const write = writeBatches(async (items: number[]) => {
+      batches.push(items)
+      if (items.includes(13)) throw new Error('thirteen')
+      return items.map(String)
+    }, { maxItems: 10, maxInFlight: 1 })
+    const outcomes = await Promise.allSettled([12, 13, 14].map((i) => write(i)))
+    assert.deepEqual(outcomes.map((o) => o.status === 'fulfilled' ? o.value : (o.reason as Error).message), ['12', 'thirteen', '14'])
+    assert.deepEqual(batches, [[12, 13, 14], [12], [13], [14]])
+  })
+
+  it('fails every item of a batch whose answer does not have one outcome per item', async () => {
+    const write = writeBatches(async (items: number[]) => items.length > 1 ? [1] : items, { maxItems: 10, maxInFlight: 1 })
+    assert.deepEqual(await Promise.all([write(7), write(8)]), [7, 8])
+    const broken = writeBatches(async () => [], { maxItems: 10, maxInFlight: 1 })
+    await assert.rejects(broken(1), /answered 0 outcomes/)
+  })
+})
