@@ -11,7 +11,7 @@
 -- WAL flush), which cut concurrent team creation from ~2,200 to ~900 a second in the bench. The
 -- service's connections set `company_admin.announce = 'after_commit'`, and the service announces
 -- a request's company itself once the request's work has committed (src/http/cached-reads.ts),
--- from a transaction that writes nothing and so commits without a flush. Its jobs announce in
+-- in a statement of its own whose commit does not wait for a WAL flush. Its jobs announce in
 -- their transaction (src/jobs/scheduler.ts), and so does every other writer: psql, a script,
 -- another tool.
 
