@@ -1,6 +1,6 @@
 import http from 'node:http'
 import type { LoadResult, LoadSpec } from './load.ts'
-import { cpuMs, runLoad, type Running } from './processes.ts'
+import { cpuMs, machineCpuMs, postgresCpuMs, runLoad, type Running } from './processes.ts'
 
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 2)
@@ -16,8 +16,12 @@ export interface HttpFigure {
   name: string
   connections: number
   ceiling: { rps: number; p99: number; rounds: number[] }
-  /** cpuPerRequestMs: the server process's own CPU time per request served (steadier than req/s on a shared machine). */
-  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number; cpuPerRequestMs: number }
+  /**
+   * cpuPerRequestMs: the server process's own CPU time per request served (steadier than req/s
+   * on a shared machine); postgresCpuPerRequestMs: the local PostgreSQL's, all its processes
+   * (0 on PGlite, which runs inside the server); machineBusy: the share of both cores in use.
+   */
+  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number; cpuPerRequestMs: number; postgresCpuPerRequestMs: number; machineBusy: number }
   ratio: number
 }
 
@@ -56,13 +60,21 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
   const ceilings: LoadResult[] = []
   const servers: LoadResult[] = []
   const cpuPerRequest: number[] = []
+  const postgresPerRequest: number[] = []
+  const machineBusy: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     ceilings.push(await runLoad(spec(baseline.url, SECONDS, `b${round}-`)))
     const cpuBefore = cpuMs(server.child.pid!)
+    const postgresBefore = postgresCpuMs()
+    const machineBefore = machineCpuMs()
     servers.push(await runLoad(spec(server.url, SECONDS, `r${round}-`)))
     const served = servers.at(-1)!
-    cpuPerRequest.push((cpuMs(server.child.pid!) - cpuBefore) / Math.max(1, served.rps * SECONDS))
-    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request`)
+    const requests = Math.max(1, served.rps * SECONDS)
+    cpuPerRequest.push((cpuMs(server.child.pid!) - cpuBefore) / requests)
+    postgresPerRequest.push((postgresCpuMs() - postgresBefore) / requests)
+    const machineAfter = machineCpuMs()
+    machineBusy.push((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total))
+    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request (PostgreSQL ${postgresPerRequest.at(-1)!.toFixed(3)} ms), machine ${(100 * machineBusy.at(-1)!).toFixed(0)} % busy`)
   }
   const ceiling = median(ceilings.map((r) => r.rps))
   const rps = median(servers.map((r) => r.rps))
@@ -72,7 +84,7 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
     server: {
       rps, p50: median(servers.map((r) => r.p50)), p99: median(servers.map((r) => r.p99)), rounds: servers.map((r) => r.rps),
       non2xx: servers.reduce((s, r) => s + r.non2xx, 0), errors: servers.reduce((s, r) => s + r.errors, 0),
-      cpuPerRequestMs: median(cpuPerRequest),
+      cpuPerRequestMs: median(cpuPerRequest), postgresCpuPerRequestMs: median(postgresPerRequest), machineBusy: median(machineBusy),
     },
     ratio: rps / ceiling,
   }

@@ -119,6 +119,30 @@ export function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
+/**
+ * CPU time used so far by every process named `postgres` (the local server's backends, WAL writer
+ * and the rest), in ms: what PostgreSQL spends per request next to the service's own figure.
+ * A backend that exits during a round is missed, so the pool's backends must outlive the round.
+ */
+export function postgresCpuMs(): number {
+  let total = 0
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(Number(entry))
+    } catch { /* the process ended while we looked */ }
+  }
+  return total
+}
+
+/** Busy and total CPU time of the whole machine so far, in ms (first line of /proc/stat). */
+export function machineCpuMs(): { busy: number; total: number } {
+  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
+  const total = fields.reduce((a, b) => a + b, 0) * 10
+  const idle = (fields[3]! + fields[4]!) * 10
+  return { busy: total - idle, total }
+}
+
 /** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
 export function coreOf(pid: number): string {
   try {

@@ -83,7 +83,7 @@ export function writeResults(run: RunFigures): string {
   const detail: string[] = []
   for (const e of run.engines) {
     for (const h of e.http) {
-      detail.push(`| ${e.engine} | ${h.name} | ${h.connections} | ${h.ceiling.rounds.map(f0).join(' / ')} | ${h.server.rounds.map(f0).join(' / ')} | ${h.server.p50} | ${h.server.p99} | ${h.server.cpuPerRequestMs.toFixed(3)} | ${h.server.non2xx} | ${f2(h.ratio)} |`)
+      detail.push(`| ${e.engine} | ${h.name} | ${h.connections} | ${h.ceiling.rounds.map(f0).join(' / ')} | ${h.server.rounds.map(f0).join(' / ')} | ${h.server.p50} | ${h.server.p99} | ${h.server.cpuPerRequestMs.toFixed(3)} | ${e.engine === 'postgres' ? h.server.postgresCpuPerRequestMs.toFixed(3) : '-'} | ${(100 * h.server.machineBusy).toFixed(0)} % | ${h.server.non2xx} | ${f2(h.ratio)} |`)
     }
   }
 
@@ -113,8 +113,8 @@ ${rows.join('\n')}
 
 ## Rounds
 
-| engine | workload | connections | ceiling req/s (rounds) | server req/s (rounds) | p50 ms | p99 ms | server CPU ms/request | non-2xx | ratio |
-|---|---|---|---|---|---|---|---|---|---|
+| engine | workload | connections | ceiling req/s (rounds) | server req/s (rounds) | p50 ms | p99 ms | server CPU ms/request | PostgreSQL CPU ms/request | machine busy | non-2xx | ratio |
+|---|---|---|---|---|---|---|---|---|---|---|---|
 ${detail.join('\n')}
 
 Latency-only workloads (all_holidays, report, growth) are timed by the harness, one request at a
