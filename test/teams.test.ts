@@ -1,6 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
+import { randomUUID } from 'node:crypto'
+import { createTeamsRepository } from '../src/modules/teams/teams.repository.ts'
 import { addToTeams, company, companyClient, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
 
 const api = (companyId: string) => `/api/v1/companies/${companyId}`
@@ -142,6 +144,18 @@ for (const engine of engines) {
       assert.equal(list.filter((x) => x.code === shared).length, 1)
       assert.equal(list.filter((x) => x.code === taken).length, 1)
       assert.ok(!list.some((x) => x.name === 'L' || x.name === 'U'))
+    })
+
+    it('counts a creation run again after its commit went through as created, not as its own code taken', async () => {
+      // What write-batches.ts does when a batch's answer is lost: the same teams, once more.
+      const repo = createTeamsRepository(t.app.database.db)
+      const leader = await contract(t, acme.id)
+      const [id, code, now] = [randomUUID(), uniq('AGAIN'), new Date()]
+      const values = { name: 'Again', code, subsidiary_id: null }
+      assert.equal((await repo.createTeam(acme.id, id, values, [leader], now)).created, true)
+      assert.equal((await repo.createTeam(acme.id, id, values, [leader], now)).created, true)
+      assert.equal((await repo.createTeam(acme.id, randomUUID(), values, [leader], now)).created, false)
+      assert.deepEqual((await getTeam(acme, id)).team_leader_ids, [leader])
     })
 
     it('updates a team (24): team_leader_ids replaces the leaders; new ones join, removed ones stay members', async () => {

@@ -31,9 +31,11 @@ export function createTeamsRepository(db: Kysely<DB>) {
    * a team is written unless its company exists, its subsidiary (if any) is the company's and
    * every leader is a contract of the company; a code the company already has (or that an
    * earlier team of the same statement took) is skipped, not an error, so one team's refusal
-   * never fails the others. Teams go in by company and code, so two statements inserting the
-   * same codes meet in the same order and never wait on each other crosswise. The answer has
-   * one row per team, in order, saying which check failed or whether it was created.
+   * never fails the others. A team already there with its own id counts as created: a batch
+   * whose commit went through but whose answer was lost runs again (write-batches.ts) and must
+   * not call its own teams taken. Teams go in by company and code, so two statements inserting
+   * the same codes meet them in the same order and never wait on each other crosswise. The
+   * answer has one row per team, in order: which check failed, or whether it was created.
    */
   const createTeamsStatement = prepared(db, (teams: string, leaders: string) => sql<CreateTeamOutcome & { n: number }>`
     WITH wanted AS (
@@ -62,7 +64,8 @@ export function createTeamsRepository(db: Kysely<DB>) {
         INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
         SELECT c.company_id, c.id, leader, true, c.created_at FROM checked c JOIN team ON team.id = c.id, unnest(c.leaders_found) AS leader
       )
-    SELECT c.n, c.company_found, c.subsidiary_found, to_json(c.leaders_found) AS leaders_found, EXISTS (SELECT 1 FROM team WHERE team.id = c.id) AS created
+    SELECT c.n, c.company_found, c.subsidiary_found, to_json(c.leaders_found) AS leaders_found,
+      EXISTS (SELECT 1 FROM team WHERE team.id = c.id) OR EXISTS (SELECT 1 FROM teams t WHERE t.company_id = c.company_id AND t.id = c.id) AS created
     FROM checked c ORDER BY c.n`)
   const createTeamBatched = writeBatches(async (batch: NewTeam[]) => {
     const teams = batch.map((t, n) => ({ n, company_id: t.companyId, id: t.id, ...t.values, leader_count: t.leaders.length, created_at: t.now.toISOString() }))
