@@ -8,7 +8,8 @@
  * Nothing waits for a batch to fill: an item starts a batch as soon as fewer than `maxInFlight`
  * are running, so a lone request goes at once. Under load the items that arrive while the
  * batches in flight run, commit and flush make up the next one (bench/findings.md measured
- * ten teams per statement at a quarter of the database's CPU per team).
+ * ten teams per statement at a quarter of the database's CPU per team; docs/decisions.md,
+ * "Team creations share statements").
  *
  * A batch that fails as a whole (an error the statement cannot decide per item, such as a
  * deadlock or a lost connection) is run again one item at a time, so an error reaches only the

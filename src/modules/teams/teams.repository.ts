@@ -71,7 +71,7 @@ export function createTeamsRepository(db: Kysely<DB>) {
     const teams = batch.map((t, n) => ({ n, company_id: t.companyId, id: t.id, ...t.values, leader_count: t.leaders.length, created_at: t.now.toISOString() }))
     const leaders = batch.flatMap((t, n) => t.leaders.map((contract_id) => ({ n, contract_id })))
     return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
-  }, { maxItems: 64, maxInFlight: 2 })
+  }, { maxItems: 64, maxInFlight: 1 })
 
   return {
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
