@@ -18,6 +18,16 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'The database is unavailable; see Retry-After',
 }
 
+declare module 'fastify' {
+  /** billingProvider: the route calls the company's billing provider (Chargebee), which can fail on its own (502) or rate limit (503). */
+  interface FastifyContextConfig { billingProvider?: boolean }
+}
+
+const PROVIDER_DESCRIPTIONS: Record<number, string> = {
+  502: 'The billing provider failed, or is not configured on this service (`provider_error`)',
+  503: 'The database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the route schemas. Every route gets the error
  * answers it can give and its security requirement, so the document says what the code does.
@@ -76,6 +86,7 @@ function documentRoute(route: RouteOptions) {
   if ((method === 'POST' || method === 'PUT') && access !== 'none') documentIdempotencyKey(schema)
   if (!['/health', '/ready', '/metrics'].includes(route.url)) add(429)
   add(500)
+  if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
   if (access !== 'none' || route.url === '/ready') add(503)
   if (access === 'public') schema.security ??= [{}, { bearer: [] }]
   else if (access === 'platform') schema.security ??= [{ bearer: [] }]

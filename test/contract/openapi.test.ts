@@ -105,6 +105,19 @@ for (const engine of engines) {
       }
     })
 
+    it('documents 502 and the provider\'s 503 on every operation that calls the billing provider, and only there', () => {
+      // The routes whose service calls the provider (createSubscription, cancel, change, estimate, ...; docs/billing.md).
+      const atProvider = [
+        'createCompany', 'cancelSubscription', 'removeScheduledCancellation', 'updateSubscription', 'estimateSubscription',
+        'setPaymentSource', 'openSubscriptionManagerPage', 'openPortalSession', 'openPaymentPage', 'receiveChargebeeWebhook',
+      ]
+      const documenting = operations(doc).filter(({ op }) => '502' in op.responses).map(({ op }) => op.operationId).sort()
+      assert.deepEqual(documenting, [...atProvider].sort())
+      for (const { op } of operations(doc).filter(({ op }) => atProvider.includes(op.operationId!))) {
+        assert.match((op.responses['503'] as { description?: string }).description ?? '', /billing provider is rate limiting/, op.operationId)
+      }
+    })
+
     it('answers junk on every route with a documented 4xx, never a 5xx', async () => {
       const c = await company(t)
       const junk: Array<unknown> = [

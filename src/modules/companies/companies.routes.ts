@@ -17,7 +17,8 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   const tags = ['Companies']
 
   app.post(BASE, {
-    config: { access: 'platform' },
+    // Its trial subscription is created at the billing provider of the product.
+    config: { access: 'platform', billingProvider: true },
     schema: { operationId: 'createCompany', tags, summary: 'Create a company with a trial subscription', body: CompanyInput, response: { 202: Accepted } },
   }, async (request, reply) => accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId)}`))
 

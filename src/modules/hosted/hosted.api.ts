@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { NotFound } from '../../http/errors.ts'
-import { CompanyParams, ErrorBody } from '../../http/schemas.ts'
+import { CompanyParams } from '../../http/schemas.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import { checkRedirectUrl } from './hosted.redirect.ts'
 import { CustomerParams, HostedPage, PortalSession, RedirectQuery, SubscriptionManagerPage } from './hosted.schemas.ts'
@@ -20,9 +20,8 @@ export async function hostedApiRoutes(app: App, deps: {
   publicBaseUrl: string | undefined
 }) {
   const tags = ['Subscription']
-  /** A remote provider (Chargebee) may fail, and a provider may not be configured here. */
-  const providerFailed = { ...ErrorBody, description: 'The billing provider failed, or is not configured on this service' }
-  const access = { access: { area: 'company', mode: 'write' } } as const
+  // The pages come from the company's billing provider, which may fail or not be configured here.
+  const access = { access: { area: 'company', mode: 'write' }, billingProvider: true } as const
   const scope = 'Needs write:company (it opens a session that changes the subscription); a company token only for its own company (404 otherwise).'
   const redirect = 'redirect_url must be an absolute https URL (http only on localhost) on an allowed host, without credentials, backslashes or control characters: otherwise 400.'
 
@@ -46,7 +45,7 @@ export async function hostedApiRoutes(app: App, deps: {
     schema: {
       operationId: 'openSubscriptionManagerPage', tags, summary: 'A page to choose and confirm a plan (1)',
       description: `The page lists the product's allowed plans with their prices and the estimate of the change; confirming applies it (as 6) and sends the browser to redirect_url with id and state=succeeded. It works until expires_at (HOSTED_PAGE_TTL_SECONDS) and once. ${redirect} ${scope}`,
-      params: CompanyParams, querystring: RedirectQuery, response: { 200: SubscriptionManagerPage, 502: providerFailed },
+      params: CompanyParams, querystring: RedirectQuery, response: { 200: SubscriptionManagerPage },
     },
   }, async (request) => deps.subscriptions.hostedPage('managerPage', request.params.company_id, options(request, request.query.redirect_url)))
 
@@ -56,7 +55,7 @@ export async function hostedApiRoutes(app: App, deps: {
     schema: {
       operationId: 'openPortalSession', tags, summary: 'A self-service portal session for the customer (10)',
       description: `access_url shows the subscription, its next charge and card, and lets the customer cancel at the end of the term, undo a scheduled cancellation and log out (which sends the browser to redirect_url). Status created → logged_in → logged_out; refused after expires_at. ${redirect} ${scope}`,
-      params: CustomerParams, querystring: RedirectQuery, response: { 200: PortalSession, 502: providerFailed },
+      params: CustomerParams, querystring: RedirectQuery, response: { 200: PortalSession },
     },
   }, async (request) => deps.subscriptions.hostedPage('portalSession', request.params.subscription_customer_id, options(request, request.query.redirect_url)))
 
@@ -66,7 +65,7 @@ export async function hostedApiRoutes(app: App, deps: {
     schema: {
       operationId: 'openPaymentPage', tags, summary: 'A page to add the customer\'s card (11)',
       description: `Test mode: the card number is checked (Luhn) and only brand, last 4 digits and expiry are kept; the page becomes succeeded and sends the browser to redirect_url with id and state. A trial ends active when a usable card is on file. State created → requested → succeeded | cancelled; refused after expires_at. ${redirect} ${scope}`,
-      params: CustomerParams, querystring: RedirectQuery, response: { 200: HostedPage, 502: providerFailed },
+      params: CustomerParams, querystring: RedirectQuery, response: { 200: HostedPage },
     },
   }, async (request) => deps.subscriptions.hostedPage('paymentPage', request.params.subscription_customer_id, options(request, request.query.redirect_url)))
 }

@@ -26,9 +26,11 @@ function ok(reply: FastifyReply) {
 export async function subscriptionsRoutes(app: App, { service }: { service: SubscriptionsService }) {
   const tags = ['Subscription']
   const company = { access: { area: 'company' } } as const
+  // Routes that call the company's billing provider (docs/billing.md): it may fail on its own (502).
+  const companyAtProvider = { ...company, billingProvider: true } as const
 
   app.put(`${BASE}/:company_id_or_subscription_id/cancel`, {
-    config: company,
+    config: companyAtProvider,
     preValidation: emptyBodyAsObject,
     schema: {
       operationId: 'cancelSubscription', tags,
@@ -43,7 +45,7 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
   })
 
   app.put(`${BASE}/:company_id/remove_scheduled_cancellation/:subscription_id`, {
-    config: company,
+    config: companyAtProvider,
     schema: {
       operationId: 'removeScheduledCancellation', tags, summary: 'Undo a scheduled cancellation (3)',
       description: 'non_renewing goes back to active; a trial cancelled at its end keeps going. 409 when no cancellation is scheduled.',
@@ -55,7 +57,7 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
   })
 
   app.put(`${BASE}/companies/:company_id/update/:subscription_id`, {
-    config: company,
+    config: companyAtProvider,
     preValidation: emptyBodyAsObject,
     schema: {
       operationId: 'updateSubscription', tags, summary: 'Change plan, quantity, addons or coupon (6)',
@@ -75,7 +77,7 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
   }, async (request) => service.status(request.params.company_id))
 
   app.get(`${BASE}/:subscription_id/estimate`, {
-    config: { access: 'public' },
+    config: { access: 'public', billingProvider: true },
     schema: {
       operationId: 'estimateSubscription', tags, summary: 'Estimate a change of the subscription (9)',
       description: 'Public; a company token may only estimate its own company (404 otherwise). In trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in cents, rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product\'s allowed_plans, a coupon expired or used up; 409 for a cancelled subscription.',
@@ -84,7 +86,7 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
   }, async (request) => service.estimate(request.params.subscription_id, request.query, request.principal?.companyId ?? null))
 
   app.put(`${BASE}/:company_id/payment_source`, {
-    config: { access: 'platform' },
+    config: { access: 'platform', billingProvider: true },
     schema: {
       operationId: 'setPaymentSource', tags, summary: 'Record the customer\'s card (platform only, until the hosted payment page)',
       description: 'Keeps only brand, last 4 digits and expiry. A trial ends active when a card valid in the trial\'s last month is on file, else cancelled. 400 for an expired card.',

@@ -58,7 +58,8 @@ export function basicAuthCheck(credentials: { user?: string; password?: string }
 /** Changes reported by billing providers (decisions §6): `POST /api/v1/subscription/webhooks/chargebee`. */
 export async function webhooksRoutes(app: App, { service, credentials }: { service: WebhooksService; credentials: { user?: string; password?: string } }) {
   app.post('/api/v1/subscription/webhooks/chargebee', {
-    config: { access: 'none' },
+    // It reads the event's subscription back from Chargebee.
+    config: { access: 'none', billingProvider: true },
     // Before the body is parsed: an unauthenticated request gets 401 whatever it sends.
     onRequest: basicAuthCheck(credentials),
     schema: {
