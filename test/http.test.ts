@@ -262,6 +262,30 @@ for (const engine of engines) {
     })
   })
 
+  describe(`token checks on ${engine}`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(engine, { RATE_LIMIT_MAX: 100 }) })
+    after(async () => { await t?.close() })
+
+    it('verifies a token once per request, though both the rate limit and authentication need it', async () => {
+      const keys = t.app.services.keys
+      const verify = keys.verify
+      const verified: string[] = []
+      keys.verify = async (token: string) => { verified.push(token); return verify(token) }
+      try {
+        // A token that does not verify is never cached: each hook asking again would check its signature again.
+        const made = `made.up.${randomUUID()}`
+        assertError(await t.call({ url: `/api/v1/companies/${randomUUID()}`, token: made }), 401, 'unauthorized')
+        assert.deepEqual(verified, [made])
+        verified.length = 0
+        assertError(await t.call({ url: `/api/v1/companies/${randomUUID()}`, token: null, headers: { authorization: 'Basic abc' } }), 401, 'unauthorized')
+        assert.deepEqual(verified, [])
+      } finally {
+        keys.verify = verify
+      }
+    })
+  })
+
   describe(`database down on ${engine}`, () => {
     let t: TestApp
     let c: CompanyFixture

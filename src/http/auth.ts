@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Forbidden, InsufficientScope, NotFound, Unauthorized } from './errors.ts'
 import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 import type { AccessState } from '../modules/oauth/oauth.access.ts'
+import type { ClientAccessState } from '../modules/oauth/oauth.repository.ts'
+import { bearerToken, verifiedBearer } from './bearer.ts'
 
 /**
  * Who may call a route:
@@ -69,8 +71,7 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
     if (!principal) return undefined
     const fresh = deps.access.fresh(principal.clientId)
     if (!fresh) return undefined
-    if (!fresh.state || fresh.state.revoked) throw new Unauthorized('The token\'s client has been revoked')
-    if (fresh.state.companyDisabled) throw new Forbidden('The company is disabled')
+    admit(fresh.state)
     return principal
   }
 
@@ -80,15 +81,18 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
       if (optional) return null
       throw new Unauthorized()
     }
-    const match = /^Bearer +([A-Za-z0-9\-_.~+/]+=*) *$/i.exec(header)
-    if (!match) throw new Unauthorized('The Authorization header must be "Bearer <token>"')
-    const principal = await deps.keys.verify(match[1]!)
+    if (bearerToken(header) === undefined) throw new Unauthorized('The Authorization header must be "Bearer <token>"')
+    const principal = await verifiedBearer(request, deps.keys)
     if (!principal) throw new Unauthorized('The token is invalid or expired')
-    const state = await deps.access.get(principal.clientId)
-    if (!state || state.revoked) throw new Unauthorized('The token\'s client has been revoked')
-    if (state.companyDisabled) throw new Forbidden('The company is disabled')
+    admit(await deps.access.get(principal.clientId))
     return principal
   }
+}
+
+/** A verified token's client may act unless it is revoked (or unknown) or its company disabled. */
+function admit(state: ClientAccessState | undefined) {
+  if (!state || state.revoked) throw new Unauthorized('The token\'s client has been revoked')
+  if (state.companyDisabled) throw new Forbidden('The company is disabled')
 }
 
 function toArray<T>(value: T | T[] | undefined): T[] {

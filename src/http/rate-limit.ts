@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { RateLimited } from './errors.ts'
 import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
+import { verifiedBearer } from './bearer.ts'
 
 const EXEMPT = new Set(['/health', '/ready', '/metrics'])
 
@@ -11,8 +12,8 @@ const EXEMPT = new Set(['/health', '/ready', '/metrics'])
  *
  * The budget is the verified client's, not the raw header's: a made-up token would otherwise buy
  * a fresh budget (and a map entry) each, and a client minting tokens would multiply its own. A
- * token that does not verify counts against its address. Verification is the cached one of the
- * auth hook, so this costs a map lookup.
+ * token that does not verify counts against its address. The verification is the request's one
+ * (bearer.ts), which authentication then reuses: for a token seen before, a map lookup.
  */
 export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>) {
   if (settings.max === 0) return
@@ -37,8 +38,7 @@ export function installRateLimit(app: FastifyInstance, settings: { max: number; 
   })
 
   async function budgetOf(request: FastifyRequest): Promise<string> {
-    const match = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')
-    const principal = match ? await keys.verify(match[1]!) : undefined
+    const principal = await verifiedBearer(request, keys)
     return principal ? `client:${principal.clientId}` : `ip:${request.ip}`
   }
 }
