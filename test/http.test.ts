@@ -142,7 +142,13 @@ for (const engine of engines) {
         const platform = await t.call({ method: 'POST', url: subsidiaries(), body: { name: 'Once' }, headers: { 'idempotency-key': key } })
         assert.equal(platform.statusCode, 202)
         assert.notEqual(platform.headers.location, first.headers.location)
-        assertError(await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X' }, headers: { 'idempotency-key': 'k'.repeat(256) } }), 400, 'validation_failed')
+        for (const refused of ['k'.repeat(256), '']) {
+          const res = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X' }, headers: { 'idempotency-key': refused } })
+          assertError(res, 400, 'validation_failed')
+          assert.match(res.json().errors, /idempotency-key/i)
+        }
+        const longest = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X' }, headers: { 'idempotency-key': `${randomUUID()}${'k'.repeat(219)}` } })
+        assert.equal(longest.statusCode, 202, longest.body)
       })
 
       it('replays refusals too, and keeps no answer of a request that was not valid', async () => {

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import type { DB } from '../db/tables.ts'
 import type { Clock } from '../clock.ts'
 import type { Scheduler } from '../jobs/scheduler.ts'
-import { Conflict, ValidationError } from './errors.ts'
+import { Conflict } from './errors.ts'
 
 declare module 'fastify' {
   interface FastifyRequest { idempotency: { owner: string; key: string } | null }
@@ -45,6 +45,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.some((m) => m === 'POST' || m === 'PUT')) return
+    const access = route.config?.access
+    if (access === undefined || access === 'none') return
+    acceptKeyHeader((route.schema ??= {}) as Record<string, any>)
     route.preHandler = [...toArray(route.preHandler), claimKey]
     route.onSend = [...toArray(route.onSend), keep]
     route.onResponse = [...toArray(route.onResponse), free]
@@ -52,13 +55,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   async function claimKey(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST' && request.method !== 'PUT') return
-    const access = request.routeOptions.config?.access
-    if (access === undefined || access === 'none') return
+    // Its length was checked with the route's headers (acceptKeyHeader).
     const key = request.headers['idempotency-key']
-    if (key === undefined) return
-    if (typeof key !== 'string' || key.length === 0 || key.length > 255) {
-      throw new ValidationError('The Idempotency-Key header must be 1 to 255 characters')
-    }
+    if (typeof key !== 'string') return
     const owner = request.principal?.clientId ?? `ip:${request.ip}`
     const hash = requestHash(request)
     // Claims the key, or takes over one whose 24 hours are over.
@@ -122,6 +121,17 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 function toArray<T>(value: T | T[] | undefined): T[] {
   if (value === undefined) return []
   return Array.isArray(value) ? value : [value]
+}
+
+/**
+ * The route's headers schema takes `Idempotency-Key`: validated with the rest of the request
+ * (1 to 255 characters, else a 400 naming it) and documented in /openapi.json by the same schema.
+ */
+function acceptKeyHeader(schema: Record<string, any>) {
+  const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer; another body is a 409' }
+  if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
+  else if (schema.headers.type === 'object') schema.headers.properties = { 'idempotency-key': header, ...schema.headers.properties }
+  else throw new Error('A POST or PUT route that takes Idempotency-Key needs an object headers schema')
 }
 
 function isSecret(headers: Record<string, string>): boolean {

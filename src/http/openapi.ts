@@ -83,7 +83,6 @@ function documentRoute(route: RouteOptions) {
   if (access === 'platform' || typeof access === 'object') add(403)
   if (route.url.includes(':')) { add(404); add(414) }
   if (method === 'POST' || method === 'PUT') { add(409); add(413); add(415) }
-  if ((method === 'POST' || method === 'PUT') && access !== 'none') documentIdempotencyKey(schema)
   if (!['/health', '/ready', '/metrics'].includes(route.url)) add(429)
   add(500)
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
@@ -91,13 +90,6 @@ function documentRoute(route: RouteOptions) {
   if (access === 'public') schema.security ??= [{}, { bearer: [] }]
   else if (access === 'platform') schema.security ??= [{ bearer: [] }]
   else if (typeof access === 'object') schema.security ??= [{ oauth2: [scopeNeeded(access, method)] }, { bearer: [] }]
-}
-
-/** Every POST and PUT that acts for a client takes `Idempotency-Key` (http/idempotency.ts); the document says so. */
-function documentIdempotencyKey(schema: Record<string, any>) {
-  const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer; another body is a 409' }
-  if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
-  else if (schema.headers.type === 'object') schema.headers.properties = { 'idempotency-key': header, ...schema.headers.properties }
 }
 
 function defaultOperationId(method: string, url: string): string {
