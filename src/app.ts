@@ -131,9 +131,9 @@ export async function buildApp(options: AppOptions) {
   const hostedPages = createHostedPageStore(hostedRepo)
   // Chargebee joins the local engine when its site and key are configured (docs/chargebee.md).
   const chargebee = chargebeeFromConfig(config)
-  const billingProviders = chargebee ? { providers: createProviderRegistry([createLocalProvider({ hostedPages }), chargebee]) } : {}
+  const providers = createProviderRegistry([createLocalProvider({ hostedPages }), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, hostedPages, ...billingProviders })
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, providers })
   const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
   subscriptions.registerJobs(scheduler)
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })

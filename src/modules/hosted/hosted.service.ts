@@ -30,7 +30,7 @@ const OPEN: Record<HostedPageKind, HostedPageState[]> = {
  */
 export function createHostedService(deps: {
   repo: HostedRepository
-  subscriptions: Pick<SubscriptionsService, 'details' | 'estimate' | 'update' | 'cancel' | 'removeScheduledCancellation' | 'setPaymentSource' | 'nextCharge'>
+  subscriptions: Pick<SubscriptionsService, 'details' | 'estimate' | 'update' | 'cancel' | 'removeScheduledCancellation' | 'setPaymentSource' | 'detailsWithNextCharge'>
   catalogue: Pick<CatalogueService, 'getPlanBySku'>
   clock: Clock
 }) {
@@ -138,8 +138,7 @@ export function createHostedService(deps: {
     async portalView(token: string) {
       let page = await open('portal', token)
       if (page.state === 'created') page = await move(page, 'logged_in')
-      const [details, next] = await Promise.all([subscriptions.details(page.company_id), subscriptions.nextCharge(page.company_id)])
-      return { page, details, next }
+      return { page, ...(await subscriptions.detailsWithNextCharge(page.company_id)) }
     },
 
     async portalCancel(token: string) {

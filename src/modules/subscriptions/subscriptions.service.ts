@@ -7,8 +7,7 @@ import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
 import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
 import * as lifecycle from './billing/lifecycle.ts'
-import { createLocalProvider, type LocalHostedPages } from './billing/local-provider.ts'
-import { createProviderRegistry, type BillingCustomer, type BillingProvider, type ChangeRequest, type HostedPageOptions, type ProviderRegistry } from './billing/provider.ts'
+import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
 import { createPricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
@@ -32,14 +31,12 @@ export function createSubscriptionsService(deps: {
   scheduler: Pick<Scheduler, 'schedule'>
   clock: Clock
   trialDays: number
-  providers?: ProviderRegistry
-  /** The local provider's hosted pages (src/modules/hosted), when no `providers` are given. */
-  hostedPages?: LocalHostedPages
+  /** The billing providers by name (app.ts): always the local one, Chargebee when configured. */
+  providers: ProviderRegistry
   vatRates?: string
   currency?: string
 }) {
-  const { db, repo, clock } = deps
-  const providers = deps.providers ?? createProviderRegistry([createLocalProvider({ hostedPages: deps.hostedPages })])
+  const { db, repo, clock, providers } = deps
   const currency = deps.currency ?? 'EUR'
   const pricing = createPricing({ repo, vatRates: parseVatRates(deps.vatRates ?? 'IT:22') })
 
@@ -83,8 +80,8 @@ export function createSubscriptionsService(deps: {
     return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
   }
 
-  async function details(executor: Executor, s: SubscriptionRow) {
-    const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), customerOf(executor, s.company_id)])
+  async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
+    const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id)])
     if (!plan || !product) throw new Error(`subscription ${s.id}: its plan or product is missing from the catalogue`)
     const { timezone: _, ...billingCustomer } = customer
     return detailsView(s, plan, product, billingCustomer)
@@ -255,13 +252,20 @@ export function createSubscriptionsService(deps: {
       return provider[kind]({ subscription: s, customer }, { ...options, now: clock.now() }) as Promise<Awaited<ReturnType<BillingProvider[K]>>>
     },
 
-    /** The next invoice of the subscription as it stands (the portal's "next charge"), and when; null when nothing more is billed. */
-    async nextCharge(companyId: string): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
+    /**
+     * The details (8) with what the portal shows beside them: the next charge (when and the
+     * invoice of a whole term at the current selection), or null when nothing will be charged.
+     * One read of the subscription and of its customer for both.
+     */
+    async detailsWithNextCharge(companyId: string): Promise<{ details: Awaited<ReturnType<typeof details>>; next: { at: number; invoice: InvoiceEstimate } | null }> {
       const s = await findOwn(companyId)
-      const at = nextBillingAt(s)
-      if (at === null) return null
       const customer = await customerOf(db, companyId)
-      return { at, invoice: invoiceFor(await pricing.current(db, s), WHOLE, pricing.tax(customer.country), currency) }
+      const at = nextBillingAt(s)
+      const [view, next] = await Promise.all([
+        details(db, s, customer),
+        at === null ? null : pricing.current(db, s).then((current) => ({ at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer.country), currency) })),
+      ])
+      return { details: view, next }
     },
 
     /** The subscription's history (what, when, who, from → to), oldest first. */
