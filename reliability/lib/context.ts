@@ -6,12 +6,10 @@ import type { EngineName, Store } from './server.ts'
 
 export interface Context {
   engine: EngineName
-  /** 1 for the documented durations and counts; smaller while developing (RELIABILITY_SCALE). */
-  scale: number
   cluster: Cluster
   /** A fresh, empty store of the engine: a database of the private cluster, or a PGlite directory. */
   store(): Store
-  /** Scales a count or duration, never below `min`. */
+  /** Scales a count or duration (RELIABILITY_SCALE: 1 for the documented ones, smaller while developing), never below `min`. */
   scaled(full: number, min?: number): number
 }
 
@@ -33,7 +31,7 @@ export interface Scenario {
 let stores = 0
 export function makeContext(engine: EngineName, scale: number, cluster: Cluster, scratch: string): Context {
   return {
-    engine, scale, cluster,
+    engine, cluster,
     store() {
       stores++
       if (engine === 'postgres') return { engine, url: cluster.createDatabase(`rel_${process.pid}_${stores}`) }
@@ -56,7 +54,6 @@ export function checks() {
   return {
     notes,
     check(ok: boolean, what: string) { if (!ok) { pass = false; notes.push(`FAILED: ${what}`) } return ok },
-    note(what: string) { notes.push(what) },
     get pass() { return pass },
   }
 }

@@ -25,8 +25,8 @@ export const tenants: Scenario = {
       const admin = client(server.base, platform)
       const a = await tenant(server.base, admin, 2)
       const b = await tenant(server.base, admin, 2)
-      const idsA = await seed(server, a, admin)
-      const idsB = await seed(server, b, admin)
+      const idsA = await seed(a, admin)
+      const idsB = await seed(b, admin)
       // The signing key, read as an attacker with the database would not have it: only to mint an
       // expired token that is otherwise perfect.
       const key = await signingKey(ctx, store, server)
@@ -121,7 +121,7 @@ function fullScope(token: string): string {
 }
 
 /** A tenant's ids by resource: the fixtures' ones, a communication, a holiday, its subscription and customer. */
-async function seed(server: Server, t: Tenant, admin: ReturnType<typeof client>): Promise<Ids> {
+async function seed(t: Tenant, admin: ReturnType<typeof client>): Promise<Ids> {
   const ids: Ids = new Map([['team', t.team], ['contract', t.contracts[0]!], ['subsidiary', t.subsidiary], ['client', t.clientId]])
   const comm = await t.api.expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`, body: { subject: 'tenant', message: 'm', send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] } })
   ids.set('communication', locationId(comm))
@@ -130,7 +130,6 @@ async function seed(server: Server, t: Tenant, admin: ReturnType<typeof client>)
   const company = (await admin.expect(200, { url: `/api/v1/companies/${t.id}` })).json()
   if (company.subscription_id) ids.set('subscription', company.subscription_id)
   if (company.subscription_customer_id) ids.set('subscription_customer', company.subscription_customer_id)
-  void server
   return ids
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { FastifyBaseLogger, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildApp, type BuiltApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { manualClock, type ManualClock } from '../../src/clock.ts'
@@ -35,17 +35,18 @@ export interface TestApp {
 
 /**
  * The app on a fresh database of the engine, with a clock that stands still until a test moves
- * it, the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()) and no
- * rate limit unless a test asks for one.
+ * it, the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()), no
+ * rate limit unless a test asks for one, and no log unless it gives a logger.
  */
-export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}): Promise<TestApp> {
+export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}, options: { logger?: FastifyBaseLogger } = {}): Promise<TestApp> {
   const database = await openTestDatabase(engine)
   const config = loadConfig({}, {
     LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
     ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...overrides,
   })
   const clock = manualClock(new Date())
-  const app = await buildApp({ config, database, clock, logger: false })
+  // A test that reads the log gives its own logger (hosted-logs.test.ts); the others log nothing.
+  const app = await buildApp({ config, database, clock, logger: options.logger ?? false })
   await app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
   await app.ready()
 
