@@ -108,7 +108,7 @@ export async function buildApp(options: AppOptions) {
   installErrorHandler(app)
   installDraining(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
-  installMetrics(app)
+  const metrics = installMetrics(app)
 
   const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
 
@@ -147,7 +147,7 @@ export async function buildApp(options: AppOptions) {
     attachments: createAttachmentsService({ repo: createAttachmentsRepository(db), clock }),
     delivery,
   }
-  const teams = createTeamsService({ repo: createTeamsRepository(db), clock })
+  const teams = createTeamsService({ repo: createTeamsRepository(db, { observer: metrics.writeBatches }), clock })
   const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
   // Kept only while both the clients' and the companies' changes are heard.
   const tokenClients = createTokenClients(oauthRepo, { listening: () => access.listening() && readCache.listening() })

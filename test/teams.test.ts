@@ -144,6 +144,10 @@ for (const engine of engines) {
       assert.equal(list.filter((x) => x.code === shared).length, 1)
       assert.equal(list.filter((x) => x.code === taken).length, 1)
       assert.ok(!list.some((x) => x.name === 'L' || x.name === 'U'))
+      // Operators see the batches in /metrics.
+      const metrics = await t.call({ url: '/metrics', token: null })
+      const written = /db_write_batch_items_sum\{name="team_creation",outcome="written"\} (\d+)/.exec(metrics.body)
+      assert.ok(written && Number(written[1]) >= bodies.length, metrics.body.slice(0, 200))
     })
 
     it('counts a creation run again after its commit went through as created, not as its own code taken', async () => {

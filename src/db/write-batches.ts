@@ -16,11 +16,17 @@
  * requests it belongs to.
  */
 export interface WriteBatchOptions {
+  /** What the batches write, for the metrics (`team_creation`). */
+  name: string
   /** The most items one statement carries. */
   maxItems: number
   /** How many batches may run at once (each holds a connection of the pool while it runs). */
   maxInFlight: number
+  observer?: WriteBatchObserver
 }
+
+/** Told of every batch: how many items it carried, and whether it failed as a whole (then run again item by item). */
+export type WriteBatchObserver = (name: string, items: number, outcome: 'written' | 'failed') => void
 
 interface Waiting<I, O> { item: I; resolve: (outcome: O) => void; reject: (err: unknown) => void }
 
@@ -33,8 +39,10 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
     try {
       const outcomes = await run(batch.map((w) => w.item))
       if (outcomes.length !== batch.length) throw new Error(`A write batch of ${batch.length} answered ${outcomes.length} outcomes`)
+      options.observer?.(options.name, batch.length, 'written')
       batch.forEach((w, i) => w.resolve(outcomes[i]!))
     } catch (err) {
+      options.observer?.(options.name, batch.length, 'failed')
       if (batch.length === 1) return batch[0]!.reject(err)
       // Alone, each item meets only its own error.
       await Promise.all(batch.map((w) => runBatch([w])))

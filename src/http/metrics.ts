@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { WriteBatchObserver } from '../db/write-batches.ts'
 
-/** Prometheus metrics at /metrics: the process's own and one histogram of request durations by route. */
+/** Prometheus metrics at /metrics: the process's own, request durations by route, and write batches. */
 export function installMetrics(app: FastifyInstance) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
@@ -12,6 +13,15 @@ export function installMetrics(app: FastifyInstance) {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   })
+
+  const batches = new Histogram({
+    name: 'db_write_batch_items',
+    help: 'Items per statement of the writes that share one (src/db/write-batches.ts), by what they write and whether the statement failed as a whole',
+    labelNames: ['name', 'outcome'],
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [registry],
+  })
+  const writeBatches: WriteBatchObserver = (name, items, outcome) => batches.observe({ name, outcome }, items)
 
   app.addHook('onResponse', async (request, reply) => {
     duration.observe(
@@ -31,5 +41,5 @@ export function installMetrics(app: FastifyInstance) {
     reply.type(registry.contentType)
     return registry.metrics()
   })
-  return registry
+  return { registry, writeBatches }
 }

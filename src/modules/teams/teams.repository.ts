@@ -3,7 +3,7 @@ import type { DB } from '../../db/tables.ts'
 import type { Team } from './teams.schemas.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
-import { writeBatches } from '../../db/write-batches.ts'
+import { writeBatches, type WriteBatchObserver } from '../../db/write-batches.ts'
 
 export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
 
@@ -12,7 +12,7 @@ export interface TeamValues { name: string; code: string; subsidiary_id: string 
  * (companies repository) read the same rows, so both views always agree. Membership writes go
  * through INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
  */
-export function createTeamsRepository(db: Kysely<DB>) {
+export function createTeamsRepository(db: Kysely<DB>, options: { observer?: WriteBatchObserver } = {}) {
   // The hot paths (bench/RESULTS.md): one statement each, compiled once. The list comes back as
   // one json value (one native JSON.parse) rather than a row per team for the driver to decode
   // field by field, and as no row at all when the company does not exist.
@@ -71,7 +71,7 @@ export function createTeamsRepository(db: Kysely<DB>) {
     const teams = batch.map((t, n) => ({ n, company_id: t.companyId, id: t.id, ...t.values, leader_count: t.leaders.length, created_at: t.now.toISOString() }))
     const leaders = batch.flatMap((t, n) => t.leaders.map((contract_id) => ({ n, contract_id })))
     return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
-  }, { maxItems: 64, maxInFlight: 1 })
+  }, { name: 'team_creation', maxItems: 64, maxInFlight: 1, observer: options.observer })
 
   return {
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
