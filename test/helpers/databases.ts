@@ -3,9 +3,9 @@ import path from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
-import { Kysely } from 'kysely'
+import { Kysely, PostgresDialect } from 'kysely'
 import { createDatabase, type Database, type Engine } from '../../src/db/database.ts'
-import { PGliteDialect } from '../../src/db/pglite-dialect.ts'
+import { createPgConfig } from '@electric-sql/pglite/node-postgres'
 import { migrate, readMigrations } from '../../src/db/migrate.ts'
 
 /**
@@ -71,8 +71,10 @@ async function pgliteTemplate(): Promise<Blob> {
   if (!fs.existsSync(file)) {
     const pglite = new PGlite()
     await pglite.waitReady
-    const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) })
+    // The way the service reaches PGlite (src/db/database.ts): node-postgres over PGlite's adapter.
+    const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ ...createPgConfig(pglite), max: 1 }) }) })
     await migrate(db)
+    await db.destroy()
     const dump = await pglite.dumpDataDir('gzip')
     await pglite.close()
     fs.mkdirSync(cacheDir, { recursive: true })
