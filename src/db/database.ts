@@ -49,10 +49,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 
 function createPostgres(connectionString: string, max: number): Database {
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
-  // A client that loses its server emits 'error', idle (the pool's event) or checked out (its
-  // own; the query in flight fails on its own). Without a listener either would end the process.
-  pool.on('error', () => {})
-  pool.on('connect', (client) => { client.on('error', () => {}) })
+  keepErrorsQuiet(pool)
   const listeners: pg.Client[] = []
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
@@ -122,6 +119,16 @@ function createPostgres(connectionString: string, max: number): Database {
  */
 const MAX_NAMED = 2000
 const statementNames = new Map<string, string>()
+/**
+ * A client that loses its server (or PGlite, closed under it) emits 'error', idle (the pool's
+ * event) or checked out (its own; the query in flight fails on its own). Without a listener
+ * either would end the process.
+ */
+function keepErrorsQuiet(pool: pg.Pool) {
+  pool.on('error', () => {})
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+}
+
 const PREPARING = Symbol('preparing')
 
 function statementName(text: string): string | undefined {
@@ -185,7 +192,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   // idles out: a transaction holds it and every other statement waits its turn, and the
   // session's prepared statements stay known to the one connection object that made them.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })
-  pool.on('error', () => {})
+  keepErrorsQuiet(pool)
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   let closed = false
   const hearing: Array<(listening: boolean) => void> = []
