@@ -36,17 +36,19 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
   let scheduled = false
 
   async function runBatch(batch: Waiting<I, O>[]) {
+    let outcomes: O[]
     try {
-      const outcomes = await run(batch.map((w) => w.item))
+      outcomes = await run(batch.map((w) => w.item))
       if (outcomes.length !== batch.length) throw new Error(`A write batch of ${batch.length} answered ${outcomes.length} outcomes`)
-      options.observer?.(options.name, batch.length, 'written')
-      batch.forEach((w, i) => w.resolve(outcomes[i]!))
     } catch (err) {
       options.observer?.(options.name, batch.length, 'failed')
       if (batch.length === 1) return batch[0]!.reject(err)
       // Alone, each item meets only its own error.
       await Promise.all(batch.map((w) => runBatch([w])))
+      return
     }
+    batch.forEach((w, i) => w.resolve(outcomes[i]!))
+    options.observer?.(options.name, batch.length, 'written')
   }
 
   function startBatches() {
