@@ -150,6 +150,32 @@ for (const engine of engines) {
       assert.ok(written && Number(written[1]) >= bodies.length, metrics.body.slice(0, 200))
     })
 
+    it('shares one statement between creations of the same moment: the first of a code wins, an odd name fails no one', async () => {
+      const batches: number[] = []
+      const repo = createTeamsRepository(t.app.database.db, { observer: (_name, items, outcome) => { if (outcome === 'written') batches.push(items) } })
+      const leader = await contract(t, acme.id)
+      const code = uniq('SAME')
+      const now = new Date()
+      const ids = Array.from({ length: 12 }, () => randomUUID())
+      // Asked in the same turn, so they go in one statement (src/db/write-batches.ts).
+      const outcomes = await Promise.all([
+        ...ids.slice(0, 11).map((id, i) => repo.createTeam(acme.id, id, { name: `Team ${i}`, code, subsidiary_id: null }, i % 2 ? [] : [leader], now)),
+        repo.createTeam(acme.id, ids[11]!, { name: 'Lone \ud800 surrogate', code: uniq('ODD'), subsidiary_id: null }, [], now),
+      ])
+      assert.deepEqual(batches, [12])
+      assert.deepEqual(outcomes.map((o) => o.created), [true, ...Array(10).fill(false), true])
+      assert.equal((await getTeam(acme, ids[0]!)).name, 'Team 0')
+      assert.equal((await getTeam(acme, ids[11]!)).name, 'Lone \ufffd surrogate')
+    })
+
+    it('refuses a NUL in a new team\'s name or code with 400 naming the field', async () => {
+      for (const [field, body] of [['name', { name: 'a\u0000b', code: uniq('NUL') }], ['code', { name: 'N', code: 'a\u0000b' }]] as const) {
+        const res = await t.call({ method: 'POST', url: `${api(acme.id)}/teams`, token: acme.token, body })
+        assert.equal(res.statusCode, 400)
+        assert.match(res.json().errors, new RegExp(`body/${field} must not contain the NUL character`))
+      }
+    })
+
     it('counts a creation run again after its commit went through as created, not as its own code taken', async () => {
       // What write-batches.ts does when a batch's answer is lost: the same teams, once more.
       const repo = createTeamsRepository(t.app.database.db)

@@ -65,6 +65,17 @@ describe('write batches', () => {
     assert.deepEqual(observed, ['test 3 failed', 'test 1 written', 'test 1 failed', 'test 1 written'])
   })
 
+  it('gives every item its outcome even when the observer throws', async () => {
+    const observer = () => { throw new Error('metrics down') }
+    const write = writeBatches(async (items: number[]) => {
+      if (items.includes(13)) throw new Error('thirteen')
+      return items
+    }, { name: 'test', maxItems: 10, maxInFlight: 1, observer })
+    const outcomes = await Promise.allSettled([12, 13, 14].map((i) => write(i)))
+    assert.deepEqual(outcomes.map((o) => o.status === 'fulfilled' ? o.value : (o.reason as Error).message), [12, 'thirteen', 14])
+    assert.deepEqual(await Promise.all([write(1), write(2)]), [1, 2])
+  })
+
   it('fails every item of a batch whose answer does not have one outcome per item', async () => {
     const write = writeBatches(async (items: number[]) => items.length > 1 ? [1] : items, { name: 'test', maxItems: 10, maxInFlight: 1 })
     assert.deepEqual(await Promise.all([write(7), write(8)]), [7, 8])

@@ -41,14 +41,23 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
       outcomes = await run(batch.map((w) => w.item))
       if (outcomes.length !== batch.length) throw new Error(`A write batch of ${batch.length} answered ${outcomes.length} outcomes`)
     } catch (err) {
-      options.observer?.(options.name, batch.length, 'failed')
+      observe(batch.length, 'failed')
       if (batch.length === 1) return batch[0]!.reject(err)
-      // Alone, each item meets only its own error.
-      await Promise.all(batch.map((w) => runBatch([w])))
+      // Alone, each item meets only its own error; one after the other, as the batch would have
+      // run, so a failed batch does not become a burst of statements on every connection.
+      for (const waiting of batch) await runBatch([waiting])
       return
     }
     batch.forEach((w, i) => w.resolve(outcomes[i]!))
-    options.observer?.(options.name, batch.length, 'written')
+    observe(batch.length, 'written')
+  }
+
+  function observe(items: number, outcome: 'written' | 'failed') {
+    try {
+      options.observer?.(options.name, items, outcome)
+    } catch {
+      // Metrics never decide a write's fate.
+    }
   }
 
   function startBatches() {

@@ -29,8 +29,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
    * Team creation (18), many teams in one statement: the checks and both inserts together, one
    * round trip and one commit for every creation that arrived together (createTeam). Nothing of
    * a team is written unless its company exists, its subsidiary (if any) is the company's and
-   * every leader is a contract of the company; a code the company already has (or that an
-   * earlier team of the same statement took) is skipped, not an error, so one team's refusal
+   * every leader is a contract of the company; a code the company already has (or that a team
+   * that arrived earlier in the same statement took) is skipped, not an error, so one team's refusal
    * never fails the others. A team already there with its own id counts as created: a batch
    * whose commit went through but whose answer was lost runs again (write-batches.ts) and must
    * not call its own teams taken. Teams go in by company and code, so two statements inserting
@@ -56,7 +56,7 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
         INSERT INTO teams (company_id, id, name, code, subsidiary_id, created_at, updated_at)
         SELECT company_id, id, name, code, subsidiary_id, created_at, created_at FROM checked
         WHERE company_found AND subsidiary_found AND cardinality(leaders_found) = leader_count
-        ORDER BY company_id, code
+        ORDER BY company_id, code, n
         ON CONFLICT (company_id, code) DO NOTHING
         RETURNING id
       ),
@@ -68,7 +68,12 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       EXISTS (SELECT 1 FROM team WHERE team.id = c.id) OR EXISTS (SELECT 1 FROM teams t WHERE t.company_id = c.company_id AND t.id = c.id) AS created
     FROM checked c ORDER BY c.n`)
   const createTeamBatched = writeBatches(async (batch: NewTeam[]) => {
-    const teams = batch.map((t, n) => ({ n, company_id: t.companyId, id: t.id, ...t.values, leader_count: t.leaders.length, created_at: t.now.toISOString() }))
+    // jsonb refuses a lone surrogate (and NUL, which the service refuses first): made well formed,
+    // as the driver's UTF-8 encoding of a text parameter does (U+FFFD), so one name cannot fail the batch.
+    const teams = batch.map((t, n) => ({
+      n, company_id: t.companyId, id: t.id, name: wellFormed(t.values.name), code: wellFormed(t.values.code),
+      subsidiary_id: t.values.subsidiary_id, leader_count: t.leaders.length, created_at: t.now.toISOString(),
+    }))
     const leaders = batch.flatMap((t, n) => t.leaders.map((contract_id) => ({ n, contract_id })))
     return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
   }, { name: 'team_creation', maxItems: 64, maxInFlight: 1, observer: options.observer })
@@ -185,6 +190,9 @@ function teamsQuery(db: Kysely<DB>, companyId: string) {
     .select(leaderIds.as('team_leader_ids'))
     .where('t.company_id', '=', companyId)
 }
+
+/** The string as UTF-8 can carry it: a lone surrogate becomes U+FFFD, as in a text parameter. */
+const wellFormed = (text: string) => Buffer.from(text, 'utf8').toString('utf8')
 
 /** True when `err` is the unique index on (company_id, code) refusing a second team code. */
 export function isDuplicateTeamCode(err: unknown): boolean {
