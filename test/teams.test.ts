@@ -115,7 +115,8 @@ for (const engine of engines) {
     })
 
     it('answers each of many concurrent creations on its own: created, code taken, foreign leader or subsidiary', async () => {
-      // Creations arriving together share one statement (src/db/write-batches.ts); a refusal stays with its request.
+      // Each refusal stays with its request, in a statement of its own or shared (src/db/write-batches.ts; the
+      // repository test below makes them share one).
       const [a, b] = [await contract(t, acme.id), await contract(t, acme.id)]
       const foreignContract = await contract(t, other.id)
       const foreignSubsidiary = await subsidiary(t, other.id)
