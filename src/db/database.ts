@@ -51,7 +51,7 @@ function createPostgres(connectionString: string, max: number): Database {
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
   keepErrorsQuiet(pool)
   const listeners: pg.Client[] = []
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool, MAX_NAMED.postgres) }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
   return {
@@ -111,15 +111,6 @@ function createPostgres(connectionString: string, max: number): Database {
 }
 
 /**
- * Every parameterised statement becomes a named prepared statement on its connection: PostgreSQL
- * parses and plans a query's text once per connection instead of at every call (the statements
- * of this service are a fixed set of texts; prepared.ts keeps the hot ones' text identical).
- * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
- * MAX_NAMED ones (an IN list of every length) go unnamed, as before.
- */
-const MAX_NAMED = 2000
-const statementNames = new Map<string, string>()
-/**
  * A client that loses its server (or PGlite, closed under it) emits 'error', idle (the pool's
  * event) or checked out (its own; the query in flight fails on its own). Without a listener
  * either would end the process.
@@ -129,18 +120,33 @@ function keepErrorsQuiet(pool: pg.Pool) {
   pool.on('connect', (client) => { client.on('error', () => {}) })
 }
 
+/**
+ * How many distinct texts become named statements. On PostgreSQL each lives in its connection's
+ * backend. PGlite keeps them in this process's own memory (about 35 KB each, measured), and the
+ * reliability suite's hostile input, every length of IN list, grew a PGlite server past its
+ * memory bound with 2,000: the hot queries of prepared.ts are a few dozen texts.
+ */
+const MAX_NAMED = { postgres: 2000, pglite: 200 } as const
+
 const PREPARING = Symbol('preparing')
 
-function statementName(text: string): string | undefined {
-  let name = statementNames.get(text)
-  if (name === undefined && statementNames.size < MAX_NAMED) {
-    name = `s${statementNames.size}`
-    statementNames.set(text, name)
+/**
+ * Every parameterised statement becomes a named prepared statement on its connection: PostgreSQL
+ * parses and plans a query's text once per connection instead of at every call (the statements
+ * of this service are a fixed set of texts; prepared.ts keeps the hot ones' text identical).
+ * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
+ * `maxNamed` ones (an IN list of every length) go unnamed, as before.
+ */
+function preparingPool(pool: pg.Pool, maxNamed: number) {
+  const names = new Map<string, string>()
+  function statementName(text: string): string | undefined {
+    let name = names.get(text)
+    if (name === undefined && names.size < maxNamed) {
+      name = `s${names.size}`
+      names.set(text, name)
+    }
+    return name
   }
-  return name
-}
-
-function preparingPool(pool: pg.Pool) {
   return {
     async connect() {
       const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
@@ -193,7 +199,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   // session's prepared statements stay known to the one connection object that made them.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })
   keepErrorsQuiet(pool)
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool, MAX_NAMED.pglite) }) })
   let closed = false
   const hearing: Array<(listening: boolean) => void> = []
   return {
