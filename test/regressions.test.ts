@@ -61,7 +61,6 @@ for (const engine of engines) {
       assert.equal(bodyOf(text).code, 'validation_failed')
       assert.ok(ms < 4000, `closed after ${ms} ms`)
     })
-
   })
 }
 

@@ -29,10 +29,10 @@ const DATE_OID = 1082
 const INT8_OID = 20
 
 // Days stay 'YYYY-MM-DD' strings (a Date would shift them by the process time zone), and
-// counts (bigint) become numbers: no table holds more than 2^53 rows.
+// counts (bigint) become numbers: no table holds more than 2^53 rows. On both engines: PGlite's
+// rows come through pg too (createPglite).
 pg.types.setTypeParser(DATE_OID, (v) => v)
 pg.types.setTypeParser(INT8_OID, (v) => Number(v))
-const pgliteParsers = { [DATE_OID]: (v: string) => v, [INT8_OID]: (v: string) => Number(v) }
 
 export interface DatabaseOptions {
   databaseUrl?: string
@@ -177,12 +177,12 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   // a small deployment; a page beyond it is read again from the data directory (the OS caches it).
   const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB']
   if (options.pgliteDump) {
-    pglite = new PGlite({ loadDataDir: options.pgliteDump, parsers: pgliteParsers, startParams })
+    pglite = new PGlite({ loadDataDir: options.pgliteDump, startParams })
   } else {
     const dataDir = path.resolve(options.dataDir ?? './data')
     fs.mkdirSync(dataDir, { recursive: true })
     release = takeLock(path.join(dataDir, '.lock'))
-    pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), parsers: pgliteParsers, startParams })
+    pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), startParams })
   }
   try {
     await pglite.waitReady
