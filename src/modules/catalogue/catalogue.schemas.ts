@@ -1,18 +1,18 @@
 import { Type, type Static } from 'typebox'
-import { Day, Nullable, Uuid } from '../../http/schemas.ts'
+import { Code, Day, Name as NameOf, Nullable, Uuid } from '../../http/schemas.ts'
 
 const Sku = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9_.\\-]*$', description: 'Letters, digits, "_", "-" and "."' })
-const Name = Type.String({ minLength: 1, maxLength: 200 })
+const Name = NameOf(200)
 const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units (EUR 29.90), at most 2 decimals' })
 const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
-const Feature = Type.String({ minLength: 1, maxLength: 100, description: 'An area name of the scope list, such as "stamping"' })
+const Feature = Code(100, 'An area name of the scope list, such as "stamping"')
 
 export const PlanFields = Type.Object({
   id: Uuid('Server-made; ignored when sent'),
   sku: Sku,
   name: Name,
   price: Price,
-  plan_family: Type.String({ minLength: 1, maxLength: 100 }),
+  plan_family: Code(100),
   period_unit: PeriodUnit,
   features: Type.Array(Feature, { maxItems: 100 }),
 }, { additionalProperties: false })

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Day, Nullable, Uuid } from '../../http/schemas.ts'
+import { Day, Name, Nullable, Uuid, Year } from '../../http/schemas.ts'
 
 const Status = Type.Union([Type.Literal('draft'), Type.Literal('scheduled'), Type.Literal('active'), Type.Literal('submitted'), Type.Literal('discontinued')], {
   description: 'draft (kept, never sent), scheduled (first occurrence to come), active (recurrent: some occurrences delivered, more to come), submitted (every occurrence delivered), discontinued (stopped). A client writes draft, scheduled or discontinued; the server moves it to active and submitted.',
@@ -57,7 +57,7 @@ const inputFields = {
   id: Ignored,
   company_id: Ignored,
   change_log: Ignored,
-  subject: Type.String({ minLength: 1, maxLength: 300 }),
+  subject: Name(300),
   message: Type.String({ minLength: 1, maxLength: 50_000 }),
   status: Type.Optional(Status),
   sender_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Default: the token\'s client id; or a contract of the company' })),
@@ -78,7 +78,7 @@ export const CommunicationUpdate = Type.Partial(CommunicationInput, { additional
 export type CommunicationUpdate = Partial<CommunicationInput>
 
 export const CommunicationQuery = Type.Object({
-  year: Type.Optional(Type.Integer({ minimum: 1970, maximum: 9999, description: 'Year of send_at on the company\'s calendar' })),
+  year: Type.Optional(Year('Year of send_at on the company\'s calendar')),
   status: Type.Optional(Status),
 }, { additionalProperties: false })
 

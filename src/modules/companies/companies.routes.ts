@@ -1,9 +1,11 @@
+import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import type { ReadCache } from '../../db/read-cache.ts'
 import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
+import { ValidationError } from '../../http/errors.ts'
 import { Accepted, CompanyParams } from '../../http/schemas.ts'
 import type { CompaniesService } from './companies.service.ts'
 import {
@@ -11,6 +13,17 @@ import {
 } from './companies.schemas.ts'
 
 const BASE = '/api/v1/companies'
+
+/**
+ * Routes that act on the path alone refuse any body, `{}` included: a client that sends one
+ * means something by it (33 is a PUT on the company's own path, which reads as an update), and
+ * silently doing something else instead is worse than saying so.
+ */
+function takesNoBody(message: string) {
+  return async (request: FastifyRequest) => {
+    if (request.body !== undefined) throw new ValidationError(message)
+  }
+}
 
 /** Companies (25, 33, 34 and creation), their subsidiaries and contracts. */
 export async function companiesRoutes(app: App, { service, cache }: { service: CompaniesService; cache: Pick<ReadCache, 'get'> }) {
@@ -32,7 +45,12 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.put(`${BASE}/:company_id`, {
     config: { access: { area: 'company' } },
-    schema: { operationId: 'disableCompany', tags, summary: 'Disable a company (33); no body', params: CompanyParams, response: { 202: Accepted } },
+    preValidation: takesNoBody('This route disables the company and takes no body; company fields cannot be changed through it'),
+    schema: {
+      operationId: 'disableCompany', tags, summary: 'Disable a company (33); no body',
+      description: 'Disables the company: its tokens then get 403 until it is enabled again. Takes no body: any body, `{}` included, is a 400 and changes nothing.',
+      params: CompanyParams, response: { 202: Accepted },
+    },
   }, async (request, reply) => {
     await service.disableCompany(request.params.company_id)
     return accepted(reply)
@@ -40,7 +58,12 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.put(`${BASE}/:company_id/enable`, {
     config: { access: 'platform' },
-    schema: { operationId: 'enableCompany', tags, summary: 'Enable a disabled company', params: CompanyParams, response: { 202: Accepted } },
+    preValidation: takesNoBody('This route enables the company and takes no body'),
+    schema: {
+      operationId: 'enableCompany', tags, summary: 'Enable a disabled company',
+      description: 'Takes no body: any body, `{}` included, is a 400 and changes nothing.',
+      params: CompanyParams, response: { 202: Accepted },
+    },
   }, async (request, reply) => {
     await service.enableCompany(request.params.company_id)
     return accepted(reply)

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Nullable, Uuid } from '../../http/schemas.ts'
+import { Name, Nullable, Uuid } from '../../http/schemas.ts'
 
 const Text = (max = 200) => Type.String({ maxLength: max })
 const OptionalText = (max = 200) => Type.Optional(Nullable(Text(max)))
@@ -46,7 +46,7 @@ export type Company = Static<typeof Company>
 const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
 
 export const CompanyInput = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  name: Name(200),
   address: OptionalText(),
   city: OptionalText(),
   province: OptionalText(50),
@@ -94,7 +94,7 @@ export type Subsidiary = Static<typeof Subsidiary>
 
 export const SubsidiaryInput = Type.Object({
   id: Ignored,
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  name: Name(200),
   city: OptionalText(),
   country: Type.Optional(Nullable(Type.String({ pattern: '^[A-Z]{2}$' }))),
 }, { additionalProperties: false })
@@ -115,11 +115,14 @@ export type Contract = Static<typeof Contract>
 
 export const ContractInput = Type.Object({
   id: Ignored,
-  first_name: Type.String({ minLength: 1, maxLength: 100 }),
-  last_name: Type.String({ minLength: 1, maxLength: 100 }),
+  first_name: Name(100),
+  last_name: Name(100),
   email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
   subsidiary_id: Type.Optional(Nullable(Uuid())),
-  team_ids: Ignored,
+  team_ids: Type.Optional(Type.Array(Uuid(), {
+    maxItems: 1000,
+    description: 'Read-only: sent back as read (in any order) it is ignored; any other value is a 400 (a new contract is in no team). Memberships change through the team routes: create a team with team_leader_ids, upgrade_contract, downgrade_contract, add_contract, remove_contract.',
+  })),
   active: Type.Optional(Type.Boolean({ default: true })),
 }, { additionalProperties: false })
 export type ContractInput = Static<typeof ContractInput>

@@ -12,6 +12,19 @@ import { authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oau
 import type { CompaniesRepository } from './companies.repository.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
+/** The routes that change a contract's teams, named where a client tries to change them on the contract. */
+const TEAM_ROUTES = [
+  'POST /api/v1/companies/{company_id}/teams (its team_leader_ids)',
+  'PUT /api/v1/companies/{company_id}/teams/{team_id}/upgrade_contract',
+  'PUT /api/v1/companies/{company_id}/teams/{team_id}/downgrade_contract',
+  'PUT /api/v1/companies/{company_id}/teams/add_contract',
+  'PUT /api/v1/companies/{company_id}/teams/{team_id}/remove_contract',
+].join(', ')
+
+function teamIdsReadOnly(why: string) {
+  return new ValidationError(`body/team_ids is read-only (${why}): a contract's teams change through ${TEAM_ROUTES}`)
+}
+
 type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCompany']>>>
 
 export function createCompaniesService(deps: {
@@ -110,12 +123,20 @@ export function createCompaniesService(deps: {
 
     async createContract(companyId: string, input: ContractInput): Promise<string> {
       await requireCompany(companyId)
+      if (input.team_ids !== undefined && input.team_ids.length > 0) throw teamIdsReadOnly('a new contract is in no team')
       await checkSubsidiary(companyId, input.subsidiary_id)
       const id = randomUUID()
       await repo.insertContract({ company_id: companyId, id, ...contractValues(input), updated_at: clock.now() })
       return id
     },
     async updateContract(companyId: string, contractId: string, input: ContractInput) {
+      if (input.team_ids !== undefined) {
+        // Sent back as read, it is ignored; anything else would be a change this route cannot make.
+        const current = await repo.findContract(companyId, contractId)
+        if (!current) throw new NotFound('Contract')
+        const sent = new Set(input.team_ids)
+        if (sent.size !== current.team_ids.length || current.team_ids.some((id) => !sent.has(id))) throw teamIdsReadOnly('it differs from the contract\'s teams')
+      }
       await checkSubsidiary(companyId, input.subsidiary_id)
       if (!(await repo.updateContract(companyId, contractId, { ...contractValues(input), updated_at: clock.now() }))) throw new NotFound('Contract')
     },

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Day, Nullable, Uuid } from '../../http/schemas.ts'
+import { Day, Name, Nullable, ReadableDay, Uuid, Year } from '../../http/schemas.ts'
 
 const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
 // An enum, not a union of literals, so a wrong value is refused naming both choices.
@@ -22,11 +22,11 @@ export const HolidayInput = Type.Object({
   id: Ignored,
   company_id: Ignored,
   source: Ignored,
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  day: Day('A real calendar day, YYYY-MM-DD'),
+  name: Name(200),
+  day: ReadableDay('A real calendar day, YYYY-MM-DD'),
   is_worker_holiday: Type.Optional(Type.Boolean({ default: true, description: 'Default true' })),
   recurrent: Type.Optional(RecurrentOf({ default: 'none', description: '"none" (the default) or "yearly"' })),
-  recurrent_until: Type.Optional(Nullable(Day('Only with recurrent "yearly"; not before `day`'))),
+  recurrent_until: Type.Optional(Nullable(ReadableDay('Only with recurrent "yearly"; not before `day`'))),
   subsidiary_id: Type.Optional(Nullable(Uuid('A subsidiary of the same company; omitted or null: company-wide'))),
 }, { additionalProperties: false })
 export type HolidayInput = Static<typeof HolidayInput>
@@ -35,7 +35,7 @@ export const HolidayParams = Type.Object({ company_id: Uuid('The company'), holi
 export const SubsidiaryHolidaysParams = Type.Object({ company_id: Uuid('The company'), subsidiary_id: Uuid('The subsidiary') })
 
 export const AllHolidaysQuery = Type.Object({
-  year: Type.Optional(Type.Integer({ minimum: 1900, maximum: 2199, description: 'Default: the current year in the company\'s time zone' })),
+  year: Type.Optional(Year('Default: the current year in the company\'s time zone')),
 }, { additionalProperties: false })
 
 export const HolidaySource = Type.Enum(['company', 'subsidiary', 'public'], { description: 'Who defines the holiday' })

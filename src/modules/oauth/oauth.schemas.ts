@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Uuid } from '../../http/schemas.ts'
+import { Name, Uuid } from '../../http/schemas.ts'
 
 export const TokenRequest = Type.Object({
   grant_type: Type.Optional(Type.String({ description: 'client_credentials' })),
@@ -27,7 +27,7 @@ export const Jwks = Type.Object({ keys: Type.Array(Type.Object({}, { additionalP
 const ScopeString = Type.String({ pattern: '^(read|write):[a-z_]+$', description: 'Such as read:team' })
 
 export const ClientInput = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  name: Name(200),
   scopes: Type.Array(ScopeString, { minItems: 1, maxItems: 100 }),
 }, { additionalProperties: false })
 export type ClientInput = Static<typeof ClientInput>

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Nullable, Uuid } from '../../http/schemas.ts'
+import { Code, Name, Nullable, Uuid } from '../../http/schemas.ts'
 import { Contract } from '../companies/companies.schemas.ts'
 
 const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
@@ -20,8 +20,8 @@ const LeaderIds = Type.Array(Uuid(), { maxItems: 200, description: 'Contracts of
 export const TeamInput = Type.Object({
   id: Ignored,
   company_id: Ignored,
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  code: Type.String({ minLength: 1, maxLength: 100, description: 'Unique within the company (409 otherwise)' }),
+  name: Name(200),
+  code: Code(100, 'Unique within the company (409 otherwise)'),
   subsidiary_id: Type.Optional(Nullable(Uuid('A subsidiary of the same company; omitted or null: none'))),
   team_leader_ids: Type.Optional(LeaderIds),
 }, { additionalProperties: false })
