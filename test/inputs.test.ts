@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { addToTeams, company, contract, subsidiary, team } from './helpers/factories.ts'
+import { createComm, getComm } from './communications.fixtures.ts'
 
 /** The input rules that hold for every route (docs/decisions.md, "Input rules"). */
 
@@ -88,6 +89,12 @@ for (const engine of engines) {
 
         const k = locationId(await t.call({ method: 'POST', url: `${api(c.id)}/contracts`, token: c.token, body: { first_name: 'A', last_name: 'B', subsidiary_id: up(s) } }))
         assert.equal((await t.json(200, { url: `${api(c.id)}/contracts/${k}`, token: c.token })).subsidiary_id, s)
+
+        // A field that takes a uuid or another kind of id: the uuid is lower-cased, the other kept.
+        const comm = await createComm(t, c, { status: 'draft', sender_id: up(member) })
+        assert.equal((await getComm(t, c, comm)).sender_id, member)
+        const own = await createComm(t, c, { status: 'draft', sender_id: c.client.client_id })
+        assert.equal((await getComm(t, c, own)).sender_id, c.client.client_id)
       })
     })
 

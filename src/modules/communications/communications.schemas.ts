@@ -60,7 +60,10 @@ const inputFields = {
   subject: Name(300),
   message: Type.String({ minLength: 1, maxLength: 50_000 }),
   status: Type.Optional(Status),
-  sender_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Default: the token\'s client id; or a contract of the company' })),
+  // A union, so that a contract's id is lower-cased as every uuid is (http/uuids.ts); a client's id is not a uuid.
+  sender_id: Type.Optional(Type.Union([Uuid('A contract of the company'), Type.String({ minLength: 1, maxLength: 200, description: 'The calling client\'s id' })], {
+    description: 'Default: the token\'s client id; or a contract of the company',
+  })),
   send_at: SendAt,
   recurrent: Type.Optional(Recurrent),
   recurrent_until: Type.Optional(Nullable(Day('Required unless recurrent is none; inclusive, on the company\'s calendar'))),
