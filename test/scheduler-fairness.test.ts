@@ -75,6 +75,25 @@ for (const engine of engines) {
     })
   })
 
+  describe(`scheduler lanes on ${engine}`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(engine) })
+    after(async () => { await t?.close() })
+
+    it('files every job of a company under that company, deliveries and subscription jobs alike; only platform work has none', async () => {
+      const a = await company(t) // its subscription's trial end is a job
+      const s = await subsidiary(t, a.id)
+      await createComm(t, a, { destination_subsidiary_ids: [s] })
+      const rows = await t.app.database.db.selectFrom('jobs').select(['kind', 'company_id', 'payload'])
+        .where('done_at', 'is', null).execute()
+      const ofA = rows.filter((r) => (r.payload as Record<string, unknown>).company_id === a.id)
+      assert.deepEqual(ofA.map((r) => r.kind).sort(), ['communication.delivery', 'subscription.trial_end'])
+      assert.deepEqual(ofA.map((r) => r.company_id), [a.id, a.id])
+      const platform = rows.filter((r) => r.company_id === null).map((r) => r.kind)
+      assert.ok(platform.every((kind) => !kind.startsWith('communication.') && !kind.startsWith('subscription.')), platform.join(', '))
+    })
+  })
+
   describe(`scheduler timers on ${engine}`, () => {
     let t: TestApp
     before(async () => { t = await buildTestApp(engine, { SCHEDULER_ENABLED: true }) })
