@@ -44,6 +44,7 @@ export const schedulerFairness: Scenario = {
       await sleep(Math.max(0, dueA.getTime() - Date.now()) + 500)
       const dueB = new Date()
       const idB = locationId(await post(b.api, b.id, { send_at: dueB.toISOString(), destination_subsidiary_ids: [b.subsidiary] }))
+      const answeredB = Date.now() - dueB.getTime()
       let deliveredB: Date | undefined
       const deadline = Date.now() + 120_000
       while (!deliveredB && Date.now() < deadline) {
@@ -78,6 +79,7 @@ export const schedulerFairness: Scenario = {
           'A: backlog worked off in': `${(span / 1000).toFixed(1)} s`,
           'A: written before due by': `${((dueA.getTime() - written) / 1000).toFixed(1)} s`,
           'B: delivery waited': `${waitedMs} ms`,
+          'B: its POST answered in': `${answeredB} ms`,
           'A: deliveries still to come when B was due': `${afterDueB}/${communications}`,
           'A: deliveries after B\'s': `${afterB}/${communications}`,
         },
