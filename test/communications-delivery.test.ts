@@ -7,7 +7,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { company, contract, subsidiary } from './helpers/factories.ts'
 import { DELIVERY_JOB } from '../src/modules/communications/communications.delivery.ts'
-import { counterDrift, createComm, getComm, messagesOf, organisation, report, runAt } from './communications.fixtures.ts'
+import { counterDrift, createComm, getComm, messagesOf, organisation, putComm, report, runAt } from './communications.fixtures.ts'
 
 const sendAts = async (t: TestApp, c: any, id: string) => (await report(t, c, id)).map((r: any) => r.send_at)
 
@@ -80,12 +80,42 @@ for (const engine of engines) {
       assert.deepEqual(await sendAts(t, c, id), ['2027-11-06T12:00:00.000Z', '2027-11-07T13:00:00.000Z', '2027-11-08T13:00:00.000Z'])
     })
 
-    it('delivers every occurrence already due when the series is scheduled late, each once', async () => {
-      const { c, subB } = await organisation(t)
-      const id = await createComm(t, c, { send_at: '2026-01-01T08:00:00Z', recurrent: 'weekly', recurrent_until: '2026-01-22', destination_subsidiary_ids: [subB] })
+    it('collapses the occurrences already past when a series is scheduled: only the most recent is delivered', async () => {
+      const c = await company(t, { timezone: 'UTC' }) // no daylight-saving change between the occurrences
+      const s = await subsidiary(t, c.id)
+      const [r1, r2] = [await contract(t, c.id, { subsidiary_id: s }), await contract(t, c.id, { subsidiary_id: s })]
+      const day = 86_400_000
+      // Ten days late, an hour past a whole second: occurrences at first + k days; the 10th (k = 9) is the last one past.
+      const first = new Date(Math.floor(t.clock.now().getTime() / 1000) * 1000 - 10 * day + 3_600_000)
+      const at = (k: number) => new Date(first.getTime() + k * day).toISOString()
+      const id = await createComm(t, c, { send_at: first.toISOString(), recurrent: 'daily', recurrent_until: at(30).slice(0, 10), destination_subsidiary_ids: [s] })
       await t.app.services.scheduler.runDue()
-      assert.deepEqual(await sendAts(t, c, id), ['2026-01-01T08:00:00.000Z', '2026-01-08T08:00:00.000Z', '2026-01-15T08:00:00.000Z', '2026-01-22T08:00:00.000Z'])
-      assert.equal((await getComm(t, c, id)).status, 'submitted')
+      assert.deepEqual(await report(t, c, id), [{ send_at: at(9), recipients: 2, delivered: 2, opened: 0, actions_done: 0 }])
+      assert.deepEqual((await messagesOf(t, c, id, at(9))).map((m: any) => m.contract_id).sort(), [r1, r2].sort())
+      assert.deepEqual(await messagesOf(t, c, id, first.toISOString()), [])
+      const got = await getComm(t, c, id)
+      assert.equal(got.status, 'active')
+      assert.equal(got.send_at, first.toISOString()) // the series keeps its first occurrence
+      assert.deepEqual(got.change_log.filter((e: any) => e.action === 'delivered').map((e: any) => e.occurrence), [at(9)])
+      await runAt(t, at(10)) // the next one comes at its time
+      assert.deepEqual(await sendAts(t, c, id), [at(9), at(10)])
+    })
+
+    it('collapses a late weekly series that has ended into its last occurrence, and a draft scheduled late too', async () => {
+      const c = await company(t, { timezone: 'UTC' })
+      const s = await subsidiary(t, c.id)
+      await contract(t, c.id, { subsidiary_id: s })
+      const week = 7 * 86_400_000
+      const first = new Date(Math.floor(t.clock.now().getTime() / 1000) * 1000 - 5 * week + 3_600_000) // at(4) is the last one past
+      const at = (k: number) => new Date(first.getTime() + k * week).toISOString()
+      const ended = await createComm(t, c, { send_at: first.toISOString(), recurrent: 'weekly', recurrent_until: at(2).slice(0, 10), destination_subsidiary_ids: [s] })
+      const draft = await createComm(t, c, { status: 'draft', send_at: first.toISOString(), recurrent: 'weekly', recurrent_until: at(9).slice(0, 10), destination_subsidiary_ids: [s] })
+      assert.equal((await putComm(t, c, draft, { status: 'scheduled' })).statusCode, 202)
+      await t.app.services.scheduler.runDue()
+      assert.deepEqual(await sendAts(t, c, ended), [at(2)])
+      assert.equal((await getComm(t, c, ended)).status, 'submitted')
+      assert.deepEqual(await sendAts(t, c, draft), [at(4)])
+      assert.equal((await getComm(t, c, draft)).status, 'active')
     })
 
     it('rolls a delivery back when the process fails mid-way, then delivers it exactly once', async () => {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { instantOf, localDay, nextOccurrence, occurrenceAt, yearRange } from '../src/modules/communications/communications.recurrence.ts'
+import { firstToDeliver, instantOf, localDay, nextOccurrence, occurrenceAt, yearRange } from '../src/modules/communications/communications.recurrence.ts'
 
 /** The wall-clock arithmetic behind deliveries; the HTTP tests cover it end to end. */
 describe('communication recurrence', () => {
@@ -34,6 +34,19 @@ describe('communication recurrence', () => {
     assert.equal(nextOccurrence(series, 1, rome)?.index, 2)
     assert.equal(nextOccurrence(series, 2, rome), undefined) // would be 5 January in Rome
     assert.equal(nextOccurrence({ ...series, recurrent: 'none', recurrent_until: null }, 0, rome), undefined)
+  })
+
+  it('finds the occurrence a series scheduled late delivers first: the most recent one due, within the series', () => {
+    const daily = { send_at: new Date('2026-01-01T08:00:00Z'), recurrent: 'daily' as const, recurrent_until: '2027-12-31' }
+    assert.deepEqual(firstToDeliver(daily, new Date('2026-12-31T07:59:59Z'), rome), { at: new Date('2026-12-30T08:00:00Z'), index: 363 })
+    assert.deepEqual(firstToDeliver(daily, new Date('2026-12-31T08:00:00Z'), rome), { at: new Date('2026-12-31T08:00:00Z'), index: 364 })
+    // Ended: its last occurrence. Not yet begun, or not recurrent: send_at itself.
+    assert.deepEqual(firstToDeliver({ ...daily, recurrent_until: '2026-01-03' }, new Date('2026-06-01T00:00:00Z'), rome), { at: new Date('2026-01-03T08:00:00Z'), index: 2 })
+    assert.deepEqual(firstToDeliver(daily, new Date('2025-12-01T00:00:00Z'), rome), { at: daily.send_at, index: 0 })
+    assert.deepEqual(firstToDeliver({ ...daily, recurrent: 'none', recurrent_until: null }, new Date('2026-06-01T00:00:00Z'), rome), { at: daily.send_at, index: 0 })
+    // Monthly on the 31st, clamped in shorter months, found without walking month by month.
+    const monthly = { send_at: new Date('2026-01-31T08:00:00Z'), recurrent: 'monthly' as const, recurrent_until: '2030-01-01' }
+    assert.equal(localDay(firstToDeliver(monthly, new Date('2026-05-15T00:00:00Z'), rome).at, rome), '2026-04-30')
   })
 
   it('bounds a calendar year in the time zone', () => {

@@ -219,6 +219,8 @@ export interface JobsTable {
   id: Generated<number>
   kind: string
   key: string
+  /** Whose work it is (NULL: the platform's); the scheduler serves companies in turn. */
+  company_id: string | null
   run_at: Timestamp
   payload: JsonWithDefault<Record<string, unknown>>
   attempts: Generated<number>

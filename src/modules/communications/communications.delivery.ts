@@ -29,7 +29,7 @@ export function createCommunicationDelivery(deps: {
   async function schedule(executor: Executor, companyId: string, communicationId: string, at: Date) {
     // reschedule, not schedule: a job of the same key that already ran while stale must run again.
     await deps.scheduler.reschedule(executor, {
-      kind: DELIVERY_JOB, key: jobKey(communicationId, at), runAt: at,
+      kind: DELIVERY_JOB, key: jobKey(communicationId, at), runAt: at, companyId,
       payload: { company_id: companyId, communication_id: communicationId, send_at: at.toISOString() },
     })
   }

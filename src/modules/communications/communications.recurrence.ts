@@ -110,3 +110,32 @@ export function yearRange(year: number, timeZone: string): [Date, Date] {
   const start = { year, month: 1, day: 1, hour: 0, minute: 0, second: 0, ms: 0 }
   return [instantOf(start, timeZone), instantOf({ ...start, year: year + 1 }, timeZone)]
 }
+
+/**
+ * The occurrence a series delivers first when it is scheduled at `now`: its first one if that is
+ * still to come, else the most recent one already due (the earlier ones collapse into it: a daily
+ * series scheduled ten days late delivers one message, not ten). Found by bisection over the
+ * index, so a series far in the past costs a few dozen occurrence computations.
+ */
+export function firstToDeliver(
+  series: { send_at: Date; recurrent: Recurrence; recurrent_until: string | null },
+  now: Date,
+  timeZone: string,
+): { at: Date; index: number } {
+  if (series.send_at > now || series.recurrent === 'none' || series.recurrent_until === null) return { at: series.send_at, index: 0 }
+  const until = series.recurrent_until
+  // Both conditions hold up to some index and fail after it (occurrences only move forward).
+  const delivers = (index: number) => {
+    const at = occurrenceAt(series.send_at, series.recurrent, index, timeZone)
+    return at <= now && at.getUTCFullYear() <= 9999 && localDay(at, timeZone) <= until
+  }
+  let low = 0 // delivers(low) holds: the first occurrence is due and in the series
+  let high = 1
+  while (delivers(high)) { low = high; high *= 2 }
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2)
+    if (delivers(mid)) low = mid
+    else high = mid
+  }
+  return { at: occurrenceAt(series.send_at, series.recurrent, low, timeZone), index: low }
+}

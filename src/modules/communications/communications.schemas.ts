@@ -10,7 +10,10 @@ const Recurrent = Type.Union([Type.Literal('none'), Type.Literal('daily'), Type.
 const ActionRequired = Type.Union([Type.Literal('none'), Type.Literal('acknowledge')], {
   description: 'acknowledge: each recipient is asked to acknowledge (PUT .../messages/{message_id}/action)',
 })
-const SendAt = Type.String({ format: 'date-time', description: 'ISO 8601 date-time with an offset; answered in UTC' })
+const SendAt = Type.String({
+  format: 'date-time',
+  description: 'ISO 8601 date-time with an offset; answered in UTC. A client writes one from one year before now to before 2200-01-01 on the company\'s calendar (400 otherwise). Occurrences already past when the communication is scheduled collapse into the most recent one.',
+})
 
 export const AttachmentRef = Type.Object({
   id: Uuid('An uploaded attachment of the company (POST .../communications/attachments)'),
@@ -28,7 +31,7 @@ export const ChangeLogEntry = Type.Object({
   at: Type.String({ format: 'date-time' }),
   by: Type.String({ description: 'The client id whose token made the change, or "scheduler" for a delivery' }),
   action: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('discontinued'), Type.Literal('delivered')]),
-  changes: Type.Record(Type.String(), Type.Array(Type.Unknown(), { minItems: 2, maxItems: 2 }), { description: '{field: [old, new]}' }),
+  changes: Type.Record(Type.String(), Type.Array(Type.Unknown(), { minItems: 2, maxItems: 2 }), { description: '{field: [old, new]}; text over 200 characters is recorded as {"length", "sha256"} (hex SHA-256 of its UTF-8)' }),
   occurrence: Type.Optional(Type.String({ format: 'date-time', description: 'For a delivery: the occurrence delivered' })),
 }, { additionalProperties: false, title: 'ChangeLogEntry' })
 

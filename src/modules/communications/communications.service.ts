@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { AttachmentRef, ChangeLogEntry, CommunicationStatus, DB, Recurrence } from '../../db/tables.ts'
@@ -6,7 +6,7 @@ import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import { isRealDay } from '../../days.ts'
 import type { CommunicationRecord, CommunicationsRepository } from './communications.repository.ts'
 import type { CommunicationDelivery } from './communications.delivery.ts'
-import { localDay, yearRange } from './communications.recurrence.ts'
+import { firstToDeliver, instantOf, localDay, yearRange } from './communications.recurrence.ts'
 import type { Communication, CommunicationInput, CommunicationUpdate, ReportRow } from './communications.schemas.ts'
 
 /** What a client decides about a communication; the rest (status after delivery, change_log) is the server's. */
@@ -28,6 +28,9 @@ const FIELD_NAMES: (keyof Fields)[] = [
   'subject', 'message', 'status', 'sender_id', 'send_at', 'recurrent', 'recurrent_until', 'action_required',
   'destination_team_ids', 'destination_subsidiary_ids', 'attachments',
 ]
+
+/** change_log records text longer than this (in characters) as `{length, sha256}`. */
+const LOGGED_TEXT_MAX = 200
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -95,6 +98,20 @@ export function createCommunicationsService(deps: {
     }
   }
 
+  /**
+   * The range of send_at a client may write: from one calendar year before now (older
+   * occurrences would only collapse into the latest one) to the end of 2199 on the company's
+   * calendar, the last year the list's `year` reads.
+   */
+  function checkSendAtBounds(sendAt: Date, timeZone: string) {
+    const earliest = clock.now()
+    earliest.setUTCFullYear(earliest.getUTCFullYear() - 1)
+    const end = instantOf({ year: 2200, month: 1, day: 1, hour: 0, minute: 0, second: 0, ms: 0 }, timeZone)
+    if (sendAt < earliest || sendAt >= end) {
+      throw new ValidationError(`body/send_at must be no earlier than one year ago (${earliest.toISOString()}) and before 2200-01-01 on the company's calendar (${end.toISOString()})`)
+    }
+  }
+
   return {
     async create(companyId: string, input: CommunicationInput, actor: string): Promise<string> {
       const timeZone = await timezoneOf(companyId)
@@ -107,16 +124,19 @@ export function createCommunicationsService(deps: {
         ...resolved, subject: input.subject, message: input.message, send_at: new Date(input.send_at), status,
       }
       checkConsistency(fields, timeZone)
+      checkSendAtBounds(fields.send_at, timeZone)
       const now = clock.now()
       const id = randomUUID()
       const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'created', changes: diff(undefined, fields) }
+      // Occurrences already past collapse into the most recent one, delivered at once.
+      const first = status === 'scheduled' ? firstToDeliver(fields, now, timeZone) : null
       await deps.db.transaction().execute(async (trx) => {
         await repo.insert(trx, {
           company_id: companyId, id, ...columns(fields), change_log: JSON.stringify([entry]),
-          next_send_at: status === 'scheduled' ? fields.send_at : null, next_index: status === 'scheduled' ? 0 : null,
+          next_send_at: first?.at ?? null, next_index: first?.index ?? null,
           created_at: now, updated_at: now,
         })
-        if (status === 'scheduled') await deps.delivery.schedule(trx, companyId, id, fields.send_at)
+        if (first) await deps.delivery.schedule(trx, companyId, id, first.at)
       })
       return id
     },
@@ -149,12 +169,17 @@ export function createCommunicationsService(deps: {
           throw new Conflict('An occurrence of this communication has been delivered: the only change allowed is status discontinued')
         }
         checkConsistency(next, timeZone)
+        // Only a new send_at is bounded: one that has aged past a year since it was written can
+        // still be sent back as read.
+        if (changes.send_at) checkSendAtBounds(next.send_at, timeZone)
         const now = clock.now()
         const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: next.status === 'discontinued' ? 'discontinued' : 'updated', changes }
-        const after = next.status === 'scheduled' ? next.send_at : null
+        // Scheduling (again) collapses the occurrences already past into the most recent one.
+        const first = next.status === 'scheduled' ? firstToDeliver(next, now, timeZone) : null
+        const after = first?.at ?? null
         await repo.update(trx, companyId, id, {
           ...columns(next), change_log: JSON.stringify([...current.change_log, entry]),
-          next_send_at: after, next_index: after ? 0 : null, updated_at: now,
+          next_send_at: after, next_index: first?.index ?? null, updated_at: now,
         })
         // A pending occurrence that did not move keeps its job (rewriting the job row would wait
         // on it if it is being run right now).
@@ -204,7 +229,13 @@ function columns(f: Fields) {
   return { ...f, attachments: JSON.stringify(f.attachments) }
 }
 
-/** `{field: [old, new]}` for every field that differs (all of them against nothing, on creation). */
+/**
+ * `{field: [old, new]}` for every field that differs (all of them against nothing, on creation).
+ * Text over LOGGED_TEXT_MAX characters is recorded as `{length, sha256}` (characters as JSON
+ * Schema counts them, the SHA-256 of its UTF-8 in hex): a log that copied a 50 KB message at each
+ * update grew to megabytes and slowed every read of the table. The hash still tells whether two
+ * versions are the same text.
+ */
 function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, unknown]> {
   // jsonb reorders object keys: attachments are compared as {id, name, mime} in that order.
   const plain = (v: unknown) => v instanceof Date ? v.toISOString()
@@ -214,9 +245,15 @@ function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, u
   for (const key of FIELD_NAMES) {
     const a = old ? plain(old[key]) : null
     const b = plain(next[key])
-    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [a, b]
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [logged(a), logged(b)]
   }
   return changes
+}
+
+function logged(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  const length = [...value].length
+  return length > LOGGED_TEXT_MAX ? { length, sha256: createHash('sha256').update(value, 'utf8').digest('hex') } : value
 }
 
 export function view(row: CommunicationRecord): Communication {

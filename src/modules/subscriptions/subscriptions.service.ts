@@ -47,7 +47,7 @@ export function createSubscriptionsService(deps: {
     if (saved && provider.drivesTime && (after.status === 'active' || after.status === 'non_renewing') && after.current_term_end) {
       const termEnd = after.current_term_end
       await deps.scheduler.schedule(trx, {
-        kind: TERM_END_JOB, key: `${after.id}@${termEnd.toISOString()}`, runAt: termEnd,
+        kind: TERM_END_JOB, key: `${after.id}@${termEnd.toISOString()}`, runAt: termEnd, companyId: after.company_id,
         payload: { company_id: after.company_id, subscription_id: after.id, term_end: termEnd.toISOString() },
       })
     }
@@ -140,7 +140,7 @@ export function createSubscriptionsService(deps: {
         details: JSON.stringify({ product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, trial_end: trialEnd.toISOString() }),
       })
       if (provider.drivesTime) {
-        await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, payload: { company_id: input.companyId } })
+        await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, companyId: input.companyId, payload: { company_id: input.companyId } })
       }
       return subscription
     },
