@@ -5,13 +5,17 @@ import { toAppError } from '../../http/error-handler.ts'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'
 import { dateOf, errorPage, STYLESHEET } from './hosted.html.ts'
-import { localeOf, translator, type Locale, type Translate } from './hosted.i18n.ts'
+import { localeOf, translator, type Locale, type MessageKey, type Translate } from './hosted.i18n.ts'
 import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
-import { PageRefused, type HostedService } from './hosted.service.ts'
+import { PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
 import { managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
 
 type Form = Record<string, string>
+
+const REFUSAL_MESSAGES: Record<RefusalReason, MessageKey> = {
+  not_found: 'error.notFound', expired: 'error.expired', withdrawn: 'error.withdrawn', disabled: 'error.disabled', used: 'error.used',
+}
 type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | undefined; Querystring: { done?: string } }>
 
 class CsrfRefused extends AppError {
@@ -96,7 +100,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
     const { locale, t } = language(request)
     const ctx = { locale, t }
     if (err instanceof PageRefused) {
-      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(`error.${err.reason === 'not_found' ? 'notFound' : err.reason}`)), null)
+      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(REFUSAL_MESSAGES[err.reason])), null)
     }
     const mapped = toAppError(err as never)
     const status = mapped.statusCode
