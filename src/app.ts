@@ -30,6 +30,7 @@ import { createSubscriptionsRepository } from './modules/subscriptions/subscript
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
 import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
+import { redactingChildLogger } from './http/log-redaction.ts'
 import { createHostedPageStore, listeningOrigin } from './modules/hosted/hosted.pages.ts'
 import { createHostedService } from './modules/hosted/hosted.service.ts'
 import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
@@ -99,6 +100,8 @@ export async function buildApp(options: AppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     frameworkErrors,
+    // Hosted page tokens never reach the log, whatever the request (src/http/log-redaction.ts).
+    childLoggerFactory: redactingChildLogger,
     schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 

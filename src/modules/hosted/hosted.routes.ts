@@ -32,10 +32,9 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
   const none = { access: 'none' } as const
-  // The token is in the URL: these routes log only warnings and errors (whose lines carry no
-  // URL), so Fastify's access lines never write a page's token to the log. No automatic HEAD:
-  // opening a page changes its state.
-  const tokenRoute = { config: none, schema: hidden, logLevel: 'warn', exposeHeadRoute: false } as const
+  // The token is in the URL: every log line of a request naming one carries it redacted
+  // (src/http/log-redaction.ts). No automatic HEAD: opening a page changes its state.
+  const tokenRoute = { config: none, schema: hidden, exposeHeadRoute: false } as const
 
   // The pages post forms and nothing else: a JSON body (whose fields need not be strings) is a 415.
   app.removeAllContentTypeParsers()
