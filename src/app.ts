@@ -31,7 +31,8 @@ import { createSubscriptionsRepository } from './modules/subscriptions/subscript
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
 import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
-import { createHostedPageStore } from './modules/hosted/hosted.pages.ts'
+import { redactingChildLogger } from './http/log-redaction.ts'
+import { createHostedPageStore, listeningOrigin } from './modules/hosted/hosted.pages.ts'
 import { createHostedService } from './modules/hosted/hosted.service.ts'
 import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
 import { hostedApiRoutes } from './modules/hosted/hosted.api.ts'
@@ -100,6 +101,8 @@ export async function buildApp(options: AppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     frameworkErrors,
+    // Hosted page tokens never reach the log, whatever the request (src/http/log-redaction.ts).
+    childLoggerFactory: redactingChildLogger,
     schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -164,7 +167,9 @@ export async function buildApp(options: AppOptions) {
   await app.register(companiesRoutes, { service: companies, cache: readCache })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
-  await app.register(hostedApiRoutes, { subscriptions, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, publicBaseUrl: config.PUBLIC_BASE_URL })
+  // Hosted page URLs: PUBLIC_BASE_URL, else the address this service listens on (never the request's Host).
+  const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
+  await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
   await app.register(hostedRoutes, { service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })

@@ -6,7 +6,8 @@ import { companyClient } from './helpers/factories.ts'
 import { billedCompany, type BillingFixture } from './subscriptions-helpers.ts'
 import { ALLOWED, BACK, KINDS, open, type Kind } from './hosted-helpers.ts'
 
-const TOKEN_URL = (kind: string) => new RegExp(`^http://localhost(:80)?/hosted/${kind}/[A-Za-z0-9_-]{43}$`)
+// Without PUBLIC_BASE_URL, pages are served on the listening address: HOST 0.0.0.0 → 127.0.0.1, PORT 8080 by default.
+const TOKEN_URL = (kind: string) => new RegExp(`^http://127\\.0\\.0\\.1:8080/hosted/${kind}/[A-Za-z0-9_-]{43}$`)
 
 /** Redirect URLs that must be refused (400) without being repeated anywhere in the answer. */
 const REFUSED = [
@@ -116,6 +117,36 @@ for (const engine of engines) {
         assert.equal((await open(t, kind, b.id, t.platformToken)).statusCode, 200)
       })
     }
+
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      it(`${kind}: builds the page URL from the listening address, never from the request's Host, and answers with no-store`, async () => {
+        for (const host of ['evil.example', 'evil.example:443', 'app.example.com']) {
+          const res = await t.call({ url: `/api/v1/subscription/${a.id}/${KINDS[kind]}/`, token: a.token, query: { redirect_url: BACK }, headers: { host, 'x-forwarded-host': 'evil.example' } })
+          assert.equal(res.statusCode, 200, res.body)
+          assert.ok(!res.body.includes('evil.example'), `${host}: ${res.body}`)
+          const url = res.json()[kind === 'portal' ? 'access_url' : 'url']
+          assert.ok(!url.includes(host), `${host}: ${url}`)
+          assert.match(url, TOKEN_URL(kind))
+          assert.equal(res.headers['cache-control'], 'no-store')
+        }
+        // Refusals carry no URL, but nothing on these routes is kept by a cache.
+        assert.equal((await open(t, kind, a.id, a.token, 'https://evil.example/')).headers['cache-control'], 'no-store')
+      })
+    }
+
+    it('builds page URLs on PUBLIC_BASE_URL when it is set', async () => {
+      const other = await buildTestApp(engine, { REDIRECT_ALLOWED_HOSTS: ALLOWED, PUBLIC_BASE_URL: 'https://billing.example.com/' })
+      try {
+        const c = await billedCompany(other)
+        for (const kind of Object.keys(KINDS) as Kind[]) {
+          const res = await other.call({ url: `/api/v1/subscription/${c.id}/${KINDS[kind]}/`, token: c.token, query: { redirect_url: BACK }, headers: { host: 'evil.example' } })
+          assert.equal(res.statusCode, 200, res.body)
+          assert.match(res.json()[kind === 'portal' ? 'access_url' : 'url'], new RegExp(`^https://billing\\.example\\.com/hosted/${kind}/[A-Za-z0-9_-]{43}$`))
+        }
+      } finally {
+        await other.close()
+      }
+    })
 
     it('documents 1, 10 and 11 and hides the /hosted/ pages', async () => {
       const doc = await t.json(200, { url: '/openapi.json', token: null })

@@ -11,14 +11,18 @@ const HOSTILE = [
   'https://evil.example#https://localhost', 'HTTPS://EVIL.EXAMPLE', 'https:evil.example', '\thttps://evil.example', 'https://evil.example:443',
 ]
 
-/** 7. Hostile `redirect_url` values on endpoints 1, 10 and 11: all 400, none echoed in any URL. */
+/**
+ * 7. Hostile `redirect_url` values on endpoints 1, 10 and 11: all 400, none echoed in any URL.
+ * And the URLs they answer: on the listening address whatever `Host` the request names, sent
+ * `no-store`, and their tokens in no line of the service's log (HEAD and 404s included).
+ */
 export const redirects: Scenario = {
   id: 7,
   title: 'Redirect URLs',
   engines: ['postgres', 'pglite'],
   async run(ctx) {
     const c = checks()
-    const server = await startServer(ctx.store(), { REDIRECT_ALLOWED_HOSTS: 'app.example.com,localhost' })
+    const server = await startServer(ctx.store(), { REDIRECT_ALLOWED_HOSTS: 'app.example.com,localhost', LOG_LEVEL: 'info' })
     try {
       const admin = client(server.base, await platformToken(server.base))
       const t = await tenant(server.base, admin, 1)
@@ -30,7 +34,21 @@ export const redirects: Scenario = {
       ]
       let sent = 0
       const statuses = new Map<number, number>()
+      const tokens: string[] = []
       for (const url of endpoints) {
+        for (const host of ['evil.example', `evil.example:${server.port}`]) {
+          const res = await t.api.call({ url: `${url}?redirect_url=${encodeURIComponent('https://app.example.com/back')}`, headers: { host, 'x-forwarded-host': 'evil.example' } })
+          const page = res.status === 200 ? String(res.json().url ?? res.json().access_url) : ''
+          c.check(page.startsWith(`${server.base}/hosted/`), `${url} with Host: ${host}: ${res.status} ${page || res.text.slice(0, 200)}`)
+          c.check(res.headers['cache-control'] === 'no-store', `${url}: Cache-Control ${res.headers['cache-control']}`)
+          const path = page ? new URL(page).pathname : ''
+          if (!path) continue
+          tokens.push(path.split('/').pop()!)
+          for (const [method, suffix] of [['HEAD', ''], ['HEAD', 'x'], ['GET', '/unknown'], ['POST', '/unknown']]) {
+            const probe = await t.api.call({ method: method as 'GET', url: `${path}${suffix}`, token: undefined })
+            c.check(probe.status === 404, `${method} ${suffix || '(page)'}: ${probe.status}`)
+          }
+        }
         const good = await t.api.call({ url: `${url}?redirect_url=${encodeURIComponent('https://app.example.com/back')}` })
         c.check(good.status === 200, `${url} with an allowed redirect_url: ${good.status} ${good.text.slice(0, 200)}`)
         for (const value of HOSTILE) {
@@ -45,7 +63,11 @@ export const redirects: Scenario = {
           }
         }
       }
-      return { pass: c.pass, figures: { 'hostile values': HOSTILE.length, 'requests': sent, 'statuses': fmt(statuses) }, notes: c.notes.slice(0, 15) }
+      const log = server.log()
+      const leaked = tokens.filter((token) => log.includes(token)).length
+      c.check(tokens.length === 6 && leaked === 0, `${leaked} of ${tokens.length} hosted tokens in the log`)
+      c.check(log.includes('[redacted]'), 'the probes of hosted pages were logged, redacted')
+      return { pass: c.pass, figures: { 'hostile values': HOSTILE.length, 'requests': sent, 'statuses': fmt(statuses), 'hosted tokens in the log': `${leaked} of ${tokens.length}` }, notes: c.notes.slice(0, 15) }
     } finally {
       await server.stop()
     }

@@ -200,6 +200,8 @@ export interface HostedPagesTable {
   token_hash: string
   state: HostedPageState
   redirect_url: string
+  /** The client whose token asked for the page (migration 0013); null on older pages. */
+  client_id: string | null
   created_at: Timestamp
   updated_at: Timestamp
   expires_at: Timestamp

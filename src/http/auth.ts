@@ -9,7 +9,7 @@ import { bearerToken, verifiedBearer } from './bearer.ts'
  * Who may call a route:
  * - `none`: no token is looked at (operations, documents, the token endpoint);
  * - `public`: no token, or a valid one;
- * - `platform`: a platform client's token;
+ * - `platform`: a platform client's token (holding `write:company` for anything but GET);
  * - `{ area }`: a token holding `read:<area>` for GET, `write:<area>` otherwise (or `mode`).
  */
 export type Access = 'none' | 'public' | 'platform' | { area: string; mode?: 'read' | 'write' }
@@ -20,10 +20,15 @@ declare module 'fastify' {
 }
 
 export function scopeNeeded(access: Access, method: string): string | undefined {
+  const reads = method === 'GET' || method === 'HEAD'
+  // The platform's own writes (catalogue, companies, enable, payment source) need write:company
+  // too: a platform token narrowed to read scopes changes nothing.
+  if (access === 'platform') return reads ? undefined : PLATFORM_WRITE_SCOPE
   if (typeof access !== 'object') return undefined
-  const mode = access.mode ?? (method === 'GET' || method === 'HEAD' ? 'read' : 'write')
-  return `${mode}:${access.area}`
+  return `${access.mode ?? (reads ? 'read' : 'write')}:${access.area}`
 }
+
+export const PLATFORM_WRITE_SCOPE = 'write:company'
 
 export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 'verify' | 'cached'>; access: Pick<AccessState, 'get' | 'fresh'> }) {
   app.decorateRequest('principal', null)

@@ -88,7 +88,8 @@ function documentRoute(route: RouteOptions) {
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
   if (access !== 'none' || route.url === '/ready') add(503)
   if (access === 'public') schema.security ??= [{}, { bearer: [] }]
-  else if (access === 'platform') schema.security ??= [{ bearer: [] }]
+  // A platform route is for platform tokens only; its writes name the scope they need as a role (OpenAPI 3.1).
+  else if (access === 'platform') schema.security ??= [{ bearer: method === 'GET' ? [] : [scopeNeeded(access, method)!] }]
   else if (typeof access === 'object') schema.security ??= [{ oauth2: [scopeNeeded(access, method)] }, { bearer: [] }]
 }
 

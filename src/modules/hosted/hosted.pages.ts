@@ -38,7 +38,7 @@ export function createHostedPageStore(repo: HostedRepository): LocalHostedPages 
     const token = randomBytes(32).toString('base64url')
     const row: HostedPageRow = {
       id: randomUUID(), company_id: subject.customer.company_id, subscription_id: subject.subscription.id, kind,
-      token_hash: hashToken(token), state: 'created', redirect_url: options.redirectUrl,
+      token_hash: hashToken(token), state: 'created', redirect_url: options.redirectUrl, client_id: options.clientId ?? null,
       created_at: options.now, updated_at: options.now, expires_at: new Date(options.now.getTime() + options.ttlSeconds * 1000),
     }
     await repo.insert(row)
@@ -59,4 +59,16 @@ export function createHostedPageStore(repo: HostedRepository): LocalHostedPages 
       return hostedPageView(row, url)
     },
   }
+}
+
+/**
+ * Where the pages are served when PUBLIC_BASE_URL is not set: the address this service listens
+ * on, `http://<HOST>:<port>` with 127.0.0.1 for a wildcard HOST and the bound port once
+ * listening (so PORT=0 works). Never the request's Host header, which any client sets as it
+ * likes: a page URL built from it would send the customer, and the token, elsewhere.
+ */
+export function listeningOrigin(host: string, port: number, bound: { port: number } | string | null): string {
+  const name = ['', '0.0.0.0', '::', '[::]'].includes(host) ? '127.0.0.1' : host
+  const shown = name.includes(':') && !name.startsWith('[') ? `[${name}]` : name
+  return `http://${shown}:${bound !== null && typeof bound === 'object' ? bound.port : port}`
 }

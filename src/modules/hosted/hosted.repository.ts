@@ -1,5 +1,8 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DB, HostedPageRow, HostedPageState } from '../../db/tables.ts'
+
+/** A page as opened by its token, with whether its company is disabled or its maker revoked. */
+export interface OpenedPage extends HostedPageRow { company_disabled: boolean; client_revoked: boolean }
 
 /**
  * SQL of the hosted pages. A page is found by its token's hash alone (the token is the
@@ -11,8 +14,26 @@ export function createHostedRepository(db: Kysely<DB>) {
       await db.insertInto('hosted_pages').values(row).execute()
     },
 
-    async findByTokenHash(tokenHash: string): Promise<HostedPageRow | undefined> {
-      return db.selectFrom('hosted_pages').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst()
+    /**
+     * The page with what decides whether it may still be used: its company disabled, the client
+     * that made it revoked (or gone). Pages older than the `client_id` column have no maker.
+     */
+    async findByTokenHash(tokenHash: string): Promise<OpenedPage | undefined> {
+      return db.selectFrom('hosted_pages as h')
+        .innerJoin('companies as co', 'co.id', 'h.company_id')
+        .leftJoin('oauth_clients as c', 'c.client_id', 'h.client_id')
+        .selectAll('h')
+        .select([
+          sql<boolean>`co.disabled_at IS NOT NULL`.as('company_disabled'),
+          sql<boolean>`h.client_id IS NOT NULL AND (c.client_id IS NULL OR c.revoked_at IS NOT NULL)`.as('client_revoked'),
+        ])
+        .where('h.token_hash', '=', tokenHash).executeTakeFirst()
+    },
+
+    /** Whether the company is disabled; undefined when there is no such company. */
+    async companyDisabled(companyId: string): Promise<boolean | undefined> {
+      const row = await db.selectFrom('companies').select('disabled_at').where('id', '=', companyId).executeTakeFirst()
+      return row && row.disabled_at !== null
     },
 
     /**

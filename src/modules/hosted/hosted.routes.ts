@@ -5,13 +5,17 @@ import { toAppError } from '../../http/error-handler.ts'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'
 import { dateOf, errorPage, STYLESHEET } from './hosted.html.ts'
-import { localeOf, translator, type Locale, type Translate } from './hosted.i18n.ts'
+import { localeOf, translator, type Locale, type MessageKey, type Translate } from './hosted.i18n.ts'
 import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
-import { PageRefused, type HostedService } from './hosted.service.ts'
+import { PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
 import { managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
 
 type Form = Record<string, string>
+
+const REFUSAL_MESSAGES: Record<RefusalReason, MessageKey> = {
+  not_found: 'error.notFound', expired: 'error.expired', withdrawn: 'error.withdrawn', disabled: 'error.disabled', used: 'error.used',
+}
 type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | undefined; Querystring: { done?: string } }>
 
 class CsrfRefused extends AppError {
@@ -28,10 +32,9 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
   const none = { access: 'none' } as const
-  // The token is in the URL: these routes log only warnings and errors (whose lines carry no
-  // URL), so Fastify's access lines never write a page's token to the log. No automatic HEAD:
-  // opening a page changes its state.
-  const tokenRoute = { config: none, schema: hidden, logLevel: 'warn', exposeHeadRoute: false } as const
+  // The token is in the URL: every log line of a request naming one carries it redacted
+  // (src/http/log-redaction.ts). No automatic HEAD: opening a page changes its state.
+  const tokenRoute = { config: none, schema: hidden, exposeHeadRoute: false } as const
 
   // The pages post forms and nothing else: a JSON body (whose fields need not be strings) is a 415.
   app.removeAllContentTypeParsers()
@@ -96,7 +99,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
     const { locale, t } = language(request)
     const ctx = { locale, t }
     if (err instanceof PageRefused) {
-      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(`error.${err.reason === 'not_found' ? 'notFound' : err.reason}`)), null)
+      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(REFUSAL_MESSAGES[err.reason])), null)
     }
     const mapped = toAppError(err as never)
     const status = mapped.statusCode

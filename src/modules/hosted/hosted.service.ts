@@ -1,20 +1,32 @@
 import type { Clock } from '../../clock.ts'
 import type { HostedPageKind, HostedPageRow, HostedPageState } from '../../db/tables.ts'
-import { AppError } from '../../http/errors.ts'
+import { AppError, Forbidden } from '../../http/errors.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import { readCard, type CardProblem } from './hosted.card.ts'
 import { hashToken } from './hosted.csrf.ts'
 import { finishedRedirect } from './hosted.redirect.ts'
-import type { HostedRepository } from './hosted.repository.ts'
+import type { HostedRepository, OpenedPage } from './hosted.repository.ts'
 
-/** Why a page is refused: unknown or of another kind (404), expired (410), already finished (409). */
-export type RefusalReason = 'not_found' | 'expired' | 'used'
+/**
+ * Why a page is refused: unknown or of another kind (404), expired (410), made by a client that
+ * has since been revoked (410: withdrawn for good), of a disabled company (403: until the
+ * platform enables it again), already finished (409).
+ */
+export type RefusalReason = 'not_found' | 'expired' | 'withdrawn' | 'disabled' | 'used'
+
+const REFUSALS: Record<RefusalReason, { status: number; code: 'not_found' | 'forbidden' | 'conflict'; message: string }> = {
+  not_found: { status: 404, code: 'not_found', message: 'The hosted page is unknown' },
+  expired: { status: 410, code: 'not_found', message: 'The hosted page is expired' },
+  withdrawn: { status: 410, code: 'not_found', message: 'The hosted page was withdrawn: the client that made it is revoked' },
+  disabled: { status: 403, code: 'forbidden', message: 'The hosted page is not available: its company is disabled' },
+  used: { status: 409, code: 'conflict', message: 'The hosted page is used' },
+}
 
 export class PageRefused extends AppError {
   constructor(readonly reason: RefusalReason) {
-    const status = { not_found: 404, expired: 410, used: 409 }[reason]
-    super(reason === 'used' ? 'conflict' : 'not_found', status, `The hosted page is ${reason === 'not_found' ? 'unknown' : reason}`)
+    const { status, code, message } = REFUSALS[reason]
+    super(code, status, message)
   }
 }
 
@@ -36,12 +48,21 @@ export function createHostedService(deps: {
 }) {
   const { repo, subscriptions, clock } = deps
 
-  async function open(kind: HostedPageKind, token: string): Promise<HostedPageRow> {
+  async function open(kind: HostedPageKind, token: string): Promise<OpenedPage> {
     const page = /^[A-Za-z0-9_-]{43}$/.test(token) ? await repo.findByTokenHash(hashToken(token)) : undefined
     if (!page || page.kind !== kind) throw new PageRefused('not_found')
     if (clock.now() >= page.expires_at) throw new PageRefused('expired')
+    // Checked at every request (view or form): a link handed to a browser is worth no more than
+    // the client that made it and the company it belongs to.
+    if (page.client_revoked) throw new PageRefused('withdrawn')
+    if (page.company_disabled) throw new PageRefused('disabled')
     if (!OPEN[kind].includes(page.state)) throw new PageRefused('used')
     return page
+  }
+
+  /** No new page for a disabled company (a company's own token is refused before this, by auth). */
+  async function checkCompany(companyId: string): Promise<void> {
+    if (await repo.companyDisabled(companyId)) throw new Forbidden('The company is disabled')
   }
 
   /** Moves an open page on; refused (as used or expired) when another request got there first. */
@@ -81,10 +102,11 @@ export function createHostedService(deps: {
 
   return {
     open,
+    checkCompany,
 
     /** The manager page: the subscription and the product's allowed plans. Opening it marks it requested. */
     async managerView(token: string) {
-      let page = await open('manager', token)
+      let page: HostedPageRow = await open('manager', token)
       if (page.state === 'created') page = await move(page, 'requested')
       const details = await subscriptions.details(page.company_id)
       const plans = await Promise.all(details.product.allowed_plans.map(async (sku) => (await deps.catalogue.getPlanBySku(sku)).plan))
@@ -118,7 +140,7 @@ export function createHostedService(deps: {
 
     /** The payment page's form. Opening it marks it requested. */
     async paymentView(token: string) {
-      let page = await open('payment', token)
+      let page: HostedPageRow = await open('payment', token)
       if (page.state === 'created') page = await move(page, 'requested')
       return { page }
     },
@@ -136,7 +158,7 @@ export function createHostedService(deps: {
 
     /** The portal: the subscription, its next charge and card. The first visit logs the session in. */
     async portalView(token: string) {
-      let page = await open('portal', token)
+      let page: HostedPageRow = await open('portal', token)
       if (page.state === 'created') page = await move(page, 'logged_in')
       return { page, ...(await subscriptions.detailsWithNextCharge(page.company_id)) }
     },

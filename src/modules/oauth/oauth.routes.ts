@@ -34,7 +34,7 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
     if (status === 401) reply.header('www-authenticate', 'Basic realm="oauth"')
     request.log.info({ error }, 'token refused')
     return reply.code(status).header('cache-control', 'no-store')
-      .send({ error, error_description: description, errors: description, code: status === 401 ? 'unauthorized' : 'validation_failed' })
+      .send({ error, error_description: description, errors: description, code: status === 401 ? 'unauthorized' : error === 'unauthorized_client' ? 'forbidden' : 'validation_failed' })
   })
 
   app.post('/oauth/token', {

@@ -16,7 +16,9 @@ export const TokenResponse = Type.Object({
 }, { additionalProperties: false, title: 'TokenResponse' })
 
 export const TokenError = Type.Object({
-  error: Type.Union(['invalid_client', 'invalid_request', 'invalid_scope', 'unsupported_grant_type'].map((e) => Type.Literal(e))),
+  error: Type.Union(['invalid_client', 'invalid_request', 'invalid_scope', 'unauthorized_client', 'unsupported_grant_type'].map((e) => Type.Literal(e)), {
+    description: 'unauthorized_client (400): the credentials are right but the client\'s company is disabled',
+  }),
   error_description: Type.String(),
   errors: Type.String(),
   code: Type.String(),

@@ -9,7 +9,7 @@ import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from 
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
 export class OAuthError extends Error {
-  constructor(readonly error: 'invalid_client' | 'invalid_request' | 'invalid_scope' | 'unsupported_grant_type', message: string) {
+  constructor(readonly error: 'invalid_client' | 'invalid_request' | 'invalid_scope' | 'unauthorized_client' | 'unsupported_grant_type', message: string) {
     super(message)
   }
 }
@@ -33,7 +33,7 @@ export function createOauthService(deps: {
   /** The token endpoint's read of a client, cached (oauth.token-clients.ts). */
   clients: Pick<TokenClients, 'find'>
   keys: Pick<TokenKeys, 'sign'>
-  access: Pick<AccessState, 'changed'>
+  access: Pick<AccessState, 'changed' | 'get'>
   clock: Clock
   /** The scopes a company may grant its clients (endpoint 25). */
   companyScopes: (companyId: string) => Promise<string[] | undefined>
@@ -49,6 +49,11 @@ export function createOauthService(deps: {
       const client = await deps.clients.find(request.client_id)
       if (!client || client.revoked_at !== null || !secretMatches(request.client_secret, client.secret_hash)) {
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
+      }
+      // Said only to who holds the secret. The access state is what refuses the company's
+      // tokens (auth.ts), cached per process and forgotten on every instance when it changes.
+      if (client.company_id !== null && (await deps.access.get(client.client_id))?.companyDisabled) {
+        throw new OAuthError('unauthorized_client', 'The client\'s company is disabled')
       }
       let granted = client.scopes
       if (client.company_id !== null) {

@@ -24,9 +24,10 @@ export interface HostedPageSubject { subscription: BillingState; customer: Billi
  * (already checked by the caller against the allow-list: absolute https on an allowed host);
  * `now` the service's clock; `ttlSeconds` how long the page or session stays usable;
  * `baseUrl` this service's public origin (no trailing slash), where the local provider serves
- * its pages (a remote provider answers its own URLs and ignores it).
+ * its pages (a remote provider answers its own URLs and ignores it); `clientId` the client whose
+ * token asked for the page (the local provider withdraws the page when that client is revoked).
  */
-export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number; baseUrl: string }
+export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number; baseUrl: string; clientId?: string | null }
 
 /** Spec SubscriptionManagerPage (endpoint 1): where the customer chooses and confirms a plan. */
 export interface SubscriptionManagerPage { url: string; expires_at: number }

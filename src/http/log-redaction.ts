@@ -1,0 +1,27 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import type { ChildLoggerOptions } from 'pino'
+
+/**
+ * A hosted page's URL is its capability: `/hosted/<kind>/<token>`, the token 32 random bytes
+ * in base64url (43 characters). Whatever a request to it looks like (any method, HEAD, an
+ * unknown action, a 404, the token in a query), its log lines carry the URL with every such run
+ * replaced. Done where each request's logger is made, so that Fastify's own lines (incoming
+ * request, request completed, errors) are covered as well as ours.
+ */
+const TOKEN = /[A-Za-z0-9_-]{43,}/g
+
+export const redactUrl = (url: string) => url.replace(TOKEN, '[redacted]')
+
+interface LoggedRequest { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }
+
+/** Fastify's request serializer, with the URL redacted. */
+function redactedRequest(req: LoggedRequest) {
+  return { method: req.method, url: redactUrl(req.url ?? ''), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }
+}
+
+/** Fastify's childLoggerFactory: requests whose URL mentions hosted pages log it redacted. */
+export function redactingChildLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: ChildLoggerOptions, rawReq: IncomingMessage): FastifyBaseLogger {
+  if (!/hosted/i.test(rawReq.url ?? '')) return logger.child(bindings, options)
+  return logger.child(bindings, { ...options, serializers: { ...options.serializers, req: redactedRequest } })
+}
