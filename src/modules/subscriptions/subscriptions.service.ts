@@ -8,7 +8,7 @@ import { todayIn } from '../../days.ts'
 import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
-import { createPricing, type WantedSelection } from './subscriptions.pricing.ts'
+import { createPricing, missingFromCatalogue, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
@@ -71,18 +71,19 @@ export function createSubscriptionsService(deps: {
   /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
   async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
     const product = await repo.findProduct(executor, s.product_sku)
-    if (!product) throw new Error(`subscription ${s.id}: product ${s.product_sku} is missing from the catalogue`)
+    if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     const customer = await customerOf(executor, s.company_id)
     const now = clock.now()
     const today = todayIn(customer.timezone, now)
-    const selection = await pricing.selection(executor, wanted, { product, currentCoupon: s.coupon_code, today, field })
+    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
     return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
     const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id)])
-    if (!plan || !product) throw new Error(`subscription ${s.id}: its plan or product is missing from the catalogue`)
+    if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
+    if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
     const { timezone: _, ...billingCustomer } = customer
     return detailsView(s, plan, product, billingCustomer)
   }
@@ -220,8 +221,8 @@ export function createSubscriptionsService(deps: {
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
         const { state, estimate } = await provider.changeSubscription(s, request)
         const coupon = request.selection.coupon
-        // Counted in the same statement that checks the limit, so concurrent updates never over-redeem.
-        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.code, today))) {
+        // Once per company, counted in the statement that checks the limit: concurrent updates never over-redeem.
+        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
         await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
