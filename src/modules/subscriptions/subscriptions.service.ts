@@ -13,6 +13,7 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
+import { unixSeconds } from './billing/terms.ts'
 
 export const TRIAL_END_JOB = 'subscription.trial_end'
 export const TERM_END_JOB = 'subscription.term_end'
@@ -118,6 +119,32 @@ export function createSubscriptionsService(deps: {
     await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
   }
 
+  /**
+   * The estimate of a new subscription on the query's choice: a trial of `trialDays` from now,
+   * then the first full term's invoice (no credit; the query's addons and coupon only, the
+   * coupon checked as a new redemption). Local arithmetic, whatever the product's provider:
+   * nothing about the stored subscription is read but that the path names it. The company's
+   * country gives the VAT, its time zone the day a coupon's validity is checked on.
+   */
+  async function newSubscriptionEstimate(ref: string, query: EstimateQuery): Promise<{ estimate: Estimate }> {
+    const s = await repo.findByCompany(db, query.company_id)
+    if (!s || (ref !== s.id && ref !== s.company_id)) throw new NotFound('Subscription')
+    const field = (name: string) => `querystring/${name}`
+    const product = await repo.findProduct(db, query.product_sku)
+    if (!product) throw new ValidationError(`${field('product_sku')} names an unknown product: ${query.product_sku}`)
+    const customer = await customerOf(db, query.company_id)
+    const now = clock.now()
+    const wanted: WantedSelection = { planSku: query.subscription_plan, quantity: query.plan_quantity, addonIds: query.addons ?? [], couponCode: query.coupon_code || null }
+    const selection = await pricing.selection(db, wanted, { product, current: null, today: todayIn(customer.timezone, now), field })
+    const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
+    return {
+      estimate: {
+        subscription_estimate: { status: 'in_trial', next_billing_at: unixSeconds(trialEnd) },
+        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer.country), currency),
+      },
+    }
+  }
+
   return {
     /** A new company's subscription: in trial on the product and plan, the trial's end scheduled. */
     async startTrial(trx: Executor, input: { companyId: string; product: ProductRow; plan: PlanRow; quantity: number; actor: string }) {
@@ -185,6 +212,19 @@ export function createSubscriptionsService(deps: {
         const now = clock.now()
         await save(trx, s, await provider.removeScheduledCancellation(s, now), { event: 'scheduled_cancellation_removed', actor, at: now })
       })
+    },
+
+    /**
+     * Spec 9 as the route calls it: the stored subscription (status, trial, coupon, addons,
+     * credits) is priced only for the company's own token or a platform token; anyone else
+     * (no token, another company's token) gets the query's choice priced from the catalogue as
+     * a new subscription.
+     */
+    async estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
+      if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
+        return this.estimate(ref, query, principal.companyId)
+      }
+      return newSubscriptionEstimate(ref, query)
     },
 
     /** Spec 9: what a change would cost, computed exactly as update (6) applies it. */
