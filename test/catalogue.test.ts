@@ -167,7 +167,7 @@ for (const engine of engines) {
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/coupons/${id}`)
         assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, redemptions: 0 })
-        assert.ok((await t.json(200, { url: `${BASE}/coupons`, token: null })).some((x: { id: string }) => x.id === id))
+        assert.ok((await t.json(200, { url: `${BASE}/coupons` })).some((x: { id: string }) => x.id === id))
         assert.equal((await t.call({ url: `${BASE}/coupons/${randomUUID()}`, token: null })).statusCode, 404)
 
         const fixed = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('FIX'), name: 'Fixed', discount_type: 'fixed_amount', discount_value: 150 } })
@@ -236,10 +236,13 @@ for (const engine of engines) {
           assert.equal(anonymous.statusCode, 401, `${method} ${url}`)
         }
         assert.equal((await t.json(200, { url: `${BASE}/products/${pr.id}`, token: null })).product.name, 'Workforce')
-        for (const url of [`${BASE}/plans`, `${BASE}/plans/${p.id}`, `${BASE}/plans/by_sku/${p.sku}`, `${BASE}/products`, `${BASE}/products/${pr.id}`, `${BASE}/addons`, `${BASE}/coupons`]) {
+        for (const url of [`${BASE}/plans`, `${BASE}/plans/${p.id}`, `${BASE}/plans/by_sku/${p.sku}`, `${BASE}/products`, `${BASE}/products/${pr.id}`, `${BASE}/addons`]) {
           await t.json(200, { url, token: null })
           await t.json(200, { url, token: c.token })
         }
+        // The coupon list is the platform's (codes are given to customers, not listed to them).
+        assert.equal((await t.call({ url: `${BASE}/coupons`, token: c.token })).statusCode, 403)
+        assert.equal((await t.call({ url: `${BASE}/coupons`, token: null })).statusCode, 401)
       })
     })
   })

@@ -174,6 +174,20 @@ for (const engine of engines) {
       assert.equal((await mirrorOf(t, c.id)).plan_quantity, 11)
     })
 
+    it('a plan Chargebee names but this catalogue lacks is 400 naming it, nothing recorded; once the plan exists the retry applies', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const sku = `cb-only-${crypto.randomUUID().slice(0, 8)}`
+      const event = fake.event('subscription_changed', { subscription: fake.change(c.subscriptionId, (s) => { s.subscription_items[0].item_price_id = sku }) })
+      const refused = await deliver(t, event)
+      assert.equal(refused.statusCode, 400, refused.body)
+      assert.match(refused.json().errors, new RegExp(`body/content/subscription/subscription_items names the plan ${sku}, which is not in this service's catalogue`))
+      assert.equal((await detailsOf(t, c)).plan.sku, c.plans.basic)
+      const created = await t.call({ method: 'POST', url: `${SUB}/plans`, body: { plan: { sku, name: 'Chargebee only', price: 10, plan_family: 'core', period_unit: 'month', features: [] } } })
+      assert.equal(created.statusCode, 202)
+      assert.equal((await deliver(t, event)).json().outcome, 'applied')
+      assert.equal((await detailsOf(t, c)).plan.sku, sku)
+    })
+
     it('is in the OpenAPI document with its 401', async () => {
       const doc = await t.json(200, { url: '/openapi.json', token: null })
       const op = doc.paths[`${SUB}/webhooks/chargebee`].post

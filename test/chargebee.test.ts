@@ -76,7 +76,7 @@ for (const engine of engines) {
 
       const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.pro!, plan_quantity: '3', addons: [a1], coupon_code: code }
       const from = fake.requests.length
-      const est = await json(t, 200, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: null })
+      const est = await json(t, 200, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: c.token })
       const sent = fake.requests.slice(from)
       assert.deepEqual(sent.map((r) => `${r.method} ${r.path}`), ['POST /estimates/update_subscription_for_items'])
       assert.deepEqual(sent[0]!.params, {
@@ -173,7 +173,7 @@ for (const engine of engines) {
       fake.fail({ status: 400, api_error_code: 'invalid_request', match: /cancel_for_items$/ })
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token })).statusCode, 400)
       fake.fail({ status: 503, api_error_code: 'internal_temporary_error', match: /estimates/ })
-      assert.equal((await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: null, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.basic!, plan_quantity: '2' } })).statusCode, 502)
+      assert.equal((await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: c.token, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.basic!, plan_quantity: '2' } })).statusCode, 502)
       assert.deepEqual(await detailsOf(t, c), before)
       assert.equal((await eventsOf(t, c.id)).length, events)
     })

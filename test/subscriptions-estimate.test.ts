@@ -81,7 +81,7 @@ for (const engine of engines) {
       // Credit: 14950 × share = 9524.563 → 9525; VAT 2095.5 → 2096 (half-up); 11621. Due 8161.
       // Downgrade to basic × 1 with the addon: 2990 × share = 1905.09 → 1905, + 319 = 2224, VAT 489.28 → 489: 2713.
       const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.pro!, plan_quantity: '5', addons: [a1] }
-      const est = await json(t, 200, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: null })
+      const est = await json(t, 200, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: c.token })
       assert.deepEqual(est.estimate.subscription_estimate, { status: 'active', next_billing_at: unix('2036-02-29T00:00:00Z') })
       const inv = est.estimate.invoice_estimate
       assert.deepEqual(inv.line_items.map((l: any) => [l.unit_amount, l.quantity, l.amount]), [[4990, 5, EXPECT.plan], [500, 1, EXPECT.addon]])
@@ -110,7 +110,7 @@ for (const engine of engines) {
       await at(t, '2036-01-31T00:00:00.000Z')
       await moveTo(t, '2036-02-10T12:34:56.000Z')
       const yq = { company_id: y.id, product_sku: y.productSku, subscription_plan: y.plans.annual!, plan_quantity: '5' }
-      const ye = await json(t, 200, { url: `${SUB}/${y.subscriptionId}/estimate`, query: yq, token: null })
+      const ye = await json(t, 200, { url: `${SUB}/${y.subscriptionId}/estimate`, query: yq, token: y.token })
       assert.deepEqual(ye.estimate.subscription_estimate, { status: 'active', next_billing_at: unix('2037-02-10T12:34:56Z') })
       // 299.00 × 5 = 1495.00 + VAT 328.90 = 1823.90, less the credit 116.21.
       assert.deepEqual([ye.estimate.invoice_estimate.total, ye.estimate.invoice_estimate.credits_applied, ye.estimate.invoice_estimate.amount_due], [182390, EXPECT.credit, 182390 - EXPECT.credit])

@@ -125,5 +125,6 @@ export const removeCancellation = (t: TestApp, companyId: string, subscriptionId
   call(t, { method: 'PUT', url: `${SUB}/${companyId}/remove_scheduled_cancellation/${subscriptionId}`, token })
 export const update = (t: TestApp, companyId: string, subscriptionId: string, body: unknown, token?: string) =>
   call(t, { method: 'PUT', url: `${SUB}/companies/${companyId}/update/${subscriptionId}`, token, ...(body !== undefined ? { body } : {}) })
-export const estimate = (t: TestApp, ref: string, query: Record<string, string | string[]>, token: string | null = null) =>
+/** The estimate (9); by default with the platform token, which sees the stored subscription (null: anonymous, priced as a new subscription). */
+export const estimate = (t: TestApp, ref: string, query: Record<string, string | string[]>, token?: string | null) =>
   call(t, { url: `${SUB}/${ref}/estimate`, query, token })

@@ -143,7 +143,7 @@ for (const engine of engines) {
       assert.equal((await removeCancellation(t, c.id, c.subscriptionId, c.token)).statusCode, 409)
       const upd = await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { plan_quantity: 2 } })
       assert.equal(upd.statusCode, 409)
-      const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: null, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' } })
+      const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: c.token, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' } })
       assert.equal(est.statusCode, 409)
       await at(t, '2031-02-01T00:00:00.000Z')
       assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), ['created', 'cancelled'])
@@ -207,7 +207,7 @@ for (const engine of engines) {
       assert.equal((await cancel(t, c.id, c.token)).statusCode, 200)
       await moveTo(t, '2033-07-16T00:00:00.000Z')
       const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.pro!, plan_quantity: '5' }
-      const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: null })
+      const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: c.token })
       assert.deepEqual(est.json().estimate.subscription_estimate, { status: 'non_renewing', next_billing_at: null })
       const res = await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { subscription_plan: c.plans.pro } })
       assert.equal(res.statusCode, 200, res.body)

@@ -95,6 +95,13 @@ export interface CouponsTable {
   created_at: CreatedAt
 }
 
+/** A company that applied a coupon (once, whatever how often it re-applies it): 0014. */
+export interface CouponRedemptionsTable {
+  coupon_id: string
+  company_id: string
+  redeemed_at: CreatedAt
+}
+
 export interface SubsidiariesTable {
   company_id: string
   id: string
@@ -304,6 +311,7 @@ export interface DB {
   products: ProductsTable
   addons: AddonsTable
   coupons: CouponsTable
+  coupon_redemptions: CouponRedemptionsTable
   subsidiaries: SubsidiariesTable
   contracts: ContractsTable
   teams: TeamsTable

@@ -10,7 +10,7 @@ import {
 const BASE = '/api/v1/subscription'
 const tags = ['Catalogue']
 
-/** Plans, products, addons and coupons: platform clients write, anyone reads. */
+/** Plans, products, addons and coupons: platform clients write, anyone reads (except the coupon list). */
 export async function catalogueRoutes(app: App, { service }: { service: CatalogueService }) {
   app.post(`${BASE}/plans`, {
     config: { access: 'platform' },
@@ -75,9 +75,10 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
     schema: { operationId: 'createCoupon', tags, summary: 'Create a coupon', body: CouponInput, response: { 202: Accepted } },
   }, async (request, reply) => accepted(reply, `${BASE}/coupons/${await service.createCoupon(request.body)}`))
 
+  // Codes are given to customers, not listed to them: only the platform lists coupons.
   app.get(`${BASE}/coupons`, {
-    config: { access: 'public' },
-    schema: { operationId: 'listCoupons', tags, summary: 'List coupons', response: { 200: Type.Array(Coupon) } },
+    config: { access: 'platform' },
+    schema: { operationId: 'listCoupons', tags, summary: 'List coupons (platform only)', response: { 200: Type.Array(Coupon) } },
   }, async () => service.listCoupons())
 
   app.get(`${BASE}/coupons/:id`, {

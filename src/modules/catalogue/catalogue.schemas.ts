@@ -68,7 +68,7 @@ export const Coupon = Type.Object({
   discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100) or an amount in major units; at most 2 decimals' }),
   valid_till: Nullable(Day('Last day the coupon applies, or null')),
   max_redemptions: Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
-  redemptions: Type.Integer({ minimum: 0, description: 'How many subscriptions applied it; server-owned' }),
+  redemptions: Type.Integer({ minimum: 0, description: 'How many companies redeemed it (each once, however often it re-applies it); server-owned' }),
 }, { additionalProperties: false, title: 'Coupon' })
 export const CouponInput = Type.Object({
   ...Coupon.properties,

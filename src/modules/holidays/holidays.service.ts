@@ -5,7 +5,7 @@ import { NotFound, ValidationError } from '../../http/errors.ts'
 import type { HolidaysRepository, HolidayValues } from './holidays.repository.ts'
 import type { DatedHoliday, Holiday, HolidayInput } from './holidays.schemas.ts'
 import type { PublicHolidayCalendar } from './public-holidays.ts'
-import { occurrenceIn } from './recurrence.ts'
+import { keepsSeriesStart, occurrenceIn, type Recurring } from './recurrence.ts'
 
 // Ties on a day: the company's own first, then a subsidiary's, then the public one.
 const SOURCE_ORDER = { company: 0, subsidiary: 1, public: 2 } as const
@@ -18,8 +18,15 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
   }
 
-  async function valuesOf(companyId: string, input: HolidayInput): Promise<HolidayValues> {
+  /**
+   * `stored`: the holiday a PUT replaces. A yearly holiday written back from all_holidays (30)
+   * carries the date of the year read, not the series' first day: with the series' month and
+   * day (any year) it keeps the stored first day, so earlier years keep it; another month or
+   * day moves the series.
+   */
+  async function valuesOf(companyId: string, input: HolidayInput, stored?: Recurring): Promise<HolidayValues> {
     const recurrent = input.recurrent ?? 'none'
+    if (stored && keepsSeriesStart(stored, recurrent, input.day)) input = { ...input, day: stored.day }
     const until = input.recurrent_until ?? null
     if (!isRealDay(input.day)) throw new ValidationError('body/day must be a real calendar day (YYYY-MM-DD)')
     if (until !== null) {
@@ -44,8 +51,9 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
 
     /** Replaces the holiday; a field left out takes its default (company-wide, not recurrent, a worker holiday). */
     async update(companyId: string, holidayId: string, input: HolidayInput) {
-      if (!(await repo.find(companyId, holidayId))) throw new NotFound('Holiday')
-      if (!(await repo.update(companyId, holidayId, await valuesOf(companyId, input), clock.now()))) throw new NotFound('Holiday')
+      const stored = await repo.find(companyId, holidayId)
+      if (!stored) throw new NotFound('Holiday')
+      if (!(await repo.update(companyId, holidayId, await valuesOf(companyId, input, stored), clock.now()))) throw new NotFound('Holiday')
     },
 
     async delete(companyId: string, holidayId: string) {

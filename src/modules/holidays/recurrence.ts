@@ -23,6 +23,14 @@ export function occurrenceIn(holiday: Recurring, year: number): string | undefin
   return day
 }
 
+/**
+ * True when a yearly holiday written with `day` is the stored yearly series itself (same month
+ * and day, whatever the year): the write keeps the series' first day instead of moving it.
+ */
+export function keepsSeriesStart(stored: Recurring, recurrent: Recurring['recurrent'], day: string): boolean {
+  return stored.recurrent === 'yearly' && recurrent === 'yearly' && day.slice(4) === stored.day.slice(4)
+}
+
 /** `YYYY-MM-DD` plus n days, in UTC so no time zone shifts it. */
 export function addDays(day: string, n: number): string {
   const [y, m, d] = day.split('-').map(Number) as [number, number, number]

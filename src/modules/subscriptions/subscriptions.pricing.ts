@@ -1,5 +1,5 @@
 import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
-import { ValidationError } from '../../http/errors.ts'
+import { Conflict, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
@@ -14,21 +14,24 @@ export interface WantedSelection { planSku: string; quantity: number; addonIds: 
 export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: Map<string, number> }) {
   const { repo } = deps
 
-  async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
+  async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { id: string; valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
     return code === null ? undefined : repo.findCoupon(executor, code)
   }
 
   return {
     /**
      * `field(name)` names the request's field in an error (`querystring/addons`, `body/addons`).
-     * A coupon the subscription already holds keeps applying; a new one must be valid `today`
-     * (in the company's time zone) and not used up.
+     * A plan or coupon the subscription already holds keeps applying (a product may stop
+     * allowing a plan for new choices; its subscribers keep it). A new plan must be among the
+     * product's allowed_plans. A new coupon must be valid `today` (in the company's time zone)
+     * and, unless `companyId` redeemed it before (a company redeems a coupon once), not used up.
+     * `current` is null for a new subscription (the anonymous estimate).
      */
-    async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; currentCoupon: string | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
+    async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
       const { field } = ctx
       const plan = await repo.findPlan(executor, wanted.planSku)
       if (!plan) throw new ValidationError(`${field('subscription_plan')} names an unknown plan: ${wanted.planSku}`)
-      if (!ctx.product.allowed_plans.includes(plan.sku)) {
+      if (plan.sku !== ctx.current?.plan && !ctx.product.allowed_plans.includes(plan.sku)) {
         throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is not among the allowed_plans of product ${ctx.product.sku}`)
       }
       if (new Set(wanted.addonIds).size !== wanted.addonIds.length) throw new ValidationError(`${field('addons')} must not name an addon twice`)
@@ -43,9 +46,10 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: M
       })
       const row = await coupon(executor, wanted.couponCode)
       if (wanted.couponCode !== null && !row) throw new ValidationError(`${field('coupon_code')} names an unknown coupon: ${wanted.couponCode}`)
-      if (row && row.code !== ctx.currentCoupon) {
+      if (row && row.code !== ctx.current?.coupon) {
         if (row.valid_till !== null && row.valid_till < ctx.today) throw new ValidationError(`${field('coupon_code')} ${row.code} expired on ${row.valid_till}`)
-        if (row.max_redemptions !== null && row.redemptions >= row.max_redemptions) {
+        if (row.max_redemptions !== null && row.redemptions >= row.max_redemptions
+          && !(ctx.current && await repo.hasRedeemed(executor, row.id, ctx.current.companyId))) {
           throw new ValidationError(`${field('coupon_code')} ${row.code} has reached its max_redemptions (${row.max_redemptions})`)
         }
       }
@@ -55,7 +59,7 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: M
     /** The subscription as it stands, with today's catalogue prices. */
     async current(executor: Executor, s: SubscriptionRow): Promise<PricedSelection> {
       const plan = await repo.findPlan(executor, s.plan_sku)
-      if (!plan) throw new Error(`subscription ${s.id}: plan ${s.plan_sku} is missing from the catalogue`)
+      if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
       const rows = await repo.findAddons(executor, s.addons.map((a) => a.id))
       const addons = s.addons.flatMap((a) => {
         const row = rows.find((r) => r.id === a.id)
@@ -73,3 +77,12 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: M
 }
 
 export type Pricing = ReturnType<typeof createPricing>
+
+/**
+ * A subscription whose product or plan row is gone. The foreign keys of 0014 carry renames
+ * over and forbid deletions, so only a row broken before them (or a provider naming an item
+ * this catalogue lacks) gets here: a 409 saying so, never a 500.
+ */
+export function missingFromCatalogue(s: Pick<SubscriptionRow, 'id'>, what: 'plan' | 'product', sku: string): Conflict {
+  return new Conflict(`The subscription ${s.id} refers to ${what} ${sku}, which is no longer in the catalogue; a platform client must restore it`)
+}

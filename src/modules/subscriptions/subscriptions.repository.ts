@@ -40,14 +40,28 @@ export function createSubscriptionsRepository() {
       ids.length === 0 ? Promise.resolve([]) : executor.selectFrom('addons').selectAll().where('id', 'in', ids).execute(),
     findCoupon: (executor: Executor, code: string) => executor.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
 
+    /** True when the company has redeemed the coupon before (it may apply it again without a new redemption). */
+    async hasRedeemed(executor: Executor, couponId: string, companyId: string): Promise<boolean> {
+      const row = await executor.selectFrom('coupon_redemptions').select('coupon_id')
+        .where('coupon_id', '=', couponId).where('company_id', '=', companyId).executeTakeFirst()
+      return row !== undefined
+    },
+
     /**
-     * Counts one redemption if the coupon still allows it on `today`, in one statement: two
-     * concurrent updates cannot both take the last redemption. False: expired or used up.
+     * Redeems the coupon for the company, inside the caller's transaction. A company redeems a
+     * coupon once: the (coupon, company) primary key of coupon_redemptions makes a second
+     * redemption a no-op (true, nothing counted). A first one is counted in the statement that
+     * checks the limit and the date, which locks the coupon row: of two concurrent first
+     * redemptions of the last one, the second waits, sees the new count and gets false (its
+     * transaction then rolls back, with its redemption row). False: expired or used up.
      */
-    async redeemCoupon(executor: Executor, code: string, today: string): Promise<boolean> {
+    async redeemCoupon(executor: Executor, couponId: string, companyId: string, today: string): Promise<boolean> {
+      const claimed = await executor.insertInto('coupon_redemptions').values({ coupon_id: couponId, company_id: companyId })
+        .onConflict((oc) => oc.columns(['coupon_id', 'company_id']).doNothing()).returning('coupon_id').executeTakeFirst()
+      if (!claimed) return true
       const row = await executor.updateTable('coupons')
         .set((eb) => ({ redemptions: eb('redemptions', '+', 1) }))
-        .where('code', '=', code)
+        .where('id', '=', couponId)
         .where((eb) => eb.or([eb('max_redemptions', 'is', null), eb('redemptions', '<', eb.ref('max_redemptions'))]))
         .where((eb) => eb.or([eb('valid_till', 'is', null), eb('valid_till', '>=', today)]))
         .returning('id').executeTakeFirst()

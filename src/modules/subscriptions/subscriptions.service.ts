@@ -8,11 +8,12 @@ import { todayIn } from '../../days.ts'
 import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
-import { createPricing, type WantedSelection } from './subscriptions.pricing.ts'
+import { createPricing, missingFromCatalogue, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
+import { unixSeconds } from './billing/terms.ts'
 
 export const TRIAL_END_JOB = 'subscription.trial_end'
 export const TERM_END_JOB = 'subscription.term_end'
@@ -71,18 +72,19 @@ export function createSubscriptionsService(deps: {
   /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
   async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
     const product = await repo.findProduct(executor, s.product_sku)
-    if (!product) throw new Error(`subscription ${s.id}: product ${s.product_sku} is missing from the catalogue`)
+    if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     const customer = await customerOf(executor, s.company_id)
     const now = clock.now()
     const today = todayIn(customer.timezone, now)
-    const selection = await pricing.selection(executor, wanted, { product, currentCoupon: s.coupon_code, today, field })
+    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
     return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
     const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id)])
-    if (!plan || !product) throw new Error(`subscription ${s.id}: its plan or product is missing from the catalogue`)
+    if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
+    if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
     const { timezone: _, ...billingCustomer } = customer
     return detailsView(s, plan, product, billingCustomer)
   }
@@ -115,6 +117,32 @@ export function createSubscriptionsService(deps: {
       invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer.country), currency)
     }
     await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+  }
+
+  /**
+   * The estimate of a new subscription on the query's choice: a trial of `trialDays` from now,
+   * then the first full term's invoice (no credit; the query's addons and coupon only, the
+   * coupon checked as a new redemption). Local arithmetic, whatever the product's provider:
+   * nothing about the stored subscription is read but that the path names it. The company's
+   * country gives the VAT, its time zone the day a coupon's validity is checked on.
+   */
+  async function newSubscriptionEstimate(ref: string, query: EstimateQuery): Promise<{ estimate: Estimate }> {
+    const s = await repo.findByCompany(db, query.company_id)
+    if (!s || (ref !== s.id && ref !== s.company_id)) throw new NotFound('Subscription')
+    const field = (name: string) => `querystring/${name}`
+    const product = await repo.findProduct(db, query.product_sku)
+    if (!product) throw new ValidationError(`${field('product_sku')} names an unknown product: ${query.product_sku}`)
+    const customer = await customerOf(db, query.company_id)
+    const now = clock.now()
+    const wanted: WantedSelection = { planSku: query.subscription_plan, quantity: query.plan_quantity, addonIds: query.addons ?? [], couponCode: query.coupon_code || null }
+    const selection = await pricing.selection(db, wanted, { product, current: null, today: todayIn(customer.timezone, now), field })
+    const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
+    return {
+      estimate: {
+        subscription_estimate: { status: 'in_trial', next_billing_at: unixSeconds(trialEnd) },
+        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer.country), currency),
+      },
+    }
   }
 
   return {
@@ -186,6 +214,19 @@ export function createSubscriptionsService(deps: {
       })
     },
 
+    /**
+     * Spec 9 as the route calls it: the stored subscription (status, trial, coupon, addons,
+     * credits) is priced only for the company's own token or a platform token; anyone else
+     * (no token, another company's token) gets the query's choice priced from the catalogue as
+     * a new subscription.
+     */
+    async estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
+      if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
+        return this.estimate(ref, query, principal.companyId)
+      }
+      return newSubscriptionEstimate(ref, query)
+    },
+
     /** Spec 9: what a change would cost, computed exactly as update (6) applies it. */
     async estimate(ref: string, query: EstimateQuery, tenant: string | null): Promise<{ estimate: Estimate }> {
       if (tenant !== null && tenant !== query.company_id) throw new NotFound('Company')
@@ -220,8 +261,8 @@ export function createSubscriptionsService(deps: {
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
         const { state, estimate } = await provider.changeSubscription(s, request)
         const coupon = request.selection.coupon
-        // Counted in the same statement that checks the limit, so concurrent updates never over-redeem.
-        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.code, today))) {
+        // Once per company, counted in the statement that checks the limit: concurrent updates never over-redeem.
+        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
         await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })

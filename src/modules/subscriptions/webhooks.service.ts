@@ -105,6 +105,12 @@ export function createWebhooksService(deps: {
             await repo.advanceVersion(trx, before.id, versionOf(current.subscription, event), occurredAt)
           }
           after = stateFrom(before, current.subscription, current.card)
+          // A subscription refers to a plan of this catalogue (its foreign key): a plan made only
+          // on Chargebee is the sender's mismatch, refused whole so that a retry, once the plan
+          // exists here, applies the event.
+          if (after.plan_sku !== before.plan_sku && !(await deps.subscriptions.findPlan(trx, after.plan_sku))) {
+            throw new ValidationError(`body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`)
+          }
         } else {
           after = { ...before, payment_source: card! }
         }

@@ -11,7 +11,7 @@ import type { SubscriptionStatus } from '../../../db/tables.ts'
 
 export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year' }
 export interface PricedAddon { id: string; name: string; price_cents: number; quantity: number }
-export interface PricedCoupon { code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
+export interface PricedCoupon { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
 
 /** What a subscription is made of, with the catalogue's prices: the input of every invoice. */
 export interface PricedSelection {
