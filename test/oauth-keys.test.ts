@@ -294,3 +294,16 @@ for (const engine of engines) {
     })
   })
 }
+
+describe('signing-key settings', () => {
+  it('rotates every 90 days with a day of publication ahead by default, and refuses a lead as long as the period or under 600 s', () => {
+    const config = loadConfig({})
+    assert.equal(config.SIGNING_KEY_ROTATION_DAYS, 90)
+    assert.equal(config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS, 86_400)
+    assert.equal(loadConfig({ SIGNING_KEY_ROTATION_DAYS: '0' }).SIGNING_KEY_ROTATION_DAYS, 0)
+    assert.throws(() => loadConfig({ SIGNING_KEY_ROTATION_DAYS: '1', SIGNING_KEY_PUBLISH_AHEAD_SECONDS: '86400' }),
+      /^Error: Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS$/)
+    assert.throws(() => loadConfig({ SIGNING_KEY_PUBLISH_AHEAD_SECONDS: '300' }), /SIGNING_KEY_PUBLISH_AHEAD_SECONDS/)
+    assert.throws(() => loadConfig({ SIGNING_KEY_ROTATION_DAYS: '-1' }), /SIGNING_KEY_ROTATION_DAYS/)
+  })
+})
