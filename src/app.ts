@@ -19,7 +19,8 @@ import { installCacheForgetting } from './http/cached-reads.ts'
 import { createReadCache } from './db/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
 import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
-import { createTokenKeys } from './modules/oauth/oauth.tokens.ts'
+import { createTokenKeys, tokenSettings } from './modules/oauth/oauth.tokens.ts'
+import { createSecretChecker } from './modules/oauth/oauth.secrets.ts'
 import { createAccessState } from './modules/oauth/oauth.access.ts'
 import { createOauthService } from './modules/oauth/oauth.service.ts'
 import { createTokenClients } from './modules/oauth/oauth.token-clients.ts'
@@ -118,8 +119,9 @@ export async function buildApp(options: AppOptions) {
   const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
 
   const oauthRepo = createOauthRepository(db)
-  const keys = createTokenKeys(oauthRepo, { issuer: config.TOKEN_ISSUER, audience: config.TOKEN_AUDIENCE, ttlSeconds: config.TOKEN_TTL_SECONDS }, clock)
+  const keys = createTokenKeys(oauthRepo, tokenSettings(config), clock)
   await keys.load()
+  await keys.listen(database)
   const access = createAccessState(oauthRepo, database)
   await access.listen()
   installAuth(app, { keys, access })
@@ -158,7 +160,9 @@ export async function buildApp(options: AppOptions) {
   const tokenClients = createTokenClients(oauthRepo, { listening: () => access.listening() && readCache.listening() })
   access.onForget(tokenClients.forgetClient)
   readCache.onForget(tokenClients.forgetCompany)
-  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
+  const secrets = createSecretChecker()
+  access.onForget(secrets.forget)
+  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })

@@ -19,6 +19,10 @@ const ConfigSchema = Type.Object({
   TOKEN_ISSUER: Type.String({ default: 'company-admin-api' }),
   TOKEN_AUDIENCE: Type.String({ default: 'company-admin-api' }),
   TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 3600 }),
+  // Signing-key rotation (docs/operations.md, "Signing keys"): every N days, 0 for only by hand
+  // (npm run rotate-key); the next key is published this long before it signs.
+  SIGNING_KEY_ROTATION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 90 }),
+  SIGNING_KEY_PUBLISH_AHEAD_SECONDS: Type.Integer({ minimum: 600, default: 86400 }),
   TRIAL_DAYS: Type.Integer({ minimum: 0, maximum: 365, default: 30 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000 }),
@@ -66,5 +70,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((merged.ADMIN_CLIENT_ID === undefined) !== (merged.ADMIN_CLIENT_SECRET === undefined)) {
     throw new Error('Invalid configuration: ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET must be set together')
   }
-  return Object.freeze(merged as Config)
+  // A key must sign for some time after it is published: the lead is shorter than the period.
+  const config = merged as Config
+  if (config.SIGNING_KEY_ROTATION_DAYS > 0 && config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS >= config.SIGNING_KEY_ROTATION_DAYS * 86400) {
+    throw new Error('Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS')
+  }
+  return Object.freeze(config)
 }

@@ -58,6 +58,9 @@ export const tenants: Scenario = {
         "attacker's key embedded (jwk header)": edSign({ alg: 'EdDSA', jwk: attackerJwk, typ: 'at+jwt' }, live, attacker.privateKey),
         'other issuer (real key)': edSign({ alg: 'EdDSA', kid: key.kid, typ: 'at+jwt' }, { ...live, iss: 'someone-else' }),
         'other audience (real key)': edSign({ alg: 'EdDSA', kid: key.kid, typ: 'at+jwt' }, { ...live, aud: 'someone-else' }),
+        // The service never issues these: made with a stolen key, they would outlive rotation.
+        'issued an hour in the future (real key)': edSign({ alg: 'EdDSA', kid: key.kid, typ: 'at+jwt' }, { ...claims, iat: now + 3600, exp: now + 3600 + 600 }),
+        'a lifetime of a year (real key)': edSign({ alg: 'EdDSA', kid: key.kid, typ: 'at+jwt' }, { ...claims, iat: now - 60, exp: now + 365 * 86400 }),
         "A's token with B's company_id": `${head}.${b64({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), company_id: b.id })}.${a.token.split('.')[2]}`,
         'garbage': 'not.a.token',
       }

@@ -13,6 +13,12 @@ export interface SigningKeysTable {
   private_jwk: Json<Record<string, unknown>>
   public_jwk: Json<Record<string, unknown>>
   created_at: CreatedAt
+  /** Its place in the sequence of keys (unique). */
+  generation: number
+  /** When it starts signing; it is published from its creation. */
+  active_from: Date
+  /** When it stops verifying (null until a next key exists). */
+  retire_at: Date | null
 }
 
 export interface CompaniesTable {

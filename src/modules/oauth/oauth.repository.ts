@@ -17,6 +17,23 @@ export interface ClientAccessState {
   companyDisabled: boolean
 }
 
+export interface SigningKeyRow {
+  kid: string
+  generation: number
+  active_from: Date
+  retire_at: Date | null
+  private_jwk: Record<string, unknown>
+  public_jwk: Record<string, unknown>
+}
+
+export interface NewSigningKey {
+  kid: string
+  generation: number
+  activeFrom: Date
+  privateJwk: object
+  publicJwk: object
+}
+
 /** A client with what decides the scopes its company may grant now (its subscription's plan). */
 export interface ClientForToken extends ClientRow {
   subscription_status: string | null
@@ -90,14 +107,44 @@ export function createOauthRepository(db: Kysely<DB>) {
       return row && { revoked: row.revoked_at !== null, companyDisabled: row.disabled_at !== null }
     },
 
-    async listSigningKeys() {
-      return db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').execute()
+    /** Sets a client's secret hash anew, unless it changed since it was read as `from`; true when it was set. */
+    async replaceSecretHash(clientId: string, from: string, to: string): Promise<boolean> {
+      const result = await db.updateTable('oauth_clients').set({ secret_hash: to })
+        .where('client_id', '=', clientId).where('secret_hash', '=', from).executeTakeFirst()
+      return Number(result.numUpdatedRows) > 0
     },
 
-    async insertSigningKey(kid: string, privateJwk: object, publicJwk: object) {
-      await db.insertInto('signing_keys')
-        .values({ kid, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk) })
-        .onConflict((oc) => oc.column('kid').doNothing()).execute()
+    async listSigningKeys(): Promise<SigningKeyRow[]> {
+      return db.selectFrom('signing_keys').selectAll().orderBy('generation').execute() as Promise<SigningKeyRow[]>
+    },
+
+    /**
+     * Adds a key, unless its generation exists (another instance made it first); true when added.
+     * `retireOthersAt`: when every earlier key stops verifying (kept if already earlier); with
+     * `dropOthers` they are deleted at once instead (a key that leaked).
+     */
+    async addSigningKey(key: NewSigningKey, others: { retireAt: Date } | { drop: true }): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const inserted = await trx.insertInto('signing_keys')
+          .values({ kid: key.kid, generation: key.generation, active_from: key.activeFrom, private_jwk: JSON.stringify(key.privateJwk), public_jwk: JSON.stringify(key.publicJwk) })
+          .onConflict((oc) => oc.doNothing()).returning('kid').executeTakeFirst()
+        if (!inserted) return false
+        if ('drop' in others) {
+          await trx.deleteFrom('signing_keys').where('generation', '<', key.generation).execute()
+        } else {
+          await trx.updateTable('signing_keys').set({ retire_at: others.retireAt })
+            .where('generation', '<', key.generation)
+            .where((eb) => eb.or([eb('retire_at', 'is', null), eb('retire_at', '>', others.retireAt)]))
+            .execute()
+        }
+        return true
+      })
+    },
+
+    /** Deletes the keys that no longer verify anything; how many. */
+    async deleteRetiredSigningKeys(now: Date): Promise<number> {
+      const result = await db.deleteFrom('signing_keys').where('retire_at', '<=', now).executeTakeFirst()
+      return Number(result.numDeletedRows)
     },
   }
 }

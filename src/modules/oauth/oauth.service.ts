@@ -1,10 +1,11 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
 import type { TokenClients } from './oauth.token-clients.ts'
+import { hashChosenSecret, hashGeneratedSecret, needsUpgrade, secretMatches, type SecretChecker } from './oauth.secrets.ts'
 import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from './scopes.ts'
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
@@ -24,14 +25,16 @@ export interface TokenRequest {
 export interface ClientView { client_id: string; name: string; scopes: string[]; created_at: string }
 
 /**
- * Clients and their tokens. Secrets are 256 random bits made here, so one SHA-256 keeps them
- * safe at rest (a slow hash protects guessable passwords, which these are not) and keeps the
- * token endpoint fast.
+ * Clients and their tokens. A company client's secret is 256 random bits made here, so one
+ * SHA-256 keeps it safe at rest and the token endpoint fast; a platform client's may have been
+ * chosen by a person (ADMIN_CLIENT_SECRET), so it is kept with scrypt (oauth.secrets.ts).
  */
 export function createOauthService(deps: {
   repo: OauthRepository
   /** The token endpoint's read of a client, cached (oauth.token-clients.ts). */
   clients: Pick<TokenClients, 'find'>
+  /** Secret checks, remembering the slow ones that succeeded (oauth.secrets.ts). */
+  secrets: Pick<SecretChecker, 'matches'>
   keys: Pick<TokenKeys, 'sign'>
   access: Pick<AccessState, 'changed' | 'get'>
   clock: Clock
@@ -40,6 +43,17 @@ export function createOauthService(deps: {
 }) {
   const { repo, keys, clock } = deps
 
+  /**
+   * A platform client's secret stored by a previous version (unsalted SHA-256) or with weaker
+   * parameters, made anew now that it was presented and matched; unless it changed meanwhile.
+   */
+  async function upgradeSecret(clientId: string, secret: string, stored: string) {
+    if (await repo.replaceSecretHash(clientId, stored, await hashChosenSecret(secret))) {
+      // What instances keep of the client holds the old hash: forgotten everywhere.
+      await deps.access.changed(clientId)
+    }
+  }
+
   return {
     async issueToken(request: TokenRequest) {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
@@ -47,9 +61,10 @@ export function createOauthService(deps: {
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
       // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
-      if (!client || client.revoked_at !== null || !secretMatches(request.client_secret, client.secret_hash)) {
+      if (!client || client.revoked_at !== null || !(await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash))) {
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
+      if (client.company_id === null && needsUpgrade(client.secret_hash)) await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
       // Said only to who holds the secret. The access state is what refuses the company's
       // tokens (auth.ts), cached per process and forgotten on every instance when it changes.
       if (client.company_id !== null && (await deps.access.get(client.client_id))?.companyDisabled) {
@@ -76,7 +91,11 @@ export function createOauthService(deps: {
     async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
       if (configured.id && configured.secret) {
         // The configuration is the truth for this client: a rotated secret takes effect at start-up.
-        await repo.upsertPlatformClient({ client_id: configured.id, secret_hash: hashSecret(configured.secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+        // A hash that still fits it is kept; one of an older format or another secret is made anew.
+        const stored = (await repo.findClientForToken(configured.id))?.secret_hash
+        const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(configured.secret, stored)
+        const secret_hash = keep ? stored : await hashChosenSecret(configured.secret)
+        await repo.upsertPlatformClient({ client_id: configured.id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
         // Other instances forget what they keep of it (its old secret).
         await deps.access.changed(configured.id)
         return undefined
@@ -84,7 +103,8 @@ export function createOauthService(deps: {
       if ((await repo.countPlatformClients()) > 0) return undefined
       const client_id = `platform_${randomUUID()}`
       const client_secret = newSecret()
-      const inserted = await repo.insertClientIfMissing({ client_id, secret_hash: hashSecret(client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+      // Generated, but a platform client's: scrypt like every platform secret (needsUpgrade would make it so at its first use).
+      const inserted = await repo.insertClientIfMissing({ client_id, secret_hash: await hashChosenSecret(client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
       return inserted ? { client_id, client_secret } : undefined
     },
 
@@ -103,7 +123,7 @@ export function createOauthService(deps: {
       if (notHeld) throw new Forbidden(`The token may not grant ${notHeld}, which it does not hold itself`)
       const client_id = `company_${randomUUID()}`
       const client_secret = newSecret()
-      await repo.insertClient({ client_id, secret_hash: hashSecret(client_secret), name: input.name, company_id: companyId, scopes })
+      await repo.insertClient({ client_id, secret_hash: hashGeneratedSecret(client_secret), name: input.name, company_id: companyId, scopes })
       return { client_id, client_secret, name: input.name, scopes }
     },
 
@@ -146,14 +166,4 @@ function clientView(c: ClientRow): ClientView {
 
 function newSecret(): string {
   return randomBytes(32).toString('base64url')
-}
-
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex')
-}
-
-function secretMatches(secret: string, storedHash: string): boolean {
-  const a = Buffer.from(hashSecret(secret), 'hex')
-  const b = Buffer.from(storedHash, 'hex')
-  return a.length === b.length && timingSafeEqual(a, b)
 }

@@ -1,7 +1,9 @@
 import { createPrivateKey, randomUUID, sign as signBytes, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto'
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type CryptoKey as JoseKey, type JWTPayload } from 'jose'
 import type { Clock } from '../../clock.ts'
-import type { OauthRepository } from './oauth.repository.ts'
+import type { Config } from '../../config.ts'
+import type { Database } from '../../db/database.ts'
+import type { OauthRepository, SigningKeyRow } from './oauth.repository.ts'
 
 export interface Principal {
   clientId: string
@@ -12,66 +14,204 @@ export interface Principal {
   expiresAt: number
 }
 
-export interface TokenSettings { issuer: string; audience: string; ttlSeconds: number }
+export interface TokenSettings {
+  issuer: string
+  audience: string
+  ttlSeconds: number
+  /** A key signs this long before the next one takes over; 0: only `rotate()` (npm run rotate-key) makes one. */
+  rotationDays: number
+  /** How long before it signs a new key is published in the key set. */
+  publishAheadSeconds: number
+}
+
+/** The token settings of the configuration (the app and `npm run rotate-key` read the same). */
+export function tokenSettings(config: Pick<Config, 'TOKEN_ISSUER' | 'TOKEN_AUDIENCE' | 'TOKEN_TTL_SECONDS' | 'SIGNING_KEY_ROTATION_DAYS' | 'SIGNING_KEY_PUBLISH_AHEAD_SECONDS'>): TokenSettings {
+  return {
+    issuer: config.TOKEN_ISSUER, audience: config.TOKEN_AUDIENCE, ttlSeconds: config.TOKEN_TTL_SECONDS,
+    rotationDays: config.SIGNING_KEY_ROTATION_DAYS, publishAheadSeconds: config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS,
+  }
+}
 
 const ALG = 'EdDSA'
 const CACHE_LIMIT = 50_000
+/** How far ahead of ours another clock may be: a token issued (`iat`) later than this is refused. */
+export const CLOCK_SKEW_SECONDS = 60
+const CHANNEL = 'signing_keys_changed'
+// A safety net for a missed notification: the keys are read again at least this often (real time).
+const RELOAD_MS = 60_000
+
+interface Key {
+  kid: string
+  generation: number
+  /** Unix milliseconds. */
+  activeFrom: number
+  retireAt: number | null
+  verifying: JoseKey | Uint8Array
+  publicJwk: JWK
+  row: SigningKeyRow
+}
+
+type KeyRepo = Pick<OauthRepository, 'listSigningKeys' | 'addSigningKey' | 'deleteRetiredSigningKeys'>
 
 /**
  * Signs and verifies access tokens. Keys live in the database so that every instance signs with
- * the same (oldest) key and verifies the others'. A verified token is kept until it expires, so
- * the hot path pays a map lookup, not a signature check.
+ * the same key and verifies the others'. Rotation (docs/operations.md, "Signing keys"): a next
+ * key is published `publishAheadSeconds` before it signs; the previous one verifies until the
+ * last token it signed expires (the token lifetime and the clock skew after the next key's
+ * start), and is then deleted. Times are the injected clock's. A verified token is kept until it
+ * expires or its key is retired, so the hot path pays a map lookup, not a signature check.
  */
-export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 'insertSigningKey'>, settings: TokenSettings, clock: Clock) {
-  // The signing key as a node:crypto KeyObject: signing is then one synchronous Ed25519 call
+export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: Clock) {
+  let keys: Key[] = []
+  let byKid = new Map<string, Key>()
+  // The node:crypto KeyObject of a signing key: signing is then one synchronous Ed25519 call
   // (about 50 µs) instead of jose's WebCrypto round trip; the header is encoded once.
-  let signing: { kid: string; key: KeyObject; header: string } | undefined
-  let verifying = new Map<string, JoseKey | Uint8Array>()
-  let publicJwks: JWK[] = []
+  const signers = new Map<string, { key: KeyObject; header: string }>()
   let lastReload = 0
-  const verified = new Map<string, Principal>()
+  let loads = 0
+  let applied = 0
+  let maintaining: Promise<void> | undefined
+  const verified = new Map<string, { principal: Principal; kid: string }>()
+  const periodMs = settings.rotationDays * 86_400_000
+  const aheadMs = settings.publishAheadSeconds * 1000
+  const overlapMs = (settings.ttlSeconds + CLOCK_SKEW_SECONDS) * 1000
 
+  const nowMs = () => clock.now().getTime()
+  const live = (key: Key, at: number) => key.retireAt === null || at < key.retireAt
+
+  /** Reads the keys (making the first one on an empty table). A read that started before a later one finished is dropped. */
   async function load() {
+    const mine = ++loads
     let rows = await repo.listSigningKeys()
     if (rows.length === 0) {
-      const { privateKey, publicKey } = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
-      const kid = randomUUID()
-      await repo.insertSigningKey(kid, { ...(await exportJWK(privateKey)), kid, alg: ALG }, { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' })
+      await add(1, new Date(nowMs()), { retireAt: new Date(nowMs()) })
       rows = await repo.listSigningKeys()
     }
-    const next = new Map<string, JoseKey | Uint8Array>()
-    for (const row of rows) next.set(row.kid, await importJWK(row.public_jwk as JWK, ALG))
-    verifying = next
-    publicJwks = rows.map((r) => r.public_jwk as JWK)
-    const first = rows[0]!
-    signing = {
-      kid: first.kid,
-      key: createPrivateKey({ key: first.private_jwk as NodeJsonWebKey, format: 'jwk' }),
-      header: base64url({ alg: ALG, kid: first.kid, typ: 'at+jwt' }),
+    const next: Key[] = []
+    for (const row of rows) {
+      const known = byKid.get(row.kid)
+      next.push({
+        kid: row.kid, generation: row.generation, activeFrom: row.active_from.getTime(), retireAt: row.retire_at?.getTime() ?? null,
+        verifying: known?.verifying ?? await importJWK(row.public_jwk as JWK, ALG), publicJwk: row.public_jwk as JWK, row,
+      })
     }
+    if (mine < applied) return
+    applied = mine
+    keys = next
+    byKid = new Map(next.map((k) => [k.kid, k]))
+    for (const kid of signers.keys()) if (!byKid.has(kid)) signers.delete(kid)
     lastReload = Date.now()
   }
 
+  /** A new key of that generation; false when another instance made that generation first. */
+  async function add(generation: number, activeFrom: Date, others: { retireAt: Date } | { drop: true }): Promise<{ kid: string; added: boolean }> {
+    const { privateKey, publicKey } = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
+    const kid = randomUUID()
+    const added = await repo.addSigningKey({
+      kid, generation, activeFrom,
+      privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALG },
+      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
+    }, others)
+    return { kid, added }
+  }
+
+  /** The key that signs now: the latest started one; before any started (a clock set back), the earliest. */
+  function signingKey(at: number): Key | undefined {
+    const candidates = keys.filter((k) => live(k, at))
+    return candidates.filter((k) => k.activeFrom <= at).at(-1) ?? candidates[0]
+  }
+
+  /** The next key for one that signs now, published now and signing from `activeFrom`. */
+  async function addSuccessor(of: Key, activeFrom: number) {
+    await add(of.generation + 1, new Date(activeFrom), { retireAt: new Date(activeFrom + overlapMs) })
+    await load()
+  }
+
+  /**
+   * What signing needs first, rarely anything: the keys read again if it has been a while, retired
+   * keys deleted, the next key made once this one is due (its age plus the publication lead reach
+   * the rotation period). Any instance may do it; the unique generation makes it happen once.
+   */
+  function maintain(at: number): Promise<void> | undefined {
+    const stale = Date.now() - lastReload > RELOAD_MS
+    const retired = keys.some((k) => k.retireAt !== null && k.retireAt <= at)
+    const current = signingKey(at)
+    const due = current !== undefined && periodMs > 0 && at >= current.activeFrom + periodMs - aheadMs &&
+      !keys.some((k) => k.generation > current.generation)
+    if (!stale && !retired && current && !due) return undefined
+    maintaining ??= (async () => {
+      try {
+        // Serving on with the keys known beats failing: the next call reads them again.
+        if (stale || !current) await load().catch((err) => { if (!current) throw err })
+        if (retired) {
+          await repo.deleteRetiredSigningKeys(new Date(at))
+          await load()
+        }
+        const now = signingKey(at)
+        if (due && now && !keys.some((k) => k.generation > now.generation)) {
+          await addSuccessor(now, Math.max(at + aheadMs, now.activeFrom + periodMs))
+        }
+      } finally {
+        maintaining = undefined
+      }
+    })()
+    return maintaining
+  }
+
   async function sign(claims: { sub: string; scope: string; company_id?: string }): Promise<{ token: string; expiresIn: number }> {
-    if (!signing) await load()
-    const now = Math.floor(clock.now().getTime() / 1000)
+    const at = nowMs()
+    const pending = maintain(at)
+    if (pending) await pending
+    const key = signingKey(at)
+    if (!key) throw new Error('No signing key')
+    let signer = signers.get(key.kid)
+    if (!signer) {
+      signer = { key: createPrivateKey({ key: key.row.private_jwk as NodeJsonWebKey, format: 'jwk' }), header: base64url({ alg: ALG, kid: key.kid, typ: 'at+jwt' }) }
+      signers.set(key.kid, signer)
+    }
+    const now = Math.floor(at / 1000)
     const payload = base64url({
       scope: claims.scope, ...(claims.company_id ? { company_id: claims.company_id } : {}),
       iss: settings.issuer, aud: settings.audience, sub: claims.sub, iat: now, exp: now + settings.ttlSeconds, jti: randomUUID(),
     })
-    const input = `${signing!.header}.${payload}`
-    const token = `${input}.${signBytes(null, Buffer.from(input), signing!.key).toString('base64url')}`
+    const input = `${signer.header}.${payload}`
+    const token = `${input}.${signBytes(null, Buffer.from(input), signer.key).toString('base64url')}`
     return { token, expiresIn: settings.ttlSeconds }
   }
 
   /**
-   * Synchronously, a token verified before: its principal while unexpired, null once expired,
-   * undefined when it has not been verified yet (then verify() is needed).
+   * A new key, published now. Planned (`immediately: false`): it signs after the publication lead
+   * and the current key verifies until its tokens expire; when a next key is already waiting, that
+   * one. Immediately (the current key leaked): it signs now and every other key is deleted, so
+   * their tokens are refused at once on every instance.
+   */
+  async function rotate(options: { immediately: boolean }): Promise<{ kid: string; activeFrom: Date }> {
+    await load()
+    const at = nowMs()
+    const newest = keys.at(-1)!
+    if (options.immediately) {
+      for (let attempt = 0; ; attempt++) {
+        const { kid, added } = await add(keys.at(-1)!.generation + 1, new Date(at), { drop: true })
+        await load()
+        if (added) return { kid, activeFrom: new Date(at) }
+        if (attempt >= 3) throw new Error('Another rotation is under way: try again')
+      }
+    }
+    if (newest.activeFrom <= at) await addSuccessor(newest, at + aheadMs)
+    const next = keys.at(-1)!
+    return { kid: next.kid, activeFrom: new Date(next.activeFrom) }
+  }
+
+  /**
+   * Synchronously, a token verified before: its principal while unexpired and its key not
+   * retired, null once either ends, undefined when it has not been verified yet (then verify()).
    */
   function cached(token: string): Principal | null | undefined {
     const hit = verified.get(token)
     if (!hit) return undefined
-    if (hit.expiresAt > clock.now().getTime() / 1000) return hit
+    const at = nowMs()
+    const key = byKid.get(hit.kid)
+    if (hit.principal.expiresAt > at / 1000 && key && live(key, at)) return hit.principal
     verified.delete(token)
     return null
   }
@@ -80,28 +220,34 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
   async function verify(token: string): Promise<Principal | undefined> {
     const hit = cached(token)
     if (hit !== undefined) return hit ?? undefined
-    if (!signing) await load()
+    if (Date.now() - lastReload > RELOAD_MS) await load().catch(() => { /* verify with the keys known */ })
+    const at = nowMs()
     let payload: JWTPayload
+    let kid = ''
     try {
       ;({ payload } = await jwtVerify(token, async (header) => {
-        let key = header.kid ? verifying.get(header.kid) : undefined
+        let key = header.kid ? byKid.get(header.kid) : undefined
         // A key made by another instance after this one loaded: reload, at most once a second.
         if (!key && header.kid && Date.now() - lastReload > 1000) {
           await load()
-          key = verifying.get(header.kid)
+          key = byKid.get(header.kid)
         }
-        if (!key) throw new Error('unknown key')
-        return key
+        if (!key || !live(key, at)) throw new Error('unknown or retired key')
+        kid = key.kid
+        return key.verifying
       }, {
         // RFC 9068 §4: an access token says so in its header; an ID token or any other JWT signed by
         // the same key is not one.
         issuer: settings.issuer, audience: settings.audience, algorithms: [ALG], typ: 'at+jwt',
-        requiredClaims: ['exp', 'iat', 'jti'], currentDate: clock.now(),
+        requiredClaims: ['exp', 'iat', 'jti'], currentDate: new Date(at),
       }))
     } catch {
       return undefined
     }
-    if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number' || typeof payload.scope !== 'string') return undefined
+    if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number' || typeof payload.scope !== 'string') return undefined
+    // None of ours is issued in the future or lives longer than the configured lifetime: such a
+    // token was made elsewhere (with a stolen key, or by a clock far off) and would outlive rotation.
+    if (payload.iat > at / 1000 + CLOCK_SKEW_SECONDS || payload.exp - payload.iat > settings.ttlSeconds) return undefined
     const principal: Principal = {
       clientId: payload.sub,
       companyId: typeof payload.company_id === 'string' ? payload.company_id : null,
@@ -109,7 +255,7 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
       expiresAt: payload.exp,
     }
     if (verified.size >= CACHE_LIMIT) verified.delete(verified.keys().next().value!)
-    verified.set(token, principal)
+    verified.set(token, { principal, kid })
     return principal
   }
 
@@ -118,11 +264,19 @@ export function createTokenKeys(repo: Pick<OauthRepository, 'listSigningKeys' | 
     sign,
     verify,
     cached,
-    jwks: () => ({ keys: publicJwks }),
+    rotate,
+    /** Reads the keys again whenever any instance (or `npm run rotate-key`) changes them. */
+    async listen(database: Pick<Database, 'listen'>) {
+      await database.listen(CHANNEL, () => { load().catch(() => { /* the next sign or verify reads them again */ }) })
+    },
+    /** The public keys that verify now: the signing one, a next one published ahead, a previous one until it retires. */
+    jwks: () => {
+      const at = nowMs()
+      return { keys: keys.filter((k) => live(k, at)).map((k) => k.publicJwk) }
+    },
   }
 }
 
 export type TokenKeys = ReturnType<typeof createTokenKeys>
-
 
 const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')

@@ -1,0 +1,32 @@
+// `npm run rotate-key [-- --now]`: a new token-signing key, on the database of the configuration
+// (DATABASE_URL, or DATA_DIR's PGlite, which the service must not hold open meanwhile).
+// Planned (the default): published at once, signing after SIGNING_KEY_PUBLISH_AHEAD_SECONDS; the
+// current key verifies until its last token expires. `--now`, for a key that leaked: the new key
+// signs at once and every other key is deleted, so every token they signed is refused.
+// Running instances learn of it within a moment (NOTIFY signing_keys_changed).
+// docs/operations.md, "Signing keys".
+import { loadConfig } from '../src/config.ts'
+import { createDatabase } from '../src/db/database.ts'
+import { migrate } from '../src/db/migrate.ts'
+import { systemClock } from '../src/clock.ts'
+import { createOauthRepository } from '../src/modules/oauth/oauth.repository.ts'
+import { createTokenKeys, tokenSettings } from '../src/modules/oauth/oauth.tokens.ts'
+
+const args = process.argv.slice(2)
+const unknown = args.find((a) => a !== '--now')
+if (unknown !== undefined) {
+  process.stderr.write(`Unknown argument ${unknown}: the only one is --now (the current key leaked)\n`)
+  process.exit(2)
+}
+const config = loadConfig()
+const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
+try {
+  await migrate(database.db)
+  const keys = createTokenKeys(createOauthRepository(database.db), tokenSettings(config), systemClock)
+  const key = await keys.rotate({ immediately: args.includes('--now') })
+  process.stdout.write(args.includes('--now')
+    ? `Key ${key.kid} signs from now; every other key was deleted, and the tokens they signed are refused.\n`
+    : `Key ${key.kid} is published and signs from ${key.activeFrom.toISOString()}; the current key verifies until its last token expires.\n`)
+} finally {
+  await database.close()
+}

@@ -1,0 +1,117 @@
+import { availableParallelism } from 'node:os'
+import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+
+/**
+ * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"). Two formats:
+ * - `scrypt$N$r$p$salt$hash` for a secret a person may have chosen (every platform client's):
+ *   salted, slow, its parameters stored with it so that they can be raised later;
+ * - 64 hex digits, SHA-256, for the 256 random bits the service makes for company clients: no
+ *   guess can find those, so a slow hash would only slow down the token endpoint. It is also the
+ *   format of every row of the previous version, which upgrade() turns into scrypt for platform clients.
+ */
+
+// 32 MiB of memory and about 100 ms of one core on the test machine (30-50 ms on a current server
+// core): twice the scrypt paper's figure for interactive logins. OWASP's minimum (N=2^17, 128 MiB)
+// would cost four times that at every start and first use; chosen secrets are at least 16
+// characters (src/config.ts). Raising these later re-hashes each platform secret at its next use.
+const N = 2 ** 15
+const R = 8
+const P = 1
+const KEY_BYTES = 32
+const SALT_BYTES = 16
+// Node refuses scrypt above 32 MiB by default; N=2^15, r=8 needs 128 * N * r = 32 MiB and a little more.
+const MAX_MEMORY = 64 * 1024 * 1024
+const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
+const SHA256 = /^[0-9a-f]{64}$/
+
+/** The stored form of a secret a person may have chosen. */
+export async function hashChosenSecret(secret: string): Promise<string> {
+  const salt = randomBytes(SALT_BYTES)
+  const hash = await slowHash(secret, salt, N, R, P)
+  return `scrypt$${N}$${R}$${P}$${salt.toString('base64url')}$${hash.toString('base64url')}`
+}
+
+/** The stored form of a secret the service generated (256 random bits). */
+export function hashGeneratedSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+/** Whether a platform client's stored hash should be made again: not scrypt with today's parameters. */
+export function needsUpgrade(stored: string): boolean {
+  const m = FORMAT.exec(stored)
+  return !m || Number(m[1]) !== N || Number(m[2]) !== R || Number(m[3]) !== P
+}
+
+/** Whether the secret is the one stored, in either format; the comparison takes constant time. */
+export async function secretMatches(secret: string, stored: string): Promise<boolean> {
+  const m = FORMAT.exec(stored)
+  if (m) {
+    const expected = Buffer.from(m[5]!, 'base64url')
+    const n = Number(m[1]); const r = Number(m[2]); const p = Number(m[3])
+    // Parameters come from our own rows; bounds keep a corrupted row from asking for gigabytes.
+    if (expected.length !== KEY_BYTES || n > 2 ** 20 || r > 32 || p > 16) return false
+    return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p), expected)
+  }
+  if (!SHA256.test(stored)) return false
+  return timingSafeEqual(Buffer.from(hashGeneratedSecret(secret), 'hex'), Buffer.from(stored, 'hex'))
+}
+
+// At most half the cores hash at once (one on a two-core machine): a flood of wrong secrets for a
+// platform client queues here instead of taking every core (and libuv's four threads) from the rest.
+const slots = Math.max(1, Math.floor(availableParallelism() / 2))
+let running = 0
+const waiting: Array<() => void> = []
+
+async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
+  if (running >= slots) await new Promise<void>((resolve) => waiting.push(resolve))
+  else running++
+  try {
+    // The asynchronous form: the work runs on libuv's pool, never on the event loop.
+    return await new Promise<Buffer>((resolve, reject) => {
+      scrypt(secret, salt, KEY_BYTES, { N: n, r, p, maxmem: MAX_MEMORY }, (err, key) => err ? reject(err) : resolve(key))
+    })
+  } finally {
+    const next = waiting.shift()
+    if (next) next()
+    else running--
+  }
+}
+
+const LIMIT = 10_000
+
+/**
+ * Remembers, per client, which secret last verified against which stored hash, as an HMAC under
+ * a key that lives only in this process: a token request with that secret then costs one HMAC,
+ * not a scrypt. The memory is tied to the exact stored hash (a secret set anew, here or by
+ * another instance, no longer matches it) and forgotten when the client changes. A different
+ * secret against a remembered hash is refused without scrypt: only the remembered secret can
+ * match that hash. Only verifications that succeeded are kept, so a stranger cannot fill it.
+ */
+export function createSecretChecker() {
+  const key = randomBytes(32)
+  const verified = new Map<string, { stored: string; digest: Buffer }>()
+  const digest = (secret: string) => createHmac('sha256', key).update(secret).digest()
+
+  return {
+    async matches(clientId: string, secret: string, stored: string): Promise<boolean> {
+      // SHA-256 rows are as fast to check as the memory itself.
+      if (!FORMAT.test(stored)) return secretMatches(secret, stored)
+      const known = verified.get(clientId)
+      if (known && known.stored === stored) return timingSafeEqual(digest(secret), known.digest)
+      if (!(await secretMatches(secret, stored))) return false
+      if (verified.size >= LIMIT && !verified.has(clientId)) verified.delete(verified.keys().next().value!)
+      verified.set(clientId, { stored, digest: digest(secret) })
+      return true
+    },
+
+    /** A client changed (or, without one, any client may have). */
+    forget(clientId?: string) {
+      if (clientId) verified.delete(clientId)
+      else verified.clear()
+    },
+
+    size: () => verified.size,
+  }
+}
+
+export type SecretChecker = ReturnType<typeof createSecretChecker>
