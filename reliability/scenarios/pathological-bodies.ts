@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import nodeHttp from 'node:http'
 import { checks, median, type Scenario } from '../lib/context.ts'
 import { client, http, type Request, type Response } from '../lib/http.ts'
@@ -5,9 +6,15 @@ import { platformToken, tenant } from '../lib/fixtures.ts'
 import { judgeError } from '../lib/load.ts'
 import { sleep, startServer } from '../lib/server.ts'
 
-/** The worst `/health` wait a body may cause (docs/reliability.md says why this figure). */
-const MAX_LAG_MS = 50
-/** Each body is sent this many times; the check is on the median of their worst waits. */
+/** How long one request may hold the event loop, as the CPU time of the loop's thread. */
+const MAX_HOLD_MS = 50
+/**
+ * The /health wait allowed: on this shared 2-core machine (load 20 while eight sessions work),
+ * /health waits up to 50 ms with nothing sent and up to 150 ms next to a body that costs the
+ * loop 5 ms, all time the server spent waiting for a CPU (docs/reliability.md).
+ */
+const MAX_WAIT_MS = 200
+/** Each body is sent this many times with /health probes, and as many without; checks take the median. */
 const SENDS = 3
 const PROBE_EVERY_MS = 5
 const MIB = 1024 * 1024
@@ -26,9 +33,15 @@ interface Body {
 /**
  * 12. Bodies that cost the parser much for their size: a form of 40,000 keys, a megabyte of
  * nested arrays, a megabyte-wide object, a query of thousands of keys, ... Each is sent to the
- * real server while `/health` is asked every few milliseconds from outside: a `/health` that waits
- * long is a stopped event loop, whoever else was waiting. Fails when a body holds the loop more
- * than MAX_LAG_MS or is answered 5xx.
+ * real server, and how long it holds the server's event loop is measured twice:
+ * - from outside, as the issue asks: `/health` asked every few milliseconds meanwhile; an answer
+ *   that waits long is a stopped loop. On a shared machine a wait also holds the time the server
+ *   was ready to run but had no CPU, so this bound (MAX_WAIT_MS) is a loose one;
+ * - from inside: the CPU time of the server's main thread (the event loop's thread, as Linux
+ *   counts it in /proc/<pid>/task/<pid>/schedstat) while it handles the body, sent again without
+ *   probes. No turn of the loop lasts longer than the loop's thread ran, whatever else the
+ *   machine does: this is the 50 ms rule (MAX_HOLD_MS), measured exactly.
+ * Fails when a median over the sends exceeds its bound, or an answer is 5xx or unexpected.
  */
 export const pathologicalBodies: Scenario = {
   id: 12,
@@ -39,6 +52,7 @@ export const pathologicalBodies: Scenario = {
     const figures: Record<string, string | number> = {}
     const server = await startServer(ctx.store(), { LOG_LEVEL: 'error' })
     const probe = prober(server.base)
+    const serverThread = threadClock(server.pid)
     try {
       const admin = client(server.base, await platformToken(server.base))
       const t = await tenant(server.base, admin, 1)
@@ -46,23 +60,36 @@ export const pathologicalBodies: Scenario = {
       // The noise floor: /health waits on this shared machine with nothing else sent.
       const idle = await probe.during(() => sleep(1000))
       figures['idle /health wait (median, max)'] = `${idle.median} ms, ${idle.max} ms`
+      const sends = ctx.scaled(SENDS)
+      const answer = async (body: Body, statuses: Set<number>) => {
+        const res = await send(server.base, body.req).catch((err: Error) => err)
+        if (!c.check(!(res instanceof Error), `${body.kind}: no answer (${String(res)})`)) return
+        const r = res as Response
+        statuses.add(r.status)
+        c.check(body.statuses.includes(r.status), `${body.kind}: answered ${r.status}, expected ${body.statuses.join(' or ')}: ${r.text.slice(0, 200)}`)
+        const problem = body.html || r.status < 400 ? (r.status >= 500 ? `${r.status}` : undefined) : judgeError(r.status, r.headers['retry-after'], r.text)
+        c.check(problem === undefined, `${body.kind}: ${problem}`)
+      }
       for (const body of bodies) {
-        const worst: number[] = []
         const statuses = new Set<number>()
-        for (let i = 0; i < ctx.scaled(SENDS); i++) {
-          let res: Response | undefined
-          let failure: unknown
-          const lag = await probe.during(async () => { res = await http(server.base, body.req).catch((err) => { failure = err; return undefined }) })
-          worst.push(lag.max)
-          if (!c.check(res !== undefined, `${body.kind}: no answer (${String(failure)})`)) continue
-          statuses.add(res!.status)
-          c.check(body.statuses.includes(res!.status), `${body.kind}: answered ${res!.status}, expected ${body.statuses.join(' or ')}: ${res!.text.slice(0, 200)}`)
-          const problem = body.html ? (res!.status >= 500 ? `${res!.status}` : undefined) : judgeError(res!.status, res!.headers['retry-after'], res!.text)
-          c.check(problem === undefined, `${body.kind}: ${problem}`)
+        const waits: number[] = []
+        const busy: number[] = []
+        for (let i = 0; i < sends; i++) {
+          const lag = await probe.during(() => answer(body, statuses))
+          waits.push(lag.max)
         }
-        const typical = median(worst) ?? 0
-        figures[body.kind] = `${[...statuses].join('/')}, /health ≤ ${typical} ms (worst ${Math.max(...worst)} ms)`
-        c.check(typical <= MAX_LAG_MS, `${body.kind}: /health waited ${typical} ms (median of ${worst.length} sends: ${worst.join(', ')} ms), over ${MAX_LAG_MS} ms`)
+        for (let i = 0; i < sends; i++) {
+          const before = serverThread()
+          await answer(body, statuses)
+          // Work after the answer counts too (a refused body still arriving, parsers still running).
+          await sleep(100)
+          busy.push(Math.round(serverThread().runMs - before.runMs))
+        }
+        const wait = median(waits) ?? 0
+        const held = median(busy) ?? 0
+        figures[body.kind] = `${[...statuses].join('/')}; /health wait ${wait} ms (worst ${Math.max(...waits)}); loop thread busy ${held} ms`
+        c.check(wait <= MAX_WAIT_MS, `${body.kind}: /health waited ${wait} ms (median of ${waits.join(', ')} ms), over ${MAX_WAIT_MS} ms`)
+        c.check(held <= MAX_HOLD_MS, `${body.kind}: the server's loop thread ran ${held} ms for it (median of ${busy.join(', ')} ms), over ${MAX_HOLD_MS} ms`)
       }
       const health = await http(server.base, { url: '/health' })
       c.check(health.status === 200, `/health after the bodies: ${health.status}`)
@@ -72,6 +99,14 @@ export const pathologicalBodies: Scenario = {
       await server.stop()
     }
   },
+}
+
+/** The time a process's main thread has run on a CPU (cumulative, ms), as Linux's scheduler counts it. */
+function threadClock(pid: number) {
+  return () => {
+    const [run = 0] = fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number)
+    return { runMs: run / 1e6 }
+  }
 }
 
 /**
@@ -111,6 +146,29 @@ function prober(base: string) {
   }
 }
 
+/**
+ * One request on a connection of its own: an answer that closes its connection (a 413 before
+ * the body was read) must not be mistaken for the next request's.
+ */
+function send(base: string, req: Request): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const { hostname, port } = new URL(base)
+    const headers: Record<string, string> = { ...req.headers, ...(req.raw ? { 'content-length': String(req.raw.length) } : {}) }
+    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent: false, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('error', reject)
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8')
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
+      })
+    })
+    r.on('timeout', () => r.destroy(new Error('timeout')))
+    r.on('error', reject)
+    r.end(req.raw)
+  })
+}
+
 /** The bodies, built before any is sent: building them must not delay the probes. */
 function pathological(companyId: string, token: string): Body[] {
   const teams = `/api/v1/companies/${companyId}/teams`
@@ -133,10 +191,17 @@ function pathological(companyId: string, token: string): Body[] {
     return { raw: part.repeat(parts) + `--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` }
   }
   const manyParts = multipart(Math.floor(NEAR_LIMIT / 60))
-  const manyHeaders: Record<string, string> = { ...auth }
+  const boundary = 'b0undary'
+  const manyPartHeaders = `--${boundary}\r\n${fill('X-A: 1\r\n', NEAR_LIMIT - 200)}Content-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nx\r\n--${boundary}--\r\n`
+  const filePart = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n`
+  const fileThenParts = filePart + manyParts.raw
+  const attachments = `/api/v1/companies/${companyId}/communications/attachments`
+  const multipartType = { 'content-type': manyParts.type }
+  // Host first: Node keeps only the first 2,000 header lines' worth, and a request without Host is its own bare 400.
+  const manyHeaders: Record<string, string> = { host: 'localhost', ...auth }
   for (let i = 0; i < 1000; i++) manyHeaders[`x-h${i}`] = 'a'
   const repeatedQuery = `?${fill('x=1&', 15_000)}`
-  const distinctQuery = `?${Array.from({ length: 2500 }, (_, i) => `q${i}=1`).join('&')}`
+  const distinctQuery = `?${Array.from({ length: 1500 }, (_, i) => `q${i}=1`).join('&')}`
 
   return [
     post('/oauth/token', form40k, form, [400, 413], 'token form, 40,000 keys'),
@@ -155,9 +220,11 @@ function pathological(companyId: string, token: string): Body[] {
     post(teams, `[${fill('"\\u0000",', NEAR_LIMIT - 10)}""]`, { ...json, ...auth }, [400], 'JSON, 1 MB of escaped strings'),
     { ...post('/hosted/payment/not-a-token/submit', `${fill('a[', 7000)}=1`, form, [400, 403, 404], 'hosted form, 7 KB of brackets'), html: true },
     { ...post('/hosted/payment/not-a-token/submit', fill('a=1&', 7000), form, [400, 403, 404], 'hosted form, 7 KB of repeated keys'), html: true },
-    { kind: 'multipart, 1 MB of tiny parts', statuses: [400, 413, 415], req: { method: 'POST', url: `/api/v1/companies/${companyId}/communications/attachments`, raw: Buffer.from(manyParts.raw), headers: { ...auth, 'content-type': manyParts.type } } },
+    post(attachments, manyParts.raw, { ...auth, ...multipartType }, [400, 413], 'multipart, 1 MB of tiny parts'),
+    post(attachments, fileThenParts, { ...auth, ...multipartType }, [201, 400, 413], 'multipart, a file then 1 MB of tiny parts'),
+    post(attachments, manyPartHeaders, { ...auth, ...multipartType }, [400, 413, 415], 'multipart, a part of 1 MB of headers'),
     { kind: 'query, 15 KB of one repeated key', statuses: [400], req: { url: `${teams}${repeatedQuery}`, headers: auth } },
-    { kind: 'query, 2,500 distinct keys', statuses: [400], req: { url: `${teams}${distinctQuery}`, headers: auth } },
+    { kind: 'query, 1,500 distinct keys', statuses: [400], req: { url: `${teams}${distinctQuery}`, headers: auth } },
     { kind: 'headers, 1,000 of them', statuses: [200, 400, 431], req: { url: teams, headers: manyHeaders } },
     { kind: 'headers, a 15 KB Authorization', statuses: [401, 431], req: { url: teams, headers: { authorization: `Bearer ${'a'.repeat(15_000)}` } } },
     { kind: 'URL, a 15 KB path', statuses: [404, 414, 431], req: { url: `/api/v1/${'a/'.repeat(7500)}` } },
