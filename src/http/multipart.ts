@@ -26,23 +26,33 @@ export function isMultipart(request: FastifyRequest): boolean {
 export interface UploadedFile { filename: string | undefined; mimetype: string; content: Buffer }
 
 /**
- * The file of the part named `field`, whole. Other text fields before it are ignored (at most
- * MAX_FIELDS); a file part of another name is a 400 naming it; a file over `maxBytes`, or more
- * parts than that, a 413.
+ * The file of the part named `field`, whole. Text fields before it are ignored (at most
+ * MAX_FIELDS), and so is everything after it; a file part of another name is a 400 naming it;
+ * a file over `maxBytes`, or more parts than that before the file, a 413.
  */
 export function readOneFile(request: FastifyRequest, options: { field: string; maxBytes: number }): Promise<UploadedFile> {
   const { field, maxBytes } = options
   const raw = request.raw
   return new Promise<UploadedFile>((resolve, reject) => {
     let settled = false
+    // Set once the part named `field` begins: what follows it is ignored, whatever it is.
+    let reading = false
+    let fed = true
+    const stopFeeding = () => {
+      if (!fed) return
+      fed = false
+      raw.removeListener('data', onData)
+      raw.resume()
+    }
     const finish = (err: Error | undefined, file?: UploadedFile) => {
       if (settled) return
       settled = true
-      raw.removeListener('data', onData)
-      raw.resume()
+      stopFeeding()
       if (err) reject(err)
       else resolve(file!)
     }
+    // A limit or part met after the file began means the file is whole: its end settles it.
+    const afterFile = (otherwise: () => void) => () => { if (reading) stopFeeding(); else otherwise() }
 
     let busboy: BusboyInstance
     try {
@@ -50,15 +60,21 @@ export function readOneFile(request: FastifyRequest, options: { field: string; m
     } catch (err) {
       return reject(new ValidationError(`The multipart body is malformed: ${(err as Error).message}`))
     }
-    const tooMany = () => finish(new AppError('payload_too_large', 413, `The form has more than ${MAX_FIELDS + 1} parts: send only the part named ${field}`))
+    const tooMany = afterFile(() => finish(new AppError('payload_too_large', 413, `The form has more than ${MAX_FIELDS + 1} parts: send only the part named ${field}`)))
     busboy.on('partsLimit', tooMany).on('filesLimit', tooMany).on('fieldsLimit', tooMany)
+    busboy.on('field', afterFile(() => {}))
     busboy.on('error', (err: Error) => finish(new ValidationError(`The multipart body is malformed: ${err.message}`)))
     busboy.on('finish', () => finish(new ValidationError(`body/${field} is required: send the file as the multipart part named ${field}`)))
     busboy.on('file', (name, stream, filename, _encoding, mimetype) => {
+      if (reading) {
+        stream.resume()
+        return stopFeeding()
+      }
       if (name !== field) {
         stream.resume()
         return finish(new ValidationError(`body/${name} is not a known field: send the file as the multipart part named ${field}`))
       }
+      reading = true
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
       stream.on('limit', () => finish(new AppError('payload_too_large', 413, `The file is larger than ${maxBytes} bytes`)))
@@ -68,16 +84,16 @@ export function readOneFile(request: FastifyRequest, options: { field: string; m
     // One chunk at a time: the request is paused until its slices are parsed.
     const onData = (chunk: Buffer) => {
       raw.pause()
-      void feed(chunk).then(() => { if (!settled) raw.resume() }, (err: Error) => finish(err))
+      void feed(chunk).then(() => { if (fed) raw.resume() }, (err: Error) => finish(err))
     }
     async function feed(chunk: Buffer) {
-      for (let at = 0; at < chunk.length && !settled; at += SLICE_BYTES) {
+      for (let at = 0; at < chunk.length && fed; at += SLICE_BYTES) {
         if (at > 0) await nextTurn()
-        if (!settled) busboy.write(chunk.subarray(at, at + SLICE_BYTES))
+        if (fed) busboy.write(chunk.subarray(at, at + SLICE_BYTES))
       }
     }
     raw.on('data', onData)
-    raw.once('end', () => { if (!settled) busboy.end() })
+    raw.once('end', () => { if (fed) busboy.end() })
     raw.once('error', (err) => finish(err))
     raw.once('close', () => { if (!raw.complete) finish(new ValidationError('The multipart body ended before it was complete')) })
   })
