@@ -113,6 +113,14 @@ for (const engine of engines) {
     })
 
     describe('query strings', () => {
+      it('documents the 400 on every route, and the token endpoint\'s own 413', async () => {
+        const doc = (await t.call({ url: '/openapi.json', token: null })).json()
+        for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { description: string }> }>>)) {
+          for (const [method, op] of Object.entries(ops)) assert.ok(op.responses['400'], `${method} ${path} documents 400`)
+        }
+        assert.match(doc.paths['/oauth/token'].post.responses['413'].description, /8192 bytes/)
+      })
+
       it('refuses more than 100 parameters, repeated or not', async () => {
         const repeated = await t.call({ url: `${teams()}?${'x=1&'.repeat(2000)}`, token: c.token })
         assertError(repeated, 400, 'validation_failed', /^The query string has more than 100 parameters$/)

@@ -44,7 +44,7 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
       body: UploadBody as never,
       response: {
         201: Attachment,
-        413: { ...ErrorBody, description: `The file is larger than ${maxBytes} bytes` },
+        413: { ...ErrorBody, description: `The file is larger than ${maxBytes} bytes, or the form has more than 11 parts before it` },
         415: { ...ErrorBody, description: 'Not multipart/form-data, a type not allowed, or a content not of its declared type' },
       },
     },
