@@ -40,7 +40,8 @@ interface Body {
  * - from inside: the CPU time of the server's main thread (the event loop's thread, as Linux
  *   counts it in /proc/<pid>/task/<pid>/schedstat) while it handles the body, sent again without
  *   probes. No turn of the loop lasts longer than the loop's thread ran, whatever else the
- *   machine does: this is the 50 ms rule (MAX_HOLD_MS), measured exactly.
+ *   machine does: an upper bound of the longest turn, free of the machine's noise, held to the
+ *   50 ms rule (MAX_HOLD_MS).
  * Fails when a median over the sends exceeds its bound, or an answer is 5xx or unexpected.
  */
 export const pathologicalBodies: Scenario = {

@@ -8,7 +8,7 @@ import { OAuthError, type OauthService } from './oauth.service.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, TokenRequest, TokenResponse } from './oauth.schemas.ts'
 
-/** What a token request may weigh: its parameters fit in well under 2 KB, a scope of every area included. */
+/** What a token request may weigh: four short parameters, 1.3 KB with a scope naming every scope of the service. */
 export const TOKEN_BODY_LIMIT_BYTES = 8192
 
 /** The token endpoint and the key set: their own scope, because they speak OAuth's error format and take forms. */
