@@ -7,6 +7,7 @@ import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installValidation } from './http/validation.ts'
+import { installRequestLimits } from './http/request-limits.ts'
 import { installUuidCase } from './http/uuids.ts'
 import { createLazyCompilers } from './http/schema-compilers.ts'
 import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
@@ -110,6 +111,7 @@ export async function buildApp(options: AppOptions) {
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
 
   installValidation(app, compilers)
+  installRequestLimits(app)
   installUuidCase(app)
   installErrorHandler(app)
   installDraining(app)

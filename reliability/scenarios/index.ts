@@ -11,5 +11,6 @@ import { tenants } from './tenants.ts'
 import { hostile } from './hostile.ts'
 import { schedulerFaults } from './scheduler.ts'
 import { schedulerFairness } from './fairness.ts'
+import { pathologicalBodies } from './pathological-bodies.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, schedulerFairness]
+export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness]

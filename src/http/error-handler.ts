@@ -29,7 +29,7 @@ const LINGER_MS = 5_000
  * body, and is closed if that takes more than LINGER_MS: a client that sends forever wastes
  * only that.
  */
-function lingerOnRefusedBody(request: FastifyRequest, reply: FastifyReply) {
+export function lingerOnRefusedBody(request: FastifyRequest, reply: FastifyReply) {
   const socket = request.raw.socket
   // Not a connection (a request injected in tests): nothing to keep open.
   if (!(socket instanceof Socket)) return

@@ -78,7 +78,8 @@ function documentRoute(route: RouteOptions) {
   schema.operationId ??= defaultOperationId(method, route.url)
   const responses = (schema.response ??= {}) as Record<string, unknown>
   const add = (status: number) => { responses[status] ??= { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] } }
-  if (schema.body || schema.querystring || schema.params || method === 'POST' || method === 'PUT') add(400)
+  // Every route: a query string of more than 100 parameters is refused (http/request-limits.ts).
+  add(400)
   if (access !== 'none') add(401)
   if (access === 'platform' || typeof access === 'object') add(403)
   if (route.url.includes(':')) { add(404); add(414) }

@@ -1,21 +1,28 @@
 import { Type, type Static } from 'typebox'
 import type { FastifyError } from 'fastify'
 import type { App } from '../../http/app-types.ts'
-import { CompanyParams } from '../../http/schemas.ts'
-import { toAppError } from '../../http/error-handler.ts'
+import { CompanyParams, ErrorBody } from '../../http/schemas.ts'
+import { lingerOnRefusedBody, toAppError } from '../../http/error-handler.ts'
 import { principalOf } from '../../http/auth.ts'
 import { OAuthError, type OauthService } from './oauth.service.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, TokenRequest, TokenResponse } from './oauth.schemas.ts'
 
+/** What a token request may weigh: four short parameters, 1.3 KB with a scope naming every scope of the service. */
+export const TOKEN_BODY_LIMIT_BYTES = 8192
+
 /** The token endpoint and the key set: their own scope, because they speak OAuth's error format and take forms. */
 export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { service: OauthService; keys: TokenKeys; bodyLimit: number }) {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+  // A token request is a few short parameters: it gets a small limit of its own (413 above).
+  const limit = Math.min(TOKEN_BODY_LIMIT_BYTES, bodyLimit)
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     const params = new URLSearchParams(body as string)
     // RFC 6749 §3.2: a parameter sent twice is an invalid request, not "the last one wins".
-    const keys = [...params.keys()]
-    const repeated = keys.find((key, i) => keys.indexOf(key) !== i)
-    if (repeated !== undefined) return done(new OAuthError('invalid_request', `The parameter ${repeated} is repeated`), undefined)
+    const seen = new Set<string>()
+    for (const key of params.keys()) {
+      if (seen.has(key)) return done(new OAuthError('invalid_request', `The parameter ${key} is repeated`), undefined)
+      seen.add(key)
+    }
     done(null, Object.fromEntries(params))
   })
 
@@ -25,7 +32,9 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
       const mapped = toAppError(err)
       if (mapped.statusCode !== 400) {
         for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-        return reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+        if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
+        const message = mapped.statusCode === 413 ? `The request body is larger than the limit of ${limit} bytes` : mapped.message
+        return reply.code(mapped.statusCode).send({ errors: message, code: mapped.code })
       }
     }
     const error = oauth?.error ?? 'invalid_request'
@@ -39,11 +48,12 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
 
   app.post('/oauth/token', {
     config: { access: 'none' },
+    bodyLimit: limit,
     schema: {
       operationId: 'issueToken', tags: ['OAuth'], summary: 'Get an access token (client credentials)',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: TokenRequest,
-      response: { 200: TokenResponse, 400: TokenError, 401: TokenError },
+      response: { 200: TokenResponse, 400: TokenError, 401: TokenError, 413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` } },
     },
   }, async (request, reply) => {
     const body = (request.body ?? {}) as Static<typeof TokenRequest>
