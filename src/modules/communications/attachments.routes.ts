@@ -1,9 +1,11 @@
 import { Type } from 'typebox'
+import type { FastifyRequest } from 'fastify'
+import multipart from '@fastify/multipart'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
-import { acceptMultipart, isMultipart, readOneFile } from '../../http/multipart.ts'
+import { AppError, ValidationError } from '../../http/errors.ts'
 import { ErrorBody, Uuid } from '../../http/schemas.ts'
-import { ALLOWED_TYPES, UnsupportedMediaType, type AttachmentsService } from './attachments.service.ts'
+import { ALLOWED_TYPES, PayloadTooLarge, UnsupportedMediaType, type AttachmentsService } from './attachments.service.ts'
 
 const BASE = '/api/v1/companies/:company_id/communications/attachments'
 const tags = ['Communications']
@@ -32,7 +34,7 @@ const UploadBody = {
  * other route of the service still accepts JSON alone.
  */
 export async function attachmentsRoutes(app: App, { service, maxBytes }: { service: AttachmentsService; maxBytes: number }) {
-  acceptMultipart(app)
+  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10, parts: 11, headerPairs: 100 } })
 
   app.post(BASE, {
     config: { access },
@@ -49,8 +51,8 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
       },
     },
   }, async (request, reply) => {
-    if (!isMultipart(request)) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
-    const file = await readOneFile(request, { field: 'file', maxBytes })
+    if (!request.isMultipart()) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
+    const file = await readFile(request, maxBytes)
     const created = await service.upload(request.params.company_id, file, principalOf(request).clientId)
     reply.header('location', `/api/v1/companies/${request.params.company_id}/communications/attachments/${created.id}`)
     return reply.code(201).send(created)
@@ -72,4 +74,21 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
       .header('x-content-type-options', 'nosniff')
       .send(file.content)
   })
+}
+
+/** The one part named `file`, whole, or the error saying why not (413 above the limit). */
+async function readFile(request: FastifyRequest, maxBytes: number) {
+  try {
+    const part = await request.file()
+    if (!part) throw new ValidationError('body/file is required: send the file as the multipart part named file')
+    if (part.fieldname !== 'file') throw new ValidationError(`body/${part.fieldname} is not a known field: send the file as the multipart part named file`)
+    const content = await part.toBuffer()
+    return { filename: part.filename, mimetype: part.mimetype, content }
+  } catch (err) {
+    if (err instanceof AppError) throw err
+    const status = (err as { statusCode?: number }).statusCode
+    if (status === 413) throw new PayloadTooLarge(`The file is larger than ${maxBytes} bytes, or the form has more than 11 parts before it`)
+    if (status === 406) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
+    throw new ValidationError(`The multipart body is malformed: ${(err as Error).message}`)
+  }
 }
