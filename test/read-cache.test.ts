@@ -105,10 +105,13 @@ for (const engine of engines) {
     it('keeps nothing when a change rolls back', async () => {
       const id = await team(t, c.id, { name: 'Kept', code: 'RB', team_leader_ids: [leader] })
       await teams()
-      await asAnotherSession(t, async (trx) => {
+      // Only the rollback this test asks for may end the transaction: any other error fails the test.
+      await assert.rejects(asAnotherSession(t, async (trx) => {
         await sql`UPDATE teams SET name = 'Rolled back' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
+        const inside = await sql<{ name: string }>`SELECT name FROM teams WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
+        assert.equal(inside.rows[0]?.name, 'Rolled back', 'the change was made before the rollback')
         throw new Error('roll back')
-      }).catch(() => undefined)
+      }), { message: 'roll back' })
       assert.equal((await teams()).find((x) => x.id === id)?.name, 'Kept')
     })
 
