@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, beforeEach, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { randomUUID } from 'node:crypto'
@@ -188,7 +188,8 @@ for (const engine of engines) {
       let b: CompanyFixture
       let bSubsidiary: string
       let bContract: string
-      before(async () => {
+      // Companies of their own for each test: a list read by one test holds only what it made.
+      beforeEach(async () => {
         a = await company(t)
         b = await company(t)
         bSubsidiary = await subsidiary(t, b.id)

@@ -1,10 +1,10 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, beforeEach, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
 import { CHROMIUM, has, requires } from '../helpers/requires.ts'
-import { at, billedCompany, json, statusOf, SUB, type BillingFixture } from '../subscriptions-helpers.ts'
+import { at, billedCompany, json, setCard, statusOf, SUB, type BillingFixture } from '../subscriptions-helpers.ts'
 
 /**
  * The hosted pages in a real browser (Debian's Chromium through playwright-core), end to end
@@ -41,6 +41,11 @@ describe('hosted pages in a browser', () => {
         await t.app.listen({ port: 0, host: '127.0.0.1' })
         origin = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
         back = `${origin}/health`
+      })
+      // Each test on a company of its own, made at the same time of the clock: none reads what
+      // another changed (plan, card, status) or where another left the clock.
+      beforeEach(async () => {
+        if (!has('chromium')) return
         c = await billedCompany(t, { start: '2026-03-02T09:00:00Z', plans: { basic: { price: 29.9, name: 'Basic' }, pro: { price: 49.9, name: 'Pro' } } })
       })
       after(async () => { await t?.close() })
@@ -112,6 +117,11 @@ describe('hosted pages in a browser', () => {
       })
 
       it('cancels at the end of the term and undoes it in the portal, then logs out', chromiumTest, async () => {
+        // An active subscription with a card: the card given, the trial ended.
+        await setCard(t, c.id, { brand: 'visa', last4: '1111', expiry_month: 10, expiry_year: 2030 })
+        const trialEnd = (await json(t, 200, { url: `${SUB}/${c.id}/details` })).subscription.trial_end
+        await at(t, new Date(trialEnd * 1000 + 1000).toISOString())
+        assert.equal((await statusOf(t, c)).status, 'active')
         const { url } = await pageUrl('portal')
         await withPage('en-GB', async (page) => {
           await page.goto(url)
