@@ -213,6 +213,12 @@ for (const engine of engines) {
 
     // Every delivery of this file (retried, rolled back, raced by two instances) left exact counters.
     it('leaves no occurrence whose report counters differ from its messages', async () => {
+      // A delivery of its own too: run alone or first, the check would look at an empty table.
+      const { c, subA } = await organisation(t)
+      const at = '2084-01-01T08:00:00.000Z'
+      const id = await createComm(t, c, { send_at: at, destination_subsidiary_ids: [subA] })
+      await runAt(t, at)
+      assert.equal((await report(t, c, id))[0]?.recipients, 2)
       assert.deepEqual(await counterDrift(t.app.database.db), [])
     })
   })
