@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, locationId, type TestApp } from './helpers/app.ts'
-import { company, subsidiary } from './helpers/factories.ts'
+import { company, contract, subsidiary } from './helpers/factories.ts'
 import { commBody, commsUrl, createComm, getComm, messagesOf } from './communications.fixtures.ts'
 
 const LIMIT = 4096
@@ -52,10 +52,16 @@ for (const engine of engines) {
         assert.equal(ok.json().mime, type.split(';')[0])
       }
       const s = await subsidiary(t, c.id)
+      const recipient = await contract(t, c.id, { subsidiary_id: s })
       const sendAt = new Date(t.clock.now().getTime() - 1000).toISOString()
       const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s], attachments: [{ id: created.id, name: 'whatever', mime: 'x/y' }] })
-      assert.deepEqual((await getComm(t, c, id)).attachments, [{ id: created.id, name: 'policy.pdf', mime: 'application/pdf' }])
-      assert.deepEqual(await messagesOf(t, c, id, sendAt), [])
+      const attached = [{ id: created.id, name: 'policy.pdf', mime: 'application/pdf' }]
+      assert.deepEqual((await getComm(t, c, id)).attachments, attached)
+      // Delivered (due in the past: at the next run), the recipient's message carries the attachment.
+      await t.app.services.scheduler.runDue()
+      assert.deepEqual((await messagesOf(t, c, id, sendAt)).map((m: any) => m.contract_id), [recipient])
+      const inbox = await t.json(200, { url: `/api/v1/companies/${c.id}/contracts/${recipient}/messages`, token: c.token })
+      assert.deepEqual(inbox.messages.map((m: any) => [m.communication_id, m.attachments]), [[id, attached]])
     })
 
     it('answers 413 above the size limit and 415 for a type not allowed or a content not of its type', async () => {

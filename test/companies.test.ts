@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, beforeEach, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { randomUUID } from 'node:crypto'
@@ -66,7 +66,9 @@ for (const engine of engines) {
         assert.equal(got.disabled, false)
         assert.equal(got.plan_quantity, 1)
         assert.equal(got.subscription_plan, planSku)
-        assert.equal(got.subscription_customer_id !== null && got.subscription_id !== null, true)
+        // A missing field would be undefined, which `!== null` let pass: both are checked for what they are.
+        assert.equal(got.subscription_customer_id, id, 'the customer is the company')
+        assert.match(String(got.subscription_id), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
         assert.deepEqual(got.location_info, { long: '12.49', lat: '41.89' })
         assert.deepEqual(got.preferences, { stamping_enabled: 'true', theme: 'dark' })
         assert.deepEqual(got.subscribed_features, ['expense'])
@@ -186,7 +188,8 @@ for (const engine of engines) {
       let b: CompanyFixture
       let bSubsidiary: string
       let bContract: string
-      before(async () => {
+      // Companies of their own for each test: a list read by one test holds only what it made.
+      beforeEach(async () => {
         a = await company(t)
         b = await company(t)
         bSubsidiary = await subsidiary(t, b.id)

@@ -1,7 +1,7 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, beforeEach, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { billedCompany, detailsOf, statusOf, type BillingFixture } from './subscriptions-helpers.ts'
+import { billedCompany, detailsOf, setCard, statusOf, type BillingFixture } from './subscriptions-helpers.ts'
 import { ALLOWED, BACK, PageSession, assertHtml, pathOf, stateOf } from './hosted-helpers.ts'
 
 const CARD = '4242 4242 4242 4242'
@@ -12,6 +12,9 @@ for (const engine of engines) {
     let c: BillingFixture
     before(async () => {
       t = await buildTestApp(engine, { REDIRECT_ALLOWED_HOSTS: ALLOWED })
+    })
+    // A company of its own for each test (on Basic × 5, in trial, no card): none reads what another changed.
+    beforeEach(async () => {
       c = await billedCompany(t, { plans: { basic: { price: 29.9, name: 'Basic' }, pro: { price: 49.9, name: 'Pro' } } })
     })
     after(async () => { await t?.close() })
@@ -76,10 +79,6 @@ for (const engine of engines) {
       const won = first.statusCode === 303 ? { plan: c.plans.basic, quantity: 4 } : { plan: c.plans.pro, quantity: 6 }
       const details = await detailsOf(t, c)
       assert.deepEqual({ plan: details.subscription.plan_id, quantity: details.subscription.plan_quantity }, won)
-      // Back to Pro × 5, as the tests below expect.
-      const reset = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
-      await reset.get()
-      assert.equal((await reset.post('confirm', { plan: c.plans.pro!, quantity: '5' })).statusCode, 303)
     })
 
     it('escapes what it shows from the catalogue', async () => {
@@ -103,7 +102,7 @@ for (const engine of engines) {
     it('refuses a form without its token, with a wrong cookie, or from another origin (403), and changes nothing', async () => {
       const page = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
       await page.get()
-      const fields = { plan: c.plans.basic!, quantity: '9' }
+      const fields = { plan: c.plans.pro!, quantity: '9' }
       const refused = [
         await page.post('confirm', fields, {}, { csrf: null }),
         await page.post('confirm', fields, {}, { cookie: null }),
@@ -118,7 +117,7 @@ for (const engine of engines) {
         assert.match(res.body, /could not be verified/)
       }
       assert.equal(await stateOf(t, page.path), 'requested')
-      assert.equal((await statusOf(t, c)).plan, c.plans.pro)
+      assert.equal((await statusOf(t, c)).plan, c.plans.basic)
       // What a browser sends under Referrer-Policy: no-referrer: Origin null, but same-origin fetch metadata.
       const ok = await page.post('confirm', fields, { origin: 'null', 'sec-fetch-site': 'same-origin' })
       assert.equal(ok.statusCode, 303, ok.body)
@@ -171,12 +170,18 @@ for (const engine of engines) {
     })
 
     it('portal: logs in on the first visit, cancels at the end of the term, undoes it, logs out (once)', async () => {
+      // The company moves to Pro × 5 and gives a card, through the manager page and the platform's route.
+      const manager = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
+      await manager.get()
+      assert.equal((await manager.post('confirm', { plan: c.plans.pro!, quantity: '5' })).statusCode, 303)
+      await setCard(t, c.id)
       const page = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
       const view = await page.get()
       assertHtml(view, 200)
       assert.equal(await stateOf(t, page.path), 'logged_in')
       assert.match(view.body, /visa ending in 4242, expires 12\/2099/)
-      assert.match(view.body, /id="next-charge">€328\.30 on /)
+      // In trial: the first full term of Pro, 5 × 49.90 + 22 % VAT, as the manager page estimated it.
+      assert.match(view.body, /id="next-charge">€304\.39 on /)
 
       const cancel = await page.post('cancel')
       assert.equal(cancel.statusCode, 303)

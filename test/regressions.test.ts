@@ -6,6 +6,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { sql } from 'kysely'
 import { installDraining, installErrorHandler } from '../src/http/error-handler.ts'
 import { openTestDatabase } from './helpers/databases.ts'
+import { requires } from './helpers/requires.ts'
 
 /**
  * Defects found by the reliability suite (reliability/, docs/reliability.md), each pinned by a
@@ -82,8 +83,8 @@ describe('draining (SIGTERM)', () => {
   })
 })
 
-describe('LISTEN after the PostgreSQL connection is lost', { skip: !engines.includes('postgres') }, () => {
-  it('listens again and says "forget everything", then hears notifications as before', async () => {
+describe('LISTEN after the PostgreSQL connection is lost', () => {
+  it('listens again and says "forget everything", then hears notifications as before', requires('postgres'), async () => {
     const database = await openTestDatabase('postgres')
     try {
       const heard: string[] = []

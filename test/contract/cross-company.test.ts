@@ -13,7 +13,53 @@ import { READ_WRITE_AREAS } from '../../src/modules/oauth/scopes.ts'
  * 2. A's token on A's path with B's child ids (in the path or the body) never succeeds;
  * 3. B's data, read through every GET route it has, is the same before and after.
  * Bodies are generated from each route's request schema, with id fields filled with known ids.
+ * No route drops out silently: every operation of /openapi.json is walked by 1 or named in
+ * NOT_COMPANY_SCOPED with the reason; every route with an id of B in its path is walked by 2;
+ * a route whose ids of B could not be filled fails, instead of being tried with a random id.
  */
+
+/**
+ * The operations that take no company: what a company token could reach on them is no other
+ * company's data. A route here that gains a company parameter, or one missing here that loses
+ * it, fails the walk.
+ */
+const NOT_COMPANY_SCOPED: Record<string, string> = {
+  'GET /health': 'liveness, no data',
+  'GET /ready': 'readiness, no data',
+  'GET /metrics': 'process metrics, no company data (no label names a company)',
+  'POST /oauth/token': 'takes a client\'s own credentials; test/oauth.test.ts tries other clients\' secrets',
+  'GET /.well-known/jwks.json': 'the public signing keys',
+  'POST /api/v1/subscription/webhooks/chargebee': 'the billing provider\'s, authenticated by its signature, not a company token',
+  'POST /api/v1/companies': 'creates a company: platform only (test/companies.test.ts: 403 to a company token)',
+  'GET /api/v1/subscription/{subscription_id}/estimate': 'public by the spec (no token, so no company to cross); test/subscriptions-access.test.ts covers what it shows',
+  // The catalogue is the platform's, shared by every company: read by anyone, written by the platform.
+  'GET /api/v1/subscription/plans': 'catalogue', 'POST /api/v1/subscription/plans': 'catalogue',
+  'GET /api/v1/subscription/plans/{id}': 'catalogue', 'GET /api/v1/subscription/plans/by_sku/{sku}': 'catalogue',
+  'GET /api/v1/subscription/products': 'catalogue', 'POST /api/v1/subscription/products': 'catalogue',
+  'GET /api/v1/subscription/products/{id}': 'catalogue', 'PUT /api/v1/subscription/products/{id}': 'catalogue',
+  'GET /api/v1/subscription/addons': 'catalogue', 'POST /api/v1/subscription/addons': 'catalogue',
+  'GET /api/v1/subscription/addons/{id}': 'catalogue',
+  'GET /api/v1/subscription/coupons': 'catalogue', 'POST /api/v1/subscription/coupons': 'catalogue',
+  'GET /api/v1/subscription/coupons/{id}': 'catalogue',
+}
+
+/** A path that names a company or one of its resources outside a company path (a subscription). */
+const COMPANY_PATH = /\{company_id[^}]*\}|\{subscription_customer_id\}|\{subscription_id\}/
+/** A path parameter other than the company: an id of one of its resources. */
+const CHILD_IN_PATH = /\{(?!company_id|subscription_customer_id)[^}]+\}/
+
+const key = (route: { method: string; path: string }) => `${route.method} ${route.path}`
+
+/** A minimal PDF as a multipart form: what the upload routes (the only multipart ones) take. */
+function pdfForm() {
+  const boundary = '----cross-company'
+  const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(64, 0x20), Buffer.from('\n%%EOF\n')])
+  const body = Buffer.concat([
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.pdf"\r\nContent-Type: application/pdf\r\n\r\n`),
+    pdf, Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  return { body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }
+}
 
 type Schema = {
   type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]
@@ -82,8 +128,8 @@ for (const engine of engines) {
       return { url, known, usesChild }
     }
 
-    /** A value that satisfies the schema, with id fields pointing at `ids`; `used` is set when one was. */
-    function sample(schema: Schema | undefined, name: string, ids: Tenant, used: { child: boolean }): unknown {
+    /** A value that satisfies the schema, with id fields pointing at `ids`; `used` says when one was, and which were unknown. */
+    function sample(schema: Schema | undefined, name: string, ids: Tenant, used: { child: boolean; unknown?: string[] }): unknown {
       if (!schema) return undefined
       const choices = schema.anyOf ?? schema.oneOf
       if (choices) return sample(choices.find((c) => c.type !== 'null') ?? choices[0], name, ids, used)
@@ -92,6 +138,7 @@ for (const engine of engines) {
       const type = Array.isArray(schema.type) ? schema.type.find((x) => x !== 'null') : schema.type
       const resource = resourceOf(name)
       const id = resource ? ids.byName.get(resource) : undefined
+      if (resource && !id && (type === 'string' || type === 'array')) used.unknown?.push(name)
       switch (type) {
         case 'object': {
           const out: Record<string, unknown> = {}
@@ -129,7 +176,7 @@ for (const engine of engines) {
 
     function request(route: Route, owner: Tenant, children: Tenant, token: string) {
       const { url, known, usesChild } = fill(route.path, owner, children)
-      const used = { child: false }
+      const used = { child: false, unknown: [] as string[] }
       const json = route.op.requestBody?.content['application/json']
       const body = json ? sample(json.schema, '', children, used) : undefined
       const query: Record<string, string> = {}
@@ -138,7 +185,7 @@ for (const engine of engines) {
       }
       return {
         call: { method: route.method as 'GET', url, token, body, query },
-        known, usesChild: usesChild || (children !== owner && used.child),
+        known: known && used.unknown.length === 0, unknown: used.unknown, usesChild: usesChild || (children !== owner && used.child),
         multipart: !json && route.op.requestBody !== undefined,
       }
     }
@@ -168,8 +215,8 @@ for (const engine of engines) {
         .sort((x, y) => x.path.split('/').length - y.path.split('/').length || x.path.localeCompare(y.path))
       for (const route of pending) {
         const { call, known, multipart } = request(route, tenant, tenant, t.platformToken)
-        if (!known || multipart) continue
-        const res = await t.call(call)
+        if (!known) continue
+        const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
         const location = res.headers.location
         if (res.statusCode < 300) creations.push({ route: `POST ${route.path}`, status: res.statusCode, location })
         if (res.statusCode < 300 && typeof location === 'string') {
@@ -223,10 +270,14 @@ for (const engine of engines) {
     after(async () => { await t?.close() })
 
     it('answers every creation with a Location that leads to the new resource', async () => {
-      assert.ok(creations.length >= 2, `${creations.length} creations were made`)
+      // Every POST of a company path made something for both companies (the factories made the first ones).
+      const posts = routes.filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/'))
+      const made = (r: Route, tenant: Tenant) => tenant.byCollection.has(r.path)
+      assert.deepEqual(posts.filter((r) => !made(r, a) || !made(r, b)).map(key), [], 'POST routes that created nothing')
       for (const { route, status, location } of creations) {
         assert.equal(typeof location, 'string', `${route} (${status}) sets Location`)
-        await t.json(200, { url: location as string })
+        const res = await t.call({ url: location as string })
+        assert.equal(res.statusCode, 200, `${route}: ${location} answers ${res.statusCode}`)
       }
     })
 
@@ -234,18 +285,22 @@ for (const engine of engines) {
       const before = await snapshot(b)
       const checked: string[] = []
       const failures: string[] = []
-      const tenantRoutes = routes.filter((r) => !isPublic(r.op) && /\{company_id[^}]*\}|\{subscription_customer_id\}/.test(r.path))
+      const tenantRoutes = routes.filter((r) => !isPublic(r.op) && COMPANY_PATH.test(r.path))
       for (const route of tenantRoutes) {
-        const { call, multipart } = request(route, b, b, a.company.token)
-        const res = await t.call(multipart ? { ...call, body: undefined } : call)
+        const { call, multipart, known } = request(route, b, b, a.company.token)
+        // With a random id in place of one of B's, a 404 would prove nothing.
+        if (!known) failures.push(`${key(route)}: no id of B for its path or body (seed one)`)
+        const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
         const expected = isPlatformOnly(route.op) ? 403 : 404
         if (res.statusCode !== expected) failures.push(`${route.method} ${route.path}: ${res.statusCode} ${res.body}`)
         checked.push(`${route.method} ${route.path}`)
       }
       assert.deepEqual(failures, [])
-      for (const must of ['GET /api/v1/companies/{company_id}', 'PUT /api/v1/companies/{company_id}', 'GET /api/v1/companies/{company_id}/contracts/{contract_id}', 'DELETE /api/v1/companies/{company_id}/clients/{client_id}']) {
-        assert.ok(checked.includes(must), `${must} was walked`)
-      }
+      // Every documented operation was walked, or says why it takes no company.
+      const all = routes.map(key)
+      assert.deepEqual(all.filter((r) => !checked.includes(r) && !(r in NOT_COMPANY_SCOPED)), [], 'operations neither walked nor excluded')
+      assert.deepEqual(checked.filter((r) => r in NOT_COMPANY_SCOPED), [], 'walked, yet excluded as taking no company')
+      assert.deepEqual(Object.keys(NOT_COMPANY_SCOPED).filter((r) => !all.includes(r)), [], 'excluded, yet not documented')
       assert.deepEqual(await snapshot(b), before)
       // B still works with its own token: it was neither disabled nor revoked.
       await t.json(200, { url: `/api/v1/companies/${b.company.id}`, token: b.company.token })
@@ -254,11 +309,16 @@ for (const engine of engines) {
     it('never lets a company reach another company\'s resources through its own path', async () => {
       const before = await snapshot(b)
       const failures: string[] = []
-      let checked = 0
+      const walked: string[] = []
       for (const route of routes.filter((r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'))) {
-        const { call, usesChild, multipart } = request(route, a, b, a.company.token)
+        const { call, usesChild, multipart, unknown } = request(route, a, b, a.company.token)
+        // A route with one of B's resources in its path, or an id field of a resource B has none
+        // of, must not drop out of the walk: it would be tried with nothing of B's.
+        if (unknown.length) failures.push(`${key(route)}: no id of B for ${unknown.join(', ')} (seed one)`)
+        if (CHILD_IN_PATH.test(route.path) && !fill(route.path, a, b).usesChild) failures.push(`${key(route)}: no id of B for its path (seed one)`)
+        if (multipart && usesChild) failures.push(`${key(route)}: a multipart body with ids is not generated here`)
         if (!usesChild || multipart) continue
-        checked++
+        walked.push(key(route))
         const res = await t.call(call)
         const inPath = fill(route.path, a, b).usesChild
         // A foreign id in the path is a missing resource; in a body, a missing or invalid reference.
@@ -268,7 +328,7 @@ for (const engine of engines) {
         if (!allowed.includes(res.statusCode) && !queryRefused) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
       }
       assert.deepEqual(failures, [])
-      assert.ok(checked >= 4, `${checked} routes were walked with B's ids`)
+      assert.ok(walked.includes('GET /api/v1/companies/{company_id}/contracts/{contract_id}') && walked.includes('POST /api/v1/companies/{company_id}/teams'), walked.join('\n'))
       assert.deepEqual(await snapshot(b), before)
     })
   })

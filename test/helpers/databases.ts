@@ -31,7 +31,7 @@ export async function openTestDatabase(engine: Engine): Promise<Database & { dro
   }
   const url = process.env.TEST_DATABASE_URL
   if (!url) throw new Error('TEST_DATABASE_URL is not set')
-  const template = await postgresTemplate(url)
+  let template = await postgresTemplate(url)
   const name = `cai_t_${process.pid}_${randomBytes(4).toString('hex')}`
   await withAdmin(url, async (admin) => {
     for (let attempt = 0; ; attempt++) {
@@ -39,9 +39,14 @@ export async function openTestDatabase(engine: Engine): Promise<Database & { dro
         await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`)
         return
       } catch (err) {
-        // Two files copying the template at the same instant: one waits and tries again.
-        if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err
-        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200))
+        const message = (err as Error).message
+        // Two files copying the template at the same instant: one waits and tries again. A run of
+        // other migrations on the same server (another checkout) dropped it as stale: built again.
+        const busy = /being accessed by other users/.test(message)
+        const dropped = /template database .* does not exist/.test(message)
+        if (attempt >= 20 || !(busy || dropped)) throw err
+        if (dropped) template = await postgresTemplate(url)
+        else await new Promise((r) => setTimeout(r, 100 + Math.random() * 200))
       }
     }
   })

@@ -1,0 +1,46 @@
+import fs from 'node:fs'
+import type { Engine } from '../../src/db/database.ts'
+import { engines } from './databases.ts'
+
+/**
+ * Tests that need something the machine may lack (a PostgreSQL server, Chromium) are always
+ * registered: where it is missing they show as skipped with the reason, never vanish. A suite-level
+ * skip would not do: node counts a skipped suite as 0 tests, so these options go on each test.
+ *
+ * A skip is legitimate only outside CI: on a developer's machine without TEST_DATABASE_URL or
+ * without /usr/bin/chromium. Under CI=true a missing requirement throws where the test is
+ * registered, so its file fails and the run with it (test/helpers/summary-reporter.ts also
+ * fails the run on any such skip, and on a file that ran no test on an engine).
+ */
+
+export const CHROMIUM = '/usr/bin/chromium'
+
+type Need = 'postgres' | 'chromium'
+
+function missing(need: Need): string | null {
+  if (need === 'chromium') return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+  if (engines.includes('postgres')) return null
+  return process.env.TEST_DATABASE_URL ? 'TEST_ENGINES leaves PostgreSQL out' : 'TEST_DATABASE_URL is not set'
+}
+
+/** True when the need is met; for hooks, which run even when every test of their suite is skipped. */
+export const has = (need: Need) => missing(need) === null
+
+/** The options of a test that needs PostgreSQL or Chromium: `it(name, requires('postgres'), fn)`. */
+export function requires(need: Need): { skip?: string } {
+  const why = missing(need)
+  if (why === null) return {}
+  const reason = `needs ${need === 'postgres' ? 'PostgreSQL' : 'Chromium'}: ${why}`
+  if (process.env.CI === 'true') throw new Error(`CI=true and a test would be skipped: ${reason}`)
+  return { skip: reason }
+}
+
+/**
+ * The options of a test, inside a suite run once per engine, that means something on PostgreSQL
+ * only (several sessions, a killed backend): on PGlite it shows as skipped, and runs in the
+ * suite on postgres.
+ */
+export function postgresOnly(engine: Engine): { skip?: string } {
+  if (engine === 'postgres') return {}
+  return has('postgres') ? { skip: 'PostgreSQL only: it runs in the suite on postgres' } : requires('postgres')
+}
