@@ -119,7 +119,7 @@ export async function buildApp(options: AppOptions) {
   await access.listen()
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
-  installIdempotency(app, { db, clock, scheduler })
+  installIdempotency(app, { db, database, clock, scheduler })
   const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
   await readCache.listen()
   installCacheForgetting(app, readCache)

@@ -1,16 +1,9 @@
-import { sql } from 'kysely'
 import type { Database } from './database.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
 
 /** Past this age an answer is read again even if no change was heard: a net under the net. */
 const MAX_AGE_MS = 60_000
-/**
- * How long announcements gather before they go out together: under load, one statement carries
- * the companies of many writes (fewer round trips for the writes' share of the database and of
- * this process); alone, a change reaches the other instances that much later.
- */
-const GATHER_MS = 2
 /** What a company's shelf costs besides its answers (its map and key), counted against maxBytes. */
 const SHELF_BYTES = 256
 
@@ -23,11 +16,11 @@ interface Shelf {
 /**
  * Answers of hot company-scoped reads, kept serialized in this process and sent again without a
  * query while nothing they show has changed. What tells it that something changed is the
- * database: every committed change to the tables these reads show is announced on
- * `company_changed` (migration 0008: by the tables' triggers, or by the service after a request
- * or in a job), heard by every instance on the database; an instance also forgets a company
- * before it answers a write of that company (`forget`), so a client always reads its own
- * writes. While the LISTEN connection is down, nothing is cached.
+ * database: every change to the tables these reads show is announced on `company_changed` by
+ * the tables' triggers, in the writing transaction, whoever writes (migrations 0008 and 0012),
+ * and heard by every instance on the database when it commits; an instance also forgets a
+ * company before it answers a write of that company (`forget`), so a client always reads its
+ * own writes. While the LISTEN connection is down, nothing is cached.
  *
  * A read that loses a race keeps nothing: each company's answers sit on a shelf that a change
  * replaces, and an answer is put back only on the shelf its read started from, so a read that
@@ -79,34 +72,6 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
     }
   }
 
-  interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
-  let gathering: Batch | undefined
-  let sending = false
-  let timer: NodeJS.Timeout | undefined
-
-  function newBatch(): Batch {
-    const batch = { ids: new Set<string>() } as Batch
-    batch.sent = new Promise<void>((resolve, reject) => { batch.resolve = resolve; batch.reject = reject })
-    return batch
-  }
-
-  function sendGathered() {
-    timer = undefined
-    const batch = gathering
-    if (!batch || sending) return
-    gathering = undefined
-    sending = true
-    // '' (every company) says all the others say.
-    const ids = batch.ids.has('') ? [''] : [...batch.ids]
-    // NOTIFY gives its transaction an id, so its commit is a WAL record that a synchronous commit
-    // would wait to flush (fsync), in line with the writes'. Nothing durable is at stake: the
-    // listeners are told at commit, and a database that crashes drops their connections, and so
-    // their caches, anyway.
-    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`.execute(options.database.db)
-      .then(() => batch.resolve(), batch.reject)
-      .finally(() => { sending = false; sendGathered() })
-  }
-
   return {
     /** The cached answer of `read` for the company, or what `load` answers (kept when it safely can be). */
     async get(companyId: string, read: string, load: () => Promise<string>): Promise<string> {
@@ -133,22 +98,6 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
 
     /** Whether changes are being heard (nothing may be cached otherwise). */
     listening: () => listening,
-
-    /**
-     * Tells every instance that a company changed (or, without one, every company): what the
-     * service does after a request's work has committed, its own sessions being the ones the
-     * tables' triggers leave to it (migration 0008). Its statement commits without waiting for
-     * a WAL flush. Announcements gather for GATHER_MS, and while one statement
-     * is on its way, and then go together in one statement: concurrent writes cost one round
-     * trip between them, not one each. Resolves once the announcement is sent.
-     */
-    announce(companyId?: string): Promise<void> {
-      gathering ??= newBatch()
-      const batch = gathering
-      batch.ids.add(companyId ?? '')
-      timer ??= setTimeout(sendGathered, GATHER_MS)
-      return batch.sent
-    },
 
     /** Subscribes to the database's change announcements; caching starts once they are heard. */
     async listen() {

@@ -1,8 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
 import type { Clock } from '../clock.ts'
-import { ANNOUNCE_SETTING } from '../db/database.ts'
 
 export type Executor = Kysely<DB> | Transaction<DB>
 
@@ -68,7 +68,8 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     if (timer && at >= timerAt) return
     if (timer) clearTimeout(timer)
     timerAt = at
-    timer = setTimeout(loop, delayMs)
+    // Outside any request's scope: the scheduler's passes are no request's work (request-transaction.ts).
+    timer = outsideRequestScope(() => setTimeout(loop, delayMs))
   }
 
   function wakeFor(runAt: Date) {
@@ -102,9 +103,6 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
         .executeTakeFirst()
       if (!job) return false
       const handler = handlers.get(job.kind)!
-      // A job's changes to cached reads are announced by the tables' triggers, in its transaction
-      // (migration 0008): no request answers for them, and no code here knows which company they touch.
-      await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
       try {
         await sql`SAVEPOINT job`.execute(trx)
         await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key })
