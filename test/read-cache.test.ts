@@ -4,7 +4,6 @@ import { sql, type Transaction } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { COMPANY_CHANGED, createReadCache } from '../src/db/read-cache.ts'
-import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
@@ -20,10 +19,7 @@ type TeamView = { id: string; name: string; team_leader_ids: string[] }
 
 /** Runs statements as any other session would (psql, a script), in a transaction of its own. */
 async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Promise<unknown>) {
-  await t.app.database.db.transaction().execute(async (trx) => {
-    await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
-    await work(trx)
-  })
+  await t.app.database.db.transaction().execute(async (trx) => { await work(trx) })
 }
 
 /** Reads until `done` holds (a NOTIFY reaches PostgreSQL's listeners a moment after the commit). */

@@ -10,5 +10,6 @@ import { idempotency } from './idempotency.ts'
 import { tenants } from './tenants.ts'
 import { hostile } from './hostile.ts'
 import { schedulerFaults } from './scheduler.ts'
+import { idempotencyKill } from './idempotency-kill.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults]
+export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, idempotencyKill]

@@ -24,12 +24,6 @@ export interface Database {
   close(): Promise<void>
 }
 
-/**
- * A session that sets this to 'after_commit' is not announced by the tables' triggers
- * (migration 0008). None of the service's own does any more: a change is announced by its own
- * commit, whoever wrote it (migration 0012 says why).
- */
-export const ANNOUNCE_SETTING = 'company_admin.announce'
 
 const DATE_OID = 1082
 const INT8_OID = 20
