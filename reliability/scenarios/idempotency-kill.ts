@@ -82,7 +82,7 @@ export const idempotencyKill: Scenario = {
           const res = retried[i]!
           const replayed = res.headers['idempotent-replayed'] === 'true'
           if (replayed) outcome.replayed++
-          else outcome.ran++
+          else if (res.status === 202) outcome.ran++
           if (replayed && !k.before) outcome.replayedUnanswered++
           c.check(res.status === 202, `round ${round}: ${k.kind} key retried: ${res.status} ${res.text.slice(0, 200)}`)
           if (k.before?.status === 202) {
