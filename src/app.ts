@@ -171,7 +171,10 @@ export async function buildApp(options: AppOptions) {
 
   app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
   app.addHook('preClose', async () => { await scheduler.stop() })
-  app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
+  app.addHook('onClose', async () => {
+    readCache.stop()
+    if (ownsDatabase) await database.close()
+  })
 
   return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache }, database, compileSchemas: compilers.compileAll })
 }

@@ -7,7 +7,7 @@ import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { createDatabase } from '../src/db/database.ts'
+import { ANNOUNCE_SETTING, createDatabase } from '../src/db/database.ts'
 import { company, companyClient, type CompanyFixture } from './helpers/factories.ts'
 
 const TOKEN = '/oauth/token'
@@ -251,7 +251,10 @@ for (const engine of engines) {
         assert.ok((await scopes()).includes('read:expense'))
         assert.ok((await scopes()).includes('read:expense'), 'asked twice: the second answer may come from what the service keeps')
         // A plan changed outside the service (psql): the next token follows once the change is announced.
-        await sql`UPDATE plans SET features = ARRAY['stamping'] WHERE sku = ${c.planSku}`.execute(t.app.database.db)
+        await t.app.database.db.transaction().execute(async (trx) => {
+          await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
+          await sql`UPDATE plans SET features = ARRAY['stamping'] WHERE sku = ${c.planSku}`.execute(trx)
+        })
         const deadline = Date.now() + 3000
         let now = await scopes()
         while (now.includes('read:expense') && Date.now() < deadline) now = await scopes()

@@ -4,6 +4,7 @@ import { sql, type Transaction } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { COMPANY_CHANGED, createReadCache } from '../src/db/read-cache.ts'
+import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
@@ -17,9 +18,12 @@ import { company, contract, team, type CompanyFixture } from './helpers/factorie
 
 type TeamView = { id: string; name: string; team_leader_ids: string[] }
 
-/** Runs statements as any other session would (psql, a script), in a transaction of its own. */
+/** Runs statements as any other session would (psql, a script): not one of the service's own, which announce after commit. */
 async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Promise<unknown>) {
-  await t.app.database.db.transaction().execute(async (trx) => { await work(trx) })
+  await t.app.database.db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
+    await work(trx)
+  })
 }
 
 /** Reads until `done` holds (a NOTIFY reaches PostgreSQL's listeners a moment after the commit). */
@@ -226,6 +230,19 @@ for (const engine of engines) {
       assert.equal(await cache.get('a', 'r', async () => 'A2'), 'A2')
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, '')`.execute(database.db)
       assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
+    })
+
+    it('announces changes to every listener, concurrent announcements together', async () => {
+      const listener = createReadCache({ maxBytes: 1 << 20, database })
+      await listener.listen()
+      for (const id of ['a', 'b', 'c']) await listener.get(id, 'r', async () => id)
+      const announcer = createReadCache({ maxBytes: 1 << 20, database })
+      await Promise.all([announcer.announce('a'), announcer.announce('b'), announcer.announce('a')])
+      await eventually(async () => listener.stats().companies, (n) => n === 1)
+      assert.equal(await listener.get('c', 'r', async () => 'reloaded'), 'c', 'c was not announced')
+      assert.equal(await listener.get('a', 'r', async () => 'reloaded'), 'reloaded')
+      await announcer.announce()
+      assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
     })
 
     it('caches nothing before it listens, or when it is given no memory', async () => {

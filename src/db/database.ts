@@ -24,6 +24,15 @@ export interface Database {
   close(): Promise<void>
 }
 
+/**
+ * The service's sessions announce their changes to cached reads right after commit, themselves
+ * (migration 0008 says why); the tables' triggers NOTIFY everyone else's. Every session's
+ * changes, the service's included, are also recorded by their own commit in `company_changes`
+ * (migration 0012), which every instance reads: a change whose writer died before announcing it
+ * is heard that way.
+ */
+export const ANNOUNCE_SETTING = 'company_admin.announce'
+const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit`
 
 const DATE_OID = 1082
 const INT8_OID = 20
@@ -48,7 +57,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 }
 
 function createPostgres(connectionString: string, max: number): Database {
-  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000 })
+  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
   keepErrorsQuiet(pool)
   const listeners: pg.Client[] = []
   const pooled = preparingPool(pool, MAX_NAMED.postgres)
@@ -194,6 +203,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   }
   try {
     await pglite.waitReady
+    await pglite.exec(`SET ${ANNOUNCE_SETTING} = 'after_commit'`)
   } catch (err) {
     release()
     throw err

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
 import { outsideRequestScope } from '../db/request-transaction.ts'
+import { ANNOUNCE_SETTING } from '../db/database.ts'
 import type { Clock } from '../clock.ts'
 
 export type Executor = Kysely<DB> | Transaction<DB>
@@ -103,6 +104,9 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
         .executeTakeFirst()
       if (!job) return false
       const handler = handlers.get(job.kind)!
+      // A job's changes to cached reads are announced by the tables' triggers, in its transaction
+      // (migration 0008): no request answers for them, and no code here knows which company they touch.
+      await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
       try {
         await sql`SAVEPOINT job`.execute(trx)
         await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key })
