@@ -11,28 +11,31 @@ import { ADMIN, seedThroughApi } from './seed.ts'
  *   COMPARE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/compare ROUNDS=3 SECONDS=10 \
  *     node --import tsx bench/compare-writes.ts scratch/old scratch/new
  *
- * The database is dropped and made again first. One JSON line per build and round. `pgMs` counts
+ * Each build gets its own database (the name with `_0`, `_1`, ...: two builds may carry different
+ * versions of one migration), dropped and made again first. One JSON line per build and round. `pgMs` counts
  * every postgres process of the machine: meaningful only when nothing else uses the server.
  */
 const url = new URL(process.env.COMPARE_DATABASE_URL ?? '')
 const name = url.pathname.slice(1)
 if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error('COMPARE_DATABASE_URL must name a database (letters, digits, _)')
-const DB = url.toString()
-const adminUrl = new URL(DB)
+const builds = process.argv.slice(2)
+const databaseOf = (i: number) => { const u = new URL(url); u.pathname = `/${name}_${i}`; return u.toString() }
+const adminUrl = new URL(url)
 adminUrl.pathname = '/postgres'
 const admin = new pg.Client({ connectionString: adminUrl.toString() })
 await admin.connect()
-await admin.query(`DROP DATABASE IF EXISTS ${name}`)
-await admin.query(`CREATE DATABASE ${name}`)
+for (let i = 0; i < builds.length; i++) {
+  await admin.query(`DROP DATABASE IF EXISTS ${name}_${i}`)
+  await admin.query(`CREATE DATABASE ${name}_${i}`)
+}
 await admin.end()
 pinSelf()
-const builds = process.argv.slice(2)
 const rounds = Number(process.env.ROUNDS ?? 3)
 const seconds = Number(process.env.SECONDS ?? 10)
 for (let round = 0; round < rounds; round++) {
   for (const build of builds) {
     process.env.BENCH_SERVER_BUNDLE = `${build}/server.js`
-    const server = await startServer({ DATABASE_URL: DB, ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, SCHEDULER_ENABLED: 'false' })
+    const server = await startServer({ DATABASE_URL: databaseOf(builds.indexOf(build)), ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, SCHEDULER_ENABLED: 'false' })
     const seeded = await seedThroughApi(server.url)
     const w = seeded.writer
     const headers = { authorization: `Bearer ${w.token}`, 'content-type': 'application/json' }

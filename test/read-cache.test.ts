@@ -245,6 +245,28 @@ for (const engine of engines) {
       assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
     })
 
+    it('hears a change recorded by a transaction that was under way during its earlier reads of the record', async () => {
+      const cache = createReadCache({ maxBytes: 1 << 20, database })
+      await cache.listen()
+      try {
+        assert.equal(await cache.get('long-writer', 'r', async () => 'before'), 'before')
+        let commit!: () => void
+        const writing = database.db.transaction().execute(async (trx) => {
+          // As a writer whose announcement will never come (the service's own sessions leave it to after the commit).
+          await sql`INSERT INTO company_changes (company_id) VALUES ('long-writer')`.execute(trx)
+          await new Promise<void>((resolve) => { commit = resolve })
+        })
+        // The record is read several times while the transaction runs: its change is not visible yet.
+        await new Promise((resolve) => setTimeout(resolve, 700))
+        assert.equal(await cache.get('long-writer', 'r', async () => 'read again'), 'before', 'nothing committed yet')
+        commit()
+        await writing
+        assert.equal(await eventually(() => cache.get('long-writer', 'r', async () => 'after'), (body) => body === 'after'), 'after')
+      } finally {
+        cache.stop()
+      }
+    })
+
     it('caches nothing before it listens, or when it is given no memory', async () => {
       const unheard = createReadCache({ maxBytes: 1 << 20, database })
       await unheard.get('a', 'r', async () => 'A')
