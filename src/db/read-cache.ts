@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Database } from './database.ts'
+import { outsideRequestScope } from './request-transaction.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
 
@@ -196,7 +197,8 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
       gathering ??= newBatch()
       const batch = gathering
       batch.ids.add(companyId ?? '')
-      timer ??= setTimeout(sendGathered, GATHER_MS)
+      // Outside the request's scope: the announcement is every write's, sent after their commits.
+      timer ??= outsideRequestScope(() => setTimeout(sendGathered, GATHER_MS))
       return batch.sent
     },
 

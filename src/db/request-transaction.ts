@@ -18,11 +18,15 @@ import type pg from 'pg'
 export interface RequestTransaction {
   /** A statement on the pinned connection, outside any borrower's savepoint (waits for the borrower). */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>
-  /** Commits, or rolls back on `false`; the connection goes back to the pool either way. */
-  end(commit: boolean): Promise<void>
+  /**
+   * Commits, or rolls back on `false`; the connection goes back to the pool either way. With
+   * `closeScope`, a statement the request still runs afterwards fails instead of going to the
+   * pool on its own (a request abandoned while its handler runs must not commit half its work).
+   */
+  end(commit: boolean, closeScope?: boolean): Promise<void>
 }
 
-interface Scope { pinned?: Pinned }
+interface Scope { pinned?: Pinned | 'closed' }
 
 const scope = new AsyncLocalStorage<Scope>()
 
@@ -43,7 +47,9 @@ export function inRequestTransaction(): boolean {
 
 /** The connection the pool hands out in the current scope instead of one of its own, if any. */
 export function pinnedBorrow(): Promise<pg.PoolClient> | undefined {
-  return scope.getStore()?.pinned?.borrow()
+  const pinned = scope.getStore()?.pinned
+  if (pinned === 'closed') return Promise.reject(new Error('This request ended before its work did; its transaction was rolled back'))
+  return pinned?.borrow()
 }
 
 /**
@@ -65,7 +71,7 @@ export async function pin(client: pg.PoolClient, release: (err?: Error) => void,
   current.pinned = pinned
   return {
     query: (text, values) => pinned.exclusive(() => client.query(text, values as unknown[])),
-    async end(commit) {
+    async end(commit, closeScope = false) {
       if (current.pinned !== pinned) return
       let failed: Error | undefined
       try {
@@ -73,7 +79,7 @@ export async function pin(client: pg.PoolClient, release: (err?: Error) => void,
       } catch (err) {
         failed = err as Error
       } finally {
-        current.pinned = undefined
+        current.pinned = closeScope ? 'closed' : undefined
         // A connection whose transaction could not end is not given to anyone else.
         release(failed)
       }

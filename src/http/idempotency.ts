@@ -168,12 +168,13 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     return payload
   }
 
-  // A request that ended before it answered (an aborted connection) rolls its work back and frees its key.
+  // A request that ended before it answered (an aborted connection) rolls its work back and frees
+  // its key; what its handler still tries to write afterwards fails rather than commit alone.
   async function free(request: FastifyRequest) {
     const claim = request.idempotency
     if (!claim) return
     request.idempotency = null
-    await claim.transaction.end(false).catch(() => {})
+    await claim.transaction.end(false, true).catch(() => {})
   }
 }
 
