@@ -128,7 +128,7 @@ export async function buildApp(options: AppOptions) {
   await access.listen()
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
-  installIdempotency(app, { db, clock, scheduler })
+  installIdempotency(app, { db, database, clock, scheduler })
   const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
   await readCache.listen()
   installCacheForgetting(app, readCache)
@@ -184,7 +184,10 @@ export async function buildApp(options: AppOptions) {
 
   app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
   app.addHook('preClose', async () => { await scheduler.stop() })
-  app.addHook('onClose', async () => { if (ownsDatabase) await database.close() })
+  app.addHook('onClose', async () => {
+    readCache.stop()
+    if (ownsDatabase) await database.close()
+  })
 
   return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache }, database, compileSchemas: compilers.compileAll })
 }

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { company, type CompanyFixture } from './helpers/factories.ts'
@@ -206,6 +207,90 @@ for (const engine of engines) {
         } finally {
           t.clock.set(start)
         }
+      })
+
+      it('compares bodies as JSON values: another key order or white space replays, another value is a 409', async () => {
+        const key = randomUUID()
+        const name = uniq('Ordered')
+        const send = (payload: string) => t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: payload, headers: { 'idempotency-key': key, 'content-type': 'application/json' } })
+        const first = await send(`{"name":"${name}","city":"Torino","country":"IT"}`)
+        assert.equal(first.statusCode, 202, first.body)
+        const reordered = await send(`{ "country": "IT",\n  "city": "Torino", "name": "${name}" }`)
+        assert.equal(reordered.statusCode, 202, reordered.body)
+        assert.equal(reordered.headers['idempotent-replayed'], 'true')
+        assert.equal(reordered.headers.location, first.headers.location)
+        assertError(await send(`{"country":"IT","city":"Milano","name":"${name}"}`), 409, 'conflict')
+        const stored = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === name)
+        assert.equal(stored.length, 1)
+      })
+
+      it('replays a PUT: the same key and body answers the first answer again and runs nothing', async () => {
+        const key = randomUUID()
+        const teams = `/api/v1/companies/${c.id}/teams`
+        const created = await t.call({ method: 'POST', url: teams, token: c.token, body: { name: 'Put me', code: uniq('PU'), team_leader_ids: [] } })
+        assert.equal(created.statusCode, 202, created.body)
+        const team = `${teams}/${locationId(created)}`
+        const code = (await t.json<{ code: string }>(200, { url: team, token: c.token })).code
+        const first = await t.call({ method: 'PUT', url: team, token: c.token, body: { name: 'Renamed once', code }, headers: { 'idempotency-key': key } })
+        assert.equal(first.statusCode, 202, first.body)
+        assert.equal(first.headers['idempotent-replayed'], undefined)
+        // Someone renames it meanwhile: a replay must not put the first name back.
+        await t.json(202, { method: 'PUT', url: team, token: c.token, body: { name: 'Renamed since', code } })
+        const replay = await t.call({ method: 'PUT', url: team, token: c.token, body: { code, name: 'Renamed once' }, headers: { 'idempotency-key': key } })
+        assert.equal(replay.statusCode, first.statusCode)
+        assert.equal(replay.body, first.body)
+        assert.equal(replay.headers['idempotent-replayed'], 'true')
+        assert.equal((await t.json<{ name: string }>(200, { url: team, token: c.token })).name, 'Renamed since')
+        assertError(await t.call({ method: 'PUT', url: team, token: c.token, body: { name: 'Renamed twice', code }, headers: { 'idempotency-key': key } }), 409, 'conflict')
+      })
+
+      it('frees a key whose request never finished 60 s after it was claimed: 409 until then, then the retry runs once', async () => {
+        const name = uniq('Abandoned')
+        const body = { name }
+        // What a request's claim looks like: the key of a request that ran, with the same body.
+        const model = randomUUID()
+        assert.equal((await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': model } })).statusCode, 202)
+        const claim = await t.app.database.db.selectFrom('idempotency_keys').selectAll().where('key', '=', model).executeTakeFirstOrThrow()
+        // The claim an instance left when it died mid-request: no answer, ever.
+        const key = randomUUID()
+        const start = t.clock.now()
+        await t.app.database.db.insertInto('idempotency_keys').values({ owner: claim.owner, key, request_hash: claim.request_hash, created_at: start }).execute()
+        try {
+          t.clock.advance(59_000)
+          const early = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } })
+          assert.match(assertError(early, 409, 'conflict'), /still running/)
+          t.clock.advance(2_000)
+          const retry = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } })
+          assert.equal(retry.statusCode, 202, retry.body)
+          assert.equal(retry.headers['idempotent-replayed'], undefined)
+          const again = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } })
+          assert.equal(again.headers['idempotent-replayed'], 'true')
+          assert.equal(again.headers.location, retry.headers.location)
+          const stored = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === name)
+          assert.equal(stored.length, 2, 'the model request\'s and the retry\'s')
+        } finally {
+          t.clock.set(start)
+        }
+      })
+
+      it('commits a request\'s work with its answer: when the answer cannot be kept, nothing of the work stays, and the retry runs once', async () => {
+        const key = randomUUID()
+        const name = uniq('Atomic')
+        // The answer's write fails, as if the instance died between the work and the answer.
+        await sql`CREATE FUNCTION refuse_answer() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the instance died'; END $$`.execute(t.app.database.db)
+        await sql.raw(`CREATE TRIGGER refuse_answer BEFORE UPDATE ON idempotency_keys FOR EACH ROW WHEN (NEW.key = '${key}' AND NEW.status_code IS NOT NULL) EXECUTE FUNCTION refuse_answer()`).execute(t.app.database.db)
+        try {
+          const first = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name }, headers: { 'idempotency-key': key } })
+          assert.equal(first.statusCode, 500, first.body)
+        } finally {
+          await sql`DROP TRIGGER refuse_answer ON idempotency_keys`.execute(t.app.database.db)
+          await sql`DROP FUNCTION refuse_answer()`.execute(t.app.database.db)
+        }
+        const named = () => t.json<Array<{ name: string }>>(200, { url: subsidiaries(), token: c.token }).then((list) => list.filter((s) => s.name === name))
+        assert.equal((await named()).length, 0, 'the work went with the answer')
+        const retry = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name }, headers: { 'idempotency-key': key } })
+        assert.equal(retry.statusCode, 202, retry.body)
+        assert.equal((await named()).length, 1)
       })
 
       it('creates exactly one resource for 20 concurrent requests with one key', async () => {

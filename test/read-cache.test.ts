@@ -161,6 +161,43 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     const seen = await eventually(readOnSecond, (list) => list.some((x) => x.name === 'Two'))
     assert.equal(seen.find((x) => x.id === id)?.name, 'Two')
   })
+
+  // A writer that dies right after its commit runs nothing more: what it wrote in the service's
+  // own session is all the others get to hear of. So the write here goes through the first
+  // instance's connections and nothing of its HTTP path runs after it.
+  it('an instance hears a write whose writer died right after its commit', async () => {
+    const c = await company(t)
+    const leader = await contract(t, c.id)
+    const id = await team(t, c.id, { name: 'Before the crash', code: 'KC', team_leader_ids: [leader] })
+    const readOnSecond = async () => {
+      const res = await second.inject({ url: `/api/v1/companies/${c.id}/teams`, headers: { authorization: `Bearer ${c.token}` } })
+      assert.equal(res.statusCode, 200)
+      return res.json() as TeamView[]
+    }
+    assert.equal((await readOnSecond()).find((x) => x.id === id)?.name, 'Before the crash')
+    assert.equal((await readOnSecond()).find((x) => x.id === id)?.name, 'Before the crash', 'kept by the second instance')
+    await t.app.database.db.updateTable('teams').set({ name: 'Committed, then the crash' }).where('company_id', '=', c.id).where('id', '=', id).execute()
+    const seen = await eventually(readOnSecond, (list) => list.some((x) => x.name === 'Committed, then the crash'))
+    assert.equal(seen.find((x) => x.id === id)?.name, 'Committed, then the crash')
+  })
+
+  it('an instance refuses a company\'s tokens as soon as its disabling commits, even if the writer died then', async () => {
+    const c = await company(t)
+    const readOnSecond = () => second.inject({ url: `/api/v1/companies/${c.id}`, headers: { authorization: `Bearer ${c.token}` } })
+    assert.equal((await readOnSecond()).statusCode, 200, 'the second instance now keeps the client\'s access state')
+    await t.app.database.db.updateTable('companies').set({ disabled_at: t.clock.now() }).where('id', '=', c.id).execute()
+    const refused = await eventually(readOnSecond, (res) => res.statusCode === 403)
+    assert.equal(refused.statusCode, 403)
+  })
+
+  it('an instance refuses a revoked client\'s tokens as soon as the revocation commits, even if the writer died then', async () => {
+    const c = await company(t)
+    const readOnSecond = () => second.inject({ url: `/api/v1/companies/${c.id}`, headers: { authorization: `Bearer ${c.token}` } })
+    assert.equal((await readOnSecond()).statusCode, 200)
+    await t.app.database.db.updateTable('oauth_clients').set({ revoked_at: t.clock.now() }).where('company_id', '=', c.id).execute()
+    const refused = await eventually(readOnSecond, (res) => res.statusCode === 401)
+    assert.equal(refused.statusCode, 401)
+  })
 })
 
 for (const engine of engines) {
@@ -211,6 +248,28 @@ for (const engine of engines) {
       assert.equal(await listener.get('a', 'r', async () => 'reloaded'), 'reloaded')
       await announcer.announce()
       assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
+    })
+
+    it('hears a change recorded by a transaction that was under way during its earlier reads of the record', async () => {
+      const cache = createReadCache({ maxBytes: 1 << 20, database })
+      await cache.listen()
+      try {
+        assert.equal(await cache.get('long-writer', 'r', async () => 'before'), 'before')
+        let commit!: () => void
+        const writing = database.db.transaction().execute(async (trx) => {
+          // As a writer whose announcement will never come (the service's own sessions leave it to after the commit).
+          await sql`INSERT INTO company_changes (company_id) VALUES ('long-writer')`.execute(trx)
+          await new Promise<void>((resolve) => { commit = resolve })
+        })
+        // The record is read several times while the transaction runs: its change is not visible yet.
+        await new Promise((resolve) => setTimeout(resolve, 700))
+        assert.equal(await cache.get('long-writer', 'r', async () => 'read again'), 'before', 'nothing committed yet')
+        commit()
+        await writing
+        assert.equal(await eventually(() => cache.get('long-writer', 'r', async () => 'after'), (body) => body === 'after'), 'after')
+      } finally {
+        cache.stop()
+      }
     })
 
     it('caches nothing before it listens, or when it is given no memory', async () => {

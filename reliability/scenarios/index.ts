@@ -12,5 +12,6 @@ import { hostile } from './hostile.ts'
 import { schedulerFaults } from './scheduler.ts'
 import { schedulerFairness } from './fairness.ts'
 import { pathologicalBodies } from './pathological-bodies.ts'
+import { idempotencyKill } from './idempotency-kill.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness]
+export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness, idempotencyKill]

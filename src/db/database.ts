@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
 import type { DB } from './tables.ts'
+import { outsideRequestScope, pin, pinnedBorrow, type RequestTransaction } from './request-transaction.ts'
 
 export type Engine = 'postgres' | 'pglite'
 
@@ -15,12 +16,20 @@ export interface Database {
    * now on (the LISTEN connection is lost), `onListening(true)` that they are heard again.
    */
   listen(channel: string, onMessage: (payload: string) => void, onListening?: (listening: boolean) => void): Promise<void>
+  /**
+   * Begins a transaction that every statement of the current request joins from now on, on any
+   * Kysely instance of this database (request-transaction.ts); `settings` run right after BEGIN.
+   */
+  requestTransaction(settings?: string[]): Promise<RequestTransaction>
   close(): Promise<void>
 }
 
 /**
- * The service's sessions announce their changes to cached reads after commit, themselves
- * (migration 0008 says why); the tables' triggers announce everyone else's.
+ * The service's sessions announce their changes to cached reads right after commit, themselves
+ * (migration 0008 says why); the tables' triggers NOTIFY everyone else's. Every session's
+ * changes, the service's included, are also recorded by their own commit in `company_changes`
+ * (migration 0012), which every instance reads: a change whose writer died before announcing it
+ * is heard that way.
  */
 export const ANNOUNCE_SETTING = 'company_admin.announce'
 const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit`
@@ -51,7 +60,8 @@ function createPostgres(connectionString: string, max: number): Database {
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
   keepErrorsQuiet(pool)
   const listeners: pg.Client[] = []
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool, MAX_NAMED.postgres) }) })
+  const pooled = preparingPool(pool, MAX_NAMED.postgres)
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
   return {
@@ -101,6 +111,10 @@ function createPostgres(connectionString: string, max: number): Database {
       await open()
       onListening?.(true)
     },
+    async requestTransaction(settings = []) {
+      const client = await outsideRequestScope(() => pooled.connectOwn())
+      return pin(client, (err) => client.release(err), settings)
+    },
     async close() {
       if (closed) return
       closed = true
@@ -147,22 +161,25 @@ function preparingPool(pool: pg.Pool, maxNamed: number) {
     }
     return name
   }
+  async function connectOwn() {
+    const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
+    if (!client[PREPARING]) {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown
+      client.query = ((text: unknown, values?: unknown) => {
+        if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+          const name = statementName(text)
+          if (name !== undefined) return query({ name, text, values })
+        }
+        return values === undefined ? query(text) : query(text, values)
+      }) as typeof client.query
+      client[PREPARING] = true
+    }
+    return client
+  }
   return {
-    async connect() {
-      const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
-      if (!client[PREPARING]) {
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown
-        client.query = ((text: unknown, values?: unknown) => {
-          if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
-            const name = statementName(text)
-            if (name !== undefined) return query({ name, text, values })
-          }
-          return values === undefined ? query(text) : query(text, values)
-        }) as typeof client.query
-        client[PREPARING] = true
-      }
-      return client
-    },
+    /** A connection of the pool, or, for a request that holds a transaction, that one (request-transaction.ts). */
+    connect: () => pinnedBorrow() ?? connectOwn(),
+    connectOwn,
     end: () => pool.end(),
   }
 }
@@ -199,7 +216,8 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   // session's prepared statements stay known to the one connection object that made them.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })
   keepErrorsQuiet(pool)
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(pool, MAX_NAMED.pglite) }) })
+  const pooled = preparingPool(pool, MAX_NAMED.pglite)
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
   let closed = false
   const hearing: Array<(listening: boolean) => void> = []
   return {
@@ -213,6 +231,11 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
         hearing.push(onListening)
         onListening(true)
       }
+    },
+    async requestTransaction(settings = []) {
+      const client = await outsideRequestScope(() => pooled.connectOwn())
+      // The pool's one client is never thrown away: PGlite has no other session to replace it.
+      return pin(client, () => client.release(), settings)
     },
     async close() {
       if (closed) return

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Database } from './database.ts'
+import { outsideRequestScope } from './request-transaction.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
 
@@ -11,6 +12,14 @@ const MAX_AGE_MS = 60_000
  * this process); alone, a change reaches the other instances that much later.
  */
 const GATHER_MS = 2
+/**
+ * How often the changes recorded by their commits (`company_changes`, migration 0012) are read:
+ * the longest a change whose writer died before announcing it stays unheard.
+ */
+const RECORDED_EVERY_MS = 200
+/** Recorded changes are kept this long (read by every instance within RECORDED_EVERY_MS). */
+const RECORDED_KEPT_MS = 60_000
+
 /** What a company's shelf costs besides its answers (its map and key), counted against maxBytes. */
 const SHELF_BYTES = 256
 
@@ -27,7 +36,10 @@ interface Shelf {
  * `company_changed` (migration 0008: by the tables' triggers, or by the service after a request
  * or in a job), heard by every instance on the database; an instance also forgets a company
  * before it answers a write of that company (`forget`), so a client always reads its own
- * writes. While the LISTEN connection is down, nothing is cached.
+ * writes. Every change is also recorded by its own commit in `company_changes` (migration
+ * 0012), which each instance reads every RECORDED_EVERY_MS: a change whose writer died between
+ * its commit and its announcement is forgotten that way. While the LISTEN connection is down,
+ * or the record cannot be read, nothing is cached.
  *
  * A read that loses a race keeps nothing: each company's answers sit on a shelf that a change
  * replaces, and an answer is put back only on the shelf its read started from, so a read that
@@ -38,6 +50,8 @@ interface Shelf {
 export function createReadCache(options: { maxBytes: number; database: Pick<Database, 'db' | 'listen'> }) {
   const shelves = new Map<string, Shelf>()
   let bytes = 0
+  let heard = false
+  let recordRead = false
   let listening = false
   // Others that keep what a company's change makes stale (the token endpoint's clients).
   const alsoForget: Array<(companyId?: string) => void> = []
@@ -107,6 +121,43 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
       .finally(() => { sending = false; sendGathered() })
   }
 
+  // The record of changes, read from where the last read's snapshot left off: every
+  // transaction that had not ended then has an id at least that snapshot's xmin, so a change
+  // that committed since is at or past it (its rows are read again while an older transaction
+  // runs; forgetting twice is harmless).
+  let since: string | undefined
+  let recordTimer: NodeJS.Timeout | undefined
+  let stopped = false
+  let lastPurge = 0
+
+  async function readRecorded() {
+    recordTimer = undefined
+    if (stopped) return
+    try {
+      const { rows: [row] } = await sql<{ xmin: string; ids: string[] | null }>`
+        SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+          (SELECT array_agg(DISTINCT company_id) FROM company_changes WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8) AS ids`
+        .execute(options.database.db)
+      since = row!.xmin
+      const ids = row!.ids ?? []
+      if (ids.includes('')) forgetCompany()
+      else for (const id of ids) forgetCompany(id)
+      if (Date.now() - lastPurge > RECORDED_KEPT_MS) {
+        lastPurge = Date.now()
+        await sql`DELETE FROM company_changes WHERE at < now() - make_interval(secs => ${RECORDED_KEPT_MS / 1000})`.execute(options.database.db)
+      }
+      recordRead = true
+    } catch {
+      // Changes could go unread: nothing is kept until the record is read again, from then on.
+      recordRead = false
+      since = undefined
+      forgetCompany()
+    }
+    listening = heard && recordRead
+    if (!stopped) recordTimer = setTimeout(readRecorded, RECORDED_EVERY_MS)
+    recordTimer?.unref()
+  }
+
   return {
     /** The cached answer of `read` for the company, or what `load` answers (kept when it safely can be). */
     async get(companyId: string, read: string, load: () => Promise<string>): Promise<string> {
@@ -146,16 +197,25 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
       gathering ??= newBatch()
       const batch = gathering
       batch.ids.add(companyId ?? '')
-      timer ??= setTimeout(sendGathered, GATHER_MS)
+      // Outside the request's scope: the announcement is every write's, sent after their commits.
+      timer ??= outsideRequestScope(() => setTimeout(sendGathered, GATHER_MS))
       return batch.sent
     },
 
-    /** Subscribes to the database's change announcements; caching starts once they are heard. */
+    /** Subscribes to the database's change announcements and records; caching starts once both are heard. */
     async listen() {
-      await options.database.listen(COMPANY_CHANGED, (companyId) => forgetCompany(companyId || undefined), (heard) => {
-        listening = heard
-        if (!heard) forgetCompany()
+      await options.database.listen(COMPANY_CHANGED, (companyId) => forgetCompany(companyId || undefined), (now) => {
+        heard = now
+        listening = heard && recordRead
+        if (!now) forgetCompany()
       })
+      await readRecorded()
+    },
+
+    /** Stops reading the record (the database is about to close). */
+    stop() {
+      stopped = true
+      if (recordTimer) clearTimeout(recordTimer)
     },
 
     stats: () => ({ companies: shelves.size, bytes, listening }),

@@ -1,3 +1,5 @@
+import { inRequestTransaction, outsideRequestScope } from './request-transaction.ts'
+
 /**
  * Writes that arrive together go to the database together: one statement and one commit for
  * many requests, the way PostgreSQL's own group commit shares one WAL flush between
@@ -72,12 +74,21 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
     }
   }
 
-  return (item: I) => new Promise<O>((resolve, reject) => {
-    queue.push({ item, resolve, reject })
-    // After the current turn's other writes have queued too: they join this batch.
-    if (!scheduled) {
-      scheduled = true
-      queueMicrotask(startBatches)
-    }
-  })
+  return (item: I) => {
+    // A request whose statements are one transaction of its own (an Idempotency-Key) writes alone, in it.
+    if (inRequestTransaction()) return run([item]).then((outcomes) => outcomes[0]!)
+    return queued(item)
+  }
+
+  function queued(item: I) {
+    return new Promise<O>((resolve, reject) => {
+      queue.push({ item, resolve, reject })
+      // After the current turn's other writes have queued too: they join this batch. Outside the
+      // request's scope: the batch is every request's, not this one's.
+      if (!scheduled) {
+        scheduled = true
+        outsideRequestScope(() => queueMicrotask(startBatches))
+      }
+    })
+  }
 }

@@ -1,8 +1,9 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
-import type { Clock } from '../clock.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
 import { ANNOUNCE_SETTING } from '../db/database.ts'
+import type { Clock } from '../clock.ts'
 
 export type Executor = Kysely<DB> | Transaction<DB>
 
@@ -95,7 +96,8 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     if (timer && at >= timerAt) return
     if (timer) clearTimeout(timer)
     timerAt = at
-    timer = setTimeout(loop, delayMs)
+    // Outside any request's scope: the scheduler's passes are no request's work (request-transaction.ts).
+    timer = outsideRequestScope(() => setTimeout(loop, delayMs))
   }
 
   function wakeFor(runAt: Date) {

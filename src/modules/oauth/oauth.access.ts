@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import type { Database } from '../../db/database.ts'
 import type { ClientAccessState, OauthRepository } from './oauth.repository.ts'
 
@@ -9,9 +8,11 @@ const CACHE_LIMIT = 50_000
 
 /**
  * Whether a client is revoked or its company disabled, cached per process. A change is
- * announced with NOTIFY, so every instance on the same PostgreSQL forgets its copy at once.
+ * announced on `access_changed` by the commit that makes it (the triggers of migration 0012,
+ * whoever writes), so every instance on the same PostgreSQL forgets its copy at once, even when
+ * the writer dies right after its commit.
  */
-export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'db' | 'listen'>) {
+export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'listen'>) {
   const cache = new Map<string, { state: ClientAccessState | undefined; at: number }>()
   // While changes could go unheard (no LISTEN connection), every answer comes from the database.
   let listening = false
@@ -40,10 +41,12 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
       return state
     },
 
-    /** Announces a change of one client (or, without an id, of any: a company disabled or enabled). */
-    async changed(clientId?: string) {
+    /**
+     * Forgets here, at once, a change of one client (or, without an id, of any: a company disabled
+     * or enabled) that has committed; the other instances hear of it from the commit itself.
+     */
+    changed(clientId?: string) {
       forget(clientId)
-      await sql`SELECT pg_notify(${CHANNEL}, ${clientId ?? ''})`.execute(database.db)
     },
 
     /** Whether client changes are being heard (nothing may be kept otherwise). */
