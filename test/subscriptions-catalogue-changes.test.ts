@@ -98,7 +98,7 @@ for (const engine of engines) {
     it('a subscription left pointing at a sku renamed before the foreign keys existed answers 409, never 500', async () => {
       const c = await billedCompany(t)
       const gone = uniq('gone')
-      // What the defect left behind: rows written before migration 0014, which it does not check.
+      // What the defect left behind: rows written before migration 0012, which it does not check.
       await t.app.database.db.transaction().execute(async (trx) => {
         await sql`SET LOCAL session_replication_role = replica`.execute(trx)
         await sql`UPDATE subscriptions SET product_sku = ${gone} WHERE company_id = ${c.id}`.execute(trx)

@@ -28,7 +28,7 @@ export interface Database {
  * The service's sessions announce their changes to cached reads right after commit, themselves
  * (migration 0008 says why); the tables' triggers NOTIFY everyone else's. Every session's
  * changes, the service's included, are also recorded by their own commit in `company_changes`
- * (migration 0012), which every instance reads: a change whose writer died before announcing it
+ * (migration 0010), which every instance reads: a change whose writer died before announcing it
  * is heard that way.
  */
 export const ANNOUNCE_SETTING = 'company_admin.announce'

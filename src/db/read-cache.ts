@@ -13,7 +13,7 @@ const MAX_AGE_MS = 60_000
  */
 const GATHER_MS = 2
 /**
- * How often the changes recorded by their commits (`company_changes`, migration 0012) are read:
+ * How often the changes recorded by their commits (`company_changes`, migration 0010) are read:
  * the longest a change whose writer died before announcing it stays unheard.
  */
 const RECORDED_EVERY_MS = 200
@@ -37,7 +37,7 @@ interface Shelf {
  * or in a job), heard by every instance on the database; an instance also forgets a company
  * before it answers a write of that company (`forget`), so a client always reads its own
  * writes. Every change is also recorded by its own commit in `company_changes` (migration
- * 0012), which each instance reads every RECORDED_EVERY_MS: a change whose writer died between
+ * 0010), which each instance reads every RECORDED_EVERY_MS: a change whose writer died between
  * its commit and its announcement is forgotten that way. While the LISTEN connection is down,
  * or the record cannot be read, nothing is cached.
  *

@@ -101,7 +101,7 @@ export interface CouponsTable {
   created_at: CreatedAt
 }
 
-/** A company that applied a coupon (once, whatever how often it re-applies it): 0014. */
+/** A company that applied a coupon (once, whatever how often it re-applies it): 0012. */
 export interface CouponRedemptionsTable {
   coupon_id: string
   company_id: string
@@ -213,7 +213,7 @@ export interface HostedPagesTable {
   token_hash: string
   state: HostedPageState
   redirect_url: string
-  /** The client whose token asked for the page (migration 0013); null on older pages. */
+  /** The client whose token asked for the page (migration 0011); null on older pages. */
   client_id: string | null
   created_at: Timestamp
   updated_at: Timestamp

@@ -120,7 +120,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
 
   /**
    * The companies (null: the platform) with a job of `kinds` due at `now`, the one whose oldest
-   * due job is oldest first. A loose index scan over jobs_company_due_idx (0011_fair_jobs.sql):
+   * due job is oldest first. A loose index scan over jobs_company_due_idx (0009_fair_jobs.sql):
    * each step jumps to the next company with a due job, so the cost grows with the companies
    * that have pending jobs, not with one company's backlog (EXPLAIN in docs/architecture.md).
    */

@@ -8,7 +8,7 @@ const CACHE_LIMIT = 50_000
 
 /**
  * Whether a client is revoked or its company disabled, cached per process. A change is
- * announced on `access_changed` by the commit that makes it (the triggers of migration 0012,
+ * announced on `access_changed` by the commit that makes it (the triggers of migration 0010,
  * whoever writes), so every instance on the same PostgreSQL forgets its copy at once, even when
  * the writer dies right after its commit.
  */

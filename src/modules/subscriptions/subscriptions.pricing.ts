@@ -79,7 +79,7 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: M
 export type Pricing = ReturnType<typeof createPricing>
 
 /**
- * A subscription whose product or plan row is gone. The foreign keys of 0014 carry renames
+ * A subscription whose product or plan row is gone. The foreign keys of 0012 carry renames
  * over and forbid deletions, so only a row broken before them (or a provider naming an item
  * this catalogue lacks) gets here: a 409 saying so, never a 500.
  */
