@@ -165,7 +165,7 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
   // A writer that dies right after its commit runs nothing more: what it wrote in the service's
   // own session is all the others get to hear of. So the write here goes through the first
   // instance's connections and nothing of its HTTP path runs after it.
-  it('an instance hears a write whose writer died right after its commit', async () => {
+  it('an instance hears a write whose writer died right after its commit', requires('postgres'), async () => {
     const c = await company(t)
     const leader = await contract(t, c.id)
     const id = await team(t, c.id, { name: 'Before the crash', code: 'KC', team_leader_ids: [leader] })
@@ -181,7 +181,7 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     assert.equal(seen.find((x) => x.id === id)?.name, 'Committed, then the crash')
   })
 
-  it('an instance refuses a company\'s tokens as soon as its disabling commits, even if the writer died then', async () => {
+  it('an instance refuses a company\'s tokens as soon as its disabling commits, even if the writer died then', requires('postgres'), async () => {
     const c = await company(t)
     const readOnSecond = () => second.inject({ url: `/api/v1/companies/${c.id}`, headers: { authorization: `Bearer ${c.token}` } })
     assert.equal((await readOnSecond()).statusCode, 200, 'the second instance now keeps the client\'s access state')
@@ -190,7 +190,7 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     assert.equal(refused.statusCode, 403)
   })
 
-  it('an instance refuses a revoked client\'s tokens as soon as the revocation commits, even if the writer died then', async () => {
+  it('an instance refuses a revoked client\'s tokens as soon as the revocation commits, even if the writer died then', requires('postgres'), async () => {
     const c = await company(t)
     const readOnSecond = () => second.inject({ url: `/api/v1/companies/${c.id}`, headers: { authorization: `Bearer ${c.token}` } })
     assert.equal((await readOnSecond()).statusCode, 200)
