@@ -163,7 +163,10 @@ export async function buildApp(options: AppOptions) {
   access.onForget(tokenClients.forgetClient)
   readCache.onForget(tokenClients.forgetCompany)
   const secrets = createSecretChecker()
-  access.onForget(secrets.forget)
+  // A remembered secret is tied to the stored hash it matched, so only a client's own change
+  // needs forgetting: a company's disabling or a lost LISTEN must not make every platform
+  // secret cost a scrypt again (a flood of wrong secrets would then queue before the right one).
+  access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db })

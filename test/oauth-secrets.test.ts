@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
 import { ALL_SCOPE_STRINGS } from '../src/modules/oauth/scopes.ts'
+import { MAX_WAITING_HASHES } from '../src/modules/oauth/oauth.secrets.ts'
 
 /**
  * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"): a secret a person chose
@@ -54,6 +55,19 @@ for (const engine of engines) {
         await expectInvalidClient(id, '')
         assert.equal((await token(id, ADMIN.client_secret)).statusCode, 200)
       }
+    })
+
+    it('a flood of wrong platform secrets is told to come back (503 + Retry-After) past a short queue, and the right secret still works', async () => {
+      // A platform client whose secret no request has verified yet: every guess costs a scrypt.
+      await t.app.services.oauth.ensureAdminClient({ id: 'admin-flooded', secret: ADMIN.client_secret })
+      const guesses = await Promise.all(Array.from({ length: MAX_WAITING_HASHES * 3 }, (_, i) => token('admin-flooded', `wrong-secret-${i}`)))
+      const statuses = guesses.map((res) => res.statusCode)
+      assert.deepEqual([...new Set(statuses)].sort(), [401, 503], 'every guess refused (401) or sent back (503)')
+      const busy = guesses.find((res) => res.statusCode === 503)!
+      assert.equal(busy.headers['retry-after'], '1')
+      assert.deepEqual(Object.keys(busy.json()).sort(), ['code', 'errors'])
+      assert.ok(statuses.filter((s) => s === 401).length <= MAX_WAITING_HASHES + 8, 'no more checks than the queue holds (and the running ones)')
+      assert.equal((await token('admin-flooded', ADMIN.client_secret)).statusCode, 200)
     })
 
     it('a start-up with a changed secret forgets the old one, however recently it was verified', async () => {

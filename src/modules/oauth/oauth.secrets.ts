@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+import { ServiceUnavailable } from '../../http/errors.ts'
 
 /**
  * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"). Two formats:
@@ -59,12 +60,22 @@ export async function secretMatches(secret: string, stored: string): Promise<boo
 // At most half the cores hash at once (one on a two-core machine): a flood of wrong secrets for a
 // platform client queues here instead of taking every core (and libuv's four threads) from the rest.
 const slots = Math.max(1, Math.floor(availableParallelism() / 2))
+// And the queue is short: past it, a token request is told to come back (503 + Retry-After)
+// rather than waiting behind seconds of strangers' guesses, and the queue holds no more memory.
+export const MAX_WAITING_HASHES = 16
 let running = 0
 const waiting: Array<() => void> = []
 
+/** A platform secret could not be checked now: too many checks are queued. */
+export class SecretChecksBusy extends ServiceUnavailable {
+  constructor() { super('Too many client secrets are being checked; retry shortly', 1) }
+}
+
 async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  if (running >= slots) await new Promise<void>((resolve) => waiting.push(resolve))
-  else running++
+  if (running >= slots) {
+    if (waiting.length >= MAX_WAITING_HASHES) throw new SecretChecksBusy()
+    await new Promise<void>((resolve) => waiting.push(resolve))
+  } else running++
   try {
     // The asynchronous form: the work runs on libuv's pool, never on the event loop.
     return await new Promise<Buffer>((resolve, reject) => {
