@@ -129,6 +129,11 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
   let recordTimer: NodeJS.Timeout | undefined
   let stopped = false
   let lastPurge = 0
+  // The xmin read at the previous purge, RECORDED_KEPT_MS ago or more: every transaction below it
+  // had ended by then, so every instance (reading every RECORDED_EVERY_MS) has read its rows.
+  // Purging by the rows' `at` instead (the writing transaction's start) could delete the rows of
+  // a transaction that ran longer than RECORDED_KEPT_MS before the others had read them.
+  let purgeBelow: string | undefined
 
   async function readRecorded() {
     recordTimer = undefined
@@ -144,7 +149,8 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
       else for (const id of ids) forgetCompany(id)
       if (Date.now() - lastPurge > RECORDED_KEPT_MS) {
         lastPurge = Date.now()
-        await sql`DELETE FROM company_changes WHERE at < now() - make_interval(secs => ${RECORDED_KEPT_MS / 1000})`.execute(options.database.db)
+        if (purgeBelow) await sql`DELETE FROM company_changes WHERE xid < ${purgeBelow}::xid8`.execute(options.database.db)
+        purgeBelow = row!.xmin
       }
       recordRead = true
     } catch {
