@@ -11,6 +11,7 @@ import { company, type CompanyFixture } from './helpers/factories.ts'
 import { buildApp, type BuiltApp } from '../src/app.ts'
 import { loadConfig, type Config } from '../src/config.ts'
 import { createDatabase, type Database } from '../src/db/database.ts'
+import { eventually } from './helpers/eventually.ts'
 
 /**
  * Signing keys: the claims a token of our own key must still satisfy (its time), and rotation
@@ -24,14 +25,6 @@ const HOUR = 3600
 const DAY = 86_400
 const ROTATION: Partial<Config> = { SIGNING_KEY_ROTATION_DAYS: 30, SIGNING_KEY_PUBLISH_AHEAD_SECONDS: DAY }
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 3_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > deadline) return value
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 for (const engine of engines) {
   describe(`signing keys on ${engine}`, () => {

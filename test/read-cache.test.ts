@@ -10,6 +10,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
+import { eventually } from './helpers/eventually.ts'
 
 /**
  * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
@@ -25,16 +26,6 @@ async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Prom
     await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
     await work(trx)
   })
-}
-
-/** Reads until `done` holds (a NOTIFY reaches PostgreSQL's listeners a moment after the commit). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 3_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > deadline) return value
-    await new Promise((r) => setTimeout(r, 20))
-  }
 }
 
 for (const engine of engines) {

@@ -12,6 +12,11 @@ export interface Request {
   raw?: string | Buffer
   headers?: Record<string, string>
   timeoutMs?: number
+  /**
+   * A connection of its own, closed after the answer: an answer that closes its connection (a
+   * 413 before the body was read) must not be mistaken for the next request's on a shared one.
+   */
+  ownConnection?: boolean
 }
 
 export interface Response {
@@ -34,7 +39,7 @@ export function http(base: string, req: Request): Promise<Response> {
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload))
     // The path goes as is: a URL object would normalise `..` and `%2e%2e` before the server sees them.
     const { hostname, port } = new URL(base)
-    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent, timeout: req.timeoutMs ?? 30_000 }, (res) => {
+    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent: req.ownConnection ? false : agent, timeout: req.timeoutMs ?? 30_000 }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('error', reject)

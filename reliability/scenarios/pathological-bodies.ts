@@ -63,7 +63,7 @@ export const pathologicalBodies: Scenario = {
       figures['idle /health wait (median, max)'] = `${idle.median} ms, ${idle.max} ms`
       const sends = ctx.scaled(SENDS)
       const answer = async (body: Body, statuses: Set<number>) => {
-        const res = await send(server.base, body.req).catch((err: Error) => err)
+        const res = await http(server.base, { ...body.req, ownConnection: true }).catch((err: Error) => err)
         if (!c.check(!(res instanceof Error), `${body.kind}: no answer (${String(res)})`)) return
         const r = res as Response
         statuses.add(r.status)
@@ -145,29 +145,6 @@ function prober(base: string) {
     },
     stop: () => agent.destroy(),
   }
-}
-
-/**
- * One request on a connection of its own: an answer that closes its connection (a 413 before
- * the body was read) must not be mistaken for the next request's.
- */
-function send(base: string, req: Request): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    const { hostname, port } = new URL(base)
-    const headers: Record<string, string> = { ...req.headers, ...(req.raw ? { 'content-length': String(req.raw.length) } : {}) }
-    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent: false, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('error', reject)
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-      })
-    })
-    r.on('timeout', () => r.destroy(new Error('timeout')))
-    r.on('error', reject)
-    r.end(req.raw)
-  })
 }
 
 /** The bodies, built before any is sent: building them must not delay the probes. */
