@@ -117,7 +117,13 @@ for (const engine of engines) {
         const res = await fetch(`${base}/api/v1/companies/${b.id}/communications`, { headers: { authorization: `Bearer ${b.token}` } })
         assert.equal(res.status, 200)
         order.push('answered')
-        while (order.filter((x) => x === 'delivery').length < BACKLOG) await new Promise((resolve) => setTimeout(resolve, 20))
+        while (order.filter((x) => x === 'delivery').length < BACKLOG) {
+          // A delivery that failed would back off for seconds: say so now, not at the test's timeout.
+          const failed = await t.app.database.db.selectFrom('jobs').select('last_error')
+            .where('company_id', '=', a.id).where('last_error', 'is not', null).executeTakeFirst()
+          assert.equal(failed?.last_error, undefined, 'a delivery of the backlog failed')
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
       } finally {
         await scheduler.stop()
         scheduler.register(DELIVERY_JOB, deliver)
