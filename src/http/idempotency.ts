@@ -93,7 +93,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     acceptKeyHeader((route.schema ??= {}) as Record<string, any>)
     route.preHandler = [...toArray(route.preHandler), scopeKeyed, claimKey]
     route.onSend = [...toArray(route.onSend), keep]
-    route.onResponse = [...toArray(route.onResponse), free]
+    route.onResponse = [...toArray(route.onResponse), abandon]
   })
 
   // The rest of a keyed request runs in a scope that can hold its transaction (callback style:
@@ -196,17 +196,14 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     return payload
   }
 
-  // A request that ended before it answered (a closed connection) rolls its work back and frees
-  // its key; what its handler still tries to write afterwards fails rather than commit alone.
+  // A request that ended before it answered (a closed connection; onResponse too, as a last
+  // resort) rolls its work back and frees its key; what its handler still tries to write
+  // afterwards fails rather than commit alone.
   async function abandon(request: FastifyRequest) {
     const claim = request.idempotency
     if (!claim) return
     request.idempotency = null
     await claim.transaction.end(false, true).catch(() => {})
-  }
-
-  async function free(request: FastifyRequest) {
-    await abandon(request)
   }
 }
 
