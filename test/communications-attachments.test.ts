@@ -1,5 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import net from 'node:net'
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
 import { buildTestApp, engines, locationId, type TestApp } from './helpers/app.ts'
 import { company, contract, subsidiary } from './helpers/factories.ts'
 import { commBody, commsUrl, createComm, getComm, messagesOf } from './communications.fixtures.ts'
@@ -102,6 +105,77 @@ for (const engine of engines) {
       const attach = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: commBody({ status: 'draft', attachments: [{ id: foreign }] }) })
       assert.equal(attach.statusCode, 400)
       assert.match(attach.json().errors, /body\/attachments/)
+    })
+    describe('with an Idempotency-Key', () => {
+      before(async () => { await t.app.listen({ port: 0, host: '127.0.0.1' }) })
+
+      /** Opens a raw connection and sends a keyed upload's head and the first `sent` bytes of its body. */
+      async function startUpload(c: { id: string; token: string }, key: string, payload: ReturnType<typeof form>, sent: number) {
+        const { port } = t.app.server.address() as net.AddressInfo
+        const socket = net.connect(port, '127.0.0.1')
+        await new Promise((resolve) => socket.once('connect', resolve))
+        let answer = ''
+        socket.on('data', (chunk) => { answer += chunk })
+        socket.on('error', () => {})
+        socket.write(`POST ${commsUrl(c.id, '/attachments')} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${c.token}\r\nIdempotency-Key: ${key}\r\nConnection: close\r\n` +
+          `Content-Type: ${payload.headers['content-type']}\r\nContent-Length: ${payload.body.length}\r\n\r\n`)
+        socket.write(payload.body.subarray(0, sent))
+        return { socket, answer: () => answer }
+      }
+
+      it('claims the key only once the whole file is in: others are answered while a client still sends it', { timeout: 30_000 }, async () => {
+        const a = await company(t)
+        const b = await company(t)
+        const key = randomUUID()
+        const payload = form({ name: 'slow.pdf', type: 'application/pdf', content: PDF })
+        const upload = await startUpload(a, key, payload, 60)
+        // Until the server has the head and has started reading (an answer would come if it refused it).
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        // No transaction holds the key's table while the body is still coming (on PGlite, one that
+        // did would hold the only connection, and this read would wait for the upload).
+        const locks = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+          WHERE c.relname = 'idempotency_keys' AND l.pid <> pg_backend_pid()`.execute(t.app.database.db)
+        assert.equal(locks.rows[0]!.n, 0)
+        assert.equal((await t.call({ url: `/api/v1/companies/${b.id}/subsidiaries`, token: b.token })).statusCode, 200)
+        assert.equal(upload.answer(), '', 'the upload is not answered before its body is in')
+        upload.socket.write(payload.body.subarray(60))
+        await new Promise((resolve) => upload.socket.once('end', resolve))
+        assert.match(upload.answer(), /^HTTP\/1\.1 201/)
+        const replay = await t.call({ method: 'POST', url: commsUrl(a.id, '/attachments'), token: a.token, body: payload.body, headers: { ...payload.headers, 'idempotency-key': key } })
+        assert.equal(replay.statusCode, 201, replay.body)
+        assert.equal(replay.headers['idempotent-replayed'], 'true')
+      })
+
+      it('keeps nothing for an upload whose connection dropped: the retry runs', { timeout: 30_000 }, async () => {
+        const c = await company(t)
+        const key = randomUUID()
+        const payload = form({ name: 'dropped.pdf', type: 'application/pdf', content: PDF })
+        const upload = await startUpload(c, key, payload, 60)
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        upload.socket.destroy()
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        const retry = await t.call({ method: 'POST', url: commsUrl(c.id, '/attachments'), token: c.token, body: payload.body, headers: { ...payload.headers, 'idempotency-key': key } })
+        assert.equal(retry.statusCode, 201, retry.body)
+        assert.equal(retry.headers['idempotent-replayed'], undefined)
+      })
+
+      it('replays the same file under the same key, and answers 409 to another file under it', async () => {
+        const c = await company(t)
+        const key = randomUUID()
+        const send = (content: Buffer) => {
+          const payload = form({ name: 'same-name.pdf', type: 'application/pdf', content })
+          return t.call({ method: 'POST', url: commsUrl(c.id, '/attachments'), token: c.token, body: payload.body, headers: { ...payload.headers, 'idempotency-key': key } })
+        }
+        const first = await send(PDF)
+        assert.equal(first.statusCode, 201, first.body)
+        const again = await send(PDF)
+        assert.equal(again.statusCode, 201)
+        assert.equal(again.headers['idempotent-replayed'], 'true')
+        assert.equal(again.json().id, first.json().id)
+        const other = await send(Buffer.concat([PDF, Buffer.from('another revision\n')]))
+        assert.equal(other.statusCode, 409, other.body)
+        assert.match(other.json().errors, /Idempotency-Key was used with another request/)
+      })
     })
   })
 }

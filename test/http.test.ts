@@ -1,9 +1,12 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import net from 'node:net'
+import pg from 'pg'
 import { sql } from 'kysely'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
 import { company, type CompanyFixture } from './helpers/factories.ts'
 import { loadConfig } from '../src/config.ts'
 
@@ -374,6 +377,113 @@ for (const engine of engines) {
       } finally {
         keys.verify = verify
       }
+    })
+  })
+
+  // PostgreSQL only: waiting on a lock held by another session needs a second session.
+  if (engine === 'postgres') describe('Idempotency-Key on a small pool (postgres)', () => {
+    let t: TestApp
+    let c: CompanyFixture
+    before(async () => {
+      t = await buildTestApp(engine, { DB_POOL_SIZE: 3 })
+      c = await company(t)
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+    })
+    after(async () => { await t?.close() })
+    const subsidiaries = () => `/api/v1/companies/${c.id}/subsidiaries`
+
+    /** A session of its own on the test's database, outside the app's pool. */
+    async function session() {
+      const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)
+      const client = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, rows[0]!.name) })
+      await client.connect()
+      return client
+    }
+
+    /** The owner and request hash the service gives `body` sent to subsidiaries() by c. */
+    async function claimOf(body: unknown) {
+      const model = randomUUID()
+      assert.equal((await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': model } })).statusCode, 202)
+      return t.app.database.db.selectFrom('idempotency_keys').select(['owner', 'request_hash']).where('key', '=', model).executeTakeFirstOrThrow()
+    }
+
+    it('lets requests waiting on a running key hold no connection: others are answered meanwhile; then they replay, or one runs', { timeout: 60_000 }, async () => {
+      for (const outcome of ['commit', 'rollback'] as const) {
+        const body = { name: uniq(`Waiting ${outcome}`) }
+        const claim = await claimOf(body)
+        const key = randomUUID()
+        // What a first request still running holds: its claim's row, in a transaction not yet ended.
+        const first = await session()
+        after(() => first.end().catch(() => {}))
+        await first.query('BEGIN')
+        await first.query('INSERT INTO idempotency_keys (owner, key, request_hash, created_at) VALUES ($1, $2, $3, now())', [claim.owner, key, claim.request_hash])
+        let settled = 0
+        const waiters = Array.from({ length: 5 }, () =>
+          t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } }).finally(() => { settled++ }))
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        const reads = await Promise.all(Array.from({ length: 6 }, () => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })))
+        for (const read of reads) assert.equal(read.statusCode, 200, read.body)
+        assert.equal(settled, 0, 'the waiters still wait for the first request')
+        if (outcome === 'commit') {
+          await first.query(`UPDATE idempotency_keys SET status_code = 202, response_headers = '{"location":"/held"}' WHERE key = $1`, [key])
+          await first.query('COMMIT')
+        } else {
+          await first.query('ROLLBACK')
+        }
+        const answers = await Promise.all(waiters)
+        for (const res of answers) assert.equal(res.statusCode, 202, res.body)
+        const ran = answers.filter((r) => r.headers['idempotent-replayed'] === undefined)
+        assert.equal(ran.length, outcome === 'commit' ? 0 : 1)
+        if (outcome === 'commit') for (const res of answers) assert.equal(res.headers.location, '/held')
+      }
+    })
+
+    it('rolls back a request whose client went away while its handler ran, and frees its key', { timeout: 60_000 }, async () => {
+      const name = uniq('Gone')
+      const key = randomUUID()
+      const payload = JSON.stringify({ name })
+      // The handler's insert waits on this lock, so the client can leave while the handler runs.
+      const blocker = await session()
+      after(() => blocker.end().catch(() => {}))
+      await blocker.query('BEGIN')
+      await blocker.query('LOCK TABLE subsidiaries IN EXCLUSIVE MODE')
+      const { port } = t.app.server.address() as net.AddressInfo
+      const socket = net.connect(port, '127.0.0.1')
+      socket.on('error', () => {})
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.write(`POST ${subsidiaries()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${c.token}\r\nIdempotency-Key: ${key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`)
+      for (;;) {
+        const { rows } = await blocker.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'subsidiaries'::regclass`)
+        if (rows[0].n > 0) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      socket.destroy()
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      await blocker.query('COMMIT')
+      const retry = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name }, headers: { 'idempotency-key': key } })
+      assert.equal(retry.statusCode, 202, retry.body)
+      assert.equal(retry.headers['idempotent-replayed'], undefined, 'the abandoned answer was not kept')
+      const stored = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === name)
+      assert.equal(stored.length, 1, 'the abandoned request\'s work was rolled back')
+    })
+    it('lets a keyed request\'s work wait on a lock as an unkeyed one would: the claim\'s short lock timeout ends with the claim', { timeout: 60_000 }, async () => {
+      const name = uniq('Patient')
+      const blocker = await session()
+      after(() => blocker.end().catch(() => {}))
+      await blocker.query('BEGIN')
+      await blocker.query('LOCK TABLE subsidiaries IN EXCLUSIVE MODE')
+      const pending = t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name }, headers: { 'idempotency-key': randomUUID() } })
+      for (;;) {
+        const { rows } = await blocker.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'subsidiaries'::regclass`)
+        if (rows[0].n > 0) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      // Longer than one attempt at the claim may wait on a lock.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      await blocker.query('COMMIT')
+      const res = await pending
+      assert.equal(res.statusCode, 202, res.body)
     })
   })
 

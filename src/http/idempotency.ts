@@ -1,15 +1,25 @@
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Kysely, Selectable } from 'kysely'
-import type { DB, IdempotencyKeysTable } from '../db/tables.ts'
+import type { Kysely } from 'kysely'
+import type { DB } from '../db/tables.ts'
 import type { Database } from '../db/database.ts'
 import { enterRequestScope, type RequestTransaction } from '../db/request-transaction.ts'
 import type { Clock } from '../clock.ts'
 import type { Scheduler } from '../jobs/scheduler.ts'
 import { Conflict } from './errors.ts'
+import { AFTER_CLAIM, claimSettings, idempotencyRepository, isLockNotAvailable, purgeKeys, type KeptKey } from './idempotency.repository.ts'
 
 declare module 'fastify' {
-  interface FastifyRequest { idempotency: { owner: string; key: string; transaction: RequestTransaction } | null }
+  interface FastifyRequest {
+    idempotency: { owner: string; key: string; transaction: RequestTransaction } | null
+    /**
+     * A digest of a body that is not in `request.body` (an uploaded file, read before the
+     * claim by the route's own preValidation hook): part of the request's hash, so another
+     * file under the same key is a 409, not a replay.
+     */
+    idempotencyDigest: string | null
+  }
 }
 
 const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control']
@@ -18,43 +28,52 @@ const KEY_LIFETIME_MS = 24 * 3_600_000
 const ABANDONED_AFTER_MS = 60_000
 const PURGE_JOB = 'idempotency.purge'
 const PURGE_EVERY_MS = 3_600_000
-const WAIT_FOR_FIRST = '10s'
-const LOCK_NOT_AVAILABLE = '55P03'
+/** How long a request waits, in all, for the request that holds its key. */
+const WAIT_FOR_FIRST_MS = 10_000
+/** How long one attempt at the claim waits on the key's row before giving its connection back. */
+const CLAIM_LOCK_TIMEOUT_MS = 50
+/** The pauses between attempts, without a connection: growing, to at most the last. */
+const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
 
 /**
  * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
  * for 24 h (by the service's clock); the same key and body (compared as JSON values: key order
- * and white space do not matter) replays that answer; another body is a 409. A 5xx is not kept,
- * so the client may retry. An answer marked `Cache-Control: no-store` holds a secret shown once
- * (a new client's secret): its body is never written down, and a replay is a 409 instead, so a
- * retry neither leaks the secret nor creates a second client. Routes that look at no token (the
- * token endpoint, operations) make no resources and ignore the header.
+ * and white space do not matter; an uploaded file by its name, type and bytes) replays that
+ * answer; another body is a 409. A 5xx is not kept, so the client may retry; nor is an answer
+ * to a client that went away before it (an aborted upload's 400, or any answer its connection
+ * closed before): the request rolls back and the key is free. An answer marked
+ * `Cache-Control: no-store` holds a secret shown once (a new client's secret): its body is
+ * never written down, and a replay is a 409 instead, so a retry neither leaks the secret nor
+ * creates a second client. Routes that look at no token (the token endpoint, operations) make
+ * no resources and ignore the header.
  *
  * The claim, the request's work and its answer are one transaction (src/db/request-transaction.ts):
  * the claim's row is written first in it, every statement of the request joins it, and the
  * answer is written to the row just before the commit. So a key is either answered, with its
  * work committed, or it is not claimed at all: an instance that dies mid-request (kill -9, a lost
  * connection) leaves nothing, PostgreSQL rolls its transaction back as soon as the connection
- * drops, and the retry runs as if it were the first. A request that arrives while the first
- * holds the key waits on the claim's row lock (up to 10 s, then a 409 "still running") and then
- * replays. An instance that hangs without dying loses its transaction after 60 s idle
- * (`idle_in_transaction_session_timeout`). A claim without an answer that was committed anyway
- * (by an earlier version of the service, which claimed in a transaction of its own) is
- * abandoned 60 s after it was made: the retry runs.
+ * drops, and the retry runs as if it were the first. The claim happens in a preHandler hook, once
+ * the whole body has been read (a JSON body is parsed before preValidation; an upload is read by
+ * its route's preValidation hook), so no transaction is held while a client is still sending.
+ * A request that arrives while the first holds the key tries its claim with a short
+ * lock_timeout and, on "locked", gives its connection back and tries again after a pause, for up
+ * to 10 s in all (then a 409 "still running"): waiters hold no connection of the pool. Once the
+ * first ends, a waiter replays its answer (or runs, if the first rolled back). An instance that
+ * hangs without dying loses its transaction after 60 s idle (`idle_in_transaction_session_timeout`).
+ * A claim without an answer that was committed anyway (by an earlier version of the service,
+ * which claimed in a transaction of its own) is abandoned 60 s after it was made: the retry runs.
  */
 export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
   const { db, database, clock, scheduler } = deps
+  const keys = idempotencyRepository(db)
   app.decorateRequest('idempotency', null)
-  const settings = [
-    `SET LOCAL lock_timeout = '${WAIT_FOR_FIRST}'`,
-    // A hung instance's transaction ends after 60 s; PGlite's one session is this process itself.
-    ...(database.engine === 'postgres' ? [`SET LOCAL idle_in_transaction_session_timeout = '${ABANDONED_AFTER_MS / 1000}s'`] : []),
-  ]
+  app.decorateRequest('idempotencyDigest', null)
+  const settings = claimSettings(database.engine, CLAIM_LOCK_TIMEOUT_MS, ABANDONED_AFTER_MS)
 
   // Keys past their 24 hours are deleted hourly; one job per hour (its key), each scheduling the next.
   const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
   scheduler.register(PURGE_JOB, async ({ trx, now }) => {
-    await trx.deleteFrom('idempotency_keys').where('created_at', '<', new Date(now.getTime() - KEY_LIFETIME_MS)).execute()
+    await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
     const next = new Date(now.getTime() + PURGE_EVERY_MS)
     await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
   })
@@ -64,6 +83,8 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async
   // hooks on every request were a visible share of a read's CPU in the profile, bench/RESULTS.md).
+  // preHandler: after the body is read and validated, and after the route's own preValidation
+  // hooks (an upload is read there).
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.some((m) => m === 'POST' || m === 'PUT')) return
@@ -72,7 +93,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     acceptKeyHeader((route.schema ??= {}) as Record<string, any>)
     route.preHandler = [...toArray(route.preHandler), scopeKeyed, claimKey]
     route.onSend = [...toArray(route.onSend), keep]
-    route.onResponse = [...toArray(route.onResponse), free]
+    route.onResponse = [...toArray(route.onResponse), abandon]
   })
 
   // The rest of a keyed request runs in a scope that can hold its transaction (callback style:
@@ -82,8 +103,6 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     else done()
   }
 
-  const findKey = (owner: string, key: string) => db.selectFrom('idempotency_keys').selectAll().where('owner', '=', owner).where('key', '=', key).executeTakeFirst()
-
   async function claimKey(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST' && request.method !== 'PUT') return
     // Its length was checked with the route's headers (acceptKeyHeader).
@@ -92,42 +111,47 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     const owner = request.principal?.clientId ?? `ip:${request.ip}`
     const hash = requestHash(request)
     const now = clock.now()
-    const live = (row: { status_code: number | null; created_at: Date } | undefined) =>
-      row !== undefined && row.created_at.getTime() >= now.getTime() - (row.status_code === null ? ABANDONED_AFTER_MS : KEY_LIFETIME_MS)
+    const expiredBefore = new Date(now.getTime() - KEY_LIFETIME_MS)
+    const abandonedBefore = new Date(now.getTime() - ABANDONED_AFTER_MS)
+    const live = (row: KeptKey | undefined): row is KeptKey =>
+      row !== undefined && row.created_at.getTime() >= (row.status_code === null ? abandonedBefore : expiredBefore).getTime()
 
     // An answer kept already is replayed without a transaction.
-    const kept = await findKey(owner, key)
-    if (live(kept)) return answerFrom(kept!, hash, reply)
+    const kept = await keys.find(owner, key)
+    if (live(kept)) return answerFrom(kept, hash, reply)
 
-    const transaction = await database.requestTransaction(settings)
-    let claimed: unknown
-    try {
-      // Claims the key, or takes over one past its 24 hours or abandoned; waits while another
-      // request's transaction holds it.
-      claimed = await db.insertInto('idempotency_keys').values({ owner, key, request_hash: hash, created_at: now })
-        .onConflict((oc) => oc.columns(['owner', 'key'])
-          .doUpdateSet({ request_hash: hash, status_code: null, response_headers: null, response_body: null, created_at: now })
-          .where((eb) => eb.or([
-            eb('idempotency_keys.created_at', '<', new Date(now.getTime() - KEY_LIFETIME_MS)),
-            eb.and([eb('idempotency_keys.status_code', 'is', null), eb('idempotency_keys.created_at', '<', new Date(now.getTime() - ABANDONED_AFTER_MS))]),
-          ])))
-        .returning('key').executeTakeFirst()
-    } catch (err) {
+    // Waits measure real time, not the service's clock: they are about other requests running.
+    const deadline = performance.now() + WAIT_FOR_FIRST_MS
+    for (let attempt = 0; ; attempt++) {
+      const transaction = await database.requestTransaction(settings)
+      let claimed: boolean
+      try {
+        claimed = await keys.claim({ owner, key, hash, now, expiredBefore, abandonedBefore })
+        if (claimed) await transaction.query(AFTER_CLAIM)
+      } catch (err) {
+        await transaction.end(false).catch(() => {})
+        if (!isLockNotAvailable(err)) throw err
+        // Another request's transaction holds the key: wait without a connection, then try again.
+        const pause = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]!
+        if (performance.now() + pause >= deadline) throw new Conflict('A request with this Idempotency-Key is still running')
+        await sleep(pause)
+        continue
+      }
+      if (claimed) {
+        request.idempotency = { owner, key, transaction }
+        // A client that goes away before its answer: the request's work is rolled back (below).
+        reply.raw.once('close', () => { if (!reply.raw.writableFinished) void abandon(request) })
+        return
+      }
       await transaction.end(false)
-      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new Conflict('A request with this Idempotency-Key is still running')
-      throw err
+      break
     }
-    if (claimed) {
-      request.idempotency = { owner, key, transaction }
-      return
-    }
-    await transaction.end(false)
-    const stored = await findKey(owner, key)
+    const stored = await keys.find(owner, key)
     if (!stored) throw new Conflict('The first request with this Idempotency-Key failed; send it again')
     return answerFrom(stored, hash, reply)
   }
 
-  function answerFrom(stored: Selectable<IdempotencyKeysTable>, hash: string, reply: FastifyReply) {
+  function answerFrom(stored: KeptKey, hash: string, reply: FastifyReply) {
     if (stored.request_hash !== hash) throw new Conflict('This Idempotency-Key was used with another request')
     if (stored.status_code === null) throw new Conflict('A request with this Idempotency-Key is still running')
     if (isSecret(stored.response_headers ?? {})) {
@@ -144,11 +168,17 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const claim = request.idempotency
     if (!claim) return payload
+    // An answer no one will read (the client went away; an aborted upload's 400 is one) is not
+    // kept: the retry must run.
+    if (clientGone(request, reply)) {
+      await abandon(request)
+      return payload
+    }
     request.idempotency = null
     try {
       if (reply.statusCode >= 500) {
         // What committed before the failure stays committed, as without a key; the key is free again.
-        await db.deleteFrom('idempotency_keys').where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
+        await keys.release(claim.owner, claim.key)
       } else {
         const headers: Record<string, string> = {}
         for (const name of REPLAYED_HEADERS) {
@@ -156,9 +186,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
           if (value !== undefined) headers[name] = String(value)
         }
         const body = typeof payload === 'string' && !isSecret(headers) ? payload : null
-        await db.updateTable('idempotency_keys')
-          .set({ status_code: reply.statusCode, response_headers: JSON.stringify(headers), response_body: body })
-          .where('owner', '=', claim.owner).where('key', '=', claim.key).execute()
+        await keys.keepAnswer(claim.owner, claim.key, { status: reply.statusCode, headers, body })
       }
       await claim.transaction.end(true)
     } catch (err) {
@@ -168,14 +196,20 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     return payload
   }
 
-  // A request that ended before it answered (an aborted connection) rolls its work back and frees
-  // its key; what its handler still tries to write afterwards fails rather than commit alone.
-  async function free(request: FastifyRequest) {
+  // A request that ended before it answered (a closed connection; onResponse too, as a last
+  // resort) rolls its work back and frees its key; what its handler still tries to write
+  // afterwards fails rather than commit alone.
+  async function abandon(request: FastifyRequest) {
     const claim = request.idempotency
     if (!claim) return
     request.idempotency = null
     await claim.transaction.end(false, true).catch(() => {})
   }
+}
+
+/** Whether the client of `request` is gone: its request was aborted, or its connection closed before the answer. */
+function clientGone(request: FastifyRequest, reply: FastifyReply): boolean {
+  return request.raw.aborted === true || request.raw.socket?.destroyed === true || reply.raw.destroyed === true
 }
 
 function toArray<T>(value: T | T[] | undefined): T[] {
@@ -201,6 +235,8 @@ function isSecret(headers: Record<string, string>): boolean {
 function requestHash(request: FastifyRequest): string {
   const hash = createHash('sha256').update(`${request.method} ${request.url}\n`)
   canonicalJson(request.body ?? null, (text) => hash.update(text))
+  // Only when there is one, so the hash of every other request is what it was.
+  if (request.idempotencyDigest !== null) hash.update(`\n${request.idempotencyDigest}`)
   return hash.digest('hex')
 }
 

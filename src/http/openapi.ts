@@ -9,7 +9,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'No token, or an invalid, expired or revoked one',
   403: 'The token lacks the scope, or its company is disabled',
   404: 'Not found, or belonging to another company',
-  409: 'Conflicts with the current state, or an Idempotency-Key reused with another body',
+  409: 'Conflicts with the current state, or an Idempotency-Key reused with another body (for an upload, another file)',
   413: 'The body is larger than the limit (1 MiB by default)',
   414: 'A path segment is longer than 200 characters',
   415: 'The body is not JSON',

@@ -39,11 +39,12 @@ export interface TestApp {
  * rate limit unless a test asks for one, and no log unless it gives a logger.
  */
 export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}, options: { logger?: FastifyBaseLogger } = {}): Promise<TestApp> {
-  const database = await openTestDatabase(engine)
   const config = loadConfig({}, {
     LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
     ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...overrides,
   })
+  // A test of the pool's limits gives DB_POOL_SIZE; the others get the default of 10.
+  const database = await openTestDatabase(engine, overrides.DB_POOL_SIZE)
   const clock = manualClock(new Date())
   // A test that reads the log gives its own logger (hosted-logs.test.ts); the others log nothing.
   const app = await buildApp({ config, database, clock, logger: options.logger ?? false })

@@ -24,7 +24,7 @@ export const engines: Engine[] = (() => {
 const migrationsHash = createHash('sha256').update(readMigrations().map((m) => m.version + m.sql).join('\n')).digest('hex').slice(0, 12)
 const cacheDir = path.resolve('node_modules/.cache/company-admin-api')
 
-export async function openTestDatabase(engine: Engine): Promise<Database & { drop(): Promise<void> }> {
+export async function openTestDatabase(engine: Engine, poolSize = 10): Promise<Database & { drop(): Promise<void> }> {
   if (engine === 'pglite') {
     const database = await createDatabase({ pgliteDump: await pgliteTemplate() })
     return { ...database, drop: async () => {} }
@@ -50,7 +50,7 @@ export async function openTestDatabase(engine: Engine): Promise<Database & { dro
       }
     }
   })
-  const database = await createDatabase({ databaseUrl: withDatabase(url, name), poolSize: 10 })
+  const database = await createDatabase({ databaseUrl: withDatabase(url, name), poolSize })
   return {
     ...database,
     async drop() {

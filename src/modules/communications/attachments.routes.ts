@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { Type } from 'typebox'
 import type { FastifyRequest } from 'fastify'
 import multipart from '@fastify/multipart'
@@ -29,12 +30,22 @@ const UploadBody = {
   },
 }
 
+type Upload = Awaited<ReturnType<typeof readFile>>
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The uploaded file, read whole by the upload route's preValidation hook. */
+    upload: Upload | null
+  }
+}
+
 /**
  * Uploads and downloads of attachments. Multipart is registered in this plugin only, so every
  * other route of the service still accepts JSON alone.
  */
 export async function attachmentsRoutes(app: App, { service, maxBytes }: { service: AttachmentsService; maxBytes: number }) {
   await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10, parts: 11, headerPairs: 100 } })
+  app.decorateRequest('upload', null)
 
   app.post(BASE, {
     config: { access },
@@ -50,9 +61,19 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
         415: { ...ErrorBody, description: 'Not multipart/form-data, a type not allowed, or a content not of its declared type' },
       },
     },
+    // The whole file is read here, before the Idempotency-Key claim (a preHandler hook) begins
+    // the request's transaction: a client still sending holds no connection, and one whose
+    // upload breaks off is refused before anything is claimed. Its name, type and bytes are part
+    // of the request's hash: another file under the same key is a 409.
+    preValidation: async (request) => {
+      if (!request.isMultipart()) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
+      const file = await readFile(request, maxBytes)
+      request.upload = file
+      request.idempotencyDigest = createHash('sha256')
+        .update(`${JSON.stringify(file.filename)}\n${JSON.stringify(file.mimetype)}\n`).update(file.content).digest('hex')
+    },
   }, async (request, reply) => {
-    if (!request.isMultipart()) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
-    const file = await readFile(request, maxBytes)
+    const file = request.upload!
     const created = await service.upload(request.params.company_id, file, principalOf(request).clientId)
     reply.header('location', `/api/v1/companies/${request.params.company_id}/communications/attachments/${created.id}`)
     return reply.code(201).send(created)
