@@ -56,6 +56,10 @@ for (const engine of engines) {
       const other = await preflight(t, '/api/v1/companies/3f1c2f60-0000-4000-8000-000000000000/teams', OTHER, 'PATCH')
       assert.equal(other.statusCode, 204)
       assert.equal(other.headers['access-control-allow-origin'], OTHER)
+      // Without Access-Control-Request-Method: the same answer, not @fastify/cors' text/plain 400.
+      const bare = await t.call({ method: 'OPTIONS', url: '/api/v1/companies', token: null, headers: { origin: ALLOWED } })
+      assert.equal(bare.statusCode, 204, bare.body)
+      assert.equal(bare.headers['access-control-allow-origin'], ALLOWED)
     })
 
     it('echoes an allowed origin on an actual request, with Vary: Origin and the exposed headers', async () => {
@@ -79,11 +83,13 @@ for (const engine of engines) {
       const res = await t.call({ method: 'GET', url: '/api/v1/subscription/plans', token: null, headers: { origin: STRANGER } })
       assert.equal(res.statusCode, 200)
       assert.deepEqual(corsHeaders(res), [])
+      // The answer depends on Origin, so a shared cache must keep the answers apart.
+      assert.match(String(res.headers.vary), /\bOrigin\b/)
       const pre = await preflight(t, '/api/v1/companies', STRANGER)
       assert.equal(pre.statusCode, 404, pre.body)
       assert.deepEqual(corsHeaders(pre), [])
       assert.deepEqual(pre.json(), { errors: 'No route OPTIONS /api/v1/companies', code: 'not_found' })
-      // An origin differing only by case of its path-less form or by port is another origin.
+      // The same host on another port is another origin.
       const port = await preflight(t, '/api/v1/companies', 'https://app.example.com:8443')
       assert.equal(port.statusCode, 404)
       // No Origin at all (same-origin or not a browser): no CORS header either.
