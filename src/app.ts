@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { Config } from './config.ts'
+import { corsOrigins, type Config } from './config.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createScheduler } from './jobs/scheduler.ts'
+import { installCors } from './http/cors.ts'
 import { installValidation } from './http/validation.ts'
 import { installRequestLimits } from './http/request-limits.ts'
 import { installUuidCase } from './http/uuids.ts'
@@ -109,6 +110,8 @@ export async function buildApp(options: AppOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+  // First of the request hooks: a preflight is answered before auth and limits (http/cors.ts).
+  await installCors(app, corsOrigins(config.CORS_ORIGINS))
 
   installValidation(app, compilers)
   installRequestLimits(app)

@@ -48,6 +48,8 @@ const ConfigSchema = Type.Object({
   CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443 }),
   CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000 }),
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
+  // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
+  CORS_ORIGINS: Type.String({ default: '' }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
@@ -75,5 +77,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.SIGNING_KEY_ROTATION_DAYS > 0 && config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS >= config.SIGNING_KEY_ROTATION_DAYS * 86400) {
     throw new Error('Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS')
   }
+  corsOrigins(config.CORS_ORIGINS)
   return Object.freeze(config)
+}
+
+/**
+ * The origins of CORS_ORIGINS, each as a browser sends it in Origin: `scheme://host[:port]`,
+ * lower case, without the scheme's default port. Blank entries are skipped; an entry with a
+ * path, query, credentials, another scheme than http(s), or `*`, is refused with a sentence
+ * naming the setting (an origin is compared whole, so a path would silently never match).
+ */
+export function corsOrigins(setting: string): string[] {
+  const origins: string[] = []
+  for (const raw of setting.split(',')) {
+    const entry = raw.trim()
+    if (entry === '') continue
+    const refuse = () => new Error(`Invalid configuration: CORS_ORIGINS entry "${entry}" must be an origin like https://app.example.com (scheme://host[:port], no path)`)
+    if (!/^https?:\/\/[^/?#@\s]+$/i.test(entry)) throw refuse()
+    let url: URL
+    try { url = new URL(entry) } catch { throw refuse() }
+    origins.push(url.origin)
+  }
+  return origins
 }

@@ -27,12 +27,26 @@ describe('configuration', () => {
   })
 })
 
-/** Every error answer is `{errors, code}` and nothing else. */
+/**
+ * Every error answer is `{errors, code}` and nothing else, but for `details` on a validation
+ * error naming fields: each `{field, message}`, its sentence naming its field, the first the same
+ * as `errors`.
+ */
 function assertError(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body)
   assert.match(String(res.headers['content-type']), /^application\/json/)
   const body = res.json()
-  assert.deepEqual(Object.keys(body).sort(), ['code', 'errors'], res.body)
+  const { details, ...rest } = body
+  assert.deepEqual(Object.keys(rest).sort(), ['code', 'errors'], res.body)
+  if (details !== undefined) {
+    assert.equal(code, 'validation_failed', res.body)
+    assert.ok(Array.isArray(details) && details.length > 0 && details.length <= 100, res.body)
+    assert.equal(details[0].message, body.errors)
+    for (const detail of details) {
+      assert.deepEqual(Object.keys(detail).sort(), ['field', 'message'], res.body)
+      assert.ok(detail.message.startsWith(detail.field), res.body)
+    }
+  }
   assert.equal(body.code, code)
   assert.equal(typeof body.errors, 'string')
   assert.ok(body.errors.length > 0)

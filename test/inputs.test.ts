@@ -227,5 +227,71 @@ for (const engine of engines) {
         }
       })
     })
+
+    describe('every problem at once (details)', () => {
+      const leader = '3f1c2f60-0000-4000-8000-000000000000'
+
+      async function details(request: Parameters<TestApp['call']>[0]) {
+        const res = await t.call(request)
+        assert.equal(res.statusCode, 400, res.body)
+        const body = res.json()
+        assert.equal(body.code, 'validation_failed')
+        return body as { errors: string; details: Array<{ field: string; message: string }> }
+      }
+
+      it('a body with three problems gets three details, each naming its field; errors still names the first', async () => {
+        const c = await company(t)
+        const body = await details({ method: 'POST', url: `${api(c.id)}/teams`, body: { name: '   ', code: 'ok', team_leader_ids: [leader, leader, 'nope'], color: 'red' } })
+        assert.deepEqual(body.details, [
+          { field: 'body/color', message: 'body/color is not a known field' },
+          { field: 'body/name', message: 'body/name must not be blank (white space only)' },
+          { field: 'body/team_leader_ids/2', message: 'body/team_leader_ids/2 must match format "uuid"' },
+        ])
+        assert.equal(body.errors, 'body/color is not a known field')
+        assert.equal((await t.json<unknown[]>(200, { url: `${api(c.id)}/teams` })).length, 0, 'nothing stored')
+      })
+
+      it('a query with two bad parameters gets two details; a union of values lists them all', async () => {
+        const c = await company(t)
+        const body = await details({ url: `${api(c.id)}/communications`, query: { year: 'abc', status: 'bogus' } })
+        assert.deepEqual(body.details, [
+          { field: 'querystring/year', message: 'querystring/year must be integer' },
+          { field: 'querystring/status', message: 'querystring/status must be one of "draft", "scheduled", "active", "submitted", "discontinued"' },
+        ])
+        assert.equal(body.errors, 'querystring/year must be integer')
+      })
+
+      it('two bad path parameters get two details', async () => {
+        const body = await details({ url: '/api/v1/companies/not-a-company/teams/not-a-team' })
+        assert.deepEqual(body.details.map((d) => d.field), ['params/company_id', 'params/team_id'])
+        assert.equal(body.errors, body.details[0]!.message)
+      })
+
+      it('every string holding a NUL is a detail', async () => {
+        const c = await company(t)
+        const body = await details({ method: 'POST', url: `${api(c.id)}/teams`, body: { name: 'a\u0000b', code: 'c\u0000' } })
+        assert.deepEqual(body.details, [
+          { field: 'body/name', message: 'body/name must not contain the NUL character' },
+          { field: 'body/code', message: 'body/code must not contain the NUL character' },
+        ])
+      })
+
+      it('a check of the service naming a field is the one detail; a refusal of the whole request has none', async () => {
+        const c = await company(t)
+        const body = await details({ method: 'POST', url: `${api(c.id)}/teams`, body: { name: 'ab', code: 'cd', team_leader_ids: [leader] } })
+        assert.deepEqual(body.details, [{ field: 'body/team_leader_ids', message: body.errors }])
+        assert.match(body.errors, /^body\/team_leader_ids must name contracts of this company/)
+        const res = await t.call({ method: 'POST', url: `${api(c.id)}/teams`, body: '{"name":', headers: { 'content-type': 'application/json' } })
+        assert.equal(res.statusCode, 400)
+        assert.deepEqual(res.json(), { errors: 'The body is not valid JSON', code: 'validation_failed' })
+      })
+
+      it('at most 100 details, the first 100 problems in order', async () => {
+        const c = await company(t)
+        const body = await details({ method: 'POST', url: `${api(c.id)}/teams`, body: { name: 'ab', code: 'cd', team_leader_ids: Array.from({ length: 150 }, (_, i) => `x${i}`) } })
+        assert.equal(body.details.length, 100)
+        assert.deepEqual(body.details.map((d) => d.field), Array.from({ length: 100 }, (_, i) => `body/team_leader_ids/${i}`))
+      })
+    })
   })
 }

@@ -1,6 +1,11 @@
 import { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, ServiceUnavailable, type ErrorCode } from './errors.ts'
+import { AppError, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
+
+/** The body of every refusal: `{errors, code}`, and `details` when the refusal names fields. */
+export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; details?: ErrorDetail[] } {
+  return mapped.details && mapped.details.length > 0 ? { errors: mapped.message, code: mapped.code, details: mapped.details } : { errors: mapped.message, code: mapped.code }
+}
 
 /** Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors. */
 export function installErrorHandler(app: FastifyInstance) {
@@ -10,7 +15,7 @@ export function installErrorHandler(app: FastifyInstance) {
     else request.log.info({ code: mapped.code, message: mapped.message }, 'request refused')
     for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
     if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
-    return reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+    return reply.code(mapped.statusCode).send(errorBody(mapped))
   })
 
   app.setNotFoundHandler((request, reply) => {
@@ -52,7 +57,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
       : toAppError(err)
   reply.header('x-request-id', request.id)
   for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-  reply.code(mapped.statusCode).send({ errors: mapped.message, code: mapped.code })
+  reply.code(mapped.statusCode).send(errorBody(mapped))
 }
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -67,7 +72,9 @@ const UNAVAILABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPI
 export function toAppError(err: FastifyError & { code?: string }): AppError {
   if (err instanceof AppError) return err
   if (err.validation) {
-    return new AppError('validation_failed', 400, err.message)
+    // The validator's formatter (http/validation.ts) lists every problem beside the first's sentence.
+    const details = (err as { details?: ErrorDetail[] }).details
+    return new AppError('validation_failed', 400, err.message, {}, details)
   }
   const code = err.code ?? ''
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', 413, 'The request body is larger than the limit')

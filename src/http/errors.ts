@@ -7,20 +7,36 @@ export type ErrorCode =
   | 'conflict' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited'
   | 'provider_error' | 'internal'
 
+/** One problem of a refused request: the field's path (`body/team_leader_ids/2`) and a sentence naming it. */
+export interface ErrorDetail { field: string; message: string }
+
 export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly statusCode: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** Every problem, when the refusal is about fields (a 400 validation_failed); sent as `details`. */
+    readonly details?: ErrorDetail[],
   ) {
     super(message)
     this.name = new.target.name
   }
 }
 
+/** The path a sentence starts with, such as `body/plan/features` or `querystring/send_at`. */
+const FIELD_FIRST = /^((?:body|querystring|params|headers)(?:\/[^\s:]+)?)[\s:]/
+
+/**
+ * A refusal of the request's content. A check outside the schema names one field (a sentence
+ * starting with its path): that sentence is also its one detail, so `details` is there whichever
+ * check refused. A sentence about the request as a whole has none.
+ */
 export class ValidationError extends AppError {
-  constructor(message: string) { super('validation_failed', 400, message) }
+  constructor(message: string, details?: ErrorDetail[]) {
+    const field = details ? undefined : FIELD_FIRST.exec(message)?.[1]
+    super('validation_failed', 400, message, {}, details ?? (field ? [{ field, message }] : undefined))
+  }
 }
 
 export class NotFound extends AppError {

@@ -3,7 +3,17 @@ import { Type, type TSchema } from 'typebox'
 /** Shapes shared by every module. */
 
 export const ErrorBody = Type.Object(
-  { errors: Type.String({ description: 'What went wrong, as a sentence' }), code: Type.String({ description: 'A machine code: validation_failed, unauthorized, not_found, ...' }) },
+  {
+    errors: Type.String({ description: 'What went wrong, as a sentence' }),
+    code: Type.String({ description: 'A machine code: validation_failed, unauthorized, not_found, ...' }),
+    details: Type.Optional(Type.Array(
+      Type.Object({
+        field: Type.String({ description: 'The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year' }),
+        message: Type.String({ description: 'The problem, as a sentence naming the field' }),
+      }, { additionalProperties: false }),
+      { maxItems: 100, description: 'On a validation error that names fields: every problem at once (at most 100); the first is the one `errors` says' },
+    )),
+  },
   { additionalProperties: false, title: 'Error' },
 )
 

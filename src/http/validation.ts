@@ -20,7 +20,9 @@ type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
  */
 export function installValidation(app: FastifyInstance, compilers: Pick<LazyCompilers, 'lazily'>) {
   // verbose: an anyOf error carries its schema, so an error names every allowed value (describe()).
-  const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; verbose: boolean; keywords: string[] } = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false, verbose: true, keywords: ['example'] }
+  // allErrors: a 400 lists every problem at once (details); its cost is bounded by the request
+  // limits (JSON of 64 levels and 20,000 members, 100 query parameters) and DETAILS_MAX.
+  const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; verbose: boolean; keywords: string[] } = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false, verbose: true, keywords: ['example'] }
   const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }))
   const textAjv = withFormats(new Ajv({ ...common, coerceTypes: 'array' }))
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
@@ -29,7 +31,10 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
   // Bodies are JSON (decisions §1): Fastify's built-in text/plain parser would hand a string to
   // the schema ("body must be object", a 400); without it a text body is the 415 it should be.
   app.removeContentTypeParser('text/plain')
-  app.setSchemaErrorFormatter((errors, dataVar) => new Error(describe(errors as ErrorObject[], dataVar)))
+  app.setSchemaErrorFormatter((errors, dataVar) => {
+    const details = problems(errors as ErrorObject[], dataVar)
+    return Object.assign(new Error(details[0]?.message ?? `${dataVar} is invalid`), { details })
+  })
 }
 
 /**
@@ -47,20 +52,24 @@ function withoutNul(validate: Validate): Validate {
       checked.errors = validate.errors
       return false
     }
-    const nul = nulAt(data)
-    checked.errors = nul === undefined ? null : [{ keyword: 'nul', instancePath: nul.path, schemaPath: '', params: {}, message: nul.inKey ? 'must not contain the NUL character in a key' : 'must not contain the NUL character' }]
-    return nul === undefined
+    const nuls = nulsAt(data)
+    checked.errors = nuls.length === 0 ? null : nuls.map((nul) => ({ keyword: 'nul', instancePath: nul.path, schemaPath: '', params: {}, message: nul.inKey ? 'must not contain the NUL character in a key' : 'must not contain the NUL character' }))
+    return nuls.length === 0
   }
   return checked
 }
 
-/** The JSON pointer of the first string (or key) holding a NUL, in document order; iterative, so no depth can overflow the stack. */
-function nulAt(data: unknown): { path: string; inKey: boolean } | undefined {
+/**
+ * The JSON pointers of the strings (or objects with a key) holding a NUL, in document order, at
+ * most DETAILS_MAX; iterative, so no depth can overflow the stack.
+ */
+function nulsAt(data: unknown): Array<{ path: string; inKey: boolean }> {
+  const found: Array<{ path: string; inKey: boolean }> = []
   const stack: Array<[unknown, string]> = [[data, '']]
-  while (stack.length > 0) {
+  while (stack.length > 0 && found.length < DETAILS_MAX) {
     const [value, path] = stack.pop()!
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return { path, inKey: false }
+      if (value.includes('\u0000')) found.push({ path, inKey: false })
       continue
     }
     if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) continue
@@ -69,42 +78,96 @@ function nulAt(data: unknown): { path: string; inKey: boolean } | undefined {
       continue
     }
     const keys = Object.keys(value)
-    if (keys.some((key) => key.includes('\u0000'))) return { path, inKey: true }
+    if (keys.some((key) => key.includes('\u0000'))) found.push({ path, inKey: true })
     for (let i = keys.length - 1; i >= 0; i--) stack.push([(value as Record<string, unknown>)[keys[i]!], `${path}/${pointer(keys[i]!)}`])
   }
-  return undefined
+  return found
 }
 
 const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
 
+/** One problem of a request: the field (its path, as the sentence names it) and the sentence. */
+export interface Detail { field: string; message: string }
+
+/**
+ * At most this many details in an answer: with every error collected, a body of 20,000 wrong
+ * members (the most the request limits let through) would otherwise answer with as many.
+ */
+export const DETAILS_MAX = 100
+
 /** One sentence naming the field: "body/name must be string", "body/color is not a known field". */
 export function describe(errors: ErrorObject[] | undefined | null, dataVar: string): string {
-  const error = errors?.[0]
-  if (!error) return `${dataVar} is invalid`
-  const where = `${dataVar}${error.instancePath}`
-  const params = error.params as Record<string, unknown>
-  const choices = allowedValues(errors!, error)
-  if (choices) return `${where} must be one of ${choices.map((v) => JSON.stringify(v)).join(', ')}`
-  switch (error.keyword) {
-    case 'additionalProperties': return `${where}/${String(params.additionalProperty)} is not a known field`
-    case 'required': return `${where}/${String(params.missingProperty)} is required`
-    case 'enum': return `${where} must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`
-    case 'const': return `${where} must be ${JSON.stringify(params.allowedValue)}`
-    case 'pattern': return `${where} ${PATTERN_SENTENCES[String(params.pattern)] ?? error.message ?? 'is invalid'}`
-    default: return `${where} ${error.message ?? 'is invalid'}`
-  }
+  return problems(errors, dataVar)[0]?.message ?? `${dataVar} is invalid`
 }
 
 /**
- * A union of literals (TypeBox compiles it to anyOf of const, possibly nullable) fails with one
- * error per branch, the first naming only one value: the union's anyOf error, the outermost at
- * the same field, gives them all. Undefined unless every branch is a literal.
+ * Every problem of a failed validation (at most DETAILS_MAX), in the order Ajv found them, each
+ * as describe() words it; the first is the one describe() gives. A union's failed branches are
+ * one problem: a union of literals "must be one of" its values, any other union the problems of
+ * its first branch (a nullable object: the object's).
  */
-function allowedValues(errors: ErrorObject[], first: ErrorObject): unknown[] | undefined {
-  const unions = errors.filter((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath && first.schemaPath.startsWith(`${e.schemaPath}/`))
-  if (unions.length === 0) return undefined
-  const outermost = unions.reduce((a, b) => (a.schemaPath.length <= b.schemaPath.length ? a : b))
-  return literals(outermost.schema)
+export function problems(errors: ErrorObject[] | undefined | null, dataVar: string): Detail[] {
+  const details: Detail[] = []
+  const seen = new Set<string>()
+  const add = (detail: Detail) => {
+    if (details.length >= DETAILS_MAX || seen.has(detail.message)) return
+    seen.add(detail.message)
+    details.push(detail)
+  }
+  collect(errors ?? [], dataVar, add, () => details.length >= DETAILS_MAX)
+  return details
+}
+
+/** Each step costs a pass over the errors (tens of thousands at most): it stops when full. */
+function collect(errors: ErrorObject[], dataVar: string, add: (detail: Detail) => void, full: () => boolean) {
+  const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf')
+  const done = new Set<ErrorObject>()
+  for (const error of errors) {
+    if (full()) return
+    if (done.has(error)) continue
+    const union = outermostUnion(unions, error)
+    if (!union) {
+      done.add(error)
+      add(single(error, dataVar))
+      continue
+    }
+    const group = errors.filter((e) => e === union || within(union, e))
+    for (const e of group) done.add(e)
+    const choices = literals(union.schema)
+    if (choices) {
+      add({ field: `${dataVar}${union.instancePath}`, message: `${dataVar}${union.instancePath} must be one of ${choices.map((v) => JSON.stringify(v)).join(', ')}` })
+      continue
+    }
+    const first = group.find((e) => e !== union)
+    if (!first) { add(single(union, dataVar)); continue }
+    const branch = `${union.schemaPath}/${first.schemaPath.slice(union.schemaPath.length + 1).split('/')[0]}/`
+    collect(group.filter((e) => e !== union && e.schemaPath.startsWith(branch)), dataVar, add, full)
+  }
+}
+
+/** The outermost anyOf/oneOf error whose branches produced this one (or this one, when it is such a union). */
+function outermostUnion(unions: ErrorObject[], error: ErrorObject): ErrorObject | undefined {
+  const around = unions.filter((u) => u === error || within(u, error))
+  if (around.length === 0) return undefined
+  return around.reduce((a, b) => (a.schemaPath.length <= b.schemaPath.length ? a : b))
+}
+
+function within(union: ErrorObject, error: ErrorObject): boolean {
+  return error !== union && error.schemaPath.startsWith(`${union.schemaPath}/`)
+    && (error.instancePath === union.instancePath || error.instancePath.startsWith(`${union.instancePath}/`))
+}
+
+function single(error: ErrorObject, dataVar: string): Detail {
+  const where = `${dataVar}${error.instancePath}`
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'additionalProperties': return { field: `${where}/${String(params.additionalProperty)}`, message: `${where}/${String(params.additionalProperty)} is not a known field` }
+    case 'required': return { field: `${where}/${String(params.missingProperty)}`, message: `${where}/${String(params.missingProperty)} is required` }
+    case 'enum': return { field: where, message: `${where} must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` }
+    case 'const': return { field: where, message: `${where} must be ${JSON.stringify(params.allowedValue)}` }
+    case 'pattern': return { field: where, message: `${where} ${PATTERN_SENTENCES[String(params.pattern)] ?? error.message ?? 'is invalid'}` }
+    default: return { field: where, message: `${where} ${error.message ?? 'is invalid'}` }
+  }
 }
 
 function literals(branches: unknown): unknown[] | undefined {
