@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
+import type { FastifyInstance, FastifySchemaCompiler, RouteOptions } from 'fastify'
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { LazyCompilers } from './schema-compilers.ts'
@@ -35,6 +35,21 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
     const details = problems(errors as ErrorObject[], dataVar)
     return Object.assign(new Error(details[0]?.message ?? `${dataVar} is invalid`), { details })
   })
+  app.addHook('onRoute', strictQuery)
+}
+
+/**
+ * A query parameter the route does not know is a 400 naming it, as an unknown body field is:
+ * a client's typo (`?subsidiary=` for `?subsidiary_id=`) must not be silently ignored. The API's
+ * routes only: the hosted pages, `/docs` and the operational routes are read by browsers and
+ * probes that may add parameters of their own.
+ */
+function strictQuery(route: RouteOptions) {
+  if (!route.url.startsWith('/api/')) return
+  const schema = (route.schema ??= {}) as { querystring?: Record<string | symbol, unknown> }
+  schema.querystring = schema.querystring
+    ? { ...schema.querystring, additionalProperties: schema.querystring.additionalProperties ?? false }
+    : { type: 'object', properties: {}, additionalProperties: false }
 }
 
 /**

@@ -83,6 +83,12 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
       description: 'Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company\'s own token or a platform token. Without a token, or with another company\'s, the query\'s choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query\'s plan, addons and coupon, no credit; any product of the catalogue may be named. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in cents, rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product\'s allowed_plans, a coupon expired or used up; 409 for a cancelled subscription (own or platform token). 404 when the path and company_id do not name a company\'s subscription.',
       params: EstimateParams, querystring: EstimateQuery, response: { 200: EstimateResponse },
     },
+    // `addons=` (empty) asks for no addons, as `[]` does in 6's body; left out, the subscription's stay.
+    preValidation: async (request) => {
+      const query = request.query as { addons?: unknown }
+      if (query.addons === '') query.addons = []
+      else if (Array.isArray(query.addons)) query.addons = query.addons.filter((id) => id !== '')
+    },
   }, async (request) => service.estimateFor(request.params.subscription_id, request.query, request.principal))
 
   app.put(`${BASE}/:company_id/payment_source`, {

@@ -43,7 +43,7 @@ export const EstimateQuery = Type.Object({
   subscription_plan: PlanSku('A plan sku among the product\'s allowed_plans'),
   plan_quantity: Quantity,
   coupon_code: Type.Optional(CouponCode('Omitted: the subscription\'s coupon stays; empty: no coupon')),
-  addons: Type.Optional(AddonIds('Addon ids, each at most once (repeat the parameter); omitted: the subscription\'s addons stay')),
+  addons: Type.Optional(AddonIds('Addon ids, each at most once (repeat the parameter); omitted: the subscription\'s addons stay; empty (addons=): no addons')),
 })
 export type EstimateQuery = Static<typeof EstimateQuery>
 
