@@ -12,6 +12,20 @@ import { createComm, report } from './communications.fixtures.ts'
  */
 const BACKLOG = 200
 
+/** Runs every due job and answers the companies whose deliveries were claimed, in claim order. */
+async function deliveryOrder(t: TestApp): Promise<string[]> {
+  const scheduler = t.app.services.scheduler
+  const deliver = t.app.services.communications.delivery.deliverOccurrence
+  const order: string[] = []
+  scheduler.register(DELIVERY_JOB, async (ctx) => { order.push(String(ctx.payload.company_id)); await deliver(ctx) })
+  try {
+    await scheduler.runDue()
+  } finally {
+    scheduler.register(DELIVERY_JOB, deliver)
+  }
+  return order
+}
+
 for (const engine of engines) {
   describe(`scheduler fairness on ${engine}`, () => {
     let t: TestApp
@@ -32,15 +46,7 @@ for (const engine of engines) {
       }
       await createComm(t, b, { send_at: new Date(now).toISOString(), destination_subsidiary_ids: [sb] })
 
-      const scheduler = t.app.services.scheduler
-      const deliver = t.app.services.communications.delivery.deliverOccurrence
-      const order: string[] = []
-      scheduler.register(DELIVERY_JOB, async (ctx) => { order.push(String(ctx.payload.company_id)); await deliver(ctx) })
-      try {
-        await scheduler.runDue()
-      } finally {
-        scheduler.register(DELIVERY_JOB, deliver)
-      }
+      const order = await deliveryOrder(t)
       assert.equal(order.filter((id) => id === a.id).length, BACKLOG)
       assert.deepEqual(order.filter((id) => id === b.id), [b.id])
       const claimOfB = order.indexOf(b.id)
@@ -60,15 +66,7 @@ for (const engine of engines) {
       for (let i = 0; i < 3; i++) await createComm(t, b, { send_at: new Date(now - 30_000 + i).toISOString(), destination_subsidiary_ids: [dests.get(b.id)!] })
       await createComm(t, c, { send_at: new Date(now).toISOString(), destination_subsidiary_ids: [dests.get(c.id)!] })
 
-      const scheduler = t.app.services.scheduler
-      const deliver = t.app.services.communications.delivery.deliverOccurrence
-      const order: string[] = []
-      scheduler.register(DELIVERY_JOB, async (ctx) => { order.push(String(ctx.payload.company_id)); await deliver(ctx) })
-      try {
-        await scheduler.runDue()
-      } finally {
-        scheduler.register(DELIVERY_JOB, deliver)
-      }
+      const order = await deliveryOrder(t)
       const name = new Map([[a.id, 'A'], [b.id, 'B'], [c.id, 'C']])
       // Round robin, the company with the oldest due job first in a round: A B C, then A B, then A alone.
       assert.equal(order.map((id) => name.get(id)).join(''), 'ABCABABAAA')
