@@ -137,7 +137,7 @@ export async function buildApp(options: AppOptions) {
   installCacheForgetting(app, readCache)
 
   const catalogueRepo = createCatalogueRepository(db)
-  const catalogue = createCatalogueService({ repo: catalogueRepo })
+  const catalogue = createCatalogueService({ repo: catalogueRepo, currency: config.CURRENCY_CODE })
   // The local provider's hosted pages (spec 1, 10, 11), stored in the database (docs/hosted-pages.md).
   const hostedRepo = createHostedRepository(db)
   const hostedPages = createHostedPageStore(hostedRepo)
@@ -145,7 +145,7 @@ export async function buildApp(options: AppOptions) {
   const chargebee = chargebeeFromConfig(config)
   const providers = createProviderRegistry([createLocalProvider({ hostedPages }), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, currency: config.CURRENCY_CODE, providers })
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers })
   const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
   subscriptions.registerJobs(scheduler)
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })

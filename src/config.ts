@@ -1,5 +1,8 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
+import { isCountry } from './modules/companies/countries.ts'
+import { vatTable } from './modules/subscriptions/billing/vat.ts'
+import { isCurrency } from './money.ts'
 
 /** Every setting the service reads, with its default. The one place that reads process.env. */
 const ConfigSchema = Type.Object({
@@ -35,7 +38,11 @@ const ConfigSchema = Type.Object({
   /** Memory for the answers of hot reads kept per process (src/db/read-cache.ts); 0 turns the cache off. */
   READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024 }),
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),
-  VAT_RATES: Type.String({ default: 'IT:22,DE:19,FR:20,ES:21,AT:20,CH:8.1' }),
+  // Rates over the built-in VAT table of the EU-27, CH, NO and GB (src/modules/subscriptions/billing/vat.ts): IT:22,DE:19.
+  VAT_RATES: Type.String({ default: '' }),
+  // Where the seller is established (ISO 3166-1 alpha-2): a business customer with a VAT number elsewhere is reverse-charged.
+  SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$' }),
+  // ISO 4217; its exponent gives prices their decimals (EUR 2, JPY 0, KWD 3: src/money.ts).
   CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),
   HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),
   CHARGEBEE_SITE: Type.Optional(Type.String()),
@@ -78,6 +85,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error('Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS')
   }
   corsOrigins(config.CORS_ORIGINS)
+  vatTable(config.VAT_RATES)
+  if (!isCountry(config.SELLER_COUNTRY)) throw new Error(`Invalid configuration: SELLER_COUNTRY ${config.SELLER_COUNTRY} is not an ISO 3166-1 alpha-2 country code`)
+  if (!isCurrency(config.CURRENCY_CODE)) throw new Error(`Invalid configuration: CURRENCY_CODE ${config.CURRENCY_CODE} is not an ISO 4217 currency code`)
   return Object.freeze(config)
 }
 

@@ -31,6 +31,8 @@ export interface CompaniesTable {
   country: string
   phone: string | null
   vat: string | null
+  /** The VAT identification number with its country prefix (migration 0016): reverse charge. */
+  vat_number: ColumnType<string | null, string | null | undefined, string | null>
   fiscal_code: string | null
   pec: string | null
   codice_destinatario: string | null

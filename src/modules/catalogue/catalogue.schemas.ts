@@ -3,7 +3,7 @@ import { Code, Day, Name as NameOf, Nullable, Uuid } from '../../http/schemas.ts
 
 const Sku = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9_.\\-]*$', description: 'Letters, digits, "_", "-" and "."' })
 const Name = NameOf(200)
-const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units (EUR 29.90), at most 2 decimals' })
+const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency\'s decimals (ISO 4217: EUR 2, JPY 0, KWD 3)' })
 const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
 const Feature = Code(100, 'An area name of the scope list, such as "stamping"')
 
@@ -65,7 +65,7 @@ export const Coupon = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 50, pattern: '^[A-Za-z0-9_\\-]+$', description: 'Unique; what coupon_code names' }),
   name: Name,
   discount_type: Type.Union([Type.Literal('percentage'), Type.Literal('fixed_amount')]),
-  discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100) or an amount in major units; at most 2 decimals' }),
+  discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency\'s decimals)' }),
   valid_till: Nullable(Day('Last day the coupon applies, or null')),
   max_redemptions: Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
   redemptions: Type.Integer({ minimum: 0, description: 'How many companies redeemed it (each once, however often it re-applies it); server-owned' }),

@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
-import { fromMinor, toMinor } from '../../money.ts'
+import { basisPointsToPercent, fromMinor, percentToBasisPoints, toMinor } from '../../money.ts'
 import { isArea } from '../oauth/scopes.ts'
 import { isRealDay } from '../../days.ts'
 import type { CatalogueRepository } from './catalogue.repository.ts'
 import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
 
-export function createCatalogueService(deps: { repo: CatalogueRepository }) {
-  const { repo } = deps
+/** `currency` (CURRENCY_CODE) gives prices their decimals: 29.9 EUR is 2990 minor units, 1000 JPY is 1000. */
+export function createCatalogueService(deps: { repo: CatalogueRepository; currency: string }) {
+  const { repo, currency } = deps
 
   return {
     async createPlan(input: PlanInput): Promise<string> {
@@ -19,23 +20,23 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       if (await repo.findPlanBySku(input.sku)) throw new Conflict(`A plan with sku ${input.sku} already exists`)
       const id = randomUUID()
       await repo.insertPlan({
-        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price'),
+        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price', currency),
         plan_family: input.plan_family, period_unit: input.period_unit, features,
       })
       return id
     },
     async listPlans(filter: { name?: string }): Promise<Plan[]> {
-      return (await repo.listPlans(filter)).map(planView)
+      return (await repo.listPlans(filter)).map((row) => planView(row, currency))
     },
     async getPlan(id: string): Promise<Plan> {
       const row = await repo.findPlan(id)
       if (!row) throw new NotFound('Plan')
-      return planView(row)
+      return planView(row, currency)
     },
     async getPlanBySku(sku: string): Promise<Plan> {
       const row = await repo.findPlanBySku(sku)
       if (!row) throw new NotFound('Plan')
-      return planView(row)
+      return planView(row, currency)
     },
 
     async createProduct(input: ProductInput): Promise<string> {
@@ -63,14 +64,14 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
 
     async createAddon(input: AddonInput): Promise<string> {
       const id = randomUUID()
-      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price'), period_unit: input.period_unit })
+      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price', currency), period_unit: input.period_unit })
       return id
     },
-    async listAddons(): Promise<Addon[]> { return (await repo.listAddons()).map(addonView) },
+    async listAddons(): Promise<Addon[]> { return (await repo.listAddons()).map((row) => addonView(row, currency)) },
     async getAddon(id: string): Promise<Addon> {
       const row = await repo.findAddon(id)
       if (!row) throw new NotFound('Addon')
-      return addonView(row)
+      return addonView(row, currency)
     },
 
     async createCoupon(input: CouponInput): Promise<string> {
@@ -80,17 +81,19 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       const id = randomUUID()
       await repo.insertCoupon({
         id, code: input.code, name: input.name, discount_type: input.discount_type,
-        // Percent in basis points, amounts in cents: both integers.
-        discount_value_minor: toMinor(input.discount_value, 'body/discount_value'),
+        // Percent in basis points, amounts in minor units of the currency: both integers.
+        discount_value_minor: input.discount_type === 'percentage'
+          ? percentToBasisPoints(input.discount_value, 'body/discount_value')
+          : toMinor(input.discount_value, 'body/discount_value', currency),
         valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null,
       })
       return id
     },
-    async listCoupons(): Promise<Coupon[]> { return (await repo.listCoupons()).map(couponView) },
+    async listCoupons(): Promise<Coupon[]> { return (await repo.listCoupons()).map((row) => couponView(row, currency)) },
     async getCoupon(id: string): Promise<Coupon> {
       const row = await repo.findCoupon(id)
       if (!row) throw new NotFound('Coupon')
-      return couponView(row)
+      return couponView(row, currency)
     },
   }
 
@@ -109,8 +112,8 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
 
 export type CatalogueService = ReturnType<typeof createCatalogueService>
 
-export function planView(row: PlanRow): Plan {
-  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents), plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
+export function planView(row: PlanRow, currency: string): Plan {
+  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents, currency), plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
 }
 
 export function productView(row: ProductRow): Product {
@@ -122,14 +125,14 @@ export function productView(row: ProductRow): Product {
   }
 }
 
-function addonView(row: Selectable<AddonsTable>): Addon {
-  return { id: row.id, name: row.name, price: fromMinor(row.price_cents), period_unit: row.period_unit }
+function addonView(row: Selectable<AddonsTable>, currency: string): Addon {
+  return { id: row.id, name: row.name, price: fromMinor(row.price_cents, currency), period_unit: row.period_unit }
 }
 
-function couponView(row: Selectable<CouponsTable>): Coupon {
+function couponView(row: Selectable<CouponsTable>, currency: string): Coupon {
   return {
     id: row.id, code: row.code, name: row.name, discount_type: row.discount_type,
-    discount_value: fromMinor(row.discount_value_minor), valid_till: row.valid_till,
+    discount_value: row.discount_type === 'percentage' ? basisPointsToPercent(row.discount_value_minor) : fromMinor(row.discount_value_minor, currency), valid_till: row.valid_till,
     max_redemptions: row.max_redemptions, redemptions: row.redemptions,
   }
 }

@@ -11,7 +11,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
     .leftJoin('plans as p', 'p.sku', 's.plan_sku')
     // The columns the representation shows, no more: every timestamp costs a Date parse per read.
     .select([
-      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.fiscal_code',
+      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.vat_number', 'c.fiscal_code',
       'c.pec', 'c.codice_destinatario', 'c.billing_email', 'c.admin_user_id', 'c.admin_user_email', 'c.timezone',
       'c.number_of_employees', 'c.location_info', 'c.preferences', 'c.disabled_at',
       's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',

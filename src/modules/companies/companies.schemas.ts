@@ -21,6 +21,7 @@ export const Company = Type.Object({
   country: Type.String({ description: 'ISO 3166-1 alpha-2' }),
   phone: Nullable(Type.String()),
   vat: Nullable(Type.String()),
+  vat_number: Nullable(Type.String({ description: 'VAT identification number with its country prefix (DE123456789), as stored: without spaces, dots or hyphens, upper case. With it, a company in another country than the seller\'s is reverse-charged' })),
   fiscal_code: Nullable(Type.String()),
   pec: Nullable(Type.String()),
   codice_destinatario: Nullable(Type.String()),
@@ -54,6 +55,10 @@ export const CompanyInput = Type.Object({
   country: Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, such as IT' }),
   phone: OptionalText(50),
   vat: OptionalText(50),
+  vat_number: Type.Optional(Nullable(Type.String({
+    maxLength: 30,
+    description: 'VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB…). Checked loosely: spaces, dots and hyphens are dropped, then two letters and 2 to 13 letters or digits; whether it exists is not checked (no VIES call). Null for a consumer',
+  }))),
   fiscal_code: OptionalText(50),
   pec: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
   codice_destinatario: OptionalText(20),

@@ -5,6 +5,7 @@ import type { DB } from '../../db/tables.ts'
 import { NotFound, ValidationError } from '../../http/errors.ts'
 import { isTimeZone } from '../../days.ts'
 import { isCountry } from './countries.ts'
+import { normaliseVatNumber } from '../subscriptions/billing/vat.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
@@ -60,11 +61,12 @@ export function createCompaniesService(deps: {
       if (!plan) throw new ValidationError(`body/subscription_plan names an unknown plan: ${input.subscription_plan}`)
       const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
       if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      const vatNumber = vatNumberOf(input.vat_number, 'body/vat_number')
       const id = randomUUID()
       await deps.db.transaction().execute(async (trx) => {
         await repo.insertCompany(trx, {
           id, name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
-          zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null,
+          zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
           fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
           billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
           admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
@@ -164,11 +166,19 @@ function contractValues(input: ContractInput) {
 
 export type CompaniesService = ReturnType<typeof createCompaniesService>
 
+/** A VAT number as stored (normalised), null when none is given; a 400 naming `field` when it has not the shape of one. */
+export function vatNumberOf(input: string | null | undefined, field: string): string | null {
+  if (input === undefined || input === null || input.trim() === '') return null
+  const normalised = normaliseVatNumber(input)
+  if (!normalised) throw new ValidationError(`${field} must be a VAT number with its country prefix: two letters, then 2 to 13 letters or digits (DE123456789)`)
+  return normalised
+}
+
 function companyView(row: CompanyRecord): Company {
   const iso = (d: Date | null) => (d ? d.toISOString() : null)
   return {
     id: row.id, name: row.name, address: row.address, city: row.city, province: row.province, zip: row.zip,
-    country: row.country, phone: row.phone, vat: row.vat, fiscal_code: row.fiscal_code, pec: row.pec,
+    country: row.country, phone: row.phone, vat: row.vat, vat_number: row.vat_number, fiscal_code: row.fiscal_code, pec: row.pec,
     codice_destinatario: row.codice_destinatario, billing_email: row.billing_email, admin_user_id: row.admin_user_id,
     admin_user_email: row.admin_user_email, timezone: row.timezone, number_of_employees: row.number_of_employees,
     location_info: row.location_info as Company['location_info'], preferences: row.preferences as Company['preferences'],

@@ -1,3 +1,4 @@
+import { currencyExponent, fromMinor } from '../../money.ts'
 /**
  * The hosted pages' two languages, chosen by Accept-Language (RFC 9110 §12.5.4: the highest
  * q-value among the languages we have; English when none matches).
@@ -167,8 +168,11 @@ export function translator(locale: Locale): Translate {
   return (key, values = {}) => messages[locale][key].replace(/\{(\w+)\}/g, (_, name: string) => String(values[name] ?? ''))
 }
 
-export function formatMoney(locale: Locale, cents: number, currency: string): string {
-  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'currency', currency }).format(cents / 100)
+/** Minor units of `currency` written out (2990 EUR → "€29.90", 1000 JPY → "¥1,000"), with the currency's ISO 4217 decimals. */
+export function formatMoney(locale: Locale, minor: number, currency: string): string {
+  const digits = currencyExponent(currency)
+  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits })
+    .format(fromMinor(minor, currency))
 }
 
 /** A date in the company's time zone, written out ("25 November 2026", "25 novembre 2026"). */

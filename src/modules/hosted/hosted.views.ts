@@ -4,6 +4,7 @@ import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
 import type { SubscriptionDetails } from '../subscriptions/subscriptions.schemas.ts'
 import type { CardProblem } from './hosted.card.ts'
 import { formatMoney } from './hosted.i18n.ts'
+import { toMinor } from '../../money.ts'
 import { dateOf, form, html, invoiceTable, layout, type Html, type PageContext } from './hosted.html.ts'
 
 /** The four hosted pages, as HTML strings; `base` is the page's own path (/hosted/<kind>/<token>). */
@@ -12,7 +13,7 @@ export interface ViewContext extends PageContext { base: string; csrf: string; c
 type PlanFields = Plan['plan']
 
 const price = (ctx: ViewContext, plan: PlanFields) =>
-  `${formatMoney(ctx.locale, Math.round(plan.price * 100), ctx.currency)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
+  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', ctx.currency), ctx.currency)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
 
 const leaveForm = (ctx: ViewContext, label: string) =>
   form(`${ctx.base}/leave`, ctx.csrf, html`<button type="submit" class="secondary">${label}</button>`)

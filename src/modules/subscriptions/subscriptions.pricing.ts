@@ -3,6 +3,7 @@ import { Conflict, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+import { taxFor } from './billing/vat.ts'
 
 /** What a client asks a subscription to become (estimate 9, update 6), before the catalogue prices it. */
 export interface WantedSelection { planSku: string; quantity: number; addonIds: string[]; couponCode: string | null }
@@ -11,7 +12,7 @@ export interface WantedSelection { planSku: string; quantity: number; addonIds: 
  * Prices selections from the catalogue. A requested selection is checked (400 naming the
  * field); the subscription's current one is priced as it was accepted.
  */
-export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: Map<string, number> }) {
+export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: ReadonlyMap<string, number>; sellerCountry: string }) {
   const { repo } = deps
 
   async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { id: string; valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
@@ -68,10 +69,9 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: M
       return { plan, quantity: s.plan_quantity, addons, coupon: (await coupon(executor, s.coupon_code)) ?? null }
     },
 
-    /** The VAT of the customer's country (VAT_RATES); none for a country without a rate. */
-    tax(country: string): TaxRate | null {
-      const rate = deps.vatRates.get(country)
-      return rate === undefined ? null : { name: `${country} VAT`, rate_bp: rate }
+    /** The customer's tax: the VAT table by country, reverse charge with a VAT number abroad (billing/vat.ts). */
+    tax(customer: { country: string; vat_number: string | null }): TaxRate {
+      return taxFor(customer, deps.sellerCountry, deps.vatRates)
     },
   }
 }

@@ -5,7 +5,8 @@ import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '..
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
-import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { vatTable } from './billing/vat.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
 import { createPricing, missingFromCatalogue, type WantedSelection } from './subscriptions.pricing.ts'
@@ -34,12 +35,15 @@ export function createSubscriptionsService(deps: {
   trialDays: number
   /** The billing providers by name (app.ts): always the local one, Chargebee when configured. */
   providers: ProviderRegistry
+  /** VAT_RATES: entries over the built-in table (billing/vat.ts). */
   vatRates?: string
+  /** SELLER_COUNTRY: where the seller is established, for reverse charge. */
+  sellerCountry?: string
   currency?: string
 }) {
   const { db, repo, clock, providers } = deps
   const currency = deps.currency ?? 'EUR'
-  const pricing = createPricing({ repo, vatRates: parseVatRates(deps.vatRates ?? 'IT:22') })
+  const pricing = createPricing({ repo, vatRates: vatTable(deps.vatRates ?? ''), sellerCountry: deps.sellerCountry ?? 'IT' })
 
   /** Saves a provider's new state with its event, and schedules the end of its term when this service drives time. */
   async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }) {
@@ -63,10 +67,10 @@ export function createSubscriptionsService(deps: {
     })
   }
 
-  async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { timezone: string }> {
+  async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { vat_number: string | null; timezone: string }> {
     const row = await repo.findCustomer(executor, companyId)
     if (!row) throw new NotFound('Company')
-    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, timezone: row.timezone }
+    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, vat_number: row.vat_number, timezone: row.timezone }
   }
 
   /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
@@ -78,15 +82,15 @@ export function createSubscriptionsService(deps: {
     const today = todayIn(customer.timezone, now)
     const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
-    return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
+    return { change: { selection, current, tax: pricing.tax(customer), currency, now }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
     const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id)])
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
-    const { timezone: _, ...billingCustomer } = customer
-    return detailsView(s, plan, product, billingCustomer)
+    const { timezone: _, vat_number: __, ...billingCustomer } = customer
+    return detailsView(s, plan, product, billingCustomer, currency)
   }
 
   async function findOwn(companyId: string) {
@@ -114,7 +118,7 @@ export function createSubscriptionsService(deps: {
     if (next.status === 'active') {
       // What the new term bills: the local engine collects nothing, the event says what would be charged.
       const customer = await customerOf(ctx.trx, s.company_id)
-      invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer.country), currency)
+      invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer), currency)
     }
     await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
   }
@@ -140,7 +144,7 @@ export function createSubscriptionsService(deps: {
     return {
       estimate: {
         subscription_estimate: { status: 'in_trial', next_billing_at: unixSeconds(trialEnd) },
-        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer.country), currency),
+        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer), currency),
       },
     }
   }
@@ -304,7 +308,7 @@ export function createSubscriptionsService(deps: {
       const at = nextBillingAt(s)
       const [view, next] = await Promise.all([
         details(db, s, customer),
-        at === null ? null : pricing.current(db, s).then((current) => ({ at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer.country), currency) })),
+        at === null ? null : pricing.current(db, s).then((current) => ({ at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency) })),
       ])
       return { details: view, next }
     },

@@ -17,7 +17,7 @@ export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): strin
   return s.status === 'cancelled' ? [] : (plan?.features ?? [])
 }
 
-export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer): SubscriptionDetails {
+export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, currency: string): SubscriptionDetails {
   const card = s.payment_source
   return {
     subscription: {
@@ -30,7 +30,7 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
       cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
       created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
     },
-    plan: planView(plan).plan,
+    plan: planView(plan, currency).plan,
     product: productView(product).product,
     customer: {
       id: customer.id, company_id: customer.company_id, name: customer.name, email: customer.email, country: customer.country,

@@ -4,9 +4,10 @@ import type { SubscriptionStatus } from '../../../db/tables.ts'
  * The arithmetic of an invoice, in integer cents: the one function behind both an estimate (9)
  * and the change an update (6) applies, so that they cannot disagree.
  *
- * Rounding: every line is rounded on its own, half-up, to the cent (a prorated line, a
- * discount, a tax); totals are sums of rounded lines. Proration multiplies by a fraction of
- * whole seconds (seconds left in the term / seconds in the term), exactly, in BigInt.
+ * Amounts are integer minor units of the currency (cents of EUR, yen of JPY: src/money.ts).
+ * Rounding: every line is rounded on its own, half-up, to the minor unit (a prorated line, a
+ * discount, a line's tax); totals are sums of rounded lines. Proration multiplies by a fraction
+ * of whole seconds (seconds left in the term / seconds in the term), exactly, in BigInt.
  */
 
 export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year' }
@@ -21,10 +22,20 @@ export interface PricedSelection {
   coupon: PricedCoupon | null
 }
 
-/** A VAT rate in basis points (22 % = 2200) and the name its tax line carries. */
-export interface TaxRate { name: string; rate_bp: number }
+/** Why a line bears no tax (Chargebee's `tax_exempt_reason` values this engine gives). */
+export type TaxExemptReason = 'reverse_charge' | 'export' | 'tax_not_configured'
 
-export interface LineItem { entity_type: 'plan' | 'addon'; entity_id: string; description: string; unit_amount: number; quantity: number; amount: number }
+/**
+ * The tax of a customer (billing/vat.ts): a rate in basis points (22 % = 2200) and the name its
+ * tax line carries; a reverse charge is rate 0 with a name, an export no line (name null).
+ */
+export interface TaxRate { name: string | null; rate_bp: number; exempt_reason: TaxExemptReason | null }
+
+export interface LineItem {
+  entity_type: 'plan' | 'addon'; entity_id: string; description: string; unit_amount: number; quantity: number; amount: number
+  /** Present only on a line that bears no tax. */
+  tax_exempt_reason?: TaxExemptReason
+}
 
 export interface InvoiceEstimate {
   line_items: LineItem[]
@@ -83,9 +94,8 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
     discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
   }
 
-  const taxable = subTotal - discount
-  const taxes = tax ? [{ name: tax.name, rate: tax.rate_bp / 100, amount: roundHalfUp(BigInt(taxable), BigInt(tax.rate_bp), 10_000n) }] : []
-  const total = taxable + taxes.reduce((sum, t) => sum + t.amount, 0)
+  const taxes = taxLines(lineItems, allocate(discount, lineItems.map((l) => l.amount)), tax)
+  const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
   return {
     line_items: lineItems, discounts, sub_total: subTotal, taxes, total,
@@ -93,13 +103,37 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   }
 }
 
-/** `IT:22,DE:19,CH:8.1` → country → rate in basis points. */
-export function parseVatRates(setting: string): Map<string, number> {
-  const rates = new Map<string, number>()
-  for (const entry of setting.split(',').map((s) => s.trim()).filter(Boolean)) {
-    const match = /^([A-Z]{2}):(\d{1,3}(?:\.\d{1,2})?)$/.exec(entry)
-    if (!match) throw new Error(`Invalid configuration: VAT_RATES entry "${entry}" must look like IT:22`)
-    rates.set(match[1]!, Math.round(Number(match[2]) * 100))
+/**
+ * Tax computed and rounded per line, as Chargebee does: each line's tax is its amount less its
+ * share of the invoice's discounts, times the rate, rounded half-up; the tax line is the sum of
+ * those (10.02 + 10.02 at 22 %: 2.20 + 2.20 = 4.40, where 22 % of 20.04 would be 4.41).
+ * `lineDiscounts` holds each line's share of the discounts, in the order of `lines`.
+ */
+export function taxLines(lines: LineItem[], lineDiscounts: number[], tax: TaxRate | null): InvoiceEstimate['taxes'] {
+  if (!tax) return []
+  if (tax.exempt_reason) for (const line of lines) line.tax_exempt_reason = tax.exempt_reason
+  if (tax.name === null) return []
+  const amount = lines.reduce((sum, line, i) => sum + roundHalfUp(BigInt(line.amount - (lineDiscounts[i] ?? 0)), BigInt(tax.rate_bp), 10_000n), 0)
+  return [{ name: tax.name, rate: tax.rate_bp / 100, amount }]
+}
+
+/**
+ * `total` (at most the sum of `amounts`) shared among `amounts` in proportion, in whole minor
+ * units that add up to `total` exactly and never exceed their amount: each share is rounded
+ * down, and the units left go one each to the largest remainders (the first line on a tie).
+ * A coupon on the invoice amount is spread over its lines this way before their tax is computed.
+ */
+export function allocate(total: number, amounts: number[]): number[] {
+  const sum = BigInt(amounts.reduce((a, b) => a + b, 0))
+  if (total <= 0 || sum === 0n) return amounts.map(() => 0)
+  const exact = amounts.map((a) => BigInt(total) * BigInt(a))
+  const shares = exact.map((e) => Number(e / sum))
+  let left = total - shares.reduce((a, b) => a + b, 0)
+  const byRemainder = exact.map((e, i) => ({ i, r: e % sum })).sort((x, y) => (x.r === y.r ? x.i - y.i : x.r > y.r ? -1 : 1))
+  for (const { i } of byRemainder) {
+    if (left === 0) break
+    shares[i]! += 1
+    left -= 1
   }
-  return rates
+  return shares
 }
