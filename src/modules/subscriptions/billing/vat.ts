@@ -60,11 +60,12 @@ export function normaliseVatNumber(input: string): string | null {
  *   "Reverse charge" and the lines' exempt reason `reverse_charge` (the buyer accounts for it);
  * - in another country of the table without one (a consumer): the customer country's rate
  *   (destination principle of the EU's One-Stop Shop; CH, NO and GB likewise tax consumers);
- * - elsewhere: no tax line, the lines' exempt reason `export`.
+ * - elsewhere: no tax line, the lines' exempt reason `export` (`tax_not_configured` in the
+ *   seller's own country when the table has no rate for it, a seller outside Europe).
  */
 export function taxFor(customer: { country: string; vat_number: string | null }, seller: string, table: ReadonlyMap<string, number>): TaxRate {
   const rate = table.get(customer.country)
-  if (rate === undefined) return { name: null, rate_bp: 0, exempt_reason: 'export' }
+  if (rate === undefined) return { name: null, rate_bp: 0, exempt_reason: customer.country === seller ? 'tax_not_configured' : 'export' }
   if (customer.country !== seller && customer.vat_number) return { name: REVERSE_CHARGE, rate_bp: 0, exempt_reason: 'reverse_charge' }
   return { name: `${customer.country} VAT`, rate_bp: rate, exempt_reason: null }
 }
