@@ -64,6 +64,15 @@ for (const engine of engines) {
       const italian = await billedCompany(t, { plans: yen, company: { country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890' } })
       const it = (await estimate(t, italian.id, query(italian))).json().estimate.invoice_estimate
       assert.deepEqual([it.taxes, it.total], [[{ name: 'Reverse charge', rate: 0, amount: 0 }], 1000])
+      // The manager page's estimate says so in the customer's language, amounts in whole yen.
+      for (const [language, mention, due] of [['en', 'Reverse charge: VAT to be accounted for by the customer', 'JP¥2,000'], ['it', 'Inversione contabile: IVA a carico del cliente', '2000\u00a0JPY']]) {
+        const page = new PageSession(t, await pathOf(t, 'manager', italian.id, italian.token), language)
+        await page.get()
+        const shown = await page.post('estimate', { plan: italian.planSku, quantity: '2' })
+        assert.equal(shown.statusCode, 200, shown.body)
+        assert.ok(shown.body.includes(mention), `${language}: ${mention}`)
+        assert.ok(shown.body.includes(JSON.parse(`"${due}"`)), `${language}: ${due} due`)
+      }
       // Japan has no rate in the table: no tax line, the line says the tax is not configured.
       const japanese = await billedCompany(t, { plans: yen, company: { country: 'JP', timezone: 'Asia/Tokyo' } })
       const jp = (await estimate(t, japanese.id, query(japanese))).json().estimate.invoice_estimate

@@ -1,5 +1,6 @@
 import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
 import { formatDate, formatMoney, type Locale, type Translate } from './hosted.i18n.ts'
+import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { CSRF_FIELD } from './hosted.csrf.ts'
 
 /**
@@ -71,7 +72,7 @@ ${invoice.line_items.map((l) => html`<tr><td>${l.description}</td><td class="amo
 <tfoot>
 ${invoice.discounts.map((d) => row(`${ctx.t('invoice.discount')}: ${d.description}`, -d.amount))}
 ${row(ctx.t('invoice.subtotal'), invoice.sub_total)}
-${invoice.taxes.map((x) => row(`${x.name} ${x.rate}%`, x.amount))}
+${invoice.taxes.map((x) => row(x.name === REVERSE_CHARGE ? ctx.t('invoice.reverseCharge') : `${x.name} ${x.rate}%`, x.amount))}
 ${invoice.credits_applied ? row(ctx.t('invoice.credits'), -invoice.credits_applied) : null}
 ${row(ctx.t('invoice.due'), invoice.amount_due, true)}
 </tfoot>
