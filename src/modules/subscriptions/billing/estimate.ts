@@ -1,7 +1,7 @@
 import type { SubscriptionStatus } from '../../../db/tables.ts'
 
 /**
- * The arithmetic of an invoice, in integer cents: the one function behind both an estimate (9)
+ * The arithmetic of an invoice, in integer minor units: the one function behind both an estimate (9)
  * and the change an update (6) applies, so that they cannot disagree.
  *
  * Amounts are integer minor units of the currency (cents of EUR, yen of JPY: src/money.ts).
@@ -95,6 +95,7 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   }
 
   const taxes = taxLines(lineItems, allocate(discount, lineItems.map((l) => l.amount)), tax)
+  if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
   return {
@@ -110,9 +111,7 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
  * `lineDiscounts` holds each line's share of the discounts, in the order of `lines`.
  */
 export function taxLines(lines: LineItem[], lineDiscounts: number[], tax: TaxRate | null): InvoiceEstimate['taxes'] {
-  if (!tax) return []
-  if (tax.exempt_reason) for (const line of lines) line.tax_exempt_reason = tax.exempt_reason
-  if (tax.name === null) return []
+  if (!tax || tax.name === null) return []
   const amount = lines.reduce((sum, line, i) => sum + roundHalfUp(BigInt(line.amount - (lineDiscounts[i] ?? 0)), BigInt(tax.rate_bp), 10_000n), 0)
   return [{ name: tax.name, rate: tax.rate_bp / 100, amount }]
 }
