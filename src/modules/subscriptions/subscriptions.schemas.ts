@@ -100,7 +100,7 @@ export const SubscriptionFields = Type.Object({
   current_term_start: Unix('Start of the current term'),
   current_term_end: Unix('End of the current term; for a cancelled subscription, when it ended'),
   next_billing_at: Unix('Next invoice; null when none is coming'),
-  cancelled_at: Unix('When it was cancelled'),
+  cancelled_at: Unix('When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee\'s meaning; the same as scheduled_cancellation_at then)'),
   scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
   cancellation_reason: Nullable(Type.String()),
   cancellation_message: Nullable(Type.String()),
@@ -135,7 +135,7 @@ export const SubscriptionStatusBody = Type.Object({
   plan: Type.String({ description: 'The plan\'s sku' }),
   current_term_end: Unix('End of the current term'),
   trial_end: Unix('End of the trial'),
-  cancelled_at: Unix('When it was cancelled'),
+  cancelled_at: Unix('When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee\'s meaning; the same as scheduled_cancellation_at then)'),
   scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
   features: Type.Array(Type.String(), { description: 'The plan\'s features; none once cancelled' }),
 }, { additionalProperties: false, title: 'SubscriptionStatus' })

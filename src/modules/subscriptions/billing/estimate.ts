@@ -93,6 +93,11 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   }
 }
 
+/** No invoice: what an estimate shows when the choice bills nothing (a trial set to end cancelled). */
+export function noInvoice(currency: string): InvoiceEstimate {
+  return { line_items: [], discounts: [], sub_total: 0, taxes: [], total: 0, credits_applied: 0, amount_due: 0, currency_code: currency }
+}
+
 /** `IT:22,DE:19,CH:8.1` → country → rate in basis points. */
 export function parseVatRates(setting: string): Map<string, number> {
   const rates = new Map<string, number>()

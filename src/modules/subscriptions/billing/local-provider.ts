@@ -1,6 +1,6 @@
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
-import { invoiceFor, remainingShare, WHOLE, type Estimate } from './estimate.ts'
+import { invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate } from './estimate.ts'
 import * as lifecycle from './lifecycle.ts'
 import type { BillingState } from './lifecycle.ts'
 import type { BillingProvider, ChangeRequest } from './provider.ts'
@@ -30,13 +30,14 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
       coupon_code: selection.coupon?.code ?? null,
     }
     if (s.status === 'in_trial' || s.status === 'future' || !s.current_term_start || !s.current_term_end) {
-      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end.
-      const ends = !s.cancel_scheduled_at
+      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end;
+      // a trial set to end cancelled bills nothing (Chargebee has no next invoice for it).
+      const renews = !s.cancel_scheduled_at
       return {
         state,
         estimate: {
-          subscription_estimate: { status: s.status, next_billing_at: ends ? unixSeconds(s.trial_end) : null },
-          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency),
+          subscription_estimate: { status: s.status, next_billing_at: renews ? unixSeconds(s.trial_end) : null },
+          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency) : noInvoice(currency),
         },
       }
     }
