@@ -5,7 +5,8 @@ import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '..
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
-import { invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { couponDiscount, invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { afterInvoice, freshUsage, usageColumns, usageOf } from './billing/coupons.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
 import { createPricing, missingFromCatalogue, type WantedSelection } from './subscriptions.pricing.ts'
@@ -111,12 +112,20 @@ export function createSubscriptionsService(deps: {
     const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
     const event = next.status === 'cancelled' ? 'cancelled' : which === 'trial_end' ? 'activated' : 'renewed'
     let invoice
+    let state = next
     if (next.status === 'active') {
       // What the new term bills: the local engine collects nothing, the event says what would be charged.
       const customer = await customerOf(ctx.trx, s.company_id)
-      invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer.country), currency)
+      const selection = await pricing.current(ctx.trx, next)
+      const period = { periodStart: next.current_term_start, usage: usageOf(next) }
+      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer.country), currency, 0, period)
+      // The coupon discounted this period: counted (its duration runs on periods discounted).
+      if (selection.coupon && next.current_term_start) {
+        const used = couponDiscount(selection.coupon, invoice.line_items, period)
+        state = { ...next, ...usageColumns(afterInvoice(selection.coupon, period.usage, next.current_term_start, used.amount, used.taken)) }
+      }
     }
-    await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+    await save(ctx.trx, s, state, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
   }
 
   /**
@@ -156,11 +165,12 @@ export function createSubscriptionsService(deps: {
         product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
         status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
         cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,
-        cancellation_reason: null, cancellation_message: null, created_at: now, updated_at: now,
+        cancellation_reason: null, cancellation_message: null, ...usageColumns(freshUsage(null)), created_at: now, updated_at: now,
       }
       const created = await provider.createSubscription({ subscription: draft, customer: await customerOf(trx, input.companyId) })
       const subscription = await repo.insert(trx, {
         ...created, addons: JSON.stringify(created.addons), payment_source: JSON.stringify(created.payment_source),
+        coupon_period_discounts: JSON.stringify(created.coupon_period_discounts),
       })
       await repo.insertEvent(trx, {
         company_id: input.companyId, subscription_id: subscription.id, event_type: 'created',
@@ -304,7 +314,9 @@ export function createSubscriptionsService(deps: {
       const at = nextBillingAt(s)
       const [view, next] = await Promise.all([
         details(db, s, customer),
-        at === null ? null : pricing.current(db, s).then((current) => ({ at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer.country), currency) })),
+        at === null ? null : pricing.current(db, s).then((current) => ({
+          at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer.country), currency, 0, { periodStart: new Date(at * 1000), usage: usageOf(s) }),
+        })),
       ])
       return { details: view, next }
     },
