@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { SUB, addon, at, billedCompany, call, coupon, estimate, eventsOf, moveTo, setCard, update } from './subscriptions-helpers.ts'
+import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, eventsOf, moveTo, setCard, unix, update } from './subscriptions-helpers.ts'
 
 /**
  * Coupon durations and targets on the local engine (issue 16, decisions §8.4), against
@@ -85,6 +85,8 @@ for (const engine of engines) {
         ['2046-01-31', 3000, [1000], 2000], ['2046-02-28', 3000, [1000], 2000], ['2046-03-31', 3000, [1000], 2000],
         ['2046-04-30', 3000, [], 3000], ['2046-05-31', 3000, [], 3000], ['2046-06-30', 3000, [], 3000],
       ])
+      // The details show what it did, as Chargebee's subscription.coupons[] does.
+      assert.deepEqual((await detailsOf(t, c)).subscription.coupons, [{ coupon_code: three, applied_at: unix('2046-01-01T00:00:00Z'), applied_count: 3, apply_till: unix('2046-04-30T00:00:00Z') }])
       // The subscription still holds it; the estimate of a change no longer discounts.
       await moveTo(t, '2046-07-15T00:00:00.000Z')
       const est = (await estimate(t, c.id, { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.platinum!, plan_quantity: '1' }, c.token)).json().estimate
@@ -104,6 +106,15 @@ for (const engine of engines) {
       assert.deepEqual([up.sub_total, up.discounts.map((d: any) => d.amount), up.credits_applied, up.amount_due], [5000, [2500], 750, 1750])
       for (const day of ['2047-02-28', '2047-03-31', '2047-04-30']) await at(t, `${day}T00:00:00.000Z`)
       assert.deepEqual((await termInvoices(c.id)).map((i) => i.slice(1)), [[3000, [1500], 1500], [10000, [], 10000], [10000, [], 10000], [10000, [], 10000]])
+      assert.deepEqual((await detailsOf(t, c)).subscription.coupons, [{ coupon_code: once, applied_at: unix('2047-01-01T00:00:00Z'), applied_count: 1, apply_till: null }])
+      // Taken off and put on again, it resumes where it stood: used once, it discounts nothing more.
+      assert.deepEqual((await update(t, c.id, c.subscriptionId, { coupon_code: null }, c.token)).json().subscription.coupons, [])
+      await moveTo(t, '2047-05-10T00:00:00.000Z')
+      const again = await update(t, c.id, c.subscriptionId, { coupon_code: once }, c.token)
+      assert.deepEqual(again.json().subscription.coupons, [{ coupon_code: once, applied_at: unix('2047-05-10T00:00:00Z'), applied_count: 1, apply_till: null }])
+      assert.deepEqual(again.json().estimate.invoice_estimate.discounts, [])
+      await at(t, '2047-05-31T00:00:00.000Z')
+      assert.deepEqual((await termInvoices(c.id)).at(-1)!.slice(1), [10000, [], 10000])
     })
 
     it('each_specified_item discounts only the named plan and addon lines, and is refused when it names none chosen', async () => {

@@ -112,6 +112,8 @@ export interface CouponRedemptionsTable {
   coupon_id: string
   company_id: string
   redeemed_at: CreatedAt
+  /** 0015: what it had discounted when the company took it off (billing/coupons.ts `usageToJson`). */
+  usage: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
 }
 
 export interface SubsidiariesTable {

@@ -29,6 +29,11 @@ ALTER TABLE subscriptions
   ADD COLUMN coupon_period_start     timestamptz,
   ADD COLUMN coupon_period_discounts jsonb   NOT NULL DEFAULT '{}';
 
+-- What a coupon had discounted when the company took it off (the usage above, as JSON): put on
+-- again, it resumes there, so a one_time or limited_period coupon cannot be renewed by removing
+-- and re-applying it.
+ALTER TABLE coupon_redemptions ADD COLUMN usage jsonb;
+
 -- Coupons held today were forever coupons: when they were put on is not recorded, their last
 -- change is the best we know.
 UPDATE subscriptions SET coupon_applied_at = updated_at WHERE coupon_code IS NOT NULL;

@@ -95,6 +95,12 @@ export const SubscriptionFields = Type.Object({
   plan_quantity: Type.Integer(),
   addons: Type.Array(Type.Object({ id: Type.String(), quantity: Type.Integer() }, { additionalProperties: false })),
   coupon_code: Nullable(Type.String()),
+  coupons: Type.Array(Type.Object({
+    coupon_code: Type.String(),
+    applied_at: Unix('When the coupon was put on the subscription'),
+    applied_count: Type.Integer({ minimum: 0, description: 'How many billing periods it has discounted' }),
+    apply_till: Unix('limited_period: it discounts the periods starting before this (set when it first discounts); null otherwise'),
+  }, { additionalProperties: false }), { maxItems: 1, description: 'The coupon held and what it has discounted (Chargebee\'s subscription.coupons[]); empty without one' }),
   trial_start: Unix('Start of the trial'),
   trial_end: Unix('End of the trial'),
   current_term_start: Unix('Start of the current term'),

@@ -6,7 +6,7 @@ import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
 import { couponDiscount, invoiceFor, parseVatRates, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
-import { afterInvoice, freshUsage, usageColumns, usageOf } from './billing/coupons.ts'
+import { afterInvoice, freshUsage, usageColumns, usageFromJson, usageOf, usageToJson } from './billing/coupons.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
 import { createPricing, missingFromCatalogue, type WantedSelection } from './subscriptions.pricing.ts'
@@ -79,7 +79,9 @@ export function createSubscriptionsService(deps: {
     const today = todayIn(customer.timezone, now)
     const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
-    return { change: { selection, current, tax: pricing.tax(customer.country), currency, now }, today }
+    const coupon = selection.coupon
+    const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
+    return { change: { selection, current, tax: pricing.tax(customer.country), currency, now, couponHistory }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
@@ -275,6 +277,8 @@ export function createSubscriptionsService(deps: {
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
+        // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
+        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
         const saved = (await repo.findByCompany(trx, companyId))!
         return { ...(await details(trx, saved)), estimate }

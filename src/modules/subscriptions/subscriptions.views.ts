@@ -32,6 +32,9 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
     subscription: {
       id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,
       plan_id: s.plan_sku, plan_quantity: s.plan_quantity, addons: s.addons, coupon_code: s.coupon_code,
+      coupons: s.coupon_code === null ? [] : [{
+        coupon_code: s.coupon_code, applied_at: unixSeconds(s.coupon_applied_at), applied_count: s.coupon_applied_count, apply_till: unixSeconds(s.coupon_apply_till),
+      }],
       trial_start: unixSeconds(s.trial_start), trial_end: unixSeconds(s.trial_end),
       current_term_start: unixSeconds(s.current_term_start), current_term_end: unixSeconds(s.current_term_end),
       next_billing_at: nextBillingAt(s), cancelled_at: cancelledAt(s),

@@ -121,3 +121,18 @@ export function usageColumns(u: CouponUsage): Pick<SubscriptionRow, 'coupon_appl
     coupon_period_start: u.period_start, coupon_period_discounts: u.period_discounts,
   }
 }
+
+/** A usage as stored beside the company's redemption of the coupon (dates as ISO strings). */
+export function usageToJson(u: CouponUsage): string {
+  return JSON.stringify(u)
+}
+
+/** A usage read back from its JSON; null when none was kept. */
+export function usageFromJson(value: Record<string, unknown> | null | undefined): CouponUsage | null {
+  if (!value) return null
+  const at = (v: unknown) => (typeof v === 'string' ? new Date(v) : null)
+  return {
+    applied_at: at(value.applied_at), applied_count: Number(value.applied_count ?? 0), apply_till: at(value.apply_till),
+    period_start: at(value.period_start), period_discounts: (value.period_discounts as Record<string, number> | undefined) ?? {},
+  }
+}

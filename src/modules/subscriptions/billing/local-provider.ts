@@ -23,9 +23,10 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
 
   function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
     const { selection, current, tax, currency, now } = change
-    // Another coupon starts afresh (put on now, nothing discounted); the same one keeps its history.
+    // The same coupon keeps its history; another is put on now, resuming where it stood if the company had it before.
     const couponCode = selection.coupon?.code ?? null
-    const usage = couponCode === s.coupon_code ? usageOf(s) : freshUsage(couponCode === null ? null : now)
+    const usage = couponCode === s.coupon_code ? usageOf(s)
+      : couponCode === null ? freshUsage(null) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
     let state: BillingState = {
       ...s,
       plan_sku: selection.plan.sku,
