@@ -166,7 +166,7 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/coupons/${id}`)
-        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, redemptions: 0 })
+        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, redemptions: 0, duration_type: 'forever', duration_month: null, apply_on: 'invoice_amount', plan_ids: [], addon_ids: [] })
         assert.ok((await t.json(200, { url: `${BASE}/coupons` })).some((x: { id: string }) => x.id === id))
         assert.equal((await t.call({ url: `${BASE}/coupons/${randomUUID()}`, token: null })).statusCode, 404)
 

@@ -112,7 +112,7 @@ for (const engine of engines) {
       fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'non_renewing', cancelled_at: end }))
       assert.equal((await deliver(t, fake.event('subscription_cancellation_scheduled', { subscriptionId: c.subscriptionId }))).json().outcome, 'applied')
       let d = await detailsOf(t, c)
-      assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancelled_at, d.subscription.next_billing_at], ['non_renewing', end, null, null])
+      assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancelled_at, d.subscription.next_billing_at], ['non_renewing', end, end, null]) // cancelled_at: the scheduled moment, as Chargebee shows it
       fake.change(c.subscriptionId, (s) => { s.status = 'active'; delete s.cancelled_at })
       assert.equal((await deliver(t, fake.event('subscription_scheduled_cancellation_removed', { subscriptionId: c.subscriptionId }))).json().outcome, 'applied')
       d = await detailsOf(t, c)

@@ -123,7 +123,7 @@ for (const engine of engines) {
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token, body: { cancellation_reason: 'too expensive' } })).statusCode, 200)
       assert.deepEqual(fake.requests.at(-1), { method: 'POST', path: `/subscriptions/${c.subscriptionId}/cancel_for_items`, params: { cancel_option: 'end_of_term' }, apiKey: API_KEY })
       let d = await detailsOf(t, c)
-      assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancelled_at, d.subscription.cancellation_reason, d.subscription.next_billing_at], ['in_trial', trialEnd, null, 'too expensive', null])
+      assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancelled_at, d.subscription.cancellation_reason, d.subscription.next_billing_at], ['in_trial', trialEnd, trialEnd, 'too expensive', null]) // cancelled_at: the scheduled moment
       // Already scheduled: refused here (409) without asking Chargebee.
       const before = fake.requests.length
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token })).statusCode, 409)

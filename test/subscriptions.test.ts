@@ -107,7 +107,7 @@ for (const engine of engines) {
       assert.equal(res.statusCode, 200)
       assert.equal(res.body, '')
       const s = await statusOf(t, c)
-      assert.deepEqual([s.status, s.scheduled_cancellation_at, s.cancelled_at], ['in_trial', unix('2030-01-31T00:00:00Z'), null])
+      assert.deepEqual([s.status, s.scheduled_cancellation_at, s.cancelled_at], ['in_trial', unix('2030-01-31T00:00:00Z'), unix('2030-01-31T00:00:00Z')]) // cancelled_at: when it is set to be cancelled (Chargebee)
       assert.equal((await detailsOf(t, c)).subscription.cancellation_reason, 'too_expensive')
       assert.equal((await mirrorOf(t, c.id)).subscription_status, 'in_trial')
       assert.equal((await cancel(t, c.id, c.token)).statusCode, 409)

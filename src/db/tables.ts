@@ -100,6 +100,12 @@ export interface CouponsTable {
   valid_till: string | null
   max_redemptions: number | null
   redemptions: Generated<number>
+  /** 0015: how long and on what the discount applies (Chargebee's coupon fields). */
+  duration_type: Generated<'one_time' | 'forever' | 'limited_period'>
+  duration_month: number | null
+  apply_on: Generated<'invoice_amount' | 'each_specified_item'>
+  plan_ids: Generated<string[]>
+  addon_ids: Generated<string[]>
   created_at: CreatedAt
 }
 
@@ -108,6 +114,8 @@ export interface CouponRedemptionsTable {
   coupon_id: string
   company_id: string
   redeemed_at: CreatedAt
+  /** 0015: what it had discounted when the company took it off (billing/coupons.ts `usageToJson`). */
+  usage: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
 }
 
 export interface SubsidiariesTable {
@@ -188,6 +196,12 @@ export interface SubscriptionsTable {
   billing_anchor_day: number | null
   cancellation_reason: string | null
   cancellation_message: string | null
+  /** 0015: what the coupon has discounted (billing/coupons.ts `CouponUsage`). */
+  coupon_applied_at: Timestamp | null
+  coupon_applied_count: Generated<number>
+  coupon_apply_till: Timestamp | null
+  coupon_period_start: Timestamp | null
+  coupon_period_discounts: JsonWithDefault<Record<string, number>>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

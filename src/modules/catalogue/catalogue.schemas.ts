@@ -69,14 +69,39 @@ export const Coupon = Type.Object({
   valid_till: Nullable(Day('Last day the coupon applies, or null')),
   max_redemptions: Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
   redemptions: Type.Integer({ minimum: 0, description: 'How many companies redeemed it (each once, however often it re-applies it); server-owned' }),
-}, { additionalProperties: false, title: 'Coupon' })
+  duration_type: Type.Union([Type.Literal('one_time'), Type.Literal('forever'), Type.Literal('limited_period')], {
+    description: 'Which billing periods it discounts (Chargebee\'s duration_type): one_time the first period it discounts only, '
+      + 'forever every period while held, limited_period the periods starting within duration_month months of the first one it discounts',
+  }),
+  duration_month: Nullable(Type.Integer({ minimum: 1, maximum: 240, description: 'Months a limited_period coupon runs for (required for it, refused for the others)' })),
+  apply_on: Type.Union([Type.Literal('invoice_amount'), Type.Literal('each_specified_item')], {
+    description: 'invoice_amount: off the sub-total; each_specified_item: off each line of a plan in plan_ids or an addon in addon_ids',
+  }),
+  plan_ids: Type.Array(Sku, { maxItems: 100, uniqueItems: true, description: 'Plan skus the discount applies to (each_specified_item only); each must exist' }),
+  addon_ids: Type.Array(Uuid('An addon id'), { maxItems: 100, uniqueItems: true, description: 'Addon ids the discount applies to (each_specified_item only); each must exist' }),
+}, {
+  additionalProperties: false, title: 'Coupon',
+  examples: [{
+    id: '6f1c2b1e-8d4a-4c3e-9b7a-2f5d8e9a1c30', code: 'WELCOME3', name: 'Three months at 20 % off the plan', discount_type: 'percentage',
+    discount_value: 20, valid_till: '2027-12-31', max_redemptions: 500, redemptions: 12, duration_type: 'limited_period', duration_month: 3,
+    apply_on: 'each_specified_item', plan_ids: ['workforce-basic-monthly'], addon_ids: [],
+  }],
+})
 export const CouponInput = Type.Object({
   ...Coupon.properties,
   id: Type.Optional(Type.String()),
   valid_till: Type.Optional(Coupon.properties.valid_till),
   max_redemptions: Type.Optional(Coupon.properties.max_redemptions),
   redemptions: Type.Optional(Type.Integer()),
-}, { additionalProperties: false })
+  duration_type: Type.Optional(Coupon.properties.duration_type),
+  duration_month: Type.Optional(Coupon.properties.duration_month),
+  apply_on: Type.Optional(Coupon.properties.apply_on),
+  plan_ids: Type.Optional(Coupon.properties.plan_ids),
+  addon_ids: Type.Optional(Coupon.properties.addon_ids),
+}, {
+  additionalProperties: false, title: 'CouponInput',
+  examples: [{ code: 'TENOFF', name: '€10 off, once', discount_type: 'fixed_amount', discount_value: 10, duration_type: 'one_time' }],
+})
 export type Coupon = Static<typeof Coupon>
 export type CouponInput = Static<typeof CouponInput>
 

@@ -77,6 +77,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     async createCoupon(input: CouponInput): Promise<string> {
       if (input.discount_type === 'percentage' && input.discount_value > 100) throw new ValidationError('body/discount_value must be at most 100 for a percentage')
       if (input.valid_till && !isRealDay(input.valid_till)) throw new ValidationError('body/valid_till must be a real calendar day')
+      const terms = await couponTerms(input)
       if (await repo.findCouponByCode(input.code)) throw new Conflict(`A coupon with code ${input.code} already exists`)
       const id = randomUUID()
       await repo.insertCoupon({
@@ -85,7 +86,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
         discount_value_minor: input.discount_type === 'percentage'
           ? percentToBasisPoints(input.discount_value, 'body/discount_value')
           : toMinor(input.discount_value, 'body/discount_value', currency),
-        valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null,
+        valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null, ...terms,
       })
       return id
     },
@@ -95,6 +96,33 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       if (!row) throw new NotFound('Coupon')
       return couponView(row, currency)
     },
+  }
+
+  /**
+   * Duration and targets (Chargebee's names and rules): duration_month goes with limited_period
+   * only; plan_ids/addon_ids with each_specified_item only, which needs at least one, each known.
+   */
+  async function couponTerms(input: CouponInput) {
+    const durationType = input.duration_type ?? 'forever'
+    const durationMonth = input.duration_month ?? null
+    if (durationType === 'limited_period' && durationMonth === null) throw new ValidationError('body/duration_month is required when body/duration_type is "limited_period"')
+    if (durationType !== 'limited_period' && durationMonth !== null) throw new ValidationError(`body/duration_month applies only to duration_type "limited_period", not "${durationType}"`)
+    const applyOn = input.apply_on ?? 'invoice_amount'
+    const planIds = input.plan_ids ?? []
+    const addonIds = (input.addon_ids ?? []).map((id) => id.toLowerCase())
+    if (applyOn === 'invoice_amount') {
+      if (planIds.length > 0) throw new ValidationError('body/plan_ids applies only to apply_on "each_specified_item"')
+      if (addonIds.length > 0) throw new ValidationError('body/addon_ids applies only to apply_on "each_specified_item"')
+    } else {
+      if (planIds.length === 0 && addonIds.length === 0) throw new ValidationError('body/plan_ids or body/addon_ids must name at least one item when apply_on is "each_specified_item"')
+      const plans = await repo.existingPlanSkus(planIds)
+      const missingPlan = planIds.find((sku) => !plans.has(sku))
+      if (missingPlan !== undefined) throw new ValidationError(`body/plan_ids names an unknown plan: ${missingPlan}`)
+      for (const addonId of addonIds) {
+        if (!(await repo.findAddon(addonId))) throw new ValidationError(`body/addon_ids names an unknown addon: ${addonId}`)
+      }
+    }
+    return { duration_type: durationType, duration_month: durationMonth, apply_on: applyOn, plan_ids: planIds, addon_ids: addonIds }
   }
 
   async function productValues(input: ProductInput) {
@@ -134,5 +162,6 @@ function couponView(row: Selectable<CouponsTable>, currency: string): Coupon {
     id: row.id, code: row.code, name: row.name, discount_type: row.discount_type,
     discount_value: row.discount_type === 'percentage' ? basisPointsToPercent(row.discount_value_minor) : fromMinor(row.discount_value_minor, currency), valid_till: row.valid_till,
     max_redemptions: row.max_redemptions, redemptions: row.redemptions,
+    duration_type: row.duration_type, duration_month: row.duration_month, apply_on: row.apply_on, plan_ids: row.plan_ids, addon_ids: row.addon_ids,
   }
 }

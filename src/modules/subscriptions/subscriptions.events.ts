@@ -6,7 +6,8 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 const TRACKED = [
   'status', 'plan_sku', 'plan_quantity', 'addons', 'coupon_code', 'trial_start', 'trial_end', 'current_term_start',
   'current_term_end', 'cancelled_at', 'cancel_scheduled_at', 'payment_source', 'billing_anchor_day',
-  'cancellation_reason', 'cancellation_message',
+  'cancellation_reason', 'cancellation_message', 'coupon_applied_at', 'coupon_applied_count', 'coupon_apply_till',
+  'coupon_period_start', 'coupon_period_discounts',
 ] as const satisfies readonly (keyof SubscriptionRow)[]
 
 function plain(value: unknown): unknown {
@@ -39,7 +40,10 @@ export async function recordChange(
     current_term_start: after.current_term_start, current_term_end: after.current_term_end, cancelled_at: after.cancelled_at,
     cancel_scheduled_at: after.cancel_scheduled_at, payment_source: JSON.stringify(after.payment_source),
     billing_anchor_day: after.billing_anchor_day, cancellation_reason: after.cancellation_reason,
-    cancellation_message: after.cancellation_message, updated_at: what.now,
+    cancellation_message: after.cancellation_message, coupon_applied_at: after.coupon_applied_at,
+    coupon_applied_count: after.coupon_applied_count, coupon_apply_till: after.coupon_apply_till,
+    coupon_period_start: after.coupon_period_start, coupon_period_discounts: JSON.stringify(after.coupon_period_discounts ?? {}),
+    updated_at: what.now,
   })
   await repo.insertEvent(trx, {
     company_id: before.company_id, subscription_id: before.id, event_type: what.event,

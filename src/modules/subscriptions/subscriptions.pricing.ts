@@ -53,6 +53,10 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
           && !(ctx.current && await repo.hasRedeemed(executor, row.id, ctx.current.companyId))) {
           throw new ValidationError(`${field('coupon_code')} ${row.code} has reached its max_redemptions (${row.max_redemptions})`)
         }
+        // A coupon on specified items that discounts none of the chosen ones is refused, as Chargebee refuses a coupon not applicable to the items.
+        if (row.apply_on === 'each_specified_item' && !row.plan_ids.includes(plan.sku) && !addons.some((a) => row.addon_ids.includes(a.id))) {
+          throw new ValidationError(`${field('coupon_code')} ${row.code} applies only to plans [${row.plan_ids.join(', ')}] and addons [${row.addon_ids.join(', ')}], none of which is chosen`)
+        }
       }
       return { plan, quantity: wanted.quantity, addons, coupon: row ?? null }
     },

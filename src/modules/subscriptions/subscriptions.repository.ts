@@ -68,6 +68,21 @@ export function createSubscriptionsRepository() {
       return row !== undefined
     },
 
+    /** What the coupon had discounted when the company last took it off (null: nothing kept). */
+    async redemptionUsage(executor: Executor, couponId: string, companyId: string) {
+      const row = await executor.selectFrom('coupon_redemptions').select('usage')
+        .where('coupon_id', '=', couponId).where('company_id', '=', companyId).executeTakeFirst()
+      return row?.usage ?? null
+    },
+
+    /** Keeps what a coupon taken off had discounted, on the company's redemption of it. */
+    async keepRedemptionUsage(executor: Executor, couponCode: string, companyId: string, usage: string) {
+      await executor.updateTable('coupon_redemptions').set({ usage })
+        .where('company_id', '=', companyId)
+        .where('coupon_id', 'in', (eb) => eb.selectFrom('coupons').select('id').where('code', '=', couponCode))
+        .execute()
+    },
+
     listEvents: (executor: Executor, companyId: string, subscriptionId: string) =>
       executor.selectFrom('subscription_events').selectAll()
         .where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId).orderBy('id').execute(),

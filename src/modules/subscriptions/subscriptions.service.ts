@@ -5,7 +5,8 @@ import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '..
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
-import { invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { couponDiscount, invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { afterInvoice, freshUsage, usageColumns, usageFromJson, usageOf, usageToJson } from './billing/coupons.ts'
 import { vatTable } from './billing/vat.ts'
 import * as lifecycle from './billing/lifecycle.ts'
 import type { BillingCustomer, BillingProvider, ChangeRequest, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
@@ -82,7 +83,9 @@ export function createSubscriptionsService(deps: {
     const today = todayIn(customer.timezone, now)
     const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
-    return { change: { selection, current, tax: pricing.tax(customer), currency, now }, today }
+    const coupon = selection.coupon
+    const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
+    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
@@ -115,12 +118,20 @@ export function createSubscriptionsService(deps: {
     const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
     const event = next.status === 'cancelled' ? 'cancelled' : which === 'trial_end' ? 'activated' : 'renewed'
     let invoice
+    let state = next
     if (next.status === 'active') {
       // What the new term bills: the local engine collects nothing, the event says what would be charged.
       const customer = await customerOf(ctx.trx, s.company_id)
-      invoice = invoiceFor(await pricing.current(ctx.trx, next), WHOLE, pricing.tax(customer), currency)
+      const selection = await pricing.current(ctx.trx, next)
+      const period = { periodStart: next.current_term_start, usage: usageOf(next) }
+      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), currency, 0, period)
+      // The coupon discounted this period: counted (its duration runs on periods discounted).
+      if (selection.coupon && next.current_term_start) {
+        const used = couponDiscount(selection.coupon, invoice.line_items, period)
+        state = { ...next, ...usageColumns(afterInvoice(selection.coupon, period.usage, next.current_term_start, used.amount, used.taken)) }
+      }
     }
-    await save(ctx.trx, s, next, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+    await save(ctx.trx, s, state, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
   }
 
   /**
@@ -160,11 +171,12 @@ export function createSubscriptionsService(deps: {
         product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
         status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
         cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,
-        cancellation_reason: null, cancellation_message: null, created_at: now, updated_at: now,
+        cancellation_reason: null, cancellation_message: null, ...usageColumns(freshUsage(null)), created_at: now, updated_at: now,
       }
       const created = await provider.createSubscription({ subscription: draft, customer: await customerOf(trx, input.companyId) })
       const subscription = await repo.insert(trx, {
         ...created, addons: JSON.stringify(created.addons), payment_source: JSON.stringify(created.payment_source),
+        coupon_period_discounts: JSON.stringify(created.coupon_period_discounts),
       })
       await repo.insertEvent(trx, {
         company_id: input.companyId, subscription_id: subscription.id, event_type: 'created',
@@ -269,6 +281,8 @@ export function createSubscriptionsService(deps: {
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
+        // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
+        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
         const saved = (await repo.findByCompany(trx, companyId))!
         return { ...(await details(trx, saved)), estimate }
@@ -308,7 +322,9 @@ export function createSubscriptionsService(deps: {
       const at = nextBillingAt(s)
       const [view, next] = await Promise.all([
         details(db, s, customer),
-        at === null ? null : pricing.current(db, s).then((current) => ({ at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency) })),
+        at === null ? null : pricing.current(db, s).then((current) => ({
+          at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, 0, { periodStart: new Date(at * 1000), usage: usageOf(s) }),
+        })),
       ])
       return { details: view, next }
     },

@@ -12,6 +12,15 @@ export function nextBillingAt(s: SubscriptionRow): number | null {
   return null
 }
 
+/**
+ * Chargebee's `cancelled_at`: when the subscription was cancelled or, while a cancellation is
+ * scheduled (non_renewing, or a trial set to end cancelled), when it is set to be. The row keeps
+ * the two apart (`cancel_scheduled_at` moves with the term; `cancelled_at` is only the past).
+ */
+export function cancelledAt(s: SubscriptionRow): number | null {
+  return unixSeconds(s.cancelled_at ?? s.cancel_scheduled_at)
+}
+
 /** A cancelled subscription grants no plan feature (the company keeps its base scopes). */
 export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): string[] {
   return s.status === 'cancelled' ? [] : (plan?.features ?? [])
@@ -23,9 +32,12 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
     subscription: {
       id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,
       plan_id: s.plan_sku, plan_quantity: s.plan_quantity, addons: s.addons, coupon_code: s.coupon_code,
+      coupons: s.coupon_code === null ? [] : [{
+        coupon_code: s.coupon_code, applied_at: unixSeconds(s.coupon_applied_at), applied_count: s.coupon_applied_count, apply_till: unixSeconds(s.coupon_apply_till),
+      }],
       trial_start: unixSeconds(s.trial_start), trial_end: unixSeconds(s.trial_end),
       current_term_start: unixSeconds(s.current_term_start), current_term_end: unixSeconds(s.current_term_end),
-      next_billing_at: nextBillingAt(s), cancelled_at: unixSeconds(s.cancelled_at),
+      next_billing_at: nextBillingAt(s), cancelled_at: cancelledAt(s),
       scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
       cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
       created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
@@ -43,7 +55,7 @@ export function statusView(s: SubscriptionRow, plan: PlanRow | undefined): Subsc
   return {
     subscription_id: s.id, status: s.status, plan: s.plan_sku,
     current_term_end: unixSeconds(s.current_term_end), trial_end: unixSeconds(s.trial_end),
-    cancelled_at: unixSeconds(s.cancelled_at), scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
+    cancelled_at: cancelledAt(s), scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
     features: featuresOf(s, plan),
   }
 }

@@ -16,7 +16,7 @@ export interface CbSubscription {
   customer_id: string
   status: SubscriptionStatus
   subscription_items?: CbSubscriptionItem[]
-  coupons?: { coupon_id: string }[]
+  coupons?: { coupon_id: string; applied_count?: number; apply_till?: number }[]
   trial_start?: number
   trial_end?: number
   current_term_start?: number
@@ -68,6 +68,8 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
     plan_quantity: plan?.quantity ?? stored.plan_quantity,
     addons: items.filter((i) => i.item_type === 'addon').map((i) => ({ id: i.item_price_id, quantity: i.quantity ?? 1 })),
     coupon_code: s.coupons?.[0]?.coupon_id ?? null,
+    // What Chargebee counts of its coupon, shown as the local engine's (details' coupons).
+    ...(s.coupons?.[0] ? { coupon_applied_count: s.coupons[0].applied_count ?? 0, coupon_apply_till: date(s.coupons[0].apply_till) } : {}),
     trial_start: date(s.trial_start),
     trial_end: date(s.trial_end),
     current_term_start: date(s.current_term_start) ?? (cancelled ? stored.current_term_start : null),

@@ -1,4 +1,5 @@
 import type { SubscriptionStatus } from '../../../db/tables.ts'
+import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type CouponTerms, type CouponUsage } from './coupons.ts'
 
 /**
  * The arithmetic of an invoice, in integer minor units: the one function behind both an estimate (9)
@@ -12,7 +13,7 @@ import type { SubscriptionStatus } from '../../../db/tables.ts'
 
 export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year' }
 export interface PricedAddon { id: string; name: string; price_cents: number; quantity: number }
-export interface PricedCoupon { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
+export interface PricedCoupon extends CouponTerms { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
 
 /** What a subscription is made of, with the catalogue's prices: the input of every invoice. */
 export interface PricedSelection {
@@ -73,8 +74,46 @@ export function remainingShare(termStart: Date, termEnd: Date, now: Date): Fract
   return { num: BigInt(left), den: BigInt(length) }
 }
 
-/** The invoice of a selection for `share` of a term, less `credit` (cents) of unused earlier charges. */
-export function invoiceFor(selection: PricedSelection, share: Fraction, tax: TaxRate | null, currency: string, credit = 0): InvoiceEstimate {
+/**
+ * The billing period an invoice belongs to and what the subscription's coupon has done so far
+ * (coupons.ts). `credit`: the invoice is the unused part of charges already billed, to be
+ * credited: a fixed amount applies whole once per period and is not given back, so only a
+ * percentage discounts it.
+ */
+export interface CouponContext { periodStart: Date | null; usage: CouponUsage; credit?: boolean }
+
+/** A new subscription's first period: a coupon that has discounted nothing yet. */
+export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsage(null) }
+
+/**
+ * What the coupon takes off lines already priced for the period: nothing unless it applies to
+ * the period (`couponAppliesTo`); a percentage of each targeted amount (of the sub-total when it
+ * applies on the invoice amount), half-up; a fixed amount whole, never prorated, once per period
+ * per target: what an earlier invoice of the same period took is deducted, so only a surplus
+ * comes back (Chargebee's fixed amount coupons). `taken`: the fixed amounts taken, by line key.
+ */
+export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[], ctx: CouponContext): { amount: number; taken: Record<string, number> } {
+  if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart)) return { amount: 0, taken: {} }
+  const taken: Record<string, number> = {}
+  const off = (base: number, key: string): number => {
+    if (coupon.discount_type === 'percentage') return Math.min(base, roundHalfUp(BigInt(base), BigInt(coupon.discount_value_minor), 10_000n))
+    if (ctx.credit) return 0
+    const used = discountsPeriod(ctx.usage, ctx.periodStart) ? ctx.usage.period_discounts[key] ?? 0 : 0
+    const amount = Math.min(base, Math.max(0, coupon.discount_value_minor - used))
+    if (amount > 0) taken[key] = (taken[key] ?? 0) + amount
+    return amount
+  }
+  const amount = coupon.apply_on === 'invoice_amount'
+    ? off(lines.reduce((sum, l) => sum + l.amount, 0), lineKey(coupon, null))
+    : lines.filter((l) => targets(coupon, l)).reduce((sum, l) => sum + off(l.amount, lineKey(coupon, l)), 0)
+  return { amount, taken }
+}
+
+/**
+ * The invoice of a selection for `share` of a term, less `credit` (cents) of unused earlier
+ * charges; `period` places it in time for the coupon (default: a first period, nothing used).
+ */
+export function invoiceFor(selection: PricedSelection, share: Fraction, tax: TaxRate | null, currency: string, credit = 0, period: CouponContext = FIRST_PERIOD): InvoiceEstimate {
   const line = (entity_type: LineItem['entity_type'], entity_id: string, description: string, unit: number, quantity: number): LineItem =>
     ({ entity_type, entity_id, description, unit_amount: unit, quantity, amount: prorate(unit * quantity, share) })
   const lineItems = [
@@ -84,17 +123,13 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   const subTotal = lineItems.reduce((sum, l) => sum + l.amount, 0)
 
   const discounts: InvoiceEstimate['discounts'] = []
-  let discount = 0
   const coupon = selection.coupon
-  if (coupon) {
-    discount = coupon.discount_type === 'percentage'
-      ? roundHalfUp(BigInt(subTotal), BigInt(coupon.discount_value_minor), 10_000n)
-      : prorate(coupon.discount_value_minor, share)
-    discount = Math.min(discount, subTotal)
-    discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
-  }
+  const discount = couponDiscount(coupon, lineItems, period).amount
+  if (coupon && discount > 0) discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
 
-  const taxes = taxLines(lineItems, allocate(discount, lineItems.map((l) => l.amount)), tax)
+  // A coupon on specified items lowers only those lines' taxable amounts.
+  const discounted = lineItems.map((l) => (coupon && coupon.apply_on === 'each_specified_item' && !targets(coupon, l) ? 0 : l.amount))
+  const taxes = taxLines(lineItems, allocate(discount, discounted), tax)
   if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
@@ -135,4 +170,9 @@ export function allocate(total: number, amounts: number[]): number[] {
     left -= 1
   }
   return shares
+}
+
+/** No invoice: what an estimate shows when the choice bills nothing (a trial set to end cancelled). */
+export function noInvoice(currency: string): InvoiceEstimate {
+  return { line_items: [], discounts: [], sub_total: 0, taxes: [], total: 0, credits_applied: 0, amount_due: 0, currency_code: currency }
 }

@@ -1,6 +1,7 @@
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
-import { invoiceFor, remainingShare, WHOLE, type Estimate } from './estimate.ts'
+import { afterInvoice, freshUsage, usageColumns, usageOf } from './coupons.ts'
+import { couponDiscount, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate } from './estimate.ts'
 import * as lifecycle from './lifecycle.ts'
 import type { BillingState } from './lifecycle.ts'
 import type { BillingProvider, ChangeRequest } from './provider.ts'
@@ -22,38 +23,51 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
 
   function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
     const { selection, current, tax, currency, now } = change
+    // The same coupon keeps its history; another is put on now, resuming where it stood if the company had it before.
+    const couponCode = selection.coupon?.code ?? null
+    const usage = couponCode === s.coupon_code ? usageOf(s)
+      : couponCode === null ? freshUsage(null) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
     let state: BillingState = {
       ...s,
       plan_sku: selection.plan.sku,
       plan_quantity: selection.quantity,
       addons: selection.addons.map((a) => ({ id: a.id, quantity: a.quantity })),
-      coupon_code: selection.coupon?.code ?? null,
+      coupon_code: couponCode,
+      ...usageColumns(usage),
     }
     if (s.status === 'in_trial' || s.status === 'future' || !s.current_term_start || !s.current_term_end) {
-      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end.
-      const ends = !s.cancel_scheduled_at
+      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end;
+      // a trial set to end cancelled bills nothing (Chargebee has no next invoice for it).
+      const renews = !s.cancel_scheduled_at
       return {
         state,
         estimate: {
-          subscription_estimate: { status: s.status, next_billing_at: ends ? unixSeconds(s.trial_end) : null },
-          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency),
+          subscription_estimate: { status: s.status, next_billing_at: renews ? unixSeconds(s.trial_end) : null },
+          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, 0, { periodStart: s.trial_end, usage }) : noInvoice(currency),
         },
       }
     }
     // A paid term: the unused part of what was billed comes back as credit against the new charge.
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const credit = invoiceFor(current, share, tax, currency).total
+    const credit = invoiceFor(current, share, tax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
     let invoice
+    let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
       // Another billing period starts a new term now, billed in full (as Chargebee does).
       const end = termEnd(now, selection.plan.period_unit)
+      periodStart = now
       state = {
         ...state, current_term_start: now, current_term_end: end, billing_anchor_day: now.getUTCDate(),
         cancel_scheduled_at: state.status === 'non_renewing' ? end : state.cancel_scheduled_at,
       }
-      invoice = invoiceFor(selection, WHOLE, tax, currency, credit)
+      invoice = invoiceFor(selection, WHOLE, tax, currency, credit, { periodStart, usage })
     } else {
-      invoice = invoiceFor(selection, share, tax, currency, credit)
+      invoice = invoiceFor(selection, share, tax, currency, credit, { periodStart, usage })
+    }
+    // The immediate invoice used the coupon in this period: remembered, so that it counts once.
+    if (selection.coupon) {
+      const used = couponDiscount(selection.coupon, invoice.line_items, { periodStart, usage })
+      state = { ...state, ...usageColumns(afterInvoice(selection.coupon, usage, periodStart, used.amount, used.taken)) }
     }
     return {
       state,

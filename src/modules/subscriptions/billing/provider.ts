@@ -1,6 +1,7 @@
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
 import type { Estimate, PricedSelection, TaxRate } from './estimate.ts'
+import type { CouponUsage } from './coupons.ts'
 import type { BillingState, Cancellation } from './lifecycle.ts'
 import type { PeriodUnit } from './terms.ts'
 
@@ -14,7 +15,11 @@ export interface BillingCustomer { id: string; company_id: string; name: string;
  * is what the subscription holds now (for the credit of its unused part), `tax` the VAT of the
  * customer's country.
  */
-export interface ChangeRequest { selection: PricedSelection; current: PricedSelection; tax: TaxRate | null; currency: string; now: Date }
+export interface ChangeRequest {
+  selection: PricedSelection; current: PricedSelection; tax: TaxRate | null; currency: string; now: Date
+  /** A coupon the company took off before and now puts on again: what it had discounted then (it resumes there). */
+  couponHistory?: CouponUsage | null
+}
 
 /** Who a hosted page is for. */
 export interface HostedPageSubject { subscription: BillingState; customer: BillingCustomer }
