@@ -20,8 +20,10 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     return deps.hostedPages
   }
 
-  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
+  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; unusedCredit?: number } {
     const { selection, current, tax, currency, now } = change
+    // The customer's credits (credit notes of earlier changes) are applied to the invoice too.
+    const credits = change.credits ?? 0
     let state: BillingState = {
       ...s,
       plan_sku: selection.plan.sku,
@@ -36,13 +38,15 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         state,
         estimate: {
           subscription_estimate: { status: s.status, next_billing_at: ends ? unixSeconds(s.trial_end) : null },
-          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency),
+          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency, credits),
         },
       }
     }
-    // A paid term: the unused part of what was billed comes back as credit against the new charge.
+    // A paid term: the unused part of what was billed comes back as credit against the new charge;
+    // what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const credit = invoiceFor(current, share, tax, currency).total
+    const unused = invoiceFor(current, share, tax, currency).total
+    const credit = unused + credits
     let invoice
     if (selection.plan.period_unit !== current.plan.period_unit) {
       // Another billing period starts a new term now, billed in full (as Chargebee does).
@@ -61,6 +65,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         subscription_estimate: { status: state.status, next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end) },
         invoice_estimate: invoice,
       },
+      unusedCredit: unused,
     }
   }
 
