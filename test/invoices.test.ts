@@ -66,6 +66,24 @@ for (const engine of engines) {
       assert.equal((await invoicesOf(t, c)).reduce((sum: number, i: any) => sum + i.amount_paid, 0), 3200)
     })
 
+    it('Chargebee\'s upgrade example, $30 → $100 with 15 of 30 days left: 35.00 charged now', async () => {
+      // New plan for the time left: 100.00 × 15/30 = 50.00; unused old plan: 30.00 × 15/30 = 15.00
+      // credited (a credit note used whole); 35.00 due, charged to the card.
+      const c = await billedCompany(t, {
+        start: '2027-03-02T00:00:00.000Z',
+        plans: { gold: { price: 30, features: [] }, platinum: { price: 100, features: [] } },
+        company: { plan_quantity: 1, country: 'US', timezone: 'America/New_York' },
+      })
+      await setCard(t, c.id)
+      await at(t, '2027-04-01T00:00:00.000Z')
+      await moveTo(t, '2027-04-16T00:00:00.000Z')
+      assert.equal((await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.platinum }, c.token)).statusCode, 200)
+      assert.deepEqual(money((await invoicesOf(t, c))[0]), { total: 5000, credits_applied: 1500, amount_paid: 3500, amount_due: 0, status: 'paid' })
+      const [note] = await creditNotesOf(t, c)
+      assert.deepEqual([note.total, note.amount_allocated, note.amount_available], [1500, 1500, 0])
+      assert.equal((await detailsOf(t, c)).customer.refundable_credits, 0)
+    })
+
     it('yearly €300 → monthly €30 ten days into a leap year keeps the €319.40 and spends it on the next invoices', async () => {
       // An Italian customer (22 % VAT) on a yearly plan; its first term is 2028-01-01 → 2029-01-01, 366 days.
       const c = await billedCompany(t, {
