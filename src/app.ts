@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { corsOrigins, type Config } from './config.ts'
+import { corsOrigins, dunningRetryDays, type Config } from './config.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
@@ -46,6 +46,9 @@ import { createProviderRegistry } from './modules/subscriptions/billing/provider
 import { createWebhooksRepository } from './modules/subscriptions/webhooks.repository.ts'
 import { createWebhooksService } from './modules/subscriptions/webhooks.service.ts'
 import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
+import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
+import { createInvoicesService } from './modules/invoices/invoices.service.ts'
+import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -145,7 +148,8 @@ export async function buildApp(options: AppOptions) {
   const chargebee = chargebeeFromConfig(config)
   const providers = createProviderRegistry([createLocalProvider({ hostedPages }), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers })
+  const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
   const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
   subscriptions.registerJobs(scheduler)
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
@@ -179,6 +183,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(companiesRoutes, { service: companies, cache: readCache })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
+  await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
   // Hosted page URLs: PUBLIC_BASE_URL, else the address this service listens on (never the request's Host).
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })

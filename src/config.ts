@@ -57,6 +57,9 @@ const ConfigSchema = Type.Object({
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
   // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
   CORS_ORIGINS: Type.String({ default: '' }),
+  // Dunning of the local billing engine: days after an invoice's failed first charge on which it
+  // is retried; after the last failure the invoice is not_paid and the subscription cancelled.
+  DUNNING_RETRY_DAYS: Type.String({ default: '1,3,5' }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
@@ -88,7 +91,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   vatTable(config.VAT_RATES)
   if (!isCountry(config.SELLER_COUNTRY)) throw new Error(`Invalid configuration: SELLER_COUNTRY ${config.SELLER_COUNTRY} is not an ISO 3166-1 alpha-2 country code`)
   if (!isCurrency(config.CURRENCY_CODE)) throw new Error(`Invalid configuration: CURRENCY_CODE ${config.CURRENCY_CODE} is not an ISO 4217 currency code`)
+  dunningRetryDays(config.DUNNING_RETRY_DAYS)
   return Object.freeze(config)
+}
+
+/**
+ * DUNNING_RETRY_DAYS as days after the invoice's date, strictly increasing: `1,3,5`. Empty: no
+ * retry (a failed charge leaves the invoice not_paid at once). At most 10 retries within a year.
+ */
+export function dunningRetryDays(setting: string): number[] {
+  const entries = setting.split(',').map((s) => s.trim()).filter(Boolean)
+  const days = entries.map(Number)
+  const refuse = () => new Error(`Invalid configuration: DUNNING_RETRY_DAYS must be increasing whole days from 1 to 365, comma-separated (at most 10), like 1,3,5; got "${setting}"`)
+  if (days.length > 10 || entries.some((e) => !/^\d{1,3}$/.test(e))) throw refuse()
+  if (days.some((d, i) => d < 1 || d > 365 || (i > 0 && d <= days[i - 1]!))) throw refuse()
+  return days
 }
 
 /**

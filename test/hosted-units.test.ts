@@ -14,9 +14,12 @@ describe('hosted pages, pure parts', () => {
       ['visa', 'mastercard', 'mastercard', 'american_express', 'discover', 'jcb', 'card'])
   })
 
-  it('keeps only brand, last 4 digits and expiry; refuses a past month, a bad month, a short number', () => {
+  it('keeps only brand, last 4 digits, expiry and test behaviour; refuses a past month, a bad month, a short number', () => {
     const now = new Date('2026-11-25T10:00:00Z')
-    assert.deepEqual(readCard({ number: '4242-4242 4242 4242', expiry_month: '11', expiry_year: '26' }, now), { card: { brand: 'visa', last4: '4242', expiry_month: 11, expiry_year: 2026 } })
+    assert.deepEqual(readCard({ number: '4242-4242 4242 4242', expiry_month: '11', expiry_year: '26' }, now), { card: { brand: 'visa', last4: '4242', expiry_month: 11, expiry_year: 2026, test_behaviour: 'succeeds' } })
+    // Test cards: charges fail (kept with that behaviour), declined on entry (not kept).
+    assert.deepEqual(readCard({ number: '4000 0000 0000 0341', expiry_month: '11', expiry_year: '26' }, now), { card: { brand: 'visa', last4: '0341', expiry_month: 11, expiry_year: 2026, test_behaviour: 'charge_fails' } })
+    assert.deepEqual(readCard({ number: '4000000000000002', expiry_month: '11', expiry_year: '26' }, now), { problem: 'declined' })
     assert.deepEqual(readCard({ number: '4242424242424242', expiry_month: '10', expiry_year: '2026' }, now), { problem: 'expiry' })
     assert.deepEqual(readCard({ number: '4242424242424242', expiry_month: '13', expiry_year: '2030' }, now), { problem: 'expiry' })
     assert.deepEqual(readCard({ number: '42424242424', expiry_month: '1', expiry_year: '2030' }, now), { problem: 'number' })

@@ -173,7 +173,13 @@ export interface HolidaysTable {
 export type SubscriptionStatus = 'future' | 'in_trial' | 'active' | 'non_renewing' | 'paused' | 'cancelled'
 
 export interface SubscriptionAddon { id: string; quantity: number }
-export interface PaymentSource { brand: string; last4: string; expiry_month: number; expiry_year: number }
+/**
+ * A card as kept: never its number. `test_behaviour` is what the local engine's test mode
+ * derived from the number when it was entered (absent: charges succeed).
+ */
+export interface PaymentSource { brand: string; last4: string; expiry_month: number; expiry_year: number; test_behaviour?: CardTestBehaviour }
+/** `succeeds`: every charge goes through; `charge_fails`: the card is accepted but every charge fails (4000 0000 0000 0341). */
+export type CardTestBehaviour = 'succeeds' | 'charge_fails'
 
 export interface SubscriptionsTable {
   company_id: string
@@ -325,7 +331,64 @@ export interface CommunicationAttachmentsTable {
   created_at: CreatedAt
 }
 
+export type InvoiceStatus = 'paid' | 'payment_due' | 'not_paid' | 'voided'
+export type InvoiceKind = 'activation' | 'renewal' | 'change'
+export type DunningStatus = 'in_progress' | 'exhausted' | 'success'
+
+/** The local engine's invoices (migration 0014); money in minor units. */
+export interface InvoicesTable {
+  company_id: string
+  id: string
+  seq: Generated<number>
+  subscription_id: string
+  kind: InvoiceKind
+  status: InvoiceStatus
+  date: Timestamp
+  due_date: Timestamp
+  period_start: Timestamp
+  period_end: Timestamp
+  line_items: Json<unknown[]>
+  discounts: Json<unknown[]>
+  taxes: Json<unknown[]>
+  sub_total: number
+  total: number
+  credits_applied: number
+  amount_paid: number
+  amount_due: number
+  currency_code: string
+  paid_at: Timestamp | null
+  dunning_status: DunningStatus | null
+  attempt_count: ColumnType<number, number | undefined, number>
+  next_retry_at: Timestamp | null
+  created_at: CreatedAt
+}
+
+export interface CreditNotesTable {
+  company_id: string
+  id: string
+  seq: Generated<number>
+  subscription_id: string
+  reference_invoice_id: string | null
+  type: 'adjustment' | 'refundable'
+  reason_code: string
+  total: number
+  amount_allocated: number
+  currency_code: string
+  date: Timestamp
+  created_at: CreatedAt
+}
+
+export interface CreditAllocationsTable {
+  company_id: string
+  credit_note_id: string
+  invoice_id: string
+  amount: number
+}
+
 export interface DB {
+  invoices: InvoicesTable
+  credit_notes: CreditNotesTable
+  credit_allocations: CreditAllocationsTable
   signing_keys: SigningKeysTable
   companies: CompaniesTable
   oauth_clients: OauthClientsTable
@@ -378,3 +441,6 @@ export interface ProviderSubscriptionVersionsTable {
   resource_version: ColumnType<string, string | number | bigint, string | number | bigint>
   occurred_at: Timestamp
 }
+
+export type InvoiceRow = Selectable<InvoicesTable>
+export type CreditNoteRow = Selectable<CreditNotesTable>

@@ -225,10 +225,11 @@ for (const engine of engines) {
           tenant.byName.set(singular(route.path.split('/').pop()!), created)
         }
       }
-      // What the creations set in motion (deliveries of communications, ...).
+      // What the creations set in motion (deliveries of communications, the trial's end and its invoice, ...).
       await t.app.services.scheduler.runDue()
       // Resources that no POST makes (delivered messages, ...): the first one a list shows.
-      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op) && r.path.startsWith('/api/v1/companies/{company_id}/'))) {
+      const listed = (path: string) => path.startsWith('/api/v1/companies/{company_id}/') || path.startsWith('/api/v1/subscription/{company_id}/')
+      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op) && listed(r.path))) {
         const last = route.path.split('/').pop()!
         if (last.startsWith('{') || tenant.byName.has(singular(last))) continue
         const { call, known } = request(route, tenant, tenant, t.platformToken)
@@ -256,7 +257,8 @@ for (const engine of engines) {
     }
 
     before(async () => {
-      t = await buildTestApp(engine)
+      // No trial: the subscriptions are active at once and have an invoice to cross (the ledger's routes).
+      t = await buildTestApp(engine, { TRIAL_DAYS: 0 })
       const doc = await t.json(200, { url: '/openapi.json', token: null })
       routes = Object.entries<Record<string, Operation>>(doc.paths).flatMap(([path, item]) =>
         METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })))
@@ -264,6 +266,10 @@ for (const engine of engines) {
       const features = [...READ_WRITE_AREAS, 'calendar']
       a = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
       b = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
+      // Cards, so that the trials' end (now: TRIAL_DAYS is 0 here) bills a first invoice at the seeds' runDue.
+      for (const tenant of [a, b]) {
+        await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 } })
+      }
       await seed(a)
       await seed(b)
     })

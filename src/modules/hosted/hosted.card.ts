@@ -1,11 +1,13 @@
 import type { PaymentSource } from '../../db/tables.ts'
+import { testBehaviourOf } from '../subscriptions/billing/test-cards.ts'
 
 /**
  * The test card of the payment page (11): the number is checked (digits, length, Luhn) and
  * only its brand, last four digits and expiry are kept; the number itself goes no further
  * than this function.
  */
-export type CardProblem = 'number' | 'expiry'
+/** `declined`: a valid number the test mode refuses on entry (4000 0000 0000 0002). */
+export type CardProblem = 'number' | 'expiry' | 'declined'
 
 export function luhnValid(digits: string): boolean {
   let sum = 0
@@ -29,7 +31,8 @@ export function brandOf(digits: string): string {
 
 /**
  * Reads the form's number ("4242 4242 4242 4242", spaces and dashes allowed) and expiry; answers
- * the card to keep, or which field is wrong. `now` decides whether the card has expired.
+ * the card to keep, or which field is wrong. `now` decides whether the card has expired. The
+ * number's test behaviour (billing/test-cards.ts) is kept with the card; the number is not.
  */
 export function readCard(form: { number?: string; expiry_month?: string; expiry_year?: string }, now: Date): { card: PaymentSource } | { problem: CardProblem } {
   const digits = (form.number ?? '').replace(/[\s-]/g, '')
@@ -39,5 +42,7 @@ export function readCard(form: { number?: string; expiry_month?: string; expiry_
   if (!Number.isInteger(month) || month < 1 || month > 12 || !Number.isInteger(year)) return { problem: 'expiry' }
   if (year < 100) year += 2000
   if (year > 2100 || year * 12 + month < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1) return { problem: 'expiry' }
-  return { card: { brand: brandOf(digits), last4: digits.slice(-4), expiry_month: month, expiry_year: year } }
+  const behaviour = testBehaviourOf(digits)
+  if (behaviour === 'declined') return { problem: 'declined' }
+  return { card: { brand: brandOf(digits), last4: digits.slice(-4), expiry_month: month, expiry_year: year, test_behaviour: behaviour } }
 }

@@ -86,8 +86,9 @@ ${button('logout', t('portal.logout'), 'secondary')}
 
 export function paymentPage(ctx: ViewContext, problem: CardProblem | null, kept: { expiry_month?: string; expiry_year?: string } = {}): string {
   const { t } = ctx
-  const invalid = (which: CardProblem) => problem === which ? 'true' : 'false'
-  const message = problem === 'number' ? t('payment.badNumber') : problem === 'expiry' ? t('payment.badExpiry') : null
+  // A declined card is a problem of its number.
+  const invalid = (which: CardProblem) => problem === which || (which === 'number' && problem === 'declined') ? 'true' : 'false'
+  const message = problem === 'number' ? t('payment.badNumber') : problem === 'expiry' ? t('payment.badExpiry') : problem === 'declined' ? t('payment.declined') : null
   // The number is never written back into the page, even when the card is refused.
   return layout(ctx, t('payment.title'), html`
 <p>${t('payment.testMode')}</p>
@@ -95,7 +96,7 @@ ${message ? html`<div role="alert" class="problem"><p><strong>${t('payment.error
 ${form(`${ctx.base}/submit`, ctx.csrf, html`
 <label for="number">${t('payment.number')}</label>
 <p class="hint" id="number-hint">${t('payment.numberHint')}</p>
-<input type="text" id="number" name="number" autocomplete="cc-number" inputmode="numeric" maxlength="23" required aria-describedby="number-hint${problem === 'number' ? ' card-error' : ''}" aria-invalid="${invalid('number')}">
+<input type="text" id="number" name="number" autocomplete="cc-number" inputmode="numeric" maxlength="23" required aria-describedby="number-hint${problem === 'number' || problem === 'declined' ? ' card-error' : ''}" aria-invalid="${invalid('number')}">
 <fieldset>
 <legend>${t('payment.expiry')}</legend>
 <label for="expiry_month">${t('payment.month')}</label>

@@ -95,8 +95,8 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
     config: { access: 'platform', billingProvider: true },
     schema: {
       operationId: 'setPaymentSource', tags, summary: 'Record the customer\'s card (platform only, until the hosted payment page)',
-      description: 'Keeps only brand, last 4 digits and expiry. A trial ends active when a card valid in the trial\'s last month is on file, else cancelled. 400 for an expired card.',
+      description: 'Keeps only brand, last 4 digits and expiry (and, for a test number, its test behaviour). Body: brand, last4 and expiry, or (test mode) number and expiry: 4000 0000 0000 0341 is accepted but every charge fails, 4000 0000 0000 0002 is declined (400 naming body/number). A trial ends active when a card valid in the trial\'s last month is on file, else cancelled. Invoices waiting for payment (payment_due) are charged to the new card at once. 400 for an expired card.',
       params: CompanyParams, body: PaymentSourceInput, response: { 200: SubscriptionDetails },
     },
-  }, async (request) => service.setPaymentSource(request.params.company_id, request.body, principalOf(request).clientId))
+  }, async (request) => service.setPaymentSourceFromBody(request.params.company_id, request.body, principalOf(request).clientId))
 }

@@ -24,7 +24,20 @@ export const CardFields = {
   expiry_month: Type.Integer({ minimum: 1, maximum: 12 }),
   expiry_year: Type.Integer({ minimum: 2000, maximum: 2100 }),
 }
-export const PaymentSourceInput = Type.Object(CardFields, { additionalProperties: false, description: 'A card: only these four facts are kept' })
+export const PaymentSourceInput = Type.Object({
+  brand: Type.Optional(CardFields.brand),
+  last4: Type.Optional(CardFields.last4),
+  number: Type.Optional(Type.String({
+    minLength: 12, maxLength: 23, pattern: '^[0-9 -]+$',
+    description: 'Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges',
+  })),
+  expiry_month: CardFields.expiry_month,
+  expiry_year: CardFields.expiry_year,
+}, {
+  additionalProperties: false, title: 'PaymentSourceInput',
+  description: 'A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted',
+  examples: [{ brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2030 }, { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2030 }],
+})
 export type PaymentSourceInput = Static<typeof PaymentSourceInput>
 
 export const SubscriptionCancellationData = Type.Object({
@@ -55,7 +68,7 @@ export const SubscriptionUpdate = Type.Object({
 }, { additionalProperties: false, description: 'Omitted fields keep their value' })
 export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>
 
-const InvoiceEstimate = Type.Object({
+export const InvoiceEstimate = Type.Object({
   line_items: Type.Array(Type.Object({
     entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon')]),
     entity_id: Type.String({ description: 'The plan\'s sku or the addon\'s id' }),
@@ -128,6 +141,9 @@ export const SubscriptionDetails = Type.Object({
     email: Nullable(Type.String()),
     country: Type.String(),
     payment_method: Nullable(PaymentMethod),
+    promotional_credits: Type.Integer({ description: 'Promotional credits, in minor units (the local engine grants none)' }),
+    refundable_credits: Type.Integer({ description: 'Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices' }),
+    excess_payments: Type.Integer({ description: 'Payments beyond what invoices asked, in minor units (none with the local engine)' }),
   }, { additionalProperties: false }),
 }, { additionalProperties: false, title: 'SubscriptionDetails' })
 export type SubscriptionDetails = Static<typeof SubscriptionDetails>

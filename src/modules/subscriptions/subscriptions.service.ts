@@ -15,7 +15,9 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
+import { cardFromBody } from './subscriptions.cards.ts'
 import { unixSeconds } from './billing/terms.ts'
+import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/invoices.service.ts'
 
 export const TRIAL_END_JOB = 'subscription.trial_end'
 export const TERM_END_JOB = 'subscription.term_end'
@@ -41,13 +43,15 @@ export function createSubscriptionsService(deps: {
   /** SELLER_COUNTRY: where the seller is established, for reverse charge. */
   sellerCountry?: string
   currency?: string
+  /** The local engine's invoices, credits and payments (src/modules/invoices). */
+  ledger: Ledger
 }) {
-  const { db, repo, clock, providers } = deps
+  const { db, repo, clock, providers, ledger } = deps
   const currency = deps.currency ?? 'EUR'
   const pricing = createPricing({ repo, vatRates: vatTable(deps.vatRates ?? ''), sellerCountry: deps.sellerCountry ?? 'IT' })
 
   /** Saves a provider's new state with its event, and schedules the end of its term when this service drives time. */
-  async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }) {
+  async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }): Promise<boolean> {
     const provider = providers.get(before.provider)
     const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() })
     if (saved && provider.drivesTime && (after.status === 'active' || after.status === 'non_renewing') && after.current_term_end) {
@@ -57,6 +61,20 @@ export function createSubscriptionsService(deps: {
         payload: { company_id: after.company_id, subscription_id: after.id, term_end: termEnd.toISOString() },
       })
     }
+    return saved
+  }
+
+  /** The end of dunning: every retry of an invoice failed, the subscription is cancelled then (Chargebee's cancel_reason not_paid). */
+  async function cancelForNonPayment(trx: Executor, s: SubscriptionRow, at: Date, invoiceId: string) {
+    if (s.status === 'cancelled') return
+    const next: SubscriptionRow = { ...s, status: 'cancelled', cancelled_at: at, cancel_scheduled_at: null, current_term_end: at, cancellation_reason: 'not_paid', cancellation_message: null }
+    await save(trx, s, next, { event: 'cancelled', actor: SCHEDULER_ACTOR, at, details: { cause: 'not_paid', invoice_id: invoiceId } })
+  }
+
+  /** Bills a new term or a change in the ledger; an invoice left not_paid at once (no retries configured) cancels. */
+  async function bill(trx: Executor, s: SubscriptionRow, input: Omit<Parameters<Ledger['bill']>[1], 'subscription'>) {
+    const invoice = await ledger.bill(trx, { subscription: s, ...input })
+    if (invoice.status === 'not_paid') await cancelForNonPayment(trx, s, input.date, invoice.id)
   }
 
   /** Runs a change on the company's subscription, locked for the transaction. */
@@ -85,15 +103,18 @@ export function createSubscriptionsService(deps: {
     const current = await pricing.current(executor, s)
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
-    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory }, today }
+    const { refundable_credits: credits } = await ledger.credits(executor, s.company_id)
+    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory, credits }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
-    const [plan, product, customer] = await Promise.all([repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id)])
+    const [plan, product, customer, credits] = await Promise.all([
+      repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id), ledger.credits(executor, s.company_id),
+    ])
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
     const { timezone: _, vat_number: __, ...billingCustomer } = customer
-    return detailsView(s, plan, product, billingCustomer, currency)
+    return detailsView(s, plan, product, billingCustomer, currency, credits)
   }
 
   async function findOwn(companyId: string) {
@@ -120,11 +141,12 @@ export function createSubscriptionsService(deps: {
     let invoice
     let state = next
     if (next.status === 'active') {
-      // What the new term bills: the local engine collects nothing, the event says what would be charged.
+      // The new term's invoice: the estimate's arithmetic, less the customer's credits; the ledger collects it.
       const customer = await customerOf(ctx.trx, s.company_id)
       const selection = await pricing.current(ctx.trx, next)
       const period = { periodStart: next.current_term_start, usage: usageOf(next) }
-      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), currency, 0, period)
+      const { refundable_credits: credits } = await ledger.credits(ctx.trx, s.company_id)
+      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), currency, credits, period)
       // The coupon discounted this period: counted (its duration runs on periods discounted).
       if (selection.coupon && next.current_term_start) {
         const used = couponDiscount(selection.coupon, invoice.line_items, period)
@@ -132,6 +154,18 @@ export function createSubscriptionsService(deps: {
       }
     }
     await save(ctx.trx, s, state, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+    if (invoice) {
+      await bill(ctx.trx, state, { kind: which === 'trial_end' ? 'activation' : 'renewal', invoice, date: at, periodStart: state.current_term_start!, periodEnd: state.current_term_end! })
+    }
+  }
+
+  /** A scheduled retry of a failed payment (the ledger decides; dunning exhausted cancels the subscription). */
+  async function retryPayment(ctx: JobContext) {
+    const payload = ctx.payload as unknown as RetryPayload
+    const s = await repo.lockByCompany(ctx.trx, payload.company_id)
+    if (!s) return
+    const outcome = await ledger.retry(ctx.trx, s, payload, ctx.runAt)
+    if (outcome === 'exhausted') await cancelForNonPayment(ctx.trx, s, ctx.runAt, payload.invoice_id)
   }
 
   /**
@@ -193,6 +227,7 @@ export function createSubscriptionsService(deps: {
     registerJobs(scheduler: Pick<Scheduler, 'register'>) {
       scheduler.register(TRIAL_END_JOB, (ctx) => advance(ctx, 'trial_end'))
       scheduler.register(TERM_END_JOB, (ctx) => advance(ctx, 'term_end'))
+      scheduler.register(PAYMENT_RETRY_JOB, retryPayment)
     },
 
     async details(companyId: string) {
@@ -275,7 +310,7 @@ export function createSubscriptionsService(deps: {
           couponCode: body?.coupon_code === undefined ? s.coupon_code : (body.coupon_code || null),
         }
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
-        const { state, estimate } = await provider.changeSubscription(s, request)
+        const { state, estimate, unusedCredit } = await provider.changeSubscription(s, request)
         const coupon = request.selection.coupon
         // Once per company, counted in the statement that checks the limit: concurrent updates never over-redeem.
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
@@ -283,21 +318,36 @@ export function createSubscriptionsService(deps: {
         }
         // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
-        await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
-        const saved = (await repo.findByCompany(trx, companyId))!
-        return { ...(await details(trx, saved)), estimate }
+        const saved = await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
+        // A change in a paid term is billed now (the immediate invoice of the estimate), its unused part credited.
+        if (saved && unusedCredit !== undefined) {
+          await bill(trx, state, { kind: 'change', invoice: estimate.invoice_estimate, date: request.now, periodStart: request.now, periodEnd: state.current_term_end!, unusedCredit })
+        }
+        const after = (await repo.findByCompany(trx, companyId))!
+        return { ...(await details(trx, after)), estimate }
       })
     },
 
-    /** Records the customer's card (only brand, last 4 digits and expiry); the hosted payment page (11) calls this too. */
-    async setPaymentSource(companyId: string, card: PaymentSourceInput, actor: string) {
+    /**
+     * Records the customer's card (brand, last 4 digits, expiry and its test behaviour, never the
+     * number); the hosted payment page (11) calls this too. Invoices waiting for payment are
+     * charged to the new card at once (the local engine's dunning).
+     */
+    async setPaymentSource(companyId: string, card: PaymentSource, actor: string) {
       const now = clock.now()
-      if (!lifecycle.usableCard(card as PaymentSource, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
+      if (!lifecycle.usableCard(card, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
       return change(companyId, undefined, async (trx, s, provider) => {
-        const next = await provider.addPaymentSource(s, { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year }, now)
+        const kept: PaymentSource = { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, ...(card.test_behaviour ? { test_behaviour: card.test_behaviour } : {}) }
+        const next = await provider.addPaymentSource(s, kept, now)
         await save(trx, s, next, { event: 'payment_source_added', actor, at: now })
+        if (provider.drivesTime) await ledger.collectNow(trx, next, now)
         return details(trx, (await repo.findByCompany(trx, companyId))!)
       })
+    },
+
+    /** The platform route's body (spec: no number; test mode: a number, read and dropped here). */
+    async setPaymentSourceFromBody(companyId: string, body: PaymentSourceInput, actor: string) {
+      return this.setPaymentSource(companyId, cardFromBody(body), actor)
     },
 
     /**
@@ -322,8 +372,8 @@ export function createSubscriptionsService(deps: {
       const at = nextBillingAt(s)
       const [view, next] = await Promise.all([
         details(db, s, customer),
-        at === null ? null : pricing.current(db, s).then((current) => ({
-          at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, 0, { periodStart: new Date(at * 1000), usage: usageOf(s) }),
+        at === null ? null : Promise.all([pricing.current(db, s), ledger.credits(db, s.company_id)]).then(([current, credits]) => ({
+          at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, credits.refundable_credits, { periodStart: new Date(at * 1000), usage: usageOf(s) }),
         })),
       ])
       return { details: view, next }

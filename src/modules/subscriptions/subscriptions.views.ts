@@ -26,7 +26,10 @@ export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): strin
   return s.status === 'cancelled' ? [] : (plan?.features ?? [])
 }
 
-export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, currency: string): SubscriptionDetails {
+/** The customer's balances (minor units), from the ledger. */
+export interface CustomerCredits { promotional_credits: number; refundable_credits: number; excess_payments: number }
+
+export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, currency: string, credits: CustomerCredits): SubscriptionDetails {
   const card = s.payment_source
   return {
     subscription: {
@@ -47,6 +50,7 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
     customer: {
       id: customer.id, company_id: customer.company_id, name: customer.name, email: customer.email, country: customer.country,
       payment_method: card ? { type: 'card', brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year } : null,
+      ...credits,
     },
   }
 }

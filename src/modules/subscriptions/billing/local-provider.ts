@@ -21,12 +21,14 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     return deps.hostedPages
   }
 
-  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate } {
+  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; unusedCredit?: number } {
     const { selection, current, tax, currency, now } = change
     // The same coupon keeps its history; another is put on now, resuming where it stood if the company had it before.
     const couponCode = selection.coupon?.code ?? null
     const usage = couponCode === s.coupon_code ? usageOf(s)
       : couponCode === null ? freshUsage(null) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
+    // The customer's credits (credit notes of earlier changes) are applied to the invoice too.
+    const credits = change.credits ?? 0
     let state: BillingState = {
       ...s,
       plan_sku: selection.plan.sku,
@@ -43,13 +45,15 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         state,
         estimate: {
           subscription_estimate: { status: s.status, next_billing_at: renews ? unixSeconds(s.trial_end) : null },
-          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, 0, { periodStart: s.trial_end, usage }) : noInvoice(currency),
+          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.trial_end, usage }) : noInvoice(currency),
         },
       }
     }
-    // A paid term: the unused part of what was billed comes back as credit against the new charge.
+    // A paid term: the unused part of what was billed comes back as credit against the new charge;
+    // what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const credit = invoiceFor(current, share, tax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
+    const unused = invoiceFor(current, share, tax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
+    const credit = unused + credits
     let invoice
     let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
@@ -75,6 +79,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         subscription_estimate: { status: state.status, next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end) },
         invoice_estimate: invoice,
       },
+      unusedCredit: unused,
     }
   }
 

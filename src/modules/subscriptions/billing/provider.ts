@@ -19,6 +19,8 @@ export interface ChangeRequest {
   selection: PricedSelection; current: PricedSelection; tax: TaxRate | null; currency: string; now: Date
   /** A coupon the company took off before and now puts on again: what it had discounted then (it resumes there). */
   couponHistory?: CouponUsage | null
+  /** The customer's refundable credits (minor units) that the local engine applies to the invoice; remote providers keep their own. */
+  credits?: number
 }
 
 /** Who a hosted page is for. */
@@ -77,8 +79,12 @@ export interface BillingProvider {
   retrieve(subscription: BillingState): Promise<BillingState>
   /** The invoice a change leads to, without changing anything. */
   estimate(subscription: BillingState, change: ChangeRequest): Promise<Estimate>
-  /** Applies a change; answers the new state and the estimate it applied (the same as `estimate`'s). */
-  changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate }>
+  /**
+   * Applies a change; answers the new state and the estimate it applied (the same as `estimate`'s).
+   * `unusedCredit` (local engine, a change in a paid term): the credit of the current term's unused
+   * part, which the ledger issues as a credit note; left out when nothing is billed now here.
+   */
+  changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate; unusedCredit?: number }>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
   removeScheduledCancellation(subscription: BillingState, now: Date): Promise<BillingState>
   addPaymentSource(subscription: BillingState, card: PaymentSource, now: Date): Promise<BillingState>

@@ -1,0 +1,68 @@
+import type { Insertable, Updateable } from 'kysely'
+import type { Executor } from '../../jobs/scheduler.ts'
+import type { CreditNotesTable, InvoicesTable } from '../../db/tables.ts'
+
+/** A position in a newest-first list: the row's date and its insertion order (ties). */
+export interface ListPosition { date: Date; seq: number }
+
+/**
+ * The ledger's SQL: invoices, credit notes and their allocations. Every query filters by
+ * company_id; every function takes the executor so that billing writes join the subscription
+ * change's transaction.
+ */
+export function createInvoicesRepository() {
+  return {
+    insertInvoice: (executor: Executor, invoice: Insertable<InvoicesTable>) =>
+      executor.insertInto('invoices').values(invoice).returningAll().executeTakeFirstOrThrow(),
+    async updateInvoice(executor: Executor, companyId: string, id: string, values: Updateable<InvoicesTable>) {
+      await executor.updateTable('invoices').set(values).where('company_id', '=', companyId).where('id', '=', id).execute()
+    },
+    findInvoice: (executor: Executor, companyId: string, id: string) =>
+      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
+    lockInvoice: (executor: Executor, companyId: string, id: string) =>
+      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
+    /** The subscription's newest invoice (the one a change's credit note refers to). */
+    latestInvoice: (executor: Executor, companyId: string, subscriptionId: string) =>
+      executor.selectFrom('invoices').select('id').where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
+        .orderBy('date', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst(),
+    /** The subscription's invoices still waiting for payment, oldest first, locked. */
+    dueInvoices: (executor: Executor, companyId: string, subscriptionId: string) =>
+      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
+        .where('status', '=', 'payment_due').orderBy('date').orderBy('seq').forUpdate().execute(),
+    /** Newest first, after `after` when given; `limit` rows at most (undefined: all). */
+    listInvoices(executor: Executor, companyId: string, page: { after?: ListPosition; limit?: number }) {
+      let query = executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId)
+      if (page.after) query = query.where((eb) => eb(eb.refTuple('date', 'seq'), '<', eb.tuple(page.after!.date, page.after!.seq)))
+      query = query.orderBy('date', 'desc').orderBy('seq', 'desc')
+      return (page.limit === undefined ? query : query.limit(page.limit)).execute()
+    },
+
+    insertCreditNote: (executor: Executor, note: Insertable<CreditNotesTable>) =>
+      executor.insertInto('credit_notes').values(note).returningAll().executeTakeFirstOrThrow(),
+    listCreditNotes(executor: Executor, companyId: string, page: { after?: ListPosition; limit?: number }) {
+      let query = executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId)
+      if (page.after) query = query.where((eb) => eb(eb.refTuple('date', 'seq'), '<', eb.tuple(page.after!.date, page.after!.seq)))
+      query = query.orderBy('date', 'desc').orderBy('seq', 'desc')
+      return (page.limit === undefined ? query : query.limit(page.limit)).execute()
+    },
+    /** Refundable credit notes with something left, oldest first (the order credits are used in), locked. */
+    availableCredits: (executor: Executor, companyId: string) =>
+      executor.selectFrom('credit_notes').select(['id', 'total', 'amount_allocated'])
+        .where('company_id', '=', companyId).where('type', '=', 'refundable')
+        .whereRef('amount_allocated', '<', 'total').orderBy('date').orderBy('seq').forUpdate().execute(),
+    /** The customer's refundable credits: what its refundable credit notes still hold. */
+    async refundableBalance(executor: Executor, companyId: string): Promise<number> {
+      const row = await executor.selectFrom('credit_notes')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'))
+        .where('company_id', '=', companyId).where('type', '=', 'refundable').executeTakeFirstOrThrow()
+      return Number(row.balance)
+    },
+    async allocate(executor: Executor, companyId: string, creditNoteId: string, invoiceId: string, amount: number) {
+      await executor.insertInto('credit_allocations').values({ company_id: companyId, credit_note_id: creditNoteId, invoice_id: invoiceId, amount }).execute()
+      await executor.updateTable('credit_notes').set((eb) => ({ amount_allocated: eb('amount_allocated', '+', amount) }))
+        .where('company_id', '=', companyId).where('id', '=', creditNoteId).execute()
+    },
+  }
+}
+
+export type InvoicesRepository = ReturnType<typeof createInvoicesRepository>

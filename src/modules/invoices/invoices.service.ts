@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
+import { NotFound } from '../../http/errors.ts'
+import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
+import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
+import { usableCard } from '../subscriptions/billing/lifecycle.ts'
+import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
+import type { InvoicesRepository, ListPosition } from './invoices.repository.ts'
+import { creditNoteView, invoiceView } from './invoices.views.ts'
+
+export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
+
+const DAY_MS = 86_400_000
+
+/** What a retry job carries: which invoice, which retry (1-based), and when it was due. */
+export interface RetryPayload { company_id: string; invoice_id: string; retry: number; retry_at: string }
+
+/** The outcome of a scheduled retry: the subscription service cancels on `exhausted`. */
+export type RetryOutcome = 'paid' | 'failed' | 'exhausted' | 'nothing'
+
+/**
+ * The local engine's ledger (decisions §8.4): invoices, credit notes and the customer's credits,
+ * and test-mode payments with dunning. Called by the subscriptions service inside the
+ * transaction of the change or job that bills (the subscription row is locked there), so a
+ * subscription's state and its ledger commit together.
+ *
+ * Invariants, per invoice: total = credits_applied + amount_paid + amount_due (a CHECK of 0014).
+ * Per customer: refundable_credits = Σ (total − amount_allocated) of its refundable credit notes.
+ */
+export function createInvoicesService(deps: {
+  db: Kysely<DB>
+  repo: InvoicesRepository
+  scheduler: Pick<Scheduler, 'schedule'>
+  /** Days after a failed first charge on which it is retried (DUNNING_RETRY_DAYS): 1,3,5. */
+  retryDays: number[]
+}) {
+  const { db, repo } = deps
+
+  /** Uses the customer's refundable credits, oldest first, for `amount` of the invoice. */
+  async function applyCredits(trx: Executor, companyId: string, invoiceId: string, amount: number) {
+    let left = amount
+    for (const note of await repo.availableCredits(trx, companyId)) {
+      if (left === 0) break
+      const take = Math.min(left, note.total - note.amount_allocated)
+      await repo.allocate(trx, companyId, note.id, invoiceId, take)
+      left -= take
+    }
+    // The estimate counted credits this ledger holds: anything else is a bug, and rolls the change back.
+    if (left !== 0) throw new Error(`invoice ${invoiceId}: ${left} of the credits applied are not available`)
+  }
+
+  /** Schedules retry `retry` (1-based) of a failed invoice, dated from the invoice's first charge. */
+  async function scheduleRetry(trx: Executor, invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'date'>, retry: number): Promise<Date | null> {
+    const days = deps.retryDays[retry - 1]
+    if (days === undefined) return null
+    const at = new Date(invoice.date.getTime() + days * DAY_MS)
+    const payload: RetryPayload = { company_id: invoice.company_id, invoice_id: invoice.id, retry, retry_at: at.toISOString() }
+    await deps.scheduler.schedule(trx, { kind: PAYMENT_RETRY_JOB, key: `${invoice.id}#${retry}`, runAt: at, companyId: invoice.company_id, payload: { ...payload } })
+    return at
+  }
+
+  function charge(s: SubscriptionRow, at: Date): boolean {
+    return usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
+  }
+
+  async function markPaid(trx: Executor, invoice: InvoiceRow, at: Date) {
+    await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
+      status: 'paid', amount_paid: invoice.amount_paid + invoice.amount_due, amount_due: 0, paid_at: at,
+      attempt_count: invoice.attempt_count + 1, dunning_status: invoice.dunning_status ? 'success' : null, next_retry_at: null,
+    })
+  }
+
+  return {
+    /** The customer's credits, as the details' customer shows them (minor units). */
+    async credits(executor: Executor, companyId: string) {
+      return { promotional_credits: 0, refundable_credits: await repo.refundableBalance(executor, companyId), excess_payments: 0 }
+    },
+
+    /**
+     * Records an invoice the engine computed (`invoiceFor`, the estimate's arithmetic) and
+     * collects it: credits_applied comes from the customer's refundable credit notes (with
+     * the change's own `unusedCredit` note first issued, reason subscription_change), the rest
+     * is charged to the card. A failed charge leaves it payment_due with its first retry
+     * scheduled. Nothing due: paid at once.
+     */
+    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: number }): Promise<InvoiceRow> {
+      const { subscription: s, invoice: inv, date } = input
+      if (input.unusedCredit && input.unusedCredit > 0) {
+        const reference = await repo.latestInvoice(trx, s.company_id, s.id)
+        await repo.insertCreditNote(trx, {
+          company_id: s.company_id, id: randomUUID(), subscription_id: s.id, reference_invoice_id: reference?.id ?? null,
+          type: 'refundable', reason_code: 'subscription_change', total: input.unusedCredit, amount_allocated: 0,
+          currency_code: inv.currency_code, date,
+        })
+      }
+      const id = randomUUID()
+      const row = await repo.insertInvoice(trx, {
+        company_id: s.company_id, id, subscription_id: s.id, kind: input.kind, status: 'payment_due', date, due_date: date,
+        period_start: input.periodStart, period_end: input.periodEnd,
+        line_items: JSON.stringify(inv.line_items), discounts: JSON.stringify(inv.discounts), taxes: JSON.stringify(inv.taxes),
+        sub_total: inv.sub_total, total: inv.total, credits_applied: inv.credits_applied, amount_paid: 0, amount_due: inv.amount_due,
+        currency_code: inv.currency_code, paid_at: null, dunning_status: null, attempt_count: 0, next_retry_at: null,
+      })
+      if (inv.credits_applied > 0) await applyCredits(trx, s.company_id, id, inv.credits_applied)
+      if (row.amount_due === 0) {
+        await repo.updateInvoice(trx, s.company_id, id, { status: 'paid', paid_at: date })
+      } else if (charge(s, date)) {
+        await markPaid(trx, row, date)
+      } else {
+        const next = await scheduleRetry(trx, row, 1)
+        await repo.updateInvoice(trx, s.company_id, id, next
+          ? { attempt_count: 1, dunning_status: 'in_progress', next_retry_at: next }
+          : { attempt_count: 1, status: 'not_paid', dunning_status: 'exhausted' })
+      }
+      return (await repo.findInvoice(trx, s.company_id, id))!
+    },
+
+    /**
+     * A scheduled retry. It acts only if the invoice is still payment_due and waiting for this
+     * very retry (a new card may have paid it meanwhile; a job runs once, but is harmless twice).
+     */
+    async retry(trx: Executor, s: SubscriptionRow, payload: RetryPayload, at: Date): Promise<RetryOutcome> {
+      const invoice = await repo.lockInvoice(trx, payload.company_id, payload.invoice_id)
+      if (!invoice || invoice.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at) return 'nothing'
+      if (charge(s, at)) {
+        await markPaid(trx, invoice, at)
+        return 'paid'
+      }
+      const next = await scheduleRetry(trx, invoice, payload.retry + 1)
+      if (next) {
+        await repo.updateInvoice(trx, invoice.company_id, invoice.id, { attempt_count: invoice.attempt_count + 1, next_retry_at: next })
+        return 'failed'
+      }
+      await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
+        attempt_count: invoice.attempt_count + 1, status: 'not_paid', dunning_status: 'exhausted', next_retry_at: null,
+      })
+      return 'exhausted'
+    },
+
+    /**
+     * A new card: every invoice of the subscription still payment_due is charged at once. A
+     * failure changes nothing of the schedule (the next retry stays as it was).
+     */
+    async collectNow(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
+      for (const invoice of await repo.dueInvoices(trx, s.company_id, s.id)) {
+        if (charge(s, at)) await markPaid(trx, invoice, at)
+        else await repo.updateInvoice(trx, invoice.company_id, invoice.id, { attempt_count: invoice.attempt_count + 1 })
+      }
+    },
+
+    async listInvoices(companyId: string, page: { after?: ListPosition; limit?: number }) {
+      const rows = await repo.listInvoices(db, companyId, page)
+      return rows.map((row) => ({ position: { date: row.date, seq: row.seq }, view: invoiceView(row) }))
+    },
+
+    async invoice(companyId: string, id: string) {
+      const row = await repo.findInvoice(db, companyId, id)
+      if (!row) throw new NotFound('Invoice')
+      return invoiceView(row)
+    },
+
+    async listCreditNotes(companyId: string, page: { after?: ListPosition; limit?: number }) {
+      const rows: CreditNoteRow[] = await repo.listCreditNotes(db, companyId, page)
+      return rows.map((row) => ({ position: { date: row.date, seq: row.seq }, view: creditNoteView(row) }))
+    },
+  }
+}
+
+export type InvoicesService = ReturnType<typeof createInvoicesService>
+/** What the subscriptions service needs of the ledger. */
+export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow'>
