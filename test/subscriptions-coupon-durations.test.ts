@@ -50,10 +50,12 @@ for (const engine of engines) {
       await moveTo(t, '2045-04-26T00:00:00.000Z')
       const down = (await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.gold }, c.token)).json().estimate.invoice_estimate
       assert.deepEqual([down.sub_total, down.discounts, down.total, down.credits_applied, down.amount_due], [500, [], 500, 500, 0])
-      // Each renewal gets it whole again: 30.00 − 10.00.
+      // Each renewal gets it whole again: 30.00 − 10.00. May also takes the credit the April 26
+      // downgrade left (16.67 credited − 5.00 charged = 11.67, kept as Chargebee keeps prorated
+      // credits): 20.00 − 11.67 = 8.33 due; June 20.00.
       await at(t, '2045-05-01T00:00:00.000Z')
       await at(t, '2045-06-01T00:00:00.000Z')
-      assert.deepEqual(await termInvoices(c.id), [['2045-04-01', 3000, [], 3000], ['2045-05-01', 3000, [1000], 2000], ['2045-06-01', 3000, [1000], 2000]])
+      assert.deepEqual(await termInvoices(c.id), [['2045-04-01', 3000, [], 3000], ['2045-05-01', 3000, [1000], 833], ['2045-06-01', 3000, [1000], 2000]])
     })
 
     it('a fixed amount larger than the invoice keeps its surplus for a change in the same period', async () => {
