@@ -37,7 +37,7 @@ const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
 
 /**
  * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
- * for 24 h (by the service's clock); the same key and body (compared as JSON values: key order
+ * for 24 h (of real time, never moved by a test clock); the same key and body (compared as JSON values: key order
  * and white space do not matter; an uploaded file by its name, type and bytes) replays that
  * answer; another body is a 409. A 5xx is not kept, so the client may retry; nor is an answer
  * to a client that went away before it (an aborted upload's 400, or any answer its connection
@@ -63,7 +63,7 @@ const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
  * A claim without an answer that was committed anyway (by an earlier version of the service,
  * which claimed in a transaction of its own) is abandoned 60 s after it was made: the retry runs.
  */
-export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
+export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule' | 'now'> }) {
   const { db, database, clock, scheduler } = deps
   const keys = idempotencyRepository(db)
   app.decorateRequest('idempotency', null)
@@ -72,13 +72,17 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   // Keys past their 24 hours are deleted hourly; one job per hour (its key), each scheduling the next.
   const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
+  // Keys live 24 hours of real time (`clock`); the job is dated by the scheduler's clock (the
+  // business clock, which a test clock moves: docs/test-clock.md), so an advance never makes it
+  // purge keys early, nor reschedule itself into the past.
   scheduler.register(PURGE_JOB, async ({ trx, now }) => {
-    await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
+    await purgeKeys(trx, new Date(clock.now().getTime() - KEY_LIFETIME_MS))
     const next = new Date(now.getTime() + PURGE_EVERY_MS)
     await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
   })
   app.addHook('onReady', async () => {
-    await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(clock.now()), runAt: clock.now() })
+    const now = scheduler.now()
+    await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(now), runAt: now })
   })
 
   // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async

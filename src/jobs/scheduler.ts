@@ -53,7 +53,13 @@ const LANES_REFRESH_MS = 200
  * thousand due jobs delays another company's one due job by one job, not a thousand. Several
  * instances each run their own rotation over the same rows; SKIP LOCKED keeps them apart.
  */
-export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number }) {
+export function createScheduler(deps: {
+  db: Kysely<DB>
+  /** The business clock: jobs fall due by it, so a test clock's advance makes them due (docs/test-clock.md). */
+  clock: Clock
+  log: FastifyBaseLogger
+  pollMs: number
+}) {
   const handlers = new Map<string, JobHandler>()
   let timer: NodeJS.Timeout | undefined
   // When the timer fires (ms since the epoch): a wake-up asked for later than that changes nothing.
@@ -249,6 +255,12 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     reschedule,
     cancel,
     runDue,
+    /** The time jobs are due by (the business clock): what a job scheduled "now" gives as runAt. */
+    now: () => deps.clock.now(),
+    /** When the earliest pending job of this instance's kinds falls due, if any (the test clock's advance steps to it). */
+    nextDue: earliestPending,
+    /** Runs a pass soon: the business clock moved, and jobs may have fallen due. */
+    wake() { wakeIn(0) },
     start() {
       if (!stopped) return
       stopped = false
