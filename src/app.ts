@@ -138,7 +138,7 @@ export async function buildApp(options: AppOptions) {
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
   const metrics = installMetrics(app)
 
-  const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
+  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
   // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
 

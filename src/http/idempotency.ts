@@ -63,7 +63,7 @@ const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
  * A claim without an answer that was committed anyway (by an earlier version of the service,
  * which claimed in a transaction of its own) is abandoned 60 s after it was made: the retry runs.
  */
-export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule' | 'now'> }) {
+export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
   const { db, database, clock, scheduler } = deps
   const keys = idempotencyRepository(db)
   app.decorateRequest('idempotency', null)
@@ -72,17 +72,15 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   // Keys past their 24 hours are deleted hourly; one job per hour (its key), each scheduling the next.
   const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
-  // Keys live 24 hours of real time (`clock`); the job is dated by the scheduler's clock (the
-  // business clock, which a test clock moves: docs/test-clock.md), so an advance never makes it
-  // purge keys early, nor reschedule itself into the past.
+  // Real time, not the business clock a test clock moves (docs/test-clock.md): keys live 24 hours
+  // of real time, and an advance of a year must not run the purge 8,760 times on its way.
   scheduler.register(PURGE_JOB, async ({ trx, now }) => {
-    await purgeKeys(trx, new Date(clock.now().getTime() - KEY_LIFETIME_MS))
+    await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
     const next = new Date(now.getTime() + PURGE_EVERY_MS)
     await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
-  })
+  }, { realTime: true })
   app.addHook('onReady', async () => {
-    const now = scheduler.now()
-    await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(now), runAt: now })
+    await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(clock.now()), runAt: clock.now() })
   })
 
   // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async
