@@ -12,6 +12,7 @@ import { eventually } from './helpers/eventually.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import { company, contract, subsidiary } from './helpers/factories.ts'
 import { createComm, messagesOf, report } from './communications.fixtures.ts'
+import { ALLOWED, PageSession, assertHtml, pathOf } from './hosted-helpers.ts'
 import { billedCompany, eventsOf, setCard, statusOf, unix } from './subscriptions-helpers.ts'
 
 /**
@@ -47,7 +48,7 @@ for (const engine of engines) {
     let t: TestApp
     const START = '2027-01-01T10:00:00.000Z'
     before(async () => {
-      t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true })
+      t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, REDIRECT_ALLOWED_HOSTS: ALLOWED })
       t.clock.set(START)
     })
     after(async () => { await t?.close() })
@@ -126,6 +127,19 @@ for (const engine of engines) {
       assert.deepEqual((await messagesOf(t, c, id, sendAts[1]!)).map((m: { contract_id: string }) => m.contract_id), [person])
       await t.json(200, { method: 'POST', url: `${CLOCK}/advance`, body: { to: '2027-06-01T00:00:00Z' } })
       assert.equal((await report(t, c, id)).length, 3, 'the last one, on 4 May; none after recurrent_until')
+    })
+
+    it('expires a hosted page once the business time passes its hour (HOSTED_PAGE_TTL_SECONDS)', async () => {
+      const c = await company(t)
+      const page = new PageSession(t, await pathOf(t, 'payment', c.id, c.token))
+      assertHtml(await page.get(), 200)
+      const now = (await t.json(200, { url: CLOCK })).now
+      await t.json(200, { method: 'POST', url: `${CLOCK}/advance`, body: { to: new Date(Date.parse(now) + 3_599_000).toISOString() } })
+      assertHtml(await page.get(), 200)
+      await t.json(200, { method: 'POST', url: `${CLOCK}/advance`, body: { to: new Date(Date.parse(now) + 3_600_000).toISOString() } })
+      const expired = await page.get()
+      assertHtml(expired, 410)
+      assert.match(expired.body, /expired/)
     })
 
     it('leaves tokens, and idempotency keys, on real time: both still hold after advancing a year', async () => {
