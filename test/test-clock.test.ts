@@ -57,6 +57,12 @@ for (const engine of engines) {
       assert.deepEqual(await t.json(200, { url: CLOCK }), { object: 'test_clock', now: START, offset_seconds: 0, status: 'ready', advancing_to: null })
     })
 
+    it('documents both routes in the OpenAPI document when enabled', async () => {
+      const doc = await t.json(200, { url: '/openapi.json', token: null })
+      assert.equal(doc.paths[CLOCK].get.operationId, 'getTestClock')
+      assert.equal(doc.paths[`${CLOCK}/advance`].post.operationId, 'advanceTestClock')
+    })
+
     it('is for platform clients only: 401 without a token, 403 for a company\'s token', async () => {
       const c = await company(t)
       refused(await t.call({ url: CLOCK, token: null }), 401, 'unauthorized')
@@ -66,7 +72,7 @@ for (const engine of engines) {
       assert.equal((await t.json(200, { url: CLOCK })).now, START, 'nothing moved')
     })
 
-    it('refuses a `to` before the business time, not a date-time, without its offset, too far, missing or with company', async () => {
+    it('refuses a `to` before the business time, not a date-time, without its offset, too far, missing, or beside an unknown field', async () => {
       assert.match(refused(await advance(t, '2026-12-31T23:59:59Z'), 400, 'validation_failed'), /^body\/to must not be before the business time now \(2027-01-01T10:00:00.000Z\)/)
       for (const to of ['next week', '2027-02-01', '2027-02-01T00:00:00', 1798761600, null]) {
         assert.match(refused(await advance(t, to), 400, 'validation_failed'), /body\/to/, String(to))
