@@ -68,12 +68,22 @@ import { createHolidaysService } from './modules/holidays/holidays.service.ts'
 import { createPublicHolidayCalendar } from './modules/holidays/public-holidays.ts'
 import { holidaysRoutes } from './modules/holidays/holidays.routes.ts'
 import { operationsRoutes } from './modules/operations/operations.routes.ts'
+import { createTestClockRepository } from './db/test-clock.repository.ts'
+import { createBusinessClock, fixedBusinessClock } from './db/business-clock.ts'
+import { createTestClockService } from './modules/test-clock/test-clock.service.ts'
+import { testClockRoutes } from './modules/test-clock/test-clock.routes.ts'
 
 export interface AppOptions {
   config: Config
   /** A database opened by the caller (tests); otherwise opened from the configuration and closed with the app. */
   database?: Database
+  /**
+   * The business clock's base (tests move it instead of sleeping): billing, communications, hosted
+   * pages, records' timestamps. With TEST_CLOCK_ENABLED the database's offset is added to it.
+   */
   clock?: Clock
+  /** Real time: tokens, signing keys, idempotency keys (rate limits read Date.now()). Never moved by the test clock. */
+  realClock?: Clock
   logger?: FastifyBaseLogger | boolean
 }
 
@@ -82,11 +92,18 @@ const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
 /** The whole service: HTTP plumbing, then every module. Tests call this; server.ts listens. */
 export async function buildApp(options: AppOptions) {
   const { config } = options
-  const clock = options.clock ?? systemClock
+  const realClock = options.realClock ?? systemClock
   const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE })
   const ownsDatabase = !options.database
   await migrate(database.db)
   const { db } = database
+  // The business clock (src/clock.ts says which time is which): the test clock's shared offset
+  // on top of the base clock when enabled (docs/test-clock.md), else the base clock itself.
+  const testClockRepo = createTestClockRepository(db)
+  const clock = config.TEST_CLOCK_ENABLED
+    ? createBusinessClock({ base: options.clock ?? systemClock, repo: testClockRepo, database })
+    : fixedBusinessClock(options.clock ?? systemClock)
+  await clock.listen()
 
   const compilers = createLazyCompilers()
   const app = Fastify({
@@ -124,17 +141,19 @@ export async function buildApp(options: AppOptions) {
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
   const metrics = installMetrics(app)
 
-  const scheduler = createScheduler({ db, clock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
+  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
+  // Another instance's advance made jobs due here too.
+  clock.onChange(() => scheduler.wake())
 
   const oauthRepo = createOauthRepository(db)
-  const keys = createTokenKeys(oauthRepo, tokenSettings(config), clock)
+  const keys = createTokenKeys(oauthRepo, tokenSettings(config), realClock)
   await keys.load()
   await keys.listen(database)
   const access = createAccessState(oauthRepo, database)
   await access.listen()
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
-  installIdempotency(app, { db, database, clock, scheduler })
+  installIdempotency(app, { db, database, clock: realClock, scheduler })
   const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
   await readCache.listen()
   installCacheForgetting(app, readCache)
@@ -174,7 +193,7 @@ export async function buildApp(options: AppOptions) {
   // needs forgetting: a company's disabling or a lost LISTEN must not make every platform
   // secret cost a scrypt again (a flood of wrong secrets would then queue before the right one).
   access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
-  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock, companyScopes: (id) => companies.scopeStrings(id) })
+  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
@@ -191,16 +210,19 @@ export async function buildApp(options: AppOptions) {
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays })
+  // Only where the setting is on: elsewhere the routes do not exist (404), whoever asks.
+  if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   installDocs(app)
 
   app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
   app.addHook('preClose', async () => { await scheduler.stop() })
   app.addHook('onClose', async () => {
     readCache.stop()
+    clock.stop()
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache }, database, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock }, database, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

@@ -35,6 +35,9 @@ const ConfigSchema = Type.Object({
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000 }),
   SCHEDULER_ENABLED: Type.Boolean({ default: true }),
   SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  // The test clock's routes (docs/test-clock.md): never in production, where they would let a
+  // platform client renew and charge every subscription ahead of time.
+  TEST_CLOCK_ENABLED: Type.Boolean({ default: false }),
   /** Memory for the answers of hot reads kept per process (src/db/read-cache.ts); 0 turns the cache off. */
   READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024 }),
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),

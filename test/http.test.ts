@@ -202,27 +202,27 @@ for (const engine of engines) {
         assert.deepEqual(kept, [])
       })
 
-      it('keeps a key for 24 hours of the service\'s clock, then forgets it', async () => {
+      it('keeps a key for 24 hours of real time, then forgets it', async () => {
         const key = randomUUID()
         const first = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'Day one' }, headers: { 'idempotency-key': key } })
         assert.equal(first.statusCode, 202)
-        const start = t.clock.now()
+        const start = t.realClock.now()
         try {
-          t.clock.advance(23 * 3_600_000)
+          t.realClock.advance(23 * 3_600_000)
           let token = await t.tokenFor(c.client.client_id, c.client.client_secret)
           assertError(await t.call({ method: 'POST', url: subsidiaries(), token, body: { name: 'Day two' }, headers: { 'idempotency-key': key } }), 409, 'conflict')
-          t.clock.advance(2 * 3_600_000)
-          // The hourly purge deletes what is past its 24 hours.
+          t.realClock.advance(2 * 3_600_000)
+          // The hourly purge (a job due by real time) deletes what is past its 24 hours.
           await t.app.services.scheduler.runDue()
           const old = await t.app.database.db.selectFrom('idempotency_keys').select('key')
-            .where('created_at', '<', new Date(t.clock.now().getTime() - 24 * 3_600_000)).execute()
+            .where('created_at', '<', new Date(t.realClock.now().getTime() - 24 * 3_600_000)).execute()
           assert.deepEqual(old, [])
           token = await t.tokenFor(c.client.client_id, c.client.client_secret)
           const again = await t.call({ method: 'POST', url: subsidiaries(), token, body: { name: 'Day two' }, headers: { 'idempotency-key': key } })
           assert.equal(again.statusCode, 202)
           assert.notEqual(again.headers.location, first.headers.location)
         } finally {
-          t.clock.set(start)
+          t.realClock.set(start)
         }
       })
 
@@ -270,13 +270,13 @@ for (const engine of engines) {
         const claim = await t.app.database.db.selectFrom('idempotency_keys').selectAll().where('key', '=', model).executeTakeFirstOrThrow()
         // The claim an instance left when it died mid-request: no answer, ever.
         const key = randomUUID()
-        const start = t.clock.now()
+        const start = t.realClock.now()
         await t.app.database.db.insertInto('idempotency_keys').values({ owner: claim.owner, key, request_hash: claim.request_hash, created_at: start }).execute()
         try {
-          t.clock.advance(59_000)
+          t.realClock.advance(59_000)
           const early = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } })
           assert.match(assertError(early, 409, 'conflict'), /still running/)
-          t.clock.advance(2_000)
+          t.realClock.advance(2_000)
           const retry = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body, headers: { 'idempotency-key': key } })
           assert.equal(retry.statusCode, 202, retry.body)
           assert.equal(retry.headers['idempotent-replayed'], undefined)
@@ -286,7 +286,7 @@ for (const engine of engines) {
           const stored = (await t.json(200, { url: subsidiaries(), token: c.token })).filter((s: { name: string }) => s.name === name)
           assert.equal(stored.length, 2, 'the model request\'s and the retry\'s')
         } finally {
-          t.clock.set(start)
+          t.realClock.set(start)
         }
       })
 

@@ -80,7 +80,7 @@ for (const engine of engines) {
       it('refuses a token issued in the future (beyond 60 s of clock skew) with 401', async () => {
         const c = client(t.app, a)
         const key = await privateKey(t, kidOf(a.token))
-        const now = Math.floor(t.clock.now().getTime() / 1000)
+        const now = Math.floor(t.realClock.now().getTime() / 1000)
         // Within the skew a token of a clock slightly ahead passes: the refusals below are about the time.
         assert.equal(await c.status(await forge(a, key, { iat: now + 60, exp: now + 60 + 600 })), 200)
         assert.equal(await c.status(await forge(a, key, { iat: now + 61, exp: now + 61 + 600 })), 401)
@@ -90,7 +90,7 @@ for (const engine of engines) {
       it('refuses a token whose lifetime (exp - iat) exceeds TOKEN_TTL_SECONDS with 401', async () => {
         const c = client(t.app, a)
         const key = await privateKey(t, kidOf(a.token))
-        const now = Math.floor(t.clock.now().getTime() / 1000)
+        const now = Math.floor(t.realClock.now().getTime() / 1000)
         assert.equal(await c.status(await forge(a, key, { iat: now, exp: now + HOUR })), 200)
         assert.equal(await c.status(await forge(a, key, { iat: now, exp: now + HOUR + 1 })), 401)
         // Issued long ago, so that it is still within exp: a lifetime of a year is refused all the same.
@@ -104,9 +104,9 @@ for (const engine of engines) {
         ctx.after(() => t.close())
         const a = await company(t)
         const c = client(t.app, a)
-        const start = t.clock.now()
+        const start = t.realClock.now()
         const unix = (seconds: number) => Math.floor(start.getTime() / 1000) + seconds
-        const at = (seconds: number) => t.clock.set(new Date(unix(seconds) * 1000))
+        const at = (seconds: number) => t.realClock.set(new Date(unix(seconds) * 1000))
 
         const first = kidOf(await c.token())
         assert.deepEqual(await c.kids(), [first])
@@ -137,7 +137,7 @@ for (const engine of engines) {
         assert.deepEqual(await c.kids(), [first, second].sort())
         assert.equal(await c.status(firstOfSecond), 200)
         // A verifier that fetched the key set when the key was announced verifies its tokens.
-        await jwtVerify(firstOfSecond, createLocalJWKSet(announced), { currentDate: t.clock.now() })
+        await jwtVerify(firstOfSecond, createLocalJWKSet(announced), { currentDate: t.realClock.now() })
 
         // A token of the old key made as late as it could sign lives its full hour.
         const lateOld = await forge(a, firstKey, { iat: unix(activation - 1), exp: unix(activation - 1 + HOUR) })
@@ -185,7 +185,7 @@ for (const engine of engines) {
         }
         // PGlite is one process's database: a second instance there shares its session.
         const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, ...ROTATION })
-        const other = await buildApp({ config, database: otherDatabase ?? t.app.database, clock: t.clock, logger: false })
+        const other = await buildApp({ config, database: otherDatabase ?? t.app.database, clock: t.clock, realClock: t.realClock, logger: false })
         await other.ready()
         ctx.after(async () => {
           await other.close()
@@ -199,9 +199,9 @@ for (const engine of engines) {
         const { t, other, a } = await twoInstances(ctx)
         const one = client(t.app, a)
         const two = client(other, a)
-        const start = t.clock.now()
+        const start = t.realClock.now()
         const unix = (seconds: number) => Math.floor(start.getTime() / 1000) + seconds
-        const at = (seconds: number) => t.clock.set(new Date(unix(seconds) * 1000))
+        const at = (seconds: number) => t.realClock.set(new Date(unix(seconds) * 1000))
 
         const first = kidOf(await one.token())
         assert.equal(kidOf(await two.token()), first)

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict'
 import type { Call, TestApp } from './helpers/app.ts'
-import { ADMIN, locationId, uniq } from './helpers/app.ts'
+import { locationId, uniq } from './helpers/app.ts'
 import type { CompanyFixture } from './helpers/factories.ts'
 
 /**
  * Fixtures and reads shared by the subscription tests (spec 2, 3, 6, 8, 9, 14). These tests
- * move the clock by months, and tokens expire by that clock: moving it (moveTo, at) mints
- * fresh tokens for the platform and for every company made here, and `call`/`json` default to
- * the fresh platform token.
+ * move the business clock by months (moveTo, at); tokens follow real time, so the platform's and
+ * the companies' tokens stay valid, and `call`/`json` default to the platform token.
  */
 
 const tokens = new WeakMap<TestApp, { platform: string; fixtures: Set<BillingFixture> }>()
@@ -28,12 +27,9 @@ export function json<T = any>(t: TestApp, status: number, request: Call): Promis
   return t.json<T>(status, { ...request, token: request.token === undefined ? platform(t) : request.token })
 }
 
-/** Sets the clock and mints tokens valid at that time. */
+/** Sets the business clock; tokens follow real time (src/clock.ts), so those minted before stay valid. */
 export async function moveTo(t: TestApp, iso: string) {
   t.clock.set(iso)
-  const state = stateOf(t)
-  state.platform = await t.tokenFor(ADMIN.client_id, ADMIN.client_secret)
-  for (const f of state.fixtures) f.token = await t.tokenFor(f.client.client_id, f.client.client_secret)
 }
 
 export const SUB = '/api/v1/subscription'

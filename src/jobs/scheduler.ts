@@ -53,8 +53,22 @@ const LANES_REFRESH_MS = 200
  * thousand due jobs delays another company's one due job by one job, not a thousand. Several
  * instances each run their own rotation over the same rows; SKIP LOCKED keeps them apart.
  */
-export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number }) {
+export function createScheduler(deps: {
+  db: Kysely<DB>
+  /** The business clock: jobs fall due by it, so a test clock's advance makes them due (docs/test-clock.md). */
+  clock: Clock
+  /** Real time, for the kinds registered with `realTime` (the platform's housekeeping); default `clock`. */
+  realClock?: Clock
+  log: FastifyBaseLogger
+  pollMs: number
+}) {
   const handlers = new Map<string, JobHandler>()
+  // Kinds due by real time, not by the business clock: the platform's own housekeeping (the
+  // idempotency keys' purge), which a test clock's advance must neither run hourly through a
+  // year nor run early. Platform jobs only (no company), so the companies' claims stay as they are.
+  const realKinds = new Set<string>()
+  const realClock = deps.realClock ?? deps.clock
+  const businessKinds = () => [...handlers.keys()].filter((kind) => !realKinds.has(kind))
   let timer: NodeJS.Timeout | undefined
   // When the timer fires (ms since the epoch): a wake-up asked for later than that changes nothing.
   let timerAt = Infinity
@@ -65,21 +79,23 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
 
   /** Schedules a job unless one with the same kind and key exists (idempotent). */
   async function schedule(executor: Executor, job: NewJob): Promise<void> {
+    refuseCompanyRealTime(job)
     await executor.insertInto('jobs')
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: job.companyId ?? null })
       .onConflict((oc) => oc.columns(['kind', 'key']).doNothing())
       .execute()
-    wakeFor(job.runAt)
+    wakeFor(job.runAt, job.kind)
   }
 
   /** Moves a pending job to another time, or creates it. */
   async function reschedule(executor: Executor, job: NewJob): Promise<void> {
+    refuseCompanyRealTime(job)
     const companyId = job.companyId ?? null
     await executor.insertInto('jobs')
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: companyId })
       .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: companyId, done_at: null, attempts: 0, last_error: null }))
       .execute()
-    wakeFor(job.runAt)
+    wakeFor(job.runAt, job.kind)
   }
 
   /**
@@ -100,18 +116,38 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     timer = outsideRequestScope(() => setTimeout(loop, delayMs))
   }
 
-  function wakeFor(runAt: Date) {
-    // A few milliseconds at least: the job's row is often in a transaction that has yet to commit.
-    wakeIn(Math.max(WAKE_MIN_MS, runAt.getTime() - deps.clock.now().getTime()))
+  function refuseCompanyRealTime(job: NewJob) {
+    if (realKinds.has(job.kind) && job.companyId) throw new Error(`job ${job.kind} runs on real time: platform jobs only`)
   }
 
-  /** When the earliest pending job of this instance's kinds falls due, if any. */
-  async function earliestPending(): Promise<Date | undefined> {
-    if (handlers.size === 0) return undefined
+  const clockOf = (kind: string) => (realKinds.has(kind) ? realClock : deps.clock)
+
+  function wakeFor(runAt: Date, kind: string) {
+    // A few milliseconds at least: the job's row is often in a transaction that has yet to commit.
+    wakeIn(Math.max(WAKE_MIN_MS, runAt.getTime() - clockOf(kind).now().getTime()))
+  }
+
+  /** When the earliest pending job of `kinds` falls due, if any. */
+  async function earliestOf(kinds: string[]): Promise<Date | undefined> {
+    if (kinds.length === 0) return undefined
     const row = await deps.db.selectFrom('jobs').select((eb) => eb.fn.min('run_at').as('at'))
-      .where('done_at', 'is', null).where('kind', 'in', [...handlers.keys()])
+      .where('done_at', 'is', null).where('kind', 'in', kinds)
       .executeTakeFirst()
     return row?.at ? new Date(row.at as unknown as string | Date) : undefined
+  }
+
+  /** When the earliest pending business job of this instance's kinds falls due, if any (real-time kinds left out). */
+  const earliestPending = () => earliestOf(businessKinds())
+
+  /** How long until a pending job of this instance's kinds falls due (ms, each kind by its clock), if any. */
+  async function nextWakeIn(): Promise<number | undefined> {
+    const business = await earliestPending()
+    const real = realKinds.size > 0 ? await earliestOf([...realKinds]) : undefined
+    const delays = [
+      ...(business ? [business.getTime() - deps.clock.now().getTime()] : []),
+      ...(real ? [real.getTime() - realClock.now().getTime()] : []),
+    ]
+    return delays.length > 0 ? Math.min(...delays) : undefined
   }
 
   async function cancel(executor: Executor, kind: string, key: string): Promise<void> {
@@ -128,7 +164,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
    * each today (a renewal, a series' next occurrence). A table of each company's next due time
    * would bound it by the companies with due work, if scale ever asks for it.
    */
-  async function dueLanes(kinds: string[], now: Date): Promise<Lane[]> {
+  async function dueLanes(kinds: string[], now: Date, real: { kinds: string[]; now: Date }): Promise<Lane[]> {
     const { rows } = await sql<{ company_id: string | null; run_at: Date | string }>`
       WITH RECURSIVE lanes AS (
         (SELECT company_id, run_at FROM jobs
@@ -143,7 +179,8 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       SELECT company_id, run_at FROM lanes
       UNION ALL
       (SELECT company_id, run_at FROM jobs
-       WHERE done_at IS NULL AND company_id IS NULL AND run_at <= ${now} AND kind = ANY(${kinds}::text[])
+       WHERE done_at IS NULL AND company_id IS NULL
+         AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
        ORDER BY run_at LIMIT 1)`.execute(deps.db)
     return rows
       .map((r) => ({ lane: r.company_id, at: new Date(r.run_at).getTime() }))
@@ -154,11 +191,18 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
   /** Runs the oldest due job of one company (null: of the platform); false when none is free. */
   async function runOne(lane: Lane): Promise<boolean> {
     const now = deps.clock.now()
+    const realNow = realClock.now()
     let failed: { id: number; attempts: number; error: string } | undefined
     const ran = await deps.db.transaction().execute(async (trx) => {
-      let claim = trx.selectFrom('jobs').selectAll()
-        .where('done_at', 'is', null).where('run_at', '<=', now).where('kind', 'in', [...handlers.keys()])
-      claim = lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)
+      const kinds = businessKinds()
+      let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
+      // A platform job of a real-time kind is due by real time (realKinds).
+      claim = lane === null
+        ? claim.where('company_id', 'is', null).where((eb) => eb.or([
+          eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
+          eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
+        ]))
+        : claim.where('company_id', '=', lane).where('run_at', '<=', now).where('kind', 'in', kinds)
       const job = await claim.orderBy('run_at').orderBy('id').limit(1)
         .forUpdate().skipLocked()
         .executeTakeFirst()
@@ -169,14 +213,14 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
       try {
         await sql`SAVEPOINT job`.execute(trx)
-        await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key })
-        await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
+        await handler({ trx, runAt: job.run_at, now: realKinds.has(job.kind) ? realNow : now, payload: job.payload as Record<string, unknown>, key: job.key })
+        await trx.updateTable('jobs').set({ done_at: realKinds.has(job.kind) ? realNow : now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
       } catch (err) {
         await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
         failed = { id: job.id, attempts: job.attempts + 1, error: (err as Error).message }
         const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failed.attempts, 20))
         await trx.updateTable('jobs')
-          .set({ attempts: failed.attempts, last_error: failed.error.slice(0, 2000), run_at: new Date(now.getTime() + backoff) })
+          .set({ attempts: failed.attempts, last_error: failed.error.slice(0, 2000), run_at: new Date((realKinds.has(job.kind) ? realNow : now).getTime() + backoff) })
           .where('id', '=', job.id).execute()
         deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
       }
@@ -203,7 +247,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
         // Nothing ran since the last look: what is left due is another instance's (locked).
         if (queue.length === 0 && !ranSinceLook) break
         const queued = new Set(queue)
-        const due = await dueLanes([...handlers.keys()], deps.clock.now())
+        const due = await dueLanes(businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
         queue = [...due.filter((lane) => !queued.has(lane)), ...queue]
         lookedAt = performance.now()
         ranSinceLook = false
@@ -232,8 +276,8 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     let next = deps.pollMs
     running = (async () => {
       await runDue(1000)
-      const due = await earliestPending()
-      if (due) next = Math.min(deps.pollMs, Math.max(0, due.getTime() - deps.clock.now().getTime()))
+      const dueIn = await nextWakeIn()
+      if (dueIn !== undefined) next = Math.min(deps.pollMs, Math.max(0, dueIn))
     })()
       .catch((err) => deps.log.warn({ err }, 'scheduler poll failed'))
       .finally(() => {
@@ -244,11 +288,19 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
   }
 
   return {
-    register(kind: string, handler: JobHandler) { handlers.set(kind, handler) },
+    /** `realTime`: due by real time, never moved by a test clock (platform jobs only). */
+    register(kind: string, handler: JobHandler, options: { realTime?: boolean } = {}) {
+      handlers.set(kind, handler)
+      if (options.realTime) realKinds.add(kind)
+    },
     schedule,
     reschedule,
     cancel,
     runDue,
+    /** When the earliest pending business job falls due, if any (the test clock's advance steps to it). */
+    nextDue: earliestPending,
+    /** Runs a pass soon: the business clock moved, and jobs may have fallen due. */
+    wake() { wakeIn(0) },
     start() {
       if (!stopped) return
       stopped = false

@@ -22,7 +22,10 @@ export interface Call {
 export interface TestApp {
   app: BuiltApp
   engine: Engine
+  /** The business clock's base (billing, communications, hosted pages): moving it leaves tokens valid. */
   clock: ManualClock
+  /** Real time (tokens, signing keys, idempotency keys): tests of expiries move it. */
+  realClock: ManualClock
   /** A platform client's token with every scope. */
   platformToken: string
   /** Sends a request through the app; `token` defaults to the platform token (null: none). */
@@ -34,8 +37,8 @@ export interface TestApp {
 }
 
 /**
- * The app on a fresh database of the engine, with a clock that stands still until a test moves
- * it, the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()), no
+ * The app on a fresh database of the engine, with two clocks that stand still until a test
+ * moves them (the business clock's base, and real time for tokens and idempotency keys), the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()), no
  * rate limit unless a test asks for one, and no log unless it gives a logger.
  */
 export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}, options: { logger?: FastifyBaseLogger } = {}): Promise<TestApp> {
@@ -46,8 +49,9 @@ export async function buildTestApp(engine: Engine, overrides: Partial<Config> = 
   // A test of the pool's limits gives DB_POOL_SIZE; the others get the default of 10.
   const database = await openTestDatabase(engine, overrides.DB_POOL_SIZE)
   const clock = manualClock(new Date())
+  const realClock = manualClock(new Date())
   // A test that reads the log gives its own logger (hosted-logs.test.ts); the others log nothing.
-  const app = await buildApp({ config, database, clock, logger: options.logger ?? false })
+  const app = await buildApp({ config, database, clock, realClock, logger: options.logger ?? false })
   await app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
   await app.ready()
 
@@ -71,7 +75,7 @@ export async function buildTestApp(engine: Engine, overrides: Partial<Config> = 
   }
 
   return {
-    app, engine, clock, platformToken, call, tokenFor,
+    app, engine, clock, realClock, platformToken, call, tokenFor,
     async json(status, request) {
       const res = await call(request)
       if (res.statusCode !== status) {
