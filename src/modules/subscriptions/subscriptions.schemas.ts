@@ -24,7 +24,7 @@ export const CardFields = {
   expiry_month: Type.Integer({ minimum: 1, maximum: 12 }),
   expiry_year: Type.Integer({ minimum: 2000, maximum: 2100 }),
 }
-export const PaymentSourceInput = Type.Object(CardFields, { additionalProperties: false, description: 'A card: only these four facts are kept' })
+export const PaymentSourceInput = Type.Object(CardFields, { additionalProperties: false, title: 'PaymentSourceInput', description: 'A card: only these four facts are kept' })
 export type PaymentSourceInput = Static<typeof PaymentSourceInput>
 
 export const SubscriptionCancellationData = Type.Object({
@@ -52,7 +52,7 @@ export const SubscriptionUpdate = Type.Object({
   plan_quantity: Type.Optional(Quantity),
   addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
   coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
-}, { additionalProperties: false, description: 'Omitted fields keep their value' })
+}, { additionalProperties: false, title: 'SubscriptionUpdate', description: 'Omitted fields keep their value' })
 export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>
 
 const InvoiceEstimate = Type.Object({
