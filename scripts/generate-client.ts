@@ -12,8 +12,9 @@ export const CLIENT_TYPES = path.join(root, 'clients/typescript/schema.d.ts')
 
 /** The text of schema.d.ts for a document. */
 export async function clientTypes(doc: Record<string, unknown>): Promise<string> {
-  // structuredClone: openapi-typescript may annotate the object it walks.
-  const ast = await openapiTS(structuredClone(doc) as never, { alphabetize: false })
+  // structuredClone: openapi-typescript may annotate the object it walks. defaultNonNullable
+  // off: a body field with a default (a product's `visible`) may be left out by the caller.
+  const ast = await openapiTS(structuredClone(doc) as never, { alphabetize: false, defaultNonNullable: false })
   return `${COMMENT_HEADER.replace(' */', ' * Regenerate with `npm run generate:client` (from the app\'s /openapi.json).\n */')}${astToString(ast)}`
 }
 
