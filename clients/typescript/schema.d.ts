@@ -2620,14 +2620,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "Internal error",
+                 *       "code": "internal"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2643,14 +2637,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The database is unavailable; retry",
+                 *       "code": "internal"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2664,14 +2652,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "A team with the code WH already exists",
+                 *       "code": "conflict"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2685,14 +2667,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The request body must be application/json",
+                 *       "code": "unsupported_media_type"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2708,14 +2684,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "Too many requests; retry in 12 s",
+                 *       "code": "rate_limited"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2729,14 +2699,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The access token has expired",
+                 *       "code": "unauthorized"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2750,14 +2714,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The token lacks the scope write:team",
+                 *       "code": "insufficient_scope"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2771,14 +2729,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "Team not found",
+                 *       "code": "not_found"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2792,14 +2744,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The request body is larger than the limit",
+                 *       "code": "payload_too_large"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2813,14 +2759,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "A path segment is longer than 200 characters",
+                 *       "code": "validation_failed"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2834,14 +2774,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The billing provider failed: Chargebee answered 500",
+                 *       "code": "provider_error"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2857,14 +2791,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "body/name must not be blank (white space only)",
-                 *       "code": "validation_failed",
-                 *       "details": [
-                 *         {
-                 *           "field": "body/name",
-                 *           "message": "body/name must not be blank (white space only)"
-                 *         }
-                 *       ]
+                 *       "errors": "The database is unavailable; retry",
+                 *       "code": "internal"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3031,14 +2959,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "body/name must not be blank (white space only)",
-                     *       "code": "validation_failed",
-                     *       "details": [
-                     *         {
-                     *           "field": "body/name",
-                     *           "message": "body/name must not be blank (white space only)"
-                     *         }
-                     *       ]
+                     *       "errors": "The request body is larger than the limit",
+                     *       "code": "payload_too_large"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3055,14 +2977,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "body/name must not be blank (white space only)",
-                     *       "code": "validation_failed",
-                     *       "details": [
-                     *         {
-                     *           "field": "body/name",
-                     *           "message": "body/name must not be blank (white space only)"
-                     *         }
-                     *       ]
+                     *       "errors": "The database is unavailable; retry",
+                     *       "code": "internal"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3932,8 +3848,8 @@ export interface operations {
                  *       "timezone": "Europe/Rome",
                  *       "number_of_employees": 120,
                  *       "location_info": {
-                 *         "long": "example",
-                 *         "lat": "example"
+                 *         "long": "9.1900",
+                 *         "lat": "45.4642"
                  *       },
                  *       "preferences": {
                  *         "stamping_enabled": "example"
@@ -4006,8 +3922,8 @@ export interface operations {
                      *       "timezone": "Europe/Rome",
                      *       "number_of_employees": 120,
                      *       "location_info": {
-                     *         "long": "example",
-                     *         "lat": "example"
+                     *         "long": "9.1900",
+                     *         "lat": "45.4642"
                      *       },
                      *       "preferences": {
                      *         "stamping_enabled": "example"
@@ -4305,7 +4221,7 @@ export interface operations {
                      *         "email": "ada.lovelace@example.com",
                      *         "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                      *         "team_ids": [
-                     *           "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *           "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                      *         ],
                      *         "active": true
                      *       }
@@ -4346,7 +4262,7 @@ export interface operations {
                  *       "email": "ada.lovelace@example.com",
                  *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                  *       "team_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                  *       ],
                  *       "active": true
                  *     }
@@ -4403,7 +4319,7 @@ export interface operations {
                      *       "email": "ada.lovelace@example.com",
                      *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                      *       "team_ids": [
-                     *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                      *       ],
                      *       "active": true
                      *     }
@@ -4443,7 +4359,7 @@ export interface operations {
                  *       "email": "ada.lovelace@example.com",
                  *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                  *       "team_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                  *       ],
                  *       "active": true
                  *     }
@@ -4509,10 +4425,10 @@ export interface operations {
                      *         "recurrent_until": "2027-06-30",
                      *         "action_required": "none",
                      *         "destination_team_ids": [
-                     *           "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *           "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                      *         ],
                      *         "destination_subsidiary_ids": [
-                     *           "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *           "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27"
                      *         ],
                      *         "attachments": [
                      *           {
@@ -4572,10 +4488,10 @@ export interface operations {
                  *       "recurrent_until": "2027-06-30",
                  *       "action_required": "none",
                  *       "destination_team_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                  *       ],
                  *       "destination_subsidiary_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27"
                  *       ],
                  *       "attachments": [
                  *         {
@@ -4642,10 +4558,10 @@ export interface operations {
                      *       "recurrent_until": "2027-06-30",
                      *       "action_required": "none",
                      *       "destination_team_ids": [
-                     *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                      *       ],
                      *       "destination_subsidiary_ids": [
-                     *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *         "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27"
                      *       ],
                      *       "attachments": [
                      *         {
@@ -4705,10 +4621,10 @@ export interface operations {
                  *       "recurrent_until": "2027-06-30",
                  *       "action_required": "none",
                  *       "destination_team_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                  *       ],
                  *       "destination_subsidiary_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27"
                  *       ],
                  *       "attachments": [
                  *         {
@@ -5040,14 +4956,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "body/name must not be blank (white space only)",
-                     *       "code": "validation_failed",
-                     *       "details": [
-                     *         {
-                     *           "field": "body/name",
-                     *           "message": "body/name must not be blank (white space only)"
-                     *         }
-                     *       ]
+                     *       "errors": "The request body is larger than the limit",
+                     *       "code": "payload_too_large"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5062,14 +4972,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "body/name must not be blank (white space only)",
-                     *       "code": "validation_failed",
-                     *       "details": [
-                     *         {
-                     *           "field": "body/name",
-                     *           "message": "body/name must not be blank (white space only)"
-                     *         }
-                     *       ]
+                     *       "errors": "The request body must be application/json",
+                     *       "code": "unsupported_media_type"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5269,7 +5173,7 @@ export interface operations {
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
                      *         "current_term_end": 1,
-                     *         "next_billing_at": 1,
+                     *         "next_billing_at": 1767225600,
                      *         "cancelled_at": 1,
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
@@ -5317,13 +5221,13 @@ export interface operations {
                      *       "estimate": {
                      *         "subscription_estimate": {
                      *           "status": "future",
-                     *           "next_billing_at": 1
+                     *           "next_billing_at": 1767225600
                      *         },
                      *         "invoice_estimate": {
                      *           "line_items": [
                      *             {
                      *               "entity_type": "plan",
-                     *               "entity_id": "example",
+                     *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
@@ -5408,7 +5312,7 @@ export interface operations {
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
                      *         "current_term_end": 1,
-                     *         "next_billing_at": 1,
+                     *         "next_billing_at": 1767225600,
                      *         "cancelled_at": 1,
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
@@ -5547,13 +5451,13 @@ export interface operations {
                      *       "estimate": {
                      *         "subscription_estimate": {
                      *           "status": "future",
-                     *           "next_billing_at": 1
+                     *           "next_billing_at": 1767225600
                      *         },
                      *         "invoice_estimate": {
                      *           "line_items": [
                      *             {
                      *               "entity_type": "plan",
-                     *               "entity_id": "example",
+                     *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
@@ -5650,7 +5554,7 @@ export interface operations {
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
                      *         "current_term_end": 1,
-                     *         "next_billing_at": 1,
+                     *         "next_billing_at": 1767225600,
                      *         "cancelled_at": 1,
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
@@ -5904,14 +5808,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "body/name must not be blank (white space only)",
-                     *       "code": "validation_failed",
-                     *       "details": [
-                     *         {
-                     *           "field": "body/name",
-                     *           "message": "body/name must not be blank (white space only)"
-                     *         }
-                     *       ]
+                     *       "errors": "The access token has expired",
+                     *       "code": "unauthorized"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -5953,7 +5851,7 @@ export interface operations {
                      *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
                      *         "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                      *         "team_leader_ids": [
-                     *           "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *           "c5e8a2d7-1f4b-4c96-8e3a-7b2f9d0c6e15"
                      *         ]
                      *       }
                      *     ]
@@ -5992,7 +5890,7 @@ export interface operations {
                  *       "code": "LAUNCH20",
                  *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                  *       "team_leader_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "c5e8a2d7-1f4b-4c96-8e3a-7b2f9d0c6e15"
                  *       ]
                  *     }
                  */
@@ -6041,7 +5939,7 @@ export interface operations {
                  * @example {
                  *       "contract_id": "c5e8a2d7-1f4b-4c96-8e3a-7b2f9d0c6e15",
                  *       "team_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                  *       ]
                  *     }
                  */
@@ -6097,7 +5995,7 @@ export interface operations {
                      *       "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
                      *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                      *       "team_leader_ids": [
-                     *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *         "c5e8a2d7-1f4b-4c96-8e3a-7b2f9d0c6e15"
                      *       ]
                      *     }
                      */
@@ -6137,7 +6035,7 @@ export interface operations {
                  *       "code": "LAUNCH20",
                  *       "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                  *       "team_leader_ids": [
-                 *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                 *         "c5e8a2d7-1f4b-4c96-8e3a-7b2f9d0c6e15"
                  *       ]
                  *     }
                  */
@@ -6335,7 +6233,7 @@ export interface operations {
                      *         "email": "ada.lovelace@example.com",
                      *         "subsidiary_id": "9b2d4e61-7c3a-4f85-a1e2-0d6b8c5f3a27",
                      *         "team_ids": [
-                     *           "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
+                     *           "7a1e3c5b-9d2f-4b68-a0c4-e6f8b2d1a937"
                      *         ],
                      *         "active": true,
                      *         "is_leader": true

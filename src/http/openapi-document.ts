@@ -8,7 +8,8 @@ import { exampleOf } from './openapi-examples.ts'
  * - `Location` on the answers that create something (every 201, and the 202 of a POST);
  * - every titled schema lifted into `components.schemas` under its title and referenced by
  *   `$ref`, so a generated client has a `Team` type; two different shapes with one title are an
- *   error at start-up, not a silent overwrite.
+ *   error when the document is built (its first read; every contract test reads it), not a
+ *   silent overwrite.
  */
 
 type Schema = Record<string, any>

@@ -32,6 +32,9 @@ const BY_NAME: Record<string, unknown> = {
   'CommunicationMessage.id': ID.message, 'InboxMessage.id': ID.message, message_id: ID.message,
   'Attachment.id': ID.attachment, 'AttachmentRef.id': ID.attachment,
   subscription_id: ID.subscription,
+  // Arrays of ids: the example of an item is looked up by the array's name.
+  destination_team_ids: ID.team, team_ids: ID.team, destination_subsidiary_ids: ID.subsidiary, team_leader_ids: ID.contract,
+  lat: '45.4642', long: '9.1900', entity_id: 'business-monthly', next_billing_at: 1767225600,
   id: ID.other,
   'Company.name': 'Acme Logistics S.r.l.', 'Subsidiary.name': 'Acme Logistics Milano',
   'Team.name': 'Warehouse night shift', 'Holiday.name': 'Company anniversary', 'DatedHoliday.name': 'Company anniversary',

@@ -141,6 +141,20 @@ const RESPONSE_NAMES: Record<number, string> = {
   414: 'UriTooLong', 415: 'UnsupportedMediaType', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable',
 }
 const PROVIDER_RESPONSE_NAMES: Record<number, string> = { 502: 'ProviderError', 503: 'ProviderUnavailable' }
+/** What each error answer looks like (the Error shape's own example is a 400's). */
+const ERROR_EXAMPLES: Record<number, { errors: string; code: string }> = {
+  401: { errors: 'The access token has expired', code: 'unauthorized' },
+  403: { errors: 'The token lacks the scope write:team', code: 'insufficient_scope' },
+  404: { errors: 'Team not found', code: 'not_found' },
+  409: { errors: 'A team with the code WH already exists', code: 'conflict' },
+  413: { errors: 'The request body is larger than the limit', code: 'payload_too_large' },
+  414: { errors: 'A path segment is longer than 200 characters', code: 'validation_failed' },
+  415: { errors: 'The request body must be application/json', code: 'unsupported_media_type' },
+  429: { errors: 'Too many requests; retry in 12 s', code: 'rate_limited' },
+  500: { errors: 'Internal error', code: 'internal' },
+  502: { errors: 'The billing provider failed: Chargebee answered 500', code: 'provider_error' },
+  503: { errors: 'The database is unavailable; retry', code: 'internal' },
+}
 const RETRY_AFTER = { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } }
 
 /**
@@ -156,8 +170,9 @@ function shareErrorResponses(doc: Record<string, any>) {
   for (const item of Object.values(doc.paths ?? {}) as Array<Record<string, any>>) {
     for (const op of Object.values(item)) {
       for (const [status, response] of Object.entries((op?.responses ?? {}) as Record<string, any>)) {
-        const name = standard.get(`${status} ${response.description}`)
         const content = response.content?.['application/json']
+        if (content?.schema?.$ref === '#/components/schemas/Error' && ERROR_EXAMPLES[Number(status)]) content.example = ERROR_EXAMPLES[Number(status)]
+        const name = standard.get(`${status} ${response.description}`)
         if (!name || response.headers || Object.keys(response.content ?? {}).length !== 1 || content?.schema?.$ref !== '#/components/schemas/Error') continue
         shared[name] ??= { ...response, ...(status === '429' || status === '503' ? { headers: { 'Retry-After': RETRY_AFTER } } : {}) }
         op.responses[status] = { $ref: `#/components/responses/${name}` }
