@@ -125,7 +125,7 @@ for (const engine of engines) {
 
     it('documents unauthorized_client among the token endpoint\'s errors', async () => {
       const doc = await t.json(200, { url: '/openapi.json', token: null })
-      const error = JSON.stringify(doc.paths['/oauth/token'].post.responses['400'])
+      const error = JSON.stringify(doc.components.schemas[doc.paths['/oauth/token'].post.responses['400'].content['application/json'].schema.$ref.split('/').pop()])
       assert.match(error, /unauthorized_client/)
     })
   })

@@ -2,10 +2,13 @@
  * Typed errors that services throw. Only the error handler turns them into HTTP answers, so a
  * service says what went wrong, never which status code it is.
  */
-export type ErrorCode =
-  | 'validation_failed' | 'unauthorized' | 'insufficient_scope' | 'forbidden' | 'not_found'
-  | 'conflict' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited'
-  | 'provider_error' | 'internal'
+export const ERROR_CODES = [
+  'validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found',
+  'conflict', 'payload_too_large', 'unsupported_media_type', 'rate_limited',
+  'provider_error', 'internal',
+] as const
+/** Every `code` an error answer can carry: the Error schema's enum is this list. */
+export type ErrorCode = typeof ERROR_CODES[number]
 
 /** One problem of a refused request: the field's path (`body/team_leader_ids/2`) and a sentence naming it. */
 export interface ErrorDetail { field: string; message: string }

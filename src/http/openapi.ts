@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger'
 import { ErrorBody } from './schemas.ts'
 import { scopeNeeded, type Access } from './auth.ts'
 import { ALL_SCOPE_STRINGS } from '../modules/oauth/scopes.ts'
+import { finishDocument } from './openapi-document.ts'
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input: `errors` names the field',
@@ -41,8 +42,12 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         title: 'Company Administration and Subscription Management API',
         version: '1.0.0',
         description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`.',
+        contact: { name: 'Company Admin API maintainers' },
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: options.serverUrl ? [{ url: options.serverUrl }] : [],
+      // Without PUBLIC_BASE_URL the document is relative to where it was read from: the same
+      // server, whatever address the client used (docs/api-contract.md).
+      servers: [options.serverUrl ? { url: options.serverUrl, description: 'This service (PUBLIC_BASE_URL)' } : { url: '/', description: 'This service (the origin this document was read from)' }],
       // The reference page lists the areas in this order: getting a token first, operations last.
       tags: [
         { name: 'OAuth', description: 'Tokens (client credentials) and the keys that verify them' },
@@ -62,10 +67,20 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
             type: 'oauth2',
             flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: Object.fromEntries(ALL_SCOPE_STRINGS.map((s) => [s, s.replace(/^(\w+):(.*)$/, '$2 $1')])) } },
           },
+          // The same tokens; the routes of the platform (catalogue writes, companies, enable)
+          // refuse a company's token whatever its scopes, so they name a scheme of their own.
+          platform: {
+            type: 'oauth2',
+            description: 'A token of a platform client (not of a company); writes need `write:company`',
+            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { 'write:company': 'Platform writes: catalogue, companies, enabling, payment sources' } } },
+          },
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          chargebeeBasic: { type: 'http', scheme: 'basic', description: 'CHARGEBEE_WEBHOOK_USER and CHARGEBEE_WEBHOOK_PASSWORD, as configured in Chargebee\'s webhook settings' },
         },
       },
     },
+    // Once: @fastify/swagger caches the result (named schemas, examples, Location; openapi-document.ts).
+    transformObject: (documentObject) => 'openapiObject' in documentObject ? shareErrorResponses(finishDocument(documentObject.openapiObject)) : documentObject.swaggerObject,
   })
 }
 
@@ -88,10 +103,83 @@ function documentRoute(route: RouteOptions) {
   add(500)
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
   if (access !== 'none' || route.url === '/ready') add(503)
-  if (access === 'public') schema.security ??= [{}, { bearer: [] }]
-  // A platform route is for platform tokens only; its writes name the scope they need as a role (OpenAPI 3.1).
-  else if (access === 'platform') schema.security ??= [{ bearer: method === 'GET' ? [] : [scopeNeeded(access, method)!] }]
+  // `none` looks at no token: the route is public in the document's words (`security: []`).
+  if (access === 'none') schema.security ??= []
+  // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).
+  else if (access === 'public') schema.security ??= [{}, { bearer: [] }]
+  else if (access === 'platform') schema.security ??= [{ platform: method === 'GET' ? [] : [scopeNeeded(access, method)!] }]
   else if (typeof access === 'object') schema.security ??= [{ oauth2: [scopeNeeded(access, method)] }, { bearer: [] }]
+  schema.description = describe(schema, access, method)
+}
+
+/**
+ * Every operation says what it does, who may call it and what changes. The route's own
+ * description says the first (its summary when it has none); who may call it comes from the
+ * route's access, so it cannot drift from what auth.ts enforces.
+ */
+function describe(schema: Record<string, any>, access: Access, method: string): string {
+  const what = schema.description ?? `${String(schema.summary ?? '').replace(/\s*\(\d+\)$/, '')}.`
+  const scope = scopeNeeded(access, method)
+  const own = (schema.security as Array<Record<string, unknown>> | undefined)?.flatMap((s) => Object.keys(s)) ?? []
+  const who = own.length > 0 && access === 'none' ? `Only callers with the credentials of the security scheme ${own.map((s) => `\`${s}\``).join(' or ')}; not a bearer token.`
+    : access === 'none' ? 'Anyone: no token is needed or looked at.'
+    : access === 'public' ? 'Anyone, without a token; a token that is sent must be valid (401 otherwise).'
+      : access === 'platform' ? `Platform clients only (a company's token is refused with 403)${scope ? `, with the scope \`${scope}\`` : ''}.`
+        : `A platform client, or a client of the company itself (another company's resources answer 404), with the scope \`${scope}\`.`
+  const statuses = Object.keys(schema.response ?? {})
+  const changes = method === 'GET' || method === 'HEAD'
+    ? (scope?.startsWith('write:') ? null : 'Reads only; changes nothing.')
+    : statuses.includes('201') || (method === 'POST' && statuses.includes('202')) ? 'Creates the resource; `Location` is its URL.'
+      : method === 'DELETE' ? 'Deletes the resource.'
+        : 'Applies the change at once; the answer has no body.'
+  const already = /\*\*Who may call\*\*/.test(what)
+  return already ? what : [what, `**Who may call:** ${who}`, ...(changes && !schema.description ? [`**Changes:** ${changes}`] : [])].join('\n\n')
+}
+
+const RESPONSE_NAMES: Record<number, string> = {
+  400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 413: 'PayloadTooLarge',
+  414: 'UriTooLong', 415: 'UnsupportedMediaType', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable',
+}
+const PROVIDER_RESPONSE_NAMES: Record<number, string> = { 502: 'ProviderError', 503: 'ProviderUnavailable' }
+/** What each error answer looks like (the Error shape's own example is a 400's). */
+const ERROR_EXAMPLES: Record<number, { errors: string; code: string }> = {
+  401: { errors: 'The access token has expired', code: 'unauthorized' },
+  403: { errors: 'The token lacks the scope write:team', code: 'insufficient_scope' },
+  404: { errors: 'Team not found', code: 'not_found' },
+  409: { errors: 'A team with the code WH already exists', code: 'conflict' },
+  413: { errors: 'The request body is larger than the limit', code: 'payload_too_large' },
+  414: { errors: 'A path segment is longer than 200 characters', code: 'validation_failed' },
+  415: { errors: 'The request body must be application/json', code: 'unsupported_media_type' },
+  429: { errors: 'Too many requests; retry in 12 s', code: 'rate_limited' },
+  500: { errors: 'Internal error', code: 'internal' },
+  502: { errors: 'The billing provider failed: Chargebee answered 500', code: 'provider_error' },
+  503: { errors: 'The database is unavailable; retry', code: 'internal' },
+}
+const RETRY_AFTER = { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } }
+
+/**
+ * The standard error answers that documentRoute adds become `components.responses` (BadRequest,
+ * NotFound, ...), referenced by every operation: the document (and the generated client) says
+ * each once instead of seventy times. An answer a route describes its own way stays inline.
+ */
+function shareErrorResponses(doc: Record<string, any>) {
+  const shared: Record<string, unknown> = (doc.components.responses ??= {})
+  const standard = new Map<string, string>()
+  for (const [status, name] of Object.entries(RESPONSE_NAMES)) standard.set(`${status} ${ERROR_DESCRIPTIONS[Number(status)]}`, name)
+  for (const [status, name] of Object.entries(PROVIDER_RESPONSE_NAMES)) standard.set(`${status} ${PROVIDER_DESCRIPTIONS[Number(status)]}`, name)
+  for (const item of Object.values(doc.paths ?? {}) as Array<Record<string, any>>) {
+    for (const op of Object.values(item)) {
+      for (const [status, response] of Object.entries((op?.responses ?? {}) as Record<string, any>)) {
+        const content = response.content?.['application/json']
+        if (content?.schema?.$ref === '#/components/schemas/Error' && ERROR_EXAMPLES[Number(status)]) content.example = ERROR_EXAMPLES[Number(status)]
+        const name = standard.get(`${status} ${response.description}`)
+        if (!name || response.headers || Object.keys(response.content ?? {}).length !== 1 || content?.schema?.$ref !== '#/components/schemas/Error') continue
+        shared[name] ??= { ...response, ...(status === '429' || status === '503' ? { headers: { 'Retry-After': RETRY_AFTER } } : {}) }
+        op.responses[status] = { $ref: `#/components/responses/${name}` }
+      }
+    }
+  }
+  return doc
 }
 
 function defaultOperationId(method: string, url: string): string {

@@ -1,11 +1,12 @@
 import { Type, type TSchema } from 'typebox'
+import { ERROR_CODES, type ErrorCode } from './errors.ts'
 
 /** Shapes shared by every module. */
 
 export const ErrorBody = Type.Object(
   {
     errors: Type.String({ description: 'What went wrong, as a sentence' }),
-    code: Type.String({ description: 'A machine code: validation_failed, unauthorized, not_found, ...' }),
+    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES], description: 'A machine code, stable across versions (the sentence may change)' }),
     details: Type.Optional(Type.Array(
       Type.Object({
         field: Type.String({ description: 'The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year' }),
@@ -14,7 +15,10 @@ export const ErrorBody = Type.Object(
       { maxItems: 100, description: 'On a validation error that names fields: every problem at once (at most 100); the first is the one `errors` says' },
     )),
   },
-  { additionalProperties: false, title: 'Error' },
+  {
+    additionalProperties: false, title: 'Error',
+    examples: [{ errors: 'body/name must not be blank (white space only)', code: 'validation_failed', details: [{ field: 'body/name', message: 'body/name must not be blank (white space only)' }] }],
+  },
 )
 
 /** Compared without regard to case: the service lower-cases every uuid it is sent (http/uuids.ts). */

@@ -62,6 +62,7 @@ function pdfForm() {
 }
 
 type Schema = {
+  $ref?: string
   type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]
   enum?: unknown[]; const?: unknown; default?: unknown; format?: string; pattern?: string; minLength?: number; minItems?: number
   minimum?: number; exclusiveMinimum?: number; description?: string
@@ -104,6 +105,7 @@ for (const engine of engines) {
   describe(`cross-company isolation on ${engine}`, () => {
     let t: TestApp
     let routes: Route[]
+    let schemas: Record<string, Schema> = {}
     let a: Tenant
     let b: Tenant
     /** What the seeding POSTs answered: every creation says where its resource is. */
@@ -129,7 +131,9 @@ for (const engine of engines) {
     }
 
     /** A value that satisfies the schema, with id fields pointing at `ids`; `used` says when one was, and which were unknown. */
-    function sample(schema: Schema | undefined, name: string, ids: Tenant, used: { child: boolean; unknown?: string[] }): unknown {
+    function sample(given: Schema | undefined, name: string, ids: Tenant, used: { child: boolean; unknown?: string[] }): unknown {
+      // Named shapes are $refs to components.schemas.
+      const schema = given?.$ref ? schemas[given.$ref.split('/').pop()!] : given
       if (!schema) return undefined
       const choices = schema.anyOf ?? schema.oneOf
       if (choices) return sample(choices.find((c) => c.type !== 'null') ?? choices[0], name, ids, used)
@@ -260,6 +264,7 @@ for (const engine of engines) {
       // No trial: the subscriptions are active at once and have an invoice to cross (the ledger's routes).
       t = await buildTestApp(engine, { TRIAL_DAYS: 0 })
       const doc = await t.json(200, { url: '/openapi.json', token: null })
+      schemas = doc.components.schemas
       routes = Object.entries<Record<string, Operation>>(doc.paths).flatMap(([path, item]) =>
         METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })))
       // Every area in the plan: the tokens hold every scope, so a refusal can only be about the company.

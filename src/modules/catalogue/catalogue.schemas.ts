@@ -20,7 +20,7 @@ export const PlanFields = Type.Object({
 export const Plan = Type.Object({ plan: PlanFields }, { additionalProperties: false, title: 'Plan' })
 export const PlanInput = Type.Object({
   plan: Type.Object({ ...PlanFields.properties, id: Type.Optional(Type.String()), features: Type.Optional(PlanFields.properties.features) }, { additionalProperties: false }),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'PlanInput' })
 export type PlanInput = Static<typeof PlanInput>['plan']
 export type Plan = Static<typeof Plan>
 
@@ -46,7 +46,7 @@ export const ProductInput = Type.Object({
     category: Type.Optional(ProductFields.properties.category),
     brand: Type.Optional(ProductFields.properties.brand),
   }, { additionalProperties: false }),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'ProductInput' })
 export type ProductInput = Static<typeof ProductInput>['product']
 export type Product = Static<typeof Product>
 
@@ -56,7 +56,7 @@ export const Addon = Type.Object({
   price: Price,
   period_unit: PeriodUnit,
 }, { additionalProperties: false, title: 'Addon' })
-export const AddonInput = Type.Object({ ...Addon.properties, id: Type.Optional(Type.String()) }, { additionalProperties: false })
+export const AddonInput = Type.Object({ ...Addon.properties, id: Type.Optional(Type.String()) }, { additionalProperties: false, title: 'AddonInput' })
 export type Addon = Static<typeof Addon>
 export type AddonInput = Static<typeof AddonInput>
 

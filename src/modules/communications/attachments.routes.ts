@@ -25,7 +25,7 @@ const Attachment = Type.Object({
 const UploadBody = {
   content: {
     'multipart/form-data': {
-      schema: { properties: { file: { type: 'string', format: 'binary', description: 'The file; its part Content-Type must be an allowed type' } }, required: ['file'] },
+      schema: { title: 'AttachmentUpload', properties: { file: { type: 'string', format: 'binary', description: 'The file; its part Content-Type must be an allowed type' } }, required: ['file'] },
     },
   },
 }

@@ -76,11 +76,11 @@ const inputFields = {
   attachments: Type.Optional(Type.Array(AttachmentRefInput, { maxItems: 20 })),
 }
 
-export const CommunicationInput = Type.Object(inputFields, { additionalProperties: false })
+export const CommunicationInput = Type.Object(inputFields, { additionalProperties: false, title: 'CommunicationInput' })
 export type CommunicationInput = Static<typeof CommunicationInput>
 
 /** PUT: the same fields, each optional; a field left out keeps its value. */
-export const CommunicationUpdate = Type.Partial(CommunicationInput, { additionalProperties: false })
+export const CommunicationUpdate = Type.Partial(CommunicationInput, { additionalProperties: false, title: 'CommunicationUpdate' })
 export type CommunicationUpdate = Partial<CommunicationInput>
 
 export const CommunicationQuery = Type.Object({

@@ -80,7 +80,7 @@ export const CompanyInput = Type.Object({
   trial_expiration_date: Ignored,
   subscribed_features: Ignored,
   disabled: Ignored,
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'CompanyInput' })
 export type CompanyInput = Static<typeof CompanyInput>
 
 export const Scope = Type.Object({
@@ -102,7 +102,7 @@ export const SubsidiaryInput = Type.Object({
   name: Name(200),
   city: OptionalText(),
   country: Type.Optional(Nullable(Type.String({ pattern: '^[A-Z]{2}$' }))),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'SubsidiaryInput' })
 export type SubsidiaryInput = Static<typeof SubsidiaryInput>
 
 export const SubsidiaryParams = Type.Object({ company_id: Uuid(), subsidiary_id: Uuid() })
@@ -129,7 +129,7 @@ export const ContractInput = Type.Object({
     description: 'Read-only: sent back as read (in any order) it is ignored; any other value is a 400 (a new contract is in no team). Memberships change through the team routes: create a team with team_leader_ids, upgrade_contract, downgrade_contract, add_contract, remove_contract.',
   })),
   active: Type.Optional(Type.Boolean({ default: true })),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'ContractInput' })
 export type ContractInput = Static<typeof ContractInput>
 
 export const ContractParams = Type.Object({ company_id: Uuid(), contract_id: Uuid() })

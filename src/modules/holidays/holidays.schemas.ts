@@ -28,7 +28,7 @@ export const HolidayInput = Type.Object({
   recurrent: Type.Optional(RecurrentOf({ default: 'none', description: '"none" (the default) or "yearly"' })),
   recurrent_until: Type.Optional(Nullable(ReadableDay('Only with recurrent "yearly"; not before `day`'))),
   subsidiary_id: Type.Optional(Nullable(Uuid('A subsidiary of the same company; omitted or null: company-wide'))),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'HolidayInput' })
 export type HolidayInput = Static<typeof HolidayInput>
 
 export const HolidayParams = Type.Object({ company_id: Uuid('The company'), holiday_id: Uuid('The holiday') })

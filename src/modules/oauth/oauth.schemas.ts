@@ -6,7 +6,7 @@ export const TokenRequest = Type.Object({
   client_id: Type.Optional(Type.String({ maxLength: 200 })),
   client_secret: Type.Optional(Type.String({ maxLength: 200 })),
   scope: Type.Optional(Type.String({ maxLength: 4000, description: 'Space-separated subset of the client\'s scopes' })),
-}, { description: 'Form-encoded or JSON; the credentials may come in HTTP Basic instead' })
+}, { title: 'TokenRequest', description: 'Form-encoded or JSON; the credentials may come in HTTP Basic instead' })
 
 export const TokenResponse = Type.Object({
   access_token: Type.String(),
@@ -31,7 +31,7 @@ const ScopeString = Type.String({ pattern: '^(read|write):[a-z_]+$', description
 export const ClientInput = Type.Object({
   name: Name(200),
   scopes: Type.Array(ScopeString, { minItems: 1, maxItems: 100 }),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'ClientInput' })
 export type ClientInput = Static<typeof ClientInput>
 
 export const CreatedClient = Type.Object({

@@ -11,12 +11,12 @@ export async function operationsRoutes(app: App, { db }: { db: Kysely<DB> }) {
 
   app.get('/health', {
     config: { access: 'none' },
-    schema: { operationId: 'health', tags, summary: 'The process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+    schema: { operationId: 'health', tags, summary: 'The process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }, { title: 'Health' }) } },
   }, async () => ({ status: 'ok' as const }))
 
   app.get('/ready', {
     config: { access: 'none' },
-    schema: { operationId: 'ready', tags, summary: 'The database answers and every migration is applied', response: { 200: Type.Object({ status: Type.Literal('ready') }) } },
+    schema: { operationId: 'ready', tags, summary: 'The database answers and every migration is applied', response: { 200: Type.Object({ status: Type.Literal('ready') }, { title: 'Readiness' }) } },
   }, async () => {
     try {
       await sql`SELECT 1`.execute(db)

@@ -65,7 +65,7 @@ export const SubscriptionUpdate = Type.Object({
   plan_quantity: Type.Optional(Quantity),
   addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
   coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
-}, { additionalProperties: false, description: 'Omitted fields keep their value' })
+}, { additionalProperties: false, title: 'SubscriptionUpdate', description: 'Omitted fields keep their value' })
 export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>
 
 export const InvoiceEstimate = Type.Object({

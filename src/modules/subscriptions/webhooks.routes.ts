@@ -16,14 +16,17 @@ const ChargebeeEventBody = Type.Object({
   event_type: Type.String({ minLength: 1, maxLength: 100 }),
   occurred_at: Type.Integer({ minimum: 0, description: 'Unix seconds' }),
   content: Type.Record(Type.String(), Type.Unknown(), { description: 'The objects of the event: subscription, customer, card, payment_source, ...' }),
-}, { additionalProperties: true })
+}, {
+  additionalProperties: true, title: 'ChargebeeEvent',
+  examples: [{ id: 'ev_16BcLNTd4x0Y2', event_type: 'subscription_renewed', occurred_at: 1764149400, api_version: 'v2', content: { subscription: { id: '6d4b8f2a-1c7e-4a93-b6d5-8e2f4a1c9b57', status: 'active', resource_version: 1764149400123 } } }],
+})
 
 const WebhookAnswer = Type.Object({
   event_id: Type.String(),
   outcome: Type.Union([Type.Literal('applied'), Type.Literal('unchanged'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('duplicate')], {
     description: 'applied: the subscription changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before',
   }),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'ChargebeeWebhookOutcome', examples: [{ event_id: 'ev_16BcLNTd4x0Y2', outcome: 'applied' }] })
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 
@@ -63,7 +66,7 @@ export async function webhooksRoutes(app: App, { service, credentials }: { servi
     // Before the body is parsed: an unauthenticated request gets 401 whatever it sends.
     onRequest: basicAuthCheck(credentials),
     schema: {
-      operationId: 'receiveChargebeeWebhook', tags: ['Subscription'],
+      operationId: 'receiveChargebeeWebhook', tags: ['Subscription'], security: [{ chargebeeBasic: [] }],
       summary: 'Receive a Chargebee webhook event (HTTP Basic)',
       description: 'Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies subscription_created, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed (and _reactivated, _paused, _resumed) to the subscription and the company\'s mirror fields, unless the event\'s subscription resource_version is not newer than the last applied (stale); payment_source_added/_updated record the card (brand, last 4, expiry). Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.',
       body: ChargebeeEventBody,

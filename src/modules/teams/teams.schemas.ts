@@ -24,7 +24,7 @@ export const TeamInput = Type.Object({
   code: Code(100, 'Unique within the company (409 otherwise)'),
   subsidiary_id: Type.Optional(Nullable(Uuid('A subsidiary of the same company; omitted or null: none'))),
   team_leader_ids: Type.Optional(LeaderIds),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'TeamInput' })
 export type TeamInput = Static<typeof TeamInput>
 
 export const TeamParams = Type.Object({ company_id: Uuid('The company'), team_id: Uuid('The team') })
@@ -40,7 +40,7 @@ export type ContractTeamParams = Static<typeof ContractTeamParams>
 export const AddContractInput = Type.Object({
   contract_id: Uuid('A contract of the company'),
   team_ids: Type.Array(Uuid(), { maxItems: 200, description: 'Teams of the company to join; already a member: nothing changes' }),
-}, { additionalProperties: false })
+}, { additionalProperties: false, title: 'AddContractToTeams' })
 export type AddContractInput = Static<typeof AddContractInput>
 
 /** A member of a team: the Contract with whether it leads this team. */
