@@ -245,12 +245,13 @@ function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, u
   for (const key of FIELD_NAMES) {
     const a = old ? plain(old[key]) : null
     const b = plain(next[key])
-    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [logged(a), logged(b)]
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [loggedValue(a), loggedValue(b)]
   }
   return changes
 }
 
-function logged(value: unknown): unknown {
+/** A value as change_log records it (text over LOGGED_TEXT_MAX characters as `{length, sha256}`); also the companies' change_log. */
+export function loggedValue(value: unknown): unknown {
   if (typeof value !== 'string') return value
   const length = [...value].length
   return length > LOGGED_TEXT_MAX ? { length, sha256: createHash('sha256').update(value, 'utf8').digest('hex') } : value
