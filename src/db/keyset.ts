@@ -49,3 +49,6 @@ export function after(order: readonly SortColumn[], values: ReadonlyArray<string
   })
   return sql<SqlBool>`(${sql.join(alternatives, sql` OR `)})`
 }
+
+/** `text` as an ILIKE pattern that matches it literally anywhere (the `q` filters). */
+export const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`

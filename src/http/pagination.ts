@@ -63,7 +63,7 @@ const KIND_CHECK: Record<KeyKind, (v: unknown) => boolean> = {
   int: (v) => Number.isSafeInteger(v),
   day: (v) => typeof v === 'string' && DAY.test(v),
   // A timestamp as PostgreSQL printed it (microseconds kept: a JavaScript Date would lose them).
-  time: (v) => typeof v === 'string' && v.length <= 64 && /^\d{4}-\d{2}-\d{2}[ T][\d:.+-]+$/.test(v),
+  time: (v) => typeof v === 'string' && v.length <= 64 && /^\d{4}-\d{2}-\d{2}[ T][\d:.+Z-]+$/.test(v),
 }
 
 /** Which list and which filters a cursor belongs to: route, path parameters, query but limit/cursor. */
@@ -107,14 +107,18 @@ export type SortKey = Array<string | number>
 
 /** The items to answer; sets `Link: <...>; rel="next"` when another page follows. */
 export function answerPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page, paged: Paged<T>): T[] {
-  if (page.limit !== undefined && paged.next) {
-    const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: paged.next })).toString('base64url')
-    const [path, search = ''] = request.url.split('?', 2)
-    const query = new URLSearchParams(search)
-    query.set('cursor', cursor)
-    reply.header('link', `<${path}?${query.toString()}>; rel="next"`)
-  }
+  linkNext(request, reply, page, paged.next)
   return paged.items
+}
+
+/** Sets `Link: <...>; rel="next"` when a paged request (with limit) has a next key: for answers that wrap their items (32, the inbox). */
+export function linkNext(request: FastifyRequest, reply: FastifyReply, page: Page, next: SortKey | undefined) {
+  if (page.limit === undefined || !next) return
+  const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: next })).toString('base64url')
+  const [path, search = ''] = request.url.split('?', 2)
+  const query = new URLSearchParams(search)
+  query.set('cursor', cursor)
+  reply.header('link', `<${path}?${query.toString()}>; rel="next"`)
 }
 
 /**
@@ -128,14 +132,14 @@ export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) 
 }
 
 /** A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single query sorts. */
-export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: SortKey }, keyOf: (row: T) => SortKey): Paged<T> {
+export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: Readonly<SortKey> }, keyOf: (row: T) => SortKey): Paged<T> {
   if (page.limit === undefined) return { items: sorted }
   const after = page.after
   const start = after ? sorted.findIndex((row) => compareKeys(keyOf(row), after) > 0) : 0
   return cutPage(start < 0 ? [] : sorted.slice(start, start + page.limit + 1), page, keyOf)
 }
 
-function compareKeys(a: SortKey, b: SortKey): number {
+function compareKeys(a: Readonly<SortKey>, b: Readonly<SortKey>): number {
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!
     const y = b[i]!

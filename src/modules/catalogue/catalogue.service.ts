@@ -1,3 +1,5 @@
+import type { KeysetPage } from '../../db/keyset.ts'
+import type { Paged } from '../../http/pagination.ts'
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
@@ -24,8 +26,9 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       })
       return id
     },
-    async listPlans(filter: { name?: string }): Promise<Plan[]> {
-      return (await repo.listPlans(filter)).map(planView)
+    async listPlans(filter: { name?: string }, page: KeysetPage = {}): Promise<Paged<Plan>> {
+      const paged = await repo.listPlans(filter, page)
+      return { ...paged, items: paged.items.map(planView) }
     },
     async getPlan(id: string): Promise<Plan> {
       const row = await repo.findPlan(id)
@@ -51,9 +54,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       if (owner && owner.id !== id) throw new Conflict(`A product with sku ${input.sku} already exists`)
       if (!(await repo.updateProduct(id, values))) throw new NotFound('Product')
     },
-    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }): Promise<Product[]> {
+    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }, page: KeysetPage = {}): Promise<Paged<Product>> {
       const visible = filter.visible === undefined ? undefined : filter.visible === 'true'
-      return (await repo.listProducts({ ...filter, visible })).map(productView)
+      const paged = await repo.listProducts({ category: filter.category, brand: filter.brand, visible }, page)
+      return { ...paged, items: paged.items.map(productView) }
     },
     async getProduct(id: string): Promise<Product> {
       const row = await repo.findProduct(id)
@@ -66,7 +70,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price'), period_unit: input.period_unit })
       return id
     },
-    async listAddons(): Promise<Addon[]> { return (await repo.listAddons()).map(addonView) },
+    async listAddons(page: KeysetPage = {}): Promise<Paged<Addon>> {
+      const paged = await repo.listAddons(page)
+      return { ...paged, items: paged.items.map(addonView) }
+    },
     async getAddon(id: string): Promise<Addon> {
       const row = await repo.findAddon(id)
       if (!row) throw new NotFound('Addon')
@@ -86,7 +93,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository }) {
       })
       return id
     },
-    async listCoupons(): Promise<Coupon[]> { return (await repo.listCoupons()).map(couponView) },
+    async listCoupons(page: KeysetPage = {}): Promise<Paged<Coupon>> {
+      const paged = await repo.listCoupons(page)
+      return { ...paged, items: paged.items.map(couponView) }
+    },
     async getCoupon(id: string): Promise<Coupon> {
       const row = await repo.findCoupon(id)
       if (!row) throw new NotFound('Coupon')

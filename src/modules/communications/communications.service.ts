@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
+import type { KeysetPage } from '../../db/keyset.ts'
+import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import type { Clock } from '../../clock.ts'
 import type { AttachmentRef, ChangeLogEntry, CommunicationStatus, DB, Recurrence } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
@@ -197,19 +199,21 @@ export function createCommunicationsService(deps: {
       return view(row)
     },
 
-    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }): Promise<Communication[]> {
+    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }, page: KeysetPage = {}): Promise<Paged<Communication>> {
       const timeZone = await timezoneOf(companyId)
       const [from, to] = query.year !== undefined ? yearRange(query.year, timeZone) : [undefined, undefined]
-      return (await repo.list(companyId, { from, to, status: query.status })).map(view)
+      const paged = await repo.list(companyId, { from, to, status: query.status }, page)
+      return { ...paged, items: paged.items.map(view) }
     },
 
-    async report(companyId: string, id: string): Promise<ReportRow[]> {
+    /** 29, oldest occurrence first; a page is cut from the communication's occurrences (one per period, read in one probe). */
+    async report(companyId: string, id: string, page: KeysetPage = {}): Promise<Paged<ReportRow>> {
       const rows = await repo.report(companyId, id)
       if (!rows) throw new NotFound('Communication')
-      return rows.map((r) => ({
+      return pageInMemory(rows.map((r) => ({
         send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),
         opened: Number(r.opened), actions_done: Number(r.actions_done),
-      }))
+      })), page, (r) => [r.send_at])
     },
   }
 }

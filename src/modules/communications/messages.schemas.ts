@@ -1,3 +1,4 @@
+import { PageFields } from '../../http/pagination.ts'
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
 import { AttachmentRef } from './communications.schemas.ts'
@@ -35,17 +36,19 @@ export const MessagesQuery = Type.Object({
   page_size: Type.Optional(PageSize),
   opened: Type.Optional(Type.Boolean({ description: 'true: only opened messages; false: only unopened' })),
   actions: Type.Optional(Type.Boolean({ description: 'true: only acknowledged messages; false: only not acknowledged' })),
+  ...PageFields,
 }, { additionalProperties: false })
 
 export const InboxQuery = Type.Object({
   page: Type.Optional(Page),
   page_size: Type.Optional(PageSize),
   opened: Type.Optional(Type.Boolean({ description: 'true: only opened messages; false: only unopened' })),
+  ...PageFields,
 }, { additionalProperties: false })
 
 const pageFields = {
-  page: Type.Integer(),
-  page_size: Type.Integer(),
+  page: Type.Integer({ description: 'The page number (with limit/cursor: the pages walked so far, this one included)' }),
+  page_size: Type.Integer({ description: 'page_size, or limit when paging by cursor' }),
   total: Type.Integer({ description: 'Messages matching the filters, over all pages' }),
 }
 

@@ -2,7 +2,7 @@ import { sql, type Insertable, type Kysely, type Transaction, type Updateable } 
 import type { CompaniesTable, ContractsTable, DB, SubscriptionStatus } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
-import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 
 /** The lists' orders (decisions: "Lists and paging"); each ends with a unique column. */
@@ -13,8 +13,6 @@ export const CONTRACT_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column
 export interface ContractFilter { active?: boolean; subsidiary_id?: string; team_id?: string; q?: string }
 export interface CompanyFilter { q?: string; disabled?: boolean; subscription_status?: SubscriptionStatus }
 
-/** `text` as a LIKE pattern that matches it literally anywhere. */
-export const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 /** Companies with the mirror of their subscription, subsidiaries and contracts. */
 export function createCompaniesRepository(db: Kysely<DB>) {
