@@ -39,7 +39,7 @@ for (const engine of engines) {
       for (const [name, day, subsidiary_id] of [['Patrono', '2026-06-24', null], ['Festa', '2026-06-24', null], ['Chiusura', '2026-08-14', null], ['Inventario', '2026-01-07', null], ['Locale', '2026-03-01', subA], ['Locale', '2026-03-01', subA], ['Fiera', '2026-02-01', subA]] as const) {
         assert.equal((await t.call({ method: 'POST', url: `${companyUrl}/holidays`, token, body: { name, day, subsidiary_id } })).statusCode, 202)
       }
-      for (const send_at of ['2099-01-01T09:00:00.000Z', '2099-01-01T09:00:00.000Z', '2098-05-01T09:00:00.000Z']) await createComm(t, c, { send_at })
+      for (const send_at of ['2099-01-01T09:00:00.000Z', '2099-01-01T09:00:00.000Z', '2098-05-01T09:00:00.000Z']) await createComm(t, c, { send_at, destination_team_ids: [teamX] })
       // A communication delivered on three days to team X's three active members.
       firstSendAt = new Date(t.clock.now().getTime() - 1000).toISOString()
       const until = new Date(t.clock.now().getTime() + 3 * DAY_MS).toISOString().slice(0, 10)

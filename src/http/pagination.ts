@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TProperties, type TSchema } from 'typebox'
 import { ValidationError } from './errors.ts'
+import { isRealDay } from '../days.ts'
 
 /**
  * Cursor paging shared by every list route (decisions: "Lists and paging").
@@ -56,14 +57,22 @@ export interface Page {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const DAY = /^\d{4}-\d{2}-\d{2}$/
+// PostgreSQL's text of a timestamptz (ISO DateStyle), or an ISO 8601 instant.
+const TIME = /^(\d{4}-\d{2}-\d{2})[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/
+/**
+ * Whether a cursor's key value has the kind the list's sort key has. Strict, because the value
+ * reaches SQL as a parameter: whatever PostgreSQL would refuse to cast (an impossible day, a
+ * number beyond integer, a NUL) must be the cursor's 400 here, never a 500 there.
+ */
 const KIND_CHECK: Record<KeyKind, (v: unknown) => boolean> = {
-  text: (v) => typeof v === 'string' && v.length <= 1000,
+  text: (v) => typeof v === 'string' && v.length <= 1000 && !v.includes('\u0000'),
   uuid: (v) => typeof v === 'string' && UUID.test(v),
-  int: (v) => Number.isSafeInteger(v),
-  day: (v) => typeof v === 'string' && DAY.test(v),
-  // A timestamp as PostgreSQL printed it (microseconds kept: a JavaScript Date would lose them).
-  time: (v) => typeof v === 'string' && v.length <= 64 && /^\d{4}-\d{2}-\d{2}[ T][\d:.+Z-]+$/.test(v),
+  int: (v) => Number.isInteger(v) && Math.abs(v as number) <= 2_147_483_647,
+  day: (v) => typeof v === 'string' && isRealDay(v),
+  time: (v) => {
+    const match = typeof v === 'string' ? TIME.exec(v) : null
+    return match !== null && isRealDay(match[1]!)
+  },
 }
 
 /** Which list and which filters a cursor belongs to: route, path parameters, query but limit/cursor. */
