@@ -102,11 +102,12 @@ export function readPage(request: FastifyRequest, kinds: readonly KeyKind[]): Pa
     throw badCursor('is not a cursor this service gave (altered or cut)')
   }
   const c = decoded as { f?: unknown; p?: unknown; k?: unknown }
-  if (typeof decoded !== 'object' || decoded === null || typeof c.f !== 'string' || !Number.isSafeInteger(c.p) || (c.p as number) < 2
-    || !Array.isArray(c.k) || c.k.length !== kinds.length || !c.k.every((value, i) => KIND_CHECK[kinds[i]!](value))) {
+  if (typeof decoded !== 'object' || decoded === null || typeof c.f !== 'string') throw badCursor('is not a cursor this service gave (altered or cut)')
+  if (c.f !== fingerprint(request)) throw badCursor('belongs to another list or to other filters: page with the filters it was made with')
+  if (!Number.isSafeInteger(c.p) || (c.p as number) < 2 || !Array.isArray(c.k) || c.k.length !== kinds.length
+    || !c.k.every((value, i) => KIND_CHECK[kinds[i]!](value))) {
     throw badCursor('is not a cursor this service gave (altered or cut)')
   }
-  if (c.f !== fingerprint(request)) throw badCursor('belongs to another list or to other filters: page with the filters it was made with')
   return { limit, after: c.k as SortKey, number: c.p as number }
 }
 

@@ -27,8 +27,9 @@ export const InboxMessage = Type.Object({
 }, { additionalProperties: false, title: 'InboxMessage' })
 export type InboxMessage = Static<typeof InboxMessage>
 
-const Page = Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' })
-const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Results per page (at most 100)' })
+// No `default` keywords: validation would fill them in, and page/page_size sent could not be told from left out (limit/cursor refuse them).
+const Page = Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Page number, from 1 (default 1); not with limit/cursor' })
+const PageSize = Type.Integer({ minimum: 1, maximum: 100, description: 'Results per page, at most 100 (default 20); not with limit/cursor' })
 
 export const MessagesQuery = Type.Object({
   send_at: Type.String({ format: 'date-time', description: 'The occurrence (as in the report)' }),
