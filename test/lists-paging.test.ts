@@ -74,6 +74,7 @@ for (const engine of engines) {
         { name: 'addons', url: '/api/v1/subscription/addons', token: 'none' },
         { name: 'coupons', url: '/api/v1/subscription/coupons', token: 'platform' },
         { name: 'company clients', url: `${companyUrl}/clients` },
+        { name: 'authorized scopes (25)', url: `${companyUrl}/authorized/scopes` },
       )
     })
     after(async () => { await t?.close() })
@@ -206,7 +207,7 @@ for (const engine of engines) {
       const listOps = Object.entries(doc.paths as Record<string, Record<string, any>>)
         .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })))
         .filter(({ method, op }) => method === 'get' && op.parameters?.some((p: { name: string }) => p.name === 'cursor'))
-      assert.ok(listOps.length >= 17, `${listOps.length} list routes documented`)
+      assert.ok(listOps.length >= 18, `${listOps.length} list routes documented`)
       for (const { path, op } of listOps) {
         assert.ok(op.parameters.some((p: { name: string; in: string }) => p.name === 'limit' && p.in === 'query'), path)
         assert.ok(op.responses['200'].headers?.link, `${path}: Link documented`)

@@ -111,8 +111,15 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.get(`${BASE}/:company_id/authorized/scopes`, {
     config: { access: { area: 'company' } },
-    schema: { operationId: 'listAuthorizedScopes', tags, summary: 'The company\'s authorized scopes (25)', params: CompanyParams, response: { 200: Type.Array(Scope) } },
-  }, async (request) => service.authorizedScopes(request.params.company_id))
+    schema: {
+      operationId: 'listAuthorizedScopes', tags, summary: 'The company\'s authorized scopes (25)',
+      description: 'The areas the company may grant its clients: the base areas and its plan\'s features, in a fixed order of areas. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Scope)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['int'])
+    return answerPage(request, reply, page, await service.authorizedScopes(request.params.company_id, page))
+  })
 
   const subsidiaries = `${BASE}/:company_id/subsidiaries`
   app.post(subsidiaries, {

@@ -8,10 +8,10 @@ import { isCountry } from './countries.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
-import { authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
+import { ALL_AREAS, authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
 import type { CompaniesRepository, CompanyFilter, ContractFilter } from './companies.repository.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import { loggedValue } from '../communications/communications.service.ts'
 import { checkMergedObject, mergeValue, OBJECT_FIELDS, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
@@ -133,10 +133,11 @@ export function createCompaniesService(deps: {
       await deps.access.changed()
     },
 
-    async authorizedScopes(companyId: string): Promise<Scope[]> {
+    /** 25, in the areas' fixed order; paged over that order (the key is an area's place in it). */
+    async authorizedScopes(companyId: string, page: KeysetPage = {}): Promise<Paged<Scope>> {
       const scopes = await scopesOf(companyId)
       if (!scopes) throw new NotFound('Company')
-      return scopes
+      return pageInMemory(scopes, page, (s) => [ALL_AREAS.indexOf(s.api)])
     },
 
     /** `read:x write:x ...` the company may grant, or undefined for an unknown company. */
