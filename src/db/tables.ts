@@ -44,6 +44,8 @@ export interface CompaniesTable {
   location_info: Json<{ long: string; lat: string } | null> | null
   preferences: JsonWithDefault<Record<string, unknown>>
   disabled_at: Timestamp | null
+  /** Each PATCH, as communications record their changes (migration 0018); not shown in the Company. */
+  change_log: JsonWithDefault<ChangeLogEntry[]>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

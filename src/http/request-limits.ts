@@ -60,11 +60,14 @@ const tooWide = () => `The body has more than ${JSON_MAX_MEMBERS} array elements
 export function installRequestLimits(app: FastifyInstance) {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  const parse = (request: Parameters<typeof parseJson>[0], body: string | Buffer, done: NonNullable<Parameters<typeof parseJson>[2]>) => {
     const problem = jsonShapeProblem(body as string)
     if (problem) return done(new ValidationError(problem), undefined)
     parseJson(request, body as string, done)
-  })
+  }
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse)
+  // A JSON merge patch (RFC 7396) is JSON: PATCH routes read it as their body (decisions: "Lists and paging").
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, parse)
 
   // Synchronous, and a few comparisons for a URL without a query: it runs on every request.
   app.addHook('onRequest', (request, _reply, done) => {

@@ -31,6 +31,7 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'GET /.well-known/jwks.json': 'the public signing keys',
   'POST /api/v1/subscription/webhooks/chargebee': 'the billing provider\'s, authenticated by its signature, not a company token',
   'POST /api/v1/companies': 'creates a company: platform only (test/companies.test.ts: 403 to a company token)',
+  'GET /api/v1/companies': 'lists every company: platform only (test/companies-patch.test.ts: 403 to a company token)',
   'GET /api/v1/subscription/{subscription_id}/estimate': 'public by the spec (no token, so no company to cross); test/subscriptions-access.test.ts covers what it shows',
   // The catalogue is the platform's, shared by every company: read by anyone, written by the platform.
   'GET /api/v1/subscription/plans': 'catalogue', 'POST /api/v1/subscription/plans': 'catalogue',

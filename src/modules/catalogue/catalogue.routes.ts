@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { accepted } from '../../http/app-types.ts'
 import { Accepted } from '../../http/schemas.ts'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { CatalogueService } from './catalogue.service.ts'
 import {
   Addon, AddonInput, Coupon, CouponInput, IdParams, Plan, PlanInput, PlanQuery, Product, ProductInput, ProductQuery, SkuParams,
@@ -9,6 +10,8 @@ import {
 
 const BASE = '/api/v1/subscription'
 const tags = ['Catalogue']
+
+const PAGING = 'Pages with `limit` and `cursor`; without `limit`, the whole list.'
 
 /** Plans, products, addons and coupons: platform clients write, anyone reads (except the coupon list). */
 export async function catalogueRoutes(app: App, { service }: { service: CatalogueService }) {
@@ -19,8 +22,14 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
 
   app.get(`${BASE}/plans`, {
     config: { access: 'public' },
-    schema: { operationId: 'listPlans', tags, summary: 'List plans (5)', querystring: PlanQuery, response: { 200: Type.Array(Plan) } },
-  }, async (request) => service.listPlans(request.query))
+    schema: {
+      operationId: 'listPlans', tags, summary: 'List plans (5)', querystring: PlanQuery, response: { 200: listResponse(Type.Array(Plan)) },
+      description: `Public. By price, then sku. \`name\`: only plans of that exact name. ${PAGING}`,
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['int', 'text'])
+    return answerPage(request, reply, page, await service.listPlans({ name: request.query.name }, page))
+  })
 
   app.get(`${BASE}/plans/:id`, {
     config: { access: 'public' },
@@ -39,8 +48,15 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
 
   app.get(`${BASE}/products`, {
     config: { access: 'public' },
-    schema: { operationId: 'listProducts', tags, summary: 'List products (13)', querystring: ProductQuery, response: { 200: Type.Array(Product) } },
-  }, async (request) => service.listProducts(request.query))
+    schema: {
+      operationId: 'listProducts', tags, summary: 'List products (13)', querystring: ProductQuery, response: { 200: listResponse(Type.Array(Product)) },
+      description: `Public. By sku. Filters: \`category\`, \`brand\`, \`visible\` (exact). ${PAGING}`,
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text'])
+    const { category, brand, visible } = request.query
+    return answerPage(request, reply, page, await service.listProducts({ category, brand, visible }, page))
+  })
 
   app.put(`${BASE}/products/:id`, {
     config: { access: 'platform' },
@@ -62,8 +78,14 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
 
   app.get(`${BASE}/addons`, {
     config: { access: 'public' },
-    schema: { operationId: 'listAddons', tags, summary: 'List addons', response: { 200: Type.Array(Addon) } },
-  }, async () => service.listAddons())
+    schema: {
+      operationId: 'listAddons', tags, summary: 'List addons', querystring: pageQuery(), response: { 200: listResponse(Type.Array(Addon)) },
+      description: `Public. By name, then id. ${PAGING}`,
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text', 'uuid'])
+    return answerPage(request, reply, page, await service.listAddons(page))
+  })
 
   app.get(`${BASE}/addons/:id`, {
     config: { access: 'public' },
@@ -78,8 +100,14 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
   // Codes are given to customers, not listed to them: only the platform lists coupons.
   app.get(`${BASE}/coupons`, {
     config: { access: 'platform' },
-    schema: { operationId: 'listCoupons', tags, summary: 'List coupons (platform only)', response: { 200: Type.Array(Coupon) } },
-  }, async () => service.listCoupons())
+    schema: {
+      operationId: 'listCoupons', tags, summary: 'List coupons (platform only)', querystring: pageQuery(), response: { 200: listResponse(Type.Array(Coupon)) },
+      description: `Platform clients only. By code. ${PAGING}`,
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text'])
+    return answerPage(request, reply, page, await service.listCoupons(page))
+  })
 
   app.get(`${BASE}/coupons/:id`, {
     config: { access: 'public' },

@@ -1,3 +1,4 @@
+import { PageFields } from '../../http/pagination.ts'
 import { Type, type Static } from 'typebox'
 import { Code, Day, Name as NameOf, Nullable, Uuid } from '../../http/schemas.ts'
 
@@ -107,9 +108,10 @@ export type CouponInput = Static<typeof CouponInput>
 
 export const IdParams = Type.Object({ id: Uuid() })
 export const SkuParams = Type.Object({ sku: Type.String({ minLength: 1, maxLength: 100 }) })
-export const PlanQuery = Type.Object({ name: Type.Optional(Type.String({ maxLength: 200, description: 'Only plans with this exact name' })) })
+export const PlanQuery = Type.Object({ name: Type.Optional(Type.String({ maxLength: 200, description: 'Only plans with this exact name' })), ...PageFields })
 export const ProductQuery = Type.Object({
   category: Type.Optional(Type.String({ maxLength: 100 })),
   brand: Type.Optional(Type.String({ maxLength: 100 })),
   visible: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  ...PageFields,
 })

@@ -1,3 +1,5 @@
+import type { KeysetPage } from '../../db/keyset.ts'
+import type { Paged } from '../../http/pagination.ts'
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
@@ -25,8 +27,9 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       })
       return id
     },
-    async listPlans(filter: { name?: string }): Promise<Plan[]> {
-      return (await repo.listPlans(filter)).map((row) => planView(row, currency))
+    async listPlans(filter: { name?: string }, page: KeysetPage = {}): Promise<Paged<Plan>> {
+      const paged = await repo.listPlans(filter, page)
+      return { ...paged, items: paged.items.map((row) => planView(row, currency)) }
     },
     async getPlan(id: string): Promise<Plan> {
       const row = await repo.findPlan(id)
@@ -52,9 +55,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       if (owner && owner.id !== id) throw new Conflict(`A product with sku ${input.sku} already exists`)
       if (!(await repo.updateProduct(id, values))) throw new NotFound('Product')
     },
-    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }): Promise<Product[]> {
+    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }, page: KeysetPage = {}): Promise<Paged<Product>> {
       const visible = filter.visible === undefined ? undefined : filter.visible === 'true'
-      return (await repo.listProducts({ ...filter, visible })).map(productView)
+      const paged = await repo.listProducts({ category: filter.category, brand: filter.brand, visible }, page)
+      return { ...paged, items: paged.items.map(productView) }
     },
     async getProduct(id: string): Promise<Product> {
       const row = await repo.findProduct(id)
@@ -67,7 +71,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price', currency), period_unit: input.period_unit })
       return id
     },
-    async listAddons(): Promise<Addon[]> { return (await repo.listAddons()).map((row) => addonView(row, currency)) },
+    async listAddons(page: KeysetPage = {}): Promise<Paged<Addon>> {
+      const paged = await repo.listAddons(page)
+      return { ...paged, items: paged.items.map((row) => addonView(row, currency)) }
+    },
     async getAddon(id: string): Promise<Addon> {
       const row = await repo.findAddon(id)
       if (!row) throw new NotFound('Addon')
@@ -90,7 +97,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       })
       return id
     },
-    async listCoupons(): Promise<Coupon[]> { return (await repo.listCoupons()).map((row) => couponView(row, currency)) },
+    async listCoupons(page: KeysetPage = {}): Promise<Paged<Coupon>> {
+      const paged = await repo.listCoupons(page)
+      return { ...paged, items: paged.items.map((row) => couponView(row, currency)) }
+    },
     async getCoupon(id: string): Promise<Coupon> {
       const row = await repo.findCoupon(id)
       if (!row) throw new NotFound('Coupon')

@@ -1,7 +1,11 @@
 import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
+import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
 import type { CommunicationStatus, CommunicationsTable, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
+
+const COMMUNICATION_ORDER: SortColumn[] = [{ column: 'send_at', desc: true, cast: 'timestamptz' }, { column: 'id', desc: true, cast: 'uuid' }]
 
 const COLUMNS = [
   'id', 'company_id', 'subject', 'message', 'status', 'sender_id', 'send_at', 'recurrent', 'recurrent_until', 'action_required',
@@ -59,13 +63,16 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     update: (executor: Executor, companyId: string, id: string, values: Updateable<CommunicationsTable>) =>
       executor.updateTable('communications').set(values).where('company_id', '=', companyId).where('id', '=', id).execute(),
 
-    /** Newest send_at first; `from`/`to` bound send_at ([from, to)). */
-    list(companyId: string, filter: { from?: Date; to?: Date; status?: CommunicationStatus }) {
-      let query = db.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId)
+    /**
+     * Newest send_at first, ties newest id first; `from`/`to` bound send_at ([from, to)). The
+     * cursor's send_at is PostgreSQL's own text of it: a Date would drop its microseconds.
+     */
+    async list(companyId: string, filter: { from?: Date; to?: Date; status?: CommunicationStatus }, page: KeysetPage) {
+      let query = db.selectFrom('communications').select(COLUMNS).select(sql<string>`send_at::text`.as('send_at_key')).where('company_id', '=', companyId)
       if (filter.status) query = query.where('status', '=', filter.status)
       if (filter.from) query = query.where('send_at', '>=', filter.from)
       if (filter.to) query = query.where('send_at', '<', filter.to)
-      return query.orderBy('send_at', 'desc').orderBy('id', 'desc').execute()
+      return cutPage(await keyset(query, COMMUNICATION_ORDER, page).execute(), page, (row) => [row.send_at_key, row.id])
     },
 
     /**

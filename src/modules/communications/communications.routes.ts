@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { App } from '../../http/app-types.ts'
 import { accepted } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
@@ -43,10 +44,14 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
   app.get(BASE, {
     config: { access },
     schema: {
-      operationId: 'listCommunications', tags, params: CompanyParams, querystring: CommunicationQuery, response: { 200: Type.Array(Communication) },
+      operationId: 'listCommunications', tags, params: CompanyParams, querystring: CommunicationQuery, response: { 200: listResponse(Type.Array(Communication)) },
       summary: 'List communications (22), newest send_at first',
+      description: 'Newest send_at first, ties newest id first. Filters: `year` (of send_at on the company\'s calendar), `status`. Pages with `limit` and `cursor`; without `limit`, the whole list.',
     },
-  }, async (request) => service.list(request.params.company_id, request.query))
+  }, async (request, reply) => {
+    const page = readPage(request, ['time', 'uuid'])
+    return answerPage(request, reply, page, await service.list(request.params.company_id, request.query, page))
+  })
 
   app.put(`${BASE}/:id`, {
     config: { access },
@@ -68,10 +73,14 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
   app.get(`${BASE}/:communication_id/report`, {
     config: { access },
     schema: {
-      operationId: 'getCommunicationReport', tags, params: ReportParams, response: { 200: Type.Array(ReportRow) },
+      operationId: 'getCommunicationReport', tags, params: ReportParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(ReportRow)) },
       summary: 'Report of a communication (29): one row per delivered occurrence, oldest first',
+      description: 'One row per delivered occurrence, oldest send_at first. Pages with `limit` and `cursor`; without `limit`, every occurrence.',
     },
-  }, async (request) => service.report(request.params.company_id, request.params.communication_id))
+  }, async (request, reply) => {
+    const page = readPage(request, ['time'])
+    return answerPage(request, reply, page, await service.report(request.params.company_id, request.params.communication_id, page))
+  })
 
   await app.register(messagesRoutes, { service: options.messages })
   await app.register(attachmentsRoutes, { service: options.attachments, maxBytes: options.attachmentMaxBytes })

@@ -1,3 +1,4 @@
+import { PageFields } from '../../http/pagination.ts'
 import { Type, type Static } from 'typebox'
 import { Day, Name, Nullable, Uuid, Year } from '../../http/schemas.ts'
 
@@ -86,6 +87,7 @@ export type CommunicationUpdate = Partial<CommunicationInput>
 export const CommunicationQuery = Type.Object({
   year: Type.Optional(Year('Year of send_at on the company\'s calendar')),
   status: Type.Optional(Status),
+  ...PageFields,
 }, { additionalProperties: false })
 
 export const CommunicationParams = Type.Object({ company_id: Uuid(), id: Uuid('The communication') })

@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
+import type { KeysetPage } from '../../db/keyset.ts'
+import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import type { Clock } from '../../clock.ts'
 import type { AttachmentRef, ChangeLogEntry, CommunicationStatus, DB, Recurrence } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
@@ -197,19 +199,21 @@ export function createCommunicationsService(deps: {
       return view(row)
     },
 
-    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }): Promise<Communication[]> {
+    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }, page: KeysetPage = {}): Promise<Paged<Communication>> {
       const timeZone = await timezoneOf(companyId)
       const [from, to] = query.year !== undefined ? yearRange(query.year, timeZone) : [undefined, undefined]
-      return (await repo.list(companyId, { from, to, status: query.status })).map(view)
+      const paged = await repo.list(companyId, { from, to, status: query.status }, page)
+      return { ...paged, items: paged.items.map(view) }
     },
 
-    async report(companyId: string, id: string): Promise<ReportRow[]> {
+    /** 29, oldest occurrence first; a page is cut from the communication's occurrences (one per period, read in one probe). */
+    async report(companyId: string, id: string, page: KeysetPage = {}): Promise<Paged<ReportRow>> {
       const rows = await repo.report(companyId, id)
       if (!rows) throw new NotFound('Communication')
-      return rows.map((r) => ({
+      return pageInMemory(rows.map((r) => ({
         send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),
         opened: Number(r.opened), actions_done: Number(r.actions_done),
-      }))
+      })), page, (r) => [r.send_at])
     },
   }
 }
@@ -245,12 +249,13 @@ function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, u
   for (const key of FIELD_NAMES) {
     const a = old ? plain(old[key]) : null
     const b = plain(next[key])
-    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [logged(a), logged(b)]
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[key] = [loggedValue(a), loggedValue(b)]
   }
   return changes
 }
 
-function logged(value: unknown): unknown {
+/** A value as change_log records it (text over LOGGED_TEXT_MAX characters as `{length, sha256}`); also the companies' change_log. */
+export function loggedValue(value: unknown): unknown {
   if (typeof value !== 'string') return value
   const length = [...value].length
   return length > LOGGED_TEXT_MAX ? { length, sha256: createHash('sha256').update(value, 'utf8').digest('hex') } : value

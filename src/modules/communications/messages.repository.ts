@@ -1,9 +1,30 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely'
+import { keyset, type SortColumn } from '../../db/keyset.ts'
+import { cutPage, type Paged } from '../../http/pagination.ts'
 import type { DB } from '../../db/tables.ts'
 
 const MESSAGE_COLUMNS = ['m.id', 'm.communication_id', 'm.contract_id', 'm.send_at', 'm.delivered_at', 'm.opened_at', 'm.action_done_at'] as const
 
-interface Paging { limit: number; offset: number }
+/** page/page_size as an offset (the spec's paging of 32), or limit/cursor as a keyset (every list). */
+function cutRows<T>(rows: T[], paging: Paging, keyOf: (row: T) => Array<string | number>): Paged<T> {
+  return 'offset' in paging ? { items: rows } : cutPage(rows, paging, keyOf)
+}
+
+export type Paging = { limit: number; offset: number } | { limit: number; after?: ReadonlyArray<string | number> }
+
+/** 32's order (the unique index's), and the inbox's: newest send_at first, then id. */
+const OCCURRENCE_ORDER: SortColumn[] = [{ column: 'm.contract_id', cast: 'uuid' }]
+const INBOX_ORDER: SortColumn[] = [{ column: 'm.send_at', desc: true, cast: 'timestamptz' }, { column: 'm.id', cast: 'uuid' }]
+
+/** Rows of one page: by offset, or after a key (limit + 1 rows: cutPage tells whether more remain). */
+function paged<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, order: SortColumn[], paging: Paging) {
+  if ('offset' in paging) {
+    let q = query
+    for (const { column, desc } of order) q = q.orderBy(sql.ref(column), desc ? 'desc' : 'asc')
+    return q.limit(paging.limit).offset(paging.offset)
+  }
+  return keyset(query, order, paging)
+}
 
 /** Delivered messages: per occurrence (endpoint 32), per recipient (the inbox), and their first opening and acknowledgement. */
 export function createMessagesRepository(db: Kysely<DB>) {
@@ -28,22 +49,23 @@ export function createMessagesRepository(db: Kysely<DB>) {
     async byOccurrence(companyId: string, communicationId: string, sendAt: Date, filter: { opened?: boolean; actions?: boolean }, paging: Paging) {
       const base = occurrenceQuery(companyId, communicationId, sendAt, filter)
       const [rows, count] = await Promise.all([
-        base.select(MESSAGE_COLUMNS).orderBy('m.contract_id').limit(paging.limit).offset(paging.offset).execute(),
+        paged(base.select(MESSAGE_COLUMNS), OCCURRENCE_ORDER, paging).execute(),
         base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       ])
-      return { rows, total: Number(count.total) }
+      return { ...cutRows(rows, paging, (row) => [row.contract_id]), total: Number(count.total) }
     },
 
     /** One page of a contract's inbox, newest first, with what each communication says. */
     async inbox(companyId: string, contractId: string, filter: { opened?: boolean }, paging: Paging) {
       const base = inboxQuery(companyId, contractId, filter)
       const [rows, count] = await Promise.all([
-        base.select(MESSAGE_COLUMNS)
+        paged(base.select(MESSAGE_COLUMNS)
           .select(['c.subject', 'c.message', 'c.sender_id', 'c.action_required', 'c.attachments'])
-          .orderBy('m.send_at', 'desc').orderBy('m.id').limit(paging.limit).offset(paging.offset).execute(),
+          // The cursor's send_at as PostgreSQL prints it: a Date would drop its microseconds.
+          .select(sql<string>`m.send_at::text`.as('send_at_key')), INBOX_ORDER, paging).execute(),
         base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       ])
-      return { rows, total: Number(count.total) }
+      return { ...cutRows(rows, paging, (row) => [row.send_at_key, row.id]), total: Number(count.total) }
     },
 
     /** The message with what its communication asks of the recipient. */

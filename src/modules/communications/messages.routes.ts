@@ -1,3 +1,4 @@
+import { linkNext, listResponse, readPage } from '../../http/pagination.ts'
 import type { App } from '../../http/app-types.ts'
 import { accepted } from '../../http/app-types.ts'
 import { Accepted } from '../../http/schemas.ts'
@@ -13,19 +14,31 @@ export async function messagesRoutes(app: App, { service }: { service: MessagesS
   app.get(`${COMPANY}/communications/messages/by_communication/:communication_id`, {
     config: { access },
     schema: {
-      operationId: 'listCommunicationMessages', tags, params: ByCommunicationParams, querystring: MessagesQuery, response: { 200: MessagesPage },
+      operationId: 'listCommunicationMessages', tags, params: ByCommunicationParams, querystring: MessagesQuery,
       summary: 'Messages of one occurrence (32), a page at a time',
-      description: 'send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default 20). Ordered by contract.',
+      description: 'send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default 20); or, as every list, `limit` and `cursor` (never both ways at once: 400), the Link header naming the next page. Ordered by contract id.',
+      response: { 200: listResponse(MessagesPage) },
     },
-  }, async (request) => service.byOccurrence(request.params.company_id, request.params.communication_id, request.query))
+  }, async (request, reply) => {
+    const page = readPage(request, ['uuid'])
+    const { body, next } = await service.byOccurrence(request.params.company_id, request.params.communication_id, request.query, page)
+    linkNext(request, reply, page, next)
+    return body
+  })
 
   app.get(`${COMPANY}/contracts/:contract_id/messages`, {
     config: { access },
     schema: {
-      operationId: 'listContractMessages', tags, params: InboxParams, querystring: InboxQuery, response: { 200: InboxPage },
+      operationId: 'listContractMessages', tags, params: InboxParams, querystring: InboxQuery, response: { 200: listResponse(InboxPage) },
       summary: 'A contract\'s inbox: the messages delivered to it, newest first',
+      description: 'Newest send_at first, then id. page/page_size (default 1 and 20, at most 100) or `limit` and `cursor` (never both: 400), the Link header naming the next page.',
     },
-  }, async (request) => service.inbox(request.params.company_id, request.params.contract_id, request.query))
+  }, async (request, reply) => {
+    const page = readPage(request, ['time', 'uuid'])
+    const { body, next } = await service.inbox(request.params.company_id, request.params.contract_id, request.query, page)
+    linkNext(request, reply, page, next)
+    return body
+  })
 
   app.put(`${COMPANY}/communications/messages/:message_id/open`, {
     config: { access },

@@ -1,3 +1,4 @@
+import { PageFields } from '../../http/pagination.ts'
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
 import { AttachmentRef } from './communications.schemas.ts'
@@ -26,8 +27,9 @@ export const InboxMessage = Type.Object({
 }, { additionalProperties: false, title: 'InboxMessage' })
 export type InboxMessage = Static<typeof InboxMessage>
 
-const Page = Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' })
-const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Results per page (at most 100)' })
+// No `default` keywords: validation would fill them in, and page/page_size sent could not be told from left out (limit/cursor refuse them).
+const Page = Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Page number, from 1 (default 1); not with limit/cursor' })
+const PageSize = Type.Integer({ minimum: 1, maximum: 100, description: 'Results per page, at most 100 (default 20); not with limit/cursor' })
 
 export const MessagesQuery = Type.Object({
   send_at: Type.String({ format: 'date-time', description: 'The occurrence (as in the report)' }),
@@ -35,17 +37,19 @@ export const MessagesQuery = Type.Object({
   page_size: Type.Optional(PageSize),
   opened: Type.Optional(Type.Boolean({ description: 'true: only opened messages; false: only unopened' })),
   actions: Type.Optional(Type.Boolean({ description: 'true: only acknowledged messages; false: only not acknowledged' })),
+  ...PageFields,
 }, { additionalProperties: false })
 
 export const InboxQuery = Type.Object({
   page: Type.Optional(Page),
   page_size: Type.Optional(PageSize),
   opened: Type.Optional(Type.Boolean({ description: 'true: only opened messages; false: only unopened' })),
+  ...PageFields,
 }, { additionalProperties: false })
 
 const pageFields = {
-  page: Type.Integer(),
-  page_size: Type.Integer(),
+  page: Type.Integer({ description: 'The page number (with limit/cursor: the pages walked so far, this one included)' }),
+  page_size: Type.Integer({ description: 'page_size, or limit when paging by cursor' }),
   total: Type.Integer({ description: 'Messages matching the filters, over all pages' }),
 }
 

@@ -1,7 +1,8 @@
 import type { Clock } from '../../clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { CommunicationsRepository } from './communications.repository.ts'
-import type { MessagesRepository } from './messages.repository.ts'
+import type { MessagesRepository, Paging } from './messages.repository.ts'
+import type { Page } from '../../http/pagination.ts'
 import type { InboxMessage, Message } from './messages.schemas.ts'
 
 interface PageQuery { page?: number; page_size?: number }
@@ -17,10 +18,19 @@ export function createMessagesService(deps: {
 }) {
   const { repo, clock } = deps
 
-  function paging(query: PageQuery) {
+  /**
+   * page/page_size (the spec's paging of 32, by offset) or limit/cursor (every list's, by keyset),
+   * never both. With a cursor, `page` counts the pages walked and `page_size` is the limit.
+   */
+  function paging(query: PageQuery, cursorPage: Page | undefined): { page: number; page_size: number; paging: Paging } {
+    if (cursorPage?.limit !== undefined) {
+      const mixed = query.page !== undefined ? 'page' : query.page_size !== undefined ? 'page_size' : undefined
+      if (mixed) throw new ValidationError(`querystring/${mixed} pages by number and limit/cursor by cursor: send one or the other`)
+      return { page: cursorPage.number, page_size: cursorPage.limit, paging: { limit: cursorPage.limit, after: cursorPage.after } }
+    }
     const page = query.page ?? 1
     const pageSize = query.page_size ?? DEFAULT_PAGE_SIZE
-    return { page, page_size: pageSize, limit: pageSize, offset: (page - 1) * pageSize }
+    return { page, page_size: pageSize, paging: { limit: pageSize, offset: (page - 1) * pageSize } }
   }
 
   function messageView(row: { id: string; communication_id: string; contract_id: string; send_at: Date; delivered_at: Date; opened_at: Date | null; action_done_at: Date | null }): Message {
@@ -32,24 +42,24 @@ export function createMessagesService(deps: {
 
   return {
     /** Endpoint 32: the messages of one occurrence, a page at a time. */
-    async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }) {
+    async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }, cursorPage?: Page) {
       if (!(await deps.communications.exists(companyId, communicationId))) throw new NotFound('Communication')
       const sendAt = new Date(query.send_at)
       if (Number.isNaN(sendAt.getTime())) throw new ValidationError('querystring/send_at must be a valid date-time')
-      const p = paging(query)
-      const { rows, total } = await repo.byOccurrence(companyId, communicationId, sendAt, { opened: query.opened, actions: query.actions }, p)
-      return { messages: rows.map(messageView), page: p.page, page_size: p.page_size, total }
+      const p = paging(query, cursorPage)
+      const { items, next, total } = await repo.byOccurrence(companyId, communicationId, sendAt, { opened: query.opened, actions: query.actions }, p.paging)
+      return { body: { messages: items.map(messageView), page: p.page, page_size: p.page_size, total }, next }
     },
 
-    async inbox(companyId: string, contractId: string, query: PageQuery & { opened?: boolean }) {
+    async inbox(companyId: string, contractId: string, query: PageQuery & { opened?: boolean }, cursorPage?: Page) {
       if (!(await deps.communications.contractExists(companyId, contractId))) throw new NotFound('Contract')
-      const p = paging(query)
-      const { rows, total } = await repo.inbox(companyId, contractId, { opened: query.opened }, p)
-      const messages: InboxMessage[] = rows.map((r) => ({
+      const p = paging(query, cursorPage)
+      const { items, next, total } = await repo.inbox(companyId, contractId, { opened: query.opened }, p.paging)
+      const messages: InboxMessage[] = items.map((r) => ({
         ...messageView(r), subject: r.subject, message: r.message, sender_id: r.sender_id,
         action_required: r.action_required, attachments: r.attachments,
       }))
-      return { messages, page: p.page, page_size: p.page_size, total }
+      return { body: { messages, page: p.page, page_size: p.page_size, total }, next }
     },
 
     async open(companyId: string, messageId: string) {

@@ -1,23 +1,23 @@
-import { sql, type Insertable, type Kysely } from 'kysely'
-import type { CompaniesTable, ContractsTable, DB } from '../../db/tables.ts'
+import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely'
+import type { CompaniesTable, ContractsTable, DB, SubscriptionStatus } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
+import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
+
+/** The lists' orders (decisions: "Lists and paging"); each ends with a unique column. */
+export const COMPANY_ORDER: SortColumn[] = [{ column: 'c.name' }, { column: 'c.id', cast: 'uuid' }]
+export const SUBSIDIARY_ORDER: SortColumn[] = [{ column: 'name' }, { column: 'id', cast: 'uuid' }]
+export const CONTRACT_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column: 'c.first_name' }, { column: 'c.id', cast: 'uuid' }]
+
+export interface ContractFilter { active?: boolean; subsidiary_id?: string; team_id?: string; q?: string }
+export interface CompanyFilter { q?: string; disabled?: boolean; subscription_status?: SubscriptionStatus }
+
 
 /** Companies with the mirror of their subscription, subsidiaries and contracts. */
 export function createCompaniesRepository(db: Kysely<DB>) {
   // The hot read (bench/RESULTS.md): one statement, compiled once.
-  const company = prepared(db, (companyId: string) => db.selectFrom('companies as c')
-    .leftJoin('subscriptions as s', 's.company_id', 'c.id')
-    .leftJoin('plans as p', 'p.sku', 's.plan_sku')
-    // The columns the representation shows, no more: every timestamp costs a Date parse per read.
-    .select([
-      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.vat_number', 'c.fiscal_code',
-      'c.pec', 'c.codice_destinatario', 'c.billing_email', 'c.admin_user_id', 'c.admin_user_email', 'c.timezone',
-      'c.number_of_employees', 'c.location_info', 'c.preferences', 'c.disabled_at',
-      's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
-      's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features',
-    ])
-    .where('c.id', '=', companyId))
+  const company = prepared(db, (companyId: string) => companiesQuery(db).where('c.id', '=', companyId))
 
   return {
     insertCompany: (executor: Executor, company: Insertable<CompaniesTable>) => executor.insertInto('companies').values(company).execute(),
@@ -35,6 +35,22 @@ export function createCompaniesRepository(db: Kysely<DB>) {
         .executeTakeFirst()
     },
 
+    /** Every company matching the filters, by name then id (platform list). */
+    async listCompanies(filter: CompanyFilter, page: KeysetPage) {
+      let query = companiesQuery(db)
+      if (filter.q !== undefined) query = query.where('c.name', 'ilike', containing(filter.q))
+      if (filter.disabled !== undefined) query = query.where('c.disabled_at', filter.disabled ? 'is not' : 'is', null)
+      if (filter.subscription_status !== undefined) query = query.where('s.status', '=', filter.subscription_status)
+      return cutPage(await keyset(query, COMPANY_ORDER, page).execute(), page, (row) => [row.name, row.id])
+    },
+
+    /** The company's writable columns and change_log, locked until the PATCH's transaction ends. */
+    lockForPatch: (trx: Transaction<DB>, companyId: string) =>
+      trx.selectFrom('companies').selectAll().where('id', '=', companyId).forUpdate().executeTakeFirst(),
+
+    patchCompany: (trx: Transaction<DB>, companyId: string, values: Updateable<CompaniesTable>) =>
+      trx.updateTable('companies').set(values).where('id', '=', companyId).execute(),
+
     async setDisabled(companyId: string, disabledAt: Date | null): Promise<boolean> {
       const result = await db.updateTable('companies').set({ disabled_at: disabledAt, updated_at: new Date() })
         .where('id', '=', companyId).executeTakeFirst()
@@ -46,8 +62,9 @@ export function createCompaniesRepository(db: Kysely<DB>) {
 
     insertSubsidiary: (row: { company_id: string; id: string; name: string; city: string | null; country: string | null }) =>
       db.insertInto('subsidiaries').values(row).execute(),
-    listSubsidiaries: (companyId: string) =>
-      db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).orderBy('name').orderBy('id').execute(),
+    listSubsidiaries: async (companyId: string, page: KeysetPage) => cutPage(
+      await keyset(db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId), SUBSIDIARY_ORDER, page).execute(),
+      page, (row) => [row.name, row.id]),
     findSubsidiary: (companyId: string, subsidiaryId: string) =>
       db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst(),
 
@@ -56,9 +73,41 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       const result = await db.updateTable('contracts').set(values).where('company_id', '=', companyId).where('id', '=', contractId).executeTakeFirst()
       return Number(result.numUpdatedRows) > 0
     },
-    listContracts: (companyId: string) => contractsQuery(db, companyId).orderBy('c.last_name').orderBy('c.first_name').orderBy('c.id').execute(),
+    async listContracts(companyId: string, filter: ContractFilter, page: KeysetPage) {
+      let query = contractsQuery(db, companyId)
+      if (filter.active !== undefined) query = query.where('c.active', '=', filter.active)
+      if (filter.subsidiary_id !== undefined) query = query.where('c.subsidiary_id', '=', filter.subsidiary_id)
+      if (filter.team_id !== undefined) {
+        const teamId = filter.team_id
+        query = query.where(({ exists, selectFrom }) => exists(selectFrom('team_members as tm').select('tm.contract_id')
+          .whereRef('tm.company_id', '=', 'c.company_id').whereRef('tm.contract_id', '=', 'c.id').where('tm.team_id', '=', teamId)))
+      }
+      if (filter.q !== undefined) {
+        // Name or email: first name, last name, both as "first last", or the email address.
+        const pattern = containing(filter.q)
+        query = query.where((eb) => eb.or([
+          eb('c.first_name', 'ilike', pattern), eb('c.last_name', 'ilike', pattern), eb('c.email', 'ilike', pattern),
+          eb(sql`c.first_name || ' ' || c.last_name`, 'ilike', pattern),
+        ]))
+      }
+      return cutPage(await keyset(query, CONTRACT_ORDER, page).execute(), page, (row) => [row.last_name, row.first_name, row.id])
+    },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
   }
+}
+
+/** Companies with the mirror of their subscription: the columns the representation shows, no more (every timestamp costs a Date parse per read). */
+function companiesQuery(db: Kysely<DB>) {
+  return db.selectFrom('companies as c')
+    .leftJoin('subscriptions as s', 's.company_id', 'c.id')
+    .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+    .select([
+      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.vat_number', 'c.fiscal_code',
+      'c.pec', 'c.codice_destinatario', 'c.billing_email', 'c.admin_user_id', 'c.admin_user_email', 'c.timezone',
+      'c.number_of_employees', 'c.location_info', 'c.preferences', 'c.disabled_at',
+      's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+      's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features',
+    ])
 }
 
 /** Contracts with the ids of their teams, read from the memberships so both always agree. */

@@ -6,13 +6,29 @@ import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { ValidationError } from '../../http/errors.ts'
-import { Accepted, CompanyParams } from '../../http/schemas.ts'
+import { Accepted, CompanyParams, Uuid } from '../../http/schemas.ts'
 import type { CompaniesService } from './companies.service.ts'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
+import { SubscriptionStatusValue } from '../subscriptions/subscriptions.schemas.ts'
+import { CompanyPatch } from './company-patch.ts'
 import {
   Company, CompanyInput, Contract, ContractInput, ContractParams, Scope, Subsidiary, SubsidiaryInput, SubsidiaryParams,
 } from './companies.schemas.ts'
 
 const BASE = '/api/v1/companies'
+
+const Search = (what: string) => Type.String({ minLength: 1, maxLength: 200, description: `${what} contains this text, case-insensitive` })
+const CompaniesQuery = pageQuery({
+  q: Type.Optional(Search('The name')),
+  disabled: Type.Optional(Type.Boolean({ description: 'Only disabled companies (true) or only enabled ones (false)' })),
+  subscription_status: Type.Optional(SubscriptionStatusValue),
+})
+const ContractsQuery = pageQuery({
+  active: Type.Optional(Type.Boolean({ description: 'Only active contracts (true) or only inactive ones (false)' })),
+  subsidiary_id: Type.Optional(Uuid('Only the contracts of this subsidiary')),
+  team_id: Type.Optional(Uuid('Only the members of this team')),
+  q: Type.Optional(Search('First name, last name, "first last" or email')),
+})
 
 /**
  * Routes that act on the path alone refuse any body, `{}` included: a client that sends one
@@ -34,6 +50,30 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     config: { access: 'platform', billingProvider: true },
     schema: { operationId: 'createCompany', tags, summary: 'Create a company with a trial subscription', body: CompanyInput, response: { 202: Accepted } },
   }, async (request, reply) => accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId)}`))
+
+  app.get(BASE, {
+    config: { access: 'platform' },
+    schema: {
+      operationId: 'listCompanies', tags, summary: 'List companies (platform)',
+      description: 'Every company, by name then id, for a platform client only (a company token: 403). Filters: `q` (name contains, case-insensitive), `disabled`, `subscription_status`. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      querystring: CompaniesQuery, response: { 200: listResponse(Type.Array(Company)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text', 'uuid'])
+    return answerPage(request, reply, page, await service.listCompanies(request.query, page))
+  })
+
+  app.patch(`${BASE}/:company_id`, {
+    config: { access: { area: 'company' } },
+    schema: {
+      operationId: 'updateCompany', tags, summary: 'Change a company\'s fields (JSON merge patch)',
+      description: 'A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company\'s writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company\'s change_log. 202, no body.',
+      params: CompanyParams, body: CompanyPatch, response: { 202: Accepted },
+    },
+  }, async (request, reply) => {
+    await service.patchCompany(request.params.company_id, request.body as Record<string, unknown>, principalOf(request).clientId)
+    return accepted(reply)
+  })
 
   app.get(`${BASE}/:company_id`, {
     config: { access: { area: 'company' } },
@@ -71,8 +111,15 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.get(`${BASE}/:company_id/authorized/scopes`, {
     config: { access: { area: 'company' } },
-    schema: { operationId: 'listAuthorizedScopes', tags, summary: 'The company\'s authorized scopes (25)', params: CompanyParams, response: { 200: Type.Array(Scope) } },
-  }, async (request) => service.authorizedScopes(request.params.company_id))
+    schema: {
+      operationId: 'listAuthorizedScopes', tags, summary: 'The company\'s authorized scopes (25)',
+      description: 'The areas the company may grant its clients: the base areas and its plan\'s features, in a fixed order of areas. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Scope)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['int'])
+    return answerPage(request, reply, page, await service.authorizedScopes(request.params.company_id, page))
+  })
 
   const subsidiaries = `${BASE}/:company_id/subsidiaries`
   app.post(subsidiaries, {
@@ -85,8 +132,15 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.get(subsidiaries, {
     config: { access: { area: 'company' } },
-    schema: { operationId: 'listSubsidiaries', tags, summary: 'List subsidiaries', params: CompanyParams, response: { 200: Type.Array(Subsidiary) } },
-  }, async (request) => service.listSubsidiaries(request.params.company_id))
+    schema: {
+      operationId: 'listSubsidiaries', tags, summary: 'List subsidiaries',
+      description: 'The company\'s subsidiaries, by name then id. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Subsidiary)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text', 'uuid'])
+    return answerPage(request, reply, page, await service.listSubsidiaries(request.params.company_id, page))
+  })
 
   app.get(`${subsidiaries}/:subsidiary_id`, {
     config: { access: { area: 'company' } },
@@ -105,8 +159,16 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   app.get(contracts, {
     config: { access: { area: 'contract' } },
-    schema: { operationId: 'listContracts', tags: contractTags, summary: 'List contracts', params: CompanyParams, response: { 200: Type.Array(Contract) } },
-  }, async (request) => service.listContracts(request.params.company_id))
+    schema: {
+      operationId: 'listContracts', tags: contractTags, summary: 'List contracts',
+      description: 'The company\'s contracts, by last name, first name, then id. Filters: `active`, `subsidiary_id`, `team_id` (members of that team), `q` (first name, last name, "first last" or email contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: ContractsQuery, response: { 200: listResponse(Type.Array(Contract)) },
+    },
+  }, async (request, reply) => {
+    const { limit: _l, cursor: _c, ...filter } = request.query
+    const page = readPage(request, ['text', 'text', 'uuid'])
+    return answerPage(request, reply, page, await service.listContracts(request.params.company_id, filter, page))
+  })
 
   app.get(`${contracts}/:contract_id`, {
     config: { access: { area: 'contract' } },

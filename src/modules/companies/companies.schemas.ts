@@ -44,7 +44,7 @@ export const Company = Type.Object({
 }, { additionalProperties: false, title: 'Company' })
 export type Company = Static<typeof Company>
 
-const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
+export const Ignored = Type.Optional(Type.Unknown({ description: 'Server-owned; accepted and ignored' }))
 
 export const CompanyInput = Type.Object({
   name: Name(200),

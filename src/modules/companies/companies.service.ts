@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
-import type { DB } from '../../db/tables.ts'
+import type { ChangeLogEntry, DB } from '../../db/tables.ts'
 import { NotFound, ValidationError } from '../../http/errors.ts'
 import { isTimeZone } from '../../days.ts'
 import { isCountry } from './countries.ts'
@@ -9,8 +9,12 @@ import { normaliseVatNumber } from '../subscriptions/billing/vat.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
-import { authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
-import type { CompaniesRepository } from './companies.repository.ts'
+import { ALL_AREAS, authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
+import type { CompaniesRepository, CompanyFilter, ContractFilter } from './companies.repository.ts'
+import type { KeysetPage } from '../../db/keyset.ts'
+import { pageInMemory, type Paged } from '../../http/pagination.ts'
+import { loggedValue } from '../communications/communications.service.ts'
+import { checkMergedObject, mergeValue, OBJECT_FIELDS, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
 /** The routes that change a contract's teams, named where a client tries to change them on the contract. */
@@ -84,6 +88,43 @@ export function createCompaniesService(deps: {
       return companyView(row)
     },
 
+    /** Every company, filtered, a page at a time (platform). */
+    async listCompanies(filter: CompanyFilter, page: KeysetPage): Promise<Paged<Company>> {
+      const paged = await repo.listCompanies(filter, page)
+      return { ...paged, items: paged.items.map(companyView) }
+    },
+
+    /**
+     * PATCH (decisions §8.2): a JSON merge patch of the writable fields, checked as creation
+     * checks them, applied under the company's row lock (an object field merges with what is
+     * stored, so two patches must not both read the old value), recorded in change_log.
+     */
+    async patchCompany(companyId: string, patch: CompanyPatchBody, actor: string) {
+      refuseNotWritable(patch)
+      if (typeof patch.country === 'string' && !isCountry(patch.country)) throw new ValidationError(`body/country ${patch.country} is not an ISO 3166-1 alpha-2 country code`)
+      if (typeof patch.timezone === 'string' && !isTimeZone(patch.timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      await deps.db.transaction().execute(async (trx) => {
+        const current = await repo.lockForPatch(trx, companyId)
+        if (!current) throw new NotFound('Company')
+        const stored = current as unknown as Record<string, unknown>
+        const values: Record<string, unknown> = {}
+        const changes: Record<string, [unknown, unknown]> = {}
+        for (const key of WRITABLE_FIELDS) {
+          if (!(key in patch)) continue
+          const next = OBJECT_FIELDS.has(key) ? mergeValue(stored[key], patch[key]) : patch[key]
+          checkMergedObject(key, next)
+          if (JSON.stringify(next) === JSON.stringify(stored[key] ?? null)) continue
+          values[key] = OBJECT_FIELDS.has(key) ? JSON.stringify(next) : next
+          changes[key] = [loggedValue(stored[key] ?? null), loggedValue(next)]
+        }
+        // A patch that changes nothing is accepted and leaves no entry.
+        if (Object.keys(changes).length === 0) return
+        const now = clock.now()
+        const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'updated', changes }
+        await repo.patchCompany(trx, companyId, { ...values, updated_at: now, change_log: JSON.stringify([...current.change_log, entry]) })
+      })
+    },
+
     async disableCompany(companyId: string) {
       if (!(await repo.setDisabled(companyId, clock.now()))) throw new NotFound('Company')
       await deps.access.changed()
@@ -94,10 +135,11 @@ export function createCompaniesService(deps: {
       await deps.access.changed()
     },
 
-    async authorizedScopes(companyId: string): Promise<Scope[]> {
+    /** 25, in the areas' fixed order; paged over that order (the key is an area's place in it). */
+    async authorizedScopes(companyId: string, page: KeysetPage = {}): Promise<Paged<Scope>> {
       const scopes = await scopesOf(companyId)
       if (!scopes) throw new NotFound('Company')
-      return scopes
+      return pageInMemory(scopes, page, (s) => [ALL_AREAS.indexOf(s.api)])
     },
 
     /** `read:x write:x ...` the company may grant, or undefined for an unknown company. */
@@ -113,9 +155,9 @@ export function createCompaniesService(deps: {
       await repo.insertSubsidiary({ company_id: companyId, id, name: input.name, city: input.city ?? null, country: input.country ?? null })
       return id
     },
-    async listSubsidiaries(companyId: string): Promise<Subsidiary[]> {
+    async listSubsidiaries(companyId: string, page: KeysetPage): Promise<Paged<Subsidiary>> {
       await requireCompany(companyId)
-      return repo.listSubsidiaries(companyId)
+      return repo.listSubsidiaries(companyId, page)
     },
     async getSubsidiary(companyId: string, subsidiaryId: string): Promise<Subsidiary> {
       const row = await repo.findSubsidiary(companyId, subsidiaryId)
@@ -142,9 +184,9 @@ export function createCompaniesService(deps: {
       await checkSubsidiary(companyId, input.subsidiary_id)
       if (!(await repo.updateContract(companyId, contractId, { ...contractValues(input), updated_at: clock.now() }))) throw new NotFound('Contract')
     },
-    async listContracts(companyId: string): Promise<Contract[]> {
+    async listContracts(companyId: string, filter: ContractFilter, page: KeysetPage): Promise<Paged<Contract>> {
       await requireCompany(companyId)
-      return repo.listContracts(companyId)
+      return repo.listContracts(companyId, filter, page)
     },
     async getContract(companyId: string, contractId: string): Promise<Contract> {
       const row = await repo.findContract(companyId, contractId)

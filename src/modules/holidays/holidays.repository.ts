@@ -1,6 +1,11 @@
 import { sql, type Kysely } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
 import type { DB, HolidaysTable } from '../../db/tables.ts'
+import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
+
+/** The defined holidays' order (26, 31): by day, then name, then id. */
+const DEFINED_ORDER: SortColumn[] = [{ column: 'day', cast: 'date' }, { column: 'name' }, { column: 'id', cast: 'uuid' }]
 
 export type HolidayValues = Pick<HolidaysTable, 'name' | 'day' | 'is_worker_holiday' | 'recurrent' | 'recurrent_until' | 'subsidiary_id'>
 
@@ -46,9 +51,9 @@ export function createHolidaysRepository(db: Kysely<DB>) {
     find: (companyId: string, id: string) => ofCompany(companyId).where('id', '=', id).executeTakeFirst(),
 
     /** Company-wide holidays (null subsidiary) or those of one subsidiary, by day. */
-    listDefined: (companyId: string, subsidiaryId: string | null) =>
-      ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId)
-        .orderBy('day').orderBy('name').orderBy('id').execute(),
+    listDefined: async (companyId: string, subsidiaryId: string | null, page: KeysetPage) => cutPage(
+      await keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute(),
+      page, (row) => [row.day, row.name, row.id]),
 
     /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
     listFallingIn: (companyId: string, from: string, to: string) => fallingIn(companyId, from, to),

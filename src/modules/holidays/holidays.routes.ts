@@ -2,8 +2,12 @@ import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { accepted } from '../../http/app-types.ts'
 import { Accepted, CompanyParams } from '../../http/schemas.ts'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { HolidaysService } from './holidays.service.ts'
 import { AllHolidaysQuery, DatedHoliday, Holiday, HolidayInput, HolidayParams, SubsidiaryHolidaysParams } from './holidays.schemas.ts'
+
+const PAGING = 'Pages with `limit` and `cursor`; without `limit`, the whole list.'
+const DEFINED_KEY = ['day', 'text', 'uuid'] as const
 
 const BASE = '/api/v1/companies'
 
@@ -32,10 +36,13 @@ export async function holidaysRoutes(app: App, { service }: { service: HolidaysS
     config: { access },
     schema: {
       operationId: 'listCompanyHolidays', tags, summary: 'The company-wide holidays as defined (26)',
-      description: 'Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day.',
-      params: CompanyParams, response: { 200: Type.Array(Holiday) },
+      description: `Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day, then name, then id. ${PAGING}`,
+      params: CompanyParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Holiday)) },
     },
-  }, async (request) => service.listCompanyWide(request.params.company_id))
+  }, async (request, reply) => {
+    const page = readPage(request, DEFINED_KEY)
+    return answerPage(request, reply, page, await service.listCompanyWide(request.params.company_id, page))
+  })
 
   app.get(holiday, {
     config: { access },
@@ -66,17 +73,24 @@ export async function holidaysRoutes(app: App, { service }: { service: HolidaysS
     config: { access },
     schema: {
       operationId: 'listSubsidiaryHolidays', tags, summary: 'The holidays defined for a subsidiary (31)',
-      description: 'As defined, sorted by day. A subsidiary that is not the company\'s: 404.',
-      params: SubsidiaryHolidaysParams, response: { 200: Type.Array(Holiday) },
+      description: `As defined, sorted by day, then name, then id. A subsidiary that is not the company\'s: 404. ${PAGING}`,
+      params: SubsidiaryHolidaysParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Holiday)) },
     },
-  }, async (request) => service.listOfSubsidiary(request.params.company_id, request.params.subsidiary_id))
+  }, async (request, reply) => {
+    const page = readPage(request, DEFINED_KEY)
+    return answerPage(request, reply, page, await service.listOfSubsidiary(request.params.company_id, request.params.subsidiary_id, page))
+  })
 
   app.get(`${BASE}/:company_id/all_holidays`, {
     config: { access },
     schema: {
       operationId: 'listAllHolidays', tags, summary: 'Every holiday date of a year (30)',
-      description: 'One entry per date on which a holiday falls in `year` (default: the current year in the company\'s time zone): the company\'s and its subsidiaries\' holidays, yearly ones expanded up to `recurrent_until` (one on 29 February only in leap years), and the public holidays (type "public" of the date-holidays data) of the company\'s country, narrowed to its `province` where the data knows it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). Sorted by day, then company, subsidiary, public, then name.',
-      params: CompanyParams, querystring: AllHolidaysQuery, response: { 200: Type.Array(DatedHoliday) },
+      description: 'One entry per date on which a holiday falls in `year` (default: the current year in the company\'s time zone): the company\'s and its subsidiaries\' holidays, yearly ones expanded up to `recurrent_until` (one on 29 February only in leap years), and the public holidays (type "public" of the date-holidays data) of the company\'s country, narrowed to its `province` where the data knows it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). Sorted by day, then company, subsidiary, public, then name, then id. Pages with `limit` and `cursor` over that merged, sorted year; without `limit`, the whole year.',
+      params: CompanyParams, querystring: AllHolidaysQuery, response: { 200: listResponse(Type.Array(DatedHoliday)) },
     },
-  }, async (request) => service.allOfYear(request.params.company_id, request.query.year))
+  }, async (request, reply) => {
+    // The key of datedKey: day, source rank, name, id ('' for a public holiday).
+    const page = readPage(request, ['day', 'int', 'text', 'text'])
+    return answerPage(request, reply, page, await service.allOfYear(request.params.company_id, request.query.year, page))
+  })
 }

@@ -1,3 +1,4 @@
+import { PageFields } from '../../http/pagination.ts'
 import { Type, type Static } from 'typebox'
 import { Day, Name, Nullable, ReadableDay, Uuid, Year } from '../../http/schemas.ts'
 
@@ -36,6 +37,7 @@ export const SubsidiaryHolidaysParams = Type.Object({ company_id: Uuid('The comp
 
 export const AllHolidaysQuery = Type.Object({
   year: Type.Optional(Year('Default: the current year in the company\'s time zone')),
+  ...PageFields,
 }, { additionalProperties: false })
 
 export const HolidaySource = Type.Enum(['company', 'subsidiary', 'public'], { description: 'Who defines the holiday' })

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import type { KeysetPage } from '../../db/keyset.ts'
+import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import type { Clock } from '../../clock.ts'
 import { isRealDay, todayIn } from '../../days.ts'
 import { NotFound, ValidationError } from '../../http/errors.ts'
@@ -67,23 +69,24 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     },
 
     /** 26: the company-wide holidays as defined (not expanded), by day. */
-    async listCompanyWide(companyId: string): Promise<Holiday[]> {
+    async listCompanyWide(companyId: string, page: KeysetPage): Promise<Paged<Holiday>> {
       await requireCompany(companyId)
-      return repo.listDefined(companyId, null)
+      return repo.listDefined(companyId, null, page)
     },
 
     /** 31: the holidays defined for the subsidiary, by day. */
-    async listOfSubsidiary(companyId: string, subsidiaryId: string): Promise<Holiday[]> {
+    async listOfSubsidiary(companyId: string, subsidiaryId: string, page: KeysetPage): Promise<Paged<Holiday>> {
       if (!(await repo.subsidiaryExists(companyId, subsidiaryId))) throw new NotFound('Subsidiary')
-      return repo.listDefined(companyId, subsidiaryId)
+      return repo.listDefined(companyId, subsidiaryId, page)
     },
 
     /**
      * 30: every holiday date of the year: the company's and its subsidiaries' (yearly ones
      * expanded) and the public holidays of the company's country (and province where the data
-     * knows it), sorted by day, then source, then name.
+     * knows it), sorted by day, then source, then name. Merged here from three sources, so a
+     * page is cut from the sorted year (at most a few hundred dates), after the cursor's key.
      */
-    async allOfYear(companyId: string, requestedYear: number | undefined): Promise<DatedHoliday[]> {
+    async allOfYear(companyId: string, requestedYear: number | undefined, page: KeysetPage = {}): Promise<Paged<DatedHoliday>> {
       const company = await repo.findCompanyPlace(companyId)
       if (!company) throw new NotFound('Company')
       const year = requestedYear ?? Number(todayIn(company.timezone, clock.now()).slice(0, 4))
@@ -97,10 +100,13 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       for (const p of publicHolidays.forYear(company.country, company.province, year)) {
         entries.push({ id: null, name: p.name, day: p.day, is_worker_holiday: true, recurrent: 'none', recurrent_until: null, subsidiary_id: null, source: 'public' })
       }
-      return entries.sort(byDaySourceName)
+      return pageInMemory(entries.sort(byDaySourceName), page, datedKey)
     },
   }
 }
+
+/** The sort key of byDaySourceName, as a cursor carries it (a public holiday has no id: ''). */
+export const datedKey = (h: DatedHoliday) => [h.day, SOURCE_ORDER[h.source], h.name, h.id ?? '']
 
 function byDaySourceName(a: DatedHoliday, b: DatedHoliday): number {
   if (a.day !== b.day) return a.day < b.day ? -1 : 1

@@ -1,6 +1,10 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
+import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage, type Paged } from '../../http/pagination.ts'
 import type { DB } from '../../db/tables.ts'
 import { prepared } from '../../db/prepared.ts'
+
+const CLIENT_ORDER: SortColumn[] = [{ column: 'created_at', cast: 'timestamptz' }, { column: 'client_id' }]
 
 export interface ClientRow {
   client_id: string
@@ -81,10 +85,11 @@ export function createOauthRepository(db: Kysely<DB>) {
       return Number(row.n)
     },
 
-    async listCompanyClients(companyId: string): Promise<ClientRow[]> {
-      return db.selectFrom('oauth_clients').selectAll()
-        .where('company_id', '=', companyId).where('revoked_at', 'is', null)
-        .orderBy('created_at').orderBy('client_id').execute()
+    /** Oldest first, then client_id; the cursor's created_at as PostgreSQL prints it (a Date drops microseconds). */
+    async listCompanyClients(companyId: string, page: KeysetPage): Promise<Paged<ClientRow>> {
+      const rows = await keyset(db.selectFrom('oauth_clients').selectAll().select(sql<string>`created_at::text`.as('created_at_key'))
+        .where('company_id', '=', companyId).where('revoked_at', 'is', null), CLIENT_ORDER, page).execute()
+      return cutPage(rows, page, (row) => [row.created_at_key, row.client_id])
     },
 
     /** A live (not revoked) client of the company. */

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import type { FastifyError } from 'fastify'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams, ErrorBody } from '../../http/schemas.ts'
 import { lingerOnRefusedBody, toAppError } from '../../http/error-handler.ts'
@@ -92,8 +93,15 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
 
   app.get(base, {
     config: { access: { area: 'company' } },
-    schema: { operationId: 'listCompanyClients', tags, summary: 'List a company\'s clients', params: CompanyParams, response: { 200: Type.Array(Client) } },
-  }, async (request) => service.listCompanyClients(request.params.company_id))
+    schema: {
+      operationId: 'listCompanyClients', tags, summary: 'List a company\'s clients',
+      description: 'The company\'s live (not revoked) clients, oldest first, then client_id; secrets are never shown. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Client)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['time', 'text'])
+    return answerPage(request, reply, page, await service.listCompanyClients(request.params.company_id, page))
+  })
 
   // The Location of a creation leads here.
   app.get(`${base}/:client_id`, {

@@ -1,4 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import type { KeysetPage } from '../../db/keyset.ts'
+import type { Paged } from '../../http/pagination.ts'
 import type { Clock } from '../../clock.ts'
 import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
@@ -127,9 +129,10 @@ export function createOauthService(deps: {
       return { client_id, client_secret, name: input.name, scopes }
     },
 
-    async listCompanyClients(companyId: string): Promise<ClientView[]> {
+    async listCompanyClients(companyId: string, page: KeysetPage = {}): Promise<Paged<ClientView>> {
       if (!(await deps.companyScopes(companyId))) throw new NotFound('Company')
-      return (await repo.listCompanyClients(companyId)).map(clientView)
+      const paged = await repo.listCompanyClients(companyId, page)
+      return { ...paged, items: paged.items.map(clientView) }
     },
 
     async getCompanyClient(companyId: string, clientId: string): Promise<ClientView> {

@@ -2,9 +2,10 @@ import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
 import { PlanFields, ProductFields } from '../catalogue/catalogue.schemas.ts'
 
-const Status = Type.Union([
+export const SubscriptionStatusValue = Type.Union([
   Type.Literal('future'), Type.Literal('in_trial'), Type.Literal('active'), Type.Literal('non_renewing'), Type.Literal('paused'), Type.Literal('cancelled'),
 ], { description: 'Chargebee\'s subscription statuses' })
+const Status = SubscriptionStatusValue
 const Unix = (description: string) => Nullable(Type.Integer({ description: `${description} (Unix seconds)` }))
 const Sku = Type.String({ minLength: 1, maxLength: 100 })
 const PlanSku = (description: string) => Type.String({ minLength: 1, maxLength: 100, description })

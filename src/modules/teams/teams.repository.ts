@@ -4,6 +4,14 @@ import type { Team } from './teams.schemas.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
 import { writeBatches, type WriteBatchObserver } from '../../db/write-batches.ts'
+import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
+
+/** The lists' orders (decisions: "Lists and paging"): teams by name then code (unique in a company), members as contracts. */
+const TEAM_ORDER: SortColumn[] = [{ column: 't.name' }, { column: 't.code' }]
+const MEMBER_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column: 'c.first_name' }, { column: 'c.id', cast: 'uuid' }]
+
+export interface TeamFilter { subsidiary_id?: string; q?: string }
 
 export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
 
@@ -162,17 +170,29 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       const [row] = await teamsOfCompany(companyId)
       return row && (row.teams ?? [])
     },
+    /**
+     * A page or a filtered view of the teams, in the whole list's order (the cached whole list
+     * above stays the answer without limit and filters). `q`: name or code contains.
+     */
+    async listTeamsPage(companyId: string, filter: TeamFilter, page: KeysetPage) {
+      let query = teamsQuery(db, companyId)
+      if (filter.subsidiary_id !== undefined) query = query.where('t.subsidiary_id', '=', filter.subsidiary_id)
+      if (filter.q !== undefined) {
+        const pattern = containing(filter.q)
+        query = query.where((eb) => eb.or([eb('t.name', 'ilike', pattern), eb('t.code', 'ilike', pattern)]))
+      }
+      return cutPage(await keyset(query, TEAM_ORDER, page).execute(), page, (row) => [row.name, row.code])
+    },
     findTeam: async (companyId: string, teamId: string): Promise<Team | undefined> => (await oneTeam(companyId, teamId))[0],
 
     /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
-    listMembers: (companyId: string, teamId: string) =>
+    listMembers: async (companyId: string, teamId: string, page: KeysetPage) => cutPage(await keyset(
       db.selectFrom('team_members as m')
         .innerJoin('contracts as c', (join) => join.onRef('c.company_id', '=', 'm.company_id').onRef('c.id', '=', 'm.contract_id'))
         .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active', 'm.is_leader'])
         .select(sql<string[]>`(SELECT array_agg(o.team_id ORDER BY o.team_id) FROM team_members o WHERE o.company_id = c.company_id AND o.contract_id = c.id)`.as('team_ids'))
-        .where('m.company_id', '=', companyId).where('m.team_id', '=', teamId)
-        .orderBy('c.last_name').orderBy('c.first_name').orderBy('c.id')
-        .execute(),
+        .where('m.company_id', '=', companyId).where('m.team_id', '=', teamId),
+      MEMBER_ORDER, page).execute(), page, (row) => [row.last_name, row.first_name, row.id]),
   }
 }
 

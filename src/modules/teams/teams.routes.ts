@@ -3,11 +3,17 @@ import type { App } from '../../http/app-types.ts'
 import type { ReadCache } from '../../db/read-cache.ts'
 import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
-import { Accepted, CompanyParams } from '../../http/schemas.ts'
+import { Accepted, CompanyParams, Uuid } from '../../http/schemas.ts'
+import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { TeamsService } from './teams.service.ts'
 import { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember, TeamParams } from './teams.schemas.ts'
 
 const BASE = '/api/v1/companies'
+
+const TeamsQuery = pageQuery({
+  subsidiary_id: Type.Optional(Uuid('Only the teams of this subsidiary')),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Name or code contains this text, case-insensitive' })),
+})
 
 /** Teams of a company (18, 19, 20, 23, 24, 35, and the additions of the decisions §3). */
 export async function teamsRoutes(app: App, { service, cache }: { service: TeamsService; cache: Pick<ReadCache, 'get'> }) {
@@ -30,10 +36,20 @@ export async function teamsRoutes(app: App, { service, cache }: { service: Teams
 
   app.get(teams, {
     config: { access },
-    schema: { operationId: 'listTeams', tags, summary: 'List the company\'s teams (19), by name', params: CompanyParams, response: { 200: Type.Array(Team) } },
+    schema: {
+      operationId: 'listTeams', tags, summary: 'List the company\'s teams (19), by name',
+      description: 'The company\'s teams by name, then code (unique in the company). Filters: `subsidiary_id`, `q` (name or code contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: CompanyParams, querystring: TeamsQuery, response: { 200: listResponse(Type.Array(Team)) },
+    },
   }, async (request, reply) => {
     const companyId = request.params.company_id
-    return replyCached(reply, cache, companyId, 'teams', () => service.listTeams(companyId))
+    const { limit, cursor: _c, ...filter } = request.query
+    // The whole list unfiltered is the hot read, answered from the cache; a page or a filter reads the database.
+    if (limit === undefined && filter.subsidiary_id === undefined && filter.q === undefined && request.query.cursor === undefined) {
+      return replyCached(reply, cache, companyId, 'teams', () => service.listTeams(companyId))
+    }
+    const page = readPage(request, ['text', 'text'])
+    return answerPage(request, reply, page, await service.listTeamsPage(companyId, filter, page))
   })
 
   // A static segment: the router prefers it over `:team_id`, so no team id is ever read as it.
@@ -99,6 +115,13 @@ export async function teamsRoutes(app: App, { service, cache }: { service: Teams
 
   app.get(`${team}/contracts`, {
     config: { access },
-    schema: { operationId: 'listTeamMembers', tags, summary: 'The team\'s members, each with is_leader', params: TeamParams, response: { 200: Type.Array(TeamMember) } },
-  }, async (request) => service.listMembers(request.params.company_id, request.params.team_id))
+    schema: {
+      operationId: 'listTeamMembers', tags, summary: 'The team\'s members, each with is_leader',
+      description: 'The members as contracts, by last name, first name, then id. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+      params: TeamParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(TeamMember)) },
+    },
+  }, async (request, reply) => {
+    const page = readPage(request, ['text', 'text', 'uuid'])
+    return answerPage(request, reply, page, await service.listMembers(request.params.company_id, request.params.team_id, page))
+  })
 }

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { isDuplicateTeamCode, type TeamsRepository } from './teams.repository.ts'
+import { isDuplicateTeamCode, type TeamFilter, type TeamsRepository } from './teams.repository.ts'
+import type { KeysetPage } from '../../db/keyset.ts'
+import type { Paged } from '../../http/pagination.ts'
 import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
 
 /**
@@ -89,10 +91,16 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return team
     },
 
-    async listMembers(companyId: string, teamId: string): Promise<TeamMember[]> {
+    /** A page or a filtered view of the teams (listTeams is the whole list, cached). */
+    async listTeamsPage(companyId: string, filter: TeamFilter, page: KeysetPage): Promise<Paged<Team>> {
+      if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
+      return repo.listTeamsPage(companyId, filter, page)
+    },
+
+    async listMembers(companyId: string, teamId: string, page: KeysetPage): Promise<Paged<TeamMember>> {
       if (!(await repo.findTeam(companyId, teamId))) throw new NotFound('Team')
-      const rows = await repo.listMembers(companyId, teamId)
-      return rows.map((row) => ({ ...row, team_ids: row.team_ids ?? [] }))
+      const paged = await repo.listMembers(companyId, teamId, page)
+      return { ...paged, items: paged.items.map((row) => ({ ...row, team_ids: row.team_ids ?? [] })) }
     },
 
     /** 20: the contract leads the team, joining it first if needed; a leader stays one. */

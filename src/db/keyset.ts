@@ -1,0 +1,54 @@
+import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely'
+
+/**
+ * Keyset paging for repositories (src/http/pagination.ts holds the HTTP side): a list's order
+ * as columns, the rows after a cursor's key, and limit + 1 rows (the extra one tells that
+ * another page follows). WHERE (key) > (cursor) walks the index a list is sorted by, so a page
+ * deep into a long list costs what the first one does, unlike OFFSET.
+ */
+export interface SortColumn {
+  /** A column reference as Kysely writes it: 'c.last_name'. */
+  column: string
+  desc?: boolean
+  /** The SQL type the cursor's value is cast to (a timestamp travels as text to keep its microseconds). */
+  cast?: 'timestamptz' | 'uuid' | 'date'
+}
+
+export interface KeysetPage {
+  limit?: number
+  after?: ReadonlyArray<string | number>
+}
+
+/** Orders `query` by `order`, keeps the rows after `page.after` and reads limit + 1 of them. */
+export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, order: readonly SortColumn[], page: KeysetPage | undefined): SelectQueryBuilder<DB, TB, O> {
+  let q = query
+  if (page?.after) q = q.where(after(order, page.after))
+  for (const { column, desc } of order) q = q.orderBy(sql.ref(column), desc ? 'desc' : 'asc')
+  if (page?.limit !== undefined) q = q.limit(page.limit + 1)
+  return q
+}
+
+/**
+ * The rows that sort after `values`. All columns in one direction: a row comparison, which
+ * PostgreSQL answers from an index on those columns. Mixed directions: the expanded form.
+ */
+export function after(order: readonly SortColumn[], values: ReadonlyArray<string | number>): RawBuilder<SqlBool> {
+  const value = (i: number) => {
+    const cast = order[i]!.cast
+    return cast ? sql`${values[i]}::${sql.raw(cast)}` : sql`${values[i]}`
+  }
+  const refs = order.map(({ column }) => sql.ref(column))
+  if (order.every((c) => c.desc === order[0]!.desc)) {
+    const op = sql.raw(order[0]!.desc ? '<' : '>')
+    return sql<SqlBool>`(${sql.join(refs)}) ${op} (${sql.join(order.map((_, i) => value(i)))})`
+  }
+  const alternatives = order.map((column, i) => {
+    const equal = refs.slice(0, i).map((ref, j) => sql`${ref} = ${value(j)}`)
+    const beyond = sql`${refs[i]} ${sql.raw(column.desc ? '<' : '>')} ${value(i)}`
+    return sql`(${sql.join([...equal, beyond], sql` AND `)})`
+  })
+  return sql<SqlBool>`(${sql.join(alternatives, sql` OR `)})`
+}
+
+/** `text` as an ILIKE pattern that matches it literally anywhere (the `q` filters). */
+export const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
