@@ -103,6 +103,8 @@ export function createCompaniesService(deps: {
       refuseNotWritable(patch)
       if (typeof patch.country === 'string' && !isCountry(patch.country)) throw new ValidationError(`body/country ${patch.country} is not an ISO 3166-1 alpha-2 country code`)
       if (typeof patch.timezone === 'string' && !isTimeZone(patch.timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      // The VAT number is normalised and checked as at creation (it decides reverse charge).
+      if ('vat_number' in patch) patch = { ...patch, vat_number: vatNumberOf(patch.vat_number as string | null | undefined, 'body/vat_number') }
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.lockForPatch(trx, companyId)
         if (!current) throw new NotFound('Company')
