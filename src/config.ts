@@ -1,8 +1,26 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
+import { isIP } from 'node:net'
+
+/**
+ * Running behind a load balancer and being watched (docs/operations.md): a block of its own so
+ * that settings other areas add stay apart from these.
+ */
+const OPERATIONS_SETTINGS = {
+  // Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): unset none, a hop count,
+  // or addresses/CIDRs comma-separated; see trustProxy() below.
+  TRUST_PROXY: Type.String({ default: '' }),
+  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 turns a check off.
+  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
+  SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  // When set, /metrics answers only a request with `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+}
 
 /** Every setting the service reads, with its default. The one place that reads process.env. */
 const ConfigSchema = Type.Object({
+  ...OPERATIONS_SETTINGS,
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -78,7 +96,58 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error('Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS')
   }
   corsOrigins(config.CORS_ORIGINS)
+  checkOperationsSettings(config)
   return Object.freeze(config)
+}
+
+/**
+ * The checks a type cannot say, each refusing the start with a sentence naming the setting: a
+ * wrong URL would otherwise surface later as a 500 or a bare getaddrinfo error.
+ */
+function checkOperationsSettings(config: Config) {
+  if (config.PUBLIC_BASE_URL !== undefined && !isHttpUrl(config.PUBLIC_BASE_URL)) {
+    throw new Error(`Invalid configuration: PUBLIC_BASE_URL "${config.PUBLIC_BASE_URL}" must be an absolute http(s) URL like https://api.example.com`)
+  }
+  if (config.DATABASE_URL !== undefined) {
+    let url: URL | undefined
+    try { url = new URL(config.DATABASE_URL) } catch { /* refused below */ }
+    if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) {
+      throw new Error('Invalid configuration: DATABASE_URL must be a PostgreSQL URL like postgres://user:password@host:5432/database')
+    }
+  }
+  if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
+    throw new Error(`Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`)
+  }
+  trustProxy(config.TRUST_PROXY)
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+/**
+ * TRUST_PROXY as Fastify's trustProxy: '' trusts no proxy (the socket's address is the client's),
+ * a number the last N hops of X-Forwarded-For, otherwise addresses or CIDRs of the proxies.
+ */
+export function trustProxy(setting: string): boolean | number | string[] {
+  const value = setting.trim()
+  if (value === '' || value === 'false') return false
+  if (/^\d+$/.test(value)) return Number(value)
+  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '')
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/')
+    const family = isIP(address ?? '')
+    const maxBits = family === 6 ? 128 : 32
+    if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new Error(`Invalid configuration: TRUST_PROXY entry "${entry}" must be a hop count, or addresses or CIDRs like 10.0.0.0/8, comma-separated`)
+    }
+  }
+  return entries
 }
 
 /**

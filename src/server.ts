@@ -7,8 +7,9 @@ async function main() {
   const app = await buildApp({ config })
   const created = await app.services.oauth.ensureAdminClient({ id: config.ADMIN_CLIENT_ID, secret: config.ADMIN_CLIENT_SECRET })
   if (created) {
-    // Shown once: only the hash is stored.
-    process.stdout.write(
+    // Shown once: only the hash is stored. On stderr as plain text, outside the JSON log lines of
+    // stdout, so a log collector does not keep it and LOG_LEVEL does not hide it.
+    process.stderr.write(
       `\nA platform client was created for this new database. Keep its secret now; it is not shown again.\n` +
       `  client_id:     ${created.client_id}\n  client_secret: ${created.client_secret}\n\n`,
     )
