@@ -14,6 +14,11 @@ const OPERATIONS_SETTINGS = {
   SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
   SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  // SIGTERM: /ready answers 503 at once, requests are still served for SHUTDOWN_DELAY_MS (the
+  // balancer's time to notice), then the listener closes and requests in flight get up to
+  // SHUTDOWN_TIMEOUT_MS to finish before the process exits anyway.
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0 }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000 }),
   // When set, /metrics answers only a request with `Authorization: Bearer <METRICS_TOKEN>`.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
 }
@@ -131,13 +136,19 @@ function isHttpUrl(value: string): boolean {
 }
 
 /**
- * TRUST_PROXY as Fastify's trustProxy: '' trusts no proxy (the socket's address is the client's),
- * a number the last N hops of X-Forwarded-For, otherwise addresses or CIDRs of the proxies.
+ * TRUST_PROXY as Fastify's trustProxy: '' trusts no proxy (the socket's address is the client's);
+ * addresses or CIDRs of the proxies (the safe form); or a hop count N, the number of proxies in
+ * front of the service, whose addresses are then trusted whatever they are. Fastify 5.12 refuses
+ * a bare number (it cannot check the immediate peer), so the count is a function here: safe only
+ * when nothing reaches the service except through those proxies (docs/operations.md).
  */
-export function trustProxy(setting: string): boolean | number | string[] {
+export function trustProxy(setting: string): false | string[] | ((address: string, hop: number) => boolean) {
   const value = setting.trim()
   if (value === '' || value === 'false') return false
-  if (/^\d+$/.test(value)) return Number(value)
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    return (_address, hop) => hop < hops
+  }
   const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '')
   for (const entry of entries) {
     const [address, bits, extra] = entry.split('/')

@@ -21,6 +21,8 @@ export interface Database {
    * Kysely instance of this database (request-transaction.ts); `settings` run right after BEGIN.
    */
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
+  /** The pool's connections now, for the metrics. */
+  poolStats(): { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
@@ -133,6 +135,7 @@ async function createPostgres(connectionString: string, max: number): Promise<Da
       const client = await outsideRequestScope(() => pooled.connectOwn())
       return pin(client, (err) => client.release(err), settings)
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return
       closed = true
@@ -261,6 +264,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
       // The pool's one client is never thrown away: PGlite has no other session to replace it.
       return pin(client, () => client.release(), settings)
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return
       closed = true

@@ -53,7 +53,7 @@ const LANES_REFRESH_MS = 200
  * thousand due jobs delays another company's one due job by one job, not a thousand. Several
  * instances each run their own rotation over the same rows; SKIP LOCKED keeps them apart.
  */
-export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number }) {
+export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: FastifyBaseLogger; pollMs: number; onFailure?: (kind: string) => void }) {
   const handlers = new Map<string, JobHandler>()
   let timer: NodeJS.Timeout | undefined
   // When the timer fires (ms since the epoch): a wake-up asked for later than that changes nothing.
@@ -179,6 +179,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
           .set({ attempts: failed.attempts, last_error: failed.error.slice(0, 2000), run_at: new Date(now.getTime() + backoff) })
           .where('id', '=', job.id).execute()
         deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
+        deps.onFailure?.(job.kind)
       }
       return true
     })
@@ -243,7 +244,19 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       })
   }
 
+  /** For the metrics: the jobs due by the business clock and not run yet, and the oldest one's wait. */
+  async function backlog(): Promise<{ due: number; oldestDueSeconds: number }> {
+    const now = deps.clock.now()
+    const row = await deps.db.selectFrom('jobs')
+      .select((eb) => [eb.fn.countAll<number>().as('due'), eb.fn.min('run_at').as('oldest')])
+      .where('done_at', 'is', null).where('run_at', '<=', now)
+      .executeTakeFirstOrThrow()
+    const oldest = row.oldest === null ? null : new Date(row.oldest as Date)
+    return { due: Number(row.due), oldestDueSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0 }
+  }
+
   return {
+    backlog,
     register(kind: string, handler: JobHandler) { handlers.set(kind, handler) },
     schedule,
     reschedule,

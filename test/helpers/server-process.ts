@@ -88,7 +88,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
 }
 
 /** Waits until /ready answers 200. */
-export async function ready(server: ServerProcess, ms = 60_000) {
+export async function ready(server: ServerProcess, ms = 180_000) {
   const deadline = Date.now() + ms
   for (;;) {
     if (server.child.exitCode !== null) throw new Error(`the server exited with ${server.child.exitCode}: ${server.stderr()}`)
