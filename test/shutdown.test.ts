@@ -20,7 +20,8 @@ describe('SIGTERM', () => {
   it('turns /ready to 503 at once, lets a slow request in flight complete, and logs that the process stopped', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-shutdown-'))
     const server = await startServer({
-      DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: '1500',
+      // The request below stays open across the steps: a loaded machine must not time it out.
+      DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: '1500', REQUEST_TIMEOUT_MS: '600000',
       ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret,
     })
     try {
@@ -46,7 +47,7 @@ describe('SIGTERM', () => {
       // write, not end: a client's half-close while the server is closing makes Node drop the connection.
       socket.write(body.slice(10))
       await closed
-      assert.match(answer, /^HTTP\/1\.1 200 /, answer)
+      assert.match(answer, /^HTTP\/1\.1 200 /, `answer: ${JSON.stringify(answer)}; server's stdout: ${server.stdout().slice(-3000)}; stderr: ${server.stderr()}`)
       assert.match(answer, /"access_token":"/)
       // Closed by the server after the answer, not left kept alive to hold the shutdown up.
       assert.match(answer, /\r\nconnection: close\r\n/i)
