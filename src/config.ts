@@ -10,8 +10,8 @@ const OPERATIONS_SETTINGS = {
   // Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): unset none, a hop count,
   // or addresses/CIDRs comma-separated; see trustProxy() below.
   TRUST_PROXY: Type.String({ default: '' }),
-  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 turns a check off.
-  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 (the default) turns a check off.
+  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0 }),
   SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
   // SIGTERM: /ready answers 503 at once, requests are still served for SHUTDOWN_DELAY_MS (the

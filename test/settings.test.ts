@@ -7,11 +7,11 @@ import { freePort, ready, removeBuild, startServer } from './helpers/server-proc
 
 /**
  * A bad setting stops the start of the built server with exit code 1 and a sentence naming the
- * setting on stderr (issue 18). The issue asks for a stop within 5 s; the process is given 20 s
- * before it counts as hung, so a loaded machine does not fail the test, while the hangs it
+ * setting on stderr (issue 18). The issue asks for a stop within 5 s; the process is given 60 s
+ * before it counts as hung (a machine with a load of 40 took over 20 s to start node), while the hangs it
  * guards against (DATA_DIR=/proc/nope spun for 90 s) and a start that succeeds still do.
  */
-const HUNG_AFTER_MS = 20_000
+const HUNG_AFTER_MS = 60_000
 
 after(removeBuild)
 

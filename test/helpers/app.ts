@@ -36,12 +36,11 @@ export interface TestApp {
 /**
  * The app on a fresh database of the engine, with a clock that stands still until a test moves
  * it, the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()), no
- * rate limit or load shedding unless a test asks for them, and no log unless it gives a logger.
+ * rate limit unless a test asks for one, and no log unless it gives a logger.
  */
 export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}, options: { logger?: FastifyBaseLogger } = {}): Promise<TestApp> {
   const config = loadConfig({}, {
-    // No load shedding: a test machine's event loop is often slow, and shedding has its own tests.
-    LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, SHED_EVENT_LOOP_DELAY_MS: 0,
+    LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
     ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...overrides,
   })
   // A test of the pool's limits gives DB_POOL_SIZE; the others get the default of 10.
