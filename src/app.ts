@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { corsOrigins, dunningRetryDays, type Config } from './config.ts'
+import { corsOrigins, dunningRetryDays, trustProxy, type Config } from './config.ts'
 import { systemClock, type Clock } from './clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
@@ -17,6 +17,8 @@ import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
+import { installLoadShedding } from './http/load-shedding.ts'
+import { createReadiness } from './http/shutdown.ts'
 import { installCacheForgetting } from './http/cached-reads.ts'
 import { createReadCache } from './db/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
@@ -43,6 +45,7 @@ import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
 import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
+import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
 import { createWebhooksRepository } from './modules/subscriptions/webhooks.repository.ts'
 import { createWebhooksService } from './modules/subscriptions/webhooks.service.ts'
 import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
@@ -110,6 +113,8 @@ export async function buildApp(options: AppOptions) {
     loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
     logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // The client's address (request.ip: rate limit, logs) from X-Forwarded-For of these proxies only.
+    trustProxy: trustProxy(config.TRUST_PROXY),
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     // Draining answers and parser refusals in the service's own error shape (http/error-handler.ts).
     return503OnClosing: false,
@@ -138,10 +143,13 @@ export async function buildApp(options: AppOptions) {
   installUuidCase(app)
   installErrorHandler(app)
   installDraining(app)
+  const readiness = createReadiness(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
-  const metrics = installMetrics(app)
+  const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
+  await installLoadShedding(app, { maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
 
-  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS })
+  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, onFailure: metrics.jobFailed })
+  metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
   // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
 
@@ -152,7 +160,7 @@ export async function buildApp(options: AppOptions) {
   const access = createAccessState(oauthRepo, database)
   await access.listen()
   installAuth(app, { keys, access })
-  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys)
+  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys, metrics.rateLimited)
   installIdempotency(app, { db, database, clock: realClock, scheduler })
   const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
   await readCache.listen()
@@ -164,8 +172,10 @@ export async function buildApp(options: AppOptions) {
   const hostedRepo = createHostedRepository(db)
   const hostedPages = createHostedPageStore(hostedRepo)
   // Chargebee joins the local engine when its site and key are configured (docs/chargebee.md).
-  const chargebee = chargebeeFromConfig(config)
-  const providers = createProviderRegistry([createLocalProvider({ hostedPages }), ...(chargebee ? [chargebee] : [])])
+  // Every provider call is timed for the metrics (billing_provider_call_duration_seconds).
+  const configured = chargebeeFromConfig(config)
+  const chargebee = configured && observedProvider(configured, metrics.observeProvider)
+  const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
@@ -195,7 +205,7 @@ export async function buildApp(options: AppOptions) {
   access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
-  await app.register(operationsRoutes, { db })
+  await app.register(operationsRoutes, { db, readiness })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })
@@ -222,7 +232,7 @@ export async function buildApp(options: AppOptions) {
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock }, database, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock }, database, readiness, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

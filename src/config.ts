@@ -3,9 +3,32 @@ import { Value } from 'typebox/value'
 import { isCountry } from './modules/companies/countries.ts'
 import { vatTable } from './modules/subscriptions/billing/vat.ts'
 import { isCurrency } from './money.ts'
+import { isIP } from 'node:net'
+
+/**
+ * Running behind a load balancer and being watched (docs/operations.md): a block of its own so
+ * that settings other areas add stay apart from these.
+ */
+const OPERATIONS_SETTINGS = {
+  // Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): unset none, a hop count,
+  // or addresses/CIDRs comma-separated; see trustProxy() below.
+  TRUST_PROXY: Type.String({ default: '' }),
+  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 (the default) turns a check off.
+  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0 }),
+  SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
+  SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  // SIGTERM: /ready answers 503 at once, requests are still served for SHUTDOWN_DELAY_MS (the
+  // balancer's time to notice), then the listener closes and requests in flight get up to
+  // SHUTDOWN_TIMEOUT_MS to finish before the process exits anyway.
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0 }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000 }),
+  // When set, /metrics answers only a request with `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+}
 
 /** Every setting the service reads, with its default. The one place that reads process.env. */
 const ConfigSchema = Type.Object({
+  ...OPERATIONS_SETTINGS,
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -95,6 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!isCountry(config.SELLER_COUNTRY)) throw new Error(`Invalid configuration: SELLER_COUNTRY ${config.SELLER_COUNTRY} is not an ISO 3166-1 alpha-2 country code`)
   if (!isCurrency(config.CURRENCY_CODE)) throw new Error(`Invalid configuration: CURRENCY_CODE ${config.CURRENCY_CODE} is not an ISO 4217 currency code`)
   dunningRetryDays(config.DUNNING_RETRY_DAYS)
+  checkOperationsSettings(config)
   return Object.freeze(config)
 }
 
@@ -109,6 +133,62 @@ export function dunningRetryDays(setting: string): number[] {
   if (days.length > 10 || entries.some((e) => !/^\d{1,3}$/.test(e))) throw refuse()
   if (days.some((d, i) => d < 1 || d > 365 || (i > 0 && d <= days[i - 1]!))) throw refuse()
   return days
+}
+
+/**
+ * The checks a type cannot say, each refusing the start with a sentence naming the setting: a
+ * wrong URL would otherwise surface later as a 500 or a bare getaddrinfo error.
+ */
+function checkOperationsSettings(config: Config) {
+  if (config.PUBLIC_BASE_URL !== undefined && !isHttpUrl(config.PUBLIC_BASE_URL)) {
+    throw new Error(`Invalid configuration: PUBLIC_BASE_URL "${config.PUBLIC_BASE_URL}" must be an absolute http(s) URL like https://api.example.com`)
+  }
+  if (config.DATABASE_URL !== undefined) {
+    let url: URL | undefined
+    try { url = new URL(config.DATABASE_URL) } catch { /* refused below */ }
+    if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) {
+      throw new Error('Invalid configuration: DATABASE_URL must be a PostgreSQL URL like postgres://user:password@host:5432/database')
+    }
+  }
+  if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
+    throw new Error(`Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`)
+  }
+  trustProxy(config.TRUST_PROXY)
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+/**
+ * TRUST_PROXY as Fastify's trustProxy: '' trusts no proxy (the socket's address is the client's);
+ * addresses or CIDRs of the proxies (the safe form); or a hop count N, the number of proxies in
+ * front of the service, whose addresses are then trusted whatever they are. Fastify 5.12 refuses
+ * a bare number (it cannot check the immediate peer), so the count is a function here: safe only
+ * when nothing reaches the service except through those proxies (docs/operations.md).
+ */
+export function trustProxy(setting: string): false | string[] | ((address: string, hop: number) => boolean) {
+  const value = setting.trim()
+  if (value === '' || value === 'false') return false
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    return (_address, hop) => hop < hops
+  }
+  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '')
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/')
+    const family = isIP(address ?? '')
+    const maxBits = family === 6 ? 128 : 32
+    if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new Error(`Invalid configuration: TRUST_PROXY entry "${entry}" must be a hop count, or addresses or CIDRs like 10.0.0.0/8, comma-separated`)
+    }
+  }
+  return entries
 }
 
 /**

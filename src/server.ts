@@ -1,31 +1,23 @@
 import { loadConfig } from './config.ts'
 import { buildApp } from './app.ts'
+import { installShutdown } from './http/shutdown.ts'
 
-/** Starts the service: configuration, database and migrations, then listen; SIGTERM drains and closes. */
+/** Starts the service: configuration, database and migrations, then listen; SIGTERM drains and closes (http/shutdown.ts). */
 async function main() {
   const config = loadConfig()
   const app = await buildApp({ config })
   const created = await app.services.oauth.ensureAdminClient({ id: config.ADMIN_CLIENT_ID, secret: config.ADMIN_CLIENT_SECRET })
   if (created) {
-    // Shown once: only the hash is stored.
-    process.stdout.write(
+    // Shown once: only the hash is stored. On stderr as plain text, outside the JSON log lines of
+    // stdout, so a log collector does not keep it and LOG_LEVEL does not hide it.
+    process.stderr.write(
       `\nA platform client was created for this new database. Keep its secret now; it is not shown again.\n` +
       `  client_id:     ${created.client_id}\n  client_secret: ${created.client_secret}\n\n`,
     )
   }
   await app.listen({ port: config.PORT, host: config.HOST })
 
-  let closing = false
-  const shutdown = (signal: string) => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down: finishing requests in flight')
-    const force = setTimeout(() => { app.log.error('shutdown took too long'); process.exit(1) }, 9_000)
-    force.unref()
-    app.close().then(() => process.exit(0), (err) => { app.log.error({ err }, 'shutdown failed'); process.exit(1) })
-  }
-  process.on('SIGTERM', () => shutdown('SIGTERM'))
-  process.on('SIGINT', () => shutdown('SIGINT'))
+  installShutdown(app, app.readiness, { delayMs: config.SHUTDOWN_DELAY_MS, timeoutMs: config.SHUTDOWN_TIMEOUT_MS })
 }
 
 main().catch((err) => {

@@ -21,6 +21,8 @@ export interface Database {
    * Kysely instance of this database (request-transaction.ts); `settings` run right after BEGIN.
    */
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
+  /** The pool's connections now, for the metrics. */
+  poolStats(): { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
@@ -56,9 +58,27 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   return createPglite(options)
 }
 
-function createPostgres(connectionString: string, max: number): Database {
+/** host:port/database of a URL, without its credentials, for a sentence an operator reads. */
+function serverOf(connectionString: string): string {
+  try {
+    const url = new URL(connectionString)
+    return `${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname}`
+  } catch {
+    return '(unparsable URL)'
+  }
+}
+
+async function createPostgres(connectionString: string, max: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
   keepErrorsQuiet(pool)
+  // One connection first, so that a wrong host, port, password or database stops the start with
+  // a sentence naming the setting rather than a bare ECONNREFUSED from the first migration.
+  try {
+    (await pool.connect()).release()
+  } catch (err) {
+    await pool.end().catch(() => {})
+    throw new Error(`Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ${(err as Error).message}`)
+  }
   const listeners: pg.Client[] = []
   const pooled = preparingPool(pool, MAX_NAMED.postgres)
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
@@ -115,6 +135,7 @@ function createPostgres(connectionString: string, max: number): Database {
       const client = await outsideRequestScope(() => pooled.connectOwn())
       return pin(client, (err) => client.release(err), settings)
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return
       closed = true
@@ -197,8 +218,14 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     pglite = new PGlite({ loadDataDir: options.pgliteDump, startParams })
   } else {
     const dataDir = path.resolve(options.dataDir ?? './data')
-    fs.mkdirSync(dataDir, { recursive: true })
-    release = takeLock(path.join(dataDir, '.lock'))
+    try {
+      makeDirectory(dataDir)
+      release = takeLock(path.join(dataDir, '.lock'))
+    } catch (err) {
+      const { code, message } = err as NodeJS.ErrnoException
+      // takeLock's own refusals already name the setting.
+      throw code ? new Error(`DATA_DIR ${dataDir} cannot be used for the embedded database: ${message}`) : err
+    }
     pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), startParams })
   }
   try {
@@ -237,6 +264,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
       // The pool's one client is never thrown away: PGlite has no other session to replace it.
       return pin(client, () => client.release(), settings)
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return
       closed = true
@@ -246,6 +274,20 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
       release()
     },
   }
+}
+
+/**
+ * mkdir -p, one level at a time: Node 20's recursive mkdirSync spins forever on a path it cannot
+ * create under a pseudo file system (DATA_DIR=/proc/x hung the start), instead of failing.
+ */
+function makeDirectory(dir: string) {
+  if (fs.existsSync(dir)) {
+    if (!fs.statSync(dir).isDirectory()) throw Object.assign(new Error('it is not a directory'), { code: 'ENOTDIR' })
+    return
+  }
+  const parent = path.dirname(dir)
+  if (parent !== dir) makeDirectory(parent)
+  fs.mkdirSync(dir)
 }
 
 /**

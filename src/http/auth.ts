@@ -41,22 +41,23 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
     const optional = access === 'public'
     // Callback style, so that a token and client seen before (the common case) are checked
     // without a promise: the cache lookups are synchronous, only a miss waits for verify().
-    const hook = (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    const hook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
       let known: Principal | null | undefined
       try {
         known = authenticateCached(request)
         if (known !== undefined) {
-          authorize(request, known)
+          authorize(request, reply, known)
           return done()
         }
       } catch (err) {
         return done(err as Error)
       }
-      authenticate(request, optional).then((principal) => { authorize(request, principal); done() }).catch((err: Error) => done(err))
+      authenticate(request, optional).then((principal) => { authorize(request, reply, principal); done() }).catch((err: Error) => done(err))
     }
-    const authorize = (request: FastifyRequest, principal: Principal | null) => {
+    const authorize = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
       request.principal = principal
       if (!principal) return
+      logAs(request, reply, principal)
       if (access === 'platform' && principal.companyId !== null) throw new Forbidden('Only a platform client may do this')
       if (needed && !principal.scopes.has(needed)) throw new InsufficientScope(needed)
       // A company's token on another company's path is answered as if that company did not exist.
@@ -92,6 +93,17 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
     admit(await deps.access.get(principal.clientId))
     return principal
   }
+}
+
+/**
+ * The request's later log lines (its errors, "request completed") name the client and its
+ * company (null for a platform client), so an operator can follow one integrator's requests.
+ * Bound before the checks below, so that a refusal is logged with who was refused.
+ */
+function logAs(request: FastifyRequest, reply: FastifyReply, principal: Principal) {
+  const log = request.log.child({ client_id: principal.clientId, company_id: principal.companyId })
+  request.log = log
+  reply.log = log
 }
 
 /** A verified token's client may act unless it is revoked (or unknown) or its company disabled. */

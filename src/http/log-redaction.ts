@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import type { ChildLoggerOptions } from 'pino'
+import { traceBindings } from './trace-context.ts'
 
 /**
  * A hosted page's URL is its capability: `/hosted/<kind>/<token>`, the token 32 random bytes
@@ -20,8 +21,13 @@ function redactedRequest(req: LoggedRequest) {
   return { method: req.method, url: redactUrl(req.url ?? ''), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }
 }
 
-/** Fastify's childLoggerFactory: requests whose URL mentions hosted pages log it redacted. */
-export function redactingChildLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: ChildLoggerOptions, rawReq: IncomingMessage): FastifyBaseLogger {
+/**
+ * Fastify's childLoggerFactory: requests whose URL mentions hosted pages log it redacted; a
+ * request with a W3C traceparent logs its trace id on every line (trace-context.ts).
+ */
+export function redactingChildLogger(logger: FastifyBaseLogger, given: Record<string, unknown>, options: ChildLoggerOptions, rawReq: IncomingMessage): FastifyBaseLogger {
+  const trace = traceBindings(rawReq.headers.traceparent)
+  const bindings = trace ? { ...given, ...trace } : given
   if (!/hosted/i.test(rawReq.url ?? '')) return logger.child(bindings, options)
   return logger.child(bindings, { ...options, serializers: { ...options.serializers, req: redactedRequest } })
 }

@@ -15,7 +15,7 @@ const EXEMPT = new Set(['/health', '/ready', '/metrics'])
  * token that does not verify counts against its address. The verification is the request's one
  * (bearer.ts), which authentication then reuses: for a token seen before, a map lookup.
  */
-export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>) {
+export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>, onRefused?: () => void) {
   if (settings.max === 0) return
   let windowStart = Date.now()
   let counts = new Map<string, number>()
@@ -34,7 +34,10 @@ export function installRateLimit(app: FastifyInstance, settings: { max: number; 
     reply.header('ratelimit-limit', settings.max)
     reply.header('ratelimit-remaining', Math.max(0, settings.max - used))
     reply.header('ratelimit-reset', reset)
-    if (used > settings.max) throw new RateLimited(reset)
+    if (used > settings.max) {
+      onRefused?.()
+      throw new RateLimited(reset)
+    }
   })
 
   async function budgetOf(request: FastifyRequest): Promise<string> {

@@ -61,6 +61,8 @@ export function createScheduler(deps: {
   realClock?: Clock
   log: FastifyBaseLogger
   pollMs: number
+  /** Told the kind of each failed job (the metrics count failures by kind). */
+  onFailure?: (kind: string) => void
 }) {
   const handlers = new Map<string, JobHandler>()
   // Kinds due by real time, not by the business clock: the platform's own housekeeping (the
@@ -223,6 +225,7 @@ export function createScheduler(deps: {
           .set({ attempts: failed.attempts, last_error: failed.error.slice(0, 2000), run_at: new Date((realKinds.has(job.kind) ? realNow : now).getTime() + backoff) })
           .where('id', '=', job.id).execute()
         deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
+        deps.onFailure?.(job.kind)
       }
       return true
     })
@@ -287,7 +290,19 @@ export function createScheduler(deps: {
       })
   }
 
+  /** For the metrics: the jobs due by the business clock and not run yet, and the oldest one's wait. */
+  async function backlog(): Promise<{ due: number; oldestDueSeconds: number }> {
+    const now = deps.clock.now()
+    const row = await deps.db.selectFrom('jobs')
+      .select((eb) => [eb.fn.countAll<number>().as('due'), eb.fn.min('run_at').as('oldest')])
+      .where('done_at', 'is', null).where('run_at', '<=', now)
+      .executeTakeFirstOrThrow()
+    const oldest = row.oldest === null ? null : new Date(row.oldest as Date)
+    return { due: Number(row.due), oldestDueSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0 }
+  }
+
   return {
+    backlog,
     /** `realTime`: due by real time, never moved by a test clock (platform jobs only). */
     register(kind: string, handler: JobHandler, options: { realTime?: boolean } = {}) {
       handlers.set(kind, handler)

@@ -4,9 +4,10 @@ import type { App } from '../../http/app-types.ts'
 import { ServiceUnavailable } from '../../http/errors.ts'
 import { migrationsApplied } from '../../db/migrate.ts'
 import type { DB } from '../../db/tables.ts'
+import type { Readiness } from '../../http/shutdown.ts'
 
 /** Liveness, readiness and the OpenAPI document; none needs a token. */
-export async function operationsRoutes(app: App, { db }: { db: Kysely<DB> }) {
+export async function operationsRoutes(app: App, { db, readiness }: { db: Kysely<DB>; readiness: Readiness }) {
   const tags = ['Operations']
 
   app.get('/health', {
@@ -16,8 +17,11 @@ export async function operationsRoutes(app: App, { db }: { db: Kysely<DB> }) {
 
   app.get('/ready', {
     config: { access: 'none' },
-    schema: { operationId: 'ready', tags, summary: 'The database answers and every migration is applied', response: { 200: Type.Object({ status: Type.Literal('ready') }, { title: 'Readiness' }) } },
+    schema: { operationId: 'ready', tags, summary: 'The database answers and every migration is applied',
+      description: 'For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer, or when a migration is pending. No token.',
+      response: { 200: Type.Object({ status: Type.Literal('ready') }, { title: 'Readiness' }) } },
   }, async () => {
+    if (readiness.stopping) throw new ServiceUnavailable('The instance is shutting down', 1)
     try {
       await sql`SELECT 1`.execute(db)
       if (!(await migrationsApplied(db))) throw new Error('migrations pending')

@@ -1,0 +1,25 @@
+// `npm run migrate`: applies the migrations not applied yet to the database of the configuration
+// (DATABASE_URL, or DATA_DIR's PGlite, which no running service may hold open meanwhile), then
+// exits: the deploy step that runs before new instances roll out (docs/operations.md,
+// "Deploying"). Instances also migrate at start; after this step they find nothing to do.
+// Exit code 0 when the database is current, 1 with a sentence on stderr otherwise.
+import { loadConfig } from '../src/config.ts'
+import { createDatabase } from '../src/db/database.ts'
+import { migrate, readMigrations } from '../src/db/migrate.ts'
+
+try {
+  const config = loadConfig()
+  const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
+  try {
+    const applied = await migrate(database.db)
+    const total = readMigrations().length
+    process.stdout.write(applied.length
+      ? `Applied ${applied.length} migration(s): ${applied.join(', ')}. The database is current (${total} migrations).\n`
+      : `Nothing to apply: the database is current (${total} migrations).\n`)
+  } finally {
+    await database.close()
+  }
+} catch (err) {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`)
+  process.exitCode = 1
+}

@@ -1,0 +1,117 @@
+import { describe, it, afterEach, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
+import { buildTestApp, type TestApp } from './helpers/app.ts'
+import { engines } from './helpers/databases.ts'
+import { eventually } from './helpers/eventually.ts'
+import { company } from './helpers/factories.ts'
+
+/**
+ * Running behind a balancer (issue 18): the client's address through TRUST_PROXY, load shedding,
+ * readiness while stopping, and what each request's log lines say. None of it depends on the
+ * engine: PGlite only.
+ */
+let t: TestApp | undefined
+afterEach(async () => { await t?.close(); t = undefined })
+
+function logSink() {
+  const lines: Array<Record<string, unknown>> = []
+  const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
+  return { lines, logger: pino({ level: 'info' }, sink) }
+}
+
+// Anonymous requests to an API route: each counts against its address's budget, then is a 401.
+const anonymous = (forwardedFor: string) => t!.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000', token: null, headers: { 'x-forwarded-for': forwardedFor } })
+
+describe('TRUST_PROXY', () => {
+  it('behind a trusted proxy, the rate limit and the log see the address it forwards', async () => {
+    const { lines, logger } = logSink()
+    // app.inject's requests come from 127.0.0.1: the proxy here.
+    t = await buildTestApp(engines[0]!, { TRUST_PROXY: '127.0.0.1/32', RATE_LIMIT_MAX: 2 }, { logger })
+    assert.equal((await anonymous('203.0.113.5')).statusCode, 401)
+    assert.equal((await anonymous('203.0.113.5')).statusCode, 401)
+    assert.equal((await anonymous('203.0.113.5')).statusCode, 429)
+    // Another client behind the same proxy has a budget of its own.
+    assert.equal((await anonymous('198.51.100.7')).statusCode, 401)
+    const incoming = lines.filter((l) => l.msg === 'incoming request' && /companies/.test((l.req as { url: string }).url)).map((l) => (l.req as { remoteAddress: string }).remoteAddress)
+    assert.deepEqual(incoming, ['203.0.113.5', '203.0.113.5', '203.0.113.5', '198.51.100.7'])
+  })
+
+  it('a hop count of 1 (one balancer) takes the address the balancer appended, not what the client wrote', async () => {
+    t = await buildTestApp(engines[0]!, { TRUST_PROXY: '1', RATE_LIMIT_MAX: 1 })
+    // The client claims an address; the balancer (the one hop trusted) appended the real one.
+    assert.equal((await anonymous('10.9.9.9, 203.0.113.5')).statusCode, 401)
+    assert.equal((await anonymous('10.9.9.8, 203.0.113.5')).statusCode, 429, 'what the client wrote itself is not believed')
+  })
+
+  it('unset, X-Forwarded-For is not believed: a client cannot buy budgets by writing it', async () => {
+    t = await buildTestApp(engines[0]!, { RATE_LIMIT_MAX: 3 })
+    // One budget, 127.0.0.1's (the helper's token request took one of its three already).
+    const answers = [await anonymous('203.0.113.5'), await anonymous('203.0.113.6'), await anonymous('203.0.113.7')].map((r) => r.statusCode)
+    assert.equal(answers.at(-1), 429, String(answers))
+  })
+})
+
+describe('load shedding', () => {
+  it('over a threshold, API routes answer 503 + Retry-After; /health, /ready and /metrics still answer', async () => {
+    t = await buildTestApp(engines[0]!, { SHED_EVENT_LOOP_DELAY_MS: 50, SHED_RETRY_AFTER_SECONDS: 7 })
+    assert.equal((await t.call({ url: '/api/v1/subscription/plans' })).statusCode, 200, 'not shed while idle')
+    // The event loop blocked for 300 ms before each request: under-pressure's next sample (one a
+    // second) sees a mean delay far over 50 ms, and every sample after it too while this goes on.
+    const busy = () => { const until = Date.now() + 300; while (Date.now() < until) { /* the load */ } }
+    const loaded = async (url: string, token?: null) => { busy(); return t!.call({ url, token }) }
+    const shed = await eventually(() => loaded('/api/v1/subscription/plans'), (r) => r.statusCode === 503, 15_000)
+    assert.equal(shed.statusCode, 503, shed.body)
+    assert.equal(shed.headers['retry-after'], '7')
+    assert.match(shed.json().errors, /overloaded/)
+    for (const url of ['/health', '/ready', '/metrics']) {
+      assert.equal((await loaded(url, null)).statusCode, 200, url)
+      // Still under pressure at that moment: an API route next to it is shed.
+      assert.equal((await loaded('/api/v1/subscription/plans')).statusCode, 503, `after ${url}`)
+    }
+    busy()
+    const token = await t.call({ method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials' } })
+    assert.equal(token.statusCode, 503)
+  })
+})
+
+describe('with the default settings', () => {
+  const { lines, logger } = logSink()
+  let d: TestApp
+  before(async () => { d = await buildTestApp(engines[0]!, {}, { logger }) })
+  after(async () => { await d?.close() })
+
+  it('log lines name the client and company of the token, and the trace id of a W3C traceparent', async () => {
+    const c = await company(d)
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+    lines.length = 0
+    const res = await d.call({ url: `/api/v1/companies/${c.id}`, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+    assert.equal(res.statusCode, 200, res.body)
+    const completed = lines.find((l) => l.msg === 'request completed')
+    assert.ok(completed, JSON.stringify(lines))
+    assert.equal(completed.client_id, 'test-admin')
+    assert.equal(completed.company_id, null)
+    assert.equal(completed.trace_id, traceId)
+    assert.equal(completed.parent_span_id, '00f067aa0ba902b7')
+    assert.equal(lines.find((l) => l.msg === 'incoming request')?.trace_id, traceId)
+
+    // A company's own client: its company on the line.
+    lines.length = 0
+    assert.equal((await d.call({ url: `/api/v1/companies/${c.id}`, token: c.token, headers: { traceparent: 'not-a-traceparent' } })).statusCode, 200)
+    const own = lines.find((l) => l.msg === 'request completed')!
+    assert.equal(own.client_id, c.client.client_id)
+    assert.equal(own.company_id, c.id)
+    assert.equal(own.trace_id, undefined, 'a malformed traceparent is ignored')
+  })
+
+  // Last: the app is stopping from here on.
+  it('/ready answers 503 once the instance is stopping, while /health still answers 200', async () => {
+    assert.equal((await d.call({ url: '/ready', token: null })).statusCode, 200)
+    d.app.readiness.stopping = true
+    const res = await d.call({ url: '/ready', token: null })
+    assert.equal(res.statusCode, 503)
+    assert.equal(res.headers['retry-after'], '1')
+    assert.equal((await d.call({ url: '/health', token: null })).statusCode, 200)
+  })
+})
