@@ -50,6 +50,11 @@ const ConfigSchema = Type.Object({
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
   // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
   CORS_ORIGINS: Type.String({ default: '' }),
+  // Events and outgoing webhooks (docs/webhooks.md): how long the event log keeps an event, how
+  // long a receiver has to answer, and whether loopback/private targets (and http) are allowed.
+  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 10000 }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>

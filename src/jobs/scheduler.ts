@@ -15,6 +15,12 @@ export interface JobContext {
   now: Date
   payload: Record<string, unknown>
   key: string
+  /**
+   * Runs `work` once the job's transaction has committed, outside it and outside the pass: for
+   * what must not hold a transaction or delay the next job (an HTTP call to a webhook receiver).
+   * Dropped if the job fails. Its outcome is the work's own to record.
+   */
+  afterCommit(work: () => Promise<unknown>): void
 }
 
 export type JobHandler = (ctx: JobContext) => Promise<void>
@@ -155,6 +161,7 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
   async function runOne(lane: Lane): Promise<boolean> {
     const now = deps.clock.now()
     let failed: { id: number; attempts: number; error: string } | undefined
+    let after: (() => Promise<unknown>)[] = []
     const ran = await deps.db.transaction().execute(async (trx) => {
       let claim = trx.selectFrom('jobs').selectAll()
         .where('done_at', 'is', null).where('run_at', '<=', now).where('kind', 'in', [...handlers.keys()])
@@ -169,10 +176,11 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
       try {
         await sql`SAVEPOINT job`.execute(trx)
-        await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key })
+        await handler({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, afterCommit: (work) => { after.push(work) } })
         await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
       } catch (err) {
         await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
+        after = []
         failed = { id: job.id, attempts: job.attempts + 1, error: (err as Error).message }
         const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failed.attempts, 20))
         await trx.updateTable('jobs')
@@ -182,6 +190,9 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
       }
       return true
     })
+    for (const work of after) {
+      outsideRequestScope(() => work()).catch((err: unknown) => deps.log.error({ err }, 'work after a job failed'))
+    }
     return ran
   }
 
@@ -249,6 +260,8 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     reschedule,
     cancel,
     runDue,
+    /** A pass now (when not running): work was just written by another path than schedule(). */
+    wake() { wakeIn(0) },
     start() {
       if (!stopped) return
       stopped = false
