@@ -129,6 +129,11 @@ for (const engine of engines) {
       assert.equal((await t.call({ url: eventsUrl(a.id), token: await t.tokenFor(readOnly.client_id, readOnly.client_secret) })).statusCode, 200)
       assert.ok((await t.json<any[]>(200, { url: eventsUrl(a.id), token: a.token })).every((e) => e.company_id === a.id))
 
+      const [ofB] = await t.json<any[]>(200, { url: eventsUrl(b.id), token: b.token })
+      assert.deepEqual(await t.json(200, { url: `${eventsUrl(b.id)}/${ofB.id}`, token: b.token }), ofB)
+      assert.deepEqual(await t.json(200, { url: `/api/v1/events/${ofB.id}` }), ofB)
+      assert.equal((await t.call({ url: `${eventsUrl(a.id)}/${ofB.id}`, token: a.token })).statusCode, 404)
+      assert.equal((await t.call({ url: `/api/v1/events/${ofB.id}`, token: a.token })).statusCode, 403)
       const platform = await t.json<any[]>(200, { url: '/api/v1/events', query: { limit: '500' } })
       assert.ok(platform.some((e) => e.company_id === a.id) && platform.some((e) => e.company_id === b.id))
       const onlyB = await t.json<any[]>(200, { url: '/api/v1/events', query: { company_id: b.id } })

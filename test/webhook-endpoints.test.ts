@@ -203,8 +203,11 @@ for (const engine of engines) {
       assert.equal((await t.json<any[]>(200, { url: '/api/v1/webhook_endpoints' })).length >= 1, true)
       assert.ok((await t.json<any[]>(200, { url: companyEndpoints(a.id), token: a.token })).every((e) => e.company_id === a.id))
 
-      const ping = await t.json(202, { method: 'POST', url: `${companyEndpoints(a.id)}/${own.id}/test`, token: a.token })
+      const pingRes = await t.call({ method: 'POST', url: `${companyEndpoints(a.id)}/${own.id}/test`, token: a.token })
+      assert.equal(pingRes.statusCode, 202, pingRes.body)
+      const ping = pingRes.json()
       assert.equal(ping.type, 'ping')
+      assert.deepEqual(await t.json(200, { url: String(pingRes.headers.location), token: a.token }), ping)
       const platformPing = await t.json(202, { method: 'POST', url: `/api/v1/webhook_endpoints/${platform.id}/test` })
       await deliverNow()
       const pingOf = (r: typeof aReceiver) => r.received.map((req) => JSON.parse(req.body)).filter((e) => e.type === 'ping')
@@ -264,7 +267,6 @@ for (const engine of engines) {
       for (const target of [
         'https://127.0.0.1/hook', 'https://10.1.2.3/hook', 'https://172.16.0.1/', 'https://192.168.1.10/', 'https://169.254.169.254/latest/meta-data',
         'https://[::1]/hook', 'https://[fe80::1]/', 'https://[fd00::1]/', 'https://[::ffff:127.0.0.1]/', 'https://224.0.0.1/', 'https://0.0.0.0/',
-        'https://localhost/hook', 'https://api.localhost/hook',
       ]) {
         const res = await t.call({ method: 'POST', url: companyEndpoints(c.id), token: c.token, body: { url: target } })
         assert.equal(res.statusCode, 400, `${target}: ${res.body}`)

@@ -25,6 +25,12 @@ export function createEventsRepository(db: Kysely<DB>) {
       return query.orderBy('seq', 'desc').limit(filter.limit).execute()
     },
 
+    find(id: string, companyId: string | undefined) {
+      let query = db.selectFrom('events').select(['seq', 'id', 'type', 'company_id', 'data', 'created_at']).where('id', '=', id)
+      if (companyId !== undefined) query = query.where('company_id', '=', companyId)
+      return query.executeTakeFirst()
+    },
+
     /** Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with them); answers how many. */
     async prune(executor: Executor, cutoff: Date, batch: number): Promise<number> {
       const result = await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(executor)

@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
-import { Event, CompanyEventsQuery, EventsQuery } from './events.schemas.ts'
+import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery } from './events.schemas.ts'
 import type { EventsService } from './events.service.ts'
 import { nextLink } from './paging.ts'
 
@@ -34,4 +34,14 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
       params: CompanyParams, querystring: CompanyEventsQuery, response: { 200: Type.Array(Event) },
     },
   }, async (request, reply) => page(request, reply, await service.list({ ...request.query, company_id: request.params.company_id })))
+
+  app.get('/api/v1/events/:event_id', {
+    config: { access: 'platform' },
+    schema: { operationId: 'getEvent', tags, summary: 'Get an event (platform)', description: 'Any company\'s event, while it is kept; a platform token.', params: EventParams, response: { 200: Event } },
+  }, async (request) => service.get(request.params.event_id))
+
+  app.get('/api/v1/companies/:company_id/events/:event_id', {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'getCompanyEvent', tags, summary: 'Get one of a company\'s events', description: 'The company\'s event, while it is kept; `read:company`. Another company\'s event: 404.', params: CompanyEventParams, response: { 200: Event } },
+  }, async (request) => service.get(request.params.event_id, request.params.company_id))
 }

@@ -38,3 +38,6 @@ const queryFields = {
 export const CompanyEventsQuery = Type.Object(queryFields, { additionalProperties: false })
 export const EventsQuery = Type.Object({ company_id: Type.Optional(Uuid('Only this company\'s events')), ...queryFields }, { additionalProperties: false })
 export type EventsQuery = Static<typeof EventsQuery>
+
+export const EventParams = Type.Object({ event_id: Uuid('The event') })
+export const CompanyEventParams = Type.Object({ company_id: Uuid('The company'), event_id: Uuid('The event') })

@@ -1,4 +1,4 @@
-import { ValidationError } from '../../http/errors.ts'
+import { NotFound, ValidationError } from '../../http/errors.ts'
 import type { Event, EventsQuery } from './events.schemas.ts'
 import type { EventsRepository } from './events.repository.ts'
 import { isEventTypePattern } from './outbox.ts'
@@ -14,6 +14,13 @@ export function eventView(row: Pick<EventRow, 'id' | 'type' | 'company_id' | 'da
 /** The event log, newest first (docs/webhooks.md). */
 export function createEventsService(deps: { repo: EventsRepository }) {
   return {
+    /** One event; of the company when one is given (another company's is not found). */
+    async get(id: string, companyId?: string): Promise<Event> {
+      const row = await deps.repo.find(id, companyId)
+      if (!row) throw new NotFound('Event')
+      return eventView(row)
+    },
+
     /** One page of events and the cursor of the next, if more remain. */
     async list(query: EventsQuery): Promise<{ events: Event[]; next?: string }> {
       let type

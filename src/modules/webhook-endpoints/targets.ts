@@ -47,7 +47,8 @@ export function checkTargetUrl(value: string, allowPrivate: boolean, field = 'bo
   if (url.username || url.password) throw new ValidationError(`${field} must not carry credentials (user:password@); the signature authenticates the sender`)
   if (url.hash) throw new ValidationError(`${field} must not have a #fragment`)
   const host = hostOf(url)
-  if (!allowPrivate && (net.isIP(host) ? isPrivateAddress(host) : /(^|\.)localhost$/i.test(host))) {
+  // A literal address is checked here; a name, after its resolution at each delivery.
+  if (!allowPrivate && net.isIP(host) && isPrivateAddress(host)) {
     throw new ValidationError(`${field} points to a loopback, private or link-local address, which webhooks may not reach`)
   }
   return url

@@ -82,9 +82,14 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
       config: { access: v.access },
       schema: {
         operationId: `test${v.name}WebhookEndpoint`, tags, summary: 'Send a ping event to a webhook endpoint',
-        description: `${v.who} Sends this endpoint alone a \`ping\` event, signed and retried as any other; answers 202 with the event (its \`id\` is the \`webhook-id\`). A disabled endpoint: 409.`,
+        description: `${v.who} Sends this endpoint alone a \`ping\` event, signed and retried as any other; answers 202 with the event (its \`id\` is the \`webhook-id\`) and its \`Location\`. A disabled endpoint: 409.`,
         params: v.idParams, response: { 202: Event },
       },
-    }, async (request, reply) => reply.code(202).send(await service.ping(v.owner(request.params), (request.params as { id: string }).id)))
+    }, async (request, reply) => {
+      const owner = v.owner(request.params)
+      const event = await service.ping(owner, (request.params as { id: string }).id)
+      reply.header('location', owner === null ? `/api/v1/events/${event.id}` : `/api/v1/companies/${owner}/events/${event.id}`)
+      return reply.code(202).send(event)
+    })
   }
 }

@@ -5,7 +5,7 @@ const EXAMPLE_ID = '3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63'
 const COMPANY_ID = '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10'
 
 export const WebhookEndpointInput = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: 2048, description: 'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address' }),
   event_types: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
     maxItems: 100, uniqueItems: true, description: 'The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type',
   })),
