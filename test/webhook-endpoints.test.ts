@@ -5,9 +5,10 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract } from './helpers/factories.ts'
 import { eventually } from './helpers/eventually.ts'
 import { receiver } from './helpers/receivers.ts'
-import { RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
+import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
 
-const TIMEOUT_MS = 1_500
+// Long enough that a loaded machine finishes the other calls of a test before a hanging one times out.
+const TIMEOUT_MS = 5_000
 const companyEndpoints = (companyId: string) => `/api/v1/companies/${companyId}/webhook_endpoints`
 
 for (const engine of engines) {
@@ -160,6 +161,28 @@ for (const engine of engines) {
         assert.deepEqual(attempts.map((a) => a.status), ['timeout', 'timeout'])
         assert.ok(attempts.every((a) => a.status_code === null && /No answer within/.test(a.error) && a.next_retry_at))
       }
+    })
+
+    it('keeps at most a bound of calls open to one hanging endpoint; the rest wait without an attempt counted', async () => {
+      const c = await company(t)
+      const dead = await listen('never')
+      const created = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 2; i++) await contract(t, c.id)
+      const start = new Date(Date.now() + 1000)
+      const back = t.clock.now()
+      t.clock.set(start)
+      await t.app.services.scheduler.runDue()
+      const open = await attemptsOf(c.id, created.id)
+      assert.equal(open.length, MAX_IN_FLIGHT_PER_ENDPOINT)
+      await t.app.services.webhookDelivery.settled()
+      // A second later, with the calls over, the two that waited go.
+      t.clock.set(new Date(start.getTime() + 1000))
+      await t.app.services.scheduler.runDue()
+      t.clock.set(back)
+      await t.app.services.webhookDelivery.settled()
+      const attempts = await attemptsOf(c.id, created.id)
+      assert.equal(attempts.length, MAX_IN_FLIGHT_PER_ENDPOINT + 2)
+      assert.ok(attempts.every((a) => a.attempt === 1 && a.status === 'timeout'))
     })
 
     it('an attempt whose instance stopped is retried when its lease runs out, with the same webhook-id', async () => {

@@ -23,6 +23,13 @@ export const RETRY_DELAYS_MS = [5, 300, 1800, 7200, 18000, 36000, 36000, 36000, 
 /** How long after its start an attempt with no recorded outcome is taken for lost (its instance died) and tried again. */
 const LEASE_MARGIN_MS = 60_000
 const MAX_RESPONSE_BYTES = 64 * 1024
+/**
+ * HTTP calls one instance keeps open to one endpoint at most. A receiver that hangs with a
+ * backlog of a thousand events would otherwise hold a thousand sockets of this process; above
+ * the bound its deliveries wait (their job comes back a second later, no attempt counted).
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 16
+const DEFER_MS = 1000
 
 export interface DeliveryObserver {
   attempt(outcome: AttemptOutcome): void
@@ -52,6 +59,7 @@ export function createWebhookDelivery(deps: {
   observer?: DeliveryObserver
 }) {
   const inFlight = new Set<Promise<unknown>>()
+  const perEndpoint = new Map<string, number>()
   const lookup = guardedLookup(deps.allowPrivateTargets)
   const jobKey = (deliveryId: string, seq: number) => `${deliveryId}/${seq}`
 
@@ -64,15 +72,30 @@ export function createWebhookDelivery(deps: {
       await deps.repo.settleDelivery(ctx.trx, d.id, { status: 'failed', nextAttemptAt: null })
       return
     }
-    const attempt = d.attempts + 1
     const seq = d.job_seq + 1
+    if ((perEndpoint.get(d.endpoint_id) ?? 0) >= MAX_IN_FLIGHT_PER_ENDPOINT) {
+      await deps.repo.deferDelivery(ctx.trx, d.id, seq)
+      await deps.scheduler.reschedule(ctx.trx, {
+        kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: new Date(ctx.now.getTime() + DEFER_MS), companyId: d.company_id, payload: { delivery_id: d.id, seq },
+      })
+      return
+    }
+    const attempt = d.attempts + 1
     const attemptId = await deps.repo.startAttempt(ctx.trx, { id: d.id, endpointId: d.endpoint_id, eventId: d.event_id, attempt, seq, at: ctx.now })
     await deps.scheduler.reschedule(ctx.trx, {
       kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: new Date(ctx.now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS),
       companyId: d.company_id, payload: { delivery_id: d.id, seq },
     })
     const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
-    ctx.afterCommit(() => track(send(d.url, d.secret, d.event_id, body).then((sent) => record({ deliveryId: d.id, attemptId, attempt, seq, endpointId: d.endpoint_id, companyId: d.company_id, eventId: d.event_id, sent }))))
+    ctx.afterCommit(() => {
+      perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1)
+      const sending = send(d.url, d.secret, d.event_id, body).finally(() => {
+        const left = (perEndpoint.get(d.endpoint_id) ?? 1) - 1
+        if (left > 0) perEndpoint.set(d.endpoint_id, left)
+        else perEndpoint.delete(d.endpoint_id)
+      })
+      return track(sending.then((sent) => record({ deliveryId: d.id, attemptId, attempt, seq, endpointId: d.endpoint_id, companyId: d.company_id, eventId: d.event_id, sent })))
+    })
   }
 
   function track<T>(work: Promise<T>): Promise<T> {

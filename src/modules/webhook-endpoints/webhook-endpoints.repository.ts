@@ -71,6 +71,10 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return row.id
     },
 
+    /** Hands the delivery to job `seq` without an attempt (its endpoint has too many calls under way here). */
+    deferDelivery: (trx: Executor, id: string, seq: number) =>
+      trx.updateTable('webhook_deliveries').set({ job_seq: seq }).where('id', '=', id).execute(),
+
     finishAttempt: (trx: Executor, attemptId: number, outcome: { outcome: AttemptOutcome; statusCode: number | null; durationMs: number; error: string | null; nextRetryAt: Date | null }) =>
       trx.updateTable('webhook_attempts').set({
         outcome: outcome.outcome, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error?.slice(0, 1000) ?? null, next_retry_at: outcome.nextRetryAt,
