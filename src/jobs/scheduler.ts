@@ -39,6 +39,7 @@ type Lane = string | null
 
 const MAX_BACKOFF_MS = 15 * 60_000
 const WAKE_MIN_MS = 5
+const WAKE_COALESCE_MS = 25
 /** Node's timers hold 2^31-1 ms at most (24.8 days); a longer delay fires at once with a TimeoutOverflowWarning. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 /**
@@ -260,8 +261,12 @@ export function createScheduler(deps: { db: Kysely<DB>; clock: Clock; log: Fasti
     reschedule,
     cancel,
     runDue,
-    /** A pass now (when not running): work was just written by another path than schedule(). */
-    wake() { wakeIn(0) },
+    /**
+     * A pass soon: work was just written by another path than schedule() (a trigger's webhook
+     * deliveries). Within WAKE_COALESCE_MS, so that a stream of writes makes a pass every few
+     * dozen milliseconds, not one per write.
+     */
+    wake() { wakeIn(WAKE_COALESCE_MS) },
     start() {
       if (!stopped) return
       stopped = false
