@@ -32,6 +32,11 @@ export async function receiver(initial: Behaviour, options: { slowMs?: number } 
     port,
     received,
     set(next: Behaviour) { behaviour = next },
+    /** Drops the connections of the requests left unanswered: their senders see an error at once. */
+    release() {
+      for (const res of hanging) res.destroy()
+      hanging.clear()
+    },
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
