@@ -75,6 +75,15 @@ import { createTestClockRepository } from './db/test-clock.repository.ts'
 import { createBusinessClock, fixedBusinessClock } from './db/business-clock.ts'
 import { createTestClockService } from './modules/test-clock/test-clock.service.ts'
 import { testClockRoutes } from './modules/test-clock/test-clock.routes.ts'
+import { createEventsRepository } from './modules/events/events.repository.ts'
+import { createEventsService } from './modules/events/events.service.ts'
+import { createEventPruning } from './modules/events/events.pruning.ts'
+import { eventsRoutes } from './modules/events/events.routes.ts'
+import { createWebhookEndpointsRepository } from './modules/webhook-endpoints/webhook-endpoints.repository.ts'
+import { createWebhookEndpointsService } from './modules/webhook-endpoints/webhook-endpoints.service.ts'
+import { createWebhookDelivery } from './modules/webhook-endpoints/delivery.ts'
+import { installWebhookMetrics } from './modules/webhook-endpoints/webhook-metrics.ts'
+import { webhookEndpointsRoutes } from './modules/webhook-endpoints/webhook-endpoints.routes.ts'
 
 export interface AppOptions {
   config: Config
@@ -203,6 +212,16 @@ export async function buildApp(options: AppOptions) {
   // needs forgetting: a company's disabling or a lost LISTEN must not make every platform
   // secret cost a scrypt again (a flood of wrong secrets would then queue before the right one).
   access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
+  // Events are written by the tables' triggers (migration 0019); these read, prune and send them.
+  const eventsRepo = createEventsRepository(db)
+  const events = createEventsService({ repo: eventsRepo })
+  const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock, retentionDays: config.EVENTS_RETENTION_DAYS })
+  const endpointsRepo = createWebhookEndpointsRepository(db)
+  const webhookDelivery = createWebhookDelivery({
+    db, repo: endpointsRepo, scheduler, clock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => clock.now()),
+  })
+  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => scheduler.wake() })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness })
@@ -222,17 +241,31 @@ export async function buildApp(options: AppOptions) {
   await app.register(holidaysRoutes, { service: holidays })
   // Only where the setting is on: elsewhere the routes do not exist (404), whoever asks.
   if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
+  await app.register(eventsRoutes, { service: events })
+  await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
+  // A change's deliveries are jobs its own transaction wrote (by trigger): a pass after each
+  // successful write sends them now rather than at the next poll.
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) scheduler.wake()
+  })
   installDocs(app)
 
-  app.addHook('onReady', async () => { if (config.SCHEDULER_ENABLED) scheduler.start() })
-  app.addHook('preClose', async () => { await scheduler.stop() })
+  app.addHook('onReady', async () => {
+    await eventPruning.start(db)
+    if (config.SCHEDULER_ENABLED) scheduler.start()
+  })
+  app.addHook('preClose', async () => {
+    await scheduler.stop()
+    // The HTTP calls under way end within WEBHOOK_TIMEOUT_MS; their outcomes are recorded first.
+    await webhookDelivery.settled()
+  })
   app.addHook('onClose', async () => {
     readCache.stop()
     clock.stop()
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock }, database, readiness, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

@@ -86,6 +86,11 @@ const ConfigSchema = Type.Object({
   // Dunning of the local billing engine: days after an invoice's failed first charge on which it
   // is retried; after the last failure the invoice is not_paid and the subscription cancelled.
   DUNNING_RETRY_DAYS: Type.String({ default: '1,3,5' }),
+  // Events and outgoing webhooks (docs/webhooks.md): how long the event log keeps an event, how
+  // long a receiver has to answer, and whether loopback/private targets (and http) are allowed.
+  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 10000 }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false }),
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>

@@ -13,5 +13,6 @@ import { schedulerFaults } from './scheduler.ts'
 import { schedulerFairness } from './fairness.ts'
 import { pathologicalBodies } from './pathological-bodies.ts'
 import { idempotencyKill } from './idempotency-kill.ts'
+import { webhooksKill } from './webhooks-kill.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness, idempotencyKill]
+export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness, idempotencyKill, webhooksKill]

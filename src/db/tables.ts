@@ -415,6 +415,10 @@ export interface DB {
   communication_attachments: CommunicationAttachmentsTable
   webhook_events: WebhookEventsTable
   provider_subscription_versions: ProviderSubscriptionVersionsTable
+  events: EventsTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -446,3 +450,55 @@ export interface ProviderSubscriptionVersionsTable {
 
 export type InvoiceRow = Selectable<InvoicesTable>
 export type CreditNoteRow = Selectable<CreditNotesTable>
+/** The event log (migration 0019): written by the tables' triggers through write_event(), never by the service's code. */
+export interface EventsTable {
+  seq: Generated<number>
+  id: string
+  type: string
+  company_id: string | null
+  data: Json<Record<string, unknown>>
+  created_at: CreatedAt
+}
+
+/** Where events are sent (migration 0019); a null company_id is a platform endpoint. */
+export interface WebhookEndpointsTable {
+  id: string
+  company_id: string | null
+  url: string
+  event_types: string[]
+  description: string | null
+  secret: string
+  enabled: Generated<boolean>
+  disabled_reason: string | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
+export interface WebhookDeliveriesTable {
+  id: string
+  endpoint_id: string
+  event_id: string
+  company_id: string | null
+  status: Generated<DeliveryStatus>
+  attempts: Generated<number>
+  job_seq: Generated<number>
+  next_attempt_at: Timestamp | null
+  created_at: CreatedAt
+  delivered_at: Timestamp | null
+}
+
+export type AttemptOutcome = 'pending' | 'succeeded' | 'failed' | 'timeout' | 'error' | 'refused' | 'lost'
+export interface WebhookAttemptsTable {
+  id: Generated<number>
+  delivery_id: string
+  endpoint_id: string
+  event_id: string
+  attempt: number
+  started_at: Timestamp
+  outcome: Generated<AttemptOutcome>
+  status_code: number | null
+  duration_ms: number | null
+  error: string | null
+  next_retry_at: Timestamp | null
+}

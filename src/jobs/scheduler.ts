@@ -15,6 +15,12 @@ export interface JobContext {
   now: Date
   payload: Record<string, unknown>
   key: string
+  /**
+   * Runs `work` once the job's transaction has committed, outside it and outside the pass: for
+   * what must not hold a transaction or delay the next job (an HTTP call to a webhook receiver).
+   * Dropped if the job fails. Its outcome is the work's own to record.
+   */
+  afterCommit(work: () => Promise<unknown>): void
 }
 
 export type JobHandler = (ctx: JobContext) => Promise<void>
@@ -33,6 +39,7 @@ type Lane = string | null
 
 const MAX_BACKOFF_MS = 15 * 60_000
 const WAKE_MIN_MS = 5
+const WAKE_COALESCE_MS = 25
 /** Node's timers hold 2^31-1 ms at most (24.8 days); a longer delay fires at once with a TimeoutOverflowWarning. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 /**
@@ -195,6 +202,7 @@ export function createScheduler(deps: {
     const now = deps.clock.now()
     const realNow = realClock.now()
     let failed: { id: number; attempts: number; error: string } | undefined
+    let after: (() => Promise<unknown>)[] = []
     const ran = await deps.db.transaction().execute(async (trx) => {
       const kinds = businessKinds()
       let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
@@ -215,10 +223,11 @@ export function createScheduler(deps: {
       await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
       try {
         await sql`SAVEPOINT job`.execute(trx)
-        await handler({ trx, runAt: job.run_at, now: realKinds.has(job.kind) ? realNow : now, payload: job.payload as Record<string, unknown>, key: job.key })
+        await handler({ trx, runAt: job.run_at, now: realKinds.has(job.kind) ? realNow : now, payload: job.payload as Record<string, unknown>, key: job.key, afterCommit: (work) => { after.push(work) } })
         await trx.updateTable('jobs').set({ done_at: realKinds.has(job.kind) ? realNow : now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
       } catch (err) {
         await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
+        after = []
         failed = { id: job.id, attempts: job.attempts + 1, error: (err as Error).message }
         const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failed.attempts, 20))
         await trx.updateTable('jobs')
@@ -229,6 +238,9 @@ export function createScheduler(deps: {
       }
       return true
     })
+    for (const work of after) {
+      outsideRequestScope(() => work()).catch((err: unknown) => deps.log.error({ err }, 'work after a job failed'))
+    }
     return ran
   }
 
@@ -314,8 +326,12 @@ export function createScheduler(deps: {
     runDue,
     /** When the earliest pending business job falls due, if any (the test clock's advance steps to it). */
     nextDue: earliestPending,
-    /** Runs a pass soon: the business clock moved, and jobs may have fallen due. */
-    wake() { wakeIn(0) },
+    /**
+     * A pass soon: the business clock moved, or work was just written by another path than
+     * schedule() (a trigger's webhook deliveries). Within WAKE_COALESCE_MS, so that a stream of
+     * writes makes a pass every few dozen milliseconds, not one per write.
+     */
+    wake() { wakeIn(WAKE_COALESCE_MS) },
     start() {
       if (!stopped) return
       stopped = false

@@ -42,6 +42,12 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'GET /api/v1/subscription/addons/{id}': 'catalogue',
   'GET /api/v1/subscription/coupons': 'catalogue', 'POST /api/v1/subscription/coupons': 'catalogue',
   'GET /api/v1/subscription/coupons/{id}': 'catalogue',
+  // The platform's event log and webhook endpoints: platform tokens only (test/events.test.ts and
+  // test/webhook-endpoints.test.ts: 403 to a company token); a company's are under its path.
+  'GET /api/v1/events': 'platform only', 'GET /api/v1/events/{event_id}': 'platform only',
+  'GET /api/v1/webhook_endpoints': 'platform only', 'POST /api/v1/webhook_endpoints': 'platform only',
+  'GET /api/v1/webhook_endpoints/{id}': 'platform only', 'DELETE /api/v1/webhook_endpoints/{id}': 'platform only',
+  'GET /api/v1/webhook_endpoints/{id}/deliveries': 'platform only', 'POST /api/v1/webhook_endpoints/{id}/test': 'platform only',
 }
 
 /** A path that names a company or one of its resources outside a company path (a subscription). */

@@ -1,0 +1,31 @@
+import type { Clock } from '../../clock.ts'
+import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
+import type { EventsRepository } from './events.repository.ts'
+
+export const PRUNE_JOB = 'events.prune'
+const EVERY_MS = 3_600_000
+/** Events one run deletes at most (with their deliveries and attempts); more left: another run a minute later. */
+const BATCH = 20_000
+
+/**
+ * Retention: every hour, a platform job deletes the events older than EVENTS_RETENTION_DAYS,
+ * their deliveries and attempts with them. One job per hour's key, so the instances that
+ * schedule it at start agree on one run; each run schedules the next.
+ */
+export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pick<Scheduler, 'schedule' | 'register'>; clock: Clock; retentionDays: number }) {
+  async function scheduleAt(executor: Executor, at: Date) {
+    await deps.scheduler.schedule(executor, { kind: PRUNE_JOB, key: at.toISOString(), runAt: at })
+  }
+  const nextHour = (now: Date) => new Date(Math.floor(now.getTime() / EVERY_MS) * EVERY_MS + EVERY_MS)
+
+  deps.scheduler.register(PRUNE_JOB, async (ctx: JobContext) => {
+    const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
+    const deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
+    await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
+  })
+
+  return {
+    /** At start: the next hour's run, unless another instance scheduled it already. */
+    start: (executor: Executor) => scheduleAt(executor, nextHour(deps.clock.now())),
+  }
+}

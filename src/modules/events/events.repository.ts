@@ -1,0 +1,42 @@
+import { sql, type Kysely } from 'kysely'
+import type { DB } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+
+export interface EventFilter {
+  companyId?: string
+  /** An exact type, or a prefix (`subscription.`) for every type of a resource. */
+  type?: { exact: string } | { prefix: string }
+  createdAfter?: Date
+  /** Only events older (lower seq) than this position. */
+  before?: number
+  limit: number
+}
+
+/** The event log's SQL: written by triggers (migration 0019), read and pruned here. */
+export function createEventsRepository(db: Kysely<DB>) {
+  return {
+    list(filter: EventFilter) {
+      let query = db.selectFrom('events').select(['seq', 'id', 'type', 'company_id', 'data', 'created_at'])
+      if (filter.companyId !== undefined) query = query.where('company_id', '=', filter.companyId)
+      if (filter.type && 'exact' in filter.type) query = query.where('type', '=', filter.type.exact)
+      if (filter.type && 'prefix' in filter.type) query = query.where('type', 'like', `${filter.type.prefix}%`)
+      if (filter.createdAfter) query = query.where('created_at', '>', filter.createdAfter)
+      if (filter.before !== undefined) query = query.where('seq', '<', filter.before)
+      return query.orderBy('seq', 'desc').limit(filter.limit).execute()
+    },
+
+    find(id: string, companyId: string | undefined) {
+      let query = db.selectFrom('events').select(['seq', 'id', 'type', 'company_id', 'data', 'created_at']).where('id', '=', id)
+      if (companyId !== undefined) query = query.where('company_id', '=', companyId)
+      return query.executeTakeFirst()
+    },
+
+    /** Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with them); answers how many. */
+    async prune(executor: Executor, cutoff: Date, batch: number): Promise<number> {
+      const result = await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(executor)
+      return Number(result.numAffectedRows ?? 0)
+    },
+  }
+}
+
+export type EventsRepository = ReturnType<typeof createEventsRepository>

@@ -1,0 +1,47 @@
+import { Type } from 'typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { App } from '../../http/app-types.ts'
+import { CompanyParams } from '../../http/schemas.ts'
+import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery } from './events.schemas.ts'
+import type { EventsService } from './events.service.ts'
+import { nextLink } from './paging.ts'
+
+const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
+
+/** The event log (decisions §8.3). */
+export async function eventsRoutes(app: App, { service }: { service: EventsService }) {
+  const tags = ['Events']
+
+  function page(request: FastifyRequest, reply: FastifyReply, result: { events: Event[]; next?: string }) {
+    if (result.next) reply.header('link', nextLink(request.url, result.next))
+    return result.events
+  }
+
+  app.get('/api/v1/events', {
+    config: { access: 'platform' },
+    schema: {
+      operationId: 'listEvents', tags, summary: 'List every company\'s events (platform)',
+      description: `The events of every company, or of \`company_id\`'s; a platform token. ${ORDER}`,
+      querystring: EventsQuery, response: { 200: Type.Array(Event) },
+    },
+  }, async (request, reply) => page(request, reply, await service.list(request.query)))
+
+  app.get('/api/v1/companies/:company_id/events', {
+    config: { access: { area: 'company' } },
+    schema: {
+      operationId: 'listCompanyEvents', tags, summary: 'List a company\'s events',
+      description: `The company's events; \`read:company\` (a company token on its own company, or a platform token). ${ORDER}`,
+      params: CompanyParams, querystring: CompanyEventsQuery, response: { 200: Type.Array(Event) },
+    },
+  }, async (request, reply) => page(request, reply, await service.list({ ...request.query, company_id: request.params.company_id })))
+
+  app.get('/api/v1/events/:event_id', {
+    config: { access: 'platform' },
+    schema: { operationId: 'getEvent', tags, summary: 'Get an event (platform)', description: 'Any company\'s event, while it is kept; a platform token.', params: EventParams, response: { 200: Event } },
+  }, async (request) => service.get(request.params.event_id))
+
+  app.get('/api/v1/companies/:company_id/events/:event_id', {
+    config: { access: { area: 'company' } },
+    schema: { operationId: 'getCompanyEvent', tags, summary: 'Get one of a company\'s events', description: 'The company\'s event, while it is kept; `read:company`. Another company\'s event: 404.', params: CompanyEventParams, response: { 200: Event } },
+  }, async (request) => service.get(request.params.event_id, request.params.company_id))
+}

@@ -1,0 +1,18 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+/** A new endpoint secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks). */
+export function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`
+}
+
+/**
+ * The Standard Webhooks headers of one attempt: `webhook-id` (the event's id, the same on every
+ * retry), `webhook-timestamp` (Unix seconds, real time: receivers check it against their clock),
+ * `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`, keyed by the
+ * secret's bytes: the base64 after `whsec_`).
+ */
+export function signatureHeaders(secret: string, eventId: string, body: string, timestampSeconds: number): Record<string, string> {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
+  const signature = createHmac('sha256', key).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')
+  return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` }
+}

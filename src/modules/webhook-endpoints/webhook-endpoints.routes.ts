@@ -1,0 +1,95 @@
+import { Type } from 'typebox'
+import type { App } from '../../http/app-types.ts'
+import type { Access } from '../../http/auth.ts'
+import { CompanyParams } from '../../http/schemas.ts'
+import { Event } from '../events/events.schemas.ts'
+import { nextLink } from '../events/paging.ts'
+import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
+import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
+
+const NoContent = Type.Null({ description: 'Deleted' })
+
+/**
+ * Outgoing webhooks (decisions §8.3; docs/webhooks.md): the platform's endpoints, which hear
+ * every company's events, and each company's, which hear its own. (The incoming webhooks of
+ * Chargebee are another module: src/modules/subscriptions/webhooks.*.)
+ */
+export async function webhookEndpointsRoutes(app: App, { service }: { service: WebhookEndpointsService }) {
+  const tags = ['Webhooks']
+  const variants = [
+    {
+      base: '/api/v1/webhook_endpoints', access: 'platform' as Access, who: 'A platform token (`write:company` to change).',
+      hears: 'every company\'s events', name: 'Platform', params: undefined, idParams: EndpointParams,
+      owner: (_params: unknown) => null,
+    },
+    {
+      base: '/api/v1/companies/:company_id/webhook_endpoints', access: { area: 'company' } as Access,
+      who: '`read:company` to read, `write:company` to change: the company\'s token, or a platform token.',
+      hears: 'the company\'s events', name: 'Company', params: CompanyParams, idParams: CompanyEndpointParams,
+      owner: (params: unknown) => (params as { company_id: string }).company_id,
+    },
+  ]
+
+  for (const v of variants) {
+    const one = `${v.base}/:id`
+    const params = v.params ? { params: v.params } : {}
+
+    app.post(v.base, {
+      config: { access: v.access },
+      schema: {
+        operationId: `create${v.name}WebhookEndpoint`, tags, summary: `Create a webhook endpoint that hears ${v.hears}`,
+        description: `${v.who} Answers 201 with the endpoint and its signing \`secret\`, shown this once. \`url\` must be https and must not be a loopback, private or link-local address (400); \`event_types\` lists types or \`<resource>.*\` (400 for an unknown one), empty for every type. At most 16 endpoints (409).`,
+        ...params, body: WebhookEndpointInput, response: { 201: CreatedWebhookEndpoint },
+      },
+    }, async (request, reply) => {
+      const created = await service.create(v.owner(request.params), request.body)
+      reply.header('location', `${request.url.replace(/\/+$/, '').split('?')[0]}/${created.id}`)
+      return reply.code(201).send(created)
+    })
+
+    app.get(v.base, {
+      config: { access: v.access },
+      schema: { operationId: `list${v.name}WebhookEndpoints`, tags, summary: `List the webhook endpoints that hear ${v.hears}`, description: `${v.who} Oldest first; secrets are never shown again.`, ...params, response: { 200: Type.Array(WebhookEndpoint) } },
+    }, async (request) => service.list(v.owner(request.params)))
+
+    app.get(one, {
+      config: { access: v.access },
+      schema: { operationId: `get${v.name}WebhookEndpoint`, tags, summary: 'Get a webhook endpoint', description: v.who, params: v.idParams, response: { 200: WebhookEndpoint } },
+    }, async (request) => service.get(v.owner(request.params), (request.params as { id: string }).id))
+
+    app.delete(one, {
+      config: { access: v.access },
+      schema: { operationId: `delete${v.name}WebhookEndpoint`, tags, summary: 'Delete a webhook endpoint', description: `${v.who} Its pending deliveries are dropped; answers 204.`, params: v.idParams, response: { 204: NoContent } },
+    }, async (request, reply) => {
+      await service.delete(v.owner(request.params), (request.params as { id: string }).id)
+      return reply.code(204).send(null)
+    })
+
+    app.get(`${one}/deliveries`, {
+      config: { access: v.access },
+      schema: {
+        operationId: `list${v.name}WebhookDeliveries`, tags, summary: 'List the delivery attempts of a webhook endpoint',
+        description: `${v.who} Every attempt, newest first: the event, the outcome, the receiver's status, the duration, the error and the next retry. \`limit\` 1–500 (default 100) and \`cursor\`, with \`Link: rel="next"\` when more remain.`,
+        params: v.idParams, querystring: DeliveriesQuery, response: { 200: Type.Array(DeliveryAttempt) },
+      },
+    }, async (request, reply) => {
+      const page = await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, request.query)
+      if (page.next) reply.header('link', nextLink(request.url, page.next))
+      return page.attempts
+    })
+
+    app.post(`${one}/test`, {
+      config: { access: v.access },
+      schema: {
+        operationId: `test${v.name}WebhookEndpoint`, tags, summary: 'Send a ping event to a webhook endpoint',
+        description: `${v.who} Sends this endpoint alone a \`ping\` event, signed and retried as any other; answers 202 with the event (its \`id\` is the \`webhook-id\`) and its \`Location\`. A disabled endpoint: 409.`,
+        params: v.idParams, response: { 202: Event },
+      },
+    }, async (request, reply) => {
+      const owner = v.owner(request.params)
+      const event = await service.ping(owner, (request.params as { id: string }).id)
+      reply.header('location', owner === null ? `/api/v1/events/${event.id}` : `/api/v1/companies/${owner}/events/${event.id}`)
+      return reply.code(202).send(event)
+    })
+  }
+}

@@ -1,0 +1,40 @@
+import { Counter, Gauge, type Registry } from 'prom-client'
+import type { DeliveryObserver } from './delivery.ts'
+import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
+
+/**
+ * The metrics of events and webhooks. Events are written by triggers (migration 0019), so
+ * their counter is read from the log at each scrape: the events whose position is past the last
+ * scrape's, by type, from zero at the process's start. Every instance reports the whole
+ * service's events (take the max across instances, not the sum); an event whose transaction
+ * committed after a later one was already counted may be missed. Deliveries are this
+ * instance's own attempts; the oldest pending delivery's age is per endpoint, service-wide.
+ */
+export function installWebhookMetrics(registry: Registry, repo: Pick<WebhookEndpointsRepository, 'eventsSince' | 'oldestPending'>, now: () => Date): DeliveryObserver {
+  let seen: number | undefined
+  const events = new Counter({
+    name: 'events_written_total', help: 'Events written to the event log, by type (service-wide, counted from the log since this process started)',
+    labelNames: ['type'], registers: [registry],
+    async collect() {
+      const { counts, seq } = await repo.eventsSince(seen)
+      seen = seq
+      for (const { type, n } of counts) this.inc({ type }, n)
+    },
+  })
+  void events
+  const attempts = new Counter({
+    name: 'webhook_delivery_attempts_total', help: 'Webhook delivery attempts of this instance, by outcome (succeeded, failed, timeout, error, refused)',
+    labelNames: ['outcome'], registers: [registry],
+  })
+  new Gauge({
+    name: 'webhook_oldest_pending_delivery_seconds', help: 'Age of the oldest delivery not yet delivered nor given up, per endpoint',
+    labelNames: ['endpoint_id'], registers: [registry],
+    async collect() {
+      this.reset()
+      for (const row of await repo.oldestPending()) {
+        if (row.oldest) this.set({ endpoint_id: row.endpoint_id }, Math.max(0, (now().getTime() - new Date(row.oldest as unknown as string).getTime()) / 1000))
+      }
+    },
+  })
+  return { attempt: (outcome) => attempts.inc({ outcome }) }
+}
