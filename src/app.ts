@@ -215,7 +215,7 @@ export async function buildApp(options: AppOptions) {
   // Events are written by the tables' triggers (migration 0019); these read, prune and send them.
   const eventsRepo = createEventsRepository(db)
   const events = createEventsService({ repo: eventsRepo })
-  const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock, retentionDays: config.EVENTS_RETENTION_DAYS })
+  const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS })
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const webhookDelivery = createWebhookDelivery({
     db, repo: endpointsRepo, scheduler, clock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,

@@ -60,6 +60,13 @@ for (const engine of engines) {
       await at(t, '2031-03-01T00:00:00.000Z')
       await setCard(t, c.id, GOOD)
       assert.deepEqual((await invoicesOf(t, c)).map((i: any) => i.status), ['not_paid'])
+      // Each step was an event of the invoice, written with it (oldest first): generated with its
+      // failed first charge, the four failed retries, then given up.
+      const events = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query: { type: 'invoice.*', limit: '100' } })
+      assert.deepEqual(events.map((e) => e.type).reverse(), [
+        'invoice.created', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.not_paid',
+      ])
+      assert.ok(events.every((e) => e.data.object.id === invoice.id && e.company_id === c.id))
     })
 
     it('a new card saves the subscription: the due invoice is paid at once, later retries do nothing, renewals charge the new card', async () => {

@@ -14,11 +14,9 @@ export interface paths {
         };
         /**
          * Prometheus metrics (text exposition format)
-         * @description Prometheus metrics (text exposition format).
+         * @description The process's metrics for Prometheus. Open, unless the service has METRICS_TOKEN: then only a request with `Authorization: Bearer <METRICS_TOKEN>` reads them (401 otherwise). Changes nothing.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
          */
@@ -66,11 +64,9 @@ export interface paths {
         };
         /**
          * The database answers and every migration is applied
-         * @description The database answers and every migration is applied.
+         * @description For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer, or when a migration is pending. No token.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
          */
@@ -142,11 +138,9 @@ export interface paths {
         };
         /**
          * List a company's clients
-         * @description List a company's clients.
+         * @description The company's live (not revoked) clients, oldest first, then client_id; secrets are never shown. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          */
@@ -210,11 +204,9 @@ export interface paths {
         };
         /**
          * List plans (5)
-         * @description List plans.
+         * @description Public. By price, then sku. `name`: only plans of that exact name. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          */
@@ -296,11 +288,9 @@ export interface paths {
         };
         /**
          * List products (13)
-         * @description List products.
+         * @description Public. By sku. Filters: `category`, `brand`, `visible` (exact). Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          */
@@ -364,11 +354,9 @@ export interface paths {
         };
         /**
          * List addons
-         * @description List addons.
+         * @description Public. By name, then id. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          */
@@ -424,11 +412,9 @@ export interface paths {
         };
         /**
          * List coupons (platform only)
-         * @description List coupons (platform only).
+         * @description Platform clients only. By code. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403).
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403).
          */
@@ -482,7 +468,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List companies (platform)
+         * @description Every company, by name then id, for a platform client only (a company token: 403). Filters: `q` (name contains, case-insensitive), `disabled`, `subscription_status`. Pages with `limit` and `cursor`; without `limit`, the whole list.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["listCompanies"];
         put?: never;
         /**
          * Create a company with a trial subscription
@@ -528,7 +522,13 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a company's fields (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company's change_log. 202, no body.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        patch: operations["updateCompany"];
         trace?: never;
     };
     "/api/v1/companies/{company_id}/enable": {
@@ -562,11 +562,9 @@ export interface paths {
         };
         /**
          * The company's authorized scopes (25)
-         * @description The company's authorized scopes.
+         * @description The areas the company may grant its clients: the base areas and its plan's features, in a fixed order of areas. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          */
@@ -588,11 +586,9 @@ export interface paths {
         };
         /**
          * List subsidiaries
-         * @description List subsidiaries.
+         * @description The company's subsidiaries, by name then id. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          */
@@ -648,11 +644,9 @@ export interface paths {
         };
         /**
          * List contracts
-         * @description List contracts.
+         * @description The company's contracts, by last name, first name, then id. Filters: `active`, `subsidiary_id`, `team_id` (members of that team), `q` (first name, last name, "first last" or email contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:contract`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:contract`.
          */
@@ -716,11 +710,9 @@ export interface paths {
         };
         /**
          * List communications (22), newest send_at first
-         * @description List communications (22), newest send_at first.
+         * @description Newest send_at first, ties newest id first. Filters: `year` (of send_at on the company's calendar), `status`. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication`.
          */
@@ -780,11 +772,9 @@ export interface paths {
         };
         /**
          * Report of a communication (29): one row per delivered occurrence, oldest first
-         * @description Report of a communication (29): one row per delivered occurrence, oldest first.
+         * @description One row per delivered occurrence, oldest send_at first. Pages with `limit` and `cursor`; without `limit`, every occurrence.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication`.
          */
@@ -806,7 +796,7 @@ export interface paths {
         };
         /**
          * Messages of one occurrence (32), a page at a time
-         * @description send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default 20). Ordered by contract.
+         * @description send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default 20); or, as every list, `limit` and `cursor` (never both ways at once: 400), the Link header naming the next page. Ordered by contract id.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication_message`.
          *
@@ -830,11 +820,9 @@ export interface paths {
         };
         /**
          * A contract's inbox: the messages delivered to it, newest first
-         * @description A contract's inbox: the messages delivered to it, newest first.
+         * @description Newest send_at first, then id. page/page_size (default 1 and 20, at most 100) or `limit` and `cursor` (never both: 400), the Link header naming the next page.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication_message`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company_communication_message`.
          */
@@ -1093,11 +1081,83 @@ export interface paths {
         get?: never;
         /**
          * Record the customer's card (platform only, until the hosted payment page)
-         * @description Keeps only brand, last 4 digits and expiry. A trial ends active when a card valid in the trial's last month is on file, else cancelled. 400 for an expired card.
+         * @description Keeps only brand, last 4 digits and expiry (and, for a test number, its test behaviour). Body: brand, last4 and expiry, or (test mode) number and expiry: 4000 0000 0000 0341 is accepted but every charge fails, 4000 0000 0000 0002 is declined (400 naming body/number). A trial ends active when a card valid in the trial's last month is on file, else cancelled. Invoices waiting for payment (payment_due) are charged to the new card at once. 400 for an expired card.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
         put: operations["setPaymentSource"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The company's invoices
+         * @description Each trial conversion, renewal and immediate charge of a change, with what credits paid, what the card paid and what is still due (amounts in minor units, times in Unix seconds). Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription has none here (its invoices are at Chargebee). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["listInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One invoice of the company
+         * @description The invoice with its lines, discounts, taxes, credits applied, payments, and dunning state (next_retry_at). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the invoice is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getInvoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The company's credit notes
+         * @description Credits issued to the customer: the unused part of a term changed mid-way (refundable, reason subscription_change), applied to the next invoices; amount_available is what is left. Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription has none here (its invoices are at Chargebee). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["listCreditNotes"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1208,11 +1268,9 @@ export interface paths {
         };
         /**
          * List the company's teams (19), by name
-         * @description List the company's teams (19), by name.
+         * @description The company's teams by name, then code (unique in the company). Filters: `subsidiary_id`, `q` (name or code contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:team`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:team`.
          */
@@ -1360,11 +1418,9 @@ export interface paths {
         };
         /**
          * The team's members, each with is_leader
-         * @description The team's members, each with is_leader.
+         * @description The members as contracts, by last name, first name, then id. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:team`.
-         *
-         *     **Changes:** Reads only; changes nothing.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:team`.
          */
@@ -1386,7 +1442,7 @@ export interface paths {
         };
         /**
          * The company-wide holidays as defined (26)
-         * @description Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day.
+         * @description Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day, then name, then id. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:holiday`.
          *
@@ -1456,7 +1512,7 @@ export interface paths {
         };
         /**
          * The holidays defined for a subsidiary (31)
-         * @description As defined, sorted by day. A subsidiary that is not the company's: 404.
+         * @description As defined, sorted by day, then name, then id. A subsidiary that is not the company's: 404. Pages with `limit` and `cursor`; without `limit`, the whole list.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:holiday`.
          *
@@ -1480,7 +1536,7 @@ export interface paths {
         };
         /**
          * Every holiday date of a year (30)
-         * @description One entry per date on which a holiday falls in `year` (default: the current year in the company's time zone): the company's and its subsidiaries' holidays, yearly ones expanded up to `recurrent_until` (one on 29 February only in leap years), and the public holidays (type "public" of the date-holidays data) of the company's country, narrowed to its `province` where the data knows it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). Sorted by day, then company, subsidiary, public, then name.
+         * @description One entry per date on which a holiday falls in `year` (default: the current year in the company's time zone): the company's and its subsidiaries' holidays, yearly ones expanded up to `recurrent_until` (one on 29 February only in leap years), and the public holidays (type "public" of the date-holidays data) of the company's country, narrowed to its `province` where the data knows it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). Sorted by day, then company, subsidiary, public, then name, then id. Pages with `limit` and `cursor` over that merged, sorted year; without `limit`, the whole year.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:holiday`.
          *
@@ -1489,6 +1545,314 @@ export interface paths {
         get: operations["listAllHolidays"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every company's events (platform)
+         * @description The events of every company, or of `company_id`'s; a platform token. Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a company's events
+         * @description The company's events; `read:company` (a company token on its own company, or a platform token). Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["listCompanyEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an event (platform)
+         * @description Any company's event, while it is kept; a platform token.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one of a company's events
+         * @description The company's event, while it is kept; `read:company`. Another company's event: 404.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCompanyEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the webhook endpoints that hear every company's events
+         * @description A platform token (`write:company` to change). Oldest first; secrets are never shown again.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["listPlatformWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint that hears every company's events
+         * @description A platform token (`write:company` to change). Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. At most 16 endpoints (409).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["createPlatformWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description A platform token (`write:company` to change).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getPlatformWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description A platform token (`write:company` to change). Its pending deliveries are dropped; answers 204.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        delete: operations["deletePlatformWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the delivery attempts of a webhook endpoint
+         * @description A platform token (`write:company` to change). Every attempt, newest first: the event, the outcome, the receiver's status, the duration, the error and the next retry. `limit` 1–500 (default 100) and `cursor`, with `Link: rel="next"` when more remain.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["listPlatformWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a ping event to a webhook endpoint
+         * @description A platform token (`write:company` to change). Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["testPlatformWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the webhook endpoints that hear the company's events
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Oldest first; secrets are never shown again.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["listCompanyWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint that hears the company's events
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. At most 16 endpoints (409).
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        post: operations["createCompanyWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCompanyWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Its pending deliveries are dropped; answers 204.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        delete: operations["deleteCompanyWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/webhook_endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the delivery attempts of a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Every attempt, newest first: the event, the outcome, the receiver's status, the duration, the error and the next retry. `limit` 1–500 (default 100) and `cursor`, with `Link: rel="next"` when more remain.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["listCompanyWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/webhook_endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a ping event to a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        post: operations["testCompanyWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1517,7 +1881,7 @@ export interface components {
              */
             id: string;
             name: string;
-            /** @description Major units (EUR 29.90), at most 2 decimals */
+            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
             period_unit: "month" | "year";
         };
@@ -1525,7 +1889,7 @@ export interface components {
         AddonInput: {
             id?: string;
             name: string;
-            /** @description Major units (EUR 29.90), at most 2 decimals */
+            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
             period_unit: "month" | "year";
         };
@@ -1702,7 +2066,9 @@ export interface components {
         /** CommunicationMessages */
         CommunicationMessages: {
             messages: components["schemas"]["CommunicationMessage"][];
+            /** @description The page number (with limit/cursor: the pages walked so far, this one included) */
             page: number;
+            /** @description page_size, or limit when paging by cursor */
             page_size: number;
             /** @description Messages matching the filters, over all pages */
             total: number;
@@ -1774,6 +2140,7 @@ export interface components {
             country: string;
             phone: string | null;
             vat: string | null;
+            vat_number: string | null;
             fiscal_code: string | null;
             pec: string | null;
             codice_destinatario: string | null;
@@ -1815,6 +2182,7 @@ export interface components {
             country: string;
             phone?: string | null;
             vat?: string | null;
+            vat_number?: string | null;
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -1857,6 +2225,63 @@ export interface components {
             /** @description Server-owned; accepted and ignored */
             disabled?: unknown;
         };
+        /**
+         * CompanyPatch
+         * @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it).
+         */
+        CompanyPatch: {
+            name?: string;
+            address?: string | null;
+            city?: string | null;
+            province?: string | null;
+            zip?: string | null;
+            /** @description ISO 3166-1 alpha-2, such as IT */
+            country?: string;
+            phone?: string | null;
+            vat?: string | null;
+            vat_number?: string | null;
+            fiscal_code?: string | null;
+            pec?: string | null;
+            codice_destinatario?: string | null;
+            billing_email?: string | null;
+            admin_user_id?: string | null;
+            admin_user_email?: string | null;
+            /** @description IANA zone; default Europe/Rome for IT, else UTC */
+            timezone?: string;
+            number_of_employees?: number | null;
+            location_info?: {
+                long?: string | null;
+                lat?: string | null;
+            } | null;
+            /** @description stamping_enabled is a string; other keys are open */
+            preferences?: {
+                stamping_enabled?: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description Not writable here (400): a company's id never changes */
+            id?: unknown;
+            /** @description Not writable here (400): PUT /api/v1/companies/{company_id} disables the company, PUT /api/v1/companies/{company_id}/enable enables it */
+            disabled?: unknown;
+            /** @description Not writable here (400): the subscription routes change it (update, cancel, remove_scheduled_cancellation under /api/v1/subscription) */
+            subscription_id?: unknown;
+            /** @description Not writable here (400): it is the billing provider's customer, set at creation */
+            subscription_customer_id?: unknown;
+            /** @description Not writable here (400): the subscription routes change it (update, cancel, remove_scheduled_cancellation under /api/v1/subscription) */
+            subscription_status?: unknown;
+            /** @description Not writable here (400): the subscription routes change it (update, cancel, remove_scheduled_cancellation under /api/v1/subscription) */
+            subscription_expiration_date?: unknown;
+            /** @description Not writable here (400): the subscription routes change it (update, cancel, remove_scheduled_cancellation under /api/v1/subscription) */
+            trial_expiration_date?: unknown;
+            /** @description Not writable here (400): they follow the subscription's plan; PUT /api/v1/subscription/companies/{company_id}/update/{subscription_id} changes the plan and its quantity */
+            subscribed_features?: unknown;
+            /** @description Not writable here (400): PUT /api/v1/subscription/companies/{company_id}/update/{subscription_id} changes the plan and its quantity */
+            product_sku?: unknown;
+            /** @description Not writable here (400): PUT /api/v1/subscription/companies/{company_id}/update/{subscription_id} changes the plan and its quantity */
+            subscription_plan?: unknown;
+            /** @description Not writable here (400): PUT /api/v1/subscription/companies/{company_id}/update/{subscription_id} changes the plan and its quantity */
+            plan_quantity?: unknown;
+        };
         /** Contract */
         Contract: {
             /** Format: uuid */
@@ -1895,7 +2320,26 @@ export interface components {
              */
             team_id?: string;
         };
-        /** Coupon */
+        /**
+         * Coupon
+         * @example {
+         *       "id": "6f1c2b1e-8d4a-4c3e-9b7a-2f5d8e9a1c30",
+         *       "code": "WELCOME3",
+         *       "name": "Three months at 20 % off the plan",
+         *       "discount_type": "percentage",
+         *       "discount_value": 20,
+         *       "valid_till": "2027-12-31",
+         *       "max_redemptions": 500,
+         *       "redemptions": 12,
+         *       "duration_type": "limited_period",
+         *       "duration_month": 3,
+         *       "apply_on": "each_specified_item",
+         *       "plan_ids": [
+         *         "workforce-basic-monthly"
+         *       ],
+         *       "addon_ids": []
+         *     }
+         */
         Coupon: {
             /**
              * Format: uuid
@@ -1906,12 +2350,21 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100) or an amount in major units; at most 2 decimals */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
             discount_value: number;
             valid_till: string | null;
             max_redemptions: number | null;
             /** @description How many companies redeemed it (each once, however often it re-applies it); server-owned */
             redemptions: number;
+            /** @description Which billing periods it discounts (Chargebee's duration_type): one_time the first period it discounts only, forever every period while held, limited_period the periods starting within duration_month months of the first one it discounts */
+            duration_type: "one_time" | "forever" | "limited_period";
+            duration_month: number | null;
+            /** @description invoice_amount: off the sub-total; each_specified_item: off each line of a plan in plan_ids or an addon in addon_ids */
+            apply_on: "invoice_amount" | "each_specified_item";
+            /** @description Plan skus the discount applies to (each_specified_item only); each must exist */
+            plan_ids: string[];
+            /** @description Addon ids the discount applies to (each_specified_item only); each must exist */
+            addon_ids: string[];
         };
         /** CouponInput */
         CouponInput: {
@@ -1920,11 +2373,20 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100) or an amount in major units; at most 2 decimals */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
             discount_value: number;
             valid_till?: string | null;
             max_redemptions?: number | null;
             redemptions?: number;
+            /** @description Which billing periods it discounts (Chargebee's duration_type): one_time the first period it discounts only, forever every period while held, limited_period the periods starting within duration_month months of the first one it discounts */
+            duration_type?: "one_time" | "forever" | "limited_period";
+            duration_month?: number | null;
+            /** @description invoice_amount: off the sub-total; each_specified_item: off each line of a plan in plan_ids or an addon in addon_ids */
+            apply_on?: "invoice_amount" | "each_specified_item";
+            /** @description Plan skus the discount applies to (each_specified_item only); each must exist */
+            plan_ids?: string[];
+            /** @description Addon ids the discount applies to (each_specified_item only); each must exist */
+            addon_ids?: string[];
         };
         /** CreatedClient */
         CreatedClient: {
@@ -1934,6 +2396,66 @@ export interface components {
             name: string;
             scopes: string[];
         };
+        /** CreatedWebhookEndpoint */
+        CreatedWebhookEndpoint: {
+            /**
+             * Format: uuid
+             * @description The endpoint
+             */
+            id: string;
+            company_id: string | null;
+            url: string;
+            /** @description Empty: every type */
+            event_types: string[];
+            description: string | null;
+            /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
+            enabled: boolean;
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The signing secret (`whsec_` + base64): shown once, in this answer only */
+            secret: string;
+        };
+        /**
+         * CreditNote
+         * @example {
+         *       "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+         *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+         *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+         *       "type": "refundable",
+         *       "reason_code": "subscription_change",
+         *       "total": 2600,
+         *       "amount_allocated": 1300,
+         *       "amount_available": 1300,
+         *       "currency_code": "EUR",
+         *       "date": 1800835200
+         *     }
+         */
+        CreditNote: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            subscription_id: string;
+            reference_invoice_id: string | null;
+            /** @description refundable: the customer's credit, applied to the next invoices */
+            type: "adjustment" | "refundable";
+            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term */
+            reason_code: string;
+            /** @description The credit, in minor units (cents) */
+            total: number;
+            /** @description Already applied to invoices, in minor units (cents) */
+            amount_allocated: number;
+            /** @description Still to apply: total − amount_allocated, in minor units (cents) */
+            amount_available: number;
+            currency_code: string;
+            /** @description When it was issued (Unix seconds) */
+            date: number;
+        };
+        /**
+         * CreditNoteList
+         * @description Newest first
+         */
+        CreditNoteList: components["schemas"]["CreditNote"][];
         /** DatedHoliday */
         DatedHoliday: {
             id: string | null;
@@ -1989,11 +2511,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Cents per unit for a whole term */
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
                         unit_amount: number;
                         quantity: number;
-                        /** @description Cents: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                         amount: number;
+                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                        tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                     }[];
                     discounts: {
                         description: string;
@@ -2001,10 +2525,13 @@ export interface components {
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
+                    /** @description One line per tax; none for an export */
                     taxes: {
+                        /** @description "IT VAT", or "Reverse charge" (rate 0) */
                         name: string;
                         /** @description Percent */
                         rate: number;
+                        /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
                     /** @description sub_total − discounts + taxes */
@@ -2014,6 +2541,51 @@ export interface components {
                     /** @description total − credits_applied */
                     amount_due: number;
                     currency_code: string;
+                };
+            };
+        };
+        /**
+         * Event
+         * @description A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it
+         * @example {
+         *       "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+         *       "type": "team.member_added",
+         *       "created_at": "2026-11-26T09:15:02.114Z",
+         *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+         *       "data": {
+         *         "object": {
+         *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+         *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+         *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *           "is_leader": false,
+         *           "created_at": "2026-11-26T09:15:02.114+00:00"
+         *         }
+         *       }
+         *     }
+         */
+        Event: {
+            /**
+             * Format: uuid
+             * @description The event; also the `webhook-id` of its deliveries, the same on every retry
+             */
+            id: string;
+            /**
+             * @description What happened: `<resource>.<verb>`
+             * @enum {string}
+             */
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "credit_note.created" | "credit_note.updated" | "ping";
+            /**
+             * Format: date-time
+             * @description When the change committed its transaction (UTC)
+             */
+            created_at: string;
+            company_id: string | null;
+            data: {
+                /** @description The resource as it is after the change (before it, for a deletion) */
+                object: unknown;
+                /** @description On an update: the fields that moved, with their values before it */
+                previous_attributes?: {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2098,7 +2670,9 @@ export interface components {
         /** Inbox */
         Inbox: {
             messages: components["schemas"]["InboxMessage"][];
+            /** @description The page number (with limit/cursor: the pages walked so far, this one included) */
             page: number;
+            /** @description page_size, or limit when paging by cursor */
             page_size: number;
             /** @description Messages matching the filters, over all pages */
             total: number;
@@ -2132,6 +2706,103 @@ export interface components {
             action_required: "none" | "acknowledge";
             attachments: components["schemas"]["AttachmentRef"][];
         };
+        /**
+         * Invoice
+         * @example {
+         *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+         *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+         *       "status": "paid",
+         *       "date": 1801440000,
+         *       "due_date": 1801440000,
+         *       "period_start": 1801440000,
+         *       "period_end": 1804118400,
+         *       "line_items": [
+         *         {
+         *           "entity_type": "plan",
+         *           "entity_id": "silver-monthly",
+         *           "description": "Silver",
+         *           "unit_amount": 1500,
+         *           "quantity": 1,
+         *           "amount": 1500
+         *         }
+         *       ],
+         *       "discounts": [],
+         *       "sub_total": 1500,
+         *       "taxes": [],
+         *       "total": 1500,
+         *       "credits_applied": 1300,
+         *       "amount_paid": 200,
+         *       "amount_due": 0,
+         *       "currency_code": "EUR",
+         *       "paid_at": 1801440000,
+         *       "dunning_status": null,
+         *       "attempt_count": 1,
+         *       "next_retry_at": null
+         *     }
+         */
+        Invoice: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            subscription_id: string;
+            /** @description paid; payment_due (a charge failed, retries are scheduled: see next_retry_at); not_paid (every retry failed: the subscription was cancelled); voided */
+            status: "paid" | "payment_due" | "not_paid" | "voided";
+            /** @description When it was issued: the trial's or term's end, or the moment of the change (Unix seconds) */
+            date: number;
+            /** @description When it is due: at once, the date itself (Unix seconds) */
+            due_date: number;
+            /** @description Start of the period it bills (Unix seconds) */
+            period_start: number;
+            /** @description End of the period it bills (Unix seconds) */
+            period_end: number;
+            line_items: {
+                entity_type: "plan" | "addon";
+                /** @description The plan's sku or the addon's id */
+                entity_id: string;
+                description: string;
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                unit_amount: number;
+                quantity: number;
+                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                amount: number;
+                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
+            }[];
+            discounts: {
+                description: string;
+                amount: number;
+            }[];
+            /** @description Sum of the line items, in minor units (cents) */
+            sub_total: number;
+            /** @description One line per tax; none for an export */
+            taxes: {
+                /** @description "IT VAT", or "Reverse charge" (rate 0) */
+                name: string;
+                /** @description Percent */
+                rate: number;
+                /** @description Sum of each line's tax, each rounded half-up */
+                amount: number;
+            }[];
+            /** @description sub_total − discounts + taxes, in minor units (cents) */
+            total: number;
+            /** @description Paid from the customer's credits (credit notes), in minor units (cents) */
+            credits_applied: number;
+            /** @description Charged to the card, in minor units (cents) */
+            amount_paid: number;
+            /** @description Still owed: total − credits_applied − amount_paid, in minor units (cents) */
+            amount_due: number;
+            currency_code: string;
+            paid_at: number | null;
+            dunning_status: ("in_progress" | "exhausted" | "success") | null;
+            /** @description Charges attempted (Stripe's attempt_count): the first, the scheduled retries and the ones a new card made */
+            attempt_count: number;
+            next_retry_at: number | null;
+        };
+        /**
+         * InvoiceList
+         * @description Newest first
+         */
+        InvoiceList: components["schemas"]["Invoice"][];
         /** JWKS */
         JWKS: {
             keys: {
@@ -2140,12 +2811,14 @@ export interface components {
         };
         /**
          * PaymentSourceInput
-         * @description A card: only these four facts are kept
+         * @description A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted
          */
         PaymentSourceInput: {
             /** @description visa, mastercard, ... */
-            brand: string;
-            last4: string;
+            brand?: string;
+            last4?: string;
+            /** @description Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges */
+            number?: string;
             expiry_month: number;
             expiry_year: number;
         };
@@ -2160,7 +2833,7 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units (EUR 29.90), at most 2 decimals */
+                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
                 plan_family: string;
                 period_unit: "month" | "year";
@@ -2174,7 +2847,7 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units (EUR 29.90), at most 2 decimals */
+                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
                 plan_family: string;
                 period_unit: "month" | "year";
@@ -2281,6 +2954,14 @@ export interface components {
                     quantity: number;
                 }[];
                 coupon_code: string | null;
+                /** @description The coupon held and what it has discounted (Chargebee's subscription.coupons[]); empty without one */
+                coupons: {
+                    coupon_code: string;
+                    applied_at: number | null;
+                    /** @description How many billing periods it has discounted */
+                    applied_count: number;
+                    apply_till: number | null;
+                }[];
                 trial_start: number | null;
                 trial_end: number | null;
                 current_term_start: number | null;
@@ -2302,7 +2983,7 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units (EUR 29.90), at most 2 decimals */
+                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
                 plan_family: string;
                 period_unit: "month" | "year";
@@ -2341,6 +3022,12 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
+                /** @description Promotional credits, in minor units (the local engine grants none) */
+                promotional_credits: number;
+                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                refundable_credits: number;
+                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                excess_payments: number;
             };
         };
         /** SubscriptionManagerPage */
@@ -2399,6 +3086,14 @@ export interface components {
                     quantity: number;
                 }[];
                 coupon_code: string | null;
+                /** @description The coupon held and what it has discounted (Chargebee's subscription.coupons[]); empty without one */
+                coupons: {
+                    coupon_code: string;
+                    applied_at: number | null;
+                    /** @description How many billing periods it has discounted */
+                    applied_count: number;
+                    apply_till: number | null;
+                }[];
                 trial_start: number | null;
                 trial_end: number | null;
                 current_term_start: number | null;
@@ -2420,7 +3115,7 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units (EUR 29.90), at most 2 decimals */
+                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
                 plan_family: string;
                 period_unit: "month" | "year";
@@ -2459,6 +3154,12 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
+                /** @description Promotional credits, in minor units (the local engine grants none) */
+                promotional_credits: number;
+                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                refundable_credits: number;
+                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                excess_payments: number;
             };
             /** @description The estimate (9) this update applied */
             estimate: {
@@ -2473,11 +3174,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Cents per unit for a whole term */
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
                         unit_amount: number;
                         quantity: number;
-                        /** @description Cents: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                         amount: number;
+                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                        tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                     }[];
                     discounts: {
                         description: string;
@@ -2485,10 +3188,13 @@ export interface components {
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
+                    /** @description One line per tax; none for an export */
                     taxes: {
+                        /** @description "IT VAT", or "Reverse charge" (rate 0) */
                         name: string;
                         /** @description Percent */
                         rate: number;
+                        /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
                     /** @description sub_total − discounts + taxes */
@@ -2588,6 +3294,93 @@ export interface components {
             /** @description Seconds */
             expires_in: number;
             scope: string;
+        };
+        /**
+         * WebhookDeliveryAttempt
+         * @example {
+         *       "id": "42",
+         *       "delivery_id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+         *       "event_id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+         *       "event_type": "team.member_added",
+         *       "attempt": 2,
+         *       "started_at": "2026-11-26T09:15:07.300Z",
+         *       "status": "failed",
+         *       "status_code": 500,
+         *       "duration_ms": 84,
+         *       "error": "The receiver answered 500",
+         *       "next_retry_at": "2026-11-26T09:20:07.384Z"
+         *     }
+         */
+        WebhookDeliveryAttempt: {
+            /** @description The attempt */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The delivery (one event to this endpoint) the attempt belongs to
+             */
+            delivery_id: string;
+            /**
+             * Format: uuid
+             * @description The event; the `webhook-id` header
+             */
+            event_id: string;
+            event_type: string;
+            /** @description 1 for the first attempt, 2 for the first retry, ... */
+            attempt: number;
+            /** Format: date-time */
+            started_at: string;
+            /** @description pending: under way; succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows) */
+            status: "pending" | "succeeded" | "failed" | "timeout" | "error" | "refused" | "lost";
+            status_code: number | null;
+            duration_ms: number | null;
+            error: string | null;
+            next_retry_at: string | null;
+        };
+        /**
+         * WebhookEndpoint
+         * @example {
+         *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+         *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+         *       "url": "https://hr.example.com/hooks/company-admin",
+         *       "event_types": [
+         *         "subscription.*",
+         *         "team.member_added"
+         *       ],
+         *       "description": "HR sync",
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "created_at": "2026-11-26T09:00:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            /**
+             * Format: uuid
+             * @description The endpoint
+             */
+            id: string;
+            company_id: string | null;
+            url: string;
+            /** @description Empty: every type */
+            event_types: string[];
+            description: string | null;
+            /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
+            enabled: boolean;
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** WebhookEndpointInput */
+        WebhookEndpointInput: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address
+             */
+            url: string;
+            /** @description The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type */
+            event_types?: string[];
+            description?: string | null;
+            /** @description Whether events are sent (default true) */
+            enabled?: boolean;
         };
     };
     responses: {
@@ -3018,7 +3811,12 @@ export interface operations {
     };
     listCompanyClients: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -3031,6 +3829,8 @@ export interface operations {
             /** @description A list of Client */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3195,6 +3995,10 @@ export interface operations {
             query?: {
                 /** @description Only plans with this exact name */
                 name?: string;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3205,6 +4009,8 @@ export interface operations {
             /** @description A list of Plan */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3380,6 +4186,10 @@ export interface operations {
                 category?: string;
                 brand?: string;
                 visible?: "true" | "false";
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3390,6 +4200,8 @@ export interface operations {
             /** @description A list of Product */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3574,7 +4386,12 @@ export interface operations {
     };
     listAddons: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3584,6 +4401,8 @@ export interface operations {
             /** @description A list of Addon */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3690,7 +4509,12 @@ export interface operations {
     };
     listCoupons: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3700,20 +4524,29 @@ export interface operations {
             /** @description A list of Coupon */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example [
                      *       {
-                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                     *         "code": "LAUNCH20",
-                     *         "name": "Launch 20% off",
+                     *         "id": "6f1c2b1e-8d4a-4c3e-9b7a-2f5d8e9a1c30",
+                     *         "code": "WELCOME3",
+                     *         "name": "Three months at 20 % off the plan",
                      *         "discount_type": "percentage",
                      *         "discount_value": 20,
-                     *         "valid_till": "2026-11-26",
-                     *         "max_redemptions": 1,
-                     *         "redemptions": 0
+                     *         "valid_till": "2027-12-31",
+                     *         "max_redemptions": 500,
+                     *         "redemptions": 12,
+                     *         "duration_type": "limited_period",
+                     *         "duration_month": 3,
+                     *         "apply_on": "each_specified_item",
+                     *         "plan_ids": [
+                     *           "workforce-basic-monthly"
+                     *         ],
+                     *         "addon_ids": []
                      *       }
                      *     ]
                      */
@@ -3742,14 +4575,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *       "code": "LAUNCH20",
-                 *       "name": "Acme Logistics",
-                 *       "discount_type": "percentage",
-                 *       "discount_value": 20,
-                 *       "valid_till": "2026-11-26",
-                 *       "max_redemptions": 1,
-                 *       "redemptions": 1
+                 *       "code": "TENOFF",
+                 *       "name": "€10 off, once",
+                 *       "discount_type": "fixed_amount",
+                 *       "discount_value": 10,
+                 *       "duration_type": "one_time"
                  *     }
                  */
                 "application/json": components["schemas"]["CouponInput"];
@@ -3795,14 +4625,21 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                     *       "code": "LAUNCH20",
-                     *       "name": "Launch 20% off",
+                     *       "id": "6f1c2b1e-8d4a-4c3e-9b7a-2f5d8e9a1c30",
+                     *       "code": "WELCOME3",
+                     *       "name": "Three months at 20 % off the plan",
                      *       "discount_type": "percentage",
                      *       "discount_value": 20,
-                     *       "valid_till": "2026-11-26",
-                     *       "max_redemptions": 1,
-                     *       "redemptions": 0
+                     *       "valid_till": "2027-12-31",
+                     *       "max_redemptions": 500,
+                     *       "redemptions": 12,
+                     *       "duration_type": "limited_period",
+                     *       "duration_month": 3,
+                     *       "apply_on": "each_specified_item",
+                     *       "plan_ids": [
+                     *         "workforce-basic-monthly"
+                     *       ],
+                     *       "addon_ids": []
                      *     }
                      */
                     "application/json": components["schemas"]["Coupon"];
@@ -3812,6 +4649,87 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCompanies: {
+        parameters: {
+            query?: {
+                /** @description The name contains this text, case-insensitive */
+                q?: string;
+                /** @description Only disabled companies (true) or only enabled ones (false) */
+                disabled?: boolean;
+                /** @description Chargebee's subscription statuses */
+                subscription_status?: "future" | "in_trial" | "active" | "non_renewing" | "paused" | "cancelled";
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of Company */
+            200: {
+                headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics S.r.l.",
+                     *         "address": "Via Roma 1",
+                     *         "city": "Milano",
+                     *         "province": "MI",
+                     *         "zip": "20121",
+                     *         "country": "IT",
+                     *         "phone": "+39 02 1234567",
+                     *         "vat": "IT12345678901",
+                     *         "vat_number": "example",
+                     *         "fiscal_code": "12345678901",
+                     *         "pec": "acme@pec.example.it",
+                     *         "codice_destinatario": "ABC1234",
+                     *         "billing_email": "billing@acme.example",
+                     *         "admin_user_id": "example",
+                     *         "admin_user_email": "it@acme.example",
+                     *         "timezone": "Europe/Rome",
+                     *         "number_of_employees": 120,
+                     *         "location_info": {
+                     *           "long": "9.1900",
+                     *           "lat": "45.4642"
+                     *         },
+                     *         "preferences": {
+                     *           "stamping_enabled": "example"
+                     *         },
+                     *         "subscription_id": "6d4b8f2a-1c7e-4a93-b6d5-8e2f4a1c9b57",
+                     *         "subscription_customer_id": "cus_acme_0001",
+                     *         "subscription_plan": "business-monthly",
+                     *         "subscription_status": "example",
+                     *         "subscription_expiration_date": "2026-11-26T09:30:00Z",
+                     *         "trial_expiration_date": "2026-11-26T09:30:00Z",
+                     *         "subscribed_features": [
+                     *           "example"
+                     *         ],
+                     *         "plan_quantity": 1,
+                     *         "disabled": true
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Company"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3839,6 +4757,7 @@ export interface operations {
                  *       "country": "IT",
                  *       "phone": "+39 02 1234567",
                  *       "vat": "IT12345678901",
+                 *       "vat_number": "example",
                  *       "fiscal_code": "12345678901",
                  *       "pec": "acme@pec.example.it",
                  *       "codice_destinatario": "ABC1234",
@@ -3913,6 +4832,7 @@ export interface operations {
                      *       "country": "IT",
                      *       "phone": "+39 02 1234567",
                      *       "vat": "IT12345678901",
+                     *       "vat_number": "example",
                      *       "fiscal_code": "12345678901",
                      *       "pec": "acme@pec.example.it",
                      *       "codice_destinatario": "ABC1234",
@@ -3989,6 +4909,52 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateCompany: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Italia S.r.l.",
+                 *       "city": "Milano",
+                 *       "zip": "20121",
+                 *       "province": "MI",
+                 *       "phone": null,
+                 *       "preferences": {
+                 *         "stamping_enabled": "true"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompanyPatch"];
+            };
+        };
+        responses: {
+            /** @description Accepted; a creation sets Location to the new resource */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     enableCompany: {
         parameters: {
             query?: never;
@@ -4026,7 +4992,12 @@ export interface operations {
     };
     listAuthorizedScopes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -4039,6 +5010,8 @@ export interface operations {
             /** @description A list of Scope */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4068,7 +5041,12 @@ export interface operations {
     };
     listSubsidiaries: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -4081,6 +5059,8 @@ export interface operations {
             /** @description A list of Subsidiary */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4196,7 +5176,20 @@ export interface operations {
     };
     listContracts: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only active contracts (true) or only inactive ones (false) */
+                active?: boolean;
+                /** @description Only the contracts of this subsidiary */
+                subsidiary_id?: string;
+                /** @description Only the members of this team */
+                team_id?: string;
+                /** @description First name, last name, "first last" or email contains this text, case-insensitive */
+                q?: string;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -4209,6 +5202,8 @@ export interface operations {
             /** @description A list of Contract */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4395,6 +5390,10 @@ export interface operations {
                 year?: number;
                 /** @description draft (kept, never sent), scheduled (first occurrence to come), active (recurrent: some occurrences delivered, more to come), submitted (every occurrence delivered), discontinued (stopped). A client writes draft, scheduled or discontinued; the server moves it to active and submitted. */
                 status?: "draft" | "scheduled" | "active" | "submitted" | "discontinued";
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -4408,6 +5407,8 @@ export interface operations {
             /** @description A list of Communication */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4659,7 +5660,12 @@ export interface operations {
     };
     getCommunicationReport: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 company_id: string;
@@ -4673,6 +5679,8 @@ export interface operations {
             /** @description A list of CommunicationReport */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4705,14 +5713,18 @@ export interface operations {
             query: {
                 /** @description The occurrence (as in the report) */
                 send_at: string;
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1 (default 1); not with limit/cursor */
                 page?: number;
-                /** @description Results per page (at most 100) */
+                /** @description Results per page, at most 100 (default 20); not with limit/cursor */
                 page_size?: number;
                 /** @description true: only opened messages; false: only unopened */
                 opened?: boolean;
                 /** @description true: only acknowledged messages; false: only not acknowledged */
                 actions?: boolean;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -4727,6 +5739,8 @@ export interface operations {
             /** @description The CommunicationMessages */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4764,12 +5778,16 @@ export interface operations {
     listContractMessages: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1 (default 1); not with limit/cursor */
                 page?: number;
-                /** @description Results per page (at most 100) */
+                /** @description Results per page, at most 100 (default 20); not with limit/cursor */
                 page_size?: number;
                 /** @description true: only opened messages; false: only unopened */
                 opened?: boolean;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -4784,6 +5802,8 @@ export interface operations {
             /** @description The Inbox */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5169,6 +6189,14 @@ export interface operations {
                      *           }
                      *         ],
                      *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
                      *         "trial_start": 1,
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
@@ -5216,7 +6244,10 @@ export interface operations {
                      *           "last4": "4242",
                      *           "expiry_month": 12,
                      *           "expiry_year": 2029
-                     *         }
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
                      *       },
                      *       "estimate": {
                      *         "subscription_estimate": {
@@ -5231,7 +6262,8 @@ export interface operations {
                      *               "description": "Everything a growing company needs",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "tax_exempt_reason": "reverse_charge"
                      *             }
                      *           ],
                      *           "discounts": [
@@ -5308,6 +6340,14 @@ export interface operations {
                      *           }
                      *         ],
                      *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
                      *         "trial_start": 1,
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
@@ -5355,7 +6395,10 @@ export interface operations {
                      *           "last4": "4242",
                      *           "expiry_month": 12,
                      *           "expiry_year": 2029
-                     *         }
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
                      *       }
                      *     }
                      */
@@ -5461,7 +6504,8 @@ export interface operations {
                      *               "description": "Everything a growing company needs",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "tax_exempt_reason": "reverse_charge"
                      *             }
                      *           ],
                      *           "discounts": [
@@ -5512,17 +6556,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A card: only these four facts are kept */
+        /** @description A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "brand": "visa",
-                 *       "last4": "4242",
-                 *       "expiry_month": 12,
-                 *       "expiry_year": 2029
-                 *     }
-                 */
                 "application/json": components["schemas"]["PaymentSourceInput"];
             };
         };
@@ -5550,6 +6586,14 @@ export interface operations {
                      *           }
                      *         ],
                      *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
                      *         "trial_start": 1,
                      *         "trial_end": 1,
                      *         "current_term_start": 1,
@@ -5597,7 +6641,10 @@ export interface operations {
                      *           "last4": "4242",
                      *           "expiry_month": 12,
                      *           "expiry_year": 2029
-                     *         }
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
                      *       }
                      *     }
                      */
@@ -5616,6 +6663,195 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["ProviderError"];
             503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    listInvoices: {
+        parameters: {
+            query?: {
+                /** @description At most this many, and a Link rel="next" header when more remain; left out: the whole list */
+                limit?: number;
+                /** @description Where the page starts: the cursor of the previous page's Link rel="next" */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *         "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *         "status": "paid",
+                     *         "date": 1801440000,
+                     *         "due_date": 1801440000,
+                     *         "period_start": 1801440000,
+                     *         "period_end": 1804118400,
+                     *         "line_items": [
+                     *           {
+                     *             "entity_type": "plan",
+                     *             "entity_id": "silver-monthly",
+                     *             "description": "Silver",
+                     *             "unit_amount": 1500,
+                     *             "quantity": 1,
+                     *             "amount": 1500
+                     *           }
+                     *         ],
+                     *         "discounts": [],
+                     *         "sub_total": 1500,
+                     *         "taxes": [],
+                     *         "total": 1500,
+                     *         "credits_applied": 1300,
+                     *         "amount_paid": 200,
+                     *         "amount_due": 0,
+                     *         "currency_code": "EUR",
+                     *         "paid_at": 1801440000,
+                     *         "dunning_status": null,
+                     *         "attempt_count": 1,
+                     *         "next_retry_at": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["InvoiceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCreditNotes: {
+        parameters: {
+            query?: {
+                /** @description At most this many, and a Link rel="next" header when more remain; left out: the whole list */
+                limit?: number;
+                /** @description Where the page starts: the cursor of the previous page's Link rel="next" */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+                     *         "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *         "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *         "type": "refundable",
+                     *         "reason_code": "subscription_change",
+                     *         "total": 2600,
+                     *         "amount_allocated": 1300,
+                     *         "amount_available": 1300,
+                     *         "currency_code": "EUR",
+                     *         "date": 1800835200
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["CreditNoteList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     openSubscriptionManagerPage: {
@@ -5826,7 +7062,16 @@ export interface operations {
     };
     listTeams: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the teams of this subsidiary */
+                subsidiary_id?: string;
+                /** @description Name or code contains this text, case-insensitive */
+                q?: string;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -5839,6 +7084,8 @@ export interface operations {
             /** @description A list of Team */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6206,7 +7453,12 @@ export interface operations {
     };
     listTeamMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -6221,6 +7473,8 @@ export interface operations {
             /** @description A list of TeamMember */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6255,7 +7509,12 @@ export interface operations {
     };
     listCompanyHolidays: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -6268,6 +7527,8 @@ export interface operations {
             /** @description A list of Holiday */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6476,7 +7737,12 @@ export interface operations {
     };
     listSubsidiaryHolidays: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The company */
@@ -6491,6 +7757,8 @@ export interface operations {
             /** @description A list of Holiday */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6525,6 +7793,10 @@ export interface operations {
             query?: {
                 /** @description Default: the current year in the company's time zone */
                 year?: number;
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
+                limit?: number;
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6538,6 +7810,8 @@ export interface operations {
             /** @description A list of DatedHoliday */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6563,6 +7837,819 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only this company's events */
+                company_id?: string;
+                /** @description An event type (`subscription.cancelled`) or every type of a resource (`subscription.*`) */
+                type?: string;
+                /** @description Only events created after this time (ISO 8601) */
+                created_after?: string;
+                /** @description At most this many events (default 100); a `Link: rel="next"` header leads to the rest */
+                limit?: number;
+                /** @description Where the page starts: from the previous page's Link header */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of Event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *         "type": "team.member_added",
+                     *         "created_at": "2026-11-26T09:15:02.114Z",
+                     *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *         "data": {
+                     *           "object": {
+                     *             "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *             "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *             "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *             "is_leader": false,
+                     *             "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           }
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCompanyEvents: {
+        parameters: {
+            query?: {
+                /** @description An event type (`subscription.cancelled`) or every type of a resource (`subscription.*`) */
+                type?: string;
+                /** @description Only events created after this time (ISO 8601) */
+                created_after?: string;
+                /** @description At most this many events (default 100); a `Link: rel="next"` header leads to the rest */
+                limit?: number;
+                /** @description Where the page starts: from the previous page's Link header */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of Event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *         "type": "team.member_added",
+                     *         "created_at": "2026-11-26T09:15:02.114Z",
+                     *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *         "data": {
+                     *           "object": {
+                     *             "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *             "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *             "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *             "is_leader": false,
+                     *             "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           }
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event */
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *       "type": "team.member_added",
+                     *       "created_at": "2026-11-26T09:15:02.114Z",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "data": {
+                     *         "object": {
+                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "is_leader": false,
+                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCompanyEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The event */
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *       "type": "team.member_added",
+                     *       "created_at": "2026-11-26T09:15:02.114Z",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "data": {
+                     *         "object": {
+                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "is_leader": false,
+                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPlatformWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *         "url": "https://hr.example.com/hooks/company-admin",
+                     *         "event_types": [
+                     *           "subscription.*",
+                     *           "team.member_added"
+                     *         ],
+                     *         "description": "HR sync",
+                     *         "enabled": true,
+                     *         "disabled_reason": null,
+                     *         "created_at": "2026-11-26T09:00:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPlatformWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hr.example.com/hooks/company-admin",
+                 *       "event_types": [
+                 *         "subscription.*",
+                 *         "team.member_added"
+                 *       ],
+                 *       "description": "HR sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointInput"];
+            };
+        };
+        responses: {
+            /** @description The CreatedWebhookEndpoint */
+            201: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPlatformWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deletePlatformWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPlatformWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest */
+                limit?: number;
+                /** @description From the previous page's Link header */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of WebhookDeliveryAttempt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "42",
+                     *         "delivery_id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                     *         "event_id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *         "event_type": "team.member_added",
+                     *         "attempt": 2,
+                     *         "started_at": "2026-11-26T09:15:07.300Z",
+                     *         "status": "failed",
+                     *         "status_code": 500,
+                     *         "duration_ms": 84,
+                     *         "error": "The receiver answered 500",
+                     *         "next_retry_at": "2026-11-26T09:20:07.384Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryAttempt"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testPlatformWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it */
+            202: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *       "type": "team.member_added",
+                     *       "created_at": "2026-11-26T09:15:02.114Z",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "data": {
+                     *         "object": {
+                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "is_leader": false,
+                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCompanyWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *         "url": "https://hr.example.com/hooks/company-admin",
+                     *         "event_types": [
+                     *           "subscription.*",
+                     *           "team.member_added"
+                     *         ],
+                     *         "description": "HR sync",
+                     *         "enabled": true,
+                     *         "disabled_reason": null,
+                     *         "created_at": "2026-11-26T09:00:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCompanyWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hr.example.com/hooks/company-admin",
+                 *       "event_types": [
+                 *         "subscription.*",
+                 *         "team.member_added"
+                 *       ],
+                 *       "description": "HR sync"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointInput"];
+            };
+        };
+        responses: {
+            /** @description The CreatedWebhookEndpoint */
+            201: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCompanyWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCompanyWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCompanyWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest */
+                limit?: number;
+                /** @description From the previous page's Link header */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A list of WebhookDeliveryAttempt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "42",
+                     *         "delivery_id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                     *         "event_id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *         "event_type": "team.member_added",
+                     *         "attempt": 2,
+                     *         "started_at": "2026-11-26T09:15:07.300Z",
+                     *         "status": "failed",
+                     *         "status_code": 500,
+                     *         "duration_ms": 84,
+                     *         "error": "The receiver answered 500",
+                     *         "next_retry_at": "2026-11-26T09:20:07.384Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryAttempt"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testCompanyWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it */
+            202: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44",
+                     *       "type": "team.member_added",
+                     *       "created_at": "2026-11-26T09:15:02.114Z",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "data": {
+                     *         "object": {
+                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "is_leader": false,
+                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

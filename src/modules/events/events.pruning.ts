@@ -10,9 +10,10 @@ const BATCH = 20_000
 /**
  * Retention: every hour, a platform job deletes the events older than EVENTS_RETENTION_DAYS,
  * their deliveries and attempts with them. One job per hour's key, so the instances that
- * schedule it at start agree on one run; each run schedules the next.
+ * schedule it at start agree on one run; each run schedules the next. By real time, as the
+ * events' created_at (the database's clock): a test clock's advance must not prune the log.
  */
-export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pick<Scheduler, 'schedule' | 'register'>; clock: Clock; retentionDays: number }) {
+export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pick<Scheduler, 'schedule' | 'register'>; /** Real time (the events are dated by it). */ clock: Clock; retentionDays: number }) {
   async function scheduleAt(executor: Executor, at: Date) {
     await deps.scheduler.schedule(executor, { kind: PRUNE_JOB, key: at.toISOString(), runAt: at })
   }
@@ -22,7 +23,7 @@ export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pi
     const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
     const deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
     await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
-  })
+  }, { realTime: true })
 
   return {
     /** At start: the next hour's run, unless another instance scheduled it already. */

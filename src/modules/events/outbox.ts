@@ -29,8 +29,11 @@ export const SUBSCRIPTION_VERBS = [
   'reactivated', 'paused', 'resumed', 'payment_source_added',
 ] as const
 
-/** The invoices' types join here at merge (see writeEvent). */
-export const INVOICE_EVENT_TYPES = [] as const
+/** The ledger's types, written by the invoices' and credit notes' triggers (migration 0020). */
+export const INVOICE_EVENT_TYPES = [
+  'invoice.created', 'invoice.paid', 'invoice.payment_failed', 'invoice.not_paid', 'invoice.voided', 'invoice.updated',
+  'credit_note.created', 'credit_note.updated',
+] as const
 
 /** Every type an event can have; the Event shape's enum in the OpenAPI document. */
 export const EVENT_TYPES = [

@@ -12,17 +12,26 @@ export function observedProvider<P extends BillingProvider>(provider: P, observe
   for (const key of Object.keys(provider) as Array<keyof P & string>) {
     const value = provider[key]
     if (typeof value !== 'function') { wrapped[key] = value; continue }
-    wrapped[key] = async (...args: unknown[]) => {
+    // A synchronous operation (atTrialEnd, atTermEnd) stays synchronous: its callers use the value
+    // at once, and a promise in its place would read as a state with every field missing.
+    wrapped[key] = (...args: unknown[]) => {
       const started = process.hrtime.bigint()
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9
+      let result: unknown
       try {
-        const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(provider, args)
-        observe(provider.name, key, seconds(), false)
-        return result
+        result = (value as (...a: unknown[]) => unknown).apply(provider, args)
       } catch (err) {
         observe(provider.name, key, seconds(), true)
         throw err
       }
+      if (!(result instanceof Promise)) {
+        observe(provider.name, key, seconds(), false)
+        return result
+      }
+      return result.then(
+        (answer) => { observe(provider.name, key, seconds(), false); return answer },
+        (err: unknown) => { observe(provider.name, key, seconds(), true); throw err },
+      )
     }
   }
   return wrapped as unknown as P
