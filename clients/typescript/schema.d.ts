@@ -6685,6 +6685,8 @@ export interface operations {
             /** @description Newest first */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6822,6 +6824,8 @@ export interface operations {
             /** @description Newest first */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7865,6 +7869,8 @@ export interface operations {
             /** @description A list of Event */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7922,6 +7928,8 @@ export interface operations {
             /** @description A list of Event */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8257,6 +8265,8 @@ export interface operations {
             /** @description A list of WebhookDeliveryAttempt */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8564,6 +8574,8 @@ export interface operations {
             /** @description A list of WebhookDeliveryAttempt */
             200: {
                 headers: {
+                    /** @description With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query). */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -59,6 +59,10 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         { name: 'Communication messages', description: 'The recipients\' side: inbox, open, acknowledge' },
         { name: 'Catalogue', description: 'Plans, products, addons and coupons' },
         { name: 'Subscription', description: 'A company\'s subscription, its estimate and hosted billing pages' },
+        { name: 'Invoices', description: 'The invoices and credit notes of a company\'s subscription (local billing engine)' },
+        { name: 'Events', description: 'The log of every change: what happened, to which object, when' },
+        { name: 'Webhooks', description: 'Endpoints that receive the events, signed (Standard Webhooks), with their delivery attempts' },
+        { name: 'Test clock', description: 'Test environments only: move the business time forward and run what falls due' },
         { name: 'Operations', description: 'Health, readiness and metrics' },
       ],
       components: {

@@ -5,6 +5,7 @@ import { CompanyParams } from '../../http/schemas.ts'
 import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery } from './events.schemas.ts'
 import type { EventsService } from './events.service.ts'
 import { nextLink } from './paging.ts'
+import { listResponse } from '../../http/pagination.ts'
 
 const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
 
@@ -22,7 +23,7 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
     schema: {
       operationId: 'listEvents', tags, summary: 'List every company\'s events (platform)',
       description: `The events of every company, or of \`company_id\`'s; a platform token. ${ORDER}`,
-      querystring: EventsQuery, response: { 200: Type.Array(Event) },
+      querystring: EventsQuery, response: { 200: listResponse(Type.Array(Event)) },
     },
   }, async (request, reply) => page(request, reply, await service.list(request.query)))
 
@@ -31,7 +32,7 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
     schema: {
       operationId: 'listCompanyEvents', tags, summary: 'List a company\'s events',
       description: `The company's events; \`read:company\` (a company token on its own company, or a platform token). ${ORDER}`,
-      params: CompanyParams, querystring: CompanyEventsQuery, response: { 200: Type.Array(Event) },
+      params: CompanyParams, querystring: CompanyEventsQuery, response: { 200: listResponse(Type.Array(Event)) },
     },
   }, async (request, reply) => page(request, reply, await service.list({ ...request.query, company_id: request.params.company_id })))
 

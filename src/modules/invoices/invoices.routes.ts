@@ -3,6 +3,7 @@ import { CompanyParams } from '../../http/schemas.ts'
 import type { InvoicesService } from './invoices.service.ts'
 import { CreditNoteList, InvoiceBody, InvoiceList, InvoiceParams, ListQuery } from './invoices.schemas.ts'
 import { page } from './invoices.paging.ts'
+import { listResponse } from '../../http/pagination.ts'
 
 const BASE = '/api/v1/subscription'
 
@@ -22,7 +23,7 @@ export async function invoicesRoutes(app: App, { service, subscriptionOf }: { se
     schema: {
       operationId: 'listInvoices', tags, summary: 'The company\'s invoices',
       description: `Each trial conversion, renewal and immediate charge of a change, with what credits paid, what the card paid and what is still due (amounts in minor units, times in Unix seconds). ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
-      params: CompanyParams, querystring: ListQuery, response: { 200: InvoiceList },
+      params: CompanyParams, querystring: ListQuery, response: { 200: listResponse(InvoiceList) },
     },
   }, async (request, reply) => {
     await subscriptionOf(request.params.company_id)
@@ -45,7 +46,7 @@ export async function invoicesRoutes(app: App, { service, subscriptionOf }: { se
     schema: {
       operationId: 'listCreditNotes', tags, summary: 'The company\'s credit notes',
       description: `Credits issued to the customer: the unused part of a term changed mid-way (refundable, reason subscription_change), applied to the next invoices; amount_available is what is left. ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
-      params: CompanyParams, querystring: ListQuery, response: { 200: CreditNoteList },
+      params: CompanyParams, querystring: ListQuery, response: { 200: listResponse(CreditNoteList) },
     },
   }, async (request, reply) => {
     await subscriptionOf(request.params.company_id)

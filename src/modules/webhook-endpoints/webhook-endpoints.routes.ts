@@ -6,6 +6,7 @@ import { Event } from '../events/events.schemas.ts'
 import { nextLink } from '../events/paging.ts'
 import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
 import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
+import { listResponse } from '../../http/pagination.ts'
 
 const NoContent = Type.Null({ description: 'Deleted' })
 
@@ -70,7 +71,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
       schema: {
         operationId: `list${v.name}WebhookDeliveries`, tags, summary: 'List the delivery attempts of a webhook endpoint',
         description: `${v.who} Every attempt, newest first: the event, the outcome, the receiver's status, the duration, the error and the next retry. \`limit\` 1–500 (default 100) and \`cursor\`, with \`Link: rel="next"\` when more remain.`,
-        params: v.idParams, querystring: DeliveriesQuery, response: { 200: Type.Array(DeliveryAttempt) },
+        params: v.idParams, querystring: DeliveriesQuery, response: { 200: listResponse(Type.Array(DeliveryAttempt)) },
       },
     }, async (request, reply) => {
       const page = await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, request.query)
