@@ -219,7 +219,7 @@ export async function buildApp(options: AppOptions) {
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const webhookDelivery = createWebhookDelivery({
     db, repo: endpointsRepo, scheduler, clock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => clock.now()),
+    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
   const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => scheduler.wake() })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })

@@ -41,6 +41,10 @@ for (const engine of engines) {
       assert.equal(log[0]!.action, 'updated')
       assert.equal(log[0]!.by, c.client.client_id)
       assert.deepEqual(Object.keys(log[0]!.changes), ['name'])
+      // Each patch is a company.updated event; the internal change_log is in none of them.
+      const events = await t.json<any[]>(200, { url: `/api/v1/companies/${c.id}/events`, token: t.platformToken, query: { type: 'company.updated', limit: '500' } })
+      assert.ok(events.length >= WRITABLE_FIELDS.length, `${events.length} company.updated events`)
+      for (const e of events) assert.ok(!('change_log' in e.data.object) && !('change_log' in (e.data.previous_attributes ?? {})), JSON.stringify(e.data).slice(0, 300))
     })
 
     it('merges (RFC 7396): left out keeps, null clears, objects merge member by member; application/json too', async () => {

@@ -76,6 +76,11 @@ for (const engine of engines) {
       await at(t, '2031-07-02T00:00:00.000Z')
       const [failed] = await invoicesOf(t, c)
       assert.deepEqual([failed.status, failed.attempt_count, failed.next_retry_at], ['payment_due', 2, unix('2031-07-04T00:00:00Z')])
+      // While it is unpaid, no change: the unpaid term has no unused part to credit (409, nothing changes).
+      const refused = await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { plan_quantity: 2 } })
+      assert.equal(refused.statusCode, 409, refused.body)
+      assert.match(refused.json().errors, /unpaid invoice/)
+      assert.equal((await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })).length, 0)
 
       await moveTo(t, '2031-07-03T12:00:00.000Z')
       const details = await setCard(t, c.id, GOOD)
@@ -89,6 +94,8 @@ for (const engine of engines) {
       const [renewal] = await invoicesOf(t, c)
       assert.deepEqual(dunning(renewal), { status: 'paid', amount_paid: 3648, amount_due: 0, attempt_count: 1, dunning_status: null, next_retry_at: null, paid_at: unix('2031-08-01T00:00:00Z') })
       assert.equal((await statusOf(t, c)).status, 'active')
+      // Paid: changes are taken again.
+      assert.equal((await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { plan_quantity: 2 } })).statusCode, 200)
     })
 
     it('4000 0000 0000 0002 is declined on entry (platform route and payment page); a card number is never stored', async () => {

@@ -22,6 +22,32 @@ for (const engine of engines) {
     before(async () => { t = await buildTestApp(engine, { CURRENCY_CODE: 'USD' }) })
     after(async () => { await t?.close() })
 
+    it('credits the unused part with the tax it was billed with, not the customer\'s tax of today', async () => {
+      // A German business with a VAT number (seller IT): the April term, 30.00, is reverse-charged (0 %).
+      const c = await billedCompany(t, {
+        start: '2027-03-02T00:00:00.000Z',
+        plans: { gold: { price: 30, features: ['stamping'] }, silver: { price: 15, features: ['stamping'] } },
+        company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' },
+      })
+      await setCard(t, c.id)
+      await at(t, '2027-04-01T00:00:00.000Z')
+      const [activation] = await invoicesOf(t, c)
+      assert.deepEqual([activation.total, activation.taxes.map((x: any) => x.rate)], [3000, [0]])
+      // The VAT number is removed mid-term: from now on the company pays German VAT (19 %).
+      assert.equal((await call(t, { method: 'PATCH', url: `/api/v1/companies/${c.id}`, body: { vat_number: null } })).statusCode, 202)
+      // Apr 16, 15 of 30 days left: the unused Gold is 30.00 × 15/30 = 15.00 as billed (0 % VAT), not
+      // 15.00 + 19 % = 17.85. Silver for the rest: 15.00 × 15/30 = 7.50 + 19 % (1.425 → 1.43) = 8.93,
+      // paid from the credit; 15.00 − 8.93 = 6.07 kept.
+      await moveTo(t, '2027-04-16T00:00:00.000Z')
+      const changed = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.silver }, c.token)
+      assert.equal(changed.statusCode, 200, changed.body)
+      const [note] = await creditNotesOf(t, c)
+      assert.equal(note.total, 1500)
+      const [change] = await invoicesOf(t, c)
+      assert.deepEqual([change.total, change.taxes.map((x: any) => x.rate), change.credits_applied, change.amount_due], [893, [19], 893, 0])
+      assert.equal(changed.json().customer.refundable_credits, 607)
+    })
+
     it('Gold $30 → Silver $15 with 26 of 30 days left: 13.00 kept as credit, the renewal is 2.00 due', async () => {
       // A US customer (no VAT) on Gold × 1. The trial ends Apr 1; the first term is Apr 1 → May 1, 30 days.
       const c = await billedCompany(t, {

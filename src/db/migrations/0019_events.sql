@@ -128,8 +128,9 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- change_log is the company's internal history (0018): never shown by the API, nor in events.
 CREATE TRIGGER companies_event AFTER INSERT OR UPDATE OR DELETE ON companies
-  FOR EACH ROW EXECUTE FUNCTION emit_row_event('company', 'id');
+  FOR EACH ROW EXECUTE FUNCTION emit_row_event('company', 'id', 'change_log');
 CREATE TRIGGER subsidiaries_event AFTER INSERT OR UPDATE OR DELETE ON subsidiaries
   FOR EACH ROW EXECUTE FUNCTION emit_row_event('subsidiary', 'company_id');
 CREATE TRIGGER contracts_event AFTER INSERT OR UPDATE OR DELETE ON contracts

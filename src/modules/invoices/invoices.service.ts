@@ -1,3 +1,5 @@
+import type { TaxRate } from '../subscriptions/billing/estimate.ts'
+import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
@@ -149,6 +151,26 @@ export function createInvoicesService(deps: {
       }
     },
 
+    /**
+     * The tax the current term was billed with (its latest invoice's), for the credit of its
+     * unused part: what was charged comes back, whatever the customer's tax is today (a VAT
+     * number or country changed since). undefined: no invoice yet, the caller uses today's.
+     */
+    async billedTax(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<TaxRate | null | undefined> {
+      const invoice = await repo.latestInvoice(executor, s.company_id, s.id)
+      if (!invoice) return undefined
+      const taxes = invoice.taxes as Array<{ name: string; rate: number }>
+      const tax = taxes[0]
+      if (tax) return { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: tax.name === REVERSE_CHARGE ? 'reverse_charge' : null }
+      const exempt = (invoice.line_items as Array<{ tax_exempt_reason?: TaxRate['exempt_reason'] }>)[0]?.tax_exempt_reason ?? null
+      return exempt ? { name: null, rate_bp: 0, exempt_reason: exempt } : null
+    },
+
+    /** Whether an invoice of the subscription waits for payment (locked: a payment cannot slip in meanwhile). */
+    async hasUnpaid(trx: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<boolean> {
+      return (await repo.dueInvoices(trx, s.company_id, s.id)).length > 0
+    },
+
     async listInvoices(companyId: string, page: { after?: ListPosition; limit?: number }) {
       const rows = await repo.listInvoices(db, companyId, page)
       return rows.map((row) => ({ position: { date: row.date, seq: row.seq }, view: invoiceView(row) }))
@@ -169,4 +191,4 @@ export function createInvoicesService(deps: {
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 /** What the subscriptions service needs of the ledger. */
-export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow'>
+export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'billedTax'>

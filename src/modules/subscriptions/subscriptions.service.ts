@@ -103,8 +103,8 @@ export function createSubscriptionsService(deps: {
     const current = await pricing.current(executor, s)
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
-    const { refundable_credits: credits } = await ledger.credits(executor, s.company_id)
-    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory, credits }, today }
+    const [{ refundable_credits: credits }, termTax] = await Promise.all([ledger.credits(executor, s.company_id), ledger.billedTax(executor, s)])
+    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory, credits, termTax }, today }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: Awaited<ReturnType<typeof customerOf>>) {
@@ -304,6 +304,12 @@ export function createSubscriptionsService(deps: {
       return change(companyId, subscriptionId, async (trx, s, provider) => {
         const refusal = lifecycle.changeRefusal(s)
         if (refusal) throw new Conflict(refusal)
+        // A term not paid yet has no unused part to credit (a refundable credit would be money
+        // never received): the due invoice is paid first, by a new card (payment_source), as
+        // Chargebee's dunning expects. Checked before the provider is called.
+        if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
+          throw new Conflict('The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription')
+        }
         const wanted: WantedSelection = {
           planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
           addonIds: body?.addons ?? s.addons.map((a) => a.id),

@@ -52,7 +52,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     // A paid term: the unused part of what was billed comes back as credit against the new charge;
     // what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const unused = invoiceFor(current, share, tax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
+    const unused = invoiceFor(current, share, change.termTax === undefined ? tax : change.termTax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
     const credit = unused + credits
     let invoice
     let periodStart = s.current_term_start

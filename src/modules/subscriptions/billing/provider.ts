@@ -21,6 +21,8 @@ export interface ChangeRequest {
   couponHistory?: CouponUsage | null
   /** The customer's refundable credits (minor units) that the local engine applies to the invoice; remote providers keep their own. */
   credits?: number
+  /** The tax the current term was billed with (local engine): its unused part is credited with it. */
+  termTax?: TaxRate | null
 }
 
 /** Who a hosted page is for. */
