@@ -218,7 +218,7 @@ export async function buildApp(options: AppOptions) {
   const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS })
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const webhookDelivery = createWebhookDelivery({
-    db, repo: endpointsRepo, scheduler, clock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    db, repo: endpointsRepo, scheduler, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
   const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => scheduler.wake() })

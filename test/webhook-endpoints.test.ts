@@ -30,13 +30,13 @@ for (const engine of engines) {
 
     /** Runs the jobs due at `when` and waits for their HTTP calls' outcomes; the clock goes back after (tokens stay valid). */
     async function deliverAt(when: Date | string) {
-      const back = t.clock.now()
-      t.clock.set(when)
+      const back = t.realClock.now()
+      t.realClock.set(when)
       try {
         await t.app.services.scheduler.runDue()
         await t.app.services.webhookDelivery.settled()
       } finally {
-        t.clock.set(back)
+        t.realClock.set(back)
       }
     }
     // A second ahead of the database's time, which dates the jobs a change writes.
@@ -250,10 +250,10 @@ for (const engine of engines) {
       await endpoint(c.id, { url: healthy.url, event_types: ['contract.*'] })
       await contract(t, c.id)
       await contract(t, c.id)
-      const back = t.clock.now()
-      t.clock.set(new Date(Date.now() + 1000))
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
       await t.app.services.scheduler.runDue()
-      t.clock.set(back)
+      t.realClock.set(back)
       // The pass is over with the dead and slow calls still under way; the healthy one completes meanwhile.
       const done = await eventually(async () => healthy.received.length, (n) => n === 2)
       assert.equal(done, 2)
@@ -275,8 +275,8 @@ for (const engine of engines) {
       const created = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
       for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 2; i++) await contract(t, c.id)
       const start = new Date(Date.now() + 1000)
-      const back = t.clock.now()
-      t.clock.set(start)
+      const back = t.realClock.now()
+      t.realClock.set(start)
       await t.app.services.scheduler.runDue()
       const open = await attemptsOf(c.id, created.id)
       assert.ok(open.every((a) => a.status === 'pending'))
@@ -284,9 +284,9 @@ for (const engine of engines) {
       dead.release()
       await t.app.services.webhookDelivery.settled()
       // A second later, with the calls over, the two that waited go.
-      t.clock.set(new Date(start.getTime() + 1000))
+      t.realClock.set(new Date(start.getTime() + 1000))
       await t.app.services.scheduler.runDue()
-      t.clock.set(back)
+      t.realClock.set(back)
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 2, 30_000)
       dead.release()
       await t.app.services.webhookDelivery.settled()
@@ -301,14 +301,14 @@ for (const engine of engines) {
       const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
       await contract(t, c.id)
       const start = new Date(Date.now() + 1000)
-      const back = t.clock.now()
-      t.clock.set(start)
+      const back = t.realClock.now()
+      t.realClock.set(start)
       await t.app.services.scheduler.runDue()
       // As if this instance had died during the call: its outcome is not in yet when the lease
       // (the timeout and a minute) runs out, and another pass takes the delivery over.
-      t.clock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
+      t.realClock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
       await t.app.services.scheduler.runDue()
-      t.clock.set(back)
+      t.realClock.set(back)
       await eventually(async () => r.received.length, (n) => n === 2, 30_000)
       r.release()
       await t.app.services.webhookDelivery.settled()
@@ -351,10 +351,10 @@ for (const engine of engines) {
           id, company_id: c.id, url: `http://localhost:${r.port}/hook`, event_types: [], description: null, secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
         }).execute()
         await contract(t, c.id)
-        const back = t.clock.now()
-        t.clock.set(new Date(Date.now() + 1000))
+        const back = t.realClock.now()
+        t.realClock.set(new Date(Date.now() + 1000))
         await t.app.services.scheduler.runDue()
-        t.clock.set(back)
+        t.realClock.set(back)
         await t.app.services.webhookDelivery.settled()
         assert.equal(r.received.length, 0)
         const [attempt] = await t.json<any[]>(200, { url: `${companyEndpoints(c.id)}/${id}/deliveries`, token: c.token })

@@ -88,7 +88,6 @@ export function createScheduler(deps: {
 
   /** Schedules a job unless one with the same kind and key exists (idempotent). */
   async function schedule(executor: Executor, job: NewJob): Promise<void> {
-    refuseCompanyRealTime(job)
     await executor.insertInto('jobs')
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: job.companyId ?? null })
       .onConflict((oc) => oc.columns(['kind', 'key']).doNothing())
@@ -98,7 +97,6 @@ export function createScheduler(deps: {
 
   /** Moves a pending job to another time, or creates it. */
   async function reschedule(executor: Executor, job: NewJob): Promise<void> {
-    refuseCompanyRealTime(job)
     const companyId = job.companyId ?? null
     await executor.insertInto('jobs')
       .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: companyId })
@@ -125,9 +123,6 @@ export function createScheduler(deps: {
     timer = outsideRequestScope(() => setTimeout(loop, delayMs))
   }
 
-  function refuseCompanyRealTime(job: NewJob) {
-    if (realKinds.has(job.kind) && job.companyId) throw new Error(`job ${job.kind} runs on real time: platform jobs only`)
-  }
 
   const clockOf = (kind: string) => (realKinds.has(kind) ? realClock : deps.clock)
 
@@ -177,12 +172,14 @@ export function createScheduler(deps: {
     const { rows } = await sql<{ company_id: string | null; run_at: Date | string }>`
       WITH RECURSIVE lanes AS (
         (SELECT company_id, run_at FROM jobs
-         WHERE done_at IS NULL AND company_id IS NOT NULL AND run_at <= ${now} AND kind = ANY(${kinds}::text[])
+         WHERE done_at IS NULL AND company_id IS NOT NULL
+           AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
          ORDER BY company_id, run_at LIMIT 1)
         UNION ALL
         SELECT next.company_id, next.run_at FROM lanes CROSS JOIN LATERAL (
           SELECT company_id, run_at FROM jobs
-          WHERE done_at IS NULL AND company_id > lanes.company_id AND run_at <= ${now} AND kind = ANY(${kinds}::text[])
+          WHERE done_at IS NULL AND company_id > lanes.company_id
+            AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
           ORDER BY company_id, run_at LIMIT 1) next
       )
       SELECT company_id, run_at FROM lanes
@@ -206,13 +203,11 @@ export function createScheduler(deps: {
     const ran = await deps.db.transaction().execute(async (trx) => {
       const kinds = businessKinds()
       let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
-      // A platform job of a real-time kind is due by real time (realKinds).
-      claim = lane === null
-        ? claim.where('company_id', 'is', null).where((eb) => eb.or([
-          eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
-          eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
-        ]))
-        : claim.where('company_id', '=', lane).where('run_at', '<=', now).where('kind', 'in', kinds)
+      // A job of a real-time kind is due by real time (realKinds), in the platform's lane or a company's.
+      claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) => eb.or([
+        eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
+        eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
+      ]))
       const job = await claim.orderBy('run_at').orderBy('id').limit(1)
         .forUpdate().skipLocked()
         .executeTakeFirst()
@@ -315,7 +310,7 @@ export function createScheduler(deps: {
 
   return {
     backlog,
-    /** `realTime`: due by real time, never moved by a test clock (platform jobs only). */
+    /** `realTime`: due by real time, never moved by a test clock (housekeeping, webhook deliveries). */
     register(kind: string, handler: JobHandler, options: { realTime?: boolean } = {}) {
       handlers.set(kind, handler)
       if (options.realTime) realKinds.add(kind)

@@ -177,7 +177,10 @@ export function createWebhookDelivery(deps: {
     })
   }
 
-  deps.scheduler.register(DELIVER_JOB, claim)
+  // By real time: a receiver's timeouts and retry delays are real seconds, and the events (and
+  // their deliveries' jobs) are dated by the database's clock; a test clock's advance must not
+  // step past a lease while its call is still under way and send the event again.
+  deps.scheduler.register(DELIVER_JOB, claim, { realTime: true })
 
   return {
     /** Resolves once every HTTP call this instance started has its outcome recorded (tests; shutdown). */
