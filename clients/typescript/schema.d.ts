@@ -6668,9 +6668,9 @@ export interface operations {
     listInvoices: {
         parameters: {
             query?: {
-                /** @description At most this many, and a Link rel="next" header when more remain; left out: the whole list */
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
                 limit?: number;
-                /** @description Where the page starts: the cursor of the previous page's Link rel="next" */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;
@@ -6807,9 +6807,9 @@ export interface operations {
     listCreditNotes: {
         parameters: {
             query?: {
-                /** @description At most this many, and a Link rel="next" header when more remain; left out: the whole list */
+                /** @description At most this many items (1 to 500); when more remain, the Link header names the next page. Without it, the whole list. */
                 limit?: number;
-                /** @description Where the page starts: the cursor of the previous page's Link rel="next" */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;

@@ -1,9 +1,11 @@
+import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { CreditNotesTable, InvoicesTable } from '../../db/tables.ts'
 
 /** A position in a newest-first list: the row's date and its insertion order (ties). */
-export interface ListPosition { date: Date; seq: number }
+/** The ledger's lists, newest first: by date, then insertion order (seq), as their index. */
+const NEWEST_FIRST: SortColumn[] = [{ column: 'date', desc: true, cast: 'timestamptz' }, { column: 'seq', desc: true }]
 
 /**
  * The ledger's SQL: invoices, credit notes and their allocations. Every query filters by
@@ -29,22 +31,14 @@ export function createInvoicesRepository() {
     dueInvoices: (executor: Executor, companyId: string, subscriptionId: string) =>
       executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
         .where('status', '=', 'payment_due').orderBy('date').orderBy('seq').forUpdate().execute(),
-    /** Newest first, after `after` when given; `limit` rows at most (undefined: all). */
-    listInvoices(executor: Executor, companyId: string, page: { after?: ListPosition; limit?: number }) {
-      let query = executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId)
-      if (page.after) query = query.where((eb) => eb(eb.refTuple('date', 'seq'), '<', eb.tuple(page.after!.date, page.after!.seq)))
-      query = query.orderBy('date', 'desc').orderBy('seq', 'desc')
-      return (page.limit === undefined ? query : query.limit(page.limit)).execute()
-    },
+    /** Newest first (the list's order and cursor: date, then insertion), a keyset page. */
+    listInvoices: (executor: Executor, companyId: string, page: KeysetPage) =>
+      keyset(executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
 
     insertCreditNote: (executor: Executor, note: Insertable<CreditNotesTable>) =>
       executor.insertInto('credit_notes').values(note).returningAll().executeTakeFirstOrThrow(),
-    listCreditNotes(executor: Executor, companyId: string, page: { after?: ListPosition; limit?: number }) {
-      let query = executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId)
-      if (page.after) query = query.where((eb) => eb(eb.refTuple('date', 'seq'), '<', eb.tuple(page.after!.date, page.after!.seq)))
-      query = query.orderBy('date', 'desc').orderBy('seq', 'desc')
-      return (page.limit === undefined ? query : query.limit(page.limit)).execute()
-    },
+    listCreditNotes: (executor: Executor, companyId: string, page: KeysetPage) =>
+      keyset(executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
     /** Refundable credit notes with something left, oldest first (the order credits are used in), locked. */
     availableCredits: (executor: Executor, companyId: string) =>
       executor.selectFrom('credit_notes').select(['id', 'total', 'amount_allocated'])

@@ -2,8 +2,7 @@ import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import type { InvoicesService } from './invoices.service.ts'
 import { CreditNoteList, InvoiceBody, InvoiceList, InvoiceParams, ListQuery } from './invoices.schemas.ts'
-import { page } from './invoices.paging.ts'
-import { listResponse } from '../../http/pagination.ts'
+import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const BASE = '/api/v1/subscription'
 
@@ -27,9 +26,8 @@ export async function invoicesRoutes(app: App, { service, subscriptionOf }: { se
     },
   }, async (request, reply) => {
     await subscriptionOf(request.params.company_id)
-    const { items, link } = await page((p) => service.listInvoices(request.params.company_id, p), request.query, request.url)
-    if (link) reply.header('link', link)
-    return items
+    const page = readPage(request, ['time', 'int'])
+    return answerPage(request, reply, page, await service.listInvoices(request.params.company_id, page))
   })
 
   app.get(`${BASE}/:company_id/invoices/:invoice_id`, {
@@ -50,8 +48,7 @@ export async function invoicesRoutes(app: App, { service, subscriptionOf }: { se
     },
   }, async (request, reply) => {
     await subscriptionOf(request.params.company_id)
-    const { items, link } = await page((p) => service.listCreditNotes(request.params.company_id, p), request.query, request.url)
-    if (link) reply.header('link', link)
-    return items
+    const page = readPage(request, ['time', 'int'])
+    return answerPage(request, reply, page, await service.listCreditNotes(request.params.company_id, page))
   })
 }

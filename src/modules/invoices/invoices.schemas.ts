@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
+import { pageQuery } from '../../http/pagination.ts'
 import { InvoiceEstimate } from '../subscriptions/subscriptions.schemas.ts'
 
 const Unix = (description: string) => Type.Integer({ description: `${description} (Unix seconds)` })
@@ -7,10 +8,7 @@ const Minor = (description: string) => Type.Integer({ description: `${descriptio
 
 export const InvoiceParams = Type.Object({ company_id: Uuid('The company'), invoice_id: Uuid('The invoice') })
 
-export const ListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'At most this many, and a Link rel="next" header when more remain; left out: the whole list' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Where the page starts: the cursor of the previous page\'s Link rel="next"' })),
-}, { additionalProperties: false })
+export const ListQuery = pageQuery()
 export type ListQuery = Static<typeof ListQuery>
 
 const INVOICE_EXAMPLE = {

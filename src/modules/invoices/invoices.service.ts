@@ -8,7 +8,9 @@ import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
 import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
 import { usableCard } from '../subscriptions/billing/lifecycle.ts'
 import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
-import type { InvoicesRepository, ListPosition } from './invoices.repository.ts'
+import type { InvoicesRepository } from './invoices.repository.ts'
+import { cutPage, type Paged } from '../../http/pagination.ts'
+import type { KeysetPage } from '../../db/keyset.ts'
 import { creditNoteView, invoiceView } from './invoices.views.ts'
 
 export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
@@ -171,9 +173,9 @@ export function createInvoicesService(deps: {
       return (await repo.dueInvoices(trx, s.company_id, s.id)).length > 0
     },
 
-    async listInvoices(companyId: string, page: { after?: ListPosition; limit?: number }) {
-      const rows = await repo.listInvoices(db, companyId, page)
-      return rows.map((row) => ({ position: { date: row.date, seq: row.seq }, view: invoiceView(row) }))
+    async listInvoices(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof invoiceView>>> {
+      const paged = cutPage(await repo.listInvoices(db, companyId, page), page, listKey)
+      return { ...paged, items: paged.items.map(invoiceView) }
     },
 
     async invoice(companyId: string, id: string) {
@@ -182,12 +184,15 @@ export function createInvoicesService(deps: {
       return invoiceView(row)
     },
 
-    async listCreditNotes(companyId: string, page: { after?: ListPosition; limit?: number }) {
-      const rows: CreditNoteRow[] = await repo.listCreditNotes(db, companyId, page)
-      return rows.map((row) => ({ position: { date: row.date, seq: row.seq }, view: creditNoteView(row) }))
+    async listCreditNotes(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof creditNoteView>>> {
+      const paged = cutPage<CreditNoteRow>(await repo.listCreditNotes(db, companyId, page), page, listKey)
+      return { ...paged, items: paged.items.map(creditNoteView) }
     },
   }
 }
+
+/** A ledger row's place in its list (the cursor's key): its date, then its insertion order. */
+const listKey = (row: { date: Date; seq: number | string }) => [row.date.toISOString(), Number(row.seq)]
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 /** What the subscriptions service needs of the ledger. */
