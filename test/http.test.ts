@@ -8,6 +8,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { company, type CompanyFixture } from './helpers/factories.ts'
+import { postgresOnly } from './helpers/requires.ts'
 import { loadConfig } from '../src/config.ts'
 
 describe('configuration', () => {
@@ -395,7 +396,7 @@ for (const engine of engines) {
   })
 
   // PostgreSQL only: waiting on a lock held by another session needs a second session.
-  if (engine === 'postgres') describe('Idempotency-Key on a small pool (postgres)', () => {
+  describe('Idempotency-Key on a small pool (PostgreSQL only)', postgresOnly(engine), () => {
     let t: TestApp
     let c: CompanyFixture
     before(async () => {
