@@ -67,6 +67,13 @@ for (const engine of engines) {
         'invoice.created', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.payment_failed', 'invoice.not_paid',
       ])
       assert.ok(events.every((e) => e.data.object.id === invoice.id && e.company_id === c.id))
+      // The subscription's events show the card as the API does: no test behaviour, no coupon bookkeeping.
+      const subscriptionEvents = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query: { type: 'subscription.*', limit: '100' } })
+      assert.ok(subscriptionEvents.some((e) => e.type === 'subscription.payment_source_added'))
+      for (const e of subscriptionEvents) {
+        const seen = JSON.stringify(e.data)
+        assert.ok(!seen.includes('test_behaviour') && !seen.includes('coupon_period_'), seen.slice(0, 300))
+      }
     })
 
     it('a new card saves the subscription: the due invoice is paid at once, later retries do nothing, renewals charge the new card', async () => {

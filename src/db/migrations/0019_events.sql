@@ -187,15 +187,22 @@ CREATE TRIGGER communication_messages_event AFTER UPDATE OF opened_at, action_do
 -- A subscription's changes are already recorded with their verb (created, cancellation_scheduled,
 -- renewed, ...) in subscription_events, right after the subscription's row is written: each
 -- becomes subscription.<verb>, its object the subscription as it now is, its previous_attributes
--- what the change moved.
+-- what the change moved. Left out, as the API leaves them out: the coupon's bookkeeping of the
+-- period it last discounted, and a card's test behaviour (only its brand, last 4 and expiry show).
+CREATE FUNCTION subscription_fields(fields jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(f -> 'payment_source') = 'object'
+    THEN jsonb_set(f, '{payment_source}', (f -> 'payment_source') - 'test_behaviour') ELSE f END
+  FROM (SELECT fields - 'updated_at' - 'coupon_period_start' - 'coupon_period_discounts' AS f) AS stripped
+$$;
+
 CREATE FUNCTION emit_subscription_event() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   current jsonb;
 BEGIN
-  SELECT to_jsonb(s) - 'updated_at' INTO current FROM subscriptions s WHERE s.company_id = NEW.company_id AND s.id = NEW.subscription_id;
+  SELECT subscription_fields(to_jsonb(s)) INTO current FROM subscriptions s WHERE s.company_id = NEW.company_id AND s.id = NEW.subscription_id;
   PERFORM write_event('subscription.' || NEW.event_type, NEW.company_id, jsonb_build_object('object', current)
     || CASE WHEN NEW.details ? 'changes'
-         THEN jsonb_build_object('previous_attributes', (SELECT coalesce(jsonb_object_agg(c.key, c.value -> 0), '{}') FROM jsonb_each(NEW.details -> 'changes') c))
+         THEN jsonb_build_object('previous_attributes', subscription_fields((SELECT coalesce(jsonb_object_agg(c.key, c.value -> 0), '{}') FROM jsonb_each(NEW.details -> 'changes') c)))
          ELSE '{}' END);
   RETURN NULL;
 END $$;
