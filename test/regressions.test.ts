@@ -41,7 +41,9 @@ for (const engine of engines) {
     after(async () => { await t?.close() })
 
     it('headers over the limit get 431 with {errors, code}, not Fastify\'s own body', async () => {
-      const { text } = await raw(port, (s) => s.end(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`))
+      // A megabyte, most of it still unread when the answer goes: closing at once reset the
+      // connection and the client lost the 431 (every time on Node 24), so the server drains it.
+      const { text } = await raw(port, (s) => s.end(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1_000_000)}\r\n\r\n`))
       assert.match(text, /^HTTP\/1.1 431 /)
       assert.deepEqual(Object.keys(bodyOf(text)).sort(), ['code', 'errors'])
     })

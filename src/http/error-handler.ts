@@ -125,17 +125,35 @@ const CLIENT_ERRORS: Record<string, [number, string, ErrorCode, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'validation_failed', 'The request headers are larger than the limit'],
 }
 
+const refused = new WeakSet<import('node:net').Socket>()
+
 /**
  * Requests Node's parser refuses before Fastify sees them (headers too large, malformed HTTP,
  * a client too slow to send its request): the same `{errors, code}` body as every other refusal,
  * then the connection is closed.
+ *
+ * Closed gently: the answer goes out with a FIN, and what the client still sends is read and
+ * dropped for at most LINGER_MS, as lingerOnRefusedBody does for bodies. Destroying the socket at
+ * once, with the rest of a large request unread, makes the kernel reset the connection, and the
+ * client loses the answer before reading it (on Node 24 every time).
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
+  if (refused.has(socket)) return
+  refused.add(socket)
   const [status, reason, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'validation_failed', 'The request is not valid HTTP']
   const body = JSON.stringify({ errors: message, code })
-  if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  if (!socket.writable) {
+    socket.destroy()
+    return
   }
-  socket.destroy()
+  // The HTTP parser no longer reads this connection: what arrives now is only drained.
+  socket.removeAllListeners('data')
+  socket.on('data', () => {})
+  socket.on('end', () => socket.destroy())
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS)
+  timer.unref()
+  socket.once('close', () => clearTimeout(timer))
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  socket.resume()
 }
