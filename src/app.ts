@@ -190,8 +190,8 @@ export async function buildApp(options: AppOptions) {
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
   const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
   subscriptions.registerJobs(scheduler)
-  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
   scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)
@@ -235,7 +235,10 @@ export async function buildApp(options: AppOptions) {
   // Hosted page URLs: PUBLIC_BASE_URL, else the address this service listens on (never the request's Host).
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
-  await app.register(hostedRoutes, { service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL })
+  await app.register(hostedRoutes, {
+    service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL,
+    seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
+  })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays })

@@ -68,6 +68,11 @@ const ConfigSchema = Type.Object({
   VAT_RATES: Type.String({ default: '' }),
   // Where the seller is established (ISO 3166-1 alpha-2): a business customer with a VAT number elsewhere is reverse-charged.
   SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$' }),
+  // The seller as its invoices name it (the portal's printable invoices, docs/hosted-pages.md):
+  // name, address (lines separated by "|") and VAT identification number with its country prefix.
+  SELLER_NAME: Type.String({ default: '', maxLength: 200 }),
+  SELLER_ADDRESS: Type.String({ default: '', maxLength: 500 }),
+  SELLER_VAT_NUMBER: Type.String({ default: '', pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$' }),
   // ISO 4217; its exponent gives prices their decimals (EUR 2, JPY 0, KWD 3: src/money.ts).
   CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),
   HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),

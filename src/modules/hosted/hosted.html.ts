@@ -26,7 +26,8 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
 
 export interface PageContext { locale: Locale; t: Translate }
 
-export function layout(ctx: PageContext, title: string, body: Html): string {
+/** A page; `wide` for one with tables (the portal's invoices). */
+export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
   return '<!doctype html>\n' + html`<html lang="${ctx.locale}">
 <head>
 <meta charset="utf-8">
@@ -36,7 +37,7 @@ export function layout(ctx: PageContext, title: string, body: Html): string {
 <link rel="stylesheet" href="/hosted/assets/hosted.css">
 </head>
 <body>
-<main>
+<main${wide ? html` class="wide"` : null}>
 <h1>${title}</h1>
 ${body}
 </main>
@@ -81,6 +82,10 @@ ${row(ctx.t('invoice.due'), invoice.amount_due, true)}
 
 export const dateOf = (ctx: PageContext, unixSeconds: number) => formatDate(ctx.locale, unixSeconds, 'UTC')
 
+/** A billed period, from its first day to the last it covers (its end is the next period's first instant). */
+export const periodOf = (ctx: PageContext, start: number, end: number) =>
+  ctx.t('billing.range', { from: dateOf(ctx, start), to: dateOf(ctx, Math.max(start, end - 1)) })
+
 /** The one stylesheet: readable sizes, contrast above 4.5:1 (WCAG AA), a visible keyboard focus. */
 export const STYLESHEET = `
 :root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1b1b1f; background: #f6f7f9; }
@@ -111,5 +116,12 @@ dt { font-weight: 600; }
 dd { margin: 0; }
 .problem { border-left: 4px solid #b3261e; padding: .5rem 1rem; background: #fcefee; }
 .notice { border-left: 4px solid #146c2e; padding: .5rem 1rem; background: #e9f5ec; }
+main.wide, main.wide + footer { max-width: 56rem; }
+.scroll { overflow-x: auto; }
+td.ref { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .8rem; word-break: break-all; min-width: 9rem; }
+.badge { display: inline-block; padding: 0 .4rem; border-radius: 4px; font-size: .85rem; font-weight: 600; white-space: nowrap; }
+.badge.paid { background: #e9f5ec; color: #0d5321; }
+.badge.payment_due, .badge.not_paid { background: #fcefee; color: #8c1d18; }
+.badge.voided { background: #eceef2; color: #1b1b1f; }
 footer { max-width: 40rem; margin: 0 auto 2rem; padding: 0 2rem; color: #44474e; font-size: .85rem; }
 `

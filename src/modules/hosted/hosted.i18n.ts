@@ -1,4 +1,5 @@
 import { currencyExponent, fromMinor } from '../../money.ts'
+import { billingEn, billingIt } from './hosted.i18n-billing.ts'
 /**
  * The hosted pages' two languages, chosen by Accept-Language (RFC 9110 §12.5.4: the highest
  * q-value among the languages we have; English when none matches).
@@ -87,6 +88,7 @@ const en = {
   'error.invalid': 'The request is not valid: {reason}',
   'error.server': 'Something went wrong on our side. Try again in a moment.',
   'footer': 'Secure page of your subscription. Do not share its address.',
+  ...billingEn,
 }
 
 export type MessageKey = keyof typeof en
@@ -161,6 +163,7 @@ const it: Record<MessageKey, string> = {
   'error.invalid': 'La richiesta non è valida: {reason}',
   'error.server': 'Qualcosa è andato storto da parte nostra. Riprova tra poco.',
   'footer': 'Pagina sicura del tuo abbonamento. Non condividerne l\'indirizzo.',
+  ...billingIt,
 }
 
 const messages: Record<Locale, Record<MessageKey, string>> = { en, it }
@@ -177,6 +180,20 @@ export function formatMoney(locale: Locale, minor: number, currency: string): st
   const digits = currencyExponent(currency)
   return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits })
     .format(fromMinor(minor, currency))
+}
+
+/** A tax rate in percent written out ("22%", "8,1%"). */
+export function formatPercent(locale: Locale, percent: number): string {
+  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'percent', maximumFractionDigits: 2 }).format(percent / 100)
+}
+
+/** A country's name in the page's language ("DE" → "Germany", "Germania"). */
+export function countryName(locale: Locale, code: string): string {
+  try {
+    return new Intl.DisplayNames([locale === 'it' ? 'it-IT' : 'en-GB'], { type: 'region' }).of(code) ?? code
+  } catch {
+    return code
+  }
 }
 
 /** A date in the company's time zone, written out ("25 November 2026", "25 novembre 2026"). */

@@ -8,7 +8,8 @@ import { dateOf, errorPage, STYLESHEET } from './hosted.html.ts'
 import { localeOf, translator, type Locale, type MessageKey, type Translate } from './hosted.i18n.ts'
 import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
-import { PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
+import { InvoiceUnknown, PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
+import { INVOICE_STYLE_HASH, invoiceDocument, type Seller } from './hosted.invoice.ts'
 import { managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
 
 type Form = Record<string, string>
@@ -17,6 +18,7 @@ const REFUSAL_MESSAGES: Record<RefusalReason, MessageKey> = {
   not_found: 'error.notFound', expired: 'error.expired', withdrawn: 'error.withdrawn', disabled: 'error.disabled', used: 'error.used',
 }
 type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | undefined; Querystring: { done?: string } }>
+type InvoiceRequest = FastifyRequest<{ Params: { token: string; invoice_id: string } }>
 
 class CsrfRefused extends AppError {
   constructor() { super('forbidden', 403, 'The form could not be verified') }
@@ -27,7 +29,7 @@ class CsrfRefused extends AppError {
  * Their own scope: they take forms, answer every error as an HTML page, and send the security
  * headers (no script, no framing, no referrer: the token in the URL never leaves the page).
  */
-export async function hostedRoutes(app: App, deps: { service: HostedService; currency: string; publicBaseUrl: string | undefined }) {
+export async function hostedRoutes(app: App, deps: { service: HostedService; currency: string; publicBaseUrl: string | undefined; seller: Seller }) {
   const { service } = deps
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
@@ -105,6 +107,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
     const status = mapped.statusCode
     if (status >= 500) request.log.error({ err }, 'hosted page failed')
     const message = status === 403 ? t('error.forbidden')
+      : err instanceof InvoiceUnknown ? t('error.invoiceNotFound')
       : status === 404 ? t('error.notFound')
       : status === 409 ? t('error.conflict', { reason: mapped.message })
       : status < 500 ? t('error.invalid', { reason: mapped.message })
@@ -153,14 +156,29 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
 
   // Spec 10: the portal.
   app.get('/hosted/portal/:token', tokenRoute, async (request: TokenRequest, reply) => {
-    const { page, details, next } = await service.portalView(request.params.token)
+    const { page, details, next, invoices, creditNotes } = await service.portalView(request.params.token)
     const ctx = viewContext(request, 'portal')
     const done = request.query.done
     const notice = done === 'cancelled' && details.subscription.scheduled_cancellation_at !== null
       ? ctx.t('portal.cancelled', { date: dateOf(ctx, details.subscription.scheduled_cancellation_at) })
       : done === 'undone' ? ctx.t('portal.undone') : null
-    return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice), page)
+    return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice, { invoices, creditNotes }), page)
   })
+
+  // The portal's invoices as printable documents: to read and print (Save as PDF), or to download
+  // as a file. Their one style is inside the document, allowed by its hash; nothing else runs or loads.
+  const documentCsp = `default-src 'none'; style-src ${INVOICE_STYLE_HASH}; img-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`
+  for (const download of [false, true]) {
+    app.get(`/hosted/portal/:token/invoices/:invoice_id${download ? '/download' : ''}`, tokenRoute, async (request: InvoiceRequest, reply) => {
+      const { invoice, buyer } = await service.portalInvoice(request.params.token, request.params.invoice_id)
+      const { locale, t } = language(request)
+      const portal = download ? null : pagePath('portal', request.params.token)
+      const body = invoiceDocument({ locale, t, seller: deps.seller, portal }, invoice, buyer)
+      if (download) reply.header('content-disposition', `attachment; filename="${t('document.filename')}-${invoice.id}.html"`)
+      return reply.code(200).header('content-type', 'text/html; charset=utf-8').header('content-language', locale)
+        .header('vary', 'Accept-Language').header('content-security-policy', documentCsp).send(body)
+    })
+  }
   app.post('/hosted/portal/:token/cancel', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'portal')
     await service.portalCancel(request.params.token)

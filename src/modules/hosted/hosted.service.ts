@@ -1,7 +1,9 @@
 import type { Clock } from '../../clock.ts'
 import type { HostedPageKind, HostedPageRow, HostedPageState } from '../../db/tables.ts'
-import { AppError, Forbidden } from '../../http/errors.ts'
+import { AppError, Forbidden, NotFound } from '../../http/errors.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
+import type { CompaniesService } from '../companies/companies.service.ts'
+import type { InvoicesService } from '../invoices/invoices.service.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import { readCard, type CardProblem } from './hosted.card.ts'
 import { hashToken } from './hosted.csrf.ts'
@@ -30,6 +32,16 @@ export class PageRefused extends AppError {
   }
 }
 
+/** An invoice id that is not one of the portal's company (or no invoice id at all): a 404 page of its own. */
+export class InvoiceUnknown extends NotFound {
+  constructor() { super('Invoice') }
+}
+
+/** How many invoices and credit notes the portal lists (the newest): years of monthly invoices. */
+export const PORTAL_LIST_LIMIT = 36
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 /** What a page still accepts: a portal until logged out, a page until succeeded or cancelled. */
 const OPEN: Record<HostedPageKind, HostedPageState[]> = {
   manager: ['created', 'requested'], payment: ['created', 'requested'], portal: ['created', 'logged_in'],
@@ -44,6 +56,8 @@ export function createHostedService(deps: {
   repo: HostedRepository
   subscriptions: Pick<SubscriptionsService, 'details' | 'estimate' | 'update' | 'cancel' | 'removeScheduledCancellation' | 'setPaymentSource' | 'detailsWithNextCharge'>
   catalogue: Pick<CatalogueService, 'getPlanBySku'>
+  invoices: Pick<InvoicesService, 'listInvoices' | 'listCreditNotes' | 'invoice'>
+  companies: Pick<CompaniesService, 'getCompany'>
   clock: Clock
 }) {
   const { repo, subscriptions, clock } = deps
@@ -87,6 +101,12 @@ export function createHostedService(deps: {
       throw err
     }
     return finishedRedirect(page.redirect_url, { id: page.id, state: 'succeeded' })
+  }
+
+  /** Opens the portal; its first visit, whichever of its pages, logs the session in. */
+  async function portalVisit(token: string): Promise<HostedPageRow> {
+    const page: HostedPageRow = await open('portal', token)
+    return page.state === 'created' ? move(page, 'logged_in') : page
   }
 
   const actor = (page: HostedPageRow) => `${page.kind === 'portal' ? 'portal_session' : 'hosted_page'}:${page.id}`
@@ -156,11 +176,34 @@ export function createHostedService(deps: {
       return { redirect: await finish(page, () => subscriptions.setPaymentSource(page.company_id, read.card, actor(page))) }
     },
 
-    /** The portal: the subscription, its next charge and card. The first visit logs the session in. */
+    /**
+     * The portal: the subscription, its next charge and card, and its ledger (the newest
+     * invoices and credit notes; the credits are the details' customer's). The first visit
+     * logs the session in.
+     */
     async portalView(token: string) {
-      let page: HostedPageRow = await open('portal', token)
-      if (page.state === 'created') page = await move(page, 'logged_in')
-      return { page, ...(await subscriptions.detailsWithNextCharge(page.company_id)) }
+      const page = await portalVisit(token)
+      const newest = { limit: PORTAL_LIST_LIMIT }
+      const [current, invoices, creditNotes] = await Promise.all([
+        subscriptions.detailsWithNextCharge(page.company_id),
+        deps.invoices.listInvoices(page.company_id, newest),
+        deps.invoices.listCreditNotes(page.company_id, newest),
+      ])
+      return { page, ...current, invoices, creditNotes }
+    },
+
+    /**
+     * One invoice of the portal's company, with the company as its buyer. Any other id (another
+     * company's, unknown, not a UUID) is the same 404: the portal tells nothing of others' invoices.
+     */
+    async portalInvoice(token: string, invoiceId: string) {
+      const page = await portalVisit(token)
+      if (!UUID.test(invoiceId)) throw new InvoiceUnknown()
+      const invoice = await deps.invoices.invoice(page.company_id, invoiceId.toLowerCase()).catch((err: unknown) => {
+        if (err instanceof NotFound) throw new InvoiceUnknown()
+        throw err
+      })
+      return { page, invoice, buyer: await deps.companies.getCompany(page.company_id) }
     },
 
     async portalCancel(token: string) {

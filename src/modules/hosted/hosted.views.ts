@@ -4,8 +4,10 @@ import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
 import type { SubscriptionDetails } from '../subscriptions/subscriptions.schemas.ts'
 import type { CardProblem } from './hosted.card.ts'
 import { formatMoney } from './hosted.i18n.ts'
+import type { CreditNoteBody, InvoiceBody } from '../invoices/invoices.schemas.ts'
+import type { Paged } from '../../http/pagination.ts'
 import { toMinor } from '../../money.ts'
-import { dateOf, form, html, invoiceTable, layout, type Html, type PageContext } from './hosted.html.ts'
+import { dateOf, form, html, invoiceTable, layout, periodOf, type Html, type PageContext } from './hosted.html.ts'
 
 /** The four hosted pages, as HTML strings; `base` is the page's own path (/hosted/<kind>/<token>). */
 export interface ViewContext extends PageContext { base: string; csrf: string; currency: string }
@@ -53,7 +55,10 @@ ${form(`${ctx.base}/confirm`, ctx.csrf, html`
 ${leaveForm(ctx, t('manager.leave'))}`)
 }
 
-export function portalPage(ctx: ViewContext, details: SubscriptionDetails, next: { at: number; invoice: InvoiceEstimate } | null, notice: string | null): string {
+/** The portal's ledger: its newest invoices and credit notes. */
+export interface PortalLedger { invoices: Paged<InvoiceBody>; creditNotes: Paged<CreditNoteBody> }
+
+export function portalPage(ctx: ViewContext, details: SubscriptionDetails, next: { at: number; invoice: InvoiceEstimate } | null, notice: string | null, ledger: PortalLedger): string {
   const { t } = ctx
   const s = details.subscription
   const card = details.customer.payment_method
@@ -81,7 +86,58 @@ ${notice ? html`<p role="status" class="notice">${notice}</p>` : null}
 ${canCancel ? button('cancel', t('portal.cancel'), 'danger') : null}
 ${canUndo ? button('undo', t('portal.undo')) : null}
 ${button('logout', t('portal.logout'), 'secondary')}
-</div>`)
+</div>
+${invoicesSection(ctx, ledger.invoices)}
+${creditsSection(ctx, details.customer, ledger.creditNotes)}`, true)
+}
+
+const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
+  list.next ? html`<p class="hint">${ctx.t('billing.newestShown', { count: list.items.length })}</p>` : null
+
+/** Each invoice with its amounts, its status and its document (to print, or to download). */
+function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
+  const { t } = ctx
+  if (list.items.length === 0) return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
+  const rows = list.items.map((i) => {
+    const money = (minor: number) => formatMoney(ctx.locale, minor, i.currency_code)
+    const date = dateOf(ctx, i.date)
+    const href = `${ctx.base}/invoices/${i.id}`
+    return html`<tr data-invoice="${i.id}">
+<td class="ref">${i.id}</td><td>${date}</td><td>${periodOf(ctx, i.period_start, i.period_end)}</td>
+<td class="amount">${money(i.total)}</td><td class="amount">${money(i.amount_due)}</td>
+<td><span class="badge ${i.status}">${t(`invoiceStatus.${i.status}`)}</span></td>
+<td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · <a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a></td>
+</tr>`
+  })
+  return html`<h2 id="invoices-heading">${t('billing.invoices')}</h2>
+<div class="scroll"><table id="invoices" aria-labelledby="invoices-heading">
+<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.period')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.amountDue')}</th><th scope="col">${t('billing.status')}</th><th scope="col">${t('billing.document')}</th></tr></thead>
+<tbody>${rows}</tbody>
+</table></div>
+${newestNote(ctx, list)}`
+}
+
+/** The customer's credit balances, then the credit notes they come from. */
+function creditsSection(ctx: ViewContext, customer: SubscriptionDetails['customer'], list: Paged<CreditNoteBody>): Html {
+  const { t } = ctx
+  const money = (minor: number) => formatMoney(ctx.locale, minor, ctx.currency)
+  const notes = list.items.length === 0 ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>` : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
+<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.reason')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
+<tbody>${list.items.map((n) => html`<tr data-credit-note="${n.id}">
+<td class="ref">${n.id}</td><td>${dateOf(ctx, n.date)}</td><td>${t(n.reason_code === 'subscription_change' ? 'reason.subscription_change' : 'reason.other')}</td>
+<td class="amount">${formatMoney(ctx.locale, n.total, n.currency_code)}</td><td class="amount">${formatMoney(ctx.locale, n.amount_available, n.currency_code)}</td>
+</tr>`)}</tbody>
+</table></div>
+${newestNote(ctx, list)}`
+  return html`<h2 id="credits-heading">${t('billing.credits')}</h2>
+<dl id="credits">
+<dt>${t('billing.refundable')}</dt><dd id="refundable-credits">${money(customer.refundable_credits)}</dd>
+<dt>${t('billing.promotional')}</dt><dd>${money(customer.promotional_credits)}</dd>
+<dt>${t('billing.excess')}</dt><dd>${money(customer.excess_payments)}</dd>
+</dl>
+<p class="hint">${t('billing.creditsHint')}</p>
+<h2 id="credit-notes-heading">${t('billing.creditNotes')}</h2>
+${notes}`
 }
 
 export function paymentPage(ctx: ViewContext, problem: CardProblem | null, kept: { expiry_month?: string; expiry_year?: string } = {}): string {
