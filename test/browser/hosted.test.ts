@@ -141,6 +141,40 @@ describe('hosted pages in a browser', () => {
         })
       })
 
+      it('lists the invoices in the portal, opens one as a printable invoice (inline style allowed, tools not printed), prints it as a PDF and downloads it', chromiumTest, async () => {
+        // The trial ends into active with a card: the first invoice, Basic × 5 = 149.50 + 22 % VAT = 182.39.
+        await setCard(t, c.id, { brand: 'visa', last4: '1111', expiry_month: 10, expiry_year: 2030 })
+        const trialEnd = (await json(t, 200, { url: `${SUB}/${c.id}/details` })).subscription.trial_end
+        await at(t, new Date(trialEnd * 1000 + 1000).toISOString())
+        const [invoice] = await json(t, 200, { url: `${SUB}/${c.id}/invoices` })
+        const { url } = await pageUrl('portal')
+        await withPage('en-GB', async (page) => {
+          const refused: string[] = []
+          page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) refused.push(message.text()) })
+          await page.goto(url)
+          const row = page.locator(`tr[data-invoice="${invoice.id}"]`)
+          assert.match(await row.textContent() ?? '', /€182\.39[\s\S]*€0\.00[\s\S]*Paid/)
+          await row.getByRole('link', { name: /^View and print invoice of / }).click()
+          await page.getByRole('heading', { level: 1, name: 'Invoice' }).waitFor()
+          assert.equal(await page.locator('#invoice-number').textContent(), invoice.id)
+          assert.match(await page.locator('#totals').textContent() ?? '', /Total\s*€182\.39/)
+          // The document's own style applies (the policy allows it by its hash): the totals are right-aligned.
+          assert.equal(await page.locator('#totals td.amount').first().evaluate((cell) => getComputedStyle(cell).textAlign), 'right')
+          assert.equal(await page.locator('nav.tools').isVisible(), true)
+          await page.emulateMedia({ media: 'print' })
+          assert.equal(await page.locator('nav.tools').isVisible(), false, 'the portal\'s links are not printed')
+          const pdf = await page.pdf({ format: 'A4' })
+          assert.equal(pdf.subarray(0, 5).toString('latin1'), '%PDF-')
+          await page.emulateMedia({ media: 'screen' })
+
+          const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download' }).click()])
+          assert.equal(download.suggestedFilename(), `invoice-${invoice.id}.html`)
+          await page.getByRole('link', { name: 'Back to your subscription' }).click()
+          await page.getByRole('heading', { level: 1, name: 'Your subscription' }).waitFor()
+          assert.deepEqual(refused, [])
+        })
+      })
+
       it('refuses an expired link with a page in the customer\'s language', chromiumTest, async () => {
         const { url } = await pageUrl('manager_page')
         t.clock.advance(3601 * 1000)
