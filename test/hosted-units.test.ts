@@ -2,7 +2,8 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { brandOf, luhnValid, readCard } from '../src/modules/hosted/hosted.card.ts'
 import { csrfRefusal, csrfFor } from '../src/modules/hosted/hosted.csrf.ts'
-import { localeOf } from '../src/modules/hosted/hosted.i18n.ts'
+import { localeOf, translator } from '../src/modules/hosted/hosted.i18n.ts'
+import { invoiceDocument } from '../src/modules/hosted/hosted.invoice.ts'
 import { checkRedirectUrl, parseAllowedHosts } from '../src/modules/hosted/hosted.redirect.ts'
 
 /** The pure parts of the hosted pages: card checks, language choice, redirect allow-list, CSRF. */
@@ -59,5 +60,29 @@ describe('hosted pages, pure parts', () => {
     assert.notEqual(csrfRefusal(token, { ...ok, origin: 'foo://evil' }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, field: csrfFor('B'.repeat(43)) }, undefined), null)
     assert.notEqual(csrfRefusal(token, { ...ok, cookie: undefined }, undefined), null)
+  })
+
+  it('writes an invoice\'s amounts with its currency\'s decimals (JPY 0, KWD 3) and its rate, discount and taxable amount per language', () => {
+    const seller = { name: 'Seller', address: '', country: 'IT', vatNumber: '' }
+    const buyer = { name: 'Buyer', address: null, city: null, province: null, zip: null, country: 'CH', vat: null, vat_number: null, fiscal_code: null } as never
+    const line = { entity_type: 'plan' as const, entity_id: 'p', description: 'Plan', unit_amount: 1000, quantity: 3, amount: 3000 }
+    const invoice = (currency: string, minor: (n: number) => number) => ({
+      id: '6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f', subscription_id: '0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c', status: 'payment_due' as const,
+      date: 1801440000, due_date: 1801440000, period_start: 1801440000, period_end: 1804118400,
+      line_items: [{ ...line, unit_amount: minor(1000), amount: minor(3000) }], discounts: [{ description: 'Promo (P10)', amount: minor(300) }],
+      sub_total: minor(3000), taxes: [{ name: 'CH VAT', rate: 8.1, amount: minor(219) }], total: minor(2919), credits_applied: 0, amount_paid: 0,
+      amount_due: minor(2919), currency_code: currency, paid_at: null, dunning_status: 'in_progress' as const, attempt_count: 1, next_retry_at: 1801526400,
+    })
+    const render = (locale: 'en' | 'it', currency: string, minor: (n: number) => number) =>
+      invoiceDocument({ locale, t: translator(locale), seller, portal: null }, invoice(currency, minor), buyer).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ')
+    const yen = render('en', 'JPY', (n) => n)
+    assert.match(yen, /Plan 3 JP¥1,000 8\.1% JP¥3,000/)
+    assert.match(yen, /Subtotal JP¥3,000 Discount: Promo \(P10\) -JP¥300 Taxable amount JP¥2,700 VAT CH 8\.1% on JP¥2,700 JP¥219 Total JP¥2,919 Amount due JP¥2,919/)
+    assert.match(yen, /Payment due: the card will be charged again on 2 February 2027/)
+    assert.match(yen, /Switzerland/)
+    const dinar = render('it', 'KWD', (n) => n * 10)
+    assert.match(dinar, /Imponibile 27,000 KWD IVA CH 8,1% su 27,000 KWD 2,190 KWD Totale 29,190 KWD/)
+    assert.match(dinar, /Svizzera/)
+    assert.match(dinar, /In attesa di pagamento: la carta sarà addebitata di nuovo il 2 febbraio 2027/)
   })
 })
