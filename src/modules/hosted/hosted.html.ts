@@ -26,25 +26,30 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
 
 export interface PageContext { locale: Locale; t: Translate }
 
-/** A page; `wide` for one with tables (the portal's invoices). */
-export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
-  return '<!doctype html>\n' + html`<html lang="${ctx.locale}">
+/** An HTML document: its language, title, style (a link or an inline sheet) and body. */
+export function htmlDocument(locale: Locale, title: string, style: Html, body: Html): string {
+  return '<!doctype html>\n' + html`<html lang="${locale}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
 <title>${title}</title>
-<link rel="stylesheet" href="/hosted/assets/hosted.css">
+${style}
 </head>
 <body>
-<main${wide ? html` class="wide"` : null}>
-<h1>${title}</h1>
 ${body}
-</main>
-<footer><p>${ctx.t('footer')}</p></footer>
 </body>
 </html>
 `.html
+}
+
+/** A page; `wide` for one with tables (the portal's invoices). */
+export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
+  return htmlDocument(ctx.locale, title, html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`, html`<main${wide ? html` class="wide"` : null}>
+<h1>${title}</h1>
+${body}
+</main>
+<footer><p>${ctx.t('footer')}</p></footer>`)
 }
 
 /** A form posting to one of the page's actions, with the page's CSRF token. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Company } from '../companies/companies.schemas.ts'
 import type { InvoiceBody } from '../invoices/invoices.schemas.ts'
 import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
-import { dateOf, html, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
+import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
 import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
 
 /** The seller as the invoices name it (SELLER_NAME, SELLER_ADDRESS with "|" between lines, SELLER_COUNTRY, SELLER_VAT_NUMBER). */
@@ -145,17 +145,5 @@ ${exemptions.has('export') ? html`<p id="export">${t('document.export')}</p>` : 
 </section>
 </article>
 </div>`
-  return '<!doctype html>\n' + html`<html lang="${ctx.locale}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${title}</title>
-<style>${raw(INVOICE_STYLE)}</style>
-</head>
-<body>
-${body}
-</body>
-</html>
-`.html
+  return htmlDocument(ctx.locale, title, html`<style>${raw(INVOICE_STYLE)}</style>`, body)
 }
