@@ -25,6 +25,8 @@ for (const engine of engines) {
     let c: BillingFixture
     /** A German business with a VAT number: reverse-charged. */
     let de: BillingFixture
+    /** A card whose charges fail: its first invoice waits for payment, retried on Apr 2. */
+    let failing: BillingFixture
 
     before(async () => {
       t = await buildTestApp(engine, { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...SELLER })
@@ -34,8 +36,10 @@ for (const engine of engines) {
         company: { name: HOSTILE, plan_quantity: 1, address: 'Via Verdi 2', city: 'Torino', zip: '10121', province: 'TO', fiscal_code: 'RSSMRA80A01L219X' },
       })
       de = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' } })
+      failing = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1 } })
       await setCard(t, c.id)
       await setCard(t, de.id)
+      await setCard(t, failing.id, { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2099 })
       await at(t, '2027-04-01T00:00:00.000Z')
       // Apr 5, 26 of 30 days left: the unused Gold, 26.00 + 22 % = 31.72, is credited; Silver for
       // the rest of the term, 13.00 + 22 % = 15.86, is paid from it; 15.86 stays the customer's.
@@ -74,6 +78,20 @@ for (const engine of engines) {
       assert.match(body, /1 aprile 2027 1 aprile 2027 – 30 aprile 2027 36,60 € 0,00 € Pagata Visualizza e stampa · Scarica/)
       assert.match(body, /Parte non usata di un piano modificato 31,72 € 15,86 €/)
       assert.match(body, /Crediti rimborsabili 15,86 €/)
+    })
+
+    it('shows an invoice waiting for payment as due, with the day of the next attempt', async () => {
+      const [invoice] = await invoicesOf(t, failing)
+      assert.equal(invoice.status, 'payment_due')
+      const portal = new PageSession(t, await pathOf(t, 'portal', failing.id, failing.token))
+      const row = /<tr data-invoice="[^"]+">([\s\S]*?)<\/tr>/.exec((await portal.get()).body)?.[1] ?? ''
+      assert.match(text(row), /€36\.60 €36\.60 Payment due/)
+      assert.match(row, /<span class="badge payment_due">/)
+      const en = text((await portal.get(`/invoices/${invoice.id}`)).body)
+      assert.match(en, /Status Payment due: the card will be charged again on 2 April 2027/)
+      assert.match(en, /Total €36\.60 Amount due €36\.60/)
+      const it = text((await new PageSession(t, portal.path, 'it').get(`/invoices/${invoice.id}`)).body)
+      assert.match(it, /In attesa di pagamento: la carta sarà addebitata di nuovo il 2 aprile 2027/)
     })
 
     it('says so when there is nothing yet: a company in trial has no invoice and no credit note', async () => {

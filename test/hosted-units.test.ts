@@ -4,6 +4,7 @@ import { brandOf, luhnValid, readCard } from '../src/modules/hosted/hosted.card.
 import { csrfRefusal, csrfFor } from '../src/modules/hosted/hosted.csrf.ts'
 import { localeOf, translator } from '../src/modules/hosted/hosted.i18n.ts'
 import { invoiceDocument } from '../src/modules/hosted/hosted.invoice.ts'
+import { loadConfig } from '../src/config.ts'
 import { checkRedirectUrl, parseAllowedHosts } from '../src/modules/hosted/hosted.redirect.ts'
 
 /** The pure parts of the hosted pages: card checks, language choice, redirect allow-list, CSRF. */
@@ -84,5 +85,12 @@ describe('hosted pages, pure parts', () => {
     assert.match(dinar, /Imponibile 27,000 KWD IVA CH 8,1% su 27,000 KWD 2,190 KWD Totale 29,190 KWD/)
     assert.match(dinar, /Svizzera/)
     assert.match(dinar, /In attesa di pagamento: la carta sarà addebitata di nuovo il 2 febbraio 2027/)
+  })
+
+  it('takes the seller\'s VAT number with its country prefix, or none; anything else stops the start', () => {
+    assert.equal(loadConfig({ SELLER_VAT_NUMBER: 'IT01234567890' }).SELLER_VAT_NUMBER, 'IT01234567890')
+    assert.equal(loadConfig({}).SELLER_VAT_NUMBER, '')
+    for (const bad of ['01234567890', 'it01234567890', 'IT 0123', 'IT<b>'])
+      assert.throws(() => loadConfig({ SELLER_VAT_NUMBER: bad }), /^Error: Invalid configuration: SELLER_VAT_NUMBER must match pattern/, bad)
   })
 })
