@@ -47,7 +47,8 @@ describe('hosted page tokens are redacted from every log line', () => {
       const url = new URL(res.json().access_url ?? res.json().url)
       tokens.push(url.pathname.split('/').pop()!)
       const path = url.pathname
-      for (const [method, suffix] of [['HEAD', ''], ['HEAD', 'x'], ['HEAD', '/cancel'], ['GET', '/nothing'], ['GET', '?done=cancelled'], ['PUT', ''], ['DELETE', '/leave'], ['OPTIONS', ''], ['GET', '//']] as const) {
+      for (const [method, suffix] of [['HEAD', ''], ['HEAD', 'x'], ['HEAD', '/cancel'], ['GET', '/nothing'], ['GET', '?done=cancelled'], ['PUT', ''], ['DELETE', '/leave'], ['OPTIONS', ''], ['GET', '//'],
+        ['GET', '/invoices/00000000-0000-4000-8000-000000000000'], ['GET', '/invoices/x/download'], ['HEAD', '/invoices/x']] as const) {
         const res = await t.app.inject({ method, url: `${path}${suffix}` })
         assert.ok(res.statusCode < 500, `${method} ${suffix}: ${res.statusCode}`)
       }
