@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { SUB, at, billedCompany, json, moveTo, setCard, update, type BillingFixture } from './subscriptions-helpers.ts'
-import { ALLOWED, PageSession, assertHtml, pathOf } from './hosted-helpers.ts'
+import { ALLOWED, PageSession, assertHtml, pathOf, stateOf } from './hosted-helpers.ts'
 
 /**
  * The portal's ledger (issue 16): the company's invoices, credit notes and credits on the portal
@@ -105,8 +105,10 @@ for (const engine of engines) {
     it('opens an invoice as a printable document: seller, buyer, lines with their VAT, totals, paid; and downloads it as a file without any link', async () => {
       const [change, activation] = await invoicesOf(t, c)
       const portal = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
+      assert.equal(await stateOf(t, portal.path), 'created')
       const res = await portal.get(`/invoices/${activation.id}`)
       assert.equal(res.statusCode, 200, res.body)
+      assert.equal(await stateOf(t, portal.path), 'logged_in', 'opening a document first logs the session in, as the portal does')
       assert.match(String(res.headers['content-type']), /^text\/html; charset=utf-8/)
       // Its one style is inside the document, allowed by its hash; nothing else may load or run.
       const csp = String(res.headers['content-security-policy'])
