@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { SUB, at, billedCompany, json, moveTo, setCard, update, type BillingFixture } from './subscriptions-helpers.ts'
 import { ALLOWED, PageSession, assertHtml, pathOf, stateOf } from './hosted-helpers.ts'
@@ -201,6 +202,37 @@ for (const engine of engines) {
       const page = new PageSession(t, await pathOf(t, 'portal', other.id, other.token))
       await t.json(202, { method: 'PUT', url: `/api/v1/companies/${other.id}` })
       assertHtml(await page.get(`/invoices/${mine.id}`), 403)
+    })
+
+    // Last: it moves the clock three years on, renewing every company of this app.
+    it('lists the 36 newest invoices on the portal and pages through all of them, newest first; a forged cursor is a 400 page', async () => {
+      const long = await billedCompany(t, { start: '2027-06-02T00:00:00.000Z', plans: { basic: { price: 10, name: 'Basic', features: [] } }, company: { plan_quantity: 1 } })
+      await setCard(t, long.id)
+      for (let month = 0; month < 37; month++) await at(t, new Date(Date.UTC(2027, 6 + month, 2)).toISOString())
+      const all = await invoicesOf(t, long)
+      assert.equal(all.length, 37)
+      const portal = new PageSession(t, await pathOf(t, 'portal', long.id, long.token))
+      const view = await portal.get()
+      assertHtml(view, 200)
+      const listed = [...view.body.matchAll(/<tr data-invoice="([^"]+)">/g)].map((m) => m[1])
+      assert.deepEqual(listed, all.slice(0, 36).map((i: any) => i.id))
+      const link = /<a id="all-invoices" href="([^"]+)">All your invoices<\/a>/.exec(view.body)?.[1]
+      assert.equal(link, `${portal.path}/invoices?limit=36`)
+
+      const seen: string[] = []
+      let next: string | undefined = `${portal.path}/invoices?limit=10`
+      while (next) {
+        const res: LightMyRequestResponse = await t.app.inject({ method: 'GET', url: next.replace(/&amp;/g, '&') })
+        assertHtml(res, 200)
+        seen.push(...[...res.body.matchAll(/<tr data-invoice="([^"]+)">/g)].map((m) => m[1]!))
+        next = /<a id="older-invoices" href="([^"]+)">Older invoices<\/a>/.exec(res.body)?.[1]
+      }
+      assert.deepEqual(seen, all.map((i: any) => i.id), 'four pages, every invoice once, newest first')
+
+      const forged = await new PageSession(t, portal.path, 'it').get(`/invoices?limit=10&cursor=${Buffer.from('{"f":"x","p":2,"k":[]}').toString('base64url')}`)
+      assertHtml(forged, 400)
+      assert.match(forged.body, /La richiesta non è valida: querystring\/cursor/)
+      assertHtml(await portal.get('/invoices?limit=0'), 400)
     })
   })
 }

@@ -123,12 +123,18 @@ export function answerPage<T>(request: FastifyRequest, reply: FastifyReply, page
 
 /** Sets `Link: <...>; rel="next"` when a paged request (with limit) has a next key: for answers that wrap their items (32, the inbox). */
 export function linkNext(request: FastifyRequest, reply: FastifyReply, page: Page, next: SortKey | undefined) {
-  if (page.limit === undefined || !next) return
+  const url = nextPageUrl(request, page, next)
+  if (url) reply.header('link', `<${url}>; rel="next"`)
+}
+
+/** The next page's URL (the request's path and query with its cursor), when a paged request has a next key: for a link in a page. */
+export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey | undefined): string | undefined {
+  if (page.limit === undefined || !next) return undefined
   const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: next })).toString('base64url')
   const [path, search = ''] = request.url.split('?', 2)
   const query = new URLSearchParams(search)
   query.set('cursor', cursor)
-  reply.header('link', `<${path}?${query.toString()}>; rel="next"`)
+  return `${path}?${query.toString()}`
 }
 
 /**

@@ -10,7 +10,8 @@ import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
 import { InvoiceUnknown, PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
 import { INVOICE_STYLE_HASH, invoiceDocument, type Seller } from './hosted.invoice.ts'
-import { managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
+import { invoicesPage, managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
+import { nextPageUrl, pageQuery, readPage } from '../../http/pagination.ts'
 
 type Form = Record<string, string>
 
@@ -19,6 +20,7 @@ const REFUSAL_MESSAGES: Record<RefusalReason, MessageKey> = {
 }
 type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | undefined; Querystring: { done?: string } }>
 type InvoiceRequest = FastifyRequest<{ Params: { token: string; invoice_id: string } }>
+type PagedRequest = FastifyRequest<{ Params: { token: string }; Querystring: { limit?: number; cursor?: string } }>
 
 class CsrfRefused extends AppError {
   constructor() { super('forbidden', 403, 'The form could not be verified') }
@@ -69,7 +71,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
       .header('vary', 'Accept-Language').header('content-security-policy', csp(page)).send(body)
   }
 
-  function viewContext(request: TokenRequest, kind: HostedPageKind): ViewContext {
+  function viewContext(request: FastifyRequest<{ Params: { token: string } }>, kind: HostedPageKind): ViewContext {
     const token = request.params.token
     return { ...language(request), base: pagePath(kind, token), csrf: csrfFor(token), currency: deps.currency }
   }
@@ -163,6 +165,14 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
       ? ctx.t('portal.cancelled', { date: dateOf(ctx, details.subscription.scheduled_cancellation_at) })
       : done === 'undone' ? ctx.t('portal.undone') : null
     return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice, { invoices, creditNotes }), page)
+  })
+
+  // Every invoice, a page at a time (the portal shows the newest): limit and cursor as the API's lists.
+  app.get('/hosted/portal/:token/invoices', { ...tokenRoute, schema: { hide: true, querystring: pageQuery() } }, async (request: PagedRequest, reply) => {
+    const page = readPage(request, ['time', 'int'])
+    const { page: row, invoices } = await service.portalInvoices(request.params.token, page)
+    const ctx = viewContext(request, 'portal')
+    return sendPage(request, reply, 200, invoicesPage(ctx, invoices.items, nextPageUrl(request, page, invoices.next)), row)
   })
 
   // The portal's invoices as printable documents: to read and print (Save as PDF), or to download

@@ -4,6 +4,7 @@ import { AppError, Forbidden, NotFound } from '../../http/errors.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { CompaniesService } from '../companies/companies.service.ts'
 import type { InvoicesService } from '../invoices/invoices.service.ts'
+import type { KeysetPage } from '../../db/keyset.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import { readCard, type CardProblem } from './hosted.card.ts'
 import { hashToken } from './hosted.csrf.ts'
@@ -190,6 +191,12 @@ export function createHostedService(deps: {
         deps.invoices.listCreditNotes(page.company_id, newest),
       ])
       return { page, ...current, invoices, creditNotes }
+    },
+
+    /** A page of the company's invoices, newest first (the portal lists the newest; this goes further back). */
+    async portalInvoices(token: string, keyset: KeysetPage) {
+      const page = await portalVisit(token)
+      return { page, invoices: await deps.invoices.listInvoices(page.company_id, keyset) }
     },
 
     /**

@@ -94,11 +94,28 @@ ${creditsSection(ctx, details.customer, ledger.creditNotes)}`, true)
 const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
   list.next ? html`<p class="hint">${ctx.t('billing.newestShown', { count: list.items.length })}</p>` : null
 
-/** Each invoice with its amounts, its status and its document (to print, or to download). */
+/** The portal's newest invoices, and a way to the others when there are more. */
 function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
   const { t } = ctx
   if (list.items.length === 0) return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
-  const rows = list.items.map((i) => {
+  return html`<h2 id="invoices-heading">${t('billing.invoices')}</h2>
+${invoicesTable(ctx, list.items)}
+${list.next ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${list.items.length}">${t('billing.allInvoices')}</a></p>` : null}`
+}
+
+/** Every invoice, a page at a time, newest first: `older` is the next page's URL. */
+export function invoicesPage(ctx: ViewContext, items: InvoiceBody[], older: string | undefined): string {
+  const { t } = ctx
+  return layout(ctx, t('billing.invoices'), html`
+${items.length === 0 ? html`<p id="no-invoices">${t('billing.noInvoices')}</p>` : invoicesTable(ctx, items)}
+${older ? html`<p><a id="older-invoices" href="${older}">${t('billing.olderInvoices')}</a></p>` : null}
+<p><a href="${ctx.base}">${t('document.back')}</a></p>`, true)
+}
+
+/** Each invoice with its amounts, its status and its document (to print, or to download). */
+function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
+  const { t } = ctx
+  const rows = items.map((i) => {
     const money = (minor: number) => formatMoney(ctx.locale, minor, i.currency_code)
     const date = dateOf(ctx, i.date)
     const href = `${ctx.base}/invoices/${i.id}`
@@ -109,12 +126,10 @@ function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
 <td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · <a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a></td>
 </tr>`
   })
-  return html`<h2 id="invoices-heading">${t('billing.invoices')}</h2>
-<div class="scroll"><table id="invoices" aria-labelledby="invoices-heading">
+  return html`<div class="scroll"><table id="invoices" aria-label="${t('billing.invoices')}">
 <thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.period')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.amountDue')}</th><th scope="col">${t('billing.status')}</th><th scope="col">${t('billing.document')}</th></tr></thead>
 <tbody>${rows}</tbody>
-</table></div>
-${newestNote(ctx, list)}`
+</table></div>`
 }
 
 /** The customer's credit balances, then the credit notes they come from. */
