@@ -52,6 +52,8 @@ import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
+import { createProviderLedgerRepository } from './modules/invoices/provider-ledger.repository.ts'
+import { createProviderLedger } from './modules/invoices/provider-ledger.service.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -188,7 +190,11 @@ export async function buildApp(options: AppOptions) {
   const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
-  const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
+  // Chargebee's invoices and credit notes, kept in the ledger from its webhooks (docs/chargebee.md).
+  const ledgerRepo = createProviderLedgerRepository()
+  const providerLedger = createProviderLedger({ repo: ledgerRepo })
+  const webhooksRepo = createWebhooksRepository()
+  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
   subscriptions.registerJobs(scheduler)
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
