@@ -43,6 +43,8 @@ import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
 import { hostedApiRoutes } from './modules/hosted/hosted.api.ts'
 import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
 import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
+import { createChargebeeReconcileReader } from './modules/subscriptions/billing/chargebee-reconcile-reader.ts'
+import { createChargebeeReconciliation } from './modules/subscriptions/chargebee-reconciliation.ts'
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
 import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
@@ -196,6 +198,17 @@ export async function buildApp(options: AppOptions) {
   const webhooksRepo = createWebhooksRepository()
   const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
   subscriptions.registerJobs(scheduler)
+  // Every Chargebee-managed subscription compared with Chargebee now and then (docs/chargebee.md).
+  const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
+    ? createChargebeeReconciliation({
+      scheduler, clock: realClock, intervalSeconds: config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS,
+      reader: createChargebeeReconcileReader({
+        site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
+        hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
+      }),
+      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, ledgerRepo, log: app.log, onDrift: metrics.reconciliationDrift,
+    })
+    : undefined
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, clock })
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const communicationsRepo = createCommunicationsRepository(db)
@@ -258,6 +271,7 @@ export async function buildApp(options: AppOptions) {
 
   app.addHook('onReady', async () => {
     await eventPruning.start(db)
+    await reconciliation?.start(db)
     if (config.SCHEDULER_ENABLED) scheduler.start()
   })
   app.addHook('preClose', async () => {
@@ -271,7 +285,7 @@ export async function buildApp(options: AppOptions) {
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, reconciliation, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>
