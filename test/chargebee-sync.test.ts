@@ -1,0 +1,231 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { engines, type TestApp } from './helpers/app.ts'
+import type { FakeChargebee } from './helpers/fake-chargebee.ts'
+import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
+import { SUB, detailsOf, eventsOf, mirrorOf, statusOf } from './subscriptions-helpers.ts'
+
+/**
+ * Issue 17, the sync half: every Chargebee subscription, card, invoice, credit note and payment
+ * event applied in order through the signed webhook, Product Catalog 1.0 payloads, the ledger
+ * read from Chargebee, and the reconciliation correcting drift (docs/chargebee.md).
+ */
+const outcome = async (t: TestApp, event: unknown) => {
+  const res = await deliver(t, event)
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json().outcome as string
+}
+const invoicesOf = (t: TestApp, c: CbCompany) => t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+const creditNotesOf = (t: TestApp, c: CbCompany) => t.json<any[]>(200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
+const apiEvents = async (t: TestApp, c: CbCompany, type: string) =>
+  (await t.json<any[]>(200, { url: `/api/v1/companies/${c.id}/events`, query: { type } })).map((e) => e.type as string).reverse()
+
+for (const engine of engines) {
+  describe(`chargebee sync on ${engine}`, () => {
+    let t: TestApp
+    let fake: FakeChargebee
+    // A reconciliation every minute: the test moves real time past one run without expiring its tokens.
+    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_RECONCILE_INTERVAL_SECONDS: 60 })) })
+    after(async () => { await t?.close(); await fake?.close() })
+
+    it('subscription_started, _trial_extended, the *_with_backdating events and _deleted each apply and record their verb', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const trialEnd = fake.subscriptions.get(c.subscriptionId)!.trial_end as number
+      fake.change(c.subscriptionId, (s) => Object.assign(s, { trial_end: trialEnd + 7 * 86_400, current_term_end: trialEnd + 7 * 86_400 }))
+      assert.equal(await outcome(t, fake.event('subscription_trial_extended', { subscriptionId: c.subscriptionId })), 'applied')
+      assert.equal((await statusOf(t, c)).trial_end, trialEnd + 7 * 86_400)
+
+      const steps: [string, (s: any) => void, string][] = [
+        ['subscription_changed_with_backdating', (s) => { s.subscription_items[0].quantity = 6 }, 'in_trial'],
+        ['subscription_activated_with_backdating', (s) => Object.assign(s, { status: 'active', current_term_start: trialEnd, current_term_end: trialEnd + 30 * 86_400 }), 'active'],
+        ['subscription_canceled_with_backdating', (s) => Object.assign(s, { status: 'cancelled', cancelled_at: trialEnd + 86_400 }), 'cancelled'],
+        ['subscription_reactivated_with_backdating', (s) => { s.status = 'active'; delete s.cancelled_at }, 'active'],
+        ['subscription_created_with_backdating', (s) => { s.subscription_items[0].quantity = 4 }, 'active'],
+        ['subscription_started', (s) => { s.subscription_items[0].quantity = 3 }, 'active'],
+      ]
+      for (const [type, change, status] of steps) {
+        fake.change(c.subscriptionId, change)
+        assert.equal(await outcome(t, fake.event(type, { subscriptionId: c.subscriptionId })), 'applied', type)
+        assert.equal((await statusOf(t, c)).status, status, type)
+      }
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)
+
+      // Deleted at Chargebee: cancelled here (the row, its history and invoices stay), features withdrawn.
+      const deletedAt = Math.floor(t.clock.now().getTime() / 1000)
+      const deleted = fake.event('subscription_deleted', { subscriptionId: c.subscriptionId }, deletedAt)
+      assert.equal(await outcome(t, deleted), 'applied')
+      const st = await statusOf(t, c)
+      assert.deepEqual([st.status, st.cancelled_at, st.features], ['cancelled', deletedAt, []])
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), [
+        'created', 'trial_extended', 'changed', 'activated', 'cancelled', 'reactivated', 'created', 'started', 'deleted',
+      ])
+      assert.deepEqual((await apiEvents(t, c, 'subscription.*')).slice(-2), ['subscription.started', 'subscription.deleted'])
+      // A late copy of the subscription from before the deletion does not bring it back.
+      fake.subscriptions.delete(c.subscriptionId) // Chargebee answers 404 for it from now on
+      assert.equal(await outcome(t, fake.event('subscription_changed', { subscription: { ...deleted.content.subscription!, resource_version: 1 } })), 'stale')
+      assert.equal((await statusOf(t, c)).status, 'cancelled')
+    })
+
+    it('paused and resumed at Chargebee: status follows, plan features are withheld while paused and come back on resume', async () => {
+      const c = await chargebeeCompany(t, fake)
+      fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))
+      assert.equal(await outcome(t, fake.event('subscription_activated', { subscriptionId: c.subscriptionId })), 'applied')
+      // Scheduling the pause moves nothing this service keeps: applied as a later state, unchanged.
+      fake.change(c.subscriptionId, (s) => { s.pause_date = s.current_term_end })
+      assert.equal(await outcome(t, fake.event('subscription_pause_scheduled', { subscriptionId: c.subscriptionId })), 'unchanged')
+      fake.change(c.subscriptionId, (s) => { s.status = 'paused' })
+      assert.equal(await outcome(t, fake.event('subscription_paused', { subscriptionId: c.subscriptionId })), 'applied')
+      let m = await mirrorOf(t, c.id)
+      assert.deepEqual([m.subscription_status, m.subscribed_features, m.areas.includes('stamping')], ['paused', [], false])
+      assert.deepEqual((await statusOf(t, c)).features, [])
+      fake.change(c.subscriptionId, (s) => { s.status = 'active'; delete s.pause_date })
+      assert.equal(await outcome(t, fake.event('subscription_resumed', { subscriptionId: c.subscriptionId })), 'applied')
+      m = await mirrorOf(t, c.id)
+      assert.deepEqual([m.subscription_status, m.subscribed_features, m.areas.includes('stamping')], ['active', ['stamping'], true])
+      assert.deepEqual((await apiEvents(t, c, 'subscription.*')).slice(-2), ['subscription.paused', 'subscription.resumed'])
+    })
+
+    it('a Product Catalog 1.0 payload (plan_id, plan_quantity, addons) is mapped and keeps the addons', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const addonId = `${c.plans.basic}-addon`
+      fake.change(c.subscriptionId, (s) => s.subscription_items.push({ item_price_id: addonId, item_type: 'addon', quantity: 2, unit_price: 500, amount: 1000, object: 'subscription_item' }))
+      assert.equal(await outcome(t, fake.event('subscription_changed', { subscriptionId: c.subscriptionId })), 'applied')
+      assert.deepEqual((await detailsOf(t, c)).subscription.addons, [{ id: addonId, quantity: 2 }])
+      // The same subscription as a 1.0 site sends it, one unit more: the addons stay, the quantity moves.
+      fake.change(c.subscriptionId, (s) => { s.subscription_items[0].quantity = 6 })
+      const v1 = fake.catalogV1(c.subscriptionId)
+      assert.equal(v1.plan_id, c.plans.basic)
+      assert.equal(await outcome(t, fake.event('subscription_changed', { subscription: v1 })), 'applied')
+      const d = await detailsOf(t, c)
+      assert.deepEqual([d.subscription.plan_quantity, d.subscription.addons], [6, [{ id: addonId, quantity: 2 }]])
+      // A 1.0 copy without addons has none at Chargebee: they go.
+      fake.change(c.subscriptionId, (s) => { s.subscription_items = s.subscription_items.filter((i: any) => i.item_type === 'plan') })
+      assert.equal(await outcome(t, fake.event('subscription_changed', { subscription: fake.catalogV1(c.subscriptionId) })), 'applied')
+      assert.deepEqual((await detailsOf(t, c)).subscription.addons, [])
+    })
+
+    it('card events: updated, expired, legacy card_*, deleted; an older copy of a payment source is stale', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const first = fake.addCard(c.id, { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 })
+      const source = { ...first, resource_version: 1000 }
+      assert.equal(await outcome(t, fake.event('payment_source_added', { customerId: c.id, payment_source: source })), 'applied')
+      const renewed = { ...source, resource_version: 3000, card: { ...source.card, expiry_year: 2100 } }
+      assert.equal(await outcome(t, fake.event('payment_source_updated', { customerId: c.id, payment_source: renewed })), 'applied')
+      // Delivered late: the copy before the update.
+      assert.equal(await outcome(t, fake.event('payment_source_expiring', { customerId: c.id, payment_source: { ...source, resource_version: 2000 } })), 'stale')
+      assert.equal((await detailsOf(t, c)).customer.payment_method.expiry_year, 2100)
+      assert.equal(await outcome(t, fake.event('payment_source_expired', { customerId: c.id, payment_source: { ...renewed, resource_version: 4000 } })), 'unchanged')
+      // The older card API: content.card.
+      assert.equal(await outcome(t, fake.event('card_updated', { customerId: c.id, card: { card_type: 'mastercard', last4: '5454', expiry_month: 1, expiry_year: 2098, object: 'card' } })), 'applied')
+      assert.equal((await detailsOf(t, c)).customer.payment_method.last4, '5454')
+      // Deleting another card than the stored one changes nothing; deleting this one removes it.
+      assert.equal(await outcome(t, fake.event('payment_source_deleted', { customerId: c.id, payment_source: { ...renewed, id: 'pm_other', resource_version: 5000 } })), 'unchanged')
+      assert.equal(await outcome(t, fake.event('card_deleted', { customerId: c.id, card: { card_type: 'mastercard', last4: '5454', expiry_month: 1, expiry_year: 2098 } })), 'applied')
+      assert.equal((await detailsOf(t, c)).customer.payment_method, null)
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type).slice(1), [
+        'payment_source_added', 'payment_source_updated', 'payment_source_updated', 'payment_source_deleted',
+      ])
+    })
+
+    it('invoices, payments and credit notes from Chargebee are the company\'s ledger, in order, once each, with their events', async () => {
+      const c = await chargebeeCompany(t, fake)
+      fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))
+      const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
+      const generated = fake.event('invoice_generated', { invoice })
+      assert.equal(await outcome(t, generated), 'applied')
+      assert.equal(await outcome(t, generated), 'duplicate')
+      let [row] = await invoicesOf(t, c)
+      assert.deepEqual(
+        [row.subscription_id, row.status, row.total, row.amount_paid, row.amount_due, row.credits_applied, row.attempt_count, row.currency_code, row.line_items[0].entity_id, row.taxes[0].rate],
+        [c.subscriptionId, 'payment_due', invoice.total, 0, invoice.total, 0, 0, 'EUR', c.plans.basic, 22],
+      )
+      assert.equal(row.period_end, invoice.line_items[0].date_to)
+
+      // The card is refused (payment_failed: one attempt, dunning under way), then a retry pays (payment_succeeded).
+      const failed = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { dunning_status: 'in_progress', next_retry_at: i.date + 86_400 }))
+      assert.equal(await outcome(t, fake.event('payment_failed', { invoice: failed, subscriptionId: c.subscriptionId, transaction: { id: 'txn_1', status: 'failure', object: 'transaction' } })), 'applied')
+      ;[row] = await invoicesOf(t, c)
+      assert.deepEqual([row.status, row.attempt_count, row.dunning_status, row.next_retry_at], ['payment_due', 1, 'in_progress', failed.next_retry_at])
+      const paid = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'paid', amount_paid: i.total, amount_due: 0, paid_at: i.date + 86_400, dunning_status: 'success' }))
+      const succeeded = fake.event('payment_succeeded', { invoice: paid, subscriptionId: c.subscriptionId })
+      // Out of order: the older invoice_updated copy arrives after the payment.
+      const older = fake.event('invoice_updated', { invoice: failed })
+      assert.equal(await outcome(t, succeeded), 'applied')
+      assert.equal(await outcome(t, older), 'stale')
+      ;[row] = await invoicesOf(t, c)
+      assert.deepEqual([row.status, row.amount_paid, row.amount_due, row.paid_at, row.next_retry_at], ['paid', invoice.total, 0, paid.paid_at, null])
+      assert.deepEqual(await t.json(200, { url: `${SUB}/${c.id}/invoices/${row.id}`, token: c.token }), row)
+
+      // A credit note, then Chargebee deletes both (deletion reported, ledger rows gone).
+      const note = fake.addCreditNote(invoice.id, { total: 1200, amount_available: 1200 })
+      assert.equal(await outcome(t, fake.event('credit_note_created', { credit_note: note })), 'applied')
+      let notes = await creditNotesOf(t, c)
+      assert.deepEqual([notes.length, notes[0].reference_invoice_id, notes[0].type, notes[0].total, notes[0].amount_available], [1, row.id, 'refundable', 1200, 1200])
+      const used = fake.event('credit_note_updated', { credit_note: { ...note, amount_allocated: 200, amount_available: 1000, resource_version: note.resource_version + 1 } })
+      assert.equal(await outcome(t, used), 'applied')
+      assert.equal((await creditNotesOf(t, c))[0].amount_available, 1000)
+      assert.equal((await detailsOf(t, c)).customer.refundable_credits, 1000)
+      assert.equal(await outcome(t, fake.event('credit_note_deleted', { credit_note: { ...note, deleted: true, resource_version: note.resource_version + 2 } })), 'applied')
+      assert.equal(await outcome(t, fake.event('invoice_deleted', { invoice: { ...paid, deleted: true, resource_version: paid.resource_version + 1 } })), 'applied')
+      notes = await creditNotesOf(t, c)
+      assert.deepEqual([notes.length, (await invoicesOf(t, c)).length], [0, 0])
+      assert.deepEqual(await apiEvents(t, c, 'invoice.*'), ['invoice.created', 'invoice.payment_failed', 'invoice.paid', 'invoice.deleted'])
+      assert.deepEqual(await apiEvents(t, c, 'credit_note.*'), ['credit_note.created', 'credit_note.updated', 'credit_note.deleted'])
+    })
+
+    it('400 for a malformed invoice or credit note, nothing recorded; another customer\'s invoice is ignored', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const invoice = fake.addInvoice(c.subscriptionId)
+      for (const [event, message] of [
+        [fake.event('invoice_generated', { invoice: { ...invoice, status: 'lost' } }), /body\/content\/invoice must be a Chargebee invoice/],
+        [fake.event('credit_note_created', { credit_note: { id: 'cn_1' } }), /body\/content\/credit_note must be a Chargebee credit note/],
+        [fake.event('payment_succeeded', {}), /body\/content must carry the event's invoice or credit_note/],
+      ] as const) {
+        const res = await deliver(t, event)
+        assert.deepEqual([res.statusCode, res.json().code], [400, 'validation_failed'], res.body)
+        assert.match(res.json().errors, message)
+      }
+      const foreign = fake.event('invoice_generated', { invoice: { ...invoice, id: 'inv_foreign', subscription_id: 'AzZq1', customer_id: 'AzZq0' } })
+      assert.equal(await outcome(t, foreign), 'ignored')
+      assert.deepEqual(await invoicesOf(t, c), [])
+    })
+
+    it('the reconciliation corrects what no webhook reported, reports it (event, log, metric), and leaves a subscription Chargebee lacks as it is', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const gone = await chargebeeCompany(t, fake)
+      // At Chargebee, unreported: activated with 8 units, an invoice and a credit note; and one subscription deleted.
+      fake.change(c.subscriptionId, (s) => { Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }); s.subscription_items[0].quantity = 8 })
+      const invoice = fake.addInvoice(c.subscriptionId)
+      fake.addCreditNote(invoice.id, { total: 500, amount_available: 500 })
+      fake.subscriptions.delete(gone.subscriptionId)
+
+      const before = await t.call({ url: '/metrics', token: null })
+      const drift = (text: string, kind: string) => Number(text.match(new RegExp(`chargebee_reconciliation_drift_total\\{kind="${kind}"\\} (\\d+)`))?.[1] ?? 0)
+      // The next run is due within CHARGEBEE_RECONCILE_INTERVAL_SECONDS (real time): move past it and run what is due.
+      t.realClock.set(new Date(t.realClock.now().getTime() + 61_000).toISOString())
+      await t.app.services.scheduler.runDue()
+
+      const st = await statusOf(t, c)
+      assert.equal(st.status, 'active')
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 8)
+      const last = (await eventsOf(t, c.id)).at(-1)!
+      assert.deepEqual([last.type, last.actor], ['reconciled', 'chargebee'])
+      assert.deepEqual((last.details as any).reconciled.fields.sort(), ['current_term_end', 'current_term_start', 'plan_quantity', 'status'])
+      const [event] = await t.json<any[]>(200, { url: `/api/v1/companies/${c.id}/events`, query: { type: 'subscription.reconciled' } })
+      assert.deepEqual([event.data.object.plan_quantity, event.data.previous_attributes.plan_quantity, event.data.previous_attributes.status], [8, 5, 'in_trial'])
+      assert.equal((await invoicesOf(t, c)).length, 1)
+      assert.equal((await creditNotesOf(t, c))[0].total, 500)
+      assert.deepEqual([(await statusOf(t, gone)).status], ['in_trial'])
+      const after = (await t.call({ url: '/metrics', token: null })).body
+      for (const kind of ['subscription', 'invoice', 'credit_note', 'missing_subscription']) {
+        assert.ok(drift(after, kind) >= drift(before.body, kind) + 1, kind)
+      }
+
+      // A second run finds nothing out of step: no new event.
+      const count = (await eventsOf(t, c.id)).length
+      t.realClock.set(new Date(t.realClock.now().getTime() + 61_000).toISOString())
+      await t.app.services.scheduler.runDue()
+      assert.equal((await eventsOf(t, c.id)).length, count)
+    })
+  })
+}
