@@ -1102,7 +1102,7 @@ export interface paths {
         };
         /**
          * The company's invoices
-         * @description Each trial conversion, renewal and immediate charge of a change, with what credits paid, what the card paid and what is still due (amounts in minor units, times in Unix seconds). Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription has none here (its invoices are at Chargebee). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
+         * @description Each trial conversion, renewal and immediate charge of a change, with what credits paid, what the card paid and what is still due (amounts in minor units, times in Unix seconds). Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, copied from its webhooks and the reconciliation (ids derived from Chargebee's). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          *
@@ -1150,7 +1150,7 @@ export interface paths {
         };
         /**
          * The company's credit notes
-         * @description Credits issued to the customer: the unused part of a term changed mid-way (refundable, reason subscription_change), applied to the next invoices; amount_available is what is left. Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription has none here (its invoices are at Chargebee). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
+         * @description Credits issued to the customer: the unused part of a term changed mid-way (refundable, reason subscription_change), applied to the next invoices; amount_available is what is left. Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, copied from its webhooks and the reconciliation (ids derived from Chargebee's). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          *
@@ -1248,7 +1248,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a Chargebee webhook event (HTTP Basic)
-         * @description Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies subscription_created, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed (and _reactivated, _paused, _resumed) to the subscription and the company's mirror fields, unless the event's subscription resource_version is not newer than the last applied (stale); payment_source_added/_updated record the card (brand, last 4, expiry). Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.
+         * @description Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies the subscription events (subscription_created, _started, _trial_extended, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed, _reactivated, _paused, _resumed, _deleted, the *_with_backdating variants, the pause/resumption/changes scheduling ones) to the subscription and the company's mirror fields; payment_source_* and card_* events record or clear the card (brand, last 4, expiry); invoice_*, credit_note_* and payment_* events copy Chargebee's invoices and credit notes into the ledger (GET .../invoices, .../credit_notes). Each object is applied only when its resource_version is newer than the last applied (else stale). Product Catalog 1.0 payloads (plan_id, addons) are accepted. Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.
          *
          *     **Who may call:** Only callers with the credentials of the security scheme `chargebeeBasic`; not a bearer token.
          */
@@ -1956,7 +1956,7 @@ export interface components {
         /** ChargebeeWebhookOutcome */
         ChargebeeWebhookOutcome: {
             event_id: string;
-            /** @description applied: the subscription changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before */
+            /** @description applied: the subscription, card or ledger changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before */
             outcome: "applied" | "unchanged" | "stale" | "ignored" | "duplicate";
         };
         /** Client */
