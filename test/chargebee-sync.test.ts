@@ -173,6 +173,38 @@ for (const engine of engines) {
       assert.deepEqual(await apiEvents(t, c, 'credit_note.*'), ['credit_note.created', 'credit_note.updated', 'credit_note.deleted'])
     })
 
+    it('the other ledger and card events: backdated invoices and credit notes, pending invoices, refunds, initiated payments, card_added/_expired/_expiry_reminder, locally deleted sources', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const backdated = fake.addInvoice(c.subscriptionId, { date: Math.floor(t.clock.now().getTime() / 1000) - 10 * 86_400 })
+      assert.equal(await outcome(t, fake.event('invoice_generated_with_backdating', { invoice: backdated })), 'applied')
+      // The same invoice copy again (stale) with the subscription as it is (unchanged): unchanged.
+      assert.equal(await outcome(t, fake.event('payment_initiated', { invoice: backdated, subscriptionId: c.subscriptionId })), 'unchanged')
+      assert.equal(await outcome(t, fake.event('payment_initiated', { invoice: backdated })), 'stale')
+      // A pending invoice (still open) is not in the ledger; once closed it is.
+      const pending = fake.addInvoice(c.subscriptionId, { status: 'pending' })
+      assert.equal(await outcome(t, fake.event('pending_invoice_created', { invoice: pending })), 'unchanged')
+      assert.equal(await outcome(t, fake.event('pending_invoice_updated', { invoice: fake.changeInvoice(pending.id, (i) => { i.sub_total += 0 }) })), 'unchanged')
+      assert.deepEqual((await invoicesOf(t, c)).map((i) => i.date), [backdated.date])
+      assert.equal(await outcome(t, fake.event('invoice_updated', { invoice: fake.changeInvoice(pending.id, (i) => { i.status = 'paid' }) })), 'applied')
+      assert.equal((await invoicesOf(t, c)).length, 2)
+      // A refund: the invoice stays paid, its refundable credit note is refunded (nothing left to use).
+      const refund = fake.addCreditNote(backdated.id, { status: 'refunded', total: backdated.total, amount_refunded: backdated.total, amount_available: 0, reason_code: 'product_unsatisfactory' })
+      assert.equal(await outcome(t, fake.event('payment_refunded', { invoice: backdated, credit_note: refund, subscriptionId: c.subscriptionId, transaction: { id: 'txn_r', type: 'refund', object: 'transaction' } })), 'applied')
+      const backdatedNote = fake.addCreditNote(backdated.id, { type: 'adjustment', total: 300, amount_allocated: 300, amount_available: 0, date: backdated.date, reason_code: 'write_off' })
+      assert.equal(await outcome(t, fake.event('credit_note_created_with_backdating', { credit_note: backdatedNote })), 'applied')
+      assert.deepEqual((await creditNotesOf(t, c)).map((n) => [n.type, n.reason_code, n.total, n.amount_available]).sort(), [
+        ['adjustment', 'write_off', 300, 0], ['refundable', 'product_unsatisfactory', backdated.total, 0],
+      ].sort())
+
+      const card = { card_type: 'amex', last4: '0005', expiry_month: 3, expiry_year: 2030, object: 'card' }
+      assert.equal(await outcome(t, fake.event('card_added', { customerId: c.id, card })), 'applied')
+      assert.equal(await outcome(t, fake.event('card_expiry_reminder', { customerId: c.id, card })), 'unchanged')
+      assert.equal(await outcome(t, fake.event('card_expired', { customerId: c.id, card: { ...card, expiry_year: 2031 } })), 'applied')
+      const source = { id: 'pm_local', customer_id: c.id, type: 'card', object: 'payment_source', resource_version: 10, card: { brand: 'amex', last4: '0005', expiry_month: 3, expiry_year: 2031 } }
+      assert.equal(await outcome(t, fake.event('payment_source_locally_deleted', { customerId: c.id, payment_source: source })), 'applied')
+      assert.equal((await detailsOf(t, c)).customer.payment_method, null)
+    })
+
     it('400 for a malformed invoice or credit note, nothing recorded; another customer\'s invoice is ignored', async () => {
       const c = await chargebeeCompany(t, fake)
       const invoice = fake.addInvoice(c.subscriptionId)
