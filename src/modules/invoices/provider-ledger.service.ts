@@ -31,6 +31,14 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
     })
   }
 
+  /** A deletion no trigger reports: its event carries the row as it was (without its bookkeeping seq). */
+  async function deleted(trx: Executor, owner: LedgerOwner, type: 'invoice.deleted' | 'credit_note.deleted', gone: { seq: unknown } | undefined): Promise<CopyOutcome> {
+    if (!gone) return 'unchanged'
+    const { seq: _s, ...object } = gone
+    await writeEvent(trx, { type, companyId: owner.companyId, object })
+    return 'applied'
+  }
+
   return {
     /**
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),
@@ -39,13 +47,7 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
     async applyInvoice(trx: Executor, owner: LedgerOwner, invoice: CbInvoice, at: Date, options: { paymentFailed?: boolean; deleted?: boolean } = {}): Promise<CopyOutcome> {
       if (!(await fresh(trx, owner, 'invoice', invoice))) return 'stale'
       const id = ledgerId('invoice', invoice.id)
-      if (options.deleted || invoice.deleted) {
-        const gone = await repo.deleteInvoice(trx, owner.companyId, id)
-        if (!gone) return 'unchanged'
-        const { seq: _s, ...object } = gone
-        await writeEvent(trx, { type: 'invoice.deleted', companyId: owner.companyId, object })
-        return 'applied'
-      }
+      if (options.deleted || invoice.deleted) return deleted(trx, owner, 'invoice.deleted', await repo.deleteInvoice(trx, owner.companyId, id))
       const before = await repo.findInvoice(trx, owner.companyId, id)
       const row = invoiceRowFrom(invoice, owner, at, (before?.attempt_count ?? 0) + (options.paymentFailed ? 1 : 0))
       if (!row) return 'unchanged'
@@ -57,13 +59,7 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
     async applyCreditNote(trx: Executor, owner: LedgerOwner, note: CbCreditNote, at: Date, options: { deleted?: boolean } = {}): Promise<CopyOutcome> {
       if (!(await fresh(trx, owner, 'credit_note', note))) return 'stale'
       const id = ledgerId('credit_note', note.id)
-      if (options.deleted || note.deleted) {
-        const gone = await repo.deleteCreditNote(trx, owner.companyId, id)
-        if (!gone) return 'unchanged'
-        const { seq: _s, ...object } = gone
-        await writeEvent(trx, { type: 'credit_note.deleted', companyId: owner.companyId, object })
-        return 'applied'
-      }
+      if (options.deleted || note.deleted) return deleted(trx, owner, 'credit_note.deleted', await repo.deleteCreditNote(trx, owner.companyId, id))
       const reference = note.reference_invoice_id ? await repo.findInvoice(trx, owner.companyId, ledgerId('invoice', note.reference_invoice_id)) : undefined
       const row = creditNoteRowFrom(note, { ...owner, referenceInvoiceId: reference?.id ?? null }, at)
       if (!row) return 'unchanged'
