@@ -34,7 +34,7 @@ export type DriftObserver = (kind: DriftKind) => void
  * move, so it has nothing to do with when Chargebee is compared.
  */
 export function createChargebeeReconciliation(deps: {
-  scheduler: Pick<Scheduler, 'schedule' | 'register'>
+  scheduler: Pick<Scheduler, 'schedule' | 'reschedule' | 'register'>
   clock: Clock
   intervalSeconds: number
   reader: ChargebeeReconcileReader
@@ -84,8 +84,9 @@ export function createChargebeeReconciliation(deps: {
 
   deps.scheduler.register(RECONCILE_JOB, async (ctx) => {
     for (const s of await deps.ledgerRepo.chargebeeSubscriptions(ctx.trx)) {
-      await deps.scheduler.schedule(ctx.trx, {
-        kind: RECONCILE_SUBSCRIPTION_JOB, key: `${s.id}@${ctx.runAt.toISOString()}`, runAt: ctx.now, companyId: s.company_id,
+      // One job row per subscription, due again at each run (not a row per run: the jobs table keeps done jobs).
+      await deps.scheduler.reschedule(ctx.trx, {
+        kind: RECONCILE_SUBSCRIPTION_JOB, key: s.id, runAt: ctx.now, companyId: s.company_id,
         payload: { company_id: s.company_id, subscription_id: s.id },
       })
     }
