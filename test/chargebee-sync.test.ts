@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
 import { engines, type TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
 import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
@@ -25,7 +27,10 @@ for (const engine of engines) {
     let t: TestApp
     let fake: FakeChargebee
     // A reconciliation every minute: the test moves real time past one run without expiring its tokens.
-    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_RECONCILE_INTERVAL_SECONDS: 60 })) })
+    // The log is read by the reconciliation's tests (its warnings name what drifted).
+    const lines: string[] = []
+    const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done() } })
+    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_RECONCILE_INTERVAL_SECONDS: 60 }, { logger: pino({ level: 'warn' }, sink) })) })
     after(async () => { await t?.close(); await fake?.close() })
 
     it('subscription_started, _trial_extended, the *_with_backdating events and _deleted each apply and record their verb', async () => {
@@ -230,6 +235,8 @@ for (const engine of engines) {
       const invoice = fake.addInvoice(c.subscriptionId)
       fake.addCreditNote(invoice.id, { total: 500, amount_available: 500 })
       fake.subscriptions.delete(gone.subscriptionId)
+      const lateEvent = fake.event('subscription_changed', { subscriptionId: c.subscriptionId })
+      lateEvent.content.subscription!.resource_version -= 1
 
       const before = await t.call({ url: '/metrics', token: null })
       const drift = (text: string, kind: string) => Number(text.match(new RegExp(`chargebee_reconciliation_drift_total\\{kind="${kind}"\\} (\\d+)`))?.[1] ?? 0)
@@ -248,16 +255,49 @@ for (const engine of engines) {
       assert.equal((await invoicesOf(t, c)).length, 1)
       assert.equal((await creditNotesOf(t, c))[0].total, 500)
       assert.deepEqual([(await statusOf(t, gone)).status], ['in_trial'])
+      const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.reconciliation?.company_id === c.id || l.reconciliation?.company_id === gone.id)
+      assert.deepEqual(logged.map((l) => [l.msg, l.reconciliation.drift]).sort(), [
+        ['chargebee reconciliation corrected a credit note', 'credit_note'],
+        ['chargebee reconciliation corrected an invoice', 'invoice'],
+        ['chargebee reconciliation corrected the subscription', 'subscription'],
+        ['chargebee reconciliation: Chargebee does not know this subscription; left as it is', 'missing_subscription'],
+      ])
+      assert.deepEqual(logged.find((l) => l.reconciliation.drift === 'subscription').reconciliation.fields.sort(), ['current_term_end', 'current_term_start', 'plan_quantity', 'status'])
       const after = (await t.call({ url: '/metrics', token: null })).body
       for (const kind of ['subscription', 'invoice', 'credit_note', 'missing_subscription']) {
         assert.ok(drift(after, kind) >= drift(before.body, kind) + 1, kind)
       }
+
+      // A webhook delivered late, older than what the reconciliation read: stale.
+      assert.equal(await outcome(t, lateEvent), 'stale')
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 8)
 
       // A second run finds nothing out of step: no new event.
       const count = (await eventsOf(t, c.id)).length
       t.realClock.set(new Date(t.realClock.now().getTime() + 61_000).toISOString())
       await t.app.services.scheduler.runDue()
       assert.equal((await eventsOf(t, c.id)).length, count)
+    })
+
+    it('Chargebee failing during the reconciliation: that subscription\'s job fails and is retried, nothing half-applied', async () => {
+      const c = await chargebeeCompany(t, fake)
+      fake.change(c.subscriptionId, (s) => { s.subscription_items[0].quantity = 9 })
+      fake.addInvoice(c.subscriptionId)
+      // Chargebee answers 500 to every invoice list of this run (after the subscription was read and corrected).
+      fake.fail({ status: 500, match: /^GET \/invoices$/, times: 10_000 })
+      t.realClock.set(new Date(t.realClock.now().getTime() + 61_000).toISOString())
+      await t.app.services.scheduler.runDue()
+      fake.clearFailures()
+      const metrics = (await t.call({ url: '/metrics', token: null })).body
+      assert.match(metrics, /scheduler_job_failures_total\{kind="chargebee.reconcile_subscription"\} [1-9]/)
+      // The failed job rolled back whole: neither the subscription's correction nor any invoice is kept.
+      assert.deepEqual([(await mirrorOf(t, c.id)).plan_quantity, (await invoicesOf(t, c)).length], [5, 0])
+      assert.equal((await eventsOf(t, c.id)).length, 1)
+      // Its retry (after the scheduler's backoff) applies everything.
+      t.realClock.set(new Date(t.realClock.now().getTime() + 5_000).toISOString())
+      await t.app.services.scheduler.runDue()
+      assert.deepEqual([(await mirrorOf(t, c.id)).plan_quantity, (await invoicesOf(t, c)).length], [9, 1])
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), ['created', 'reconciled'])
     })
   })
 }
