@@ -43,6 +43,8 @@ import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
 import { hostedApiRoutes } from './modules/hosted/hosted.api.ts'
 import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
 import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
+import { createChargebeeReconcileReader } from './modules/subscriptions/billing/chargebee-reconcile-reader.ts'
+import { createChargebeeReconciliation } from './modules/subscriptions/chargebee-reconciliation.ts'
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
 import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
@@ -52,6 +54,8 @@ import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
+import { createProviderLedgerRepository } from './modules/invoices/provider-ledger.repository.ts'
+import { createProviderLedger } from './modules/invoices/provider-ledger.service.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -188,8 +192,23 @@ export async function buildApp(options: AppOptions) {
   const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
-  const webhooks = createWebhooksService({ db, repo: createWebhooksRepository(), subscriptions: subscriptionsRepo, clock, chargebee })
+  // Chargebee's invoices and credit notes, kept in the ledger from its webhooks (docs/chargebee.md).
+  const ledgerRepo = createProviderLedgerRepository()
+  const providerLedger = createProviderLedger({ repo: ledgerRepo })
+  const webhooksRepo = createWebhooksRepository()
+  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
   subscriptions.registerJobs(scheduler)
+  // Every Chargebee-managed subscription compared with Chargebee now and then (docs/chargebee.md).
+  const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
+    ? createChargebeeReconciliation({
+      scheduler, clock: realClock, intervalSeconds: config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS,
+      reader: createChargebeeReconcileReader({
+        site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
+        hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
+      }),
+      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, ledgerRepo, log: app.log, onDrift: metrics.reconciliationDrift,
+    })
+    : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
   const communicationsRepo = createCommunicationsRepository(db)
@@ -255,6 +274,7 @@ export async function buildApp(options: AppOptions) {
 
   app.addHook('onReady', async () => {
     await eventPruning.start(db)
+    await reconciliation?.start(db)
     if (config.SCHEDULER_ENABLED) scheduler.start()
   })
   app.addHook('preClose', async () => {
@@ -268,7 +288,7 @@ export async function buildApp(options: AppOptions) {
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, reconciliation, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

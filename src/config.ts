@@ -85,6 +85,9 @@ const ConfigSchema = Type.Object({
   CHARGEBEE_HOST_SUFFIX: Type.String({ default: '.chargebee.com' }),
   CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443 }),
   CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000 }),
+  // How often every Chargebee-managed subscription, its invoices and credit notes are compared
+  // with Chargebee and corrected (docs/chargebee.md "Reconciliation"); 0 turns it off.
+  CHARGEBEE_RECONCILE_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 604800, default: 3600 }),
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
   // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
   CORS_ORIGINS: Type.String({ default: '' }),

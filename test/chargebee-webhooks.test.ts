@@ -135,7 +135,7 @@ for (const engine of engines) {
       const local = await billedCompany(t)
       const snapshot = fake.subscriptions.get(c.subscriptionId)!
       const cases = [
-        fake.event('invoice_generated', { subscriptionId: c.subscriptionId }),
+        fake.event('coupon_updated', { subscriptionId: c.subscriptionId }),
         fake.event('subscription_trial_end_reminder', { subscriptionId: c.subscriptionId }),
         fake.event('subscription_changed', { subscription: { ...snapshot, id: 'AzZlGJT3aBc1', customer_id: 'AzZlGJT3aBc0', status: 'active' } }),
         fake.event('subscription_changed', { subscription: { ...snapshot, id: '00000000-0000-4000-8000-000000000000', status: 'active' } }),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import type { Config } from '../src/config.ts'
 import { buildTestApp, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { SUB, json, call } from './subscriptions-helpers.ts'
@@ -8,10 +9,10 @@ export const API_KEY = 'test_cb_key_0123456789'
 export const HOOK = { user: 'cb-hooks', password: 'hook-secret-0123456789' }
 export const WEBHOOK_URL = `${SUB}/webhooks/chargebee`
 
-export async function chargebeeApp(engine: 'pglite' | 'postgres'): Promise<{ t: TestApp; fake: FakeChargebee }> {
+export async function chargebeeApp(engine: 'pglite' | 'postgres', overrides: Partial<Config> = {}, options: Parameters<typeof buildTestApp>[2] = {}): Promise<{ t: TestApp; fake: FakeChargebee }> {
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
-  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password })
+  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, ...overrides }, options)
   return { t, fake }
 }
 

@@ -415,6 +415,7 @@ export interface DB {
   communication_attachments: CommunicationAttachmentsTable
   webhook_events: WebhookEventsTable
   provider_subscription_versions: ProviderSubscriptionVersionsTable
+  provider_object_versions: ProviderObjectVersionsTable
   events: EventsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
@@ -446,6 +447,15 @@ export interface ProviderSubscriptionVersionsTable {
   subscription_id: string
   resource_version: ColumnType<string, string | number | bigint, string | number | bigint>
   occurred_at: Timestamp
+}
+
+/** The newest Chargebee resource_version applied to an invoice, credit note or card (migration 0022). */
+export interface ProviderObjectVersionsTable {
+  company_id: string
+  object_id: string
+  object_type: 'invoice' | 'credit_note' | 'payment_source'
+  provider_object_id: string
+  resource_version: ColumnType<string, string | number | bigint, string | number | bigint>
 }
 
 export type InvoiceRow = Selectable<InvoicesTable>

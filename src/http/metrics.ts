@@ -48,6 +48,11 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     registers,
   })
   const providerErrors = new Counter({ name: 'billing_provider_errors_total', help: 'Billing provider calls that failed, by provider and operation', labelNames: ['provider', 'operation'], registers })
+  const reconciliationDrift = new Counter({
+    name: 'chargebee_reconciliation_drift_total',
+    help: 'What the Chargebee reconciliation found out of step and corrected (subscription, invoice, credit_note) or could not find at Chargebee (missing_subscription)',
+    labelNames: ['kind'], registers,
+  })
   const rateLimited = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused with 429 by the rate limit', registers })
   const shed = new Counter({ name: 'load_shed_refusals_total', help: 'Requests refused with 503 by load shedding, by what was over its threshold', labelNames: ['reason'], registers })
 
@@ -94,6 +99,7 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     watch,
     observeProvider,
     jobFailed: (kind: string) => jobFailures.inc({ kind }),
+    reconciliationDrift: (kind: string) => reconciliationDrift.inc({ kind }),
     rateLimited: () => rateLimited.inc(),
     shed: (reason: string) => shed.inc({ reason }),
   }

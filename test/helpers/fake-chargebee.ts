@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { fakeChargebeeSync } from './fake-chargebee-sync.ts'
 
 /**
  * A fake Chargebee site on 127.0.0.1 (a random port) that speaks the API v2 protocol the
@@ -208,6 +209,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     }],
   ]
 
+  // The sync half's objects (invoices, credit notes, Product Catalog 1.0 copies): fake-chargebee-sync.ts.
+  const sync = fakeChargebeeSync({ routes, touch, nextId, now, notFound, subscriptionOf, invoiceFor })
+
   function send(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
     res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...headers })
     res.end(JSON.stringify(body))
@@ -273,8 +277,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       cards.set(customerId, stored)
       return { id: nextId('pm'), customer_id: customerId, type: 'card', status: 'valid', object: 'payment_source', card: { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, funding_type: 'credit', object: 'card' } }
     },
+    ...sync,
     /** A webhook event as Chargebee posts it, with a snapshot of the subscription as it is now (or the given content). */
-    event(eventType: string, content: { subscription?: Obj; subscriptionId?: string; customerId?: string; payment_source?: Obj }, occurredAt = now()) {
+    event(eventType: string, content: { subscription?: Obj; subscriptionId?: string; customerId?: string; payment_source?: Obj; card?: Obj; invoice?: Obj; credit_note?: Obj | Obj[]; transaction?: Obj }, occurredAt = now()) {
       const s = content.subscription ?? (content.subscriptionId ? structuredClone(subscriptionOf(content.subscriptionId)) : undefined)
       const customerId = s?.customer_id ?? content.customerId
       return {
@@ -283,6 +288,11 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
           ...(s ? { subscription: s } : {}),
           ...(customerId && customers.has(customerId) ? { customer: structuredClone(customers.get(customerId)) } : {}),
           ...(content.payment_source ? { payment_source: content.payment_source } : {}),
+          // Payment, invoice and credit note events (the SDK's WebhookEvent.d.ts, e.g. PaymentFailedContent: transaction, invoice, customer, subscription, card).
+          ...(content.card ? { card: content.card } : {}),
+          ...(content.invoice ? { invoice: content.invoice } : {}),
+          ...(content.credit_note ? { credit_note: content.credit_note } : {}),
+          ...(content.transaction ? { transaction: content.transaction } : {}),
         },
       }
     },

@@ -229,7 +229,7 @@ function companyView(row: CompanyRecord): Company {
     subscription_id: row.subscription_id, subscription_customer_id: row.subscription_customer_id,
     subscription_plan: row.subscription_plan, subscription_status: row.subscription_status,
     subscription_expiration_date: iso(row.current_term_end), trial_expiration_date: iso(row.trial_end),
-    subscribed_features: row.subscription_status && row.subscription_status !== 'cancelled' ? (row.features ?? []) : [],
+    subscribed_features: [...liveFeatures(row.subscription_status, row.features)],
     plan_quantity: row.plan_quantity, disabled: row.disabled_at !== null,
   }
 }

@@ -27,6 +27,9 @@ const crud = <R extends string>(resource: R) => CRUD.map((verb) => `${resource}.
 export const SUBSCRIPTION_VERBS = [
   'created', 'changed', 'activated', 'renewed', 'cancelled', 'cancellation_scheduled', 'scheduled_cancellation_removed',
   'reactivated', 'paused', 'resumed', 'payment_source_added',
+  // Reported by Chargebee (docs/chargebee.md): a future subscription started, a trial extended, a
+  // subscription deleted there, a card changed or removed, and a drift the reconciliation corrected.
+  'started', 'trial_extended', 'deleted', 'payment_source_updated', 'payment_source_deleted', 'reconciled',
 ] as const
 
 /** The ledger's types, written by the invoices' and credit notes' triggers (migration 0020). */
@@ -34,6 +37,9 @@ export const INVOICE_EVENT_TYPES = [
   'invoice.created', 'invoice.paid', 'invoice.payment_failed', 'invoice.not_paid', 'invoice.voided', 'invoice.updated',
   'credit_note.created', 'credit_note.updated',
 ] as const
+
+/** A provider's ledger copy deleted there (Chargebee deletes invoices and credit notes): written by invoices/provider-ledger.service.ts. */
+export const PROVIDER_LEDGER_EVENT_TYPES = ['invoice.deleted', 'credit_note.deleted'] as const
 
 /** Every type an event can have; the Event shape's enum in the OpenAPI document. */
 export const EVENT_TYPES = [
@@ -46,6 +52,7 @@ export const EVENT_TYPES = [
   'message.opened', 'message.acknowledged',
   ...SUBSCRIPTION_VERBS.map((verb) => `subscription.${verb}` as const),
   ...INVOICE_EVENT_TYPES,
+  ...PROVIDER_LEDGER_EVENT_TYPES,
   'ping',
 ] as const
 

@@ -8,14 +8,14 @@ const BASE = '/api/v1/subscription'
 
 /**
  * The ledger of a company's subscription (decisions §8.4), read-only: the local engine writes it
- * when it bills. Chargebee-managed subscriptions have none here yet (their invoices stay at Chargebee).
+ * when it bills; a Chargebee-managed subscription's is copied from Chargebee (provider-ledger.service.ts).
  */
 export async function invoicesRoutes(app: App, { service, subscriptionOf }: { service: InvoicesService; subscriptionOf: (companyId: string) => Promise<unknown> }) {
   const tags = ['Invoices']
   const company = { access: { area: 'company' } } as const
   const who = 'Needs read:company (a company token on its own id, or a platform token); another company\'s id is 404.'
   const paging = 'Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400.'
-  const chargebee = 'The local billing engine writes these; a Chargebee-managed subscription has none here (its invoices are at Chargebee).'
+  const chargebee = 'The local billing engine writes these; a Chargebee-managed subscription\'s are Chargebee\'s, copied from its webhooks and the reconciliation (ids derived from Chargebee\'s).'
 
   app.get(`${BASE}/:company_id/invoices`, {
     config: company,

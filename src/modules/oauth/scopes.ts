@@ -37,9 +37,18 @@ export function authorizedScopes(planFeatures: readonly string[]): Scope[] {
   return ALL_AREAS.filter((a) => areas.has(a)).map((area) => ({ name: displayName(area), mode: modesOf(area), api: area }))
 }
 
-/** The plan features a company holds: a cancelled (or missing) subscription keeps the company, with the base scopes only. */
+/**
+ * Whether a subscription in this status gives its plan's features. A cancelled one does not; nor
+ * does a paused one (Chargebee pauses billing: a service nobody pays for is not given, and it
+ * comes back on resume; docs/decisions.md).
+ */
+export function grantsFeatures(subscriptionStatus: string | null | undefined): boolean {
+  return !!subscriptionStatus && subscriptionStatus !== 'cancelled' && subscriptionStatus !== 'paused'
+}
+
+/** The plan features a company holds: a cancelled, paused (or missing) subscription keeps the company, with the base scopes only. */
 export function liveFeatures(subscriptionStatus: string | null | undefined, planFeatures: readonly string[] | null | undefined): readonly string[] {
-  return subscriptionStatus && subscriptionStatus !== 'cancelled' ? (planFeatures ?? []) : []
+  return grantsFeatures(subscriptionStatus) ? (planFeatures ?? []) : []
 }
 
 /** `read:team write:team ...` for a list of scopes. */

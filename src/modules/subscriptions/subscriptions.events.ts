@@ -10,8 +10,15 @@ const TRACKED = [
   'coupon_period_start', 'coupon_period_discounts',
 ] as const satisfies readonly (keyof SubscriptionRow)[]
 
+/**
+ * A column's value as compared and recorded: dates as ISO strings, objects with their keys sorted
+ * (jsonb gives them back in its own key order: the same card read back must compare equal).
+ */
 function plain(value: unknown): unknown {
-  return value instanceof Date ? value.toISOString() : value ?? null
+  if (value instanceof Date) return value.toISOString()
+  if (Array.isArray(value)) return value.map(plain)
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.keys(value).sort().map((k) => [k, plain((value as Record<string, unknown>)[k])]))
+  return value ?? null
 }
 
 /** `{field: [old, new]}` for every tracked column that changed. */

@@ -1,3 +1,4 @@
+import { liveFeatures } from '../oauth/scopes.ts'
 import type { PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import { planView, productView } from '../catalogue/catalogue.service.ts'
 import type { BillingCustomer } from './billing/provider.ts'
@@ -21,9 +22,9 @@ export function cancelledAt(s: SubscriptionRow): number | null {
   return unixSeconds(s.cancelled_at ?? s.cancel_scheduled_at)
 }
 
-/** A cancelled subscription grants no plan feature (the company keeps its base scopes). */
+/** A cancelled or paused subscription grants no plan feature (the company keeps its base scopes). */
 export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): string[] {
-  return s.status === 'cancelled' ? [] : (plan?.features ?? [])
+  return [...liveFeatures(s.status, plan?.features)]
 }
 
 /** The customer's balances (minor units), from the ledger. */

@@ -24,7 +24,7 @@ const ChargebeeEventBody = Type.Object({
 const WebhookAnswer = Type.Object({
   event_id: Type.String(),
   outcome: Type.Union([Type.Literal('applied'), Type.Literal('unchanged'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('duplicate')], {
-    description: 'applied: the subscription changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before',
+    description: 'applied: the subscription, card or ledger changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before',
   }),
 }, { additionalProperties: false, title: 'ChargebeeWebhookOutcome', examples: [{ event_id: 'ev_16BcLNTd4x0Y2', outcome: 'applied' }] })
 
@@ -68,7 +68,7 @@ export async function webhooksRoutes(app: App, { service, credentials }: { servi
     schema: {
       operationId: 'receiveChargebeeWebhook', tags: ['Subscription'], security: [{ chargebeeBasic: [] }],
       summary: 'Receive a Chargebee webhook event (HTTP Basic)',
-      description: 'Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies subscription_created, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed (and _reactivated, _paused, _resumed) to the subscription and the company\'s mirror fields, unless the event\'s subscription resource_version is not newer than the last applied (stale); payment_source_added/_updated record the card (brand, last 4, expiry). Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.',
+      description: 'Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies the subscription events (subscription_created, _started, _trial_extended, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed, _reactivated, _paused, _resumed, _deleted, the *_with_backdating variants, the pause/resumption/changes scheduling ones) to the subscription and the company\'s mirror fields; payment_source_* and card_* events record or clear the card (brand, last 4, expiry); invoice_*, credit_note_* and payment_* events copy Chargebee\'s invoices and credit notes into the ledger (GET .../invoices, .../credit_notes). Each object is applied only when its resource_version is newer than the last applied (else stale). Product Catalog 1.0 payloads (plan_id, addons) are accepted. Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.',
       body: ChargebeeEventBody,
       response: { 200: WebhookAnswer, 401: { ...ErrorBody, description: 'Missing or wrong HTTP Basic credentials' } },
     },

@@ -1,82 +1,152 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
-import type { DB, PaymentSource, WebhookOutcome } from '../../db/tables.ts'
+import type { DB, PaymentSource, SubscriptionRow, WebhookOutcome } from '../../db/tables.ts'
 import { ValidationError } from '../../http/errors.ts'
-import { cardOf, isCbSubscription, stateFrom, type CbCard, type CbPaymentSource, type CbSubscription } from './billing/chargebee-mapping.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+import { cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSubscription } from './billing/chargebee-mapping.ts'
+import { isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice } from './billing/chargebee-ledger-mapping.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { recordChange } from './subscriptions.events.ts'
 import type { WebhooksRepository } from './webhooks.repository.ts'
 import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
+import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
+import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'
+import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee-event-types.ts'
+import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee-state.ts'
+
+export { CHARGEBEE_ACTOR }
 
 /** A Chargebee webhook event, as far as this service reads it (its other fields are ignored). */
 export interface ChargebeeEvent { id: string; event_type: string; occurred_at: number; content: Record<string, unknown> }
 
-/** Chargebee's event types this service applies, and the subscription event each records. */
-const SUBSCRIPTION_EVENTS: Record<string, string> = {
-  subscription_created: 'created',
-  subscription_changed: 'changed',
-  subscription_activated: 'activated',
-  subscription_renewed: 'renewed',
-  subscription_cancelled: 'cancelled',
-  subscription_cancellation_scheduled: 'cancellation_scheduled',
-  subscription_scheduled_cancellation_removed: 'scheduled_cancellation_removed',
-  subscription_reactivated: 'reactivated',
-  subscription_paused: 'paused',
-  subscription_resumed: 'resumed',
-}
-const PAYMENT_SOURCE_EVENTS = new Set(['payment_source_added', 'payment_source_updated'])
-
-/** Whose actor the events recorded from Chargebee's webhooks name. */
-export const CHARGEBEE_ACTOR = 'chargebee'
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
+/** The objects of an event this service reads, checked: a malformed one is the sender's error (400). */
+interface EventParts { subscription?: CbSubscription; card?: PaymentSource | null; sourceId?: string; sourceVersion?: bigint; invoices: CbInvoice[]; creditNotes: CbCreditNote[] }
+
+const listOf = (value: unknown): unknown[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value])
+
+function partsOf(event: ChargebeeEvent): EventParts {
+  const type = event.event_type
+  const c = event.content
+  const parts: EventParts = { invoices: [], creditNotes: [] }
+  if (type in SUBSCRIPTION_EVENTS || (LEDGER_EVENTS.has(type) && c.subscription !== undefined)) {
+    if (!isCbSubscription(c.subscription)) throw new ValidationError('body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items (or plan_id)')
+    parts.subscription = c.subscription
+  }
+  if (type in PAYMENT_SOURCE_EVENTS) {
+    const source = c.payment_source as (CbPaymentSource & { id?: string; resource_version?: number; updated_at?: number }) | undefined
+    parts.card = cardOf(source?.card ?? (c.card as CbCard | undefined))
+    if (!parts.card) throw new ValidationError('body/content/payment_source must carry a card with last4, expiry_month and expiry_year')
+    if (typeof source?.id === 'string') { parts.sourceId = source.id; parts.sourceVersion = objectVersion(source) }
+  }
+  if (LEDGER_EVENTS.has(type)) {
+    for (const [i, invoice] of listOf(c.invoice).entries()) {
+      if (!isCbInvoice(invoice)) throw new ValidationError(`body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, customer_id and status`)
+      parts.invoices.push(invoice)
+    }
+  }
+  // A subscription event may carry its invoice and credit notes too (subscription_paused: a list of credit notes).
+  if (LEDGER_EVENTS.has(type) || type in SUBSCRIPTION_EVENTS) {
+    if (!LEDGER_EVENTS.has(type)) parts.invoices.push(...listOf(c.invoice).filter(isCbInvoice))
+    for (const [i, note] of listOf(c.credit_note).entries()) {
+      if (!isCbCreditNote(note)) {
+        if (!LEDGER_EVENTS.has(type)) continue
+        throw new ValidationError(`body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit note with id, customer_id and type`)
+      }
+      parts.creditNotes.push(note)
+    }
+  }
+  if (LEDGER_EVENTS.has(type) && parts.invoices.length + parts.creditNotes.length === 0 && !parts.subscription) {
+    throw new ValidationError('body/content must carry the event\'s invoice or credit_note')
+  }
+  return parts
+}
+
+/** Several parts' outcomes as one: something applied; else something already so; else all stale. */
+function combined(outcomes: CopyOutcome[]): WebhookOutcome {
+  if (outcomes.includes('applied')) return 'applied'
+  if (outcomes.includes('unchanged')) return 'unchanged'
+  return outcomes.length ? 'stale' : 'ignored'
+}
+
+/** The same card (Chargebee's payment source ids are not kept: brand, last 4 and expiry are). */
+const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
+  !!a && !!b && a.last4 === b.last4 && a.expiry_month === b.expiry_month && a.expiry_year === b.expiry_year
+
 /**
- * Changes reported by Chargebee (decisions §6): each event is applied at most once (its id is
- * kept in the same transaction as the change), and a subscription's state only moves forward
- * (an event whose subscription `resource_version` is not newer than the last applied one is
- * stale). The state is the event's subscription mapped as the provider maps its answers, saved
- * with a subscription event; the company's mirror fields are joined from that row.
+ * Changes reported by Chargebee (decisions §6, §8.4): every subscription, card, invoice, credit
+ * note and payment event is applied at most once (its id is kept in the same transaction as the
+ * change), and nothing moves backwards: each object's copy is applied only when its
+ * `resource_version` is newer than the last applied one (stale otherwise). The subscription is
+ * saved with a subscription event; invoices and credit notes go to the ledger, whose triggers
+ * write the invoice.* events; the company's mirror fields are joined from the subscription row.
  *
  * The versions kept are those of webhooks; a change made through this API is saved from
- * Chargebee's answer, whose version is not kept. So an event that occurred before the row's
- * last change (say a late `subscription_created` after an update) is not trusted: the
+ * Chargebee's answer, whose version is not kept. So a subscription copy that occurred before the
+ * row's last change (say a late `subscription_created` after an update) is not trusted: the
  * subscription is read from Chargebee and that current state is applied instead.
  */
 export function createWebhooksService(deps: {
   db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
+  ledger: ProviderLedger; ledgerRepo: Pick<ProviderLedgerRepository, 'advanceVersion'>
   /** Chargebee's current view of a subscription, read when an event predates this service's last change of it. */
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
   const { db, repo, clock } = deps
 
-  /** The event's subscription, checked: a malformed one is the sender's error (400). */
-  function subscriptionOf(event: ChargebeeEvent): CbSubscription {
-    const s = event.content.subscription
-    if (!isCbSubscription(s)) throw new ValidationError('body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items')
-    return s
-  }
-
-  function cardIn(event: ChargebeeEvent): PaymentSource | null {
-    const source = event.content.payment_source as CbPaymentSource | undefined
-    return cardOf(source?.card ?? (event.content.card as CbCard | undefined))
-  }
-
-  /** A version to order states by: Chargebee's resource_version, else its updated_at or the event's time, in ms. */
+  /** A version to order subscription states by: Chargebee's resource_version, else its updated_at or the event's time, in ms. */
   function versionOf(s: CbSubscription, event: ChargebeeEvent): bigint {
     if (Number.isSafeInteger(s.resource_version)) return BigInt(s.resource_version!)
     return BigInt(Math.trunc((s.updated_at ?? event.occurred_at) * 1000))
   }
 
+  /** The event's subscription applied to the locked row (a deletion always: it is final). */
+  async function applySubscription(trx: Executor, before: SubscriptionRow, copy: CbSubscription, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
+    const verb = SUBSCRIPTION_EVENTS[event.event_type] ?? 'changed'
+    const deleted = verb === 'deleted'
+    if (!(await repo.advanceVersion(trx, before.id, versionOf(copy, event), occurredAt)) && !deleted) return 'stale'
+    let current: { subscription: CbSubscription; card?: PaymentSource | null } = { subscription: copy }
+    if (!deleted && deps.chargebee && occurredAt.getTime() < before.updated_at.getTime()) {
+      current = await deps.chargebee.fetchSubscription(before.id)
+      await repo.advanceVersion(trx, before.id, versionOf(current.subscription, event), occurredAt)
+    }
+    const after = chargebeeState(before, current.subscription, current.card, deleted ? { deletedAt: occurredAt } : {})
+    const changed = await saveChargebeeState(trx, deps.subscriptions, before, after, {
+      event: verb, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },
+    })
+    return changed ? 'applied' : 'unchanged'
+  }
+
+  /** A card added, changed or removed (a removal only clears the card it names). */
+  async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
+    const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
+    if (parts.sourceId && !(await deps.ledgerRepo.advanceVersion(trx, {
+      company_id: before.company_id, object_id: ledgerId('payment_source', parts.sourceId), object_type: 'payment_source',
+      provider_object_id: parts.sourceId, resource_version: parts.sourceVersion!.toString(),
+    }))) return 'stale'
+    const removed = verb === 'payment_source_deleted'
+    if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
+    const after = { ...before, payment_source: removed ? null : parts.card! }
+    const changed = await recordChange(trx, deps.subscriptions, before, after, {
+      event: verb, actor: CHARGEBEE_ACTOR, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },
+    })
+    return changed ? 'applied' : 'unchanged'
+  }
+
+  /** Which subscription of ours the event is about: by its subscription's id (our UUID), else its customer (our company). */
+  function referenceOf(event: ChargebeeEvent, parts: EventParts): { id: string } | { customerId: string } | null {
+    const ledgerObject = parts.invoices[0] ?? parts.creditNotes[0]
+    const subscriptionId = parts.subscription?.id ?? ledgerObject?.subscription_id
+    if (subscriptionId !== undefined) return UUID.test(subscriptionId) ? { id: subscriptionId } : null
+    const customerId = ledgerObject?.customer_id ?? (event.content.customer as { id?: unknown } | undefined)?.id
+    return typeof customerId === 'string' ? { customerId } : null
+  }
+
   return {
     /** Applies one Chargebee event; answers what it did (a repeated event: `duplicate`, nothing changed). */
     async chargebee(event: ChargebeeEvent): Promise<{ event_id: string; outcome: WebhookOutcome | 'duplicate' }> {
-      const subscriptionEvent = SUBSCRIPTION_EVENTS[event.event_type]
-      const cbSubscription = subscriptionEvent ? subscriptionOf(event) : undefined
-      const card = PAYMENT_SOURCE_EVENTS.has(event.event_type) ? cardIn(event) : undefined
-      if (PAYMENT_SOURCE_EVENTS.has(event.event_type) && !card) {
-        throw new ValidationError('body/content/payment_source must carry a card with last4, expiry_month and expiry_year')
-      }
+      const parts = isFollowed(event.event_type) ? partsOf(event) : undefined
       const occurredAt = new Date(event.occurred_at * 1000)
 
       return db.transaction().execute(async (trx) => {
@@ -86,39 +156,28 @@ export function createWebhooksService(deps: {
           await repo.setOutcome(trx, 'chargebee', event.id, outcome, subscriptionId)
           return { event_id: event.id, outcome }
         }
-        if (!subscriptionEvent && card === undefined) return finish('ignored')
+        if (!parts) return finish('ignored')
 
         // Only a subscription this service made on Chargebee (our UUID, our company as the customer).
-        const customerId = cbSubscription?.customer_id ?? (event.content.customer as { id?: unknown } | undefined)?.id
-        const ref = cbSubscription ? (UUID.test(cbSubscription.id) ? { id: cbSubscription.id } : null) : typeof customerId === 'string' ? { customerId } : null
+        const ref = referenceOf(event, parts)
         const found = ref && await repo.findSubscription(trx, ref)
         if (!found || found.provider !== 'chargebee') return finish('ignored')
         const before = await deps.subscriptions.lockByCompany(trx, found.company_id)
         if (!before || before.id !== found.id) return finish('ignored')
 
-        let after
-        if (cbSubscription) {
-          if (!(await repo.advanceVersion(trx, before.id, versionOf(cbSubscription, event), occurredAt))) return finish('stale', before.id)
-          let current: { subscription: CbSubscription; card?: PaymentSource | null } = { subscription: cbSubscription, card }
-          if (deps.chargebee && occurredAt.getTime() < before.updated_at.getTime()) {
-            current = await deps.chargebee.fetchSubscription(before.id)
-            await repo.advanceVersion(trx, before.id, versionOf(current.subscription, event), occurredAt)
-          }
-          after = stateFrom(before, current.subscription, current.card)
-          // A subscription refers to a plan of this catalogue (its foreign key): a plan made only
-          // on Chargebee is the sender's mismatch, refused whole so that a retry, once the plan
-          // exists here, applies the event.
-          if (after.plan_sku !== before.plan_sku && !(await deps.subscriptions.findPlan(trx, after.plan_sku))) {
-            throw new ValidationError(`body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`)
-          }
-        } else {
-          after = { ...before, payment_source: card! }
+        const outcomes: CopyOutcome[] = []
+        let row: SubscriptionRow = before
+        const reread = async () => { row = (await deps.subscriptions.lockByCompany(trx, found.company_id))! }
+        if (parts.subscription) { outcomes.push(await applySubscription(trx, row, parts.subscription, event, occurredAt)); await reread() }
+        if (parts.card !== undefined) { outcomes.push(await applyCard(trx, row, parts, event, occurredAt)); await reread() }
+        const owner = { companyId: row.company_id, subscriptionId: row.id }
+        for (const invoice of parts.invoices) {
+          outcomes.push(await deps.ledger.applyInvoice(trx, owner, invoice, occurredAt, { paymentFailed: event.event_type === 'payment_failed', deleted: event.event_type === 'invoice_deleted' }))
         }
-        const changed = await recordChange(trx, deps.subscriptions, before, after, {
-          event: subscriptionEvent ?? 'payment_source_added', actor: CHARGEBEE_ACTOR, at: occurredAt, now: clock.now(),
-          details: { provider_event: { id: event.id, type: event.event_type } },
-        })
-        return finish(changed ? 'applied' : 'unchanged', before.id)
+        for (const note of parts.creditNotes) {
+          outcomes.push(await deps.ledger.applyCreditNote(trx, owner, note, occurredAt, { deleted: event.event_type === 'credit_note_deleted' }))
+        }
+        return finish(combined(outcomes), before.id)
       })
     },
   }

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto'
+import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../../db/tables.ts'
+import type { Insertable } from 'kysely'
+import { estimateFrom } from './chargebee-mapping.ts'
+
+/**
+ * Chargebee's invoices and credit notes (API v2: https://apidocs.chargebee.com/docs/api/invoices,
+ * https://apidocs.chargebee.com/docs/api/credit_notes) as rows of our ledger (migration 0014),
+ * for a Chargebee-managed subscription. Amounts are cents and times Unix seconds on both sides.
+ */
+export interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number; date_from?: number; date_to?: number }
+export interface CbInvoice {
+  id: string
+  customer_id: string
+  subscription_id?: string
+  status: 'paid' | 'posted' | 'payment_due' | 'not_paid' | 'voided' | 'pending'
+  recurring?: boolean
+  first_invoice?: boolean
+  date?: number
+  due_date?: number
+  generated_at?: number
+  currency_code?: string
+  sub_total?: number
+  total?: number
+  amount_paid?: number
+  amount_due?: number
+  credits_applied?: number
+  paid_at?: number
+  dunning_status?: 'in_progress' | 'exhausted' | 'stopped' | 'success'
+  dunning_attempts?: unknown[]
+  next_retry_at?: number
+  resource_version?: number
+  updated_at?: number
+  line_items?: CbLineItem[]
+  discounts?: { description?: string; amount?: number }[]
+  taxes?: { name: string; amount?: number; description?: string }[]
+  line_item_taxes?: { tax_name: string; tax_rate?: number }[]
+  deleted?: boolean
+}
+export interface CbCreditNote {
+  id: string
+  customer_id: string
+  subscription_id?: string
+  reference_invoice_id?: string
+  type: 'adjustment' | 'refundable' | 'store'
+  reason_code?: string
+  status?: 'adjusted' | 'refunded' | 'refund_due' | 'voided'
+  date?: number
+  currency_code?: string
+  total?: number
+  amount_allocated?: number
+  amount_refunded?: number
+  amount_available?: number
+  resource_version?: number
+  updated_at?: number
+  deleted?: boolean
+}
+
+const INVOICE_STATUSES = ['paid', 'posted', 'payment_due', 'not_paid', 'voided', 'pending']
+
+export function isCbInvoice(value: unknown): value is CbInvoice {
+  const i = value as CbInvoice
+  return typeof i === 'object' && i !== null && typeof i.id === 'string' && i.id !== '' && typeof i.customer_id === 'string' && INVOICE_STATUSES.includes(i.status)
+}
+
+export function isCbCreditNote(value: unknown): value is CbCreditNote {
+  const n = value as CbCreditNote
+  return typeof n === 'object' && n !== null && typeof n.id === 'string' && n.id !== '' && typeof n.customer_id === 'string' && ['adjustment', 'refundable', 'store'].includes(n.type)
+}
+
+/**
+ * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (SHA-256, shaped
+ * as a version 8 UUID), so that every copy of it (webhook, retry, reconciliation) is one row.
+ */
+export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
+  const h = createHash('sha256').update(`chargebee/${type}/${chargebeeId}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`
+}
+
+/** A version to order copies of an object by: its resource_version, else its updated_at (ms), else 0 (always applied once). */
+export function versionOf(object: { resource_version?: number; updated_at?: number }): bigint {
+  if (Number.isSafeInteger(object.resource_version)) return BigInt(object.resource_version!)
+  return BigInt(Math.trunc((object.updated_at ?? 0) * 1000))
+}
+
+const date = (seconds: number | undefined, fallback: Date): Date => (typeof seconds === 'number' ? new Date(seconds * 1000) : fallback)
+
+/**
+ * Chargebee's invoice status as ours: `posted` (issued, not collected automatically) waits for
+ * payment like `payment_due`; `pending` (not closed yet: metered lines may still come) is not an
+ * invoice of the ledger yet and answers null.
+ */
+function statusOf(status: CbInvoice['status']): InvoiceStatus | null {
+  if (status === 'pending') return null
+  return status === 'posted' ? 'payment_due' : status
+}
+
+function kindOf(i: CbInvoice): InvoiceKind {
+  if (i.first_invoice) return 'activation'
+  return i.recurring ? 'renewal' : 'change'
+}
+
+/**
+ * The ledger row of a Chargebee invoice (null for a pending one). Lines, discounts and taxes are
+ * mapped as the estimate's (chargebee-mapping.ts). Our invariant total = credits_applied +
+ * amount_paid + amount_due holds by construction: credits_applied is what neither the card paid
+ * nor is still due, i.e. Chargebee's credits_applied plus what it adjusted or wrote off (and the
+ * voided rest of a voided invoice). The period is the lines' date range. `attempts` is what the
+ * ledger already counted (a payment_failed webhook counts one more than Chargebee's copy may).
+ */
+export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscriptionId: string }, at: Date, attempts = 0): Insertable<InvoicesTable> | null {
+  const status = statusOf(i.status)
+  if (!status) return null
+  const issued = date(i.date ?? i.generated_at, at)
+  const priced = estimateFrom({ invoice_estimate: i }, { status: 'active', currency: i.currency_code ?? 'EUR' }).invoice_estimate
+  const total = Math.max(0, i.total ?? priced.total)
+  const amountPaid = Math.min(total, Math.max(0, i.amount_paid ?? 0))
+  const amountDue = status === 'voided' ? 0 : Math.min(total - amountPaid, Math.max(0, i.amount_due ?? 0))
+  const froms = (i.line_items ?? []).map((l) => l.date_from).filter((d): d is number => typeof d === 'number')
+  const tos = (i.line_items ?? []).map((l) => l.date_to).filter((d): d is number => typeof d === 'number')
+  const dunning = i.dunning_status === 'stopped' ? 'exhausted' : i.dunning_status ?? null
+  return {
+    company_id: ids.companyId, id: ledgerId('invoice', i.id), subscription_id: ids.subscriptionId, kind: kindOf(i), status,
+    date: issued, due_date: date(i.due_date, issued),
+    period_start: froms.length ? new Date(Math.min(...froms) * 1000) : issued,
+    period_end: tos.length ? new Date(Math.max(...tos) * 1000) : issued,
+    line_items: JSON.stringify(priced.line_items), discounts: JSON.stringify(priced.discounts), taxes: JSON.stringify(priced.taxes),
+    sub_total: priced.sub_total, total, credits_applied: total - amountPaid - amountDue, amount_paid: amountPaid, amount_due: amountDue,
+    currency_code: priced.currency_code, paid_at: status === 'paid' ? date(i.paid_at, issued) : null,
+    dunning_status: dunning, attempt_count: Math.max(attempts, i.dunning_attempts?.length ?? 0),
+    next_retry_at: status === 'payment_due' && typeof i.next_retry_at === 'number' ? new Date(i.next_retry_at * 1000) : null,
+  }
+}
+
+/**
+ * The ledger row of a Chargebee credit note (null when it credits nothing: our credit notes are
+ * positive). A `store` credit note is the customer's credit like a refundable one. What is no
+ * longer available (allocated to invoices, refunded, or voided) counts as allocated, so that
+ * amount_available is Chargebee's. `referenceInvoiceId`: ours, when that invoice is in the ledger.
+ */
+export function creditNoteRowFrom(n: CbCreditNote, ids: { companyId: string; subscriptionId: string; referenceInvoiceId: string | null }, at: Date): Insertable<CreditNotesTable> | null {
+  const total = n.total ?? 0
+  if (total <= 0) return null
+  const available = n.status === 'voided' ? 0 : Math.min(total, Math.max(0, n.amount_available ?? total - (n.amount_allocated ?? 0) - (n.amount_refunded ?? 0)))
+  return {
+    company_id: ids.companyId, id: ledgerId('credit_note', n.id), subscription_id: ids.subscriptionId, reference_invoice_id: ids.referenceInvoiceId,
+    type: n.type === 'adjustment' ? 'adjustment' : 'refundable', reason_code: n.reason_code ?? 'other',
+    total, amount_allocated: total - available, currency_code: n.currency_code ?? 'EUR', date: date(n.date, at),
+  }
+}
