@@ -8,10 +8,14 @@ export const API_KEY = 'test_cb_key_0123456789'
 export const HOOK = { user: 'cb-hooks', password: 'hook-secret-0123456789' }
 export const WEBHOOK_URL = `${SUB}/webhooks/chargebee`
 
-export async function chargebeeApp(engine: 'pglite' | 'postgres'): Promise<{ t: TestApp; fake: FakeChargebee }> {
+/** Attempts of one Chargebee call with the default CHARGEBEE_RETRIES (3): the first and 3 retries. */
+export const ATTEMPTS = 4
+
+export async function chargebeeApp(engine: 'pglite' | 'postgres', config: Record<string, unknown> = {}): Promise<{ t: TestApp; fake: FakeChargebee }> {
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
-  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password })
+  // Retries without waiting: every test that fails a call fails all its attempts (times: ATTEMPTS) or says how many.
+  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...config })
   return { t, fake }
 }
 

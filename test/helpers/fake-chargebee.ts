@@ -15,8 +15,14 @@ import type { AddressInfo } from 'node:net'
  */
 export interface FakeItemPrice { id: string; price: number; period_unit: 'month' | 'year'; item_type: 'plan' | 'addon' }
 export interface FakeCoupon { id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number }
-export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null }
-export interface FakeFailure { status: number; api_error_code?: string; type?: string; message?: string; retryAfter?: number; match?: RegExp; times?: number }
+export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null; idempotencyKey?: string }
+/**
+ * An injected failure. `when: 'after'`: the request is applied first (and its answer kept under
+ * its idempotency key), then the failure is answered: Chargebee failing after it committed.
+ * `hang`: no answer at all (the connection stays open; the client's timeout ends it), applied or
+ * not by `when`. Otherwise (`when: 'before'`, the default) nothing is applied.
+ */
+export interface FakeFailure { status: number; api_error_code?: string; type?: string; message?: string; retryAfter?: number; match?: RegExp; times?: number; when?: 'before' | 'after'; hang?: boolean }
 
 type Obj = Record<string, any>
 
@@ -51,6 +57,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const coupons = new Map<string, FakeCoupon>()
   const requests: FakeRequest[] = []
   const failures: FakeFailure[] = []
+  // Answers kept by idempotency key (see the request handler).
+  const idempotent = new Map<string, { status: number; body: unknown }>()
+  const hanging = new Set<http.ServerResponse>()
   let version = 0
   let sequence = 0
   const now = () => seconds(options.now())
@@ -93,6 +102,28 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     })
   }
 
+  /**
+   * Update subscription for items (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items):
+   * `replace_items_list` true replaces the items with those sent; false (the default) adds the
+   * items sent and updates those already there (a plan item price replaces the plan: one plan
+   * per subscription), leaving the others, their quantities included, as they are.
+   */
+  function mergedItems(s: Obj, p: Obj): Obj[] {
+    if (p.subscription_items === undefined) return s.subscription_items
+    const sent = itemsFrom(p)
+    if (p.replace_items_list === 'true') return sent
+    const kept = (s.subscription_items as Obj[]).filter((i) => !sent.some((n) => n.item_price_id === i.item_price_id || (n.item_type === 'plan' && i.item_type === 'plan')))
+    const plan = [...sent, ...kept].filter((i) => i.item_type === 'plan')
+    return [...plan, ...[...kept, ...sent].filter((i) => i.item_type !== 'plan')]
+  }
+
+  /** `coupon_ids` are added to the subscription's coupons; `replace_coupon_list` true replaces them (none sent: none left). Same reference as mergedItems. */
+  function mergedCoupons(s: Obj, p: Obj): Obj[] {
+    const sent = couponsFrom(p)
+    if (p.replace_coupon_list === 'true') return sent.map((c) => (s.coupons as Obj[]).find((k) => k.coupon_id === c.coupon_id) ?? c)
+    return [...s.coupons, ...sent.filter((c) => !(s.coupons as Obj[]).some((k) => k.coupon_id === c.coupon_id))]
+  }
+
   function subscriptionOf(id: string): Obj {
     const s = subscriptions.get(id)
     if (!s) throw notFound(`Subscription ${id}`)
@@ -127,6 +158,21 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       customers.set(customer.id, customer)
       return { customer }
     }],
+    // Retrieve a customer (apidocs.chargebee.com/docs/api/customers#retrieve_a_customer): 404 resource_not_found when unknown.
+    ['GET', /^\/customers\/([^/]+)$/, (m) => {
+      const customer = customers.get(decodeURIComponent(m[1]!))
+      if (!customer) throw notFound(`Customer ${decodeURIComponent(m[1]!)}`)
+      return { customer, ...(cards.has(customer.id) ? { card: cards.get(customer.id) } : {}) }
+    }],
+    // Delete a customer (apidocs.chargebee.com/docs/api/customers#delete_a_customer): its subscriptions are deleted with it.
+    ['POST', /^\/customers\/([^/]+)\/delete$/, (m) => {
+      const id = decodeURIComponent(m[1]!)
+      const customer = customers.get(id)
+      if (!customer) throw notFound(`Customer ${id}`)
+      customers.delete(id)
+      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) subscriptions.delete(sid)
+      return { customer: { ...customer, deleted: true } }
+    }],
     ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
       const customerId = decodeURIComponent(m[1]!)
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
@@ -151,8 +197,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/subscriptions\/([^/]+)\/update_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      s.subscription_items = itemsFrom(p)
-      s.coupons = couponsFrom(p)
+      s.subscription_items = mergedItems(s, p)
+      s.coupons = mergedCoupons(s, p)
       return { ...wrap(touch(s)), ...(s.status === 'active' ? { invoice: { ...invoiceFor(s.subscription_items, s.coupons), object: 'invoice', id: nextId('inv') } } : {}) }
     }],
     ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {
@@ -179,7 +225,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/estimates\/update_subscription_for_items$/, (_m, p) => {
       const s = subscriptionOf(p.subscription?.id)
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      const invoice = invoiceFor(itemsFrom(p), couponsFrom(p))
+      const invoice = invoiceFor(mergedItems(s, p), mergedCoupons(s, p))
       const trial = s.status === 'in_trial'
       return {
         estimate: {
@@ -227,23 +273,41 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const apiKey = auth ? Buffer.from(auth[1]!, 'base64').toString('utf8').replace(/:$/, '') : null
       const path = url.pathname.replace(/^\/api\/v2/, '')
       const params = req.method === 'GET' ? parseForm(url.search.slice(1)) : parseForm(body)
-      requests.push({ method: req.method ?? 'GET', path, params, apiKey })
+      const key = req.method === 'POST' ? req.headers['chargebee-idempotency-key'] as string | undefined : undefined
+      requests.push({ method: req.method ?? 'GET', path, params, apiKey, ...(key ? { idempotencyKey: key } : {}) })
       if (apiKey !== options.apiKey) return sendError(res, 401, 'api_authentication_failed', 'Sorry, authentication failed. Invalid api key', undefined)
       if (!url.pathname.startsWith('/api/v2/')) return sendError(res, 404, 'resource_not_found', 'Sorry, we could not find that resource')
       const failure = failures.find((f) => !f.match || f.match.test(`${req.method} ${path}`))
-      if (failure) {
-        if (--failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
-        const headers: Record<string, string> = failure.retryAfter !== undefined ? { 'retry-after': String(failure.retryAfter) } : {}
-        return sendError(res, failure.status, failure.api_error_code ?? 'internal_error', failure.message ?? 'Injected failure', failure.type, undefined, headers)
+      if (failure && --failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
+      const fail = () => {
+        if (failure!.hang) return void hanging.add(res)
+        const headers: Record<string, string> = failure!.retryAfter !== undefined ? { 'retry-after': String(failure!.retryAfter) } : {}
+        sendError(res, failure!.status, failure!.api_error_code ?? 'internal_error', failure!.message ?? 'Injected failure', failure!.type, undefined, headers)
+      }
+      if (failure && failure.when !== 'after') return fail()
+      // Idempotency (apidocs.chargebee.com/docs/api/idempotency, as the SDK's README links it): a POST
+      // repeated with a key Chargebee has answered gets that first answer again, with the header
+      // chargebee-idempotency-replayed: true (read by the SDK as isIdempotencyReplayed,
+      // chargebee/cjs/coreCommon.js), and is not applied again. A 5xx is not kept: the retry runs.
+      const kept = key ? idempotent.get(key) : undefined
+      if (kept && !failure) {
+        res.writeHead(kept.status, { 'content-type': 'application/json;charset=utf-8', 'chargebee-idempotency-replayed': 'true' })
+        return void res.end(JSON.stringify(kept.body))
       }
       const route = routes.find(([method, pattern]) => method === req.method && pattern.test(path))
       if (!route) return sendError(res, 404, 'resource_not_found', `No API ${req.method} ${path}`)
+      let status = 200
+      let answer: unknown
       try {
-        send(res, 200, route[2](path.match(route[1])!, params))
+        answer = kept ? kept.body : route[2](path.match(route[1])!, params)
       } catch (err) {
-        if (err instanceof CbError) return sendError(res, err.status, err.code, err.message, err.type, err.param)
-        sendError(res, 500, 'internal_error', `Fake failure: ${(err as Error).message}`, 'internal_error')
+        if (!(err instanceof CbError)) return sendError(res, 500, 'internal_error', `Fake failure: ${(err as Error).message}`, 'internal_error')
+        status = err.status
+        answer = { message: err.message, type: err.type, api_error_code: err.code, ...(err.param ? { param: err.param } : {}), error_code: err.code, http_status_code: err.status }
       }
+      if (key && !kept) idempotent.set(key, { status, body: answer })
+      if (failure) return fail()
+      send(res, status, answer)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -286,7 +350,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         },
       }
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+    /** Ends the requests left hanging by a `hang` failure (their clients timed out long ago). */
+    releaseHanging() { for (const res of hanging) res.destroy(); hanging.clear() },
+    close: () => new Promise<void>((resolve) => { for (const res of hanging) res.destroy(); server.closeAllConnections(); server.close(() => resolve()) }),
   }
 }
 

@@ -36,7 +36,7 @@ export function createCompaniesService(deps: {
   db: Kysely<DB>
   repo: CompaniesRepository
   catalogue: Pick<CatalogueRepository, 'findProductBySku' | 'findPlanBySku'>
-  subscriptions: Pick<SubscriptionsService, 'startTrial'>
+  subscriptions: Pick<SubscriptionsService, 'startTrial' | 'abandonTrial'>
   access: Pick<AccessState, 'changed'>
   clock: Clock
 }) {
@@ -67,7 +67,7 @@ export function createCompaniesService(deps: {
       if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
       const vatNumber = vatNumberOf(input.vat_number, 'body/vat_number')
       const id = randomUUID()
-      await deps.db.transaction().execute(async (trx) => {
+      const inserted = deps.db.transaction().execute(async (trx) => {
         await repo.insertCompany(trx, {
           id, name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
           zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
@@ -78,6 +78,11 @@ export function createCompaniesService(deps: {
           updated_at: clock.now(),
         })
         await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
+      })
+      await inserted.catch(async (err) => {
+        // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
+        if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
+        throw err
       })
       return id
     },

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { Conflict, NotFound, ProviderError, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
 import { couponDiscount, invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
@@ -84,6 +84,34 @@ export function createSubscriptionsService(deps: {
       if (!s || (subscriptionId !== undefined && s.id !== subscriptionId)) throw new NotFound('Subscription')
       return fn(trx, s, providers.get(s.provider))
     })
+  }
+
+  /**
+   * A change through a provider that holds the subscription (Chargebee): the service never
+   * reports as failed a change the provider applied. `fn` calls `applied()` once the provider
+   * answered; if the transaction fails after that (a failed statement, a failed commit), `resave`
+   * runs in a new transaction and saves the provider's state read back (docs/chargebee.md).
+   */
+  async function remoteChange<T>(companyId: string, subscriptionId: string | undefined,
+    fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider, applied: () => void) => Promise<T>,
+    resave: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>): Promise<T> {
+    let applied = false
+    try {
+      return await change(companyId, subscriptionId, (trx, s, provider) => fn(trx, s, provider, () => { applied = !provider.drivesTime }))
+    } catch (err) {
+      if (!applied) throw err
+      try {
+        return await change(companyId, subscriptionId, resave)
+      } catch (again) {
+        throw new ProviderError(`The billing provider applied the change, but it could not be saved here (${(err as Error).message}; then ${(again as Error).message}); it arrives by the provider's webhook`)
+      }
+    }
+  }
+
+  /** The addons of the subscription this catalogue knows: an addon only the provider knows is kept there, never sent back. */
+  async function knownAddons(executor: Executor, s: SubscriptionRow): Promise<string[]> {
+    const rows = await repo.findAddons(executor, s.addons.map((a) => a.id))
+    return s.addons.map((a) => a.id).filter((id) => rows.some((r) => r.id === id))
   }
 
   async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { vat_number: string | null; timezone: string }> {
@@ -223,6 +251,19 @@ export function createSubscriptionsService(deps: {
       return subscription
     },
 
+    /**
+     * The company's creation failed after its provider may have created the customer and its
+     * subscription (a remote provider): they are deleted there. If that fails too, the creation's
+     * own error is still what the client gets, and the orphan is left to reconciliation.
+     */
+    async abandonTrial(companyId: string, product: ProductRow) {
+      try {
+        await providers.get(product.subscription_manager).abandonCustomer?.(companyId)
+      } catch {
+        // Left to reconciliation; the creation's own error is the answer.
+      }
+    },
+
     /** Registers the time-driven transitions with the scheduler. */
     registerJobs(scheduler: Pick<Scheduler, 'register'>) {
       scheduler.register(TRIAL_END_JOB, (ctx) => advance(ctx, 'trial_end'))
@@ -246,22 +287,32 @@ export function createSubscriptionsService(deps: {
     async cancel(ref: string, tenant: string | null, body: SubscriptionCancellationData | undefined, endOfTerm: boolean, actor: string) {
       const found = await repo.findByCompanyOrId(db, ref)
       if (!found || (tenant !== null && tenant !== found.company_id)) throw new NotFound('Subscription')
-      await change(found.company_id, found.id, async (trx, s, provider) => {
+      const reason = { cancellation_reason: body?.cancellation_reason ?? null, cancellation_message: body?.cancellation_message ?? null }
+      const event = endOfTerm ? 'cancellation_scheduled' : 'cancelled'
+      await remoteChange(found.company_id, found.id, async (trx, s, provider, applied) => {
         const refusal = lifecycle.cancelRefusal(s, endOfTerm)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
-        const next = await provider.cancel(s, { endOfTerm, reason: body?.cancellation_reason ?? null, message: body?.cancellation_message ?? null }, now)
-        await save(trx, s, next, { event: endOfTerm ? 'cancellation_scheduled' : 'cancelled', actor, at: now })
+        const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message }, now)
+        applied()
+        await save(trx, s, next, { event, actor, at: now })
+      }, async (trx, s, provider) => {
+        await save(trx, s, await provider.retrieve({ ...s, ...reason }), { event, actor, at: clock.now() })
       })
     },
 
     /** Spec 3: undoes a scheduled cancellation; 409 when none is scheduled. */
     async removeScheduledCancellation(companyId: string, subscriptionId: string, actor: string) {
-      await change(companyId, subscriptionId, async (trx, s, provider) => {
+      const event = 'scheduled_cancellation_removed'
+      await remoteChange(companyId, subscriptionId, async (trx, s, provider, applied) => {
         const refusal = lifecycle.removalRefusal(s)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
-        await save(trx, s, await provider.removeScheduledCancellation(s, now), { event: 'scheduled_cancellation_removed', actor, at: now })
+        const next = await provider.removeScheduledCancellation(s, now)
+        applied()
+        await save(trx, s, next, { event, actor, at: now })
+      }, async (trx, s, provider) => {
+        await save(trx, s, await provider.retrieve(s), { event, actor, at: clock.now() })
       })
     },
 
@@ -292,7 +343,7 @@ export function createSubscriptionsService(deps: {
       if (refusal) throw new Conflict(refusal)
       const wanted: WantedSelection = {
         planSku: query.subscription_plan, quantity: query.plan_quantity,
-        addonIds: query.addons ?? s.addons.map((a) => a.id),
+        addonIds: query.addons ?? await knownAddons(db, s),
         couponCode: query.coupon_code === undefined ? s.coupon_code : (query.coupon_code || null),
       }
       const { change: request } = await priceChange(db, s, wanted, field)
@@ -301,7 +352,8 @@ export function createSubscriptionsService(deps: {
 
     /** Spec 6: applies a change of plan, quantity, addons or coupon; answers the details (8) and the estimate it applied. */
     async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
-      return change(companyId, subscriptionId, async (trx, s, provider) => {
+      let applied: { estimate: Estimate; couponCode: string | null; at: Date } | undefined
+      return remoteChange(companyId, subscriptionId, async (trx, s, provider, markApplied) => {
         const refusal = lifecycle.changeRefusal(s)
         if (refusal) throw new Conflict(refusal)
         // A term not paid yet has no unused part to credit (a refundable credit would be money
@@ -312,16 +364,21 @@ export function createSubscriptionsService(deps: {
         }
         const wanted: WantedSelection = {
           planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
-          addonIds: body?.addons ?? s.addons.map((a) => a.id),
+          addonIds: body?.addons ?? await knownAddons(trx, s),
           couponCode: body?.coupon_code === undefined ? s.coupon_code : (body.coupon_code || null),
         }
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
-        const { state, estimate, unusedCredit } = await provider.changeSubscription(s, request)
         const coupon = request.selection.coupon
-        // Once per company, counted in the statement that checks the limit: concurrent updates never over-redeem.
+        // Every check before the provider is called. The redemption is counted once per company
+        // in the statement that checks the limit, and holds the coupon's row until this
+        // transaction ends: a concurrent update of the last redemption waits, then is refused
+        // without reaching the provider; a failed provider call rolls the redemption back.
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
+        const { state, estimate, unusedCredit } = await provider.changeSubscription(s, request)
+        applied = { estimate, couponCode: coupon?.code ?? null, at: request.now }
+        markApplied()
         // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         const saved = await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
@@ -331,6 +388,15 @@ export function createSubscriptionsService(deps: {
         }
         const after = (await repo.findByCompany(trx, companyId))!
         return { ...(await details(trx, after)), estimate }
+      }, async (trx, s, provider) => {
+        // Saved again from the provider's state; the redemption with it (the provider applied the coupon: it counts).
+        const { estimate, couponCode, at } = applied!
+        const state = await provider.retrieve({ ...s, coupon_code: couponCode })
+        const coupon = state.coupon_code !== null && state.coupon_code !== s.coupon_code ? await repo.findCoupon(trx, state.coupon_code) : undefined
+        if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, '0000-01-01')
+        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
+        await save(trx, s, state, { event: 'changed', actor, at, details: { invoice: estimate.invoice_estimate } })
+        return { ...(await details(trx, (await repo.findByCompany(trx, companyId))!)), estimate }
       })
     },
 
