@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import type { Config } from '../src/config.ts'
 import { buildTestApp, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { SUB, json, call } from './subscriptions-helpers.ts'
@@ -11,7 +12,7 @@ export const WEBHOOK_URL = `${SUB}/webhooks/chargebee`
 /** Attempts of one Chargebee call with the default CHARGEBEE_RETRIES (3): the first and 3 retries. */
 export const ATTEMPTS = 4
 
-export async function chargebeeApp(engine: 'pglite' | 'postgres', config: Record<string, unknown> = {}): Promise<{ t: TestApp; fake: FakeChargebee }> {
+export async function chargebeeApp(engine: 'pglite' | 'postgres', config: Partial<Config> = {}): Promise<{ t: TestApp; fake: FakeChargebee }> {
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
   // Retries without waiting: every test that fails a call fails all its attempts (times: ATTEMPTS) or says how many.

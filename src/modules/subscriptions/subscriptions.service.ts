@@ -108,10 +108,16 @@ export function createSubscriptionsService(deps: {
     }
   }
 
-  /** The addons of the subscription this catalogue knows: an addon only the provider knows is kept there, never sent back. */
-  async function knownAddons(executor: Executor, s: SubscriptionRow): Promise<string[]> {
+  /**
+   * The subscription as this catalogue knows it: addons and a coupon that only the provider
+   * knows (set at Chargebee) are left out of a change, so they never block it and are never
+   * sent back (the provider keeps them). `held` is the subscription with only a known coupon.
+   */
+  async function known(executor: Executor, s: SubscriptionRow) {
     const rows = await repo.findAddons(executor, s.addons.map((a) => a.id))
-    return s.addons.map((a) => a.id).filter((id) => rows.some((r) => r.id === id))
+    const addonIds = s.addons.map((a) => a.id).filter((id) => rows.some((r) => r.id === id))
+    const couponCode = s.coupon_code !== null && (await repo.findCoupon(executor, s.coupon_code)) ? s.coupon_code : null
+    return { addonIds, couponCode, held: couponCode === s.coupon_code ? s : { ...s, coupon_code: null } }
   }
 
   async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { vat_number: string | null; timezone: string }> {
@@ -341,18 +347,19 @@ export function createSubscriptionsService(deps: {
       }
       const refusal = lifecycle.changeRefusal(s)
       if (refusal) throw new Conflict(refusal)
+      const own = await known(db, s)
       const wanted: WantedSelection = {
         planSku: query.subscription_plan, quantity: query.plan_quantity,
-        addonIds: query.addons ?? await knownAddons(db, s),
-        couponCode: query.coupon_code === undefined ? s.coupon_code : (query.coupon_code || null),
+        addonIds: query.addons ?? own.addonIds,
+        couponCode: query.coupon_code === undefined ? own.couponCode : (query.coupon_code || null),
       }
       const { change: request } = await priceChange(db, s, wanted, field)
-      return { estimate: await providers.get(s.provider).estimate(s, request) }
+      return { estimate: await providers.get(s.provider).estimate(own.held, request) }
     },
 
     /** Spec 6: applies a change of plan, quantity, addons or coupon; answers the details (8) and the estimate it applied. */
     async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
-      let applied: { estimate: Estimate; couponCode: string | null; at: Date } | undefined
+      let applied: { estimate: Estimate; couponCode: string | null; at: Date; today: string } | undefined
       return remoteChange(companyId, subscriptionId, async (trx, s, provider, markApplied) => {
         const refusal = lifecycle.changeRefusal(s)
         if (refusal) throw new Conflict(refusal)
@@ -362,10 +369,11 @@ export function createSubscriptionsService(deps: {
         if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
           throw new Conflict('The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription')
         }
+        const own = await known(trx, s)
         const wanted: WantedSelection = {
           planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
-          addonIds: body?.addons ?? await knownAddons(trx, s),
-          couponCode: body?.coupon_code === undefined ? s.coupon_code : (body.coupon_code || null),
+          addonIds: body?.addons ?? own.addonIds,
+          couponCode: body?.coupon_code === undefined ? own.couponCode : (body.coupon_code || null),
         }
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
         const coupon = request.selection.coupon
@@ -376,8 +384,8 @@ export function createSubscriptionsService(deps: {
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
-        const { state, estimate, unusedCredit } = await provider.changeSubscription(s, request)
-        applied = { estimate, couponCode: coupon?.code ?? null, at: request.now }
+        const { state, estimate, unusedCredit } = await provider.changeSubscription(own.held, request)
+        applied = { estimate, couponCode: coupon?.code ?? null, at: request.now, today }
         markApplied()
         // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
@@ -390,10 +398,10 @@ export function createSubscriptionsService(deps: {
         return { ...(await details(trx, after)), estimate }
       }, async (trx, s, provider) => {
         // Saved again from the provider's state; the redemption with it (the provider applied the coupon: it counts).
-        const { estimate, couponCode, at } = applied!
+        const { estimate, couponCode, at, today } = applied!
         const state = await provider.retrieve({ ...s, coupon_code: couponCode })
         const coupon = state.coupon_code !== null && state.coupon_code !== s.coupon_code ? await repo.findCoupon(trx, state.coupon_code) : undefined
-        if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, '0000-01-01')
+        if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, today)
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         await save(trx, s, state, { event: 'changed', actor, at, details: { invoice: estimate.invoice_estimate } })
         return { ...(await details(trx, (await repo.findByCompany(trx, companyId))!)), estimate }

@@ -1,0 +1,233 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { engines, locationId, type TestApp } from './helpers/app.ts'
+import { postgresOnly } from './helpers/requires.ts'
+import type { FakeChargebee, FakeFailure } from './helpers/fake-chargebee.ts'
+import { ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany, type CbCompany } from './chargebee.fixtures.ts'
+import { SUB, addon, call, coupon, detailsOf, eventsOf } from './subscriptions-helpers.ts'
+
+/**
+ * Chargebee writes under faults (docs/chargebee.md, "Writes"): at every step a write can fail
+ * (a timeout before or after Chargebee applies it, 429, 500, the local commit), and after each
+ * the subscription here and at Chargebee are the same.
+ */
+
+/** The subscription as both sides hold it, in the same terms. */
+async function bothSides(t: TestApp, fake: FakeChargebee, c: CbCompany) {
+  const d = (await detailsOf(t, c)).subscription
+  const remote = fake.subscriptions.get(c.subscriptionId)!
+  const items = remote.subscription_items as { item_price_id: string; item_type: string; quantity: number }[]
+  const plan = items.find((i) => i.item_type === 'plan')!
+  const seconds = (v: unknown) => (typeof v === 'number' ? v : null)
+  return {
+    here: {
+      status: d.status, plan: d.plan_id, quantity: d.plan_quantity, addons: d.addons.map((a: any) => `${a.id}×${a.quantity}`).sort(),
+      coupon: d.coupon_code, cancelled_at: d.scheduled_cancellation_at ?? d.cancelled_at,
+    },
+    there: {
+      status: remote.status, plan: plan.item_price_id, quantity: plan.quantity,
+      addons: items.filter((i) => i.item_type === 'addon').map((i) => `${i.item_price_id}×${i.quantity}`).sort(),
+      coupon: (remote.coupons as { coupon_id: string }[]).find((k) => k.coupon_id === d.coupon_code)?.coupon_id ?? remote.coupons[0]?.coupon_id ?? null,
+      cancelled_at: seconds(remote.cancelled_at),
+    },
+  }
+}
+
+async function assertSameOnBothSides(t: TestApp, fake: FakeChargebee, c: CbCompany) {
+  const { here, there } = await bothSides(t, fake, c)
+  assert.deepEqual(here, there, 'the subscription here and at Chargebee')
+}
+
+/** Makes the next commit of a transaction inserting a subscription event fail once (a deferred constraint trigger: a real failed COMMIT). */
+async function failNextCommit(t: TestApp) {
+  const db = t.app.database.db
+  await sql`CREATE SEQUENCE IF NOT EXISTS test_commit_fault`.execute(db)
+  await sql`ALTER SEQUENCE test_commit_fault RESTART`.execute(db)
+  await sql.raw(`CREATE OR REPLACE FUNCTION test_fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF nextval('test_commit_fault') = 1 THEN RAISE EXCEPTION 'injected commit failure'; END IF;
+      RETURN NULL;
+    END $$`).execute(db)
+  await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db)
+  await sql`CREATE CONSTRAINT TRIGGER test_fail_commit AFTER INSERT ON subscription_events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_fail_commit()`.execute(db)
+  return async () => { await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db) }
+}
+
+const updateUrl = (c: CbCompany) => `${SUB}/companies/${c.id}/update/${c.subscriptionId}`
+
+for (const engine of engines) {
+  describe(`chargebee writes under faults on ${engine}`, () => {
+    let t: TestApp
+    let fake: FakeChargebee
+    // A short timeout so that a hung request times out quickly; a spurious one under load is retried like any other.
+    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_TIMEOUT_MS: 1000 })) })
+    after(async () => { await t?.close(); await fake?.close() })
+
+    const failures: [string, FakeFailure[], number][] = [
+      ['a timeout before Chargebee applies it', [{ status: 0, hang: true, when: 'before' }], 200],
+      ['a timeout after Chargebee applied it', [{ status: 0, hang: true, when: 'after' }], 200],
+      ['429 with Retry-After', [{ status: 429, api_error_code: 'api_request_limit_exceeded', retryAfter: 0, times: 2 }], 200],
+      ['a 500 before applying', [{ status: 500, times: 2 }], 200],
+      ['a 500 after applying', [{ status: 500, when: 'after' }], 200],
+      ['a 500 after applying, then every retry failing: settled by reading Chargebee back', [{ status: 500, when: 'after' }, { status: 503, times: ATTEMPTS - 1 }], 200],
+      ['a timeout after applying, then 429s: settled by reading Chargebee back', [{ status: 0, hang: true, when: 'after' }, { status: 429, retryAfter: 0, times: ATTEMPTS - 1 }], 200],
+      ['every attempt failing before applying: not applied, 502', [{ status: 500, times: ATTEMPTS }], 502],
+      ['a timeout before applying, then 429 asking for longer than we wait: not applied, 503', [{ status: 0, hang: true, when: 'before' }, { status: 429, retryAfter: 60 }], 503],
+    ]
+
+    for (const [name, injected, status] of failures) {
+      it(`update: ${name}; both sides equal, one key for all attempts`, async () => {
+        const c = await chargebeeCompany(t, fake)
+        const from = fake.requests.length
+        for (const f of injected) fake.fail({ ...f, match: /update_for_items$/ })
+        const res = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { plan_quantity: 8 } })
+        fake.clearFailures()
+        fake.releaseHanging()
+        assert.equal(res.statusCode, status, res.body)
+        const writes = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+        assert.ok(writes.length >= 2, 'retried')
+        assert.equal(new Set(writes.map((r) => r.idempotencyKey)).size, 1, 'the same idempotency key on every attempt')
+        assert.equal(fake.subscriptions.get(c.subscriptionId)!.subscription_items[0].quantity, status === 200 ? 8 : 5)
+        await assertSameOnBothSides(t, fake, c)
+        assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), status === 200 ? ['created', 'changed'] : ['created'])
+      })
+    }
+
+    it('cancel and its undo: a timeout after Chargebee applied, and a 500 after applying with every retry failing', async () => {
+      const c = await chargebeeCompany(t, fake)
+      fake.fail({ status: 0, hang: true, when: 'after', match: /cancel_for_items$/ })
+      assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token })).statusCode, 200)
+      fake.releaseHanging()
+      await assertSameOnBothSides(t, fake, c)
+      fake.fail({ status: 500, when: 'after', match: /remove_scheduled_cancellation$/ })
+      fake.fail({ status: 502, times: ATTEMPTS - 1, match: /remove_scheduled_cancellation$/ })
+      assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/remove_scheduled_cancellation/${c.subscriptionId}`, token: c.token })).statusCode, 200)
+      await assertSameOnBothSides(t, fake, c)
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), ['created', 'cancellation_scheduled', 'scheduled_cancellation_removed'])
+    })
+
+    it('a local commit that fails after Chargebee applied: saved again from Chargebee, answered as done', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const code = await coupon(t, { discount_value: 10, max_redemptions: 5 })
+      fake.addCoupon({ id: code, discount_type: 'percentage', discount_percentage: 10 })
+      let disarm = await failNextCommit(t)
+      const res = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { plan_quantity: 6, coupon_code: code } })
+      await disarm()
+      assert.equal(res.statusCode, 200, res.body)
+      assert.deepEqual([res.json().subscription.plan_quantity, res.json().subscription.coupon_code], [6, code])
+      await assertSameOnBothSides(t, fake, c)
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), ['created', 'changed'])
+      // The redemption counts once.
+      const row = await t.app.database.db.selectFrom('coupons').select('redemptions').where('code', '=', code).executeTakeFirstOrThrow()
+      assert.equal(row.redemptions, 1)
+
+      disarm = await failNextCommit(t)
+      const cancelled = await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel?end_of_term=false`, token: c.token, body: { cancellation_reason: 'moving' } })
+      await disarm()
+      assert.equal(cancelled.statusCode, 200, cancelled.body)
+      await assertSameOnBothSides(t, fake, c)
+      assert.equal((await detailsOf(t, c)).subscription.cancellation_reason, 'moving')
+    })
+
+    it('a coupon that cannot be redeemed is refused before Chargebee is asked; a failed Chargebee call releases the redemption', async () => {
+      const code = await coupon(t, { discount_value: 10, max_redemptions: 1 })
+      fake.addCoupon({ id: code, discount_type: 'percentage', discount_percentage: 10 })
+      const first = await chargebeeCompany(t, fake)
+      const second = await chargebeeCompany(t, fake)
+      fake.fail({ status: 400, api_error_code: 'param_wrong_value', match: /update_for_items$/ })
+      assert.equal((await call(t, { method: 'PUT', url: updateUrl(first), token: first.token, body: { coupon_code: code } })).statusCode, 400)
+      // Released: the second company takes the only redemption.
+      assert.equal((await call(t, { method: 'PUT', url: updateUrl(second), token: second.token, body: { coupon_code: code } })).statusCode, 200)
+      const from = fake.requests.length
+      const refused = await call(t, { method: 'PUT', url: updateUrl(first), token: first.token, body: { coupon_code: code } })
+      assert.equal(refused.statusCode, 400)
+      assert.match(refused.json().errors, /max_redemptions/)
+      assert.equal(fake.requests.length, from, 'Chargebee was not asked')
+      await assertSameOnBothSides(t, fake, first)
+      await assertSameOnBothSides(t, fake, second)
+    })
+
+    it('an update sends only what changed: addon quantities, extra coupons and addons set at Chargebee stay; an addon unknown here never blocks', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const [a1, a2] = [await addon(t, { name: 'Badge', price: 5 }), await addon(t, { name: 'Kiosk', price: 3 })]
+      for (const id of [a1!, a2!]) fake.addItemPrice({ id, price: 500, period_unit: 'month', item_type: 'addon' })
+      const foreign = `cb-only-${c.id.slice(0, 8)}`
+      fake.addItemPrice({ id: foreign, price: 100, period_unit: 'month', item_type: 'addon' })
+      const extra = `CB-EXTRA-${c.id.slice(0, 8)}`
+      fake.addCoupon({ id: extra, discount_type: 'fixed_amount', discount_amount: 100 })
+      assert.equal((await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { addons: [a1] } })).statusCode, 200)
+      // Set at Chargebee (its UI, its pages): four of a1, an addon this catalogue lacks, a second coupon.
+      fake.change(c.subscriptionId, (sub) => {
+        sub.subscription_items.find((i: any) => i.item_price_id === a1).quantity = 4
+        sub.subscription_items.push({ item_price_id: foreign, item_type: 'addon', quantity: 2, unit_price: 100, amount: 200, object: 'subscription_item' })
+        sub.coupons.push({ coupon_id: extra, applied_count: 0, object: 'coupon' })
+      })
+
+      let from = fake.requests.length
+      const quantity = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { plan_quantity: 7 } })
+      assert.equal(quantity.statusCode, 200, quantity.body)
+      const sent = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+      assert.deepEqual(sent.map((r) => r.params), [{ subscription_items: [{ item_price_id: c.plans.basic, quantity: '7' }], prorate: 'true', invoice_immediately: 'true' }])
+      await assertSameOnBothSides(t, fake, c)
+      assert.deepEqual((await detailsOf(t, c)).subscription.addons.map((a: any) => [a.id, a.quantity]).sort(), [[a1, 4], [foreign, 2]].sort())
+
+      // The addon unknown here does not block; taking a1 off sends Chargebee's list without it.
+      from = fake.requests.length
+      const swap = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { addons: [a2] } })
+      assert.equal(swap.statusCode, 200, swap.body)
+      const replaced = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+      assert.deepEqual(replaced.map((r) => r.params), [{
+        subscription_items: [{ item_price_id: c.plans.basic, quantity: '7' }, { item_price_id: foreign, quantity: '2' }, { item_price_id: a2, quantity: '1' }],
+        replace_items_list: 'true', prorate: 'true', invoice_immediately: 'true',
+      }])
+      const there = fake.subscriptions.get(c.subscriptionId)!
+      assert.deepEqual(there.subscription_items.map((i: any) => `${i.item_price_id}×${i.quantity}`), [`${c.plans.basic}×7`, `${foreign}×2`, `${a2}×1`])
+      assert.deepEqual(there.coupons.map((k: any) => k.coupon_id), [extra])
+      await assertSameOnBothSides(t, fake, c)
+
+      // Our coupon on and off: the extra coupon stays at Chargebee.
+      const code = await coupon(t, { discount_value: 10 })
+      fake.addCoupon({ id: code, discount_type: 'percentage', discount_percentage: 10 })
+      assert.equal((await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { coupon_code: code } })).statusCode, 200)
+      assert.deepEqual(fake.subscriptions.get(c.subscriptionId)!.coupons.map((k: any) => k.coupon_id), [extra, code])
+      assert.equal((await detailsOf(t, c)).subscription.coupon_code, code)
+      assert.equal((await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { coupon_code: '' } })).statusCode, 200)
+      assert.deepEqual(fake.subscriptions.get(c.subscriptionId)!.coupons.map((k: any) => k.coupon_id), [extra])
+      await assertSameOnBothSides(t, fake, c)
+    })
+
+    it('the last redemption of a coupon, applied by two companies at once, 50 times: one wins at both sides, the other is refused before Chargebee', postgresOnly(engine), async () => {
+      for (let round = 0; round < 50; round++) {
+        const code = await coupon(t, { discount_value: 10, max_redemptions: 1 })
+        fake.addCoupon({ id: code, discount_type: 'percentage', discount_percentage: 10 })
+        const pair = [await chargebeeCompany(t, fake), await chargebeeCompany(t, fake)]
+        const results = await Promise.all(pair.map((c) => call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { coupon_code: code } })))
+        assert.deepEqual(results.map((r) => r.statusCode).sort(), [200, 400], `round ${round}: ${results.map((r) => r.body).join(' | ')}`)
+        const atChargebee = pair.filter((c) => fake.subscriptions.get(c.subscriptionId)!.coupons.some((k: any) => k.coupon_id === code))
+        assert.equal(atChargebee.length, 1, `round ${round}: one subscription holds the coupon at Chargebee`)
+        for (const c of pair) await assertSameOnBothSides(t, fake, c)
+      }
+    })
+
+    it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {
+      const product = await chargebeeProduct(t, fake)
+      fake.fail({ status: 0, hang: true, when: 'after', match: /^POST \/customers$/ })
+      const res = await createCompany(t, product)
+      fake.releaseHanging()
+      assert.equal(res.statusCode, 202, res.body)
+      const id = locationId(res)
+      const creates = fake.requests.filter((r) => r.path === '/customers' && r.params.id === id)
+      assert.deepEqual(creates.map((r) => r.idempotencyKey), [`customer-create:${id}`, `customer-create:${id}`])
+      assert.ok(fake.customers.has(id))
+
+      const customers = fake.customers.size
+      const subscriptions = fake.subscriptions.size
+      const disarm = await failNextCommit(t)
+      const failed = await createCompany(t, product)
+      await disarm()
+      assert.ok(failed.statusCode >= 500, failed.body)
+      assert.deepEqual([fake.customers.size, fake.subscriptions.size], [customers, subscriptions], 'no orphan customer or subscription at Chargebee')
+    })
+  })
+}
