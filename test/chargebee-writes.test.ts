@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import { engines, locationId, type TestApp } from './helpers/app.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import type { FakeChargebee, FakeFailure } from './helpers/fake-chargebee.ts'
-import { ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany, type CbCompany } from './chargebee.fixtures.ts'
+import { ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
 import { SUB, addon, call, coupon, detailsOf, eventsOf } from './subscriptions-helpers.ts'
 
 /**
@@ -208,6 +208,41 @@ for (const engine of engines) {
         assert.equal(atChargebee.length, 1, `round ${round}: one subscription holds the coupon at Chargebee`)
         for (const c of pair) await assertSameOnBothSides(t, fake, c)
       }
+    })
+
+    it('mid-term: the estimate is asked with the update\'s options and is the invoice and credit note the update makes', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const now = Math.floor(t.clock.now().getTime() / 1000)
+      const activated = fake.change(c.subscriptionId, (sub) => Object.assign(sub, { status: 'active', trial_end: now - 10 * 86_400, current_term_start: now - 10 * 86_400, current_term_end: now + 20 * 86_400, next_billing_at: now + 20 * 86_400 }))
+      assert.equal((await deliver(t, fake.event('subscription_activated', { subscription: activated }))).statusCode, 200)
+      const change = async (plan: string) => {
+        const from = fake.requests.length
+        const est = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: c.token, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: plan, plan_quantity: '5' } })
+        assert.equal(est.statusCode, 200, est.body)
+        const res = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { subscription_plan: plan } })
+        assert.equal(res.statusCode, 200, res.body)
+        const [estimateCall, ...rest] = fake.requests.slice(from).filter((r) => /update_subscription_for_items|update_for_items/.test(r.path))
+        const updateCall = rest.find((r) => r.path.endsWith('/update_for_items'))!
+        const { subscription: _, ...estimated } = estimateCall!.params
+        assert.deepEqual(estimated, updateCall.params, 'the estimate and the update send the same parameters')
+        assert.deepEqual(res.json().estimate, est.json().estimate, 'the estimate shown is the change made')
+        return res.json().estimate.invoice_estimate
+      }
+      // Upgrade with 20 of 30 days left: pro × 5 charged for 2/3 of the term (24950 × 2/3 = 16633, VAT 3659),
+      // basic × 5 credited (14950 × 2/3 = 9967, VAT 2193: a credit note of 12160, applied to the invoice).
+      const up = await change(c.plans.pro!)
+      assert.deepEqual([up.sub_total, up.total, up.credits_applied, up.amount_due], [16633, 20292, 12160, 8132])
+      assert.deepEqual([fake.invoices.at(-1)!.total, fake.invoices.at(-1)!.credits_applied, fake.invoices.at(-1)!.amount_due], [up.total, up.credits_applied, up.amount_due])
+      assert.deepEqual([fake.creditNotes.at(-1)!.total, fake.creditNotes.at(-1)!.amount_allocated, fake.creditNotes.at(-1)!.amount_available], [12160, 12160, 0])
+      // Downgrade: the credit (20292) covers the new charge (12160); 8132 stays the customer's at Chargebee.
+      const down = await change(c.plans.basic!)
+      assert.deepEqual([down.total, down.credits_applied, down.amount_due], [12160, 12160, 0])
+      assert.deepEqual([fake.creditNotes.at(-1)!.total, fake.creditNotes.at(-1)!.amount_available], [20292, 8132])
+      // Promotional credits at Chargebee: a discount line named as credits, not taken for a coupon.
+      fake.customers.get(c.id)!.promotional_credits = 1000
+      const withCredits = await change(c.plans.pro!)
+      assert.deepEqual(withCredits.discounts, [{ description: 'Promotional credits: Promotional Credits', amount: 1000 }])
+      await assertSameOnBothSides(t, fake, c)
     })
 
     it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {

@@ -58,6 +58,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const requests: FakeRequest[] = []
   const failures: FakeFailure[] = []
   // Answers kept by idempotency key (see the request handler).
+  const invoices: Obj[] = []
+  const creditNotes: Obj[] = []
   const idempotent = new Map<string, { status: number; body: unknown }>()
   const hanging = new Set<http.ServerResponse>()
   let version = 0
@@ -130,7 +132,13 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     return s
   }
 
-  function invoiceFor(items: Obj[], couponIds: Obj[]): Obj {
+  /**
+   * An invoice (estimate) of items and coupons. `promotional`: the customer's promotional credits,
+   * given on an invoice as a discount line of entity_type `promotional_credits` (Invoice object,
+   * discounts[].entity_type: item_level_coupon | document_level_coupon | promotional_credits |
+   * prorated_credits | ..., apidocs.chargebee.com/docs/api/invoices; chargebee/types/resources/InvoiceEstimate.d.ts).
+   */
+  function invoiceFor(items: Obj[], couponIds: Obj[], promotional = 0): Obj {
     const lines = items.map((i) => ({
       entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price', entity_id: i.item_price_id,
       description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
@@ -141,6 +149,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
       return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
     })
+    const left = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
+    if (promotional > 0 && left > 0) discounts.push({ object: 'discount', entity_type: 'promotional_credits', entity_id: undefined as unknown as string, description: 'Promotional Credits', amount: Math.min(left, promotional) })
     const taxable = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
     const tax = Math.round(taxable * 0.22)
     return {
@@ -148,6 +158,37 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       taxes: [{ object: 'tax', name: 'IT VAT', amount: tax, description: 'IT VAT @ 22%' }],
       line_item_taxes: [{ tax_name: 'IT VAT', tax_rate: 22, tax_amount: tax, tax_juris_type: 'country' }],
       total: taxable + tax, credits_applied: 0, amount_paid: 0, amount_due: taxable + tax,
+    }
+  }
+
+  /**
+   * What a change bills, as Chargebee's Update subscription for items and its estimate
+   * (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items, parameters
+   * `prorate` and `invoice_immediately`; apidocs.chargebee.com/docs/api/estimates#update_subscription_estimate):
+   * - in trial nothing is billed now: the first term's invoice is the next one (`next_invoice_estimate`);
+   * - `prorate` false: no prorated charge or credit; the change shows in the next invoice;
+   * - `prorate` true: the changed items are charged for the rest of the term and the items they
+   *   replace credited (a credit note, `credit_note_estimates`, type `adjustment`); with
+   *   `invoice_immediately` true the charge is invoiced now (`invoice_estimate`) and the credit
+   *   note applied to it (`credits_applied`, the credit note's `amount_allocated`; the rest is
+   *   `amount_available`), else the charges wait for the next invoice (`unbilled_charge_estimates`).
+   */
+  function changeBilling(s: Obj, items: Obj[], couponList: Obj[], p: Obj): Obj {
+    if (s.status === 'in_trial' || p.prorate === 'false') return { next_invoice_estimate: invoiceFor(items, couponList) }
+    const share = Math.max(0, s.current_term_end - now()) / (s.current_term_end - s.current_term_start)
+    const same = (a: Obj, b: Obj) => a.item_price_id === b.item_price_id && a.quantity === b.quantity
+    const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
+    const charged = prorated(items.filter((i) => !(s.subscription_items as Obj[]).some((o) => same(o, i))))
+    const credited = prorated((s.subscription_items as Obj[]).filter((o) => !items.some((i) => same(o, i))))
+    const invoice = invoiceFor(charged, couponList, customers.get(s.customer_id)?.promotional_credits ?? 0)
+    const credit = credited.length > 0 ? invoiceFor(credited, s.coupons) : null
+    if (p.invoice_immediately !== 'true') {
+      return { unbilled_charge_estimates: invoice.line_items, ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: 0, amount_available: credit.total }] } : {}) }
+    }
+    const applied = Math.min(credit?.total ?? 0, invoice.total)
+    return {
+      invoice_estimate: { ...invoice, credits_applied: applied, amount_due: invoice.total - applied },
+      ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: applied, amount_available: credit.total - applied }] } : {}),
     }
   }
 
@@ -197,9 +238,17 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/subscriptions\/([^/]+)\/update_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      s.subscription_items = mergedItems(s, p)
-      s.coupons = mergedCoupons(s, p)
-      return { ...wrap(touch(s)), ...(s.status === 'active' ? { invoice: { ...invoiceFor(s.subscription_items, s.coupons), object: 'invoice', id: nextId('inv') } } : {}) }
+      const items = mergedItems(s, p)
+      const couponList = mergedCoupons(s, p)
+      const billed = changeBilling(s, items, couponList, p)
+      s.subscription_items = items
+      s.coupons = couponList
+      // The documents the change made: the invoice and credit notes its estimate announced.
+      const invoice = billed.invoice_estimate ? { ...billed.invoice_estimate, object: 'invoice', id: nextId('inv'), subscription_id: s.id } : undefined
+      const notes = ((billed.credit_note_estimates ?? []) as Obj[]).map((c) => ({ ...c, object: 'credit_note', id: nextId('cn'), subscription_id: s.id }))
+      if (invoice) invoices.push(invoice)
+      creditNotes.push(...notes)
+      return { ...wrap(touch(s)), ...(invoice ? { invoice } : {}), ...(notes.length > 0 ? { credit_notes: notes } : {}) }
     }],
     ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
@@ -225,13 +274,11 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/estimates\/update_subscription_for_items$/, (_m, p) => {
       const s = subscriptionOf(p.subscription?.id)
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      const invoice = invoiceFor(mergedItems(s, p), mergedCoupons(s, p))
-      const trial = s.status === 'in_trial'
       return {
         estimate: {
           object: 'estimate', created_at: now(),
           subscription_estimate: { id: s.id, status: s.status, next_billing_at: s.next_billing_at ?? undefined, currency_code: 'EUR', object: 'subscription_estimate' },
-          ...(trial ? { next_invoice_estimate: invoice } : { invoice_estimate: invoice }),
+          ...changeBilling(s, mergedItems(s, p), mergedCoupons(s, p), p),
         },
       }
     }],
@@ -320,6 +367,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     config: { CHARGEBEE_SITE: '127.0.0.1', CHARGEBEE_HOST_SUFFIX: '', CHARGEBEE_PROTOCOL: 'http' as const, CHARGEBEE_PORT: port, CHARGEBEE_API_KEY: options.apiKey },
     requests,
     customers,
+    /** The invoices and credit notes that changes made (update_for_items with invoice_immediately). */
+    invoices,
+    creditNotes,
     subscriptions,
     addItemPrice(p: FakeItemPrice) { itemPrices.set(p.id, p) },
     addCoupon(c: FakeCoupon) { coupons.set(c.id, c) },

@@ -99,7 +99,7 @@ export function itemsParams(change: Pick<ChangeRequest, 'selection'>) {
 interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number }
 interface CbInvoiceEstimate {
   line_items?: CbLineItem[]
-  discounts?: { description?: string; amount?: number }[]
+  discounts?: { description?: string; amount?: number; entity_type?: string; entity_id?: string }[]
   sub_total?: number
   taxes?: { name: string; amount?: number; description?: string }[]
   line_item_taxes?: { tax_name: string; tax_rate?: number }[]
@@ -112,6 +112,18 @@ export interface CbEstimate {
   subscription_estimate?: { status?: SubscriptionStatus; next_billing_at?: number }
   invoice_estimate?: CbInvoiceEstimate
   next_invoice_estimate?: CbInvoiceEstimate
+  /** The credit notes a change makes (the unused part of what it replaces): what they give the invoice is `amount_allocated`. */
+  credit_note_estimates?: { type?: string; total?: number; amount_allocated?: number; amount_available?: number }[]
+}
+
+/**
+ * A discount line as Chargebee types it (`entity_type`): credits (prorated, promotional) are
+ * named as credits, never taken for a coupon; a coupon's line without a description is named by its id.
+ */
+function discountLabel(d: NonNullable<CbInvoiceEstimate['discounts']>[number]): string {
+  if (d.entity_type === 'prorated_credits') return d.description ? `Prorated credits: ${d.description}` : 'Prorated credits'
+  if (d.entity_type === 'promotional_credits') return d.description ? `Promotional credits: ${d.description}` : 'Promotional credits'
+  return d.description ?? d.entity_id ?? 'Discount'
 }
 
 function entityType(type: string): LineItem['entity_type'] {
@@ -131,11 +143,12 @@ export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStat
       entity_type: entityType(l.entity_type), entity_id: l.entity_id ?? '', description: l.description ?? '',
       unit_amount: l.unit_amount ?? 0, quantity: l.quantity ?? 1, amount: l.amount ?? 0,
     })),
-    discounts: (inv.discounts ?? []).map((d) => ({ description: d.description ?? '', amount: d.amount ?? 0 })),
+    discounts: (inv.discounts ?? []).map((d) => ({ description: discountLabel(d), amount: d.amount ?? 0 })),
     sub_total: inv.sub_total ?? 0,
     taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),
     total: inv.total ?? 0,
-    credits_applied: inv.credits_applied ?? 0,
+    // The credit notes of the change applied to this invoice, when Chargebee does not total them itself.
+    credits_applied: inv.credits_applied ?? (e.invoice_estimate ? (e.credit_note_estimates ?? []).reduce((sum, c) => sum + (c.amount_allocated ?? 0), 0) : 0),
     amount_due: inv.amount_due ?? 0,
     currency_code: inv.currency_code ?? fallback.currency,
   }
