@@ -245,6 +245,32 @@ for (const engine of engines) {
       await assertSameOnBothSides(t, fake, c)
     })
 
+    it('coupon durations as Chargebee keeps them: a one_time coupon is spent by the change\'s invoice, a limited_period one ends at its apply_till', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const now = Math.floor(t.clock.now().getTime() / 1000)
+      const activated = fake.change(c.subscriptionId, (sub) => Object.assign(sub, { status: 'active', trial_end: now - 10 * 86_400, current_term_start: now - 10 * 86_400, current_term_end: now + 20 * 86_400, next_billing_at: now + 20 * 86_400 }))
+      assert.equal((await deliver(t, fake.event('subscription_activated', { subscription: activated }))).statusCode, 200)
+      const once = await coupon(t, { discount_value: 10, duration_type: 'one_time' })
+      fake.addCoupon({ id: once, discount_type: 'percentage', discount_percentage: 10, duration_type: 'one_time' })
+      const res = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { subscription_plan: c.plans.pro, coupon_code: once } })
+      assert.equal(res.statusCode, 200, res.body)
+      // 16633 charged, 10 % off (1663), and the coupon gone at Chargebee after discounting that invoice.
+      assert.deepEqual(res.json().estimate.invoice_estimate.discounts, [{ description: once, amount: 1663 }])
+      assert.deepEqual(fake.invoices.at(-1)!.discounts.map((d: any) => d.amount), [1663])
+      assert.deepEqual(fake.subscriptions.get(c.subscriptionId)!.coupons, [])
+      assert.equal(res.json().subscription.coupon_code, null)
+      await assertSameOnBothSides(t, fake, c)
+
+      const limited = await coupon(t, { discount_value: 10, duration_type: 'limited_period', duration_month: 3 })
+      fake.addCoupon({ id: limited, discount_type: 'percentage', discount_percentage: 10, duration_type: 'limited_period', duration_month: 3 })
+      const applied = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { coupon_code: limited } })
+      assert.equal(applied.statusCode, 200, applied.body)
+      const held = fake.subscriptions.get(c.subscriptionId)!.coupons[0]
+      assert.equal(held.coupon_id, limited)
+      assert.deepEqual(applied.json().subscription.coupons.map((k: any) => [k.coupon_code, k.apply_till]), [[limited, held.apply_till]])
+      await assertSameOnBothSides(t, fake, c)
+    })
+
     it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {
       const product = await chargebeeProduct(t, fake)
       fake.fail({ status: 0, hang: true, when: 'after', match: /^POST \/customers$/ })

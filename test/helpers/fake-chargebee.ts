@@ -14,7 +14,11 @@ import type { AddressInfo } from 'node:net'
  * Times come from the test's clock, so that they agree with the app's.
  */
 export interface FakeItemPrice { id: string; price: number; period_unit: 'month' | 'year'; item_type: 'plan' | 'addon' }
-export interface FakeCoupon { id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number }
+export interface FakeCoupon {
+  id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number
+  /** Coupon object (apidocs.chargebee.com/docs/api/coupons): forever (default), one_time, limited_period for `duration_month` months. */
+  duration_type?: 'forever' | 'one_time' | 'limited_period'; duration_month?: number
+}
 export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null; idempotencyKey?: string }
 /**
  * An injected failure. `when: 'after'`: the request is applied first (and its answer kept under
@@ -42,9 +46,9 @@ export function parseForm(body: string): Obj {
   return out
 }
 
-function addPeriod(from: number, unit: 'month' | 'year'): number {
+function addPeriod(from: number, unit: 'month' | 'year', count = 1): number {
   const d = new Date(from * 1000)
-  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1))
+  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1) * count)
   return seconds(d)
 }
 
@@ -100,7 +104,11 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   function couponsFrom(params: Obj): Obj[] {
     return ((params.coupon_ids ?? []) as string[]).map((id, i) => {
       if (!coupons.has(id)) throw new CbError(404, 'resource_not_found', `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`, 'invalid_request', `coupon_ids[${i}]`)
-      return { coupon_id: id, applied_count: 0, object: 'coupon' }
+      // Subscription object, coupons[] (apidocs.chargebee.com/docs/api/subscriptions#subscription_coupons):
+      // applied_count counts the invoices it discounted; apply_till ends a limited_period coupon.
+      const coupon = coupons.get(id)!
+      const till = coupon.duration_type === 'limited_period' ? addPeriod(now(), 'month', coupon.duration_month ?? 1) : undefined
+      return { coupon_id: id, applied_count: 0, ...(till ? { apply_till: till } : {}), object: 'coupon' }
     })
   }
 
@@ -144,7 +152,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
     }))
     const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
-    const discounts = couponIds.map((c) => {
+    const discounts = couponIds.filter((c) => c.apply_till === undefined || c.apply_till > now()).map((c) => {
       const coupon = coupons.get(c.coupon_id)!
       const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
       return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
@@ -180,6 +188,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
     const charged = prorated(items.filter((i) => !(s.subscription_items as Obj[]).some((o) => same(o, i))))
     const credited = prorated((s.subscription_items as Obj[]).filter((o) => !items.some((i) => same(o, i))))
+    // Nothing charged or credited (a coupon alone): no invoice now; the change shows on the next one.
+    if (charged.length === 0 && credited.length === 0) return { next_invoice_estimate: invoiceFor(items, couponList) }
     const invoice = invoiceFor(charged, couponList, customers.get(s.customer_id)?.promotional_credits ?? 0)
     const credit = credited.length > 0 ? invoiceFor(credited, s.coupons) : null
     if (p.invoice_immediately !== 'true') {
@@ -248,6 +258,12 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const notes = ((billed.credit_note_estimates ?? []) as Obj[]).map((c) => ({ ...c, object: 'credit_note', id: nextId('cn'), subscription_id: s.id }))
       if (invoice) invoices.push(invoice)
       creditNotes.push(...notes)
+      // A coupon that discounted the invoice counts it; a one_time coupon is spent and leaves the subscription.
+      if (invoice) {
+        const used = new Set((invoice.discounts as Obj[]).map((d) => d.entity_id))
+        for (const c of s.coupons as Obj[]) if (used.has(c.coupon_id)) c.applied_count += 1
+        s.coupons = (s.coupons as Obj[]).filter((c) => !(used.has(c.coupon_id) && coupons.get(c.coupon_id)?.duration_type === 'one_time'))
+      }
       return { ...wrap(touch(s)), ...(invoice ? { invoice } : {}), ...(notes.length > 0 ? { credit_notes: notes } : {}) }
     }],
     ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {

@@ -120,6 +120,7 @@ export function holdsChange(cb: CbSubscription, s: BillingState, change: Pick<Ch
   if (!change.selection.addons.every((a) => ids.has(a.id)) || removedAddons(change).some((id) => ids.has(id))) return false
   const coupons = new Set((cb.coupons ?? []).map((c) => c.coupon_id))
   const newCode = change.selection.coupon?.code ?? null
-  if (newCode !== null && !coupons.has(newCode)) return false
+  // A one_time coupon leaves the subscription once an invoice used it: absent, it may have been applied and spent.
+  if (newCode !== null && !coupons.has(newCode) && change.selection.coupon?.duration_type !== 'one_time') return false
   return !(s.coupon_code !== null && s.coupon_code !== newCode && coupons.has(s.coupon_code))
 }
