@@ -94,6 +94,21 @@ for (const engine of engines) {
       })
     }
 
+    it('an outcome that cannot be settled (Chargebee unreadable) is a 502 that says so; Chargebee\'s webhook then brings both sides together', async () => {
+      const c = await chargebeeCompany(t, fake)
+      fake.fail({ status: 500, when: 'after', match: /update_for_items$/ })
+      fake.fail({ status: 503, times: ATTEMPTS - 1, match: /update_for_items$/ })
+      fake.fail({ status: 503, times: ATTEMPTS, match: /^GET \/subscriptions\// })
+      const res = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { plan_quantity: 9 } })
+      assert.equal(res.statusCode, 502, res.body)
+      assert.match(res.json().errors, /did not answer whether it applied .* could not be read back/)
+      fake.clearFailures()
+      const changed = fake.event('subscription_changed', { subscriptionId: c.subscriptionId })
+      assert.equal((await deliver(t, changed)).statusCode, 200)
+      await assertSameOnBothSides(t, fake, c)
+      assert.equal((await detailsOf(t, c)).subscription.plan_quantity, 9)
+    })
+
     it('cancel and its undo: a timeout after Chargebee applied, and a 500 after applying with every retry failing', async () => {
       const c = await chargebeeCompany(t, fake)
       fake.fail({ status: 0, hang: true, when: 'after', match: /cancel_for_items$/ })
@@ -281,6 +296,14 @@ for (const engine of engines) {
       const creates = fake.requests.filter((r) => r.path === '/customers' && r.params.id === id)
       assert.deepEqual(creates.map((r) => r.idempotencyKey), [`customer-create:${id}`, `customer-create:${id}`])
       assert.ok(fake.customers.has(id))
+
+      // The subscription created, its answer lost and every retry failing: read back, it is there; one of it.
+      fake.fail({ status: 500, when: 'after', match: /subscription_for_items$/ })
+      fake.fail({ status: 503, times: ATTEMPTS - 1, match: /subscription_for_items$/ })
+      const settled = await createCompany(t, product)
+      assert.equal(settled.statusCode, 202, settled.body)
+      const settledId = locationId(settled)
+      assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === settledId).length, 1)
 
       const customers = fake.customers.size
       const subscriptions = fake.subscriptions.size
