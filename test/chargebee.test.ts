@@ -199,6 +199,7 @@ for (const engine of engines) {
         subscription: { id: c.subscriptionId }, subscription_items: [{ item_price_id: c.plans.basic, quantity: '5' }], redirect_url: redirect,
       }])
       assert.match(manager.json().url, /^https:\/\/acme-test\.chargebee\.com\/pages\/v4\/hp_/)
+      assert.ok(checkout!.idempotencyKey, 'a hosted page is a write: it carries an idempotency key')
       assert.deepEqual(Object.keys(manager.json()).sort(), ['expires_at', 'url'])
       assert.equal(manager.json().expires_at, unixOf(t.clock.now()) + 3 * 86_400)
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
-import { Conflict, NotFound, ProviderError, ValidationError } from '../../http/errors.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
 import { couponDiscount, invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
@@ -15,6 +15,7 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
+import { createRemoteChanges } from './subscriptions.remote.ts'
 import { cardFromBody } from './subscriptions.cards.ts'
 import { unixSeconds } from './billing/terms.ts'
 import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/invoices.service.ts'
@@ -86,39 +87,7 @@ export function createSubscriptionsService(deps: {
     })
   }
 
-  /**
-   * A change through a provider that holds the subscription (Chargebee): the service never
-   * reports as failed a change the provider applied. `fn` calls `applied()` once the provider
-   * answered; if the transaction fails after that (a failed statement, a failed commit), `resave`
-   * runs in a new transaction and saves the provider's state read back (docs/chargebee.md).
-   */
-  async function remoteChange<T>(companyId: string, subscriptionId: string | undefined,
-    fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider, applied: () => void) => Promise<T>,
-    resave: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>): Promise<T> {
-    let applied = false
-    try {
-      return await change(companyId, subscriptionId, (trx, s, provider) => fn(trx, s, provider, () => { applied = !provider.drivesTime }))
-    } catch (err) {
-      if (!applied) throw err
-      try {
-        return await change(companyId, subscriptionId, resave)
-      } catch (again) {
-        throw new ProviderError(`The billing provider applied the change, but it could not be saved here (${(err as Error).message}; then ${(again as Error).message}); it arrives by the provider's webhook`)
-      }
-    }
-  }
-
-  /**
-   * The subscription as this catalogue knows it: addons and a coupon that only the provider
-   * knows (set at Chargebee) are left out of a change, so they never block it and are never
-   * sent back (the provider keeps them). `held` is the subscription with only a known coupon.
-   */
-  async function known(executor: Executor, s: SubscriptionRow) {
-    const rows = await repo.findAddons(executor, s.addons.map((a) => a.id))
-    const addonIds = s.addons.map((a) => a.id).filter((id) => rows.some((r) => r.id === id))
-    const couponCode = s.coupon_code !== null && (await repo.findCoupon(executor, s.coupon_code)) ? s.coupon_code : null
-    return { addonIds, couponCode, held: couponCode === s.coupon_code ? s : { ...s, coupon_code: null } }
-  }
+  const { remoteChange, known } = createRemoteChanges({ repo, change })
 
   async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { vat_number: string | null; timezone: string }> {
     const row = await repo.findCustomer(executor, companyId)
