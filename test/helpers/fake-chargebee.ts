@@ -203,6 +203,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   }
 
   const routes: [string, RegExp, (m: RegExpMatchArray, p: Obj) => Obj][] = [
+    // Create a customer (apidocs.chargebee.com/docs/api/customers#create_a_customer): a given id that exists is 400 duplicate_entry.
     ['POST', /^\/customers$/, (_m, p) => {
       if (p.id && customers.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const customer = { id: p.id ?? nextId('cus'), company: p.company, email: p.email, billing_address: p.billing_address, auto_collection: 'on', created_at: now(), updated_at: now(), resource_version: nextVersion(), deleted: false, object: 'customer', card_status: 'no_card' }
@@ -224,6 +225,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       for (const [sid, sub] of subscriptions) if (sub.customer_id === id) subscriptions.delete(sid)
       return { customer: { ...customer, deleted: true } }
     }],
+    // Create subscription for items (apidocs.chargebee.com/docs/api/subscriptions#create_subscription_for_items): in_trial until a future
+    // trial_end, else active for a term; an unknown item price is 404 resource_not_found naming the parameter.
     ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
       const customerId = decodeURIComponent(m[1]!)
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
@@ -244,7 +247,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       subscriptions.set(s.id, touch(s))
       return wrap(s)
     }],
+    // Retrieve a subscription (apidocs.chargebee.com/docs/api/subscriptions#retrieve_a_subscription): with its customer and card.
     ['GET', /^\/subscriptions\/([^/]+)$/, (m) => wrap(subscriptionOf(decodeURIComponent(m[1]!)))],
+    // Update subscription for items (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items): answers the subscription and the
+    // invoice and credit notes the change made; a cancelled subscription is 409 invalid_state_for_request.
     ['POST', /^\/subscriptions\/([^/]+)\/update_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
@@ -266,6 +272,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
       return { ...wrap(touch(s)), ...(invoice ? { invoice } : {}), ...(notes.length > 0 ? { credit_notes: notes } : {}) }
     }],
+    // Cancel subscription for items (apidocs.chargebee.com/docs/api/subscriptions#cancel_subscription_for_items): end_of_term keeps a future
+    // cancelled_at (non_renewing, or in_trial ending at the trial's end); immediately cancels now.
     ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is already cancelled')
@@ -279,6 +287,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
       return wrap(touch(s))
     }],
+    // Remove scheduled cancellation (apidocs.chargebee.com/docs/api/subscriptions#remove_scheduled_cancellation): none scheduled is 409.
     ['POST', /^\/subscriptions\/([^/]+)\/remove_scheduled_cancellation$/, (m) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled' || s.cancelled_at === undefined) throw invalidState('No cancellation is scheduled for this subscription')
@@ -287,6 +296,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       delete s.cancel_schedule_created_at
       return wrap(touch(s))
     }],
+    // Update subscription for items estimate (apidocs.chargebee.com/docs/api/estimates#update_subscription_for_items_estimate): the same
+    // parameters as the update, nothing changed; what it bills as changeBilling says.
     ['POST', /^\/estimates\/update_subscription_for_items$/, (_m, p) => {
       const s = subscriptionOf(p.subscription?.id)
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
@@ -298,6 +309,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         },
       }
     }],
+    // Checkout existing subscription and Manage payment sources (apidocs.chargebee.com/docs/api/hosted_pages): a hosted_page in state created.
     ['POST', /^\/hosted_pages\/(checkout_existing_for_items|manage_payment_sources)$/, (m, p) => {
       const type = m[1] === 'manage_payment_sources' ? 'manage_payment_sources' : 'checkout_existing'
       if (type === 'checkout_existing') {
@@ -308,6 +320,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const created = now()
       return { hosted_page: { id, type, url: `https://${site}.chargebee.com/pages/v4/${id}/`, state: 'created', embed: false, created_at: created, expires_at: created + 3 * 86_400, updated_at: created, resource_version: nextVersion(), object: 'hosted_page' } }
     }],
+    // Create a portal session (apidocs.chargebee.com/docs/api/portal_sessions#create_a_portal_session): valid for an hour until first used.
     ['POST', /^\/portal_sessions$/, (_m, p) => {
       const customerId = p.customer?.id
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
@@ -322,6 +335,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     res.end(JSON.stringify(body))
   }
 
+  /** Chargebee's error JSON (apidocs.chargebee.com/docs/api/error_handling): message, type, api_error_code, param, error_code, http_status_code; 429 with Retry-After. */
   function sendError(res: http.ServerResponse, status: number, code: string, message: string, type?: string, param?: string, headers: Record<string, string> = {}) {
     send(res, status, { message, ...(type ? { type } : {}), api_error_code: code, ...(param ? { param } : {}), error_code: code, http_status_code: status }, headers)
   }
