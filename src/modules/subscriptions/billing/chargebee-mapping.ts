@@ -1,7 +1,6 @@
 import type { PaymentSource, SubscriptionStatus } from '../../../db/tables.ts'
 import type { Estimate, InvoiceEstimate, LineItem } from './estimate.ts'
 import type { BillingState } from './lifecycle.ts'
-import type { ChangeRequest } from './provider.ts'
 
 /**
  * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and
@@ -79,20 +78,6 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
     cancellation_reason: cancelled || scheduled ? stored.cancellation_reason : null,
     cancellation_message: cancelled || scheduled ? stored.cancellation_message : null,
     payment_source: card === undefined || card === null ? stored.payment_source : card,
-  }
-}
-
-/** The items and coupons of a change, in Chargebee's parameters (replacing the lists, not adding to them). */
-export function itemsParams(change: Pick<ChangeRequest, 'selection'>) {
-  const { selection } = change
-  return {
-    subscription_items: [
-      { item_price_id: selection.plan.sku, quantity: selection.quantity },
-      ...selection.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity })),
-    ],
-    replace_items_list: true,
-    coupon_ids: selection.coupon ? [selection.coupon.code] : [],
-    replace_coupon_list: true,
   }
 }
 

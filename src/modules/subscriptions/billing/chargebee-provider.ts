@@ -59,8 +59,9 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
   /** The change's parameters (chargebee-writes.ts), Chargebee's lists read first when something is taken off. */
   async function paramsOf(s: BillingState, change: ChangeRequest) {
-    const lists = needsChargebeeLists(s, change) ? await current(s.id) : null
-    if (needsChargebeeLists(s, change) && !lists) throw new ProviderError(`Chargebee does not know the subscription ${s.id}`)
+    const needed = needsChargebeeLists(s, change)
+    const lists = needed ? await current(s.id) : null
+    if (needed && !lists) throw new ProviderError(`Chargebee does not know the subscription ${s.id}`)
     return changeParams(s, change, lists?.subscription ?? null)
   }
 
