@@ -5,7 +5,7 @@ import { engines, locationId, type TestApp } from './helpers/app.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import type { FakeChargebee, FakeFailure } from './helpers/fake-chargebee.ts'
 import { ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
-import { SUB, addon, call, coupon, detailsOf, eventsOf } from './subscriptions-helpers.ts'
+import { SUB, addon, call, coupon, detailsOf, eventsOf, json } from './subscriptions-helpers.ts'
 
 /**
  * Chargebee writes under faults (docs/chargebee.md, "Writes"): at every step a write can fail
@@ -321,9 +321,24 @@ for (const engine of engines) {
       const settledId = locationId(settled)
       assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === settledId).length, 1)
 
+      // Under an Idempotency-Key the request commits once at its end; that commit failing (after Chargebee made
+      // the customer and subscription) is a 500, and the retry with the key makes the same company, finding them.
+      const headers = { 'idempotency-key': `create-${Date.now()}` }
+      let disarm = await failNextCommit(t)
+      const lost = await createCompany(t, product, headers)
+      await disarm()
+      assert.equal(lost.statusCode, 500, lost.body)
+      const madeFor = fake.requests.filter((r) => r.path === '/customers').at(-1)!.params.id as string
+      assert.ok(fake.customers.has(madeFor))
+      const again = await createCompany(t, product, headers)
+      assert.equal(again.statusCode, 202, again.body)
+      assert.equal(locationId(again), madeFor, 'the same company')
+      assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === madeFor).length, 1, 'one subscription at Chargebee')
+      assert.equal((await json(t, 200, { url: `${SUB}/${madeFor}/status` })).subscription_id, [...fake.subscriptions.values()].find((sub) => sub.customer_id === madeFor)!.id)
+
       const customers = fake.customers.size
       const subscriptions = fake.subscriptions.size
-      const disarm = await failNextCommit(t)
+      disarm = await failNextCommit(t)
       const failed = await createCompany(t, product)
       await disarm()
       assert.ok(failed.statusCode >= 500, failed.body)

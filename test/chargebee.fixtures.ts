@@ -39,9 +39,9 @@ export async function chargebeeProduct(t: TestApp, fake: FakeChargebee, options:
 }
 
 /** POST /api/v1/companies on the product's first plan. */
-export function createCompany(t: TestApp, product: { productSku: string; plans: Record<string, string> }) {
+export function createCompany(t: TestApp, product: { productSku: string; plans: Record<string, string> }, headers: Record<string, string> = {}) {
   return call(t, {
-    method: 'POST', url: '/api/v1/companies',
+    method: 'POST', url: '/api/v1/companies', headers,
     body: { name: uniq('Acme'), country: 'IT', timezone: 'Europe/Rome', billing_email: 'billing@acme.example', product_sku: product.productSku, subscription_plan: Object.values(product.plans)[0], plan_quantity: 5 },
   })
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
@@ -204,7 +204,8 @@ export function createSubscriptionsService(deps: {
       const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
       const provider = providers.get(input.product.subscription_manager)
       const draft: SubscriptionRow = {
-        company_id: input.companyId, id: randomUUID(), customer_id: input.companyId, provider: provider.name,
+        // Named by its company: a retried creation of the same company creates (at a provider: finds) the same subscription.
+        company_id: input.companyId, id: uuidFromName(`subscription:${input.companyId}`), customer_id: input.companyId, provider: provider.name,
         product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
         status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
         cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,

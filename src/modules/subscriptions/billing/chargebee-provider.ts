@@ -89,12 +89,19 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
       await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
         id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
         billing_address: { company: customer.name, country: customer.country },
-      }, headers), exists)
+      }, headers), exists).catch(async (err: Error) => {
+        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id.
+        if (!/duplicate_entry/.test(err.message) || !(await readBack.customerExists(customer.id))) throw err
+      })
       const created = await write('create the subscription', `subscription-create:${s.id}`, (headers) => cb.subscription.createWithItems(customer.id, {
         id: s.id,
         subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
         ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
-      }, headers).then(answer), () => current(s.id))
+      }, headers).then(answer), () => current(s.id)).catch(async (err: Error) => {
+        const earlier = /duplicate_entry/.test(err.message) ? await current(s.id) : null
+        if (earlier?.subscription.customer_id !== customer.id) throw err
+        return earlier
+      })
       return next(s, answer(created))
     },
 
