@@ -54,6 +54,12 @@ async function failNextCommit(t: TestApp) {
   return async () => { await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db) }
 }
 
+/** The writes to a path, one per idempotency key (a retry after a spurious timeout under load is the same write). */
+function writesOf(requests: FakeChargebee['requests'], path: string) {
+  const seen = new Set<string | undefined>()
+  return requests.filter((r) => r.path.endsWith(path) && !seen.has(r.idempotencyKey) && seen.add(r.idempotencyKey))
+}
+
 const updateUrl = (c: CbCompany) => `${SUB}/companies/${c.id}/update/${c.subscriptionId}`
 
 for (const engine of engines) {
@@ -61,7 +67,7 @@ for (const engine of engines) {
     let t: TestApp
     let fake: FakeChargebee
     // A short timeout so that a hung request times out quickly; a spurious one under load is retried like any other.
-    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_TIMEOUT_MS: 1000 })) })
+    before(async () => { ({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_TIMEOUT_MS: 2000 })) })
     after(async () => { await t?.close(); await fake?.close() })
 
     const failures: [string, FakeFailure[], number][] = [
@@ -198,7 +204,7 @@ for (const engine of engines) {
       let from = fake.requests.length
       const quantity = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { plan_quantity: 7 } })
       assert.equal(quantity.statusCode, 200, quantity.body)
-      const sent = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+      const sent = writesOf(fake.requests.slice(from), '/update_for_items')
       assert.deepEqual(sent.map((r) => r.params), [{ subscription_items: [{ item_price_id: c.plans.basic, quantity: '7' }], prorate: 'true', invoice_immediately: 'true' }])
       await assertSameOnBothSides(t, fake, c)
       assert.deepEqual((await detailsOf(t, c)).subscription.addons.map((a: any) => [a.id, a.quantity]).sort(), [[a1, 4], [foreign, 2]].sort())
@@ -207,7 +213,7 @@ for (const engine of engines) {
       from = fake.requests.length
       const swap = await call(t, { method: 'PUT', url: updateUrl(c), token: c.token, body: { addons: [a2] } })
       assert.equal(swap.statusCode, 200, swap.body)
-      const replaced = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+      const replaced = writesOf(fake.requests.slice(from), '/update_for_items')
       assert.deepEqual(replaced.map((r) => r.params), [{
         subscription_items: [{ item_price_id: c.plans.basic, quantity: '7' }, { item_price_id: foreign, quantity: '2' }, { item_price_id: a2, quantity: '1' }],
         replace_items_list: 'true', prorate: 'true', invoice_immediately: 'true',
@@ -310,7 +316,8 @@ for (const engine of engines) {
       assert.equal(res.statusCode, 202, res.body)
       const id = locationId(res)
       const creates = fake.requests.filter((r) => r.path === '/customers' && r.params.id === id)
-      assert.deepEqual(creates.map((r) => r.idempotencyKey), [`customer-create:${id}`, `customer-create:${id}`])
+      assert.ok(creates.length >= 2, 'retried')
+      assert.deepEqual([...new Set(creates.map((r) => r.idempotencyKey))], [`customer-create:${id}`])
       assert.ok(fake.customers.has(id))
 
       // The subscription created, its answer lost and every retry failing: read back, it is there; one of it.
