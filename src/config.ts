@@ -88,6 +88,9 @@ const ConfigSchema = Type.Object({
   // How often every Chargebee-managed subscription, its invoices and credit notes are compared
   // with Chargebee and corrected (docs/chargebee.md "Reconciliation"); 0 turns it off.
   CHARGEBEE_RECONCILE_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 604800, default: 3600 }),
+  // Retries of a Chargebee call on a network error, timeout, 429 or 5xx (writes with the same idempotency key), the first after CHARGEBEE_RETRY_DELAY_MS, doubling.
+  CHARGEBEE_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 3 }),
+  CHARGEBEE_RETRY_DELAY_MS: Type.Integer({ minimum: 0, maximum: 10000, default: 200 }),
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
   // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
   CORS_ORIGINS: Type.String({ default: '' }),

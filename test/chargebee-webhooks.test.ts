@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { engines, type TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { HOOK, WEBHOOK_URL, chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
+import { ATTEMPTS, HOOK, WEBHOOK_URL, chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 import { SUB, billedCompany, detailsOf, eventsOf, mirrorOf, statusOf } from './subscriptions-helpers.ts'
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
@@ -98,7 +98,7 @@ for (const engine of engines) {
       assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)
       // Chargebee down while reading: 502, nothing recorded, so its retry is applied.
       const later = fake.event('subscription_changed', { subscription: { ...created.content.subscription!, resource_version: Date.now() * 3 } })
-      fake.fail({ status: 500, match: /^GET \/subscriptions\// })
+      fake.fail({ status: 500, match: /^GET \/subscriptions\//, times: ATTEMPTS }) // a read is retried: every attempt fails
       assert.equal((await deliver(t, later)).statusCode, 502)
       assert.equal((await deliver(t, later)).json().outcome, 'unchanged')
       assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)

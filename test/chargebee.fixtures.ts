@@ -9,10 +9,14 @@ export const API_KEY = 'test_cb_key_0123456789'
 export const HOOK = { user: 'cb-hooks', password: 'hook-secret-0123456789' }
 export const WEBHOOK_URL = `${SUB}/webhooks/chargebee`
 
+/** Attempts of one Chargebee call with the default CHARGEBEE_RETRIES (3): the first and 3 retries. */
+export const ATTEMPTS = 4
+
 export async function chargebeeApp(engine: 'pglite' | 'postgres', overrides: Partial<Config> = {}, options: Parameters<typeof buildTestApp>[2] = {}): Promise<{ t: TestApp; fake: FakeChargebee }> {
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
-  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, ...overrides }, options)
+  // Retries without waiting: every test that fails a call fails all its attempts (times: ATTEMPTS) or says how many.
+  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...overrides }, options)
   return { t, fake }
 }
 
@@ -35,9 +39,9 @@ export async function chargebeeProduct(t: TestApp, fake: FakeChargebee, options:
 }
 
 /** POST /api/v1/companies on the product's first plan. */
-export function createCompany(t: TestApp, product: { productSku: string; plans: Record<string, string> }) {
+export function createCompany(t: TestApp, product: { productSku: string; plans: Record<string, string> }, headers: Record<string, string> = {}) {
   return call(t, {
-    method: 'POST', url: '/api/v1/companies',
+    method: 'POST', url: '/api/v1/companies', headers,
     body: { name: uniq('Acme'), country: 'IT', timezone: 'Europe/Rome', billing_email: 'billing@acme.example', product_sku: product.productSku, subscription_plan: Object.values(product.plans)[0], plan_quantity: 5 },
   })
 }

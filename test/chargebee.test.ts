@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { engines, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { createChargebeeProvider } from '../src/modules/subscriptions/billing/chargebee-provider.ts'
-import { API_KEY, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany } from './chargebee.fixtures.ts'
+import { API_KEY, ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany } from './chargebee.fixtures.ts'
 import { SUB, addon, call, coupon, detailsOf, eventsOf, json, mirrorOf, statusOf, CARD } from './subscriptions-helpers.ts'
 
 const unixOf = (d: Date) => Math.floor(d.getTime() / 1000)
@@ -62,9 +62,13 @@ for (const engine of engines) {
       await expectRefusal(product, 400, /Chargebee refused to create the customer \(param_wrong_value\): email : invalid email/)
       fake.fail({ status: 429, api_error_code: 'api_request_limit_exceeded', message: 'Sorry, access has been blocked temporarily due to request count exceeding acceptable limits.', retryAfter: 7 })
       await expectRefusal(product, 503, /retry in 7 s/, '7')
-      fake.fail({ status: 500, api_error_code: 'internal_error', match: /subscription_for_items$/ })
+      // Failing every attempt: read back, the subscription is not at Chargebee; the customer made for it is deleted there.
+      fake.fail({ status: 500, api_error_code: 'internal_error', match: /subscription_for_items$/, times: ATTEMPTS })
+      const customers = fake.customers.size
       await expectRefusal(product, 502, /Chargebee failed to create the subscription \(HTTP 500/)
       assert.equal(await count(), before)
+      assert.equal(fake.customers.size, customers, 'no orphan customer at Chargebee')
+      assert.match(fake.requests.at(-1)!.path, /^\/customers\/[^/]+\/delete$/)
     })
 
     it('estimate and update: Chargebee\'s estimate in our shape, items, addons and coupon as Chargebee parameters', async () => {
@@ -79,8 +83,9 @@ for (const engine of engines) {
       const est = await json(t, 200, { url: `${SUB}/${c.subscriptionId}/estimate`, query, token: c.token })
       const sent = fake.requests.slice(from)
       assert.deepEqual(sent.map((r) => `${r.method} ${r.path}`), ['POST /estimates/update_subscription_for_items'])
+      // Only what changes (the plan and its quantity, an added addon, an added coupon), with the update's options.
       assert.deepEqual(sent[0]!.params, {
-        subscription: { id: c.subscriptionId }, replace_items_list: 'true', replace_coupon_list: 'true', coupon_ids: [code],
+        subscription: { id: c.subscriptionId }, coupon_ids: [code], prorate: 'true', invoice_immediately: 'true',
         subscription_items: [{ item_price_id: c.plans.pro, quantity: '3' }, { item_price_id: a1, quantity: '1' }],
       })
       // In trial Chargebee bills nothing now: its next_invoice_estimate is the answer.
@@ -121,7 +126,9 @@ for (const engine of engines) {
       const c = await chargebeeCompany(t, fake)
       const trialEnd = (await statusOf(t, c)).trial_end
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token, body: { cancellation_reason: 'too expensive' } })).statusCode, 200)
-      assert.deepEqual(fake.requests.at(-1), { method: 'POST', path: `/subscriptions/${c.subscriptionId}/cancel_for_items`, params: { cancel_option: 'end_of_term' }, apiKey: API_KEY })
+      const { idempotencyKey, ...cancelCall } = fake.requests.at(-1)!
+      assert.deepEqual(cancelCall, { method: 'POST', path: `/subscriptions/${c.subscriptionId}/cancel_for_items`, params: { cancel_option: 'end_of_term' }, apiKey: API_KEY })
+      assert.match(idempotencyKey ?? '', /^[0-9a-f-]{36}$/, 'every write carries an idempotency key')
       let d = await detailsOf(t, c)
       assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancelled_at, d.subscription.cancellation_reason, d.subscription.next_billing_at], ['in_trial', trialEnd, trialEnd, 'too expensive', null]) // cancelled_at: the scheduled moment
       // Already scheduled: refused here (409) without asking Chargebee.
@@ -160,7 +167,8 @@ for (const engine of engines) {
         [{ status: 429, api_error_code: 'api_request_limit_exceeded', message: 'Too many requests', retryAfter: 12 }, 503, /retry in 12 s/, '12'],
       ]
       for (const [failure, status, message, retryAfter] of cases) {
-        fake.fail({ ...failure, match: /^POST \/estimates\// })
+        // A 5xx is retried (every attempt fails here); a 4xx, and a 429 asking for longer than we wait, are not.
+        fake.fail({ ...failure, match: /^POST \/estimates\//, times: failure.status >= 500 ? ATTEMPTS : 1 })
         const res = await call(t, { method: 'PUT', url, token: c.token, body: { plan_quantity: 9 } })
         assert.equal(res.statusCode, status, `${failure.status}: ${res.body}`)
         assert.equal(res.json().code, 'provider_error')
@@ -168,11 +176,11 @@ for (const engine of engines) {
         assert.equal(res.headers['retry-after'], retryAfter)
       }
       // The change itself failing (after its estimate) changes nothing either.
-      fake.fail({ status: 500, match: /update_for_items$/ })
+      fake.fail({ status: 500, match: /update_for_items$/, times: ATTEMPTS })
       assert.equal((await call(t, { method: 'PUT', url, token: c.token, body: { plan_quantity: 9 } })).statusCode, 502)
       fake.fail({ status: 400, api_error_code: 'invalid_request', match: /cancel_for_items$/ })
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel`, token: c.token })).statusCode, 400)
-      fake.fail({ status: 503, api_error_code: 'internal_temporary_error', match: /estimates/ })
+      fake.fail({ status: 503, api_error_code: 'internal_temporary_error', match: /estimates/, times: ATTEMPTS })
       assert.equal((await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, token: c.token, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.basic!, plan_quantity: '2' } })).statusCode, 502)
       assert.deepEqual(await detailsOf(t, c), before)
       assert.equal((await eventsOf(t, c.id)).length, events)
@@ -191,6 +199,7 @@ for (const engine of engines) {
         subscription: { id: c.subscriptionId }, subscription_items: [{ item_price_id: c.plans.basic, quantity: '5' }], redirect_url: redirect,
       }])
       assert.match(manager.json().url, /^https:\/\/acme-test\.chargebee\.com\/pages\/v4\/hp_/)
+      assert.ok(checkout!.idempotencyKey, 'a hosted page is a write: it carries an idempotency key')
       assert.deepEqual(Object.keys(manager.json()).sort(), ['expires_at', 'url'])
       assert.equal(manager.json().expires_at, unixOf(t.clock.now()) + 3 * 86_400)
 

@@ -15,9 +15,19 @@ import { fakeChargebeeSync } from './fake-chargebee-sync.ts'
  * Times come from the test's clock, so that they agree with the app's.
  */
 export interface FakeItemPrice { id: string; price: number; period_unit: 'month' | 'year'; item_type: 'plan' | 'addon' }
-export interface FakeCoupon { id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number }
-export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null }
-export interface FakeFailure { status: number; api_error_code?: string; type?: string; message?: string; retryAfter?: number; match?: RegExp; times?: number }
+export interface FakeCoupon {
+  id: string; discount_type: 'percentage' | 'fixed_amount'; discount_percentage?: number; discount_amount?: number
+  /** Coupon object (apidocs.chargebee.com/docs/api/coupons): forever (default), one_time, limited_period for `duration_month` months. */
+  duration_type?: 'forever' | 'one_time' | 'limited_period'; duration_month?: number
+}
+export interface FakeRequest { method: string; path: string; params: Record<string, any>; apiKey: string | null; idempotencyKey?: string }
+/**
+ * An injected failure. `when: 'after'`: the request is applied first (and its answer kept under
+ * its idempotency key), then the failure is answered: Chargebee failing after it committed.
+ * `hang`: no answer at all (the connection stays open; the client's timeout ends it), applied or
+ * not by `when`. Otherwise (`when: 'before'`, the default) nothing is applied.
+ */
+export interface FakeFailure { status: number; api_error_code?: string; type?: string; message?: string; retryAfter?: number; match?: RegExp; times?: number; when?: 'before' | 'after'; hang?: boolean }
 
 type Obj = Record<string, any>
 
@@ -37,9 +47,9 @@ export function parseForm(body: string): Obj {
   return out
 }
 
-function addPeriod(from: number, unit: 'month' | 'year'): number {
+function addPeriod(from: number, unit: 'month' | 'year', count = 1): number {
   const d = new Date(from * 1000)
-  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1))
+  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1) * count)
   return seconds(d)
 }
 
@@ -52,6 +62,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const coupons = new Map<string, FakeCoupon>()
   const requests: FakeRequest[] = []
   const failures: FakeFailure[] = []
+  // Answers kept by idempotency key (see the request handler).
+  const idempotent = new Map<string, { status: number; body: unknown }>()
+  const hanging = new Set<http.ServerResponse>()
   let version = 0
   let sequence = 0
   const now = () => seconds(options.now())
@@ -90,8 +103,34 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   function couponsFrom(params: Obj): Obj[] {
     return ((params.coupon_ids ?? []) as string[]).map((id, i) => {
       if (!coupons.has(id)) throw new CbError(404, 'resource_not_found', `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`, 'invalid_request', `coupon_ids[${i}]`)
-      return { coupon_id: id, applied_count: 0, object: 'coupon' }
+      // Subscription object, coupons[] (apidocs.chargebee.com/docs/api/subscriptions#subscription_coupons):
+      // applied_count counts the invoices it discounted; apply_till ends a limited_period coupon.
+      const coupon = coupons.get(id)!
+      const till = coupon.duration_type === 'limited_period' ? addPeriod(now(), 'month', coupon.duration_month ?? 1) : undefined
+      return { coupon_id: id, applied_count: 0, ...(till ? { apply_till: till } : {}), object: 'coupon' }
     })
+  }
+
+  /**
+   * Update subscription for items (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items):
+   * `replace_items_list` true replaces the items with those sent; false (the default) adds the
+   * items sent and updates those already there (a plan item price replaces the plan: one plan
+   * per subscription), leaving the others, their quantities included, as they are.
+   */
+  function mergedItems(s: Obj, p: Obj): Obj[] {
+    if (p.subscription_items === undefined) return s.subscription_items
+    const sent = itemsFrom(p)
+    if (p.replace_items_list === 'true') return sent
+    const kept = (s.subscription_items as Obj[]).filter((i) => !sent.some((n) => n.item_price_id === i.item_price_id || (n.item_type === 'plan' && i.item_type === 'plan')))
+    const plan = [...sent, ...kept].filter((i) => i.item_type === 'plan')
+    return [...plan, ...[...kept, ...sent].filter((i) => i.item_type !== 'plan')]
+  }
+
+  /** `coupon_ids` are added to the subscription's coupons; `replace_coupon_list` true replaces them (none sent: none left). Same reference as mergedItems. */
+  function mergedCoupons(s: Obj, p: Obj): Obj[] {
+    const sent = couponsFrom(p)
+    if (p.replace_coupon_list === 'true') return sent.map((c) => (s.coupons as Obj[]).find((k) => k.coupon_id === c.coupon_id) ?? c)
+    return [...s.coupons, ...sent.filter((c) => !(s.coupons as Obj[]).some((k) => k.coupon_id === c.coupon_id))]
   }
 
   function subscriptionOf(id: string): Obj {
@@ -100,17 +139,25 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     return s
   }
 
-  function invoiceFor(items: Obj[], couponIds: Obj[]): Obj {
+  /**
+   * An invoice (estimate) of items and coupons. `promotional`: the customer's promotional credits,
+   * given on an invoice as a discount line of entity_type `promotional_credits` (Invoice object,
+   * discounts[].entity_type: item_level_coupon | document_level_coupon | promotional_credits |
+   * prorated_credits | ..., apidocs.chargebee.com/docs/api/invoices; chargebee/types/resources/InvoiceEstimate.d.ts).
+   */
+  function invoiceFor(items: Obj[], couponIds: Obj[], promotional = 0): Obj {
     const lines = items.map((i) => ({
       entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price', entity_id: i.item_price_id,
       description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
     }))
     const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
-    const discounts = couponIds.map((c) => {
+    const discounts = couponIds.filter((c) => c.apply_till === undefined || c.apply_till > now()).map((c) => {
       const coupon = coupons.get(c.coupon_id)!
       const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
       return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
     })
+    const left = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
+    if (promotional > 0 && left > 0) discounts.push({ object: 'discount', entity_type: 'promotional_credits', entity_id: undefined as unknown as string, description: 'Promotional Credits', amount: Math.min(left, promotional) })
     const taxable = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
     const tax = Math.round(taxable * 0.22)
     return {
@@ -121,13 +168,64 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     }
   }
 
+  /**
+   * What a change bills, as Chargebee's Update subscription for items and its estimate
+   * (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items, parameters
+   * `prorate` and `invoice_immediately`; apidocs.chargebee.com/docs/api/estimates#update_subscription_estimate):
+   * - in trial nothing is billed now: the first term's invoice is the next one (`next_invoice_estimate`);
+   * - `prorate` false: no prorated charge or credit; the change shows in the next invoice;
+   * - `prorate` true: the changed items are charged for the rest of the term and the items they
+   *   replace credited (a credit note, `credit_note_estimates`, type `adjustment`); with
+   *   `invoice_immediately` true the charge is invoiced now (`invoice_estimate`) and the credit
+   *   note applied to it (`credits_applied`, the credit note's `amount_allocated`; the rest is
+   *   `amount_available`), else the charges wait for the next invoice (`unbilled_charge_estimates`).
+   */
+  function changeBilling(s: Obj, items: Obj[], couponList: Obj[], p: Obj): Obj {
+    if (s.status === 'in_trial' || p.prorate === 'false') return { next_invoice_estimate: invoiceFor(items, couponList) }
+    const share = Math.max(0, s.current_term_end - now()) / (s.current_term_end - s.current_term_start)
+    const same = (a: Obj, b: Obj) => a.item_price_id === b.item_price_id && a.quantity === b.quantity
+    const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
+    const charged = prorated(items.filter((i) => !(s.subscription_items as Obj[]).some((o) => same(o, i))))
+    const credited = prorated((s.subscription_items as Obj[]).filter((o) => !items.some((i) => same(o, i))))
+    // Nothing charged or credited (a coupon alone): no invoice now; the change shows on the next one.
+    if (charged.length === 0 && credited.length === 0) return { next_invoice_estimate: invoiceFor(items, couponList) }
+    const invoice = invoiceFor(charged, couponList, customers.get(s.customer_id)?.promotional_credits ?? 0)
+    const credit = credited.length > 0 ? invoiceFor(credited, s.coupons) : null
+    if (p.invoice_immediately !== 'true') {
+      return { unbilled_charge_estimates: invoice.line_items, ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: 0, amount_available: credit.total }] } : {}) }
+    }
+    const applied = Math.min(credit?.total ?? 0, invoice.total)
+    return {
+      invoice_estimate: { ...invoice, credits_applied: applied, amount_due: invoice.total - applied },
+      ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: applied, amount_available: credit.total - applied }] } : {}),
+    }
+  }
+
   const routes: [string, RegExp, (m: RegExpMatchArray, p: Obj) => Obj][] = [
+    // Create a customer (apidocs.chargebee.com/docs/api/customers#create_a_customer): a given id that exists is 400 duplicate_entry.
     ['POST', /^\/customers$/, (_m, p) => {
       if (p.id && customers.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const customer = { id: p.id ?? nextId('cus'), company: p.company, email: p.email, billing_address: p.billing_address, auto_collection: 'on', created_at: now(), updated_at: now(), resource_version: nextVersion(), deleted: false, object: 'customer', card_status: 'no_card' }
       customers.set(customer.id, customer)
       return { customer }
     }],
+    // Retrieve a customer (apidocs.chargebee.com/docs/api/customers#retrieve_a_customer): 404 resource_not_found when unknown.
+    ['GET', /^\/customers\/([^/]+)$/, (m) => {
+      const customer = customers.get(decodeURIComponent(m[1]!))
+      if (!customer) throw notFound(`Customer ${decodeURIComponent(m[1]!)}`)
+      return { customer, ...(cards.has(customer.id) ? { card: cards.get(customer.id) } : {}) }
+    }],
+    // Delete a customer (apidocs.chargebee.com/docs/api/customers#delete_a_customer): its subscriptions are deleted with it.
+    ['POST', /^\/customers\/([^/]+)\/delete$/, (m) => {
+      const id = decodeURIComponent(m[1]!)
+      const customer = customers.get(id)
+      if (!customer) throw notFound(`Customer ${id}`)
+      customers.delete(id)
+      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) subscriptions.delete(sid)
+      return { customer: { ...customer, deleted: true } }
+    }],
+    // Create subscription for items (apidocs.chargebee.com/docs/api/subscriptions#create_subscription_for_items): in_trial until a future
+    // trial_end, else active for a term; an unknown item price is 404 resource_not_found naming the parameter.
     ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
       const customerId = decodeURIComponent(m[1]!)
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
@@ -148,14 +246,34 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       subscriptions.set(s.id, touch(s))
       return wrap(s)
     }],
+    // Retrieve a subscription (apidocs.chargebee.com/docs/api/subscriptions#retrieve_a_subscription): with its customer and card.
     ['GET', /^\/subscriptions\/([^/]+)$/, (m) => wrap(subscriptionOf(decodeURIComponent(m[1]!)))],
+    // Update subscription for items (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items): answers the subscription and the
+    // invoice and credit notes the change made; a cancelled subscription is 409 invalid_state_for_request.
     ['POST', /^\/subscriptions\/([^/]+)\/update_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      s.subscription_items = itemsFrom(p)
-      s.coupons = couponsFrom(p)
-      return { ...wrap(touch(s)), ...(s.status === 'active' ? { invoice: { ...invoiceFor(s.subscription_items, s.coupons), object: 'invoice', id: nextId('inv') } } : {}) }
+      const items = mergedItems(s, p)
+      const couponList = mergedCoupons(s, p)
+      const billed = changeBilling(s, items, couponList, p)
+      s.subscription_items = items
+      s.coupons = couponList
+      // The documents the change made: the invoice and credit notes its estimate announced.
+      const invoice = billed.invoice_estimate ? { ...billed.invoice_estimate, object: 'invoice', id: nextId('inv'), subscription_id: s.id } : undefined
+      const notes = ((billed.credit_note_estimates ?? []) as Obj[]).map((c) => ({ ...c, object: 'credit_note', id: nextId('cn'), subscription_id: s.id }))
+      // Kept with the sync half's documents, so that the list and retrieve calls answer them too.
+      if (invoice) sync.invoices.set(invoice.id as string, touch({ date: now(), ...invoice }))
+      for (const note of notes) sync.creditNotes.set(note.id as string, touch({ date: now(), ...note }))
+      // A coupon that discounted the invoice counts it; a one_time coupon is spent and leaves the subscription.
+      if (invoice) {
+        const used = new Set((invoice.discounts as Obj[]).map((d) => d.entity_id))
+        for (const c of s.coupons as Obj[]) if (used.has(c.coupon_id)) c.applied_count += 1
+        s.coupons = (s.coupons as Obj[]).filter((c) => !(used.has(c.coupon_id) && coupons.get(c.coupon_id)?.duration_type === 'one_time'))
+      }
+      return { ...wrap(touch(s)), ...(invoice ? { invoice } : {}), ...(notes.length > 0 ? { credit_notes: notes } : {}) }
     }],
+    // Cancel subscription for items (apidocs.chargebee.com/docs/api/subscriptions#cancel_subscription_for_items): end_of_term keeps a future
+    // cancelled_at (non_renewing, or in_trial ending at the trial's end); immediately cancels now.
     ['POST', /^\/subscriptions\/([^/]+)\/cancel_for_items$/, (m, p) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled') throw invalidState('The subscription is already cancelled')
@@ -169,6 +287,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
       return wrap(touch(s))
     }],
+    // Remove scheduled cancellation (apidocs.chargebee.com/docs/api/subscriptions#remove_scheduled_cancellation): none scheduled is 409.
     ['POST', /^\/subscriptions\/([^/]+)\/remove_scheduled_cancellation$/, (m) => {
       const s = subscriptionOf(decodeURIComponent(m[1]!))
       if (s.status === 'cancelled' || s.cancelled_at === undefined) throw invalidState('No cancellation is scheduled for this subscription')
@@ -177,19 +296,20 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       delete s.cancel_schedule_created_at
       return wrap(touch(s))
     }],
+    // Update subscription for items estimate (apidocs.chargebee.com/docs/api/estimates#update_subscription_for_items_estimate): the same
+    // parameters as the update, nothing changed; what it bills as changeBilling says.
     ['POST', /^\/estimates\/update_subscription_for_items$/, (_m, p) => {
       const s = subscriptionOf(p.subscription?.id)
       if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
-      const invoice = invoiceFor(itemsFrom(p), couponsFrom(p))
-      const trial = s.status === 'in_trial'
       return {
         estimate: {
           object: 'estimate', created_at: now(),
           subscription_estimate: { id: s.id, status: s.status, next_billing_at: s.next_billing_at ?? undefined, currency_code: 'EUR', object: 'subscription_estimate' },
-          ...(trial ? { next_invoice_estimate: invoice } : { invoice_estimate: invoice }),
+          ...changeBilling(s, mergedItems(s, p), mergedCoupons(s, p), p),
         },
       }
     }],
+    // Checkout existing subscription and Manage payment sources (apidocs.chargebee.com/docs/api/hosted_pages): a hosted_page in state created.
     ['POST', /^\/hosted_pages\/(checkout_existing_for_items|manage_payment_sources)$/, (m, p) => {
       const type = m[1] === 'manage_payment_sources' ? 'manage_payment_sources' : 'checkout_existing'
       if (type === 'checkout_existing') {
@@ -200,6 +320,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const created = now()
       return { hosted_page: { id, type, url: `https://${site}.chargebee.com/pages/v4/${id}/`, state: 'created', embed: false, created_at: created, expires_at: created + 3 * 86_400, updated_at: created, resource_version: nextVersion(), object: 'hosted_page' } }
     }],
+    // Create a portal session (apidocs.chargebee.com/docs/api/portal_sessions#create_a_portal_session): valid for an hour until first used.
     ['POST', /^\/portal_sessions$/, (_m, p) => {
       const customerId = p.customer?.id
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
@@ -217,6 +338,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     res.end(JSON.stringify(body))
   }
 
+  /** Chargebee's error JSON (apidocs.chargebee.com/docs/api/error_handling): message, type, api_error_code, param, error_code, http_status_code; 429 with Retry-After. */
   function sendError(res: http.ServerResponse, status: number, code: string, message: string, type?: string, param?: string, headers: Record<string, string> = {}) {
     send(res, status, { message, ...(type ? { type } : {}), api_error_code: code, ...(param ? { param } : {}), error_code: code, http_status_code: status }, headers)
   }
@@ -231,23 +353,41 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const apiKey = auth ? Buffer.from(auth[1]!, 'base64').toString('utf8').replace(/:$/, '') : null
       const path = url.pathname.replace(/^\/api\/v2/, '')
       const params = req.method === 'GET' ? parseForm(url.search.slice(1)) : parseForm(body)
-      requests.push({ method: req.method ?? 'GET', path, params, apiKey })
+      const key = req.method === 'POST' ? req.headers['chargebee-idempotency-key'] as string | undefined : undefined
+      requests.push({ method: req.method ?? 'GET', path, params, apiKey, ...(key ? { idempotencyKey: key } : {}) })
       if (apiKey !== options.apiKey) return sendError(res, 401, 'api_authentication_failed', 'Sorry, authentication failed. Invalid api key', undefined)
       if (!url.pathname.startsWith('/api/v2/')) return sendError(res, 404, 'resource_not_found', 'Sorry, we could not find that resource')
       const failure = failures.find((f) => !f.match || f.match.test(`${req.method} ${path}`))
-      if (failure) {
-        if (--failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
-        const headers: Record<string, string> = failure.retryAfter !== undefined ? { 'retry-after': String(failure.retryAfter) } : {}
-        return sendError(res, failure.status, failure.api_error_code ?? 'internal_error', failure.message ?? 'Injected failure', failure.type, undefined, headers)
+      if (failure && --failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
+      const fail = () => {
+        if (failure!.hang) return void hanging.add(res)
+        const headers: Record<string, string> = failure!.retryAfter !== undefined ? { 'retry-after': String(failure!.retryAfter) } : {}
+        sendError(res, failure!.status, failure!.api_error_code ?? 'internal_error', failure!.message ?? 'Injected failure', failure!.type, undefined, headers)
+      }
+      if (failure && failure.when !== 'after') return fail()
+      // Idempotency (apidocs.chargebee.com/docs/api/idempotency, as the SDK's README links it): a POST
+      // repeated with a key Chargebee has answered gets that first answer again, with the header
+      // chargebee-idempotency-replayed: true (read by the SDK as isIdempotencyReplayed,
+      // chargebee/cjs/coreCommon.js), and is not applied again. A 5xx is not kept: the retry runs.
+      const kept = key ? idempotent.get(key) : undefined
+      if (kept && !failure) {
+        res.writeHead(kept.status, { 'content-type': 'application/json;charset=utf-8', 'chargebee-idempotency-replayed': 'true' })
+        return void res.end(JSON.stringify(kept.body))
       }
       const route = routes.find(([method, pattern]) => method === req.method && pattern.test(path))
       if (!route) return sendError(res, 404, 'resource_not_found', `No API ${req.method} ${path}`)
+      let status = 200
+      let answer: unknown
       try {
-        send(res, 200, route[2](path.match(route[1])!, params))
+        answer = kept ? kept.body : route[2](path.match(route[1])!, params)
       } catch (err) {
-        if (err instanceof CbError) return sendError(res, err.status, err.code, err.message, err.type, err.param)
-        sendError(res, 500, 'internal_error', `Fake failure: ${(err as Error).message}`, 'internal_error')
+        if (!(err instanceof CbError)) return sendError(res, 500, 'internal_error', `Fake failure: ${(err as Error).message}`, 'internal_error')
+        status = err.status
+        answer = { message: err.message, type: err.type, api_error_code: err.code, ...(err.param ? { param: err.param } : {}), error_code: err.code, http_status_code: err.status }
       }
+      if (key && !kept) idempotent.set(key, { status, body: answer })
+      if (failure) return fail()
+      send(res, status, answer)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -296,7 +436,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         },
       }
     },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+    /** Ends the requests left hanging by a `hang` failure (their clients timed out long ago). */
+    releaseHanging() { for (const res of hanging) res.destroy(); hanging.clear() },
+    close: () => new Promise<void>((resolve) => { for (const res of hanging) res.destroy(); server.closeAllConnections(); server.close(() => resolve()) }),
   }
 }
 

@@ -49,7 +49,11 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     // Its trial subscription is created at the billing provider of the product.
     config: { access: 'platform', billingProvider: true },
     schema: { operationId: 'createCompany', tags, summary: 'Create a company with a trial subscription', body: CompanyInput, response: { 202: Accepted } },
-  }, async (request, reply) => accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId)}`))
+  }, async (request, reply) => {
+    // A request under an Idempotency-Key names its company by the key: its retry makes the same company (no second customer at Chargebee).
+    const retryName = request.idempotency ? `${request.idempotency.owner}:${request.idempotency.key}` : null
+    return accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId, retryName)}`)
+  })
 
   app.get(BASE, {
     config: { access: 'platform' },

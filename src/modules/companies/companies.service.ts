@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { ChangeLogEntry, DB } from '../../db/tables.ts'
@@ -36,7 +37,7 @@ export function createCompaniesService(deps: {
   db: Kysely<DB>
   repo: CompaniesRepository
   catalogue: Pick<CatalogueRepository, 'findProductBySku' | 'findPlanBySku'>
-  subscriptions: Pick<SubscriptionsService, 'startTrial'>
+  subscriptions: Pick<SubscriptionsService, 'startTrial' | 'abandonTrial'>
   access: Pick<AccessState, 'changed'>
   clock: Clock
 }) {
@@ -54,7 +55,13 @@ export function createCompaniesService(deps: {
 
   return {
     /** Creates the company, its billing customer and its trial subscription, all or nothing. */
-    async createCompany(input: CompanyInput, actor: string): Promise<string> {
+    /**
+     * `retryName` (the request's Idempotency-Key, with its owner): the company's id is derived
+     * from it, so a retry after a failure this service could not see through (its own commit,
+     * a crash) creates the same company, whose customer and subscription at Chargebee it finds
+     * again (their creation is keyed by these ids) instead of leaving them orphaned.
+     */
+    async createCompany(input: CompanyInput, actor: string, retryName: string | null = null): Promise<string> {
       if (!isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
       const product = await deps.catalogue.findProductBySku(input.product_sku)
       if (!product) throw new ValidationError(`body/product_sku names an unknown product: ${input.product_sku}`)
@@ -66,8 +73,8 @@ export function createCompaniesService(deps: {
       const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
       if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
       const vatNumber = vatNumberOf(input.vat_number, 'body/vat_number')
-      const id = randomUUID()
-      await deps.db.transaction().execute(async (trx) => {
+      const id = retryName === null ? randomUUID() : uuidFromName(`company:${retryName}`)
+      const inserted = deps.db.transaction().execute(async (trx) => {
         await repo.insertCompany(trx, {
           id, name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
           zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
@@ -78,6 +85,11 @@ export function createCompaniesService(deps: {
           updated_at: clock.now(),
         })
         await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
+      })
+      await inserted.catch(async (err) => {
+        // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
+        if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
+        throw err
       })
       return id
     },

@@ -7,6 +7,8 @@ import type { SubscriptionEventsTable, SubscriptionsTable } from '../../db/table
  * Every function takes the executor so that a change reads and writes in one transaction
  * (on PGlite, a read outside an open transaction would wait for it).
  */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 export function createSubscriptionsRepository() {
   return {
     insert: (executor: Executor, subscription: Insertable<SubscriptionsTable>) =>
@@ -36,8 +38,11 @@ export function createSubscriptionsRepository() {
 
     findPlan: (executor: Executor, sku: string) => executor.selectFrom('plans').selectAll().where('sku', '=', sku).executeTakeFirst(),
     findProduct: (executor: Executor, sku: string) => executor.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst(),
-    findAddons: (executor: Executor, ids: string[]) =>
-      ids.length === 0 ? Promise.resolve([]) : executor.selectFrom('addons').selectAll().where('id', 'in', ids).execute(),
+    // Our addon ids are UUIDs; a provider's own item price ids (addons set at Chargebee) are none of ours, never a malformed query.
+    findAddons: (executor: Executor, ids: string[]) => {
+      const ours = ids.filter((id) => UUID.test(id))
+      return ours.length === 0 ? Promise.resolve([]) : executor.selectFrom('addons').selectAll().where('id', 'in', ours).execute()
+    },
     findCoupon: (executor: Executor, code: string) => executor.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
 
     /** True when the company has redeemed the coupon before (it may apply it again without a new redemption). */

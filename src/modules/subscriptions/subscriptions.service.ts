@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { DB, PaymentSource, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
@@ -15,6 +15,7 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery, PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
 import { detailsView, nextBillingAt, statusView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
+import { createRemoteChanges } from './subscriptions.remote.ts'
 import { cardFromBody } from './subscriptions.cards.ts'
 import { unixSeconds } from './billing/terms.ts'
 import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/invoices.service.ts'
@@ -85,6 +86,8 @@ export function createSubscriptionsService(deps: {
       return fn(trx, s, providers.get(s.provider))
     })
   }
+
+  const { remoteChange, known } = createRemoteChanges({ repo, change })
 
   async function customerOf(executor: Executor, companyId: string): Promise<BillingCustomer & { vat_number: string | null; timezone: string }> {
     const row = await repo.findCustomer(executor, companyId)
@@ -201,7 +204,8 @@ export function createSubscriptionsService(deps: {
       const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
       const provider = providers.get(input.product.subscription_manager)
       const draft: SubscriptionRow = {
-        company_id: input.companyId, id: randomUUID(), customer_id: input.companyId, provider: provider.name,
+        // Named by its company: a retried creation of the same company creates (at a provider: finds) the same subscription.
+        company_id: input.companyId, id: uuidFromName(`subscription:${input.companyId}`), customer_id: input.companyId, provider: provider.name,
         product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
         status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
         cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,
@@ -221,6 +225,19 @@ export function createSubscriptionsService(deps: {
         await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, companyId: input.companyId, payload: { company_id: input.companyId } })
       }
       return subscription
+    },
+
+    /**
+     * The company's creation failed after its provider may have created the customer and its
+     * subscription (a remote provider): they are deleted there. If that fails too, the creation's
+     * own error is still what the client gets, and the orphan is left to reconciliation.
+     */
+    async abandonTrial(companyId: string, product: ProductRow) {
+      try {
+        await providers.get(product.subscription_manager).abandonCustomer?.(companyId)
+      } catch {
+        // Left to reconciliation; the creation's own error is the answer.
+      }
     },
 
     /** Registers the time-driven transitions with the scheduler. */
@@ -246,22 +263,32 @@ export function createSubscriptionsService(deps: {
     async cancel(ref: string, tenant: string | null, body: SubscriptionCancellationData | undefined, endOfTerm: boolean, actor: string) {
       const found = await repo.findByCompanyOrId(db, ref)
       if (!found || (tenant !== null && tenant !== found.company_id)) throw new NotFound('Subscription')
-      await change(found.company_id, found.id, async (trx, s, provider) => {
+      const reason = { cancellation_reason: body?.cancellation_reason ?? null, cancellation_message: body?.cancellation_message ?? null }
+      const event = endOfTerm ? 'cancellation_scheduled' : 'cancelled'
+      await remoteChange(found.company_id, found.id, async (trx, s, provider, applied) => {
         const refusal = lifecycle.cancelRefusal(s, endOfTerm)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
-        const next = await provider.cancel(s, { endOfTerm, reason: body?.cancellation_reason ?? null, message: body?.cancellation_message ?? null }, now)
-        await save(trx, s, next, { event: endOfTerm ? 'cancellation_scheduled' : 'cancelled', actor, at: now })
+        const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message }, now)
+        applied()
+        await save(trx, s, next, { event, actor, at: now })
+      }, async (trx, s, provider) => {
+        await save(trx, s, await provider.retrieve({ ...s, ...reason }), { event, actor, at: clock.now() })
       })
     },
 
     /** Spec 3: undoes a scheduled cancellation; 409 when none is scheduled. */
     async removeScheduledCancellation(companyId: string, subscriptionId: string, actor: string) {
-      await change(companyId, subscriptionId, async (trx, s, provider) => {
+      const event = 'scheduled_cancellation_removed'
+      await remoteChange(companyId, subscriptionId, async (trx, s, provider, applied) => {
         const refusal = lifecycle.removalRefusal(s)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
-        await save(trx, s, await provider.removeScheduledCancellation(s, now), { event: 'scheduled_cancellation_removed', actor, at: now })
+        const next = await provider.removeScheduledCancellation(s, now)
+        applied()
+        await save(trx, s, next, { event, actor, at: now })
+      }, async (trx, s, provider) => {
+        await save(trx, s, await provider.retrieve(s), { event, actor, at: clock.now() })
       })
     },
 
@@ -290,18 +317,20 @@ export function createSubscriptionsService(deps: {
       }
       const refusal = lifecycle.changeRefusal(s)
       if (refusal) throw new Conflict(refusal)
+      const own = await known(db, s)
       const wanted: WantedSelection = {
         planSku: query.subscription_plan, quantity: query.plan_quantity,
-        addonIds: query.addons ?? s.addons.map((a) => a.id),
-        couponCode: query.coupon_code === undefined ? s.coupon_code : (query.coupon_code || null),
+        addonIds: query.addons ?? own.addonIds,
+        couponCode: query.coupon_code === undefined ? own.couponCode : (query.coupon_code || null),
       }
       const { change: request } = await priceChange(db, s, wanted, field)
-      return { estimate: await providers.get(s.provider).estimate(s, request) }
+      return { estimate: await providers.get(s.provider).estimate(own.held, request) }
     },
 
     /** Spec 6: applies a change of plan, quantity, addons or coupon; answers the details (8) and the estimate it applied. */
     async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
-      return change(companyId, subscriptionId, async (trx, s, provider) => {
+      let applied: { estimate: Estimate; couponCode: string | null; at: Date; today: string } | undefined
+      return remoteChange(companyId, subscriptionId, async (trx, s, provider, markApplied) => {
         const refusal = lifecycle.changeRefusal(s)
         if (refusal) throw new Conflict(refusal)
         // A term not paid yet has no unused part to credit (a refundable credit would be money
@@ -310,18 +339,24 @@ export function createSubscriptionsService(deps: {
         if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
           throw new Conflict('The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription')
         }
+        const own = await known(trx, s)
         const wanted: WantedSelection = {
           planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
-          addonIds: body?.addons ?? s.addons.map((a) => a.id),
-          couponCode: body?.coupon_code === undefined ? s.coupon_code : (body.coupon_code || null),
+          addonIds: body?.addons ?? own.addonIds,
+          couponCode: body?.coupon_code === undefined ? own.couponCode : (body.coupon_code || null),
         }
         const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
-        const { state, estimate, unusedCredit } = await provider.changeSubscription(s, request)
         const coupon = request.selection.coupon
-        // Once per company, counted in the statement that checks the limit: concurrent updates never over-redeem.
+        // Every check before the provider is called. The redemption is counted once per company
+        // in the statement that checks the limit, and holds the coupon's row until this
+        // transaction ends: a concurrent update of the last redemption waits, then is refused
+        // without reaching the provider; a failed provider call rolls the redemption back.
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
+        const { state, estimate, unusedCredit } = await provider.changeSubscription(own.held, request)
+        applied = { estimate, couponCode: coupon?.code ?? null, at: request.now, today }
+        markApplied()
         // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         const saved = await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
@@ -331,6 +366,15 @@ export function createSubscriptionsService(deps: {
         }
         const after = (await repo.findByCompany(trx, companyId))!
         return { ...(await details(trx, after)), estimate }
+      }, async (trx, s, provider) => {
+        // Saved again from the provider's state; the redemption with it (the provider applied the coupon: it counts).
+        const { estimate, couponCode, at, today } = applied!
+        const state = await provider.retrieve({ ...s, coupon_code: couponCode })
+        const coupon = state.coupon_code !== null && state.coupon_code !== s.coupon_code ? await repo.findCoupon(trx, state.coupon_code) : undefined
+        if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, today)
+        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
+        await save(trx, s, state, { event: 'changed', actor, at, details: { invoice: estimate.invoice_estimate } })
+        return { ...(await details(trx, (await repo.findByCompany(trx, companyId))!)), estimate }
       })
     },
 

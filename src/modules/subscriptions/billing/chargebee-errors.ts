@@ -9,10 +9,13 @@ import { AppError, ProviderError } from '../../../http/errors.ts'
  * - 400 (`invalid_request`, `param_wrong_value`, ...): 400 — the request named something
  *   Chargebee does not accept (e.g. a plan sku that is no item price there).
  * - 409 (`invalid_state_for_request`): 409 — Chargebee's state refuses it.
- * - 429: 503 with Chargebee's `Retry-After` (not retried here: the call runs inside a
- *   transaction holding the subscription's row lock; the client retries).
+ * - 429: 503 with Chargebee's `Retry-After`, once the short retries of chargebee-retry.ts are
+ *   spent or the Retry-After is longer than they wait (the call runs inside a transaction
+ *   holding the subscription's row lock; the client retries).
  * - 404 (`resource_not_found`), 401/403 (our key), 5xx, timeouts, network: 502 — our mirror or
- *   configuration disagrees with Chargebee, or Chargebee failed: nothing the client can fix.
+ *   configuration disagrees with Chargebee, or Chargebee failed: nothing the client can fix. A
+ *   5xx or timeout of a write reaches here only when reading Chargebee back showed it not applied
+ *   (chargebee-writes.ts).
  */
 interface CbErrorBody { message?: string; api_error_code?: string; error_code?: string; http_status_code?: number; headers?: Record<string, string> }
 

@@ -1,7 +1,6 @@
 import type { PaymentSource, SubscriptionStatus } from '../../../db/tables.ts'
 import type { Estimate, InvoiceEstimate, LineItem } from './estimate.ts'
 import type { BillingState } from './lifecycle.ts'
-import type { ChangeRequest } from './provider.ts'
 
 /**
  * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and
@@ -82,24 +81,10 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
   }
 }
 
-/** The items and coupons of a change, in Chargebee's parameters (replacing the lists, not adding to them). */
-export function itemsParams(change: Pick<ChangeRequest, 'selection'>) {
-  const { selection } = change
-  return {
-    subscription_items: [
-      { item_price_id: selection.plan.sku, quantity: selection.quantity },
-      ...selection.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity })),
-    ],
-    replace_items_list: true,
-    coupon_ids: selection.coupon ? [selection.coupon.code] : [],
-    replace_coupon_list: true,
-  }
-}
-
 interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number }
 interface CbInvoiceEstimate {
   line_items?: CbLineItem[]
-  discounts?: { description?: string; amount?: number }[]
+  discounts?: { description?: string; amount?: number; entity_type?: string; entity_id?: string }[]
   sub_total?: number
   taxes?: { name: string; amount?: number; description?: string }[]
   line_item_taxes?: { tax_name: string; tax_rate?: number }[]
@@ -112,6 +97,18 @@ export interface CbEstimate {
   subscription_estimate?: { status?: SubscriptionStatus; next_billing_at?: number }
   invoice_estimate?: CbInvoiceEstimate
   next_invoice_estimate?: CbInvoiceEstimate
+  /** The credit notes a change makes (the unused part of what it replaces): what they give the invoice is `amount_allocated`. */
+  credit_note_estimates?: { type?: string; total?: number; amount_allocated?: number; amount_available?: number }[]
+}
+
+/**
+ * A discount line as Chargebee types it (`entity_type`): credits (prorated, promotional) are
+ * named as credits, never taken for a coupon; a coupon's line without a description is named by its id.
+ */
+function discountLabel(d: NonNullable<CbInvoiceEstimate['discounts']>[number]): string {
+  if (d.entity_type === 'prorated_credits') return d.description ? `Prorated credits: ${d.description}` : 'Prorated credits'
+  if (d.entity_type === 'promotional_credits') return d.description ? `Promotional credits: ${d.description}` : 'Promotional credits'
+  return d.description ?? d.entity_id ?? 'Discount'
 }
 
 function entityType(type: string): LineItem['entity_type'] {
@@ -131,11 +128,12 @@ export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStat
       entity_type: entityType(l.entity_type), entity_id: l.entity_id ?? '', description: l.description ?? '',
       unit_amount: l.unit_amount ?? 0, quantity: l.quantity ?? 1, amount: l.amount ?? 0,
     })),
-    discounts: (inv.discounts ?? []).map((d) => ({ description: d.description ?? '', amount: d.amount ?? 0 })),
+    discounts: (inv.discounts ?? []).map((d) => ({ description: discountLabel(d), amount: d.amount ?? 0 })),
     sub_total: inv.sub_total ?? 0,
     taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),
     total: inv.total ?? 0,
-    credits_applied: inv.credits_applied ?? 0,
+    // The credit notes of the change applied to this invoice, when Chargebee does not total them itself.
+    credits_applied: inv.credits_applied ?? (e.invoice_estimate ? (e.credit_note_estimates ?? []).reduce((sum, c) => sum + (c.amount_allocated ?? 0), 0) : 0),
     amount_due: inv.amount_due ?? 0,
     currency_code: inv.currency_code ?? fallback.currency,
   }

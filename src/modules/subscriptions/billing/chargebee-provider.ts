@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto'
 import Chargebee from 'chargebee'
 import type { Config } from '../../../config.ts'
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
-import { callChargebee } from './chargebee-errors.ts'
-import { cardOf, estimateFrom, itemsParams, stateFrom, type CbCard, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
+import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
+import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.ts'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee-retry.ts'
+import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee-writes.ts'
 import type { BillingState } from './lifecycle.ts'
 import type { BillingProvider, ChangeRequest, HostedPage, PortalSession } from './provider.ts'
 import { unixSeconds } from './terms.ts'
@@ -16,13 +19,13 @@ export interface ChargebeeSettings {
   hostSuffix?: string
   port?: number
   timeoutMs?: number
+  /** Retries of a failed call (chargebee-retry.ts). */
+  retry?: Partial<RetryPolicy>
 }
-
-/** What Chargebee answers for a subscription (`card` only when the customer has one). */
-interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
 
 /** The provider, and Chargebee's own view of a subscription (for the webhooks: its resource_version included). */
 export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }> }
+  & Required<Pick<BillingProvider, 'abandonCustomer'>>
 
 /**
  * The Chargebee provider, on the official SDK (v3). Chargebee holds the subscription and moves
@@ -30,8 +33,9 @@ export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string
  * reports after it, mapped onto the stored row (chargebee-mapping.ts). The customer and the
  * subscription are created with our ids (the company id, the subscription UUID).
  *
- * Failures become `provider_error` answers (chargebee-errors.ts); the SDK's own retries are off
- * because every call runs inside the transaction holding the subscription's row lock.
+ * Failures become `provider_error` answers (chargebee-errors.ts). The SDK's own retries are off:
+ * every write goes through chargebee-writes.ts (an idempotency key, our retries with that key,
+ * an uncertain outcome settled by reading Chargebee back: chargebee-read-back.ts).
  */
 export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
   const cb = new Chargebee({
@@ -45,13 +49,34 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     sdkTelemetryEnabled: false,
   })
 
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...settings.retry }
+  const readBack = createReadBack(cb, policy)
+  const write = createWriter(policy)
   const answer = (a: unknown) => a as SubscriptionAnswer
-  const next = (stored: BillingState, a: SubscriptionAnswer) => stateFrom(stored, a.subscription, cardOf(a.card))
+  const next = (stored: BillingState, a: SubscriptionAnswer, prefer?: string | null) => stateOf(stored, a, prefer)
+  /** Chargebee's subscription now, for a settle: null when Chargebee has none. */
+  const current = (id: string) => readBack.subscription(id)
 
-  async function estimateOf(s: BillingState, change: ChangeRequest) {
-    const result = await callChargebee('estimate the change', () =>
-      cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...itemsParams(change) }))
+  /** The change's parameters (chargebee-writes.ts), Chargebee's lists read first when something is taken off. */
+  async function paramsOf(s: BillingState, change: ChangeRequest) {
+    const needed = needsChargebeeLists(s, change)
+    const lists = needed ? await current(s.id) : null
+    if (needed && !lists) throw new ProviderError(`Chargebee does not know the subscription ${s.id}`)
+    return changeParams(s, change, lists?.subscription ?? null)
+  }
+
+  async function estimateWith(s: BillingState, change: ChangeRequest, params: ReturnType<typeof changeParams>) {
+    // An estimate changes nothing: retried as a read.
+    const result = await retried('estimate the change', () => cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params }))
     return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, { status: s.status, currency: change.currency })
+  }
+
+  /**
+   * A call whose repetition does no harm (a read, an estimate, a new hosted page or portal
+   * session): retried, never settled; `headers` carry an idempotency key for the POSTs.
+   */
+  function retried<T>(action: string, call: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+    return write(action, randomUUID(), call, async () => null)
   }
 
   return {
@@ -59,46 +84,76 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     drivesTime: false,
 
     async createSubscription({ subscription: s, customer }) {
-      await callChargebee('create the customer', () => cb.customer.create({
+      // Keys derived from our ids: a retry of this creation is the same request at Chargebee.
+      const exists = async () => ((await readBack.customerExists(customer.id)) ? {} : null)
+      await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
         id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
         billing_address: { company: customer.name, country: customer.country },
-      }))
-      const created = await callChargebee('create the subscription', () => cb.subscription.createWithItems(customer.id, {
+      }, headers), exists).catch(async (err: Error) => {
+        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id.
+        if (!/duplicate_entry/.test(err.message) || !(await readBack.customerExists(customer.id))) throw err
+      })
+      const created = await write('create the subscription', `subscription-create:${s.id}`, (headers) => cb.subscription.createWithItems(customer.id, {
         id: s.id,
         subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
         ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
-      }))
+      }, headers).then(answer), () => current(s.id)).catch(async (err: Error) => {
+        const earlier = /duplicate_entry/.test(err.message) ? await current(s.id) : null
+        if (earlier?.subscription.customer_id !== customer.id) throw err
+        return earlier
+      })
       return next(s, answer(created))
     },
 
+    async abandonCustomer(customerId) {
+      // Chargebee deletes a customer's subscriptions with it: nothing is left of a creation that failed here.
+      await write('delete the customer', `customer-delete:${customerId}`, (headers) => cb.customer.delete(customerId, {}, headers),
+        async () => ((await readBack.customerExists(customerId)) ? null : {}))
+        .catch((err) => { if (!/resource_not_found/.test(String((err as Error).message))) throw err })
+    },
+
     async fetchSubscription(id) {
-      const a = answer(await callChargebee('read the subscription', () => cb.subscription.retrieve(id)))
+      const a = answer(await retried('read the subscription', () => cb.subscription.retrieve(id)))
       return { subscription: a.subscription, card: cardOf(a.card) }
     },
 
     async retrieve(s) {
-      return next(s, answer(await callChargebee('read the subscription', () => cb.subscription.retrieve(s.id))))
+      return next(s, answer(await retried('read the subscription', () => cb.subscription.retrieve(s.id))))
     },
 
-    estimate: estimateOf,
+    async estimate(s, change) {
+      return estimateWith(s, change, await paramsOf(s, change))
+    },
 
     async changeSubscription(s, change) {
-      // The estimate of the very change applied: what the client is answered it pays.
-      const estimate = await estimateOf(s, change)
-      const updated = await callChargebee('change the subscription', () =>
-        cb.subscription.updateForItems(s.id, { ...itemsParams(change), prorate: true, invoice_immediately: true }))
-      return { state: next(s, answer(updated)), estimate }
+      // The estimate of the very change applied, with the same parameters: what the client is answered it pays.
+      const params = await paramsOf(s, change)
+      const estimate = await estimateWith(s, change, params)
+      const updated = await write('change the subscription', randomUUID(), (headers) => cb.subscription.updateForItems(s.id, params, headers).then(answer), async () => {
+        const now = await current(s.id)
+        return now && holdsChange(now.subscription, s, change) ? now : null
+      })
+      return { state: next(s, answer(updated), change.selection.coupon?.code ?? null), estimate }
     },
 
     async cancel(s, cancellation) {
-      const cancelled = await callChargebee('cancel the subscription', () =>
-        cb.subscription.cancelForItems(s.id, { cancel_option: cancellation.endOfTerm ? 'end_of_term' : 'immediately' }))
+      const endOfTerm = cancellation.endOfTerm
+      const cancelled = await write('cancel the subscription', randomUUID(), (headers) =>
+        cb.subscription.cancelForItems(s.id, { cancel_option: endOfTerm ? 'end_of_term' : 'immediately' }, headers).then(answer), async () => {
+        const now = await current(s.id)
+        const done = now && (now.subscription.status === 'cancelled' || (endOfTerm && typeof now.subscription.cancelled_at === 'number'))
+        return done ? now : null
+      })
       // Chargebee's reason codes are a configured list; our free-text reason and message stay here.
       return next({ ...s, cancellation_reason: cancellation.reason, cancellation_message: cancellation.message }, answer(cancelled))
     },
 
     async removeScheduledCancellation(s) {
-      return next(s, answer(await callChargebee('remove the scheduled cancellation', () => cb.subscription.removeScheduledCancellation(s.id, {}))))
+      const removed = await write('remove the scheduled cancellation', randomUUID(), (headers) => cb.subscription.removeScheduledCancellation(s.id, {}, headers).then(answer), async () => {
+        const now = await current(s.id)
+        return now && now.subscription.status !== 'cancelled' && now.subscription.cancelled_at === undefined ? now : null
+      })
+      return next(s, answer(removed))
     },
 
     async addPaymentSource() {
@@ -107,17 +162,17 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     },
 
     async managerPage({ subscription: s }, { redirectUrl }) {
-      const result = await callChargebee('open the subscription page', () => cb.hostedPage.checkoutExistingForItems({
+      const result = await retried('open the subscription page', (headers) => cb.hostedPage.checkoutExistingForItems({
         subscription: { id: s.id },
         subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }, ...s.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity }))],
         redirect_url: redirectUrl,
-      }))
+      }, headers))
       const page = (result as unknown as { hosted_page: HostedPage }).hosted_page
       return { url: page.url, expires_at: page.expires_at }
     },
 
     async portalSession({ customer }, { redirectUrl }) {
-      const result = await callChargebee('open a portal session', () => cb.portalSession.create({ customer: { id: customer.id }, redirect_url: redirectUrl }))
+      const result = await retried('open a portal session', (headers) => cb.portalSession.create({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers))
       const p = (result as unknown as { portal_session: PortalSession }).portal_session
       return {
         token: p.token, status: p.status, redirect_url: p.redirect_url ?? redirectUrl, object: 'portal_session', id: p.id,
@@ -126,7 +181,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     },
 
     async paymentPage({ customer }, { redirectUrl }) {
-      const result = await callChargebee('open the payment page', () => cb.hostedPage.managePaymentSources({ customer: { id: customer.id }, redirect_url: redirectUrl }))
+      const result = await retried('open the payment page', (headers) => cb.hostedPage.managePaymentSources({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers))
       const h = (result as unknown as { hosted_page: HostedPage }).hosted_page
       return {
         url: h.url, updated_at: h.updated_at, type: h.type, state: h.state, resource_version: h.resource_version,
@@ -137,10 +192,11 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 }
 
 /** The Chargebee provider when CHARGEBEE_SITE and CHARGEBEE_API_KEY are configured; otherwise none (its products answer 502). */
-export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS'>): ChargebeeProvider | undefined {
+export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS' | 'CHARGEBEE_RETRIES' | 'CHARGEBEE_RETRY_DELAY_MS'>): ChargebeeProvider | undefined {
   if (!config.CHARGEBEE_SITE || !config.CHARGEBEE_API_KEY) return undefined
   return createChargebeeProvider({
     site: config.CHARGEBEE_SITE, apiKey: config.CHARGEBEE_API_KEY, protocol: config.CHARGEBEE_PROTOCOL,
     hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
+    retry: { attempts: config.CHARGEBEE_RETRIES + 1, delayMs: config.CHARGEBEE_RETRY_DELAY_MS },
   })
 }

@@ -88,6 +88,11 @@ export interface BillingProvider {
    */
   changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate; unusedCredit?: number }>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
+  /**
+   * Undoes `createSubscription` when the company's creation failed here after the provider
+   * created its objects (a remote provider: no orphan customer or subscription is left there).
+   */
+  abandonCustomer?(customerId: string): Promise<void>
   removeScheduledCancellation(subscription: BillingState, now: Date): Promise<BillingState>
   addPaymentSource(subscription: BillingState, card: PaymentSource, now: Date): Promise<BillingState>
   /** Spec 1: a page to choose and confirm a plan among the product's allowed plans. */
