@@ -21,7 +21,7 @@ describe('the /docs page in a browser', () => {
   let origin: string
 
   before(async () => {
-    t = await buildTestApp(engines[0])
+    t = await buildTestApp(engines[0] ?? 'pglite')
     await t.app.listen({ port: 0, host: '127.0.0.1' })
     origin = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
     if (!has('chromium')) return
