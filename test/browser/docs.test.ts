@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { chromium, type Browser } from 'playwright-core'
-import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
+import { ADMIN, buildTestApp, engines, type TestApp } from '../helpers/app.ts'
 import { CHROMIUM, has, requires } from '../helpers/requires.ts'
 import { API_TITLE } from '../../src/http/openapi.ts'
 
@@ -90,6 +90,49 @@ describe('the /docs page in a browser', () => {
 
       assert.deepEqual(elsewhere, [], 'requests to anything but the service')
       assert.deepEqual(problems, [])
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('is a console that works offline: a token from the Authorize dialog, then a request sent with it', chromiumTest, async () => {
+    const context = await browser!.newContext()
+    const elsewhere: string[] = []
+    await context.route('**/*', (route) => {
+      if (new URL(route.request().url()).origin === origin) return route.continue()
+      elsewhere.push(route.request().url())
+      return route.abort('blockedbyclient')
+    })
+    try {
+      const page = await context.newPage()
+      page.setDefaultTimeout(20_000)
+      await page.goto(`${origin}/docs`)
+      await page.locator('.opblock').first().waitFor()
+
+      // A platform client's credentials, in the document's `platform` scheme (client credentials):
+      // the dialog posts them to /oauth/token.
+      await page.getByRole('button', { name: 'Authorize' }).first().click()
+      const scheme = page.locator('.modal-ux .auth-container', { hasText: 'A token of a platform client' })
+      // (Swagger UI gives both schemes' fields the same ids, so their labels name the first scheme's.)
+      await scheme.locator('#client_id_clientCredentials').fill(ADMIN.client_id)
+      await scheme.locator('#client_secret_clientCredentials').fill(ADMIN.client_secret)
+      const token = page.waitForResponse((res) => new URL(res.url()).pathname === '/oauth/token')
+      await scheme.getByRole('button', { name: 'Apply given OAuth2 credentials' }).click()
+      assert.equal((await token).status(), 200)
+      await scheme.getByRole('button', { name: 'Remove authorization' }).waitFor()
+      await page.locator('.modal-ux').getByRole('button', { name: 'Close' }).first().click()
+
+      // The list of companies, tried out with that token.
+      const operation = page.locator('#operations-Companies-listCompanies')
+      await operation.locator('.opblock-summary').first().click()
+      await operation.getByRole('button', { name: 'Try it out' }).click()
+      const answer = page.waitForResponse((res) => new URL(res.url()).pathname === '/api/v1/companies')
+      await operation.getByRole('button', { name: 'Execute' }).click()
+      const res = await answer
+      assert.equal(res.status(), 200, await res.text())
+      assert.match(res.request().headers().authorization ?? '', /^Bearer ey/)
+      assert.equal((await operation.locator('.live-responses-table tbody .response-col_status').first().textContent())?.trim(), '200')
+      assert.deepEqual(elsewhere, [])
     } finally {
       await context.close()
     }
