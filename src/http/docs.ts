@@ -84,7 +84,7 @@ export function installDocs(app: FastifyInstance) {
       const { file } = request.params
       if (file === 'start.js') return reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(START)
       const asset = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined
-      if (!asset) return reply.callNotFound()
+      if (!asset) { reply.callNotFound(); return reply }
       return reply.type(asset.type).header('cache-control', CACHE).send(createReadStream(path.join(assetFolder(), asset.file)))
     },
   })

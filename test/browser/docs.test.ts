@@ -35,16 +35,21 @@ describe('the /docs page in a browser', () => {
     await t?.close()
   })
 
-  it('is whole from the service, titled after it, with every operation and schema and no third-party control', chromiumTest, async () => {
+  /** A browser context where every request to anything but the service is aborted, and listed in `elsewhere`. */
+  async function offlineContext() {
     const context = await browser!.newContext()
-    /** Requests the page tried to send anywhere but the service (all aborted). */
     const elsewhere: string[] = []
-    const problems: string[] = []
     await context.route('**/*', (route) => {
       if (new URL(route.request().url()).origin === origin) return route.continue()
       elsewhere.push(route.request().url())
       return route.abort('blockedbyclient')
     })
+    return { context, elsewhere }
+  }
+
+  it('is whole from the service, titled after it, with every operation and schema and no third-party control', chromiumTest, async () => {
+    const { context, elsewhere } = await offlineContext()
+    const problems: string[] = []
     try {
       const page = await context.newPage()
       page.setDefaultTimeout(20_000)
@@ -96,13 +101,7 @@ describe('the /docs page in a browser', () => {
   })
 
   it('is a console that works offline: a token from the Authorize dialog, then a request sent with it', chromiumTest, async () => {
-    const context = await browser!.newContext()
-    const elsewhere: string[] = []
-    await context.route('**/*', (route) => {
-      if (new URL(route.request().url()).origin === origin) return route.continue()
-      elsewhere.push(route.request().url())
-      return route.abort('blockedbyclient')
-    })
+    const { context, elsewhere } = await offlineContext()
     try {
       const page = await context.newPage()
       page.setDefaultTimeout(20_000)
