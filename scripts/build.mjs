@@ -23,8 +23,9 @@ await build({
   format: 'esm',
   external: [
     // Loaded only when used, from node_modules: PGlite finds its WebAssembly files beside its own
-    // module; date-holidays is megabytes of calendars; Scalar serves /docs; pg-native is optional.
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', '@scalar/*', 'pg-native',
+    // module; date-holidays is megabytes of calendars; pg-native is optional. (/docs reads
+    // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
+    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'pg-native',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

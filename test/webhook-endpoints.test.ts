@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before, after, afterEach } from 'node:test'
 import assert from 'node:assert/strict'
 import { Webhook } from 'standardwebhooks'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
@@ -17,10 +17,9 @@ for (const engine of engines) {
     let t: TestApp
     const receivers: Awaited<ReturnType<typeof receiver>>[] = []
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: TIMEOUT_MS }) })
-    after(async () => {
-      for (const r of receivers) await r.close()
-      await t?.close()
-    })
+    // As in the hanging receivers' suite below: a later test's retries must not wait on this one's slow receiver.
+    afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
+    after(async () => { await t?.close() })
 
     async function listen(behaviour: Parameters<typeof receiver>[0]) {
       const r = await receiver(behaviour, { slowMs: TIMEOUT_MS * 3 })
@@ -226,10 +225,12 @@ for (const engine of engines) {
     let t: TestApp
     const receivers: Awaited<ReturnType<typeof receiver>>[] = []
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: HANGING_TIMEOUT_MS }) })
-    after(async () => {
-      for (const r of receivers) await r.close()
-      await t?.close()
-    })
+    // A test's receivers close at its end. Its failed deliveries are retried 5 s later, which the
+    // next test's step of the real clock passes: their calls must fail at once, not hang on a
+    // receiver that never answers for the whole timeout while that test awaits settled() (60 s
+    // per test, per engine, before).
+    afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
+    after(async () => { await t?.close() })
     async function listen(behaviour: Parameters<typeof receiver>[0]) {
       const r = await receiver(behaviour)
       receivers.push(r)

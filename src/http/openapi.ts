@@ -29,6 +29,9 @@ const PROVIDER_DESCRIPTIONS: Record<number, string> = {
   503: 'The database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
 }
 
+/** The service's name: the document's title and the /docs page's. */
+export const API_TITLE = 'Company Administration and Subscription Management API'
+
 /**
  * The OpenAPI 3.1 document, generated from the route schemas. Every route gets the error
  * answers it can give and its security requirement, so the document says what the code does.
@@ -39,7 +42,7 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
     openapi: {
       openapi: '3.1.0',
       info: {
-        title: 'Company Administration and Subscription Management API',
+        title: API_TITLE,
         version: '1.0.0',
         description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`.',
         contact: { name: 'Company Admin API maintainers' },

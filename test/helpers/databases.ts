@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import { createDatabase, type Database, type Engine } from '../../src/db/database.ts'
 import { createPgConfig } from '@electric-sql/pglite/node-postgres'
 import { migrate, readMigrations } from '../../src/db/migrate.ts'
+import { selectedEngines } from './engine-selection.mjs'
 
 /**
  * Test databases start from a migrated template, so a test file pays neither initdb nor the
@@ -14,12 +15,11 @@ import { migrate, readMigrations } from '../../src/db/migrate.ts'
  * Both templates are keyed by the migrations' content and rebuilt when they change.
  */
 
-/** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set. TEST_ENGINES narrows it (pglite,postgres). */
-export const engines: Engine[] = (() => {
-  const all: Engine[] = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])]
-  const only = process.env.TEST_ENGINES?.split(',').map((s) => s.trim())
-  return only ? all.filter((e) => only.includes(e)) : all
-})()
+/**
+ * PGlite always; PostgreSQL too when TEST_DATABASE_URL is set. TEST_ENGINES narrows it
+ * (`pglite`, `postgres`): CI runs the other Node lines on one engine each (.ci/run).
+ */
+export const engines: Engine[] = selectedEngines().filter((e) => e === 'pglite' || process.env.TEST_DATABASE_URL)
 
 const migrationsHash = createHash('sha256').update(readMigrations().map((m) => m.version + m.sql).join('\n')).digest('hex').slice(0, 12)
 const cacheDir = path.resolve('node_modules/.cache/company-admin-api')

@@ -7,8 +7,8 @@ import { engines } from './databases.ts'
  * registered: where it is missing they show as skipped with the reason, never vanish. A suite-level
  * skip would not do: node counts a skipped suite as 0 tests, so these options go on each test.
  *
- * A skip is legitimate only outside CI: on a developer's machine without TEST_DATABASE_URL or
- * without /usr/bin/chromium. Under CI=true a missing requirement throws where the test is
+ * A skip is legitimate only outside CI (on a developer's machine without TEST_DATABASE_URL or
+ * without /usr/bin/chromium), or when TEST_ENGINES leaves PostgreSQL out on purpose. Under CI=true a missing requirement throws where the test is
  * registered, so its file fails and the run with it (test/helpers/summary-reporter.ts also
  * fails the run on any such skip, and on a file that ran no test on an engine).
  */
@@ -20,8 +20,15 @@ type Need = 'postgres' | 'chromium'
 function missing(need: Need): string | null {
   if (need === 'chromium') return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
   if (engines.includes('postgres')) return null
-  return process.env.TEST_DATABASE_URL ? 'TEST_ENGINES leaves PostgreSQL out' : 'TEST_DATABASE_URL is not set'
+  return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'
 }
+
+/**
+ * PostgreSQL is there but the run chose other engines (TEST_ENGINES=pglite: CI runs a second
+ * Node line on PGlite only, after a run of both). Not a missing requirement: the skip says so and
+ * does not start with "needs ", so CI=true neither throws nor fails the run for it.
+ */
+const LEFT_OUT = 'PostgreSQL left out of this run by TEST_ENGINES'
 
 /** True when the need is met; for hooks, which run even when every test of their suite is skipped. */
 export const has = (need: Need) => missing(need) === null
@@ -30,6 +37,7 @@ export const has = (need: Need) => missing(need) === null
 export function requires(need: Need): { skip?: string } {
   const why = missing(need)
   if (why === null) return {}
+  if (why === LEFT_OUT) return { skip: LEFT_OUT }
   const reason = `needs ${need === 'postgres' ? 'PostgreSQL' : 'Chromium'}: ${why}`
   if (process.env.CI === 'true') throw new Error(`CI=true and a test would be skipped: ${reason}`)
   return { skip: reason }

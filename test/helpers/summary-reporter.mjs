@@ -8,15 +8,18 @@ import path from 'node:path'
  * (counted as 0 tests). Under CI=true the run fails when:
  * - a test file of test/ did not run, or ran no test;
  * - a file with suites per engine (named `... on pglite` / `... on postgres`, the convention of
- *   every such suite) ran no test on one of the two engines;
+ *   every such suite) ran no test on one of the engines of the run (both, or TEST_ENGINES's);
  * - a test was skipped for a missing requirement (reasons starting "needs ", test/helpers/requires.ts).
  * Outside CI the same findings are printed, as notes.
  */
 
 // Plain JavaScript: node loads reporters before tsx's --import hooks apply.
 
-const ENGINES = ['pglite', 'postgres']
-const TAG = /\bon (pglite|postgres)\b/
+import { ALL_ENGINES, selectedEngines } from './engine-selection.mjs'
+
+/** The engines every file with engine suites must have run tests on: TEST_ENGINES's, or both. */
+const ENGINES = selectedEngines()
+const TAG = new RegExp(`\\bon (${ALL_ENGINES.join('|')})\\b`)
 
 /** @param {string} dir @returns {string[]} */
 function testFiles(dir) {
@@ -63,7 +66,7 @@ export default async function* summaryReporter(source) {
   const ci = process.env.CI === 'true'
   const problems = []
   const rel = (file) => path.relative(process.cwd(), file)
-  const lines = ['', 'Tests that ran (passed), per file and engine:']
+  const lines = ['', `Tests that ran (passed), per file and engine (engines of this run: ${ENGINES.join(', ')}${process.env.TEST_ENGINES ? ', from TEST_ENGINES' : ''}):`]
   for (const [file, c] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
     const parts = c.engineSuites ? ENGINES.map((e) => `${e} ${c.ran[e]}`).concat(c.ran.none ? [`other ${c.ran.none}`] : []) : [`${c.ran.none + c.ran.pglite + c.ran.postgres}`]
     lines.push(`  ${rel(file)}: ${parts.join(', ')}${c.skipped ? `, skipped ${c.skipped}` : ''}`)
