@@ -35,6 +35,9 @@ export interface DeliveryObserver {
   attempt(outcome: AttemptOutcome): void
 }
 
+/** The deliveries of one endpoint sent back to wait since it reached its bound (reset once it has no call left). */
+interface Waiting { since: number; count: number }
+
 interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: string | null; durationMs: number }
 
 /**
@@ -60,6 +63,8 @@ export function createWebhookDelivery(deps: {
 }) {
   const inFlight = new Set<Promise<unknown>>()
   const perEndpoint = new Map<string, number>()
+  const waits = new Map<string, Waiting>()
+  const callMs = new Map<string, number>()
   const lookup = guardedLookup(deps.allowPrivateTargets)
   const jobKey = (deliveryId: string, seq: number) => `${deliveryId}/${seq}`
 
@@ -76,7 +81,7 @@ export function createWebhookDelivery(deps: {
     if ((perEndpoint.get(d.endpoint_id) ?? 0) >= MAX_IN_FLIGHT_PER_ENDPOINT) {
       await deps.repo.deferDelivery(ctx.trx, d.id, seq)
       await deps.scheduler.reschedule(ctx.trx, {
-        kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: new Date(ctx.now.getTime() + DEFER_MS), companyId: d.company_id, payload: { delivery_id: d.id, seq },
+        kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: deferredUntil(d.endpoint_id, ctx.now.getTime()), companyId: d.company_id, payload: { delivery_id: d.id, seq },
       })
       return
     }
@@ -89,13 +94,33 @@ export function createWebhookDelivery(deps: {
     const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
     ctx.afterCommit(() => {
       perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1)
-      const sending = send(d.url, d.secret, d.event_id, body).finally(() => {
+      const sending = send(d.url, d.secret, d.event_id, body).then((sent) => {
+        const before = callMs.get(d.endpoint_id)
+        callMs.set(d.endpoint_id, before === undefined ? sent.durationMs : 0.8 * before + 0.2 * sent.durationMs)
+        return sent
+      }).finally(() => {
         const left = (perEndpoint.get(d.endpoint_id) ?? 1) - 1
         if (left > 0) perEndpoint.set(d.endpoint_id, left)
-        else perEndpoint.delete(d.endpoint_id)
+        else { perEndpoint.delete(d.endpoint_id); waits.delete(d.endpoint_id); callMs.delete(d.endpoint_id) }
       })
       return track(sending.then((sent) => record({ deliveryId: d.id, attemptId, attempt, seq, endpointId: d.endpoint_id, companyId: d.company_id, eventId: d.event_id, sent })))
     })
+  }
+
+  /**
+   * When a delivery that found its endpoint at the bound comes back. Not all a second later: a
+   * receiver that answers in 5 s frees 16 calls every 5 s, and a backlog of thousands brought back
+   * every second was thousands of claims and reschedules a second for nothing, which took the
+   * scheduler from every other endpoint (bench/findings.md, events). The waiting ones are spread
+   * in waves of the bound, one wave per call duration seen (a moving average), from the moment
+   * the endpoint reached its bound: the first wave a second later, as before.
+   */
+  function deferredUntil(endpointId: string, now: number): Date {
+    const w = waits.get(endpointId) ?? { since: now, count: 0 }
+    waits.set(endpointId, w)
+    const wave = Math.floor(w.count++ / MAX_IN_FLIGHT_PER_ENDPOINT)
+    const spacing = Math.max(DEFER_MS / 10, callMs.get(endpointId) ?? DEFER_MS)
+    return new Date(Math.max(now + DEFER_MS, w.since + DEFER_MS + wave * spacing))
   }
 
   function track<T>(work: Promise<T>): Promise<T> {

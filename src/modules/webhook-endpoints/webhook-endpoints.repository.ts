@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { keyset, type KeysetPage } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
@@ -28,13 +30,12 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return Number((await query.executeTakeFirst()).numDeletedRows) > 0
     },
 
-    /** The endpoint's attempts, newest first, before the position `before`. */
-    attempts: (endpointId: string, before: number | undefined, limit: number) => {
-      let query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
+    /** A page of the endpoint's attempts, newest first (a cursor's key: the last attempt's id). */
+    async attempts(endpointId: string, page: KeysetPage) {
+      const query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
         .select(['a.id', 'a.delivery_id', 'a.event_id', 'e.type as event_type', 'a.attempt', 'a.started_at', 'a.outcome', 'a.status_code', 'a.duration_ms', 'a.error', 'a.next_retry_at'])
         .where('a.endpoint_id', '=', endpointId)
-      if (before !== undefined) query = query.where('a.id', '<', before)
-      return query.orderBy('a.id', 'desc').limit(limit).execute()
+      return cutPage(await keyset(query, [{ column: 'a.id', desc: true }], page).execute(), page, (row) => [Number(row.id)])
     },
 
     /** A `ping` for one endpoint only: the event, its one delivery, the delivery's job, in one transaction. */

@@ -2,11 +2,10 @@ import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import type { Access } from '../../http/auth.ts'
 import { CompanyParams } from '../../http/schemas.ts'
-import { Event } from '../events/events.schemas.ts'
-import { nextLink } from '../events/paging.ts'
+import { Event, EVENTS_PAGE } from '../events/events.schemas.ts'
 import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
 import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
-import { listResponse } from '../../http/pagination.ts'
+import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const NoContent = Type.Null({ description: 'Deleted' })
 
@@ -74,9 +73,8 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         params: v.idParams, querystring: DeliveriesQuery, response: { 200: listResponse(Type.Array(DeliveryAttempt)) },
       },
     }, async (request, reply) => {
-      const page = await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, request.query)
-      if (page.next) reply.header('link', nextLink(request.url, page.next))
-      return page.attempts
+      const page = readPage(request, ['serial'], { defaultLimit: EVENTS_PAGE })
+      return answerPage(request, reply, page, await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, page))
     })
 
     app.post(`${one}/test`, {

@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
+import { pageFieldsWithDefault } from '../../http/pagination.ts'
+import { EVENTS_PAGE } from '../events/events.schemas.ts'
 
 const EXAMPLE_ID = '3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63'
 const COMPANY_ID = '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10'
@@ -62,7 +64,4 @@ export type DeliveryAttempt = Static<typeof DeliveryAttempt>
 
 export const EndpointParams = Type.Object({ id: Uuid('The webhook endpoint') })
 export const CompanyEndpointParams = Type.Object({ company_id: Uuid('The company'), id: Uuid('The webhook endpoint') })
-export const DeliveriesQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'From the previous page\'s Link header' })),
-}, { additionalProperties: false })
+export const DeliveriesQuery = Type.Object(pageFieldsWithDefault(EVENTS_PAGE), { additionalProperties: false })

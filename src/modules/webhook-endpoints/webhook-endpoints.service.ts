@@ -3,7 +3,7 @@ import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import { isEventTypePattern } from '../events/outbox.ts'
 import { eventView } from '../events/events.service.ts'
 import type { Event } from '../events/events.schemas.ts'
-import { decodeCursor, DEFAULT_LIMIT, encodeCursor } from '../events/paging.ts'
+import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
@@ -58,18 +58,16 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
       if (!(await repo.delete(owner, id))) throw new NotFound('Webhook endpoint')
     },
 
-    async deliveries(owner: string | null, id: string, query: { limit?: number; cursor?: string }): Promise<{ attempts: DeliveryAttempt[]; next?: string }> {
+    async deliveries(owner: string | null, id: string, page: Page): Promise<Paged<DeliveryAttempt>> {
       await find(owner, id)
-      const limit = query.limit ?? DEFAULT_LIMIT
-      const rows = await repo.attempts(id, decodeCursor(query.cursor), limit + 1)
-      const page = rows.slice(0, limit)
+      const paged = await repo.attempts(id, page)
       return {
-        attempts: page.map((r) => ({
+        items: paged.items.map((r) => ({
           id: String(r.id), delivery_id: r.delivery_id, event_id: r.event_id, event_type: r.event_type, attempt: r.attempt,
           started_at: new Date(r.started_at).toISOString(), status: r.outcome, status_code: r.status_code, duration_ms: r.duration_ms,
           error: r.error, next_retry_at: iso(r.next_retry_at),
         })),
-        next: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : undefined,
+        next: paged.next,
       }
     },
 
