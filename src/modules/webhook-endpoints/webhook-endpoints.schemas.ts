@@ -16,6 +16,22 @@ export const WebhookEndpointInput = Type.Object({
 }, { additionalProperties: false, title: 'WebhookEndpointInput', examples: [{ url: 'https://hr.example.com/hooks/company-admin', event_types: ['subscription.*', 'team.member_added'], description: 'HR sync' }] })
 export type WebhookEndpointInput = Static<typeof WebhookEndpointInput>
 
+export const WebhookEndpointUpdate = Type.Object({
+  url: Type.Optional(WebhookEndpointInput.properties.url),
+  event_types: WebhookEndpointInput.properties.event_types,
+  description: WebhookEndpointInput.properties.description,
+  enabled: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are not sent: read them from the event log); false stops sending' })),
+}, { additionalProperties: false, title: 'WebhookEndpointUpdate', examples: [{ enabled: true }, { event_types: ['subscription.*'] }] })
+export type WebhookEndpointUpdate = Static<typeof WebhookEndpointUpdate>
+
+export const SecretRotation = Type.Object({
+  previous_secret_expires_in: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 604800,
+    description: 'Seconds the replaced secret keeps signing beside the new one (0 to 604800, 7 days; default 86400): each delivery then carries two signatures, `v1,<new> v1,<old>`. 0: the old secret stops at once',
+  })),
+}, { additionalProperties: false, title: 'SecretRotation', examples: [{ previous_secret_expires_in: 3600 }] })
+export type SecretRotation = Static<typeof SecretRotation>
+
 const endpointFields = {
   id: Uuid('The endpoint'),
   company_id: Nullable(Uuid('The company whose events it hears; null: a platform endpoint, which hears every company\'s')),
@@ -24,11 +40,12 @@ const endpointFields = {
   description: Nullable(Type.String()),
   enabled: Type.Boolean({ description: 'False once a delivery has failed for three days (see disabled_reason), or when created disabled' }),
   disabled_reason: Nullable(Type.String()),
+  previous_secret_expires_at: Nullable(Type.String({ format: 'date-time', description: 'After a secret rotation: until when the replaced secret still signs beside the new one; null when only one secret signs' })),
   created_at: Type.String({ format: 'date-time' }),
 }
 const EXAMPLE = {
   id: EXAMPLE_ID, company_id: COMPANY_ID, url: 'https://hr.example.com/hooks/company-admin', event_types: ['subscription.*', 'team.member_added'],
-  description: 'HR sync', enabled: true, disabled_reason: null, created_at: '2026-11-26T09:00:00.000Z',
+  description: 'HR sync', enabled: true, disabled_reason: null, previous_secret_expires_at: null, created_at: '2026-11-26T09:00:00.000Z',
 }
 
 export const WebhookEndpoint = Type.Object(endpointFields, { additionalProperties: false, title: 'WebhookEndpoint', examples: [EXAMPLE] })

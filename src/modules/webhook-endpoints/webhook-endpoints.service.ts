@@ -7,7 +7,10 @@ import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
-import type { DeliveryAttempt, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
+import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
+
+/** How long a rotated-out secret keeps signing by default: a day to roll the new one out. */
+export const DEFAULT_ROTATION_GRACE_S = 86_400
 
 /** As many endpoints as Stripe allows an account. */
 export const MAX_ENDPOINTS = 16
@@ -19,6 +22,8 @@ function view(row: EndpointRow): WebhookEndpoint {
   return {
     id: row.id, company_id: row.company_id, url: row.url, event_types: row.event_types, description: row.description,
     enabled: row.enabled, disabled_reason: row.disabled_reason, created_at: new Date(row.created_at).toISOString(),
+    // Past its time, the replaced secret signs nothing (delivery.ts): not shown either.
+    previous_secret_expires_at: row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date() ? iso(row.previous_secret_expires_at) : null,
   }
 }
 
@@ -35,18 +40,50 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
     return row
   }
 
+  function checkTypes(types: string[]) {
+    types.forEach((type, i) => {
+      if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
+    })
+    return types
+  }
+
   return {
     async create(owner: string | null, input: WebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
-      const types = input.event_types ?? []
-      types.forEach((type, i) => {
-        if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
-      })
+      const types = checkTypes(input.event_types ?? [])
       if (await repo.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
       const secret = newSecret()
       const row = await repo.insert({
         id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
       })
+      return { ...view(row), secret }
+    },
+
+    /**
+     * Changes the fields given. `enabled: true` re-enables an endpoint (the disabling reason is
+     * cleared); what was written while it was disabled stays unsent (the event log has it).
+     */
+    async update(owner: string | null, id: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+      const changes: Parameters<WebhookEndpointsRepository['update']>[2] = {}
+      if (input.url !== undefined) changes.url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
+      if (input.event_types !== undefined) changes.event_types = checkTypes(input.event_types)
+      if (input.description !== undefined) changes.description = input.description
+      if (input.enabled !== undefined) {
+        changes.enabled = input.enabled
+        changes.disabled_reason = input.enabled ? null : `Disabled through the API at ${new Date().toISOString()}`
+      }
+      const row = Object.keys(changes).length > 0 ? await repo.update(owner, id, changes) : await repo.find(owner, id)
+      if (!row) throw new NotFound('Webhook endpoint')
+      return view(row)
+    },
+
+    /** A new secret, shown in this answer only; the replaced one signs beside it for `previous_secret_expires_in` seconds. */
+    async rotateSecret(owner: string | null, id: string, input: SecretRotation): Promise<WebhookEndpoint & { secret: string }> {
+      const grace = input.previous_secret_expires_in ?? DEFAULT_ROTATION_GRACE_S
+      const secret = newSecret()
+      // Real time, as the deliveries that sign with it (delivery.ts).
+      const row = await repo.rotateSecret(owner, id, secret, grace > 0 ? new Date(Date.now() + grace * 1000) : null)
+      if (!row) throw new NotFound('Webhook endpoint')
       return { ...view(row), secret }
     },
 
