@@ -30,6 +30,7 @@ const MAX_RESPONSE_BYTES = 64 * 1024
  */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 16
 const DEFER_MS = 1000
+const MAX_DEFER_MS = 30_000
 
 export interface DeliveryObserver {
   attempt(outcome: AttemptOutcome): void
@@ -131,7 +132,9 @@ export function createWebhookDelivery(deps: {
     waits.set(endpointId, w)
     const wave = Math.floor(w.count++ / MAX_IN_FLIGHT_PER_ENDPOINT)
     const spacing = Math.max(DEFER_MS / 10, callMs.get(endpointId) ?? DEFER_MS)
-    return new Date(Math.max(now + DEFER_MS, w.since + DEFER_MS + wave * spacing))
+    // At most MAX_DEFER_MS ahead: a wait is not an attempt, and a delivery must not sit far out
+    // because its endpoint stayed busy for long (each comes back and queues again).
+    return new Date(Math.min(now + MAX_DEFER_MS, Math.max(now + DEFER_MS, w.since + DEFER_MS + wave * spacing)))
   }
 
   function track<T>(work: Promise<T>): Promise<T> {
