@@ -13,6 +13,8 @@ export interface LoadSpec {
   uniqueCode?: string
   connections: number
   seconds: number
+  /** Requests per second across all connections (autocannon's overallRate); left out: as fast as the server answers. */
+  rate?: number
 }
 
 export interface LoadResult {
@@ -36,6 +38,7 @@ const result = await autocannon({
   connections: spec.connections,
   duration: spec.seconds,
   headers: spec.headers,
+  ...(spec.rate ? { overallRate: spec.rate } : {}),
   requests: [{
     method: spec.method,
     ...(spec.body !== undefined && !spec.uniqueCode ? { body: spec.body } : {}),

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { ROOT } from './processes.ts'
 import type { EngineFigures } from './run.ts'
+import { eventTargetRows } from './events.ts'
 
 export interface RunFigures {
   started: Date
@@ -74,6 +75,7 @@ export function writeResults(run: RunFigures): string {
   row('growth: teams read (read cache off), 100 vs 100,000 companies', 'latency within 20 %',
     g ? `p50 ${f2(g.at100.p50)} → ${f2(g.at100k.p50)} ms (${g.at100k.p50 >= g.at100.p50 ? '+' : ''}${f2(100 * (g.at100k.p50 / g.at100.p50 - 1))} %); mean ${f2(g.at100.mean)} → ${f2(g.at100k.mean)} ms` : '-',
     g ? g.at100k.p50 <= 1.2 * g.at100.p50 : undefined)
+  rows.push(...eventTargetRows(pg?.events, verdict))
   for (const e of run.engines) {
     // The issue's targets are PostgreSQL's unless it says otherwise; PGlite's start is shown for information.
     if (e.engine === 'postgres') row('start to /ready on an existing database; idle RSS', '≤ 2 s; RSS ≤ 150 MB', `${f0(e.startMs)} ms; ${f0(e.idleRssMb)} MB`, e.startMs <= 2000 && e.idleRssMb <= 150)

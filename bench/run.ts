@@ -8,6 +8,7 @@ import { CORES, LOAD_CORE, ROOT, SERVER_CORE, coreOf, killAll, pinSelf, rssMb, s
 import { ADMIN, growCompanies, seedThroughApi, type Seeded } from './seed.ts'
 import { measureCommunications, type CommunicationFigures } from './communications.ts'
 import { writeResults } from './report.ts'
+import { measureEvents, type EventFigures } from './events.ts'
 
 /**
  * `npm run bench`: every workload of bench/RESULTS.md, on PostgreSQL then PGlite, each HTTP
@@ -33,6 +34,7 @@ export interface EngineFigures {
   holidays?: LatencyFigure
   growth?: { at100: LatencyFigure; at100k: LatencyFigure }
   communications?: CommunicationFigures | { skipped: string }
+  events?: EventFigures
 }
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
@@ -116,6 +118,8 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
       log(`  all_holidays p50 ${figures.holidays.p50.toFixed(2)} ms`)
     }
     if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
+    // Last: it starts a server of its own (private targets allowed), so this one stops first.
+    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log) }
     return figures
   } finally {
     if (server && server.child.exitCode !== null) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)

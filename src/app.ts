@@ -161,7 +161,7 @@ export async function buildApp(options: AppOptions) {
   const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
   await installLoadShedding(app, { maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
 
-  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, onFailure: metrics.jobFailed })
+  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
   // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
@@ -281,6 +281,7 @@ export async function buildApp(options: AppOptions) {
     await scheduler.stop()
     // The HTTP calls under way end within WEBHOOK_TIMEOUT_MS; their outcomes are recorded first.
     await webhookDelivery.settled()
+    webhookDelivery.close()
   })
   app.addHook('onClose', async () => {
     readCache.stop()

@@ -58,6 +58,7 @@ const ConfigSchema = Type.Object({
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000 }),
   SCHEDULER_ENABLED: Type.Boolean({ default: true }),
   SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  SCHEDULER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
   // The test clock's routes (docs/test-clock.md): never in production, where they would let a
   // platform client renew and charge every subscription ahead of time.
   TEST_CLOCK_ENABLED: Type.Boolean({ default: false }),

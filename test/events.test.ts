@@ -116,6 +116,26 @@ for (const engine of engines) {
       }
     })
 
+    it('answers pages of 100 without limit (a log is never answered whole); a cursor is bound to its list and filters', async () => {
+      const c = await company(t)
+      await sql`SELECT write_event('contract.created', ${c.id}::uuid, '{"object": {}}'::jsonb) FROM generate_series(1, 120)`.execute(t.app.database.db)
+      const first = await t.call({ url: eventsUrl(c.id), token: c.token })
+      assert.equal(first.statusCode, 200, first.body)
+      assert.equal(first.json().length, 100)
+      const next = /^<([^>]+)>; rel="next"$/.exec(String(first.headers.link ?? ''))?.[1]
+      assert.ok(next, 'a Link to the next page')
+      const rest = await t.call({ url: next, token: c.token })
+      assert.equal(rest.statusCode, 200, rest.body)
+      assert.equal(rest.json().length, 120 + 2 - 100) // company.created and subscription.created came first
+      assert.equal(rest.headers.link, undefined)
+      const seen = new Set([...first.json(), ...rest.json()].map((e: { id: string }) => e.id))
+      assert.equal(seen.size, 122)
+      const cursor = new URL(next, 'http://x').searchParams.get('cursor')!
+      const elsewhere = await t.call({ url: eventsUrl(c.id), token: c.token, query: { cursor, type: 'contract.created' } })
+      assert.equal(elsewhere.statusCode, 400)
+      assert.match(elsewhere.json().errors, /querystring\/cursor/)
+    })
+
     it('is tenant-isolated: a company reads only its own events, the platform log is the platform\'s', async () => {
       const a = await company(t)
       const b = await company(t)

@@ -57,3 +57,43 @@ for (const engine of engines) {
     })
   })
 }
+
+/**
+ * SCHEDULER_CONCURRENCY: the polling loop claims several jobs at once, even of one lane (one
+ * company's backlog, here the platform's). Each handler waits, inside its job's transaction, until
+ * four are under way together: one worker at a time would never get there (each would wait out
+ * the 20 s and the test fails on the count). PostgreSQL only: PGlite is one session, where the app
+ * runs one job at a time (src/app.ts), and a second transaction waits for the first.
+ */
+for (const engine of engines) {
+  describe(`the scheduler's concurrent workers on ${engine}`, { skip: engine === 'pglite' ? 'PGlite is one database session: one job at a time' : false }, () => {
+    it('runs four due jobs of one lane at once with concurrency 4', { timeout: 60_000 }, async () => {
+      const database = await openTestDatabase(engine)
+      const scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS, concurrency: 4 })
+      let active = 0
+      let most = 0
+      const done: string[] = []
+      let allDone: () => void
+      const finished = new Promise<void>((resolve) => { allDone = resolve })
+      scheduler.register('test.together', async ({ key }) => {
+        active++
+        most = Math.max(most, active)
+        for (let waited = 0; active < 4 && most < 4 && waited < 20_000; waited += 20) await new Promise((r) => setTimeout(r, 20))
+        active--
+        done.push(key)
+        if (done.length === 4) allDone()
+      })
+      try {
+        for (let i = 0; i < 4; i++) await scheduler.schedule(database.db, { kind: 'test.together', key: `j${i}`, runAt: new Date(Date.now() - 1000) })
+        scheduler.start()
+        await finished
+        assert.equal(most, 4, `at most ${most} jobs ran at once`)
+        assert.deepEqual([...done].sort(), ['j0', 'j1', 'j2', 'j3'])
+      } finally {
+        await scheduler.stop()
+        await database.close()
+        await database.drop()
+      }
+    })
+  })
+}

@@ -1704,6 +1704,34 @@ export interface paths {
         delete: operations["deletePlatformWebhookEndpoint"];
         options?: never;
         head?: never;
+        /**
+         * Update or re-enable a webhook endpoint
+         * @description A platform token (`write:company` to change). Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables an endpoint disabled after three days of failed deliveries (its `disabled_reason` is cleared); events written while it was disabled are not sent (read them from the event log with `created_after`). `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        patch: operations["updatePlatformWebhookEndpoint"];
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret of a webhook endpoint
+         * @description A platform token (`write:company` to change). A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["rotatePlatformWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -1808,6 +1836,34 @@ export interface paths {
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
         delete: operations["deleteCompanyWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update or re-enable a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables an endpoint disabled after three days of failed deliveries (its `disabled_reason` is cleared); events written while it was disabled are not sent (read them from the event log with `created_after`). `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400).
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        patch: operations["updateCompanyWebhookEndpoint"];
+        trace?: never;
+    };
+    "/api/v1/companies/{company_id}/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret of a webhook endpoint
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        post: operations["rotateCompanyWebhookEndpointSecret"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2411,6 +2467,7 @@ export interface components {
             /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
             enabled: boolean;
             disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** @description The signing secret (`whsec_` + base64): shown once, in this answer only */
@@ -2930,6 +2987,11 @@ export interface components {
             /** @description Area name */
             api: string;
         };
+        /** SecretRotation */
+        SecretRotation: {
+            /** @description Seconds the replaced secret keeps signing beside the new one (0 to 604800, 7 days; default 86400): each delivery then carries two signatures, `v1,<new> v1,<old>`. 0: the old secret stops at once */
+            previous_secret_expires_in?: number;
+        };
         /** SubscriptionCancellationData */
         SubscriptionCancellationData: {
             cancellation_reason?: string;
@@ -3349,6 +3411,7 @@ export interface components {
          *       "description": "HR sync",
          *       "enabled": true,
          *       "disabled_reason": null,
+         *       "previous_secret_expires_at": null,
          *       "created_at": "2026-11-26T09:00:00.000Z"
          *     }
          */
@@ -3366,6 +3429,7 @@ export interface components {
             /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
             enabled: boolean;
             disabled_reason: string | null;
+            previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -3380,6 +3444,19 @@ export interface components {
             event_types?: string[];
             description?: string | null;
             /** @description Whether events are sent (default true) */
+            enabled?: boolean;
+        };
+        /** WebhookEndpointUpdate */
+        WebhookEndpointUpdate: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address
+             */
+            url?: string;
+            /** @description The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type */
+            event_types?: string[];
+            description?: string | null;
+            /** @description true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are not sent: read them from the event log); false stops sending */
             enabled?: boolean;
         };
     };
@@ -7855,9 +7932,9 @@ export interface operations {
                 type?: string;
                 /** @description Only events created after this time (ISO 8601) */
                 created_after?: string;
-                /** @description At most this many events (default 100); a `Link: rel="next"` header leads to the rest */
+                /** @description At most this many items (1 to 500, default 100); when more remain, the Link header names the next page. */
                 limit?: number;
-                /** @description Where the page starts: from the previous page's Link header */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;
@@ -7911,9 +7988,9 @@ export interface operations {
                 type?: string;
                 /** @description Only events created after this time (ISO 8601) */
                 created_after?: string;
-                /** @description At most this many events (default 100); a `Link: rel="next"` header leads to the rest */
+                /** @description At most this many items (1 to 500, default 100); when more remain, the Link header names the next page. */
                 limit?: number;
-                /** @description Where the page starts: from the previous page's Link header */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;
@@ -8091,6 +8168,7 @@ export interface operations {
                      *         "description": "HR sync",
                      *         "enabled": true,
                      *         "disabled_reason": null,
+                     *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-26T09:00:00.000Z"
                      *       }
                      *     ]
@@ -8152,6 +8230,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
                      *     }
@@ -8200,6 +8279,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
                      */
@@ -8245,12 +8325,126 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updatePlatformWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotatePlatformWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "previous_secret_expires_in": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["SecretRotation"];
+            };
+        };
+        responses: {
+            /** @description The CreatedWebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listPlatformWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest */
+                /** @description At most this many items (1 to 500, default 100); when more remain, the Link header names the next page. */
                 limit?: number;
-                /** @description From the previous page's Link header */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;
@@ -8387,6 +8581,7 @@ export interface operations {
                      *         "description": "HR sync",
                      *         "enabled": true,
                      *         "disabled_reason": null,
+                     *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-26T09:00:00.000Z"
                      *       }
                      *     ]
@@ -8453,6 +8648,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
                      *     }
@@ -8505,6 +8701,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
                      */
@@ -8552,12 +8749,130 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateCompanyWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The WebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateCompanyWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The webhook endpoint */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "previous_secret_expires_in": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["SecretRotation"];
+            };
+        };
+        responses: {
+            /** @description The CreatedWebhookEndpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63",
+                     *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
+                     *       "url": "https://hr.example.com/hooks/company-admin",
+                     *       "event_types": [
+                     *         "subscription.*",
+                     *         "team.member_added"
+                     *       ],
+                     *       "description": "HR sync",
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-26T09:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listCompanyWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest */
+                /** @description At most this many items (1 to 500, default 100); when more remain, the Link header names the next page. */
                 limit?: number;
-                /** @description From the previous page's Link header */
+                /** @description The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list). */
                 cursor?: string;
             };
             header?: never;

@@ -478,6 +478,9 @@ export interface WebhookEndpointsTable {
   event_types: string[]
   description: string | null
   secret: string
+  /** The secret the last rotation replaced, still signing until previous_secret_expires_at (migration 0025). */
+  previous_secret: string | null
+  previous_secret_expires_at: Date | null
   enabled: Generated<boolean>
   disabled_reason: string | null
   created_at: CreatedAt

@@ -33,6 +33,21 @@ export const PageFields = {
 export const pageQuery = <T extends TProperties>(filters: T = {} as T) =>
   Type.Object({ ...filters, ...PageFields }, { additionalProperties: false })
 
+/**
+ * limit/cursor of a list that is never answered whole (a log that grows without bound: events,
+ * delivery attempts): without `limit`, pages of `defaultLimit`. Pair with readPage's defaultLimit.
+ */
+export const pageFieldsWithDefault = (defaultLimit: number) => ({
+  limit: Type.Optional(Type.Integer({
+    minimum: 1, maximum: MAX_LIMIT,
+    description: `At most this many items (1 to ${MAX_LIMIT}, default ${defaultLimit}); when more remain, the Link header names the next page.`,
+  })),
+  cursor: Type.Optional(Type.String({
+    minLength: 1, maxLength: 2048,
+    description: 'The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list).',
+  })),
+})
+
 const LINK_HEADER = {
   link: {
     type: 'string',
@@ -44,8 +59,8 @@ const LINK_HEADER = {
 /** A list route's 200 answer, with the Link header documented. */
 export const listResponse = <T extends TSchema>(schema: T): T => ({ ...schema, headers: LINK_HEADER }) as T
 
-/** What sort key values a list's cursor carries, checked when it comes back. */
-export type KeyKind = 'text' | 'uuid' | 'int' | 'day' | 'time'
+/** What sort key values a list's cursor carries, checked when it comes back. `serial`: a bigserial position (beyond integer's range). */
+export type KeyKind = 'text' | 'uuid' | 'int' | 'serial' | 'day' | 'time'
 
 export interface Page {
   /** Absent: the whole list. */
@@ -68,6 +83,7 @@ const KIND_CHECK: Record<KeyKind, (v: unknown) => boolean> = {
   text: (v) => typeof v === 'string' && v.length <= 1000 && !v.includes('\u0000'),
   uuid: (v) => typeof v === 'string' && UUID.test(v),
   int: (v) => Number.isInteger(v) && Math.abs(v as number) <= 2_147_483_647,
+  serial: (v) => Number.isSafeInteger(v) && (v as number) >= 0,
   day: (v) => typeof v === 'string' && isRealDay(v),
   time: (v) => {
     const match = typeof v === 'string' ? TIME.exec(v) : null
@@ -88,9 +104,14 @@ function fingerprint(request: FastifyRequest): string {
 
 const badCursor = (why: string) => new ValidationError(`querystring/cursor ${why}`, [{ field: 'querystring/cursor', message: `querystring/cursor ${why}` }])
 
-/** The page a list request asks for; `kinds` are the list's sort key, checked in a cursor. */
-export function readPage(request: FastifyRequest, kinds: readonly KeyKind[]): Page {
-  const { limit, cursor } = request.query as { limit?: number; cursor?: string }
+/**
+ * The page a list request asks for; `kinds` are the list's sort key, checked in a cursor.
+ * `defaultLimit`: the page size without `limit` (lists never answered whole; the query string's
+ * fields from pageFieldsWithDefault), where otherwise a missing limit means the whole list.
+ */
+export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], options: { defaultLimit?: number } = {}): Page {
+  const { limit: asked, cursor } = request.query as { limit?: number; cursor?: string }
+  const limit = asked ?? options.defaultLimit
   if (cursor === undefined) return { limit, number: 1 }
   if (limit === undefined) throw badCursor('needs limit (a cursor continues a paged list)')
   let decoded: unknown

@@ -68,6 +68,8 @@ export function createScheduler(deps: {
   realClock?: Clock
   log: FastifyBaseLogger
   pollMs: number
+  /** Jobs the polling loop runs at once (SCHEDULER_CONCURRENCY; 1 on PGlite, one database session). */
+  concurrency?: number
   /** Told the kind of each failed job (the metrics count failures by kind). */
   onFailure?: (kind: string) => void
 }) {
@@ -241,40 +243,62 @@ export function createScheduler(deps: {
 
   /**
    * Runs every job due now (tests call this after moving the clock), companies in turn: a queue
-   * of the companies with due work; each claim takes the company at its head, which goes to the
-   * back if it had a job and leaves the queue if it had none free. The queue is looked up again
-   * when it empties and every LANES_REFRESH_MS: a company that was not in it (new due work)
-   * joins at the head, so it comes before every company served since.
+   * of the companies with due work; each claim takes the company at its head and puts it at the
+   * back, and a company with no job free leaves the queue. The queue is looked up again when it
+   * empties and every LANES_REFRESH_MS: a company that was not in it (new due work) joins at the
+   * head, so it comes before every company served since.
+   *
+   * `workers` claims run at once (the polling loop's SCHEDULER_CONCURRENCY; 1 for the tests'
+   * explicit passes, which then run in a set order). One job is a transaction of a dozen round
+   * trips, so one worker is bounded by the database's latency, not by CPU: a webhook backlog on a
+   * loaded machine went at 20 deliveries a second with one (bench/findings.md, events). The
+   * workers share the queue, so one company's backlog is served by all of them when it is the
+   * only work, and SKIP LOCKED keeps their claims apart as it keeps instances'.
    */
-  async function runDue(limit = 10_000): Promise<number> {
+  async function runDue(limit = 10_000, workers = 1): Promise<number> {
     if (handlers.size === 0) return 0
     let count = 0
     let queue: Lane[] = []
     let lookedAt = -Infinity
     let ranSinceLook = true
-    while (count < limit) {
-      if (queue.length === 0 || performance.now() - lookedAt >= LANES_REFRESH_MS) {
-        // Nothing ran since the last look: what is left due is another instance's (locked).
-        if (queue.length === 0 && !ranSinceLook) break
-        const queued = new Set(queue)
-        const due = await dueLanes(businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
-        queue = [...due.filter((lane) => !queued.has(lane)), ...queue]
-        lookedAt = performance.now()
-        ranSinceLook = false
-        if (queue.length === 0) break
-      }
-      const lane = queue.shift()!
-      if (await runOne(lane)) {
-        count++
-        ranSinceLook = true
-        queue.push(lane)
-      }
-      // Let the event loop read sockets between jobs. On PGlite a query is WebAssembly in this
-      // process whose promises settle as microtasks, so back-to-back jobs never yielded to I/O:
-      // a backlog kept every HTTP request unread until it was over (another company's POST,
-      // 5.3 s behind 90 deliveries, in the reliability suite's scenario 13).
-      await new Promise((resolve) => setImmediate(resolve))
+    let finished = false
+    let looking: Promise<void> | undefined
+
+    async function look() {
+      // Nothing ran since the last look: what is left due is another instance's (locked).
+      if (queue.length === 0 && !ranSinceLook) { finished = true; return }
+      const queued = new Set(queue)
+      const due = await dueLanes(businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
+      queue = [...due.filter((lane) => !queued.has(lane)), ...queue]
+      lookedAt = performance.now()
+      ranSinceLook = false
+      if (queue.length === 0) finished = true
     }
+
+    async function worker() {
+      while (!finished && count < limit) {
+        if (queue.length === 0 || performance.now() - lookedAt >= LANES_REFRESH_MS) {
+          looking ??= look().finally(() => { looking = undefined })
+          await looking
+          continue
+        }
+        const lane = queue.shift()!
+        queue.push(lane)
+        if (await runOne(lane)) {
+          count++
+          ranSinceLook = true
+        } else {
+          queue = queue.filter((l) => l !== lane)
+        }
+        // Let the event loop read sockets between jobs. On PGlite a query is WebAssembly in this
+        // process whose promises settle as microtasks, so back-to-back jobs never yielded to I/O:
+        // a backlog kept every HTTP request unread until it was over (another company's POST,
+        // 5.3 s behind 90 deliveries, in the reliability suite's scenario 13).
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
+
+    await Promise.all(Array.from({ length: Math.max(1, workers) }, worker))
     return count
   }
 
@@ -285,7 +309,7 @@ export function createScheduler(deps: {
     if (running) { wokenWhileRunning = true; return }
     let next = deps.pollMs
     running = (async () => {
-      await runDue(1000)
+      await runDue(1000, deps.concurrency ?? 1)
       const dueIn = await nextWakeIn()
       if (dueIn !== undefined) next = Math.min(deps.pollMs, Math.max(0, dueIn))
     })()

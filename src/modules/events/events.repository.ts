@@ -1,28 +1,30 @@
 import { sql, type Kysely } from 'kysely'
 import type { DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
+import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
 
 export interface EventFilter {
   companyId?: string
   /** An exact type, or a prefix (`subscription.`) for every type of a resource. */
   type?: { exact: string } | { prefix: string }
   createdAfter?: Date
-  /** Only events older (lower seq) than this position. */
-  before?: number
-  limit: number
 }
+
+/** Newest first, by insertion order; a cursor's key is the last event's seq. */
+const NEWEST_FIRST: SortColumn[] = [{ column: 'seq', desc: true }]
 
 /** The event log's SQL: written by triggers (migration 0019), read and pruned here. */
 export function createEventsRepository(db: Kysely<DB>) {
   return {
-    list(filter: EventFilter) {
+    async list(filter: EventFilter, page: KeysetPage) {
       let query = db.selectFrom('events').select(['seq', 'id', 'type', 'company_id', 'data', 'created_at'])
       if (filter.companyId !== undefined) query = query.where('company_id', '=', filter.companyId)
       if (filter.type && 'exact' in filter.type) query = query.where('type', '=', filter.type.exact)
       if (filter.type && 'prefix' in filter.type) query = query.where('type', 'like', `${filter.type.prefix}%`)
       if (filter.createdAfter) query = query.where('created_at', '>', filter.createdAfter)
-      if (filter.before !== undefined) query = query.where('seq', '<', filter.before)
-      return query.orderBy('seq', 'desc').limit(filter.limit).execute()
+      const rows = await keyset(query, NEWEST_FIRST, page).execute()
+      return cutPage(rows, page, (row) => [Number(row.seq)])
     },
 
     find(id: string, companyId: string | undefined) {

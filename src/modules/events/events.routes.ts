@@ -1,11 +1,10 @@
 import { Type } from 'typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
-import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery } from './events.schemas.ts'
+import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery, EVENTS_PAGE } from './events.schemas.ts'
 import type { EventsService } from './events.service.ts'
-import { nextLink } from './paging.ts'
-import { listResponse } from '../../http/pagination.ts'
+import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
 
@@ -13,10 +12,7 @@ const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created
 export async function eventsRoutes(app: App, { service }: { service: EventsService }) {
   const tags = ['Events']
 
-  function page(request: FastifyRequest, reply: FastifyReply, result: { events: Event[]; next?: string }) {
-    if (result.next) reply.header('link', nextLink(request.url, result.next))
-    return result.events
-  }
+  const page = (request: FastifyRequest) => readPage(request, ['serial'], { defaultLimit: EVENTS_PAGE })
 
   app.get('/api/v1/events', {
     config: { access: 'platform' },
@@ -25,7 +21,10 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
       description: `The events of every company, or of \`company_id\`'s; a platform token. ${ORDER}`,
       querystring: EventsQuery, response: { 200: listResponse(Type.Array(Event)) },
     },
-  }, async (request, reply) => page(request, reply, await service.list(request.query)))
+  }, async (request, reply) => {
+    const p = page(request)
+    return answerPage(request, reply, p, await service.list(request.query, p))
+  })
 
   app.get('/api/v1/companies/:company_id/events', {
     config: { access: { area: 'company' } },
@@ -34,7 +33,10 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
       description: `The company's events; \`read:company\` (a company token on its own company, or a platform token). ${ORDER}`,
       params: CompanyParams, querystring: CompanyEventsQuery, response: { 200: listResponse(Type.Array(Event)) },
     },
-  }, async (request, reply) => page(request, reply, await service.list({ ...request.query, company_id: request.params.company_id })))
+  }, async (request, reply) => {
+    const p = page(request)
+    return answerPage(request, reply, p, await service.list({ ...request.query, company_id: request.params.company_id }, p))
+  })
 
   app.get('/api/v1/events/:event_id', {
     config: { access: 'platform' },

@@ -1,5 +1,9 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
+import { pageFieldsWithDefault } from '../../http/pagination.ts'
+
+/** A page of the event log (or of an endpoint's attempts) without `limit`: a log is never answered whole. */
+export const EVENTS_PAGE = 100
 import { EVENT_TYPES, type EventType as EventTypeName } from './outbox.ts'
 
 const EXAMPLE = {
@@ -35,8 +39,7 @@ export type Event = Static<typeof Event>
 const queryFields = {
   type: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'An event type (`subscription.cancelled`) or every type of a resource (`subscription.*`)' })),
   created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only events created after this time (ISO 8601)' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'At most this many events (default 100); a `Link: rel="next"` header leads to the rest' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Where the page starts: from the previous page\'s Link header' })),
+  ...pageFieldsWithDefault(EVENTS_PAGE),
 }
 export const CompanyEventsQuery = Type.Object(queryFields, { additionalProperties: false })
 export const EventsQuery = Type.Object({ company_id: Type.Optional(Uuid('Only this company\'s events')), ...queryFields }, { additionalProperties: false })

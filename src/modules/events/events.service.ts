@@ -2,9 +2,9 @@ import { NotFound, ValidationError } from '../../http/errors.ts'
 import type { Event, EventsQuery } from './events.schemas.ts'
 import type { EventsRepository } from './events.repository.ts'
 import { isEventTypePattern } from './outbox.ts'
-import { decodeCursor, DEFAULT_LIMIT, encodeCursor } from './paging.ts'
+import type { Page, Paged } from '../../http/pagination.ts'
 
-export type EventRow = Awaited<ReturnType<EventsRepository['list']>>[number]
+export type EventRow = Awaited<ReturnType<EventsRepository['list']>>['items'][number]
 
 /** The event as clients see it, in the log and in webhooks. */
 export function eventView(row: Pick<EventRow, 'id' | 'type' | 'company_id' | 'data' | 'created_at'>): Event {
@@ -21,20 +21,15 @@ export function createEventsService(deps: { repo: EventsRepository }) {
       return eventView(row)
     },
 
-    /** One page of events and the cursor of the next, if more remain. */
-    async list(query: EventsQuery): Promise<{ events: Event[]; next?: string }> {
+    /** One page of events, and the key to continue after when more remain. */
+    async list(query: EventsQuery, page: Page): Promise<Paged<Event>> {
       let type
       if (query.type !== undefined) {
         if (!isEventTypePattern(query.type)) throw new ValidationError('querystring/type must be an event type (company.created, ...) or a resource and .* (subscription.*); see the Event shape for every type')
         type = query.type.endsWith('.*') ? { prefix: query.type.slice(0, -1) } : { exact: query.type }
       }
-      const limit = query.limit ?? DEFAULT_LIMIT
-      const rows = await deps.repo.list({
-        companyId: query.company_id, type, createdAfter: query.created_after ? new Date(query.created_after) : undefined,
-        before: decodeCursor(query.cursor), limit: limit + 1,
-      })
-      const page = rows.slice(0, limit)
-      return { events: page.map(eventView), next: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : undefined }
+      const paged = await deps.repo.list({ companyId: query.company_id, type, createdAfter: query.created_after ? new Date(query.created_after) : undefined }, page)
+      return { items: paged.items.map(eventView), next: paged.next }
     },
   }
 }

@@ -30,10 +30,14 @@ const MAX_RESPONSE_BYTES = 64 * 1024
  */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 16
 const DEFER_MS = 1000
+const MAX_DEFER_MS = 30_000
 
 export interface DeliveryObserver {
   attempt(outcome: AttemptOutcome): void
 }
+
+/** The deliveries of one endpoint sent back to wait since it reached its bound (reset once it has no call left). */
+interface Waiting { since: number; count: number }
 
 interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: string | null; durationMs: number }
 
@@ -60,7 +64,17 @@ export function createWebhookDelivery(deps: {
 }) {
   const inFlight = new Set<Promise<unknown>>()
   const perEndpoint = new Map<string, number>()
+  const waits = new Map<string, Waiting>()
+  const callMs = new Map<string, number>()
   const lookup = guardedLookup(deps.allowPrivateTargets)
+  // Connections kept open between deliveries to the same receiver: a new TCP (and TLS) connection
+  // per delivery was an eighth of the delivering instance's CPU (bench/findings.md, events). The
+  // bound per endpoint is MAX_IN_FLIGHT_PER_ENDPOINT's, not the agent's; a socket is connected
+  // through the guarded lookup, so a reused one reaches only an address that passed the guard.
+  const agents = {
+    http: new http.Agent({ keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: MAX_IN_FLIGHT_PER_ENDPOINT, scheduling: 'lifo' }),
+    https: new https.Agent({ keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: MAX_IN_FLIGHT_PER_ENDPOINT, scheduling: 'lifo' }),
+  }
   const jobKey = (deliveryId: string, seq: number) => `${deliveryId}/${seq}`
 
   async function claim(ctx: JobContext) {
@@ -76,7 +90,7 @@ export function createWebhookDelivery(deps: {
     if ((perEndpoint.get(d.endpoint_id) ?? 0) >= MAX_IN_FLIGHT_PER_ENDPOINT) {
       await deps.repo.deferDelivery(ctx.trx, d.id, seq)
       await deps.scheduler.reschedule(ctx.trx, {
-        kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: new Date(ctx.now.getTime() + DEFER_MS), companyId: d.company_id, payload: { delivery_id: d.id, seq },
+        kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: deferredUntil(d.endpoint_id, ctx.now.getTime()), companyId: d.company_id, payload: { delivery_id: d.id, seq },
       })
       return
     }
@@ -86,16 +100,41 @@ export function createWebhookDelivery(deps: {
       kind: DELIVER_JOB, key: jobKey(d.id, seq), runAt: new Date(ctx.now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS),
       companyId: d.company_id, payload: { delivery_id: d.id, seq },
     })
+    // During a rotation's grace the secret it replaced signs too (migration 0025).
+    const previous = d.previous_secret && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > ctx.now ? [d.previous_secret] : []
+    const secrets = [d.secret, ...previous]
     const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
     ctx.afterCommit(() => {
       perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1)
-      const sending = send(d.url, d.secret, d.event_id, body).finally(() => {
+      const sending = send(d.url, secrets, d.event_id, body).then((sent) => {
+        const before = callMs.get(d.endpoint_id)
+        callMs.set(d.endpoint_id, before === undefined ? sent.durationMs : 0.8 * before + 0.2 * sent.durationMs)
+        return sent
+      }).finally(() => {
         const left = (perEndpoint.get(d.endpoint_id) ?? 1) - 1
         if (left > 0) perEndpoint.set(d.endpoint_id, left)
-        else perEndpoint.delete(d.endpoint_id)
+        else { perEndpoint.delete(d.endpoint_id); waits.delete(d.endpoint_id); callMs.delete(d.endpoint_id) }
       })
       return track(sending.then((sent) => record({ deliveryId: d.id, attemptId, attempt, seq, endpointId: d.endpoint_id, companyId: d.company_id, eventId: d.event_id, sent })))
     })
+  }
+
+  /**
+   * When a delivery that found its endpoint at the bound comes back. Not all a second later: a
+   * receiver that answers in 5 s frees 16 calls every 5 s, and a backlog of thousands brought back
+   * every second was thousands of claims and reschedules a second for nothing, which took the
+   * scheduler from every other endpoint (bench/findings.md, events). The waiting ones are spread
+   * in waves of the bound, one wave per call duration seen (a moving average), from the moment
+   * the endpoint reached its bound: the first wave a second later, as before.
+   */
+  function deferredUntil(endpointId: string, now: number): Date {
+    const w = waits.get(endpointId) ?? { since: now, count: 0 }
+    waits.set(endpointId, w)
+    const wave = Math.floor(w.count++ / MAX_IN_FLIGHT_PER_ENDPOINT)
+    const spacing = Math.max(DEFER_MS / 10, callMs.get(endpointId) ?? DEFER_MS)
+    // At most MAX_DEFER_MS ahead: a wait is not an attempt, and a delivery must not sit far out
+    // because its endpoint stayed busy for long (each comes back and queues again).
+    return new Date(Math.min(now + MAX_DEFER_MS, Math.max(now + DEFER_MS, w.since + DEFER_MS + wave * spacing)))
   }
 
   function track<T>(work: Promise<T>): Promise<T> {
@@ -105,7 +144,7 @@ export function createWebhookDelivery(deps: {
   }
 
   /** One POST with the Standard Webhooks headers; never throws. */
-  function send(target: string, secret: string, eventId: string, body: string): Promise<Sent> {
+  function send(target: string, secrets: string[], eventId: string, body: string): Promise<Sent> {
     const started = performance.now()
     const done = (outcome: AttemptOutcome, statusCode: number | null, error: string | null): Sent =>
       ({ outcome, statusCode, error, durationMs: Math.round(performance.now() - started) })
@@ -118,9 +157,10 @@ export function createWebhookDelivery(deps: {
       }
       const headers = {
         'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1', 'content-length': String(Buffer.byteLength(body)),
-        ...signatureHeaders(secret, eventId, body, Math.floor(Date.now() / 1000)),
+        ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
       }
-      const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers, lookup, agent: false }, (response) => {
+      const secure = url.protocol === 'https:'
+      const request = (secure ? https : http).request(url, { method: 'POST', headers, lookup, agent: secure ? agents.https : agents.http }, (response) => {
         let received = 0
         response.on('data', (chunk: Buffer) => {
           // The body is not needed: read a little, then stop paying for it.
@@ -188,6 +228,11 @@ export function createWebhookDelivery(deps: {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight])
     },
     inFlight: () => inFlight.size,
+    /** Closes the kept-open connections (after settled(), at shutdown). */
+    close() {
+      agents.http.destroy()
+      agents.https.destroy()
+    },
   }
 }
 

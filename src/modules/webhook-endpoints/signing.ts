@@ -9,10 +9,13 @@ export function newSecret(): string {
  * The Standard Webhooks headers of one attempt: `webhook-id` (the event's id, the same on every
  * retry), `webhook-timestamp` (Unix seconds, real time: receivers check it against their clock),
  * `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`, keyed by the
- * secret's bytes: the base64 after `whsec_`).
+ * secret's bytes: the base64 after `whsec_`), one signature per secret, space-separated: during a
+ * rotation's grace the new secret's and the old one's, and a receiver accepts either.
  */
-export function signatureHeaders(secret: string, eventId: string, body: string, timestampSeconds: number): Record<string, string> {
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
-  const signature = createHmac('sha256', key).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')
-  return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${signature}` }
+export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
+  const signatures = secrets.map((secret) => {
+    const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
+    return `v1,${createHmac('sha256', key).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`
+  })
+  return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') }
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
+import { keyset, type KeysetPage } from '../../db/keyset.ts'
+import { cutPage } from '../../http/pagination.ts'
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 
-export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'created_at'] as const
+export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
 /** Webhook endpoints, their deliveries and attempts (migration 0019). */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
@@ -28,13 +30,31 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return Number((await query.executeTakeFirst()).numDeletedRows) > 0
     },
 
-    /** The endpoint's attempts, newest first, before the position `before`. */
-    attempts: (endpointId: string, before: number | undefined, limit: number) => {
-      let query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
+    /** Changes what is given; enabling clears the reason of a disabling. Answers the endpoint, or nothing when it is not the owner's. */
+    update: (companyId: string | null, id: string, changes: { url?: string; event_types?: string[]; description?: string | null; enabled?: boolean; disabled_reason?: string | null }) => {
+      let query = db.updateTable('webhook_endpoints').set({ ...changes, updated_at: new Date() }).where('id', '=', id)
+      query = companyId === null ? query.where('company_id', 'is', null) : query.where('company_id', '=', companyId)
+      return query.returning(ENDPOINT_COLUMNS).executeTakeFirst()
+    },
+
+    /** A new secret; the one it replaces signs beside it until `previousUntil` (null: not at all). */
+    rotateSecret: (companyId: string | null, id: string, secret: string, previousUntil: Date | null) => {
+      let query = db.updateTable('webhook_endpoints').set((eb) => ({
+        secret,
+        previous_secret: previousUntil ? eb.ref('secret') : null,
+        previous_secret_expires_at: previousUntil,
+        updated_at: new Date(),
+      })).where('id', '=', id)
+      query = companyId === null ? query.where('company_id', 'is', null) : query.where('company_id', '=', companyId)
+      return query.returning(ENDPOINT_COLUMNS).executeTakeFirst()
+    },
+
+    /** A page of the endpoint's attempts, newest first (a cursor's key: the last attempt's id). */
+    async attempts(endpointId: string, page: KeysetPage) {
+      const query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
         .select(['a.id', 'a.delivery_id', 'a.event_id', 'e.type as event_type', 'a.attempt', 'a.started_at', 'a.outcome', 'a.status_code', 'a.duration_ms', 'a.error', 'a.next_retry_at'])
         .where('a.endpoint_id', '=', endpointId)
-      if (before !== undefined) query = query.where('a.id', '<', before)
-      return query.orderBy('a.id', 'desc').limit(limit).execute()
+      return cutPage(await keyset(query, [{ column: 'a.id', desc: true }], page).execute(), page, (row) => [Number(row.id)])
     },
 
     /** A `ping` for one endpoint only: the event, its one delivery, the delivery's job, in one transaction. */
@@ -56,7 +76,7 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       trx.selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
         .innerJoin('events as e', 'e.id', 'd.event_id')
-        .select(['d.id', 'd.status', 'd.attempts', 'd.job_seq', 'd.company_id', 'd.endpoint_id', 'w.url', 'w.secret', 'w.enabled',
+        .select(['d.id', 'd.status', 'd.attempts', 'd.job_seq', 'd.company_id', 'd.endpoint_id', 'w.url', 'w.secret', 'w.previous_secret', 'w.previous_secret_expires_at', 'w.enabled',
           'e.id as event_id', 'e.type', 'e.company_id as event_company_id', 'e.data', 'e.created_at'])
         .where('d.id', '=', id).forUpdate('d').executeTakeFirst(),
 

@@ -2,11 +2,10 @@ import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import type { Access } from '../../http/auth.ts'
 import { CompanyParams } from '../../http/schemas.ts'
-import { Event } from '../events/events.schemas.ts'
-import { nextLink } from '../events/paging.ts'
+import { Event, EVENTS_PAGE } from '../events/events.schemas.ts'
 import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
-import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
-import { listResponse } from '../../http/pagination.ts'
+import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
+import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const NoContent = Type.Null({ description: 'Deleted' })
 
@@ -58,6 +57,26 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
       schema: { operationId: `get${v.name}WebhookEndpoint`, tags, summary: 'Get a webhook endpoint', description: v.who, params: v.idParams, response: { 200: WebhookEndpoint } },
     }, async (request) => service.get(v.owner(request.params), (request.params as { id: string }).id))
 
+    app.patch(one, {
+      config: { access: v.access },
+      schema: {
+        operationId: `update${v.name}WebhookEndpoint`, tags, summary: 'Update or re-enable a webhook endpoint',
+        description: `${v.who} Changes the fields given and answers 200 with the endpoint. \`enabled: true\` re-enables an endpoint disabled after three days of failed deliveries (its \`disabled_reason\` is cleared); events written while it was disabled are not sent (read them from the event log with \`created_after\`). \`enabled: false\` stops sending; its pending deliveries are not sent. \`url\` and \`event_types\` are checked as at creation (400).`,
+        params: v.idParams, body: WebhookEndpointUpdate, response: { 200: WebhookEndpoint },
+      },
+    }, async (request) => service.update(v.owner(request.params), (request.params as { id: string }).id, request.body))
+
+    app.post(`${one}/rotate_secret`, {
+      config: { access: v.access },
+      // The body may be left out (every field has a default): validated as {}.
+      preValidation: async (request) => { if (request.body === undefined || request.body === null) request.body = {} },
+      schema: {
+        operationId: `rotate${v.name}WebhookEndpointSecret`, tags, summary: 'Rotate the signing secret of a webhook endpoint',
+        description: `${v.who} A new \`secret\`, shown in this answer only. The replaced one keeps signing beside it for \`previous_secret_expires_in\` seconds (default a day): each delivery then carries both signatures (\`webhook-signature: v1,<new> v1,<old>\`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.`,
+        params: v.idParams, body: SecretRotation, response: { 200: CreatedWebhookEndpoint },
+      },
+    }, async (request) => service.rotateSecret(v.owner(request.params), (request.params as { id: string }).id, request.body))
+
     app.delete(one, {
       config: { access: v.access },
       schema: { operationId: `delete${v.name}WebhookEndpoint`, tags, summary: 'Delete a webhook endpoint', description: `${v.who} Its pending deliveries are dropped; answers 204.`, params: v.idParams, response: { 204: NoContent } },
@@ -74,9 +93,8 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         params: v.idParams, querystring: DeliveriesQuery, response: { 200: listResponse(Type.Array(DeliveryAttempt)) },
       },
     }, async (request, reply) => {
-      const page = await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, request.query)
-      if (page.next) reply.header('link', nextLink(request.url, page.next))
-      return page.attempts
+      const page = readPage(request, ['serial'], { defaultLimit: EVENTS_PAGE })
+      return answerPage(request, reply, page, await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, page))
     })
 
     app.post(`${one}/test`, {

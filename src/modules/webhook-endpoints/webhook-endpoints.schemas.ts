@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
+import { pageFieldsWithDefault } from '../../http/pagination.ts'
+import { EVENTS_PAGE } from '../events/events.schemas.ts'
 
 const EXAMPLE_ID = '3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63'
 const COMPANY_ID = '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10'
@@ -14,6 +16,22 @@ export const WebhookEndpointInput = Type.Object({
 }, { additionalProperties: false, title: 'WebhookEndpointInput', examples: [{ url: 'https://hr.example.com/hooks/company-admin', event_types: ['subscription.*', 'team.member_added'], description: 'HR sync' }] })
 export type WebhookEndpointInput = Static<typeof WebhookEndpointInput>
 
+export const WebhookEndpointUpdate = Type.Object({
+  url: Type.Optional(WebhookEndpointInput.properties.url),
+  event_types: WebhookEndpointInput.properties.event_types,
+  description: WebhookEndpointInput.properties.description,
+  enabled: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are not sent: read them from the event log); false stops sending' })),
+}, { additionalProperties: false, title: 'WebhookEndpointUpdate', examples: [{ enabled: true }, { event_types: ['subscription.*'] }] })
+export type WebhookEndpointUpdate = Static<typeof WebhookEndpointUpdate>
+
+export const SecretRotation = Type.Object({
+  previous_secret_expires_in: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 604800,
+    description: 'Seconds the replaced secret keeps signing beside the new one (0 to 604800, 7 days; default 86400): each delivery then carries two signatures, `v1,<new> v1,<old>`. 0: the old secret stops at once',
+  })),
+}, { additionalProperties: false, title: 'SecretRotation', examples: [{ previous_secret_expires_in: 3600 }] })
+export type SecretRotation = Static<typeof SecretRotation>
+
 const endpointFields = {
   id: Uuid('The endpoint'),
   company_id: Nullable(Uuid('The company whose events it hears; null: a platform endpoint, which hears every company\'s')),
@@ -22,11 +40,12 @@ const endpointFields = {
   description: Nullable(Type.String()),
   enabled: Type.Boolean({ description: 'False once a delivery has failed for three days (see disabled_reason), or when created disabled' }),
   disabled_reason: Nullable(Type.String()),
+  previous_secret_expires_at: Nullable(Type.String({ format: 'date-time', description: 'After a secret rotation: until when the replaced secret still signs beside the new one; null when only one secret signs' })),
   created_at: Type.String({ format: 'date-time' }),
 }
 const EXAMPLE = {
   id: EXAMPLE_ID, company_id: COMPANY_ID, url: 'https://hr.example.com/hooks/company-admin', event_types: ['subscription.*', 'team.member_added'],
-  description: 'HR sync', enabled: true, disabled_reason: null, created_at: '2026-11-26T09:00:00.000Z',
+  description: 'HR sync', enabled: true, disabled_reason: null, previous_secret_expires_at: null, created_at: '2026-11-26T09:00:00.000Z',
 }
 
 export const WebhookEndpoint = Type.Object(endpointFields, { additionalProperties: false, title: 'WebhookEndpoint', examples: [EXAMPLE] })
@@ -62,7 +81,4 @@ export type DeliveryAttempt = Static<typeof DeliveryAttempt>
 
 export const EndpointParams = Type.Object({ id: Uuid('The webhook endpoint') })
 export const CompanyEndpointParams = Type.Object({ company_id: Uuid('The company'), id: Uuid('The webhook endpoint') })
-export const DeliveriesQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'At most this many attempts (default 100); a `Link: rel="next"` header leads to the rest' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'From the previous page\'s Link header' })),
-}, { additionalProperties: false })
+export const DeliveriesQuery = Type.Object(pageFieldsWithDefault(EVENTS_PAGE), { additionalProperties: false })

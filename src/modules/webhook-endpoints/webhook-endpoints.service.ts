@@ -3,11 +3,14 @@ import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import { isEventTypePattern } from '../events/outbox.ts'
 import { eventView } from '../events/events.service.ts'
 import type { Event } from '../events/events.schemas.ts'
-import { decodeCursor, DEFAULT_LIMIT, encodeCursor } from '../events/paging.ts'
+import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
-import type { DeliveryAttempt, WebhookEndpoint, WebhookEndpointInput } from './webhook-endpoints.schemas.ts'
+import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
+
+/** How long a rotated-out secret keeps signing by default: a day to roll the new one out. */
+export const DEFAULT_ROTATION_GRACE_S = 86_400
 
 /** As many endpoints as Stripe allows an account. */
 export const MAX_ENDPOINTS = 16
@@ -19,6 +22,8 @@ function view(row: EndpointRow): WebhookEndpoint {
   return {
     id: row.id, company_id: row.company_id, url: row.url, event_types: row.event_types, description: row.description,
     enabled: row.enabled, disabled_reason: row.disabled_reason, created_at: new Date(row.created_at).toISOString(),
+    // Past its time, the replaced secret signs nothing (delivery.ts): not shown either.
+    previous_secret_expires_at: row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date() ? iso(row.previous_secret_expires_at) : null,
   }
 }
 
@@ -35,18 +40,50 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
     return row
   }
 
+  function checkTypes(types: string[]) {
+    types.forEach((type, i) => {
+      if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
+    })
+    return types
+  }
+
   return {
     async create(owner: string | null, input: WebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
-      const types = input.event_types ?? []
-      types.forEach((type, i) => {
-        if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
-      })
+      const types = checkTypes(input.event_types ?? [])
       if (await repo.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
       const secret = newSecret()
       const row = await repo.insert({
         id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
       })
+      return { ...view(row), secret }
+    },
+
+    /**
+     * Changes the fields given. `enabled: true` re-enables an endpoint (the disabling reason is
+     * cleared); what was written while it was disabled stays unsent (the event log has it).
+     */
+    async update(owner: string | null, id: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+      const changes: Parameters<WebhookEndpointsRepository['update']>[2] = {}
+      if (input.url !== undefined) changes.url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
+      if (input.event_types !== undefined) changes.event_types = checkTypes(input.event_types)
+      if (input.description !== undefined) changes.description = input.description
+      if (input.enabled !== undefined) {
+        changes.enabled = input.enabled
+        changes.disabled_reason = input.enabled ? null : `Disabled through the API at ${new Date().toISOString()}`
+      }
+      const row = Object.keys(changes).length > 0 ? await repo.update(owner, id, changes) : await repo.find(owner, id)
+      if (!row) throw new NotFound('Webhook endpoint')
+      return view(row)
+    },
+
+    /** A new secret, shown in this answer only; the replaced one signs beside it for `previous_secret_expires_in` seconds. */
+    async rotateSecret(owner: string | null, id: string, input: SecretRotation): Promise<WebhookEndpoint & { secret: string }> {
+      const grace = input.previous_secret_expires_in ?? DEFAULT_ROTATION_GRACE_S
+      const secret = newSecret()
+      // Real time, as the deliveries that sign with it (delivery.ts).
+      const row = await repo.rotateSecret(owner, id, secret, grace > 0 ? new Date(Date.now() + grace * 1000) : null)
+      if (!row) throw new NotFound('Webhook endpoint')
       return { ...view(row), secret }
     },
 
@@ -58,18 +95,16 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
       if (!(await repo.delete(owner, id))) throw new NotFound('Webhook endpoint')
     },
 
-    async deliveries(owner: string | null, id: string, query: { limit?: number; cursor?: string }): Promise<{ attempts: DeliveryAttempt[]; next?: string }> {
+    async deliveries(owner: string | null, id: string, page: Page): Promise<Paged<DeliveryAttempt>> {
       await find(owner, id)
-      const limit = query.limit ?? DEFAULT_LIMIT
-      const rows = await repo.attempts(id, decodeCursor(query.cursor), limit + 1)
-      const page = rows.slice(0, limit)
+      const paged = await repo.attempts(id, page)
       return {
-        attempts: page.map((r) => ({
+        items: paged.items.map((r) => ({
           id: String(r.id), delivery_id: r.delivery_id, event_id: r.event_id, event_type: r.event_type, attempt: r.attempt,
           started_at: new Date(r.started_at).toISOString(), status: r.outcome, status_code: r.status_code, duration_ms: r.duration_ms,
           error: r.error, next_retry_at: iso(r.next_retry_at),
         })),
-        next: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : undefined,
+        next: paged.next,
       }
     },
 

@@ -1,0 +1,213 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { LoadResult, LoadSpec } from './load.ts'
+import { median, ROUNDS, SECONDS } from './measure.ts'
+import { cpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
+import { ADMIN, token, type Seeded } from './seed.ts'
+
+/**
+ * The events workload (issue 15), PostgreSQL: "1,000 changes/s sustained while 10 local receivers
+ * take them (one always answering 500, one answering after 5 s): every event delivered to the
+ * healthy receivers within 2 s at p99; API write throughput within 15 % of the same run without
+ * endpoints."
+ *
+ * A server of its own (WEBHOOK_ALLOW_PRIVATE_TARGETS=true, so it may POST to 127.0.0.1), and 10
+ * receivers in this harness (load core), each a company endpoint of the writer company hearing
+ * `team.created`. A change is a POST .../teams with no leaders: one team, one event, ten deliveries.
+ *
+ * 1. Delivery: autocannon at a fixed rate (BENCH_EVENTS_RATE, default 1,000/s) for
+ *    BENCH_EVENTS_SECONDS (default 10); then up to BENCH_EVENTS_DRAIN seconds (default 60) for the
+ *    healthy receivers to get every event the phase wrote (read back from the events table). The
+ *    latency of a delivery is its first arrival at a receiver minus the event's `created_at` (the
+ *    writing transaction's time, to the millisecond; both clocks are this machine's).
+ * 2. Throughput: POST .../teams unthrottled at 32 connections, rounds alternated between endpoints
+ *    disabled (the baseline: write_event finds no endpoint) and enabled, each round after the
+ *    backlog of the one before is cleared with SQL; medians of the rounds, and their ratio.
+ */
+export interface EventFigures {
+  receivers: number
+  healthy: number
+  rate: number
+  seconds: number
+  sustained: { offered: number; achieved: number; p99WriteMs: number; non2xx: number }
+  delivery: {
+    events: number
+    /** Events × healthy receivers. */
+    expected: number
+    delivered: number
+    missing: number
+    withinTwoSeconds: number
+    p50Ms: number
+    p99Ms: number
+    maxMs: number
+    /** Healthy deliveries per second while the writes ran, and from the phase's start to the last one. */
+    perSecondDuringLoad: number
+    perSecondOverall: number
+    /** From the end of the writes to the last healthy event's arrival (or the drain's end). */
+    drainMs: number
+    serverCpuMsPerDelivery: number
+    failingReceiverCalls: number
+    slowReceiverCalls: number
+  }
+  throughput: { without: number[]; with: number[]; ratio: number; p99Without: number; p99With: number }
+}
+
+interface Db { query: (text: string, params?: unknown[]) => Promise<Record<string, unknown>[]> }
+
+const RATE = Number(process.env.BENCH_EVENTS_RATE ?? 1000)
+const PHASE_SECONDS = Number(process.env.BENCH_EVENTS_SECONDS ?? 10)
+const DRAIN_SECONDS = Number(process.env.BENCH_EVENTS_DRAIN ?? 60)
+const HEALTHY = 8
+
+type Kind = 'ok' | 'fail' | 'slow'
+
+/** A receiver that keeps the first arrival time of each event id. */
+async function receiver(kind: Kind) {
+  const arrivals = new Map<string, number>()
+  let calls = 0
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const at = Date.now()
+      calls++
+      const id = req.headers['webhook-id']
+      if (typeof id === 'string' && !arrivals.has(id)) arrivals.set(id, at)
+      if (kind === 'ok') return res.writeHead(200).end()
+      if (kind === 'fail') return res.writeHead(500).end('boom')
+      setTimeout(() => { if (!res.destroyed) res.writeHead(200).end() }, 5000).unref()
+    })
+  })
+  server.keepAliveTimeout = 72_000
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    kind, arrivals, calls: () => calls, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    reset() { arrivals.clear(); calls = 0 },
+    close: () => { server.closeAllConnections(); return new Promise((resolve) => server.close(resolve)) },
+  }
+}
+
+export async function measureEvents(env: Record<string, string>, seeded: Seeded, db: Db, log: (s: string) => void): Promise<EventFigures> {
+  const kinds: Kind[] = [...Array<Kind>(HEALTHY).fill('ok'), 'fail', 'slow']
+  const receivers = await Promise.all(kinds.map(receiver))
+  const server = await startServer({ ...env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })
+  try {
+    const company = seeded.writer.id
+    const headers = { authorization: `Bearer ${seeded.writer.token}`, 'content-type': 'application/json' }
+    // Endpoints are the company's settings: write:company, which the company's bench client lacks; the platform's token.
+    const admin = { authorization: `Bearer ${await token(server.url, ADMIN.client_id, ADMIN.client_secret)}`, 'content-type': 'application/json' }
+    for (const r of receivers) {
+      const res = await fetch(`${server.url}/api/v1/companies/${company}/webhook_endpoints`, {
+        method: 'POST', headers: admin, body: JSON.stringify({ url: r.url, event_types: ['team.created'], description: `bench ${r.kind}` }),
+      })
+      if (res.status !== 201) throw new Error(`creating an endpoint answered ${res.status} ${await res.text()}`)
+    }
+    const writes = (prefix: string, seconds: number, rate?: number): LoadSpec => ({
+      url: `${server.url}/api/v1/companies/${company}/teams`, method: 'POST', headers,
+      body: JSON.stringify({ name: 'Event', code: 'x', team_leader_ids: [] }), uniqueCode: `${prefix}${Date.now()}-`, connections: 32, seconds,
+      ...(rate ? { rate } : {}),
+    })
+    // Warm-up with the endpoints on, then a clean start.
+    await runLoad(writes('ew', 2, 200))
+    await clearBacklog(db, company, true)
+    await sleep(6000)
+    receivers.forEach((r) => r.reset())
+
+    const delivery = await deliveryPhase(server, db, company, receivers, writes, log)
+    const throughput = await throughputPhase(db, company, writes, log)
+    return { receivers: receivers.length, healthy: HEALTHY, rate: RATE, seconds: PHASE_SECONDS, ...delivery, throughput }
+  } finally {
+    await server.stop()
+    await Promise.all(receivers.map((r) => r.close()))
+  }
+}
+
+/** Stops what the endpoints still owe (pending deliveries and their jobs), and turns them on or off. */
+async function clearBacklog(db: Db, company: string, enabled: boolean) {
+  await db.query('UPDATE webhook_endpoints SET enabled = $2 WHERE company_id = $1', [company, enabled])
+  await db.query(`DELETE FROM jobs WHERE kind = 'webhook.deliver' AND done_at IS NULL AND company_id = $1`, [company])
+  await db.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending' AND company_id = $1`, [company])
+}
+
+async function deliveryPhase(server: Running, db: Db, company: string, receivers: Awaited<ReturnType<typeof receiver>>[],
+  writes: (prefix: string, seconds: number, rate?: number) => LoadSpec, log: (s: string) => void) {
+  const healthy = receivers.filter((r) => r.kind === 'ok')
+  const startedAt = new Date()
+  const cpuBefore = cpuMs(server.child.pid!)
+  const load = await runLoad(writes('ed', PHASE_SECONDS, RATE))
+  const loadEnd = Date.now()
+  const duringLoad = healthy.reduce((n, r) => n + r.arrivals.size, 0)
+  const events = (await db.query(`SELECT id, created_at FROM events WHERE company_id = $1 AND type = 'team.created' AND created_at >= $2`, [company, startedAt]))
+    .map((row) => ({ id: String(row.id), at: new Date(row.created_at as Date).getTime() }))
+  const expected = events.length * healthy.length
+  const arrived = () => healthy.reduce((n, r) => n + events.filter((e) => r.arrivals.has(e.id)).length, 0)
+  const drainUntil = loadEnd + DRAIN_SECONDS * 1000
+  while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
+  const cpu = cpuMs(server.child.pid!) - cpuBefore
+  const latencies: number[] = []
+  let last = loadEnd
+  for (const r of healthy) {
+    for (const e of events) {
+      const at = r.arrivals.get(e.id)
+      if (at === undefined) continue
+      latencies.push(at - e.at)
+      last = Math.max(last, at)
+    }
+  }
+  latencies.sort((a, b) => a - b)
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN
+  const delivered = latencies.length
+  const figures = {
+    sustained: { offered: RATE, achieved: load.rps, p99WriteMs: load.p99, non2xx: load.non2xx },
+    delivery: {
+      events: events.length, expected, delivered, missing: expected - delivered,
+      withinTwoSeconds: latencies.filter((ms) => ms <= 2000).length,
+      p50Ms: pct(0.5), p99Ms: expected > delivered ? Infinity : pct(0.99), maxMs: latencies.at(-1) ?? NaN,
+      perSecondDuringLoad: duringLoad / PHASE_SECONDS, perSecondOverall: delivered / Math.max(0.001, (last - startedAt.getTime()) / 1000),
+      drainMs: last - loadEnd, serverCpuMsPerDelivery: cpu / Math.max(1, delivered),
+      failingReceiverCalls: receivers.find((r) => r.kind === 'fail')!.calls(), slowReceiverCalls: receivers.find((r) => r.kind === 'slow')!.calls(),
+    },
+  }
+  const d = figures.delivery
+  log(`  events: ${load.rps.toFixed(0)} of ${RATE} changes/s for ${PHASE_SECONDS} s (write p99 ${load.p99} ms); ${d.delivered} of ${d.expected} healthy deliveries, `
+    + `${d.withinTwoSeconds} within 2 s; latency p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms max ${d.maxMs} ms; ${d.perSecondDuringLoad.toFixed(0)}/s during the writes, `
+    + `${d.perSecondOverall.toFixed(0)}/s overall; ${d.serverCpuMsPerDelivery.toFixed(3)} ms server CPU per delivery; 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
+  return figures
+}
+
+async function throughputPhase(db: Db, company: string, writes: (prefix: string, seconds: number) => LoadSpec, log: (s: string) => void) {
+  const without: LoadResult[] = []
+  const withEndpoints: LoadResult[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    await clearBacklog(db, company, false)
+    without.push(await runLoad(writes(`eb${round}-`, SECONDS)))
+    await clearBacklog(db, company, true)
+    withEndpoints.push(await runLoad(writes(`ee${round}-`, SECONDS)))
+    log(`  events round ${round + 1}: POST teams ${without.at(-1)!.rps.toFixed(0)} req/s without endpoints, ${withEndpoints.at(-1)!.rps.toFixed(0)} req/s with 10`)
+  }
+  await clearBacklog(db, company, false)
+  const a = median(without.map((r) => r.rps))
+  const b = median(withEndpoints.map((r) => r.rps))
+  return {
+    without: without.map((r) => r.rps), with: withEndpoints.map((r) => r.rps), ratio: b / a,
+    p99Without: median(without.map((r) => r.p99)), p99With: median(withEndpoints.map((r) => r.p99)),
+  }
+}
+
+const whole = (n: number) => Math.round(n).toLocaleString('en-US')
+
+/** The rows of bench/RESULTS.md's targets table: `| workload | target | measured | verdict |`. */
+export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boolean | undefined) => string): string[] {
+  if (!e) return ['| events: 1,000 changes/s to 10 receivers (one 500, one after 5 s) | every event at the 8 healthy ones within 2 s at p99 | - | not measured |',
+    '| events: POST teams with 10 endpoints vs none, 32 connections | within 15 % | - | not measured |']
+  const d = e.delivery
+  const t = e.throughput
+  const p99 = Number.isFinite(d.p99Ms) ? `${whole(d.p99Ms)} ms` : `not reached (${whole(d.missing)} missing ${DRAIN_SECONDS} s after the writes)`
+  return [
+    `| events: ${whole(e.rate)} changes/s for ${e.seconds} s to ${e.receivers} receivers (one 500, one after 5 s) | every event at the ${e.healthy} healthy ones within 2 s at p99 | `
+      + `${whole(e.sustained.achieved)} changes/s written (p99 ${e.sustained.p99WriteMs} ms); ${whole(d.delivered)} of ${whole(d.expected)} delivered, ${whole(d.withinTwoSeconds)} within 2 s; `
+      + `p50 ${whole(d.p50Ms)} ms, p99 ${p99}; ${whole(d.perSecondDuringLoad)} deliveries/s during the writes; ${d.serverCpuMsPerDelivery.toFixed(2)} ms server CPU per delivery | `
+      + `${verdict(e.sustained.achieved >= 0.95 * e.rate && d.missing === 0 && d.p99Ms <= 2000)} |`,
+    `| events: POST teams with 10 endpoints vs none, 32 connections, rounds alternated | within 15 % | ${t.ratio.toFixed(2)} × (${t.with.map(whole).join(' / ')} vs ${t.without.map(whole).join(' / ')} req/s); p99 ${t.p99With} vs ${t.p99Without} ms | ${verdict(t.ratio >= 0.85)} |`,
+  ]
+}
