@@ -16,7 +16,9 @@ export async function measureHostileRss(log: (s: string) => void): Promise<Hosti
   const code = await new Promise<number | null>((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'reliability/run.ts'], {
       cwd: ROOT, stdio: 'ignore',
-      env: { ...process.env, RELIABILITY_ONLY: '5', RELIABILITY_ENGINES: 'pglite', RELIABILITY_REPORT: report },
+      // The suite starts its private PostgreSQL cluster even for PGlite alone: a port of its own, so
+      // that another run of the suite on the machine (on 55432) does not stop this one.
+      env: { ...process.env, RELIABILITY_ONLY: '5', RELIABILITY_ENGINES: 'pglite', RELIABILITY_REPORT: report, RELIABILITY_PG_PORT: String(55_000 + (process.pid % 400)) },
     })
     child.on('exit', (c) => resolve(c))
   })

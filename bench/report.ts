@@ -150,6 +150,11 @@ warm-up, medians of the rounds' p50.
   all_holidays, the communications. The HTTP reads of company and teams are answered by the
   read cache (src/db/read-cache.ts) after their first request, as in production. On PGlite: seed, stop, grow to 1,000, start (start to
   \`/ready\`, idle RSS), the two reads.
+- Issue 19's workloads (bench/mix.ts) run in a database of their own: 1,000 companies made
+  through the API (each with its trial subscription, a client and a token), then with set-based
+  SQL 50 contracts, 5 teams of 5 members (one leading) and 5 holidays each; one more company
+  with 10,000 contracts for the paging workload; for the fan-out, 100,000 contracts in one team
+  of one of the 1,000 companies. Each part starts its own server on that database.
 - Every database and data directory the bench creates is dropped at the end.
 
 ## What the profile showed
