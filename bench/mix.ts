@@ -224,8 +224,13 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
 
 /** Every part of issue 19 that runs on the mix database, as `want` selects them; a part that fails is logged and left out. */
 export async function runMixWorkloads(adminUrl: string, baseline: Running, want: (part: string) => boolean, log: Log): Promise<MixFigures> {
-  const db = await mixDatabase(adminUrl, log)
   const figures: MixFigures = {}
+  const hostile = async () => {
+    if (want('hostile')) figures.hostile = await measureHostileRss(log).catch((err) => { log(`  hostile failed, left out: ${err.message}`); return undefined })
+  }
+  // The hostile-input part needs no mix database.
+  if (!MIX_PARTS.filter((p) => p !== 'hostile').some(want)) { await hostile(); return figures }
+  const db = await mixDatabase(adminUrl, log)
   let server: Running | undefined
   /** Runs one part on a freshly started server (with `env` added), the server stopped after it. */
   const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running) => Promise<MixFigures[K]>) => {
@@ -252,7 +257,7 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
     await part('overload', 'overload', {}, (s) => measureOverload(s, db, log))
     // Last on the mix database: it adds 100,000 contracts to one company.
     await part('fanout', 'fanout', {}, (s) => measureFanout(s, db, log))
-    if (want('hostile')) figures.hostile = await measureHostileRss(log).catch((err) => { log(`  hostile failed, left out: ${err.message}`); return undefined })
+    await hostile()
     return figures
   } finally {
     await db.drop()
