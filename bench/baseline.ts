@@ -5,22 +5,36 @@ import http from 'node:http'
  * that the real server answered for the workload being measured. The harness sets that answer
  * with `PUT /__answer` before each ceiling round. Request bodies are read to the end, as the
  * real server does, so that a POST costs the same bytes on the wire.
+ *
+ * A workload of several kinds of request (the mix, bench/mix.ts) sets one answer per kind with
+ * `PUT /__answers`: `[{ method, pattern, status, contentType, body }]`, the first whose method
+ * and path pattern (a regular expression) match a request answers it.
  */
-let answer = { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from('{}') }
+interface Answer { status: number; contentType: string; body: Buffer }
+let answer: Answer = { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from('{}') }
+let routes: Array<{ method: string; pattern: RegExp; answer: Answer }> = []
+
+function answerFor(request: http.IncomingMessage): Answer {
+  for (const route of routes) if (route.method === request.method && route.pattern.test(request.url ?? '')) return route.answer
+  return answer
+}
 
 const server = http.createServer((request, response) => {
   const chunks: Buffer[] = []
   request.on('data', (chunk: Buffer) => chunks.push(chunk))
   request.on('end', () => {
-    if (request.url === '/__answer') {
-      const given = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status: number; contentType: string; body: string }
-      answer = { status: given.status, contentType: given.contentType, body: Buffer.from(given.body) }
+    if (request.url === '/__answer' || request.url === '/__answers') {
+      const given = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      const made = (a: { status: number; contentType: string; body: string }) => ({ status: a.status, contentType: a.contentType, body: Buffer.from(a.body) })
+      if (request.url === '/__answer') { answer = made(given); routes = [] }
+      else routes = (given as Array<{ method: string; pattern: string; status: number; contentType: string; body: string }>).map((r) => ({ method: r.method, pattern: new RegExp(r.pattern), answer: made(r) }))
       response.writeHead(204).end()
       return
     }
-    const headers: Record<string, string | number> = { 'content-length': answer.body.length }
-    if (answer.body.length > 0) headers['content-type'] = answer.contentType
-    response.writeHead(answer.status, headers).end(answer.body)
+    const chosen = answerFor(request)
+    const headers: Record<string, string | number> = { 'content-length': chosen.body.length }
+    if (chosen.body.length > 0) headers['content-type'] = chosen.contentType
+    response.writeHead(chosen.status, headers).end(chosen.body)
   })
 })
 

@@ -55,31 +55,41 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
     url: `${url}${w.path}`, method: w.method, headers: w.headers, body: w.body,
     ...(w.uniqueCode ? { uniqueCode: `${w.uniqueCode}${prefix}` } : {}), connections: w.connections, seconds,
   })
-  await runLoad(spec(server.url, WARMUP_SECONDS, 'w'))
-  await runLoad(spec(baseline.url, 1, 'bw'))
-  const ceilings: LoadResult[] = []
-  const servers: LoadResult[] = []
+  return (await measureRounds(server, baseline, w.name, w.connections, (url, seconds, prefix) => runLoad(spec(url, seconds, prefix)), log)).figure
+}
+
+/**
+ * The rounds of a throughput figure, whatever the load: `load(url, seconds, prefix)` runs one
+ * round against `url` (the server's or the ceiling's, set up to answer alike beforehand).
+ * Also returns every server round's own result, for what a workload reports besides.
+ */
+export async function measureRounds<R extends LoadResult>(server: Running, baseline: Running, name: string, connections: number,
+  load: (url: string, seconds: number, prefix: string) => Promise<R>, log: (s: string) => void): Promise<{ figure: HttpFigure; rounds: R[] }> {
+  await load(server.url, WARMUP_SECONDS, 'w')
+  await load(baseline.url, 1, 'bw')
+  const ceilings: R[] = []
+  const servers: R[] = []
   const cpuPerRequest: number[] = []
   const postgresPerRequest: number[] = []
   const machineBusy: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
-    ceilings.push(await runLoad(spec(baseline.url, SECONDS, `b${round}-`)))
+    ceilings.push(await load(baseline.url, SECONDS, `b${round}-`))
     const cpuBefore = cpuMs(server.child.pid!)
     const postgresBefore = postgresCpuMs()
     const machineBefore = machineCpuMs()
-    servers.push(await runLoad(spec(server.url, SECONDS, `r${round}-`)))
+    servers.push(await load(server.url, SECONDS, `r${round}-`))
     const served = servers.at(-1)!
     const requests = Math.max(1, served.rps * SECONDS)
     cpuPerRequest.push((cpuMs(server.child.pid!) - cpuBefore) / requests)
     postgresPerRequest.push((postgresCpuMs() - postgresBefore) / requests)
     const machineAfter = machineCpuMs()
     machineBusy.push((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total))
-    log(`  ${w.name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request (PostgreSQL ${postgresPerRequest.at(-1)!.toFixed(3)} ms), machine ${(100 * machineBusy.at(-1)!).toFixed(0)} % busy`)
+    log(`  ${name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request (PostgreSQL ${postgresPerRequest.at(-1)!.toFixed(3)} ms), machine ${(100 * machineBusy.at(-1)!).toFixed(0)} % busy`)
   }
   const ceiling = median(ceilings.map((r) => r.rps))
   const rps = median(servers.map((r) => r.rps))
-  return {
-    name: w.name, connections: w.connections,
+  const figure: HttpFigure = {
+    name, connections,
     ceiling: { rps: ceiling, p99: median(ceilings.map((r) => r.p99)), rounds: ceilings.map((r) => r.rps) },
     server: {
       rps, p50: median(servers.map((r) => r.p50)), p99: median(servers.map((r) => r.p99)), rounds: servers.map((r) => r.rps),
@@ -88,6 +98,7 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
     },
     ratio: rps / ceiling,
   }
+  return { figure, rounds: servers }
 }
 
 export interface LatencyFigure { p50: number; p99: number; mean: number; rounds: number[] }

@@ -153,7 +153,12 @@ export function coreOf(pid: number): string {
 
 /** Runs the load generator, pinned to the load core, and returns what it measured. */
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const command = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', 'bench/load.ts', JSON.stringify(spec)])
+  return runGenerator<LoadResult>('bench/load.ts', JSON.stringify(spec))
+}
+
+/** Runs a load generator script (its last line of output is its JSON result), pinned to the load core. */
+export function runGenerator<T>(script: string, arg: string): Promise<T> {
+  const command = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', script, arg])
   return new Promise((resolve, reject) => {
     const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
@@ -164,7 +169,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
     child.on('exit', (code) => {
       children.delete(child)
       if (code !== 0) return reject(new Error(`load generator failed (${code}): ${err}`))
-      resolve(JSON.parse(out.trim().split('\n').pop()!) as LoadResult)
+      resolve(JSON.parse(out.trim().split('\n').pop()!) as T)
     })
   })
 }

@@ -9,6 +9,7 @@ import { ADMIN, growCompanies, seedThroughApi, type Seeded } from './seed.ts'
 import { measureCommunications, type CommunicationFigures } from './communications.ts'
 import { writeResults } from './report.ts'
 import { measureEvents, type EventFigures } from './events.ts'
+import { MIX_PARTS, runMixWorkloads, type MixFigures } from './mix.ts'
 
 /**
  * `npm run bench`: every workload of bench/RESULTS.md, on PostgreSQL then PGlite, each HTTP
@@ -16,7 +17,8 @@ import { measureEvents, type EventFigures } from './events.ts'
  * itself and drops what it created (databases, data directories, processes).
  */
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const ONLY = new Set((process.env.BENCH_ONLY ?? '').split(',').filter(Boolean))
+// Parts chosen by BENCH_ONLY or on the command line (`npm run bench -- mix paging`).
+const ONLY = new Set([...(process.env.BENCH_ONLY ?? '').split(','), ...process.argv.slice(2)].filter(Boolean))
 const want = (part: string) => ONLY.size === 0 || ONLY.has(part)
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? '').split(',').filter(Boolean)
 const chosen = (w: Workload) => WORKLOADS.length === 0 || WORKLOADS.some((name) => w.name.includes(name))
@@ -199,9 +201,10 @@ async function main() {
     const engines: EngineFigures[] = []
     if (want('postgres')) engines.push(await runPostgres(baseline))
     if (want('pglite')) engines.push(await runPglite(baseline))
+    const mix: MixFigures | undefined = MIX_PARTS.some(want) ? await runMixWorkloads(ADMIN_URL, baseline, want, log) : undefined
     // Test runs of other engineers seen at the start or at the end of the run.
     busy.push(...othersRunning().filter((cmd) => !busy.includes(cmd)))
-    const file = writeResults({ started, finished: new Date(), load: [loadAtStart, os.loadavg()[0]!], cores: CORES, serverCore: SERVER_CORE, loadCore: LOAD_CORE, baselineCores: coreOf(baseline.child.pid!), busy, seconds: SECONDS, warmup: WARMUP_SECONDS, engines, partial: ONLY.size > 0 })
+    const file = writeResults({ started, finished: new Date(), load: [loadAtStart, os.loadavg()[0]!], cores: CORES, serverCore: SERVER_CORE, loadCore: LOAD_CORE, baselineCores: coreOf(baseline.child.pid!), busy, seconds: SECONDS, warmup: WARMUP_SECONDS, engines, mix, partial: ONLY.size > 0 })
     log(`results written to ${path.relative(ROOT, file)}`)
   } finally {
     await baseline.stop()

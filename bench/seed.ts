@@ -46,7 +46,7 @@ export async function token(base: string, clientId: string, secret: string): Pro
 const SCOPES = ['read:company', 'read:team', 'write:team', 'read:holiday', 'write:holiday', 'read:contract', 'write:contract',
   'read:company_communication', 'write:company_communication', 'read:company_communication_message']
 
-async function newCompany(base: string, admin: string, productSku: string, planSku: string, name: string) {
+export async function newCompany(base: string, admin: string, productSku: string, planSku: string, name: string) {
   const created = await expect(base, 202, 'POST', '/api/v1/companies', admin,
     { name, country: 'IT', province: 'MI', city: 'Milano', timezone: 'Europe/Rome', vat: 'IT01234567890', billing_email: 'billing@example.com', product_sku: productSku, subscription_plan: planSku, plan_quantity: 40 })
   const id = lastSegment(created.location)
@@ -65,12 +65,18 @@ async function contracts(base: string, tokenValue: string, companyId: string, co
 }
 
 /** The API part: a plan and product, the reader company (20 teams x 2 leaders, holidays) and the writer company. */
-export async function seedThroughApi(base: string): Promise<Seeded> {
+/** A plan and a product that companies are created with; and the platform client's token. */
+export async function newCatalogue(base: string) {
   const admin = await token(base, ADMIN.client_id, ADMIN.client_secret)
   const planSku = `bench-plan-${randomUUID().slice(0, 8)}`
   const productSku = `bench-product-${randomUUID().slice(0, 8)}`
   await expect(base, 202, 'POST', '/api/v1/subscription/plans', admin, { plan: { sku: planSku, name: 'Bench', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping', 'expense'] } })
   await expect(base, 202, 'POST', '/api/v1/subscription/products', admin, { product: { sku: productSku, name: 'Bench', visible: true, subscription_manager: 'local', allowed_plans: [planSku] } })
+  return { admin, planSku, productSku }
+}
+
+export async function seedThroughApi(base: string): Promise<Seeded> {
+  const { admin, planSku, productSku } = await newCatalogue(base)
 
   const reader = await newCompany(base, admin, productSku, planSku, 'Bench Reader S.p.A.')
   const subsidiary = lastSegment((await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/subsidiaries`, admin, { name: 'Torino', city: 'Torino', country: 'IT' })).location)

@@ -4,6 +4,7 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
 import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
+import { companyExistsOn } from '../../db/company-exists.ts'
 
 /** The lists' orders (decisions: "Lists and paging"); each ends with a unique column. */
 export const COMPANY_ORDER: SortColumn[] = [{ column: 'c.name' }, { column: 'c.id', cast: 'uuid' }]
@@ -57,8 +58,8 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       return Number(result.numUpdatedRows) > 0
     },
 
-    companyExists: async (companyId: string) =>
-      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+    /** Remembered per process once seen (src/db/company-exists.ts). */
+    companyExists: companyExistsOn(db),
 
     insertSubsidiary: (row: { company_id: string; id: string; name: string; city: string | null; country: string | null }) =>
       db.insertInto('subsidiaries').values(row).execute(),
@@ -110,11 +111,15 @@ function companiesQuery(db: Kysely<DB>) {
     ])
 }
 
-/** Contracts with the ids of their teams, read from the memberships so both always agree. */
+/**
+ * Contracts with the ids of their teams, read from the memberships so both always agree; as
+ * `json`, which the driver decodes with the native JSON.parse (a `uuid[]` goes through a
+ * JavaScript array parser, per row of a page).
+ */
 function contractsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('contracts as c')
     .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
-    .select(sql<string[]>`coalesce((SELECT array_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '{}')`.as('team_ids'))
+    .select(sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`.as('team_ids'))
     .where('c.company_id', '=', companyId)
 }
 

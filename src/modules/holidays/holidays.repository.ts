@@ -3,6 +3,7 @@ import { prepared } from '../../db/prepared.ts'
 import type { DB, HolidaysTable } from '../../db/tables.ts'
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
+import { companyExistsOn } from '../../db/company-exists.ts'
 
 /** The defined holidays' order (26, 31): by day, then name, then id. */
 const DEFINED_ORDER: SortColumn[] = [{ column: 'day', cast: 'date' }, { column: 'name' }, { column: 'id', cast: 'uuid' }]
@@ -28,8 +29,8 @@ export function createHolidaysRepository(db: Kysely<DB>) {
     /** What endpoint 30 needs of the company: where it is and what time it is there. */
     findCompanyPlace: async (companyId: string) => (await companyPlace(companyId))[0],
 
-    companyExists: async (companyId: string) =>
-      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+    /** Remembered per process once seen (src/db/company-exists.ts). */
+    companyExists: companyExistsOn(db),
 
     subsidiaryExists: async (companyId: string, subsidiaryId: string) =>
       (await db.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely'
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely'
 import type { DB } from '../../db/tables.ts'
 import type { Team } from './teams.schemas.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
@@ -6,6 +6,7 @@ import { prepared } from '../../db/prepared.ts'
 import { writeBatches, type WriteBatchObserver } from '../../db/write-batches.ts'
 import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
+import { companyExistsOn } from '../../db/company-exists.ts'
 
 /** The lists' orders (decisions: "Lists and paging"): teams by name then code (unique in a company), members as contracts. */
 const TEAM_ORDER: SortColumn[] = [{ column: 't.name' }, { column: 't.code' }]
@@ -86,7 +87,39 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
   }, { name: 'team_creation', maxItems: 64, maxInFlight: 1, observer: options.observer })
 
+  /**
+   * A move of one contract in one team in one statement: the team locked as every membership
+   * write locks it (lockTeams), the contract checked, the membership changed only when both are
+   * the company's; one round trip and its implicit commit, where a transaction of its own took
+   * five (bench/findings.md, issue 19). Answers which of the two was found.
+   */
+  const moveStatement = (change: (args: { companyId: string; now: string }) => RawBuilder<unknown>) =>
+    prepared(db, (companyId: string, teamId: string, contractId: string, now: string) => sql<MoveOutcome>`
+      WITH team AS (SELECT id FROM teams WHERE company_id = ${companyId}::uuid AND id = ${teamId}::uuid FOR UPDATE),
+        contract AS (SELECT id FROM contracts WHERE company_id = ${companyId}::uuid AND id = ${contractId}::uuid),
+        moved AS (${change({ companyId, now })})
+      SELECT EXISTS (SELECT 1 FROM team) AS team_found, EXISTS (SELECT 1 FROM contract) AS contract_found`)
+  const moves: Record<Move, ReturnType<typeof moveStatement>> = {
+    // Leads the team, joining it first if needed.
+    lead: moveStatement(({ companyId, now }) => sql`
+      INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
+      SELECT ${companyId}::uuid, team.id, contract.id, true, ${now}::timestamptz FROM team, contract
+      ON CONFLICT (company_id, team_id, contract_id) DO UPDATE SET is_leader = true`),
+    // Stays a member without leading.
+    follow: moveStatement(({ companyId }) => sql`
+      UPDATE team_members m SET is_leader = false FROM team, contract
+      WHERE m.company_id = ${companyId}::uuid AND m.team_id = team.id AND m.contract_id = contract.id`),
+    // Leaves the team.
+    leave: moveStatement(({ companyId }) => sql`
+      DELETE FROM team_members m USING team, contract
+      WHERE m.company_id = ${companyId}::uuid AND m.team_id = team.id AND m.contract_id = contract.id`),
+  }
+
   return {
+    /** One contract's move in one team, in one statement (moveStatement); which of team and contract was found. */
+    moveContract: async (move: Move, companyId: string, teamId: string, contractId: string, now: Date): Promise<MoveOutcome> =>
+      (await moves[move](companyId, teamId, contractId, now.toISOString()))[0]!,
+
     /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
     transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
 
@@ -127,8 +160,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     subsidiaryExists: async (executor: Executor, companyId: string, subsidiaryId: string) =>
       (await executor.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
 
-    companyExists: async (companyId: string) =>
-      (await db.selectFrom('companies').select('id').where('id', '=', companyId).executeTakeFirst()) !== undefined,
+    /** Remembered per process once seen (src/db/company-exists.ts). */
+    companyExists: companyExistsOn(db),
 
     /** Each contract joins each team (already a member: nothing changes). */
     async addMembers(trx: Executor, companyId: string, teamIds: string[], contractIds: string[], now: Date) {
@@ -153,14 +186,6 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       if (keep.length > 0) query = query.where('contract_id', 'not in', keep)
       return query.execute()
     },
-
-    demote: (trx: Executor, companyId: string, teamId: string, contractId: string) =>
-      trx.updateTable('team_members').set({ is_leader: false })
-        .where('company_id', '=', companyId).where('team_id', '=', teamId).where('contract_id', '=', contractId).execute(),
-
-    removeMember: (trx: Executor, companyId: string, teamId: string, contractId: string) =>
-      trx.deleteFrom('team_members')
-        .where('company_id', '=', companyId).where('team_id', '=', teamId).where('contract_id', '=', contractId).execute(),
 
     /**
      * The company's teams by name, or undefined when there is no such company: the company's
@@ -221,6 +246,10 @@ export function isDuplicateTeamCode(err: unknown): boolean {
 }
 
 /** What became of one team creation: the first false of the three checks, or created (false: the code is taken). */
+/** A contract's move in a team: leads it (20), stays a member without leading (23), leaves it. */
+export type Move = 'lead' | 'follow' | 'leave'
+export interface MoveOutcome { team_found: boolean; contract_found: boolean }
+
 export interface CreateTeamOutcome { company_found: boolean; subsidiary_found: boolean; leaders_found: string[]; created: boolean }
 
 interface NewTeam { companyId: string; id: string; values: TeamValues; leaders: string[]; now: Date }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { isDuplicateTeamCode, type TeamFilter, type TeamsRepository } from './teams.repository.ts'
+import { isDuplicateTeamCode, type Move, type TeamFilter, type TeamsRepository } from './teams.repository.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import type { Paged } from '../../http/pagination.ts'
 import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
@@ -31,11 +31,12 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     return leaders
   }
 
-  /** Locks the team for a membership write and checks the contract; 404 for either of another company. */
-  async function lockMove(trx: Executor, companyId: string, teamId: string, body: ContractTeamParams) {
+  /** One contract's move in the team, in one statement; 404 for a team or contract of another company. */
+  async function moveContract(move: Move, companyId: string, teamId: string, body: ContractTeamParams) {
     if (body.team_id !== undefined && body.team_id !== teamId) throw new ValidationError('body/team_id must equal the team_id of the path')
-    if ((await repo.lockTeams(trx, companyId, [teamId])).length === 0) throw new NotFound('Team')
-    if (!(await repo.existingContracts(trx, companyId, [body.contract_id])).has(body.contract_id)) throw new NotFound('Contract')
+    const outcome = await repo.moveContract(move, companyId, teamId, body.contract_id, clock.now())
+    if (!outcome.team_found) throw new NotFound('Team')
+    if (!outcome.contract_found) throw new NotFound('Contract')
   }
 
   async function withCodeConflict<T>(work: () => Promise<T>, code: string): Promise<T> {
@@ -104,28 +105,13 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     },
 
     /** 20: the contract leads the team, joining it first if needed; a leader stays one. */
-    async upgrade(companyId: string, teamId: string, body: ContractTeamParams) {
-      await repo.transaction(async (trx) => {
-        await lockMove(trx, companyId, teamId, body)
-        await repo.makeLeaders(trx, companyId, teamId, [body.contract_id], clock.now())
-      })
-    },
+    upgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('lead', companyId, teamId, body),
 
     /** 23: the contract stops leading the team and stays a member; a non-leader is left as it is. */
-    async downgrade(companyId: string, teamId: string, body: ContractTeamParams) {
-      await repo.transaction(async (trx) => {
-        await lockMove(trx, companyId, teamId, body)
-        await repo.demote(trx, companyId, teamId, body.contract_id)
-      })
-    },
+    downgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('follow', companyId, teamId, body),
 
     /** The contract leaves the team, and so its leadership; a non-member is left as it is. */
-    async remove(companyId: string, teamId: string, body: ContractTeamParams) {
-      await repo.transaction(async (trx) => {
-        await lockMove(trx, companyId, teamId, body)
-        await repo.removeMember(trx, companyId, teamId, body.contract_id)
-      })
-    },
+    remove: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('leave', companyId, teamId, body),
 
     /** 35: the contract joins every listed team; all or nothing, a team already joined is unchanged. */
     async addToTeams(companyId: string, input: AddContractInput) {
