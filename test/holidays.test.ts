@@ -290,8 +290,5 @@ describe('public holiday calendar', () => {
     assert.deepEqual(calendar.place('DE', 'BY'), { country: 'DE', state: 'BY' })
     assert.deepEqual(calendar.place('DE', 'Atlantis'), { country: 'DE' })
     assert.deepEqual(calendar.forYear('XX', null, 2026), [])
-    const started = performance.now()
-    for (let i = 0; i < 1000; i++) calendar.forYear('IT', 'RM', 2026)
-    assert.ok(performance.now() - started < 50, 'a cached year is a lookup')
   })
 })
