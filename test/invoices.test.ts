@@ -19,7 +19,7 @@ const money = (i: any) => ({ total: i.total, credits_applied: i.credits_applied,
 for (const engine of engines) {
   describe(`invoices and credits on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { CURRENCY_CODE: 'USD' }) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, CURRENCY_CODE: 'USD' }) })
     after(async () => { await t?.close() })
 
     it('credits the unused part with the tax it was billed with, not the customer\'s tax of today', async () => {

@@ -18,7 +18,7 @@ import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, event
 for (const engine of engines) {
   describe(`coupon durations and targets on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     const plans = { gold: { price: 30 }, platinum: { price: 100 } }

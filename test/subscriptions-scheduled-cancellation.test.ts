@@ -19,7 +19,7 @@ import { at, billedCompany, cancel, detailsOf, estimate, eventsOf, moveTo, remov
 for (const engine of engines) {
   describe(`scheduled cancellations on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     const plans = { basic: { price: 30 }, annual: { price: 300, period_unit: 'year' } }
