@@ -1,0 +1,227 @@
+/**
+ * A model of the local billing engine for the property test (billing-properties.test.ts), written
+ * from docs/billing.md and not from the engine's code: what a subscription is, when its terms
+ * end, what each plan period used costs, and which requests are refused. The test drives the
+ * service and this model with the same story and compares them.
+ *
+ * What a period "used": a term of a selection costs its whole price (lines prorated, tax per
+ * line, half-up, to the minor unit). Changed mid-term at x, the part from x on is priced at the
+ * time left: the old selection's use is its price of the time left at its start less its price
+ * of the time left at x; a change of billing period ends the term at x and starts a new one, billed
+ * whole. A cancellation gives nothing back (the term stays paid), as the docs say.
+ */
+
+export type Unit = 'month' | 'year'
+export interface PlanSpec { price: number; unit: Unit }
+export interface AddonSpec { price: number; unit: Unit }
+
+/** Catalogue prices in minor units (cents), with odd cents so that proration rounds. */
+export const PLANS = {
+  monthly: { price: 2990, unit: 'month' },
+  monthlyLow: { price: 1501, unit: 'month' },
+  yearly: { price: 30000, unit: 'year' },
+  yearlyLow: { price: 9999, unit: 'year' },
+} as const satisfies Record<string, PlanSpec>
+export type PlanKey = keyof typeof PLANS
+export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
+
+/** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`. */
+export interface Selection { plan: PlanKey; quantity: number; addon: boolean }
+
+export type CardKind = 'none' | 'good' | 'fails'
+export type Status = 'in_trial' | 'active' | 'non_renewing' | 'cancelled'
+
+const DAY_MS = 86_400_000
+export const RETRY_DAYS = [1, 3, 5]
+
+/** v × num / den, half-up, in integers. */
+function roundHalfUp(v: number, num: number, den: number): number {
+  return Number((2n * BigInt(v) * BigInt(num) + BigInt(den)) / (2n * BigInt(den)))
+}
+
+/** A selection's price for `left` of `len` seconds of a term, with each line's tax (rate in basis points; null: no tax line). */
+export function priceOf(sel: Selection, left: number, len: number, rateBp: number | null): number {
+  const plan = PLANS[sel.plan]
+  const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])]
+  return lines.reduce((sum, line) => {
+    const amount = roundHalfUp(line, left, len)
+    return sum + amount + (rateBp === null ? 0 : roundHalfUp(amount, rateBp, 10_000))
+  }, 0)
+}
+
+/** One period later on the anchor day, or the month's last day when shorter; UTC, same time of day. */
+export function nextTermEnd(start: number, unit: Unit, anchorDay: number): number {
+  const d = new Date(start)
+  const months = d.getUTCFullYear() * 12 + d.getUTCMonth() + (unit === 'year' ? 12 : 1)
+  const year = Math.floor(months / 12)
+  const month = months % 12
+  const last = new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
+  return Date.UTC(year, month, Math.min(anchorDay, last), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds())
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000)
+
+interface Term { start: number; end: number; segments: { sel: Selection; from: number }[]; cutAt: number | null }
+export interface ModelInvoice { total: number; applied: number; paid: number; due: number; status: 'paid' | 'payment_due' | 'not_paid'; date: number; retry: number }
+
+export class BillingModel {
+  status: Status = 'in_trial'
+  termStart: number
+  termEnd: number
+  anchorDay = 0
+  cancelScheduled = false
+  card: CardKind = 'none'
+  credits = 0
+  notes: number[] = []
+  invoices: ModelInvoice[] = []
+  terms: Term[] = []
+
+  constructor(public now: number, trialDays: number, public sel: Selection, public rateBp: number | null) {
+    this.termStart = now
+    this.termEnd = now + trialDays * DAY_MS
+  }
+
+  /** What the plan periods used cost: Σ over terms and their segments (see the file's comment). */
+  cost(): number {
+    let sum = 0
+    for (const term of this.terms) {
+      const len = seconds(term.end - term.start)
+      const until = term.cutAt ?? term.end
+      term.segments.forEach((seg, i) => {
+        const to = term.segments[i + 1]?.from ?? until
+        const left = (at: number) => Math.min(len, Math.max(0, seconds(term.end - at)))
+        sum += priceOf(seg.sel, left(seg.from), len, this.rateBp) - priceOf(seg.sel, left(to), len, this.rateBp)
+      })
+    }
+    return sum
+  }
+
+  private bill(total: number, at: number) {
+    const applied = Math.min(this.credits, total)
+    this.credits -= applied
+    const due = total - applied
+    const invoice: ModelInvoice = { total, applied, paid: 0, due, status: 'paid', date: at, retry: 0 }
+    if (due > 0 && this.card === 'good') Object.assign(invoice, { paid: due, due: 0 })
+    else if (due > 0) invoice.status = 'payment_due'
+    this.invoices.push(invoice)
+  }
+
+  private startTerm(at: number, anchorDay: number) {
+    this.termStart = at
+    this.anchorDay = anchorDay
+    this.termEnd = nextTermEnd(at, PLANS[this.sel.plan].unit, anchorDay)
+    this.terms.push({ start: at, end: this.termEnd, segments: [{ sel: { ...this.sel }, from: at }], cutAt: null })
+    this.bill(priceOf(this.sel, 1, 1, this.rateBp), at)
+  }
+
+  private nextRetry(i: ModelInvoice): number | null {
+    return i.status === 'payment_due' ? i.date + RETRY_DAYS[i.retry]! * DAY_MS : null
+  }
+
+  /** The next time-driven event at or before `to`, if any: the trial's or term's end, or a retry. */
+  private nextEvent(to: number): { at: number; run: () => void } | null {
+    let best: { at: number; run: () => void } | null = null
+    const consider = (at: number, run: () => void) => { if (at <= to && (!best || at < best.at)) best = { at, run } }
+    if (this.status === 'in_trial') consider(this.termEnd, () => this.trialEnds())
+    if (this.status === 'active' || this.status === 'non_renewing') consider(this.termEnd, () => this.termEnds())
+    for (const invoice of this.invoices) {
+      const at = this.nextRetry(invoice)
+      if (at !== null) consider(at, () => this.retry(invoice, at))
+    }
+    return best
+  }
+
+  /** The test clock moves to `to`: every event due by then happens, in order, at its own time. */
+  advance(to: number) {
+    for (let e = this.nextEvent(to); e; e = this.nextEvent(to)) {
+      this.now = e.at
+      e.run()
+    }
+    this.now = to
+  }
+
+  private trialEnds() {
+    const at = this.termEnd
+    if (this.cancelScheduled || this.card === 'none') return this.cancel(at)
+    this.status = 'active'
+    this.startTerm(at, new Date(at).getUTCDate())
+  }
+
+  private termEnds() {
+    const at = this.termEnd
+    if (this.status === 'non_renewing') {
+      this.status = 'cancelled'
+      this.cancelScheduled = false
+      return
+    }
+    this.startTerm(at, this.anchorDay)
+  }
+
+  private retry(invoice: ModelInvoice, at: number) {
+    if (this.card === 'good') return Object.assign(invoice, { status: 'paid', paid: invoice.due, due: 0 })
+    invoice.retry += 1
+    if (invoice.retry < RETRY_DAYS.length) return
+    invoice.status = 'not_paid'
+    if (this.status !== 'cancelled') this.cancel(at)
+  }
+
+  private cancel(at: number) {
+    this.status = 'cancelled'
+    this.cancelScheduled = false
+    this.termEnd = at
+  }
+
+  /** An update (6): the status code the service must answer. */
+  change(next: Selection): number {
+    if (this.status === 'cancelled') return 409
+    if (this.invoices.some((i) => i.status === 'payment_due')) return 409
+    const same = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon
+    if (same) return 200
+    const before = this.sel
+    this.sel = { ...next }
+    if (this.status === 'in_trial') return 200
+    const now = this.now
+    const term = this.terms.at(-1)!
+    const len = seconds(this.termEnd - this.termStart)
+    const left = Math.min(len, Math.max(0, seconds(this.termEnd - now)))
+    const unused = priceOf(before, left, len, this.rateBp)
+    if (unused > 0) {
+      this.notes.push(unused)
+      this.credits += unused
+    }
+    if (PLANS[next.plan].unit !== PLANS[before.plan].unit) {
+      term.cutAt = now
+      this.startTerm(now, new Date(now).getUTCDate())
+      return 200
+    }
+    term.segments.push({ sel: { ...next }, from: now })
+    this.bill(priceOf(next, left, len, this.rateBp), now)
+    return 200
+  }
+
+  cancelAtTermEnd(): number {
+    if (this.status === 'cancelled' || this.cancelScheduled) return 409
+    this.cancelScheduled = true
+    if (this.status === 'active') this.status = 'non_renewing'
+    return 200
+  }
+
+  removeCancellation(): number {
+    if (this.status === 'cancelled' || !this.cancelScheduled) return 409
+    this.cancelScheduled = false
+    if (this.status === 'non_renewing') this.status = 'active'
+    return 200
+  }
+
+  cancelNow(): number {
+    if (this.status === 'cancelled') return 409
+    this.cancel(this.now)
+    return 200
+  }
+
+  setCard(kind: Exclude<CardKind, 'none'>) {
+    this.card = kind
+    if (kind !== 'good') return
+    for (const i of this.invoices) if (i.status === 'payment_due') Object.assign(i, { status: 'paid', paid: i.paid + i.due, due: 0 })
+  }
+}
