@@ -25,8 +25,15 @@ export const PLANS = {
 export type PlanKey = keyof typeof PLANS
 export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
 
-/** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`. */
-export interface Selection { plan: PlanKey; quantity: number; addon: boolean }
+/**
+ * Coupons on the invoice amount, forever: a percentage (of every invoice, the credit of unused
+ * charges included) and a fixed amount (whole, once per billing period, never on a credit).
+ */
+export const COUPONS = { percent: { type: 'percentage', value: 2500 }, fixed: { type: 'fixed_amount', value: 1000 } } as const
+export type CouponKey = keyof typeof COUPONS
+
+/** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`, and a coupon. */
+export interface Selection { plan: PlanKey; quantity: number; addon: boolean; coupon: CouponKey | null }
 
 export type CardKind = 'none' | 'good' | 'fails'
 export type Status = 'in_trial' | 'active' | 'non_renewing' | 'cancelled'
@@ -39,14 +46,45 @@ function roundHalfUp(v: number, num: number, den: number): number {
   return Number((2n * BigInt(v) * BigInt(num) + BigInt(den)) / (2n * BigInt(den)))
 }
 
-/** A selection's price for `left` of `len` seconds of a term, with each line's tax (rate in basis points; null: no tax line). */
-export function priceOf(sel: Selection, left: number, len: number, rateBp: number | null): number {
+/**
+ * `total` shared among `amounts` in proportion, rounded down, the units left going one each to
+ * the largest remainders (the first on a tie): how a discount on the invoice amount is spread
+ * over the lines before each line's tax (docs/billing.md, "Per line").
+ */
+function spread(total: number, amounts: number[]): number[] {
+  const sum = amounts.reduce((a, b) => a + b, 0)
+  if (total <= 0 || sum === 0) return amounts.map(() => 0)
+  const shares = amounts.map((a) => Math.floor((total * a) / sum))
+  let left = total - shares.reduce((a, b) => a + b, 0)
+  const order = amounts.map((a, i) => ({ i, r: (total * a) % sum })).sort((x, y) => y.r - x.r || x.i - y.i)
+  for (const { i } of order) {
+    if (left === 0) break
+    shares[i]! += 1
+    left -= 1
+  }
+  return shares
+}
+
+/**
+ * An invoice of a selection for `left` of `len` seconds of a term: each line prorated, half-up;
+ * the coupon off the sub-total (a percentage half-up; a fixed amount up to `fixedLeft`, what this
+ * period has not taken yet); each line taxed on its amount less its share of the discount
+ * (rate in basis points; null: no tax line). `fixedTaken`: what the fixed amount took.
+ */
+export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, fixedLeft: number): { total: number; fixedTaken: number } {
   const plan = PLANS[sel.plan]
-  const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])]
-  return lines.reduce((sum, line) => {
-    const amount = roundHalfUp(line, left, len)
-    return sum + amount + (rateBp === null ? 0 : roundHalfUp(amount, rateBp, 10_000))
-  }, 0)
+  const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) => roundHalfUp(line, left, len))
+  const subTotal = lines.reduce((a, b) => a + b, 0)
+  const coupon = sel.coupon === null ? null : COUPONS[sel.coupon]
+  const discount = !coupon ? 0 : coupon.type === 'percentage' ? roundHalfUp(subTotal, coupon.value, 10_000) : Math.min(subTotal, fixedLeft)
+  const shares = spread(discount, lines)
+  const tax = rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
+  return { total: subTotal - discount + tax, fixedTaken: coupon?.type === 'fixed_amount' ? discount : 0 }
+}
+
+/** What a selection's time is worth: its invoice with no fixed amount off (a credit is never reduced by one). */
+export function priceOf(sel: Selection, left: number, len: number, rateBp: number | null): number {
+  return invoiceOf(sel, left, len, rateBp, 0).total
 }
 
 /** One period later on the anchor day, or the month's last day when shorter; UTC, same time of day. */
@@ -75,15 +113,19 @@ export class BillingModel {
   notes: number[] = []
   invoices: ModelInvoice[] = []
   terms: Term[] = []
+  /** What the fixed amount took off in the billing period starting at `periodStart` (kept while it is off). */
+  fixed = { periodStart: null as number | null, taken: 0 }
+  /** What the fixed amount took off, in all (its tax effect included). */
+  fixedOff = 0
 
   constructor(public now: number, trialDays: number, public sel: Selection, public rateBp: number | null) {
     this.termStart = now
     this.termEnd = now + trialDays * DAY_MS
   }
 
-  /** What the plan periods used cost: Σ over terms and their segments (see the file's comment). */
+  /** What the plan periods used cost: Σ over terms and their segments (see the file's comment), less the fixed amounts taken. */
   cost(): number {
-    let sum = 0
+    let sum = 0 - this.fixedOff
     for (const term of this.terms) {
       const len = seconds(term.end - term.start)
       const until = term.cutAt ?? term.end
@@ -96,7 +138,12 @@ export class BillingModel {
     return sum
   }
 
-  private bill(total: number, at: number) {
+  /** Bills `sel` for `left` of `len` seconds of the period starting at `periodStart`, with the customer's credits. */
+  private bill(sel: Selection, left: number, len: number, at: number, periodStart: number) {
+    const taken = this.fixed.periodStart === periodStart ? this.fixed.taken : 0
+    const { total, fixedTaken } = invoiceOf(sel, left, len, this.rateBp, Math.max(0, COUPONS.fixed.value - taken))
+    if (fixedTaken > 0) this.fixed = { periodStart, taken: taken + fixedTaken }
+    this.fixedOff += priceOf(sel, left, len, this.rateBp) - total
     const applied = Math.min(this.credits, total)
     this.credits -= applied
     const due = total - applied
@@ -111,7 +158,7 @@ export class BillingModel {
     this.anchorDay = anchorDay
     this.termEnd = nextTermEnd(at, PLANS[this.sel.plan].unit, anchorDay)
     this.terms.push({ start: at, end: this.termEnd, segments: [{ sel: { ...this.sel }, from: at }], cutAt: null })
-    this.bill(priceOf(this.sel, 1, 1, this.rateBp), at)
+    this.bill(this.sel, 1, 1, at, at)
   }
 
   private nextRetry(i: ModelInvoice): number | null {
@@ -175,7 +222,7 @@ export class BillingModel {
   change(next: Selection): number {
     if (this.status === 'cancelled') return 409
     if (this.invoices.some((i) => i.status === 'payment_due')) return 409
-    const same = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon
+    const same = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon && next.coupon === this.sel.coupon
     if (same) return 200
     const before = this.sel
     this.sel = { ...next }
@@ -195,7 +242,7 @@ export class BillingModel {
       return 200
     }
     term.segments.push({ sel: { ...next }, from: now })
-    this.bill(priceOf(next, left, len, this.rateBp), now)
+    this.bill(next, left, len, now, this.termStart)
     return 200
   }
 

@@ -2,8 +2,8 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
-import { SUB, billedCompany, call, cancel, json, moveTo, removeCancellation, startAt, statusOf, update, type BillingFixture } from './subscriptions-helpers.ts'
-import { ADDONS, BillingModel, PLANS, type CardKind, type PlanKey, type Selection } from './billing-model.ts'
+import { SUB, billedCompany, call, cancel, estimate, json, moveTo, removeCancellation, startAt, statusOf, update, type BillingFixture } from './subscriptions-helpers.ts'
+import { ADDONS, BillingModel, COUPONS, PLANS, type CardKind, type CouponKey, type PlanKey, type Selection } from './billing-model.ts'
 
 /**
  * Issue 16's property, through HTTP and the test clock: for any sequence of changes (plan,
@@ -39,7 +39,7 @@ const wait = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 45 * DAY, max: 140 * DAY }) },
 )
 const planKey = fc.constantFrom(...(Object.keys(PLANS) as PlanKey[]))
-const selection = fc.record({ plan: planKey, quantity: fc.integer({ min: 1, max: 3 }), addon: fc.boolean() })
+const selection = fc.record({ plan: planKey, quantity: fc.integer({ min: 1, max: 3 }), addon: fc.boolean(), coupon: fc.constantFrom<CouponKey | null>(null, null, 'percent', 'fixed') })
 const action = fc.oneof(
   { weight: 20, arbitrary: fc.record({ kind: fc.constant('change' as const), to: selection }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('cancel_at_term_end' as const) }) },
@@ -64,6 +64,7 @@ for (const engine of engines) {
   describe(`billing to the cent, any story, on ${engine}`, () => {
     let t: TestApp
     const addonIds: Record<string, string> = {}
+    const couponCodes: Record<string, string> = {}
     before(async () => {
       t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, TRIAL_DAYS })
       for (const [unit, spec] of Object.entries(ADDONS)) {
@@ -71,11 +72,18 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         addonIds[unit] = locationId(res)
       }
+      for (const [key, spec] of Object.entries(COUPONS)) {
+        const code = uniq(key).replace(/[^A-Za-z0-9_-]/g, '')
+        const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: { code, name: key, discount_type: spec.type, discount_value: spec.value / 100 } })
+        assert.equal(res.statusCode, 202, res.body)
+        couponCodes[key] = code
+      }
     })
     after(async () => { await t?.close() })
 
     const body = (c: BillingFixture, sel: Selection) => ({
       subscription_plan: c.plans[sel.plan], plan_quantity: sel.quantity, addons: sel.addon ? [addonIds[PLANS[sel.plan].unit]!] : [],
+      coupon_code: sel.coupon === null ? null : couponCodes[sel.coupon]!,
     })
 
     /** Plays the story on the service and on the model; fails at the first difference. */
@@ -85,7 +93,7 @@ for (const engine of engines) {
         .map((k) => [k, { price: PLANS[k as PlanKey].price / 100, period_unit: PLANS[k as PlanKey].unit, features: [] }]))
       const customer = CUSTOMERS[s.customer]
       const c = await billedCompany(t, { plans: first, company: { ...customer.company, plan_quantity: s.first.quantity } })
-      const model = new BillingModel(s.start, TRIAL_DAYS, { ...s.first, addon: false }, customer.rateBp)
+      const model = new BillingModel(s.start, TRIAL_DAYS, { ...s.first, addon: false, coupon: null }, customer.rateBp)
       const log: string[] = [`start ${new Date(s.start).toISOString()} ${s.customer} ${s.first.plan}×${s.first.quantity}`]
       const card = async (kind: 'good' | 'fails') => {
         await json(t, 200, { method: 'PUT', url: `${SUB}/${c.id}/payment_source`, body: kind === 'good' ? GOOD : FAILING })
@@ -102,8 +110,16 @@ for (const engine of engines) {
           assert.deepEqual([st.status, st.current_term_end], [model.status, Math.floor(model.termEnd / 1000)], 'status and term end after the move')
           const a = step.action
           if (a.kind === 'change') {
-            const res = await update(t, c.id, c.subscriptionId, body(c, a.to), c.token)
+            // The estimate (9) of the change is what the update (6) then applies.
+            const wanted = body(c, a.to)
+            const query = {
+              company_id: c.id, product_sku: c.productSku, subscription_plan: wanted.subscription_plan, plan_quantity: String(wanted.plan_quantity),
+              addons: wanted.addons.length ? wanted.addons : '', coupon_code: wanted.coupon_code ?? '',
+            }
+            const estimated = await estimate(t, c.subscriptionId, query, c.token)
+            const res = await update(t, c.id, c.subscriptionId, wanted, c.token)
             assert.equal(res.statusCode, model.change(a.to), res.body)
+            if (res.statusCode === 200) assert.deepEqual(res.json().estimate, estimated.json().estimate, 'the estimate is what the update applies')
           } else if (a.kind === 'cancel_at_term_end') {
             assert.equal((await cancel(t, c.id, c.token)).statusCode, model.cancelAtTermEnd())
           } else if (a.kind === 'remove_cancellation') {
@@ -118,7 +134,6 @@ for (const engine of engines) {
         const notes = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, query: { limit: '500' }, token: c.token })
         const credits = (await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).customer.refundable_credits
         const cost = model.cost()
-        if (process.env.BP_DEBUG) console.log(invoices.length, notes.length, cost, model.status, s.steps.map((x) => x.action.kind).join(","))
         // The property: invoices less credit notes = what the periods used cost; and so is the money.
         assert.equal(sum(invoices, 'total') - sum(notes, 'total'), cost, 'Σ invoices − Σ credit notes = cost of the periods used')
         assert.equal(sum(invoices, 'amount_paid') + sum(invoices, 'amount_due') - credits, cost, 'paid + due − credit kept = cost')
