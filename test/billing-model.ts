@@ -8,7 +8,9 @@
  * line, half-up, to the minor unit). Changed mid-term at x, the part from x on is priced at the
  * time left: the old selection's use is its price of the time left at its start less its price
  * of the time left at x; a change of billing period ends the term at x and starts a new one, billed
- * whole. A cancellation gives nothing back (the term stays paid), as the docs say.
+ * whole. A cancellation gives nothing back (the term stays paid), as the docs say. Coupons
+ * take their part off each invoice and each credit they apply to (docs/billing.md, "Coupons:
+ * duration and targets"): the cost is the periods' price without coupons less what they took.
  */
 
 export type Unit = 'month' | 'year'
@@ -26,11 +28,21 @@ export type PlanKey = keyof typeof PLANS
 export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
 
 /**
- * Coupons on the invoice amount, forever: a percentage (of every invoice, the credit of unused
- * charges included) and a fixed amount (whole, once per billing period, never on a credit).
+ * Coupons on the invoice amount: a percentage (of every invoice it applies to, and of the credit
+ * of charges it discounted) and fixed amounts (whole, once per billing period, never off a
+ * credit), forever, one_time or limited_period (3 months).
  */
-export const COUPONS = { percent: { type: 'percentage', value: 2500 }, fixed: { type: 'fixed_amount', value: 1000 } } as const
+export const COUPONS = {
+  percent: { type: 'percentage', value: 2500, duration: 'forever' },
+  fixed: { type: 'fixed_amount', value: 1000, duration: 'forever' },
+  percentOnce: { type: 'percentage', value: 5000, duration: 'one_time' },
+  fixedThreeMonths: { type: 'fixed_amount', value: 700, duration: 'limited_period' },
+} as const
+export const LIMITED_MONTHS = 3
 export type CouponKey = keyof typeof COUPONS
+
+/** What a company's use of a coupon is (kept while the coupon is off, resumed when it is back). */
+interface CouponUse { count: number; till: number | null; periodStart: number | null; taken: number }
 
 /** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`, and a coupon. */
 export interface Selection { plan: PlanKey; quantity: number; addon: boolean; coupon: CouponKey | null }
@@ -65,26 +77,38 @@ function spread(total: number, amounts: number[]): number[] {
   return shares
 }
 
+/** How the coupon stands for one invoice: whether it applies, what a fixed amount may still take, whether the invoice is a credit. */
+interface CouponTerms { applies: boolean; fixedLeft: number; credit: boolean }
+const NO_COUPON: CouponTerms = { applies: false, fixedLeft: 0, credit: false }
+
 /**
  * An invoice of a selection for `left` of `len` seconds of a term: each line prorated, half-up;
- * the coupon off the sub-total (a percentage half-up; a fixed amount up to `fixedLeft`, what this
- * period has not taken yet); each line taxed on its amount less its share of the discount
- * (rate in basis points; null: no tax line). `fixedTaken`: what the fixed amount took.
+ * the coupon, when it applies, off the sub-total (a percentage half-up; a fixed amount up to
+ * `fixedLeft`, never off a credit); each line taxed on its amount less its share of the discount
+ * (rate in basis points; null: no tax line). `discount`: what the coupon took.
  */
-export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, fixedLeft: number): { total: number; fixedTaken: number } {
+export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number } {
   const plan = PLANS[sel.plan]
   const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) => roundHalfUp(line, left, len))
   const subTotal = lines.reduce((a, b) => a + b, 0)
-  const coupon = sel.coupon === null ? null : COUPONS[sel.coupon]
-  const discount = !coupon ? 0 : coupon.type === 'percentage' ? roundHalfUp(subTotal, coupon.value, 10_000) : Math.min(subTotal, fixedLeft)
+  const coupon = sel.coupon === null || !terms.applies ? null : COUPONS[sel.coupon]
+  const discount = !coupon ? 0 : coupon.type === 'percentage' ? roundHalfUp(subTotal, coupon.value, 10_000) : terms.credit ? 0 : Math.min(subTotal, terms.fixedLeft)
   const shares = spread(discount, lines)
   const tax = rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
-  return { total: subTotal - discount + tax, fixedTaken: coupon?.type === 'fixed_amount' ? discount : 0 }
+  return { total: subTotal - discount + tax, discount }
 }
 
-/** What a selection's time is worth: its invoice with no fixed amount off (a credit is never reduced by one). */
+/** What a selection's time is worth without any coupon. */
 export function priceOf(sel: Selection, left: number, len: number, rateBp: number | null): number {
-  return invoiceOf(sel, left, len, rateBp, 0).total
+  return invoiceOf(sel, left, len, rateBp, NO_COUPON).total
+}
+
+/** `months` months after `at`, on the same day or the month's last day, UTC. */
+function monthsAfter(at: number, months: number): number {
+  const d = new Date(at)
+  const total = d.getUTCFullYear() * 12 + d.getUTCMonth() + months
+  const last = new Date(Date.UTC(Math.floor(total / 12), total % 12 + 1, 0)).getUTCDate()
+  return Date.UTC(Math.floor(total / 12), total % 12, Math.min(d.getUTCDate(), last), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds())
 }
 
 /** One period later on the anchor day, or the month's last day when shorter; UTC, same time of day. */
@@ -113,19 +137,19 @@ export class BillingModel {
   notes: number[] = []
   invoices: ModelInvoice[] = []
   terms: Term[] = []
-  /** What the fixed amount took off in the billing period starting at `periodStart` (kept while it is off). */
-  fixed = { periodStart: null as number | null, taken: 0 }
-  /** What the fixed amount took off, in all (its tax effect included). */
-  fixedOff = 0
+  /** Each coupon's use by the company, kept while it is off. */
+  uses = new Map<CouponKey, CouponUse>()
+  /** What coupons took off, in all (their tax effect included): off invoices, less off credits. */
+  couponOff = 0
 
   constructor(public now: number, trialDays: number, public sel: Selection, public rateBp: number | null) {
     this.termStart = now
     this.termEnd = now + trialDays * DAY_MS
   }
 
-  /** What the plan periods used cost: Σ over terms and their segments (see the file's comment), less the fixed amounts taken. */
+  /** What the plan periods used cost: Σ over terms and their segments (see the file's comment), less what coupons took. */
   cost(): number {
-    let sum = 0 - this.fixedOff
+    let sum = 0 - this.couponOff
     for (const term of this.terms) {
       const len = seconds(term.end - term.start)
       const until = term.cutAt ?? term.end
@@ -138,12 +162,45 @@ export class BillingModel {
     return sum
   }
 
+  private use(key: CouponKey): CouponUse {
+    let use = this.uses.get(key)
+    if (!use) this.uses.set(key, use = { count: 0, till: null, periodStart: null, taken: 0 })
+    return use
+  }
+
+  /** How `sel`'s coupon stands for an invoice of the period starting at `periodStart`. */
+  private couponTerms(sel: Selection, periodStart: number, credit: boolean): CouponTerms {
+    if (sel.coupon === null) return NO_COUPON
+    const coupon = COUPONS[sel.coupon]
+    const use = this.use(sel.coupon)
+    const samePeriod = use.periodStart === periodStart
+    const applies = samePeriod || coupon.duration === 'forever'
+      || (coupon.duration === 'one_time' && use.count === 0)
+      || (coupon.duration === 'limited_period' && (use.till === null ? use.count === 0 : periodStart < use.till))
+    return { applies, fixedLeft: Math.max(0, coupon.value - (samePeriod ? use.taken : 0)), credit }
+  }
+
+  /** The unused part of the current term, credited: its price at the time left, with the coupon it was billed with. */
+  private credit(sel: Selection, left: number, len: number): number {
+    const { total } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, this.termStart, true))
+    this.couponOff -= priceOf(sel, left, len, this.rateBp) - total
+    return total
+  }
+
   /** Bills `sel` for `left` of `len` seconds of the period starting at `periodStart`, with the customer's credits. */
   private bill(sel: Selection, left: number, len: number, at: number, periodStart: number) {
-    const taken = this.fixed.periodStart === periodStart ? this.fixed.taken : 0
-    const { total, fixedTaken } = invoiceOf(sel, left, len, this.rateBp, Math.max(0, COUPONS.fixed.value - taken))
-    if (fixedTaken > 0) this.fixed = { periodStart, taken: taken + fixedTaken }
-    this.fixedOff += priceOf(sel, left, len, this.rateBp) - total
+    const { total, discount } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart, false))
+    this.couponOff += priceOf(sel, left, len, this.rateBp) - total
+    if (sel.coupon !== null && discount > 0) {
+      // The coupon discounted this period: counted once per period, its duration running from the first.
+      const coupon = COUPONS[sel.coupon]
+      const use = this.use(sel.coupon)
+      const same = use.periodStart === periodStart
+      use.taken = (same ? use.taken : 0) + (coupon.type === 'fixed_amount' ? discount : 0)
+      if (!same) use.count += 1
+      if (use.till === null && coupon.duration === 'limited_period') use.till = monthsAfter(periodStart, LIMITED_MONTHS)
+      use.periodStart = periodStart
+    }
     const applied = Math.min(this.credits, total)
     this.credits -= applied
     const due = total - applied
@@ -231,7 +288,7 @@ export class BillingModel {
     const term = this.terms.at(-1)!
     const len = seconds(this.termEnd - this.termStart)
     const left = Math.min(len, Math.max(0, seconds(this.termEnd - now)))
-    const unused = priceOf(before, left, len, this.rateBp)
+    const unused = this.credit(before, left, len)
     if (unused > 0) {
       this.notes.push(unused)
       this.credits += unused

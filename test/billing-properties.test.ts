@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { SUB, billedCompany, call, cancel, estimate, json, moveTo, removeCancellation, startAt, statusOf, update, type BillingFixture } from './subscriptions-helpers.ts'
-import { ADDONS, BillingModel, COUPONS, PLANS, type CardKind, type CouponKey, type PlanKey, type Selection } from './billing-model.ts'
+import { ADDONS, BillingModel, COUPONS, LIMITED_MONTHS, PLANS, type CardKind, type CouponKey, type PlanKey, type Selection } from './billing-model.ts'
 
 /**
  * Issue 16's property, through HTTP and the test clock: for any sequence of changes (plan,
@@ -39,7 +39,7 @@ const wait = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 45 * DAY, max: 140 * DAY }) },
 )
 const planKey = fc.constantFrom(...(Object.keys(PLANS) as PlanKey[]))
-const selection = fc.record({ plan: planKey, quantity: fc.integer({ min: 1, max: 3 }), addon: fc.boolean(), coupon: fc.constantFrom<CouponKey | null>(null, null, 'percent', 'fixed') })
+const selection = fc.record({ plan: planKey, quantity: fc.integer({ min: 1, max: 3 }), addon: fc.boolean(), coupon: fc.constantFrom<CouponKey | null>(null, null, null, ...(Object.keys(COUPONS) as CouponKey[])) })
 const action = fc.oneof(
   { weight: 20, arbitrary: fc.record({ kind: fc.constant('change' as const), to: selection }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('cancel_at_term_end' as const) }) },
@@ -74,7 +74,10 @@ for (const engine of engines) {
       }
       for (const [key, spec] of Object.entries(COUPONS)) {
         const code = uniq(key).replace(/[^A-Za-z0-9_-]/g, '')
-        const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: { code, name: key, discount_type: spec.type, discount_value: spec.value / 100 } })
+        const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: {
+          code, name: key, discount_type: spec.type, discount_value: spec.value / 100, duration_type: spec.duration,
+          ...(spec.duration === 'limited_period' ? { duration_month: LIMITED_MONTHS } : {}),
+        } })
         assert.equal(res.statusCode, 202, res.body)
         couponCodes[key] = code
       }
