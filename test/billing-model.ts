@@ -123,7 +123,8 @@ export function nextTermEnd(start: number, unit: Unit, anchorDay: number): numbe
 
 const seconds = (ms: number) => Math.floor(ms / 1000)
 
-interface Term { start: number; end: number; segments: { sel: Selection; from: number }[]; cutAt: number | null }
+/** A term and the selections it was billed for, each from `from` at the tax rate of the invoice that billed it. */
+interface Term { start: number; end: number; segments: { sel: Selection; from: number; rateBp: number | null }[]; cutAt: number | null }
 export interface ModelInvoice { total: number; applied: number; paid: number; due: number; status: 'paid' | 'payment_due' | 'not_paid'; date: number; retry: number }
 
 export class BillingModel {
@@ -156,7 +157,7 @@ export class BillingModel {
       term.segments.forEach((seg, i) => {
         const to = term.segments[i + 1]?.from ?? until
         const left = (at: number) => Math.min(len, Math.max(0, seconds(term.end - at)))
-        sum += priceOf(seg.sel, left(seg.from), len, this.rateBp) - priceOf(seg.sel, left(to), len, this.rateBp)
+        sum += priceOf(seg.sel, left(seg.from), len, seg.rateBp) - priceOf(seg.sel, left(to), len, seg.rateBp)
       })
     }
     return sum
@@ -180,10 +181,11 @@ export class BillingModel {
     return { applies, fixedLeft: Math.max(0, coupon.value - (samePeriod ? use.taken : 0)), credit }
   }
 
-  /** The unused part of the current term, credited: its price at the time left, with the coupon it was billed with. */
+  /** The unused part of the current term, credited: its price at the time left, with the coupon and the tax it was billed with. */
   private credit(sel: Selection, left: number, len: number): number {
-    const { total } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, this.termStart, true))
-    this.couponOff -= priceOf(sel, left, len, this.rateBp) - total
+    const rateBp = this.terms.at(-1)!.segments.at(-1)!.rateBp
+    const { total } = invoiceOf(sel, left, len, rateBp, this.couponTerms(sel, this.termStart, true))
+    this.couponOff -= priceOf(sel, left, len, rateBp) - total
     return total
   }
 
@@ -214,7 +216,7 @@ export class BillingModel {
     this.termStart = at
     this.anchorDay = anchorDay
     this.termEnd = nextTermEnd(at, PLANS[this.sel.plan].unit, anchorDay)
-    this.terms.push({ start: at, end: this.termEnd, segments: [{ sel: { ...this.sel }, from: at }], cutAt: null })
+    this.terms.push({ start: at, end: this.termEnd, segments: [{ sel: { ...this.sel }, from: at, rateBp: this.rateBp }], cutAt: null })
     this.bill(this.sel, 1, 1, at, at)
   }
 
@@ -298,7 +300,7 @@ export class BillingModel {
       this.startTerm(now, new Date(now).getUTCDate())
       return 200
     }
-    term.segments.push({ sel: { ...next }, from: now })
+    term.segments.push({ sel: { ...next }, from: now, rateBp: this.rateBp })
     this.bill(next, left, len, now, this.termStart)
     return 200
   }

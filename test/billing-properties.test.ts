@@ -12,7 +12,8 @@ import { ADDONS, BillingModel, COUPONS, LIMITED_MONTHS, PLANS, type CardKind, ty
  * was paid plus what is still due, less the credit the customer keeps, is the same figure. The
  * costs, the terms, the statuses and every refusal come from a model written from docs/billing.md
  * (billing-model.ts). Customers: Italian (22 % VAT, taxed per line), German business (reverse
- * charge, 0 %), American (no tax line).
+ * charge, 0 %) or consumer (19 %), who may give or withdraw its VAT number at any time (a credit
+ * carries the tax it was billed with), American (no tax line).
  *
  * Deterministic: a fixed seed (BILLING_PROPERTY_SEED to try another, BILLING_PROPERTY_RUNS for
  * more runs); a failure reports the seed, the path and the story, which replay it. Shrinking is
@@ -27,6 +28,7 @@ const GOOD = { number: '4242 4242 4242 4242', expiry_month: 12, expiry_year: 209
 const CUSTOMERS = {
   IT: { rateBp: 2200, company: { country: 'IT', timezone: 'Europe/Rome' } },
   DE_business: { rateBp: 0, company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' } },
+  DE_consumer: { rateBp: 1900, company: { country: 'DE', timezone: 'Europe/Berlin' } },
   US: { rateBp: null, company: { country: 'US', timezone: 'America/New_York' } },
 } as const
 
@@ -47,6 +49,8 @@ const action = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel_now' as const) }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('card' as const), card: fc.constantFrom<'good' | 'fails'>('good', 'good', 'fails') }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('nothing' as const) }) },
+  // A German customer gives or withdraws its VAT number (PATCH): reverse charge ↔ 19 %; others keep their tax.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('vat_number' as const) }) },
 )
 const story = fc.record({
   // Any moment of 2030–2037 (two leap years, every month end), to the millisecond.
@@ -131,6 +135,11 @@ for (const engine of engines) {
             assert.equal((await cancel(t, c.id, c.token, '?end_of_term=false')).statusCode, model.cancelNow())
           } else if (a.kind === 'card') {
             await card(a.card)
+          } else if (a.kind === 'vat_number' && s.customer.startsWith('DE')) {
+            const business = model.rateBp === 0
+            const res = await call(t, { method: 'PATCH', url: `/api/v1/companies/${c.id}`, body: { vat_number: business ? null : 'DE123456789' } })
+            assert.equal(res.statusCode, 202, res.body)
+            model.rateBp = business ? 1900 : 0
           }
         }
         const invoices = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, query: { limit: '500' }, token: c.token })
