@@ -158,7 +158,8 @@ for (const engine of engines) {
         throw new Error(`${(error as Error).message}\nstory:\n  ${log.join('\n  ')}`, { cause: error })
       } finally {
         // Quiet this company's future jobs: later stories start at other dates on the same service.
-        if ((await statusOf(t, c)).status !== 'cancelled') await cancel(t, c.id, c.token, '?end_of_term=false')
+        const left = await call(t, { url: `${SUB}/${c.id}/status`, token: c.token })
+        if (left.statusCode === 200 && left.json().status !== 'cancelled') await cancel(t, c.id, c.token, '?end_of_term=false')
       }
     }
 
