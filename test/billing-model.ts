@@ -28,21 +28,25 @@ export type PlanKey = keyof typeof PLANS
 export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
 
 /**
- * Coupons on the invoice amount: a percentage (of every invoice it applies to, and of the credit
- * of charges it discounted) and fixed amounts (whole, once per billing period, never off a
- * credit), forever, one_time or limited_period (3 months).
+ * Coupons: a percentage (of every invoice it applies to, and of the credit of charges it
+ * discounted) and fixed amounts (whole, once per billing period and target, never off a credit),
+ * forever, one_time or limited_period (3 months); on the invoice amount, or on specified items
+ * (`on`: the plans and addons it names; each named line is discounted and taxed on its own).
  */
+export interface CouponSpec { type: 'percentage' | 'fixed_amount'; value: number; duration: 'forever' | 'one_time' | 'limited_period'; on?: { plans: PlanKey[]; addons: Unit[] } }
 export const COUPONS = {
   percent: { type: 'percentage', value: 2500, duration: 'forever' },
   fixed: { type: 'fixed_amount', value: 1000, duration: 'forever' },
   percentOnce: { type: 'percentage', value: 5000, duration: 'one_time' },
   fixedThreeMonths: { type: 'fixed_amount', value: 700, duration: 'limited_period' },
-} as const
+  fixedEachItem: { type: 'fixed_amount', value: 1000, duration: 'forever', on: { plans: ['monthly', 'yearlyLow'], addons: ['month', 'year'] } },
+  percentItems: { type: 'percentage', value: 2000, duration: 'limited_period', on: { plans: ['monthlyLow', 'yearly'], addons: [] } },
+} as const satisfies Record<string, CouponSpec>
 export const LIMITED_MONTHS = 3
 export type CouponKey = keyof typeof COUPONS
 
-/** What a company's use of a coupon is (kept while the coupon is off, resumed when it is back). */
-interface CouponUse { count: number; till: number | null; periodStart: number | null; taken: number }
+/** What a company's use of a coupon is (kept while the coupon is off, resumed when it is back); `taken` by target. */
+interface CouponUse { count: number; till: number | null; periodStart: number | null; taken: Record<string, number> }
 
 /** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`, and a coupon. */
 export interface Selection { plan: PlanKey; quantity: number; addon: boolean; coupon: CouponKey | null }
@@ -77,25 +81,49 @@ function spread(total: number, amounts: number[]): number[] {
   return shares
 }
 
-/** How the coupon stands for one invoice: whether it applies, what a fixed amount may still take, whether the invoice is a credit. */
-interface CouponTerms { applies: boolean; fixedLeft: number; credit: boolean }
-const NO_COUPON: CouponTerms = { applies: false, fixedLeft: 0, credit: false }
+/** How the coupon stands for one invoice: whether it applies, what a fixed amount has taken in the period (by target), whether the invoice is a credit. */
+interface CouponTerms { applies: boolean; taken: Record<string, number>; credit: boolean }
+const NO_COUPON: CouponTerms = { applies: false, taken: {}, credit: false }
 
 /**
  * An invoice of a selection for `left` of `len` seconds of a term: each line prorated, half-up;
- * the coupon, when it applies, off the sub-total (a percentage half-up; a fixed amount up to
- * `fixedLeft`, never off a credit); each line taxed on its amount less its share of the discount
- * (rate in basis points; null: no tax line). `discount`: what the coupon took.
+ * the coupon, when it applies, off the sub-total or off each named line (a percentage half-up; a
+ * fixed amount what its target has not taken in the period, never off a credit); each line taxed
+ * on its amount less its part of the discount (rate in basis points; null: no tax line).
+ * `taken`: what a fixed amount took, by target.
  */
-export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number } {
+export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number; taken: Record<string, number> } {
   const plan = PLANS[sel.plan]
+  const targets = [`plan:${sel.plan}`, ...(sel.addon ? [`addon:${plan.unit}`] : [])]
   const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) => roundHalfUp(line, left, len))
   const subTotal = lines.reduce((a, b) => a + b, 0)
-  const coupon = sel.coupon === null || !terms.applies ? null : COUPONS[sel.coupon]
-  const discount = !coupon ? 0 : coupon.type === 'percentage' ? roundHalfUp(subTotal, coupon.value, 10_000) : terms.credit ? 0 : Math.min(subTotal, terms.fixedLeft)
-  const shares = spread(discount, lines)
+  const coupon: CouponSpec | null = sel.coupon === null || !terms.applies ? null : COUPONS[sel.coupon]
+  const taken: Record<string, number> = {}
+  const off = (base: number, target: string) => {
+    if (!coupon) return 0
+    if (coupon.type === 'percentage') return roundHalfUp(base, coupon.value, 10_000)
+    if (terms.credit) return 0
+    const amount = Math.min(base, Math.max(0, coupon.value - (terms.taken[target] ?? 0)))
+    if (amount > 0) taken[target] = amount
+    return amount
+  }
+  const named = (target: string) => {
+    const [kind, key] = target.split(':') as ['plan' | 'addon', string]
+    return kind === 'plan' ? (coupon!.on!.plans as readonly string[]).includes(key) : (coupon!.on!.addons as readonly string[]).includes(key)
+  }
+  const shares = !coupon ? lines.map(() => 0)
+    : coupon.on ? lines.map((line, i) => (named(targets[i]!) ? off(line, targets[i]!) : 0))
+    : spread(off(subTotal, 'invoice'), lines)
+  const discount = shares.reduce((a, b) => a + b, 0)
   const tax = rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
-  return { total: subTotal - discount + tax, discount }
+  return { total: subTotal - discount + tax, discount, taken }
+}
+
+/** Whether a coupon on specified items names none of a selection's items (it is then refused when put on). */
+export function namesNoneOf(sel: Selection): boolean {
+  const on = sel.coupon === null ? undefined : (COUPONS[sel.coupon] as CouponSpec).on
+  if (!on) return false
+  return !on.plans.includes(sel.plan) && !(sel.addon && on.addons.includes(PLANS[sel.plan].unit))
 }
 
 /** What a selection's time is worth without any coupon. */
@@ -165,7 +193,7 @@ export class BillingModel {
 
   private use(key: CouponKey): CouponUse {
     let use = this.uses.get(key)
-    if (!use) this.uses.set(key, use = { count: 0, till: null, periodStart: null, taken: 0 })
+    if (!use) this.uses.set(key, use = { count: 0, till: null, periodStart: null, taken: {} })
     return use
   }
 
@@ -178,7 +206,7 @@ export class BillingModel {
     const applies = samePeriod || coupon.duration === 'forever'
       || (coupon.duration === 'one_time' && use.count === 0)
       || (coupon.duration === 'limited_period' && (use.till === null ? use.count === 0 : periodStart < use.till))
-    return { applies, fixedLeft: Math.max(0, coupon.value - (samePeriod ? use.taken : 0)), credit }
+    return { applies, taken: samePeriod ? use.taken : {}, credit }
   }
 
   /** The unused part of the current term, credited: its price at the time left, with the coupon and the tax it was billed with. */
@@ -191,14 +219,16 @@ export class BillingModel {
 
   /** Bills `sel` for `left` of `len` seconds of the period starting at `periodStart`, with the customer's credits. */
   private bill(sel: Selection, left: number, len: number, at: number, periodStart: number) {
-    const { total, discount } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart, false))
+    const { total, discount, taken } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart, false))
     this.couponOff += priceOf(sel, left, len, this.rateBp) - total
     if (sel.coupon !== null && discount > 0) {
       // The coupon discounted this period: counted once per period, its duration running from the first.
       const coupon = COUPONS[sel.coupon]
       const use = this.use(sel.coupon)
       const same = use.periodStart === periodStart
-      use.taken = (same ? use.taken : 0) + (coupon.type === 'fixed_amount' ? discount : 0)
+      const sums = same ? { ...use.taken } : {}
+      for (const [target, amount] of Object.entries(taken)) sums[target] = (sums[target] ?? 0) + amount
+      use.taken = sums
       if (!same) use.count += 1
       if (use.till === null && coupon.duration === 'limited_period') use.till = monthsAfter(periodStart, LIMITED_MONTHS)
       use.periodStart = periodStart
@@ -281,6 +311,7 @@ export class BillingModel {
   change(next: Selection): number {
     if (this.status === 'cancelled') return 409
     if (this.invoices.some((i) => i.status === 'payment_due')) return 409
+    if (next.coupon !== this.sel.coupon && namesNoneOf(next)) return 400
     const same = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon && next.coupon === this.sel.coupon
     if (same) return 200
     const before = this.sel

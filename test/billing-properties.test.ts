@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { SUB, billedCompany, call, cancel, estimate, json, moveTo, removeCancellation, startAt, statusOf, update, type BillingFixture } from './subscriptions-helpers.ts'
-import { ADDONS, BillingModel, COUPONS, LIMITED_MONTHS, PLANS, type CardKind, type CouponKey, type PlanKey, type Selection } from './billing-model.ts'
+import { ADDONS, BillingModel, COUPONS, LIMITED_MONTHS, PLANS, type CardKind, type CouponKey, type CouponSpec, type PlanKey, type Selection } from './billing-model.ts'
 
 /**
  * Issue 16's property, through HTTP and the test clock: for any sequence of changes (plan,
@@ -20,7 +20,7 @@ import { ADDONS, BillingModel, COUPONS, LIMITED_MONTHS, PLANS, type CardKind, ty
  * off unless BILLING_PROPERTY_SHRINK=1 (each run takes a second or two of requests).
  */
 const SEED = Number(process.env.BILLING_PROPERTY_SEED ?? 160_016)
-const RUNS = Number(process.env.BILLING_PROPERTY_RUNS ?? 12)
+const RUNS = Number(process.env.BILLING_PROPERTY_RUNS ?? 16)
 const TRIAL_DAYS = 14
 const FAILING = { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2099 }
 const GOOD = { number: '4242 4242 4242 4242', expiry_month: 12, expiry_year: 2099 }
@@ -76,21 +76,26 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         addonIds[unit] = locationId(res)
       }
-      for (const [key, spec] of Object.entries(COUPONS)) {
-        const code = uniq(key).replace(/[^A-Za-z0-9_-]/g, '')
-        const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: {
-          code, name: key, discount_type: spec.type, discount_value: spec.value / 100, duration_type: spec.duration,
-          ...(spec.duration === 'limited_period' ? { duration_month: LIMITED_MONTHS } : {}),
-        } })
-        assert.equal(res.statusCode, 202, res.body)
-        couponCodes[key] = code
-      }
+      for (const key of Object.keys(COUPONS) as CouponKey[]) if (!(COUPONS[key] as CouponSpec).on) couponCodes[key] = await createCoupon(key, null)
     })
+
+    /** Creates one of the model's coupons; one on specified items names the story's plans (skus made per company) and the addons. */
+    async function createCoupon(key: CouponKey, c: BillingFixture | null): Promise<string> {
+      const spec: CouponSpec = COUPONS[key]
+      const code = uniq(key).replace(/[^A-Za-z0-9_-]/g, '')
+      const res = await call(t, { method: 'POST', url: `${SUB}/coupons`, body: {
+        code, name: key, discount_type: spec.type, discount_value: spec.value / 100, duration_type: spec.duration,
+        ...(spec.duration === 'limited_period' ? { duration_month: LIMITED_MONTHS } : {}),
+        ...(spec.on && c ? { apply_on: 'each_specified_item', plan_ids: spec.on.plans.map((p) => c.plans[p]!), addon_ids: spec.on.addons.map((u) => addonIds[u]!) } : {}),
+      } })
+      assert.equal(res.statusCode, 202, res.body)
+      return code
+    }
     after(async () => { await t?.close() })
 
-    const body = (c: BillingFixture, sel: Selection) => ({
+    const body = (c: BillingFixture, sel: Selection, codes: Record<string, string>) => ({
       subscription_plan: c.plans[sel.plan], plan_quantity: sel.quantity, addons: sel.addon ? [addonIds[PLANS[sel.plan].unit]!] : [],
-      coupon_code: sel.coupon === null ? null : couponCodes[sel.coupon]!,
+      coupon_code: sel.coupon === null ? null : codes[sel.coupon]!,
     })
 
     /** Plays the story on the service and on the model; fails at the first difference. */
@@ -100,6 +105,8 @@ for (const engine of engines) {
         .map((k) => [k, { price: PLANS[k as PlanKey].price / 100, period_unit: PLANS[k as PlanKey].unit, features: [] }]))
       const customer = CUSTOMERS[s.customer]
       const c = await billedCompany(t, { plans: first, company: { ...customer.company, plan_quantity: s.first.quantity } })
+      const codes = { ...couponCodes }
+      for (const key of Object.keys(COUPONS) as CouponKey[]) if ((COUPONS[key] as CouponSpec).on) codes[key] = await createCoupon(key, c)
       const model = new BillingModel(s.start, TRIAL_DAYS, { ...s.first, addon: false, coupon: null }, customer.rateBp)
       const log: string[] = [`start ${new Date(s.start).toISOString()} ${s.customer} ${s.first.plan}×${s.first.quantity}`]
       const card = async (kind: 'good' | 'fails') => {
@@ -118,7 +125,7 @@ for (const engine of engines) {
           const a = step.action
           if (a.kind === 'change') {
             // The estimate (9) of the change is what the update (6) then applies.
-            const wanted = body(c, a.to)
+            const wanted = body(c, a.to, codes)
             const query = {
               company_id: c.id, product_sku: c.productSku, subscription_plan: wanted.subscription_plan, plan_quantity: String(wanted.plan_quantity),
               addons: wanted.addons.length ? wanted.addons : '', coupon_code: wanted.coupon_code ?? '',
