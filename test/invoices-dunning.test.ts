@@ -23,7 +23,7 @@ const dunning = (i: any) => ({ status: i.status, amount_paid: i.amount_paid, amo
 for (const engine of engines) {
   describe(`payments and dunning on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { REDIRECT_ALLOWED_HOSTS: ALLOWED }) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, REDIRECT_ALLOWED_HOSTS: ALLOWED }) })
     after(async () => { await t?.close() })
 
     it('a card whose charges fail: payment_due and active through the retries of days 1, 3 and 5, then not_paid and cancelled', async () => {

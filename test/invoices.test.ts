@@ -19,7 +19,7 @@ const money = (i: any) => ({ total: i.total, credits_applied: i.credits_applied,
 for (const engine of engines) {
   describe(`invoices and credits on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { CURRENCY_CODE: 'USD' }) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, CURRENCY_CODE: 'USD' }) })
     after(async () => { await t?.close() })
 
     it('credits the unused part with the tax it was billed with, not the customer\'s tax of today', async () => {
@@ -142,6 +142,40 @@ for (const engine of engines) {
       ])
       assert.deepEqual(list.map((i: any) => i.date), [unix('2028-03-11T00:00:00Z'), unix('2028-02-11T00:00:00Z'), unix('2028-01-11T00:00:00Z'), unix('2028-01-01T00:00:00Z')])
       assert.equal((await detailsOf(t, c)).customer.refundable_credits, 24620)
+    })
+
+    it('a year with a leap day: the term holding Feb 29 has 366 days, and one anchored on Feb 29 comes back to it four years on', async () => {
+      // A US customer (no tax) on a yearly $366 plan: $1 a day in 2028. First term 2028-01-01 → 2029-01-01, 366 days.
+      const c = await billedCompany(t, {
+        start: '2027-12-02T00:00:00.000Z',
+        plans: { day: { price: 366, period_unit: 'year', features: [] }, twoDays: { price: 732, period_unit: 'year', features: [] } },
+        company: { plan_quantity: 1, country: 'US', timezone: 'America/New_York' },
+      })
+      await setCard(t, c.id)
+      await at(t, '2028-01-01T00:00:00.000Z')
+      // On the leap day, 307 of 366 days are left (Feb 29 itself, then March to December): unused
+      // 366.00 × 307/366 = 307.00 credited; the $732 plan for them, 732.00 × 307/366 = 614.00; 307.00 due.
+      await moveTo(t, '2028-02-29T00:00:00.000Z')
+      const changed = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.twoDays }, c.token)
+      assert.equal(changed.statusCode, 200, changed.body)
+      assert.deepEqual(money((await invoicesOf(t, c))[0]), { total: 61400, credits_applied: 30700, amount_paid: 30700, amount_due: 0, status: 'paid' })
+      assert.equal((await creditNotesOf(t, c))[0].total, 30700)
+      await at(t, '2029-01-01T00:00:00.000Z')
+      // Paid: 366 + 307 + 732 = 1405.00 = 59 days at $1 + 307 days at $2 + the 2029 term.
+      assert.equal((await invoicesOf(t, c)).reduce((sum: number, i: any) => sum + i.amount_paid, 0), 140500)
+
+      // A term starting on Feb 29 ends on Feb 28 in common years and on Feb 29 again in 2032; one
+      // advance of the test clock runs the three renewals on the way.
+      const leap = await billedCompany(t, { start: '2028-01-30T00:00:00.000Z', plans: { day: { price: 366, period_unit: 'year', features: [] } }, company: { plan_quantity: 1, country: 'US', timezone: 'America/New_York' } })
+      await setCard(t, leap.id)
+      await at(t, '2031-03-01T00:00:00.000Z')
+      const terms = (await invoicesOf(t, leap)).map((i: any) => [i.period_start, i.period_end, i.total])
+      assert.deepEqual(terms, [
+        [unix('2031-02-28T00:00:00Z'), unix('2032-02-29T00:00:00Z'), 36600],
+        [unix('2030-02-28T00:00:00Z'), unix('2031-02-28T00:00:00Z'), 36600],
+        [unix('2029-02-28T00:00:00Z'), unix('2030-02-28T00:00:00Z'), 36600],
+        [unix('2028-02-29T00:00:00Z'), unix('2029-02-28T00:00:00Z'), 36600],
+      ])
     })
 
     it('lists newest first, a page at a time with Link rel="next"; a foreign cursor is 400', async () => {

@@ -18,7 +18,7 @@ import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, event
 for (const engine of engines) {
   describe(`coupon durations and targets on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     const plans = { gold: { price: 30 }, platinum: { price: 100 } }
@@ -139,6 +139,19 @@ for (const engine of engines) {
       const refusedUpdate = await update(t, c.id, c.subscriptionId, { coupon_code: kioskOff }, c.token)
       assert.equal(refusedUpdate.statusCode, 400)
       assert.match(refusedUpdate.json().errors, /body\/coupon_code/)
+    })
+
+    it('each_specified_item taxes each named line on its own discount: a line discounted to nothing bears no VAT', async () => {
+      // An Italian customer (22 %): a €15 plan and a €5 addon, €10 off each of them. Plan 15.00 −
+      // 10.00 = 5.00, VAT 1.10; addon 5.00 − 5.00 = 0.00, no VAT: 6.10 due. Spreading the 15.00 of
+      // discounts over both lines in proportion (11.25 and 3.75) taxed the free addon: 0.83 + 0.28 =
+      // 1.11 of VAT, 6.11 due.
+      const c = await billedCompany(t, { start: '2049-01-01T00:00:00.000Z', plans: { small: { price: 15 } }, company: { plan_quantity: 1 } })
+      const badge = await addon(t, { name: 'Badge', price: 5 })
+      const each = await coupon(t, { name: 'Ten off each', discount_type: 'fixed_amount', discount_value: 10, apply_on: 'each_specified_item', plan_ids: [c.plans.small], addon_ids: [badge] })
+      const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.small!, plan_quantity: '1', addons: [badge], coupon_code: each }
+      const inv = (await estimate(t, c.id, query, c.token)).json().estimate.invoice_estimate
+      assert.deepEqual([inv.sub_total, inv.discounts.map((d: any) => d.amount), inv.taxes.map((x: any) => x.amount), inv.total], [2000, [1500], [110], 610])
     })
 
     it('coupon routes: the new fields have defaults, are validated (400 naming the field) and read back', async () => {

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { DAY, SUB, addon, at, billedCompany, call, coupon, setCard, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
+import { DAY, SUB, addon, at, billedCompany, businessNow, call, coupon, setCard, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
 
 const TRIAL_DAYS = 30
 
@@ -14,7 +14,7 @@ const TRIAL_DAYS = 30
 for (const engine of engines) {
   describe(`estimate (9) access to the stored subscription on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { TRIAL_DAYS }) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, TRIAL_DAYS }) })
     after(async () => { await t?.close() })
 
     /** An active subscription, mid-term, holding a coupon and an addon: everything an estimate could leak. */
@@ -34,7 +34,7 @@ for (const engine of engines) {
     it('anonymous and another company\'s token get a catalogue-only estimate; the own and the platform token the stored state', async () => {
       const { a, extra } = await activeWithState('2040-01-01T00:00:00.000Z')
       const b = await billedCompany(t)
-      const now = unix(t.clock.now().toISOString())
+      const now = unix((await businessNow(t)).toISOString())
 
       const own = (await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a), token: a.token })).json().estimate
       assert.equal(own.subscription_estimate.status, 'active')

@@ -13,7 +13,7 @@ import {
 for (const engine of engines) {
   describe(`subscription estimate and update on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     const plans = { basic: { price: 29.9, features: ['stamping'] }, pro: { price: 49.9, features: ['stamping', 'expense'] }, annual: { price: 299, period_unit: 'year', features: ['stamping'] } }

@@ -5,8 +5,10 @@ import type { CompanyFixture } from './helpers/factories.ts'
 
 /**
  * Fixtures and reads shared by the subscription tests (spec 2, 3, 6, 8, 9, 14). These tests
- * move the business clock by months (moveTo, at); tokens follow real time, so the platform's and
- * the companies' tokens stay valid, and `call`/`json` default to the platform token.
+ * move the business clock by months (moveTo, at) through the test clock's routes when the app
+ * has them (TEST_CLOCK_ENABLED, docs/test-clock.md), as an integrator would; tokens follow real
+ * time, so the platform's and the companies' tokens stay valid, and `call`/`json` default to
+ * the platform token.
  */
 
 const tokens = new WeakMap<TestApp, { platform: string; fixtures: Set<BillingFixture> }>()
@@ -27,9 +29,40 @@ export function json<T = any>(t: TestApp, status: number, request: Call): Promis
   return t.json<T>(status, { ...request, token: request.token === undefined ? platform(t) : request.token })
 }
 
-/** Sets the business clock; tokens follow real time (src/clock.ts), so those minted before stay valid. */
+export const TEST_CLOCK = '/api/v1/test_clock'
+
+/** Whether the app serves the test clock's routes (they answer 404 without TEST_CLOCK_ENABLED). */
+const withTestClock = new WeakMap<TestApp, boolean>()
+
+/**
+ * Places the business clock at `iso`, forward or back, running nothing: where a test's story
+ * begins (billedCompany's `start`), not a time travel within it. The test clock neither goes
+ * back nor jumps more than 10 years, so the test's base clock is set (the business time is base
+ * + the test clock's offset). Jobs of earlier tests that fall due by then run at the next move.
+ */
+export async function startAt(t: TestApp, iso: string) {
+  const to = Date.parse(iso)
+  if (Number.isNaN(to)) throw new Error(`startAt: not a date-time: ${iso}`)
+  const offset = (await businessNow(t)).getTime() - t.clock.now().getTime()
+  t.clock.set(new Date(to - offset))
+}
+
+/**
+ * Moves the business clock forward to `iso` through `POST /api/v1/test_clock/advance`, as an
+ * integrator would: the answer comes once every job due by then has run, each at its own due
+ * time. An app built without the test clock (the hosted pages' suites) only has its base clock
+ * set there: `at` runs the due jobs. Tokens follow real time (src/clock.ts), so those minted
+ * before stay valid.
+ */
 export async function moveTo(t: TestApp, iso: string) {
-  t.clock.set(iso)
+  const to = Date.parse(iso)
+  if (Number.isNaN(to)) throw new Error(`moveTo: not a date-time: ${iso}`)
+  if (!(await hasTestClock(t))) {
+    t.clock.set(new Date(to))
+    return
+  }
+  const advanced = await json<{ now: string; status: string }>(t, 200, { method: 'POST', url: `${TEST_CLOCK}/advance`, body: { to: new Date(to).toISOString() } })
+  assert.deepEqual([advanced.now, advanced.status], [new Date(to).toISOString(), 'ready'])
 }
 
 export const SUB = '/api/v1/subscription'
@@ -62,7 +95,7 @@ export interface BillingFixture extends CompanyFixture { subscriptionId: string;
  * TRIAL_DAYS later), with a company client holding all its scopes.
  */
 export async function billedCompany(t: TestApp, options: { plans?: Record<string, Record<string, unknown>>; company?: Record<string, unknown>; start?: string } = {}): Promise<BillingFixture> {
-  if (options.start) await moveTo(t, options.start)
+  if (options.start) await startAt(t, options.start)
   const specs = options.plans ?? { basic: { price: 29.9, features: ['stamping'] } }
   const plans: Record<string, string> = {}
   for (const [key, fields] of Object.entries(specs)) {
@@ -104,10 +137,21 @@ export async function mirrorOf(t: TestApp, companyId: string) {
   }
 }
 
-/** Moves the clock and runs what is due, as the scheduler would. */
+/** The business time now, as the test clock shows it (the base clock where the app has none). */
+export async function businessNow(t: TestApp): Promise<Date> {
+  return (await hasTestClock(t)) ? new Date((await json<{ now: string }>(t, 200, { url: TEST_CLOCK })).now) : t.clock.now()
+}
+
+async function hasTestClock(t: TestApp): Promise<boolean> {
+  let enabled = withTestClock.get(t)
+  if (enabled === undefined) withTestClock.set(t, enabled = (await call(t, { url: TEST_CLOCK })).statusCode === 200)
+  return enabled
+}
+
+/** Moves the clock and runs what is due: moveTo, and the scheduler's run where the app has no test clock. */
 export async function at(t: TestApp, iso: string) {
   await moveTo(t, iso)
-  await t.app.services.scheduler.runDue()
+  if (!(await hasTestClock(t))) await t.app.services.scheduler.runDue()
 }
 
 export async function eventsOf(t: TestApp, companyId: string) {

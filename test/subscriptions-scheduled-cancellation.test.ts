@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { at, billedCompany, cancel, detailsOf, estimate, eventsOf, moveTo, removeCancellation, setCard, statusOf, unix, update } from './subscriptions-helpers.ts'
+import { SUB, at, billedCompany, cancel, detailsOf, estimate, eventsOf, json, moveTo, removeCancellation, setCard, statusOf, unix, update } from './subscriptions-helpers.ts'
 
 /**
  * A scheduled cancellation as Chargebee shows it (issue 16):
@@ -19,7 +19,7 @@ import { at, billedCompany, cancel, detailsOf, estimate, eventsOf, moveTo, remov
 for (const engine of engines) {
   describe(`scheduled cancellations on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     const plans = { basic: { price: 30 }, annual: { price: 300, period_unit: 'year' } }
@@ -100,6 +100,33 @@ for (const engine of engines) {
         ['changed', 'non_renewing', 'non_renewing', '2043-02-10T00:00:00.000Z'],
         ['cancelled', 'non_renewing', 'cancelled', '2044-02-10T00:00:00.000Z'],
       ])
+    })
+
+    it('a non_renewing yearly subscription changed to a monthly plan ends at the new month\'s end, not a year on', async () => {
+      const c = await billedCompany(t, {
+        start: '2045-01-01T00:00:00.000Z', plans: { annual: plans.annual, basic: plans.basic }, company: { plan_quantity: 1, country: 'US', timezone: 'America/New_York' },
+      })
+      await setCard(t, c.id)
+      await at(t, '2045-01-31T00:00:00.000Z')
+      await moveTo(t, '2045-03-15T00:00:00.000Z')
+      assert.equal((await cancel(t, c.id, c.token)).statusCode, 200)
+      assert.equal((await statusOf(t, c)).scheduled_cancellation_at, unix('2046-01-31T00:00:00Z'))
+
+      // The monthly term starts now and is the last one: 2045-03-15 → 2045-04-15. Keeping the
+      // cancellation on 2046-01-31 would renew monthly ten more times after the customer asked to stop.
+      // Unused year: 300.00 × 322/365 days = 264.657… → 264.66 credited; the month, 30.00, paid from it.
+      const res = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.basic }, c.token)
+      assert.equal(res.statusCode, 200, res.body)
+      const d = res.json().subscription
+      assert.deepEqual([d.status, d.current_term_end, d.scheduled_cancellation_at, d.cancelled_at],
+        ['non_renewing', unix('2045-04-15T00:00:00Z'), unix('2045-04-15T00:00:00Z'), unix('2045-04-15T00:00:00Z')])
+      assert.deepEqual([res.json().estimate.invoice_estimate.total, res.json().customer.refundable_credits], [3000, 23466])
+
+      await at(t, '2045-04-15T00:00:00.000Z')
+      const s = await statusOf(t, c)
+      assert.deepEqual([s.status, s.cancelled_at, s.current_term_end], ['cancelled', unix('2045-04-15T00:00:00Z'), unix('2045-04-15T00:00:00Z')])
+      const invoices = (await json(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })).map((i: any) => [i.date, i.total])
+      assert.deepEqual(invoices, [[unix('2045-03-15T00:00:00Z'), 3000], [unix('2045-01-31T00:00:00Z'), 30000]], 'no monthly renewal after the last term')
     })
   })
 }

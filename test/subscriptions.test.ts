@@ -9,7 +9,7 @@ import {
 for (const engine of engines) {
   describe(`subscription lifecycle on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
     after(async () => { await t?.close() })
 
     it('a trial with a card becomes active at its end and renews on the anchor day across month ends', async () => {

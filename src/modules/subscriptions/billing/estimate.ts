@@ -91,9 +91,12 @@ export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsag
  * applies on the invoice amount), half-up; a fixed amount whole, never prorated, once per period
  * per target: what an earlier invoice of the same period took is deducted, so only a surplus
  * comes back (Chargebee's fixed amount coupons). `taken`: the fixed amounts taken, by line key.
+ * `perLine`: each line's part of `amount`, in the order of `lines`, which its tax is computed
+ * without: on specified items, what the coupon took off that very line (a line discounted to
+ * nothing bears no tax); on the invoice amount, the amount spread over the lines (`allocate`).
  */
-export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[], ctx: CouponContext): { amount: number; taken: Record<string, number> } {
-  if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart)) return { amount: 0, taken: {} }
+export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[], ctx: CouponContext): { amount: number; taken: Record<string, number>; perLine: number[] } {
+  if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart)) return { amount: 0, taken: {}, perLine: lines.map(() => 0) }
   const taken: Record<string, number> = {}
   const off = (base: number, key: string): number => {
     if (coupon.discount_type === 'percentage') return Math.min(base, roundHalfUp(BigInt(base), BigInt(coupon.discount_value_minor), 10_000n))
@@ -103,10 +106,12 @@ export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem
     if (amount > 0) taken[key] = (taken[key] ?? 0) + amount
     return amount
   }
-  const amount = coupon.apply_on === 'invoice_amount'
-    ? off(lines.reduce((sum, l) => sum + l.amount, 0), lineKey(coupon, null))
-    : lines.filter((l) => targets(coupon, l)).reduce((sum, l) => sum + off(l.amount, lineKey(coupon, l)), 0)
-  return { amount, taken }
+  if (coupon.apply_on === 'invoice_amount') {
+    const amount = off(lines.reduce((sum, l) => sum + l.amount, 0), lineKey(coupon, null))
+    return { amount, taken, perLine: allocate(amount, lines.map((l) => l.amount)) }
+  }
+  const perLine = lines.map((l) => (targets(coupon, l) ? off(l.amount, lineKey(coupon, l)) : 0))
+  return { amount: perLine.reduce((sum, d) => sum + d, 0), taken, perLine }
 }
 
 /**
@@ -124,12 +129,11 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
 
   const discounts: InvoiceEstimate['discounts'] = []
   const coupon = selection.coupon
-  const discount = couponDiscount(coupon, lineItems, period).amount
+  const { amount: discount, perLine } = couponDiscount(coupon, lineItems, period)
   if (coupon && discount > 0) discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
 
-  // A coupon on specified items lowers only those lines' taxable amounts.
-  const discounted = lineItems.map((l) => (coupon && coupon.apply_on === 'each_specified_item' && !targets(coupon, l) ? 0 : l.amount))
-  const taxes = taxLines(lineItems, allocate(discount, discounted), tax)
+  // Each line is taxed on its amount less its own part of the discount.
+  const taxes = taxLines(lineItems, perLine, tax)
   if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
