@@ -170,6 +170,12 @@ function checkOperationsSettings(config: Config) {
   if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     throw new Error(`Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`)
   }
+  // Each scheduler worker holds a pooled connection for its whole job (a sweep, a slow Chargebee):
+  // at most half the pool, so that API requests always find the other half (docs/operations.md).
+  // PGlite runs one job at a time in its one session, so the check is PostgreSQL's.
+  if (config.DATABASE_URL !== undefined && config.SCHEDULER_ENABLED && config.SCHEDULER_CONCURRENCY > Math.floor(config.DB_POOL_SIZE / 2)) {
+    throw new Error(`Invalid configuration: SCHEDULER_CONCURRENCY (${config.SCHEDULER_CONCURRENCY}) must be at most half of DB_POOL_SIZE (${config.DB_POOL_SIZE}), so that API requests keep connections while jobs run; lower SCHEDULER_CONCURRENCY or raise DB_POOL_SIZE`)
+  }
   trustProxy(config.TRUST_PROXY)
 }
 

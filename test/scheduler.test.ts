@@ -97,3 +97,46 @@ for (const engine of engines) {
     })
   })
 }
+
+/**
+ * A graceful stop (SIGTERM) waits for the jobs in flight, not for the whole pass: once stop() is
+ * called no worker claims another job, so the jobs still due stay due for the next instance. It
+ * used to run the pass to its end (up to 1,000 jobs) before stop() resolved.
+ */
+for (const engine of engines) {
+  describe(`stopping the running scheduler on ${engine}`, () => {
+    it('finishes the job in flight and leaves the other due jobs for the next instance', { timeout: 60_000 }, async () => {
+      const database = await openTestDatabase(engine)
+      const scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS, concurrency: 1 })
+      const ran: string[] = []
+      let started: () => void
+      const firstStarted = new Promise<void>((resolve) => { started = resolve })
+      let release: () => void
+      const released = new Promise<void>((resolve) => { release = resolve })
+      scheduler.register('test.stop', async ({ key }) => {
+        ran.push(key)
+        started()
+        await released
+      })
+      try {
+        for (let i = 0; i < 3; i++) await scheduler.schedule(database.db, { kind: 'test.stop', key: `j${i}`, runAt: new Date(Date.now() - 1000 + i) })
+        scheduler.start()
+        await firstStarted
+        let stopResolved = false
+        const stopping = scheduler.stop().then(() => { stopResolved = true })
+        // Yield to every pending callback: stop() must still be waiting for the job in flight.
+        await new Promise((resolve) => setImmediate(resolve))
+        assert.equal(stopResolved, false, 'stop() resolved while a job was in flight')
+        release!()
+        await stopping
+        assert.deepEqual(ran, ['j0'])
+        const pending = await database.db.selectFrom('jobs').select('key').where('kind', '=', 'test.stop').where('done_at', 'is', null).orderBy('key').execute()
+        assert.deepEqual(pending.map((j) => j.key), ['j1', 'j2'])
+      } finally {
+        await scheduler.stop()
+        await database.close()
+        await database.drop()
+      }
+    })
+  })
+}

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { loadConfig } from '../src/config.ts'
 import { freePort, ready, removeBuild, startServer } from './helpers/server-process.ts'
 
 /**
@@ -59,6 +60,16 @@ describe('a bad setting stops the start with a sentence naming it', () => {
 
   it('HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS (it used to be accepted)', async () => {
     await refused({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }, /HEADERS_TIMEOUT_MS \(20000\) must not exceed REQUEST_TIMEOUT_MS \(10000\)/)
+  })
+
+  it('SCHEDULER_CONCURRENCY above half of DB_POOL_SIZE on PostgreSQL (it used to be accepted up to 64)', async () => {
+    const postgres = { DATABASE_URL: 'postgres://app@db.internal:5432/app' }
+    await refused({ ...postgres, SCHEDULER_CONCURRENCY: '6' }, /SCHEDULER_CONCURRENCY \(6\) must be at most half of DB_POOL_SIZE \(10\)/)
+    assert.throws(() => loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '7', DB_POOL_SIZE: '12' }), /SCHEDULER_CONCURRENCY \(7\) must be at most half of DB_POOL_SIZE \(12\)/)
+    assert.equal(loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '5' }).SCHEDULER_CONCURRENCY, 5)
+    // PGlite runs one job at a time whatever the setting; a disabled scheduler holds no connection.
+    assert.equal(loadConfig({ SCHEDULER_CONCURRENCY: '8' }).SCHEDULER_CONCURRENCY, 8)
+    assert.equal(loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '8', SCHEDULER_ENABLED: 'false' }).SCHEDULER_CONCURRENCY, 8)
   })
 
   it('TRUST_PROXY that is neither a hop count nor addresses', async () => {

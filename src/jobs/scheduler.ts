@@ -248,6 +248,7 @@ export function createScheduler(deps: {
    * empties and every LANES_REFRESH_MS: a company that was not in it (new due work) joins at the
    * head, so it comes before every company served since.
    *
+   * `halted` tells the workers to claim no more (the polling loop's stop()).
    * `workers` claims run at once (the polling loop's SCHEDULER_CONCURRENCY; 1 for the tests'
    * explicit passes, which then run in a set order). One job is a transaction of a dozen round
    * trips, so one worker is bounded by the database's latency, not by CPU: a webhook backlog on a
@@ -255,7 +256,7 @@ export function createScheduler(deps: {
    * workers share the queue, so one company's backlog is served by all of them when it is the
    * only work, and SKIP LOCKED keeps their claims apart as it keeps instances'.
    */
-  async function runDue(limit = 10_000, workers = 1): Promise<number> {
+  async function runDue(limit = 10_000, workers = 1, halted: () => boolean = () => false): Promise<number> {
     if (handlers.size === 0) return 0
     let count = 0
     let queue: Lane[] = []
@@ -276,7 +277,8 @@ export function createScheduler(deps: {
     }
 
     async function worker() {
-      while (!finished && count < limit) {
+      // Once halted (stop()), a worker claims nothing more: its job in flight finishes, the rest stay due.
+      while (!finished && count < limit && !halted()) {
         if (queue.length === 0 || performance.now() - lookedAt >= LANES_REFRESH_MS) {
           looking ??= look().finally(() => { looking = undefined })
           await looking
@@ -309,7 +311,8 @@ export function createScheduler(deps: {
     if (running) { wokenWhileRunning = true; return }
     let next = deps.pollMs
     running = (async () => {
-      await runDue(1000, deps.concurrency ?? 1)
+      await runDue(1000, deps.concurrency ?? 1, () => stopped)
+      if (stopped) return
       const dueIn = await nextWakeIn()
       if (dueIn !== undefined) next = Math.min(deps.pollMs, Math.max(0, dueIn))
     })()
@@ -356,7 +359,10 @@ export function createScheduler(deps: {
       stopped = false
       wakeIn(0)
     },
-    /** Stops polling and waits for the job in progress to finish. */
+    /**
+     * Stops polling and waits for the jobs in progress to finish: each worker claims no other job
+     * once stop() is called, so the jobs still due are left to the next instance, not run here.
+     */
     async stop() {
       stopped = true
       if (timer) clearTimeout(timer)
