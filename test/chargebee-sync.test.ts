@@ -279,6 +279,29 @@ for (const engine of engines) {
       assert.equal((await eventsOf(t, c.id)).length, count)
     })
 
+    it('a Chargebee read that hangs during the reconciliation holds no lock: a webhook for the same subscription applies meanwhile', async () => {
+      const c = await chargebeeCompany(t, fake)
+      // The reconciliation's read of this subscription gets no answer until the test releases it.
+      fake.fail({ status: 500, hang: true, match: new RegExp(`^GET /subscriptions/${c.subscriptionId}$`) })
+      t.realClock.set(new Date(t.realClock.now().getTime() + 61_000).toISOString())
+      const pass = t.app.services.scheduler.runDue()
+      while (fake.pendingHanging() === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+      // It used to wait for the reconciliation's transaction (the row's lock on PostgreSQL, the one
+      // session on PGlite), which ended only once the read timed out.
+      fake.change(c.subscriptionId, (s) => { s.subscription_items[0].quantity = 6 })
+      assert.equal(await outcome(t, fake.event('subscription_changed', { subscriptionId: c.subscriptionId })), 'applied')
+      assert.equal(fake.pendingHanging(), 1, 'the read was still pending when the webhook applied')
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 6)
+      fake.releaseHanging()
+      await pass
+      fake.clearFailures()
+      // The failed read is retried after the backoff: Chargebee and this service agree, nothing to correct.
+      t.realClock.set(new Date(t.realClock.now().getTime() + 5_000).toISOString())
+      await t.app.services.scheduler.runDue()
+      assert.equal((await mirrorOf(t, c.id)).plan_quantity, 6)
+      assert.deepEqual((await eventsOf(t, c.id)).map((e) => e.type), ['created', 'changed'])
+    })
+
     it('Chargebee failing during the reconciliation: that subscription\'s job fails and is retried, nothing half-applied', async () => {
       const c = await chargebeeCompany(t, fake)
       fake.change(c.subscriptionId, (s) => { s.subscription_items[0].quantity = 9 })

@@ -296,6 +296,22 @@ for (const engine of engines) {
       assert.ok(attempts.every((a) => a.attempt === 1 && a.status === 'error'))
     })
 
+    it('keeps the bound exact with several workers claiming at once (each claim takes its slot, not its commit)', async () => {
+      const c = await company(t)
+      const dead = await listen('never')
+      const created = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 6; i++) await contract(t, c.id)
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
+      // Four workers, as the polling loop's SCHEDULER_CONCURRENCY: up to three more calls used to start.
+      await t.app.services.scheduler.runDue(10_000, 4)
+      t.realClock.set(back)
+      assert.equal((await attemptsOf(c.id, created.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+      await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
+      dead.release()
+      await t.app.services.webhookDelivery.settled()
+    })
+
     it('an attempt whose instance stopped is retried when its lease runs out, with the same webhook-id', async () => {
       const c = await company(t)
       const r = await listen('never')

@@ -360,7 +360,11 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const failure = failures.find((f) => !f.match || f.match.test(`${req.method} ${path}`))
       if (failure && --failure.times! <= 0) failures.splice(failures.indexOf(failure), 1)
       const fail = () => {
-        if (failure!.hang) return void hanging.add(res)
+        if (failure!.hang) {
+          // Closed by the client (its timeout): no longer pending.
+          res.on('close', () => hanging.delete(res))
+          return void hanging.add(res)
+        }
         const headers: Record<string, string> = failure!.retryAfter !== undefined ? { 'retry-after': String(failure!.retryAfter) } : {}
         sendError(res, failure!.status, failure!.api_error_code ?? 'internal_error', failure!.message ?? 'Injected failure', failure!.type, undefined, headers)
       }
@@ -437,6 +441,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
     },
     /** Ends the requests left hanging by a `hang` failure (their clients timed out long ago). */
+    /** The requests a `hang` failure holds unanswered whose client still waits. */
+    pendingHanging: () => hanging.size,
     releaseHanging() { for (const res of hanging) res.destroy(); hanging.clear() },
     close: () => new Promise<void>((resolve) => { for (const res of hanging) res.destroy(); server.closeAllConnections(); server.close(() => resolve()) }),
   }

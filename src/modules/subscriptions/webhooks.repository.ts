@@ -36,6 +36,13 @@ export function createWebhooksRepository() {
       return row !== undefined
     },
 
+    /** The newest state applied of a subscription (its resource_version), if any. */
+    async appliedVersion(executor: Executor, subscriptionId: string): Promise<bigint | undefined> {
+      const row = await executor.selectFrom('provider_subscription_versions').select('resource_version')
+        .where('subscription_id', '=', subscriptionId).executeTakeFirst()
+      return row ? BigInt(row.resource_version) : undefined
+    },
+
     /** The company of a subscription Chargebee names, by its id or (payment source events) its customer id. */
     findSubscription: (executor: Executor, ref: { id?: string; customerId?: string }) => {
       let query = executor.selectFrom('subscriptions').select(['company_id', 'id', 'provider'])

@@ -94,6 +94,11 @@ export function createWebhookDelivery(deps: {
       })
       return
     }
+    // The slot is taken now, in the claim, not once the job commits: with several workers, claims
+    // of one endpoint run at once and each would otherwise pass the check above. Given back if the
+    // job's transaction does not commit (then no call is made).
+    perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1)
+    ctx.onAbort(() => release(d.endpoint_id))
     const attempt = d.attempts + 1
     const attemptId = await deps.repo.startAttempt(ctx.trx, { id: d.id, endpointId: d.endpoint_id, eventId: d.event_id, attempt, seq, at: ctx.now })
     await deps.scheduler.reschedule(ctx.trx, {
@@ -105,18 +110,20 @@ export function createWebhookDelivery(deps: {
     const secrets = [d.secret, ...previous]
     const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
     ctx.afterCommit(() => {
-      perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1)
       const sending = send(d.url, secrets, d.event_id, body).then((sent) => {
         const before = callMs.get(d.endpoint_id)
         callMs.set(d.endpoint_id, before === undefined ? sent.durationMs : 0.8 * before + 0.2 * sent.durationMs)
         return sent
-      }).finally(() => {
-        const left = (perEndpoint.get(d.endpoint_id) ?? 1) - 1
-        if (left > 0) perEndpoint.set(d.endpoint_id, left)
-        else { perEndpoint.delete(d.endpoint_id); waits.delete(d.endpoint_id); callMs.delete(d.endpoint_id) }
-      })
+      }).finally(() => release(d.endpoint_id))
       return track(sending.then((sent) => record({ deliveryId: d.id, attemptId, attempt, seq, endpointId: d.endpoint_id, companyId: d.company_id, eventId: d.event_id, sent })))
     })
+  }
+
+  /** Gives back an endpoint's slot; the last one forgets the endpoint's waits and call time. */
+  function release(endpointId: string) {
+    const left = (perEndpoint.get(endpointId) ?? 1) - 1
+    if (left > 0) perEndpoint.set(endpointId, left)
+    else { perEndpoint.delete(endpointId); waits.delete(endpointId); callMs.delete(endpointId) }
   }
 
   /**
