@@ -1,63 +1,14 @@
-import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
 import { outsideRequestScope } from '../db/request-transaction.ts'
-import { ANNOUNCE_SETTING } from '../db/database.ts'
 import type { Clock } from '../clock.ts'
+import type { Executor, JobHandler, JobPreparer, Lane, NewJob } from './job.ts'
+import { dueLanes } from './due-lanes.ts'
+import { createJobRunner } from './job-runner.ts'
 
-export type Executor = Kysely<DB> | Transaction<DB>
+export type { Executor, JobContext, JobHandler, JobPreparer, NewJob } from './job.ts'
 
-export interface JobContext {
-  /** The transaction the job runs in: its writes commit together with the job's completion. */
-  trx: Transaction<DB>
-  /** When the job was due (not when it runs). */
-  runAt: Date
-  now: Date
-  payload: Record<string, unknown>
-  key: string
-  /**
-   * Runs `work` once the job's transaction has committed, outside it and outside the pass: for
-   * what must not hold a transaction or delay the next job (an HTTP call to a webhook receiver).
-   * Dropped if the job fails. Its outcome is the work's own to record.
-   */
-  afterCommit(work: () => Promise<unknown>): void
-  /**
-   * Runs `undo` if the job's writes do not commit (the handler threw, or the commit failed): to
-   * give back what the handler took in this process's memory for its afterCommit work.
-   */
-  onAbort(undo: () => void): void
-  /** What the kind's `prepare` returned (registered with one), read before this transaction began. */
-  prepared?: unknown
-}
-
-export type JobHandler = (ctx: JobContext) => Promise<void>
-
-/**
- * Slow reads a job needs before it writes (a provider's API): run after the claim, outside any
- * transaction, so that they hold no connection and no lock; the handler then gets their result.
- * Thrown errors fail the job as the handler's do (retried with backoff).
- */
-export type JobPreparer = (job: { payload: Record<string, unknown>; key: string }) => Promise<unknown>
-
-export interface NewJob {
-  kind: string
-  key: string
-  runAt: Date
-  payload?: Record<string, unknown>
-  /** The company whose work it is; left out for the platform's own work. Companies are served in turn. */
-  companyId?: string | null
-}
-
-/** Who a job is for: a company's id, or null for the platform's own work. */
-type Lane = string | null
-
-const MAX_BACKOFF_MS = 15 * 60_000
-/**
- * How long a job whose kind prepares outside a transaction is taken by its claimer: a process that
- * dies during the reads leaves it due again after this; one whose reads outlast it may see the job
- * run twice, which a preparing kind must bear (it re-reads its rows under their lock).
- */
-const PREPARE_LEASE_MS = 10 * 60_000
 const WAKE_MIN_MS = 5
 const WAKE_COALESCE_MS = 25
 /** Node's timers hold 2^31-1 ms at most (24.8 days); a longer delay fires at once with a TimeoutOverflowWarning. */
@@ -101,6 +52,7 @@ export function createScheduler(deps: {
   const preparers = new Map<string, JobPreparer>()
   const realClock = deps.realClock ?? deps.clock
   const businessKinds = () => [...handlers.keys()].filter((kind) => !realKinds.has(kind))
+  const { runOne } = createJobRunner({ ...deps, realClock, handlers, realKinds, preparers, businessKinds })
   let timer: NodeJS.Timeout | undefined
   // When the timer fires (ms since the epoch): a wake-up asked for later than that changes nothing.
   let timerAt = Infinity
@@ -182,140 +134,6 @@ export function createScheduler(deps: {
   }
 
   /**
-   * The companies (null: the platform) with a job of `kinds` due at `now`, the one whose oldest
-   * due job is oldest first. A loose index scan over jobs_company_due_idx (0009_fair_jobs.sql):
-   * each step jumps to the next company with a due job, so one company's due backlog costs one
-   * probe, not one row per job (EXPLAIN in docs/architecture.md). A company whose pending jobs
-   * all lie in the future is still walked entry by entry (the index cannot skip past it on
-   * run_at): the cost grows with the pending jobs of companies with no due work, a job or two
-   * each today (a renewal, a series' next occurrence). A table of each company's next due time
-   * would bound it by the companies with due work, if scale ever asks for it.
-   */
-  async function dueLanes(kinds: string[], now: Date, real: { kinds: string[]; now: Date }): Promise<Lane[]> {
-    const { rows } = await sql<{ company_id: string | null; run_at: Date | string }>`
-      WITH RECURSIVE lanes AS (
-        (SELECT company_id, run_at FROM jobs
-         WHERE done_at IS NULL AND company_id IS NOT NULL
-           AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
-         ORDER BY company_id, run_at LIMIT 1)
-        UNION ALL
-        SELECT next.company_id, next.run_at FROM lanes CROSS JOIN LATERAL (
-          SELECT company_id, run_at FROM jobs
-          WHERE done_at IS NULL AND company_id > lanes.company_id
-            AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
-          ORDER BY company_id, run_at LIMIT 1) next
-      )
-      SELECT company_id, run_at FROM lanes
-      UNION ALL
-      (SELECT company_id, run_at FROM jobs
-       WHERE done_at IS NULL AND company_id IS NULL
-         AND ((run_at <= ${now} AND kind = ANY(${kinds}::text[])) OR (run_at <= ${real.now} AND kind = ANY(${real.kinds}::text[])))
-       ORDER BY run_at LIMIT 1)`.execute(deps.db)
-    return rows
-      .map((r) => ({ lane: r.company_id, at: new Date(r.run_at).getTime() }))
-      .sort((x, y) => x.at - y.at)
-      .map((r) => r.lane)
-  }
-
-  type JobRow = Awaited<ReturnType<typeof claimDue>> & {}
-
-  /** Locks the oldest due job of one company (null: of the platform) that no one else holds. */
-  function claimDue(trx: Transaction<DB>, lane: Lane, now: Date, realNow: Date) {
-    const kinds = businessKinds()
-    let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
-    // A job of a real-time kind is due by real time (realKinds), in the platform's lane or a company's.
-    claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) => eb.or([
-      eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
-      eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
-    ]))
-    return claim.orderBy('run_at').orderBy('id').limit(1).forUpdate().skipLocked().executeTakeFirst()
-  }
-
-  /** A failed job: tried again after a backoff that doubles with its attempts. */
-  async function recordFailure(trx: Transaction<DB>, job: JobRow, at: Date, err: unknown) {
-    const attempts = job.attempts + 1
-    const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(attempts, 20))
-    await trx.updateTable('jobs')
-      .set({ attempts, last_error: (err as Error).message.slice(0, 2000), run_at: new Date(at.getTime() + backoff) })
-      .where('id', '=', job.id).execute()
-    deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
-    deps.onFailure?.(job.kind)
-  }
-
-  /** What a handler asked to run once its transaction commits, and to undo if it does not. */
-  interface Hooks { after: (() => Promise<unknown>)[]; abort: (() => void)[] }
-  const abort = (hooks: Hooks) => { for (const undo of hooks.abort.splice(0)) undo(); hooks.after = [] }
-
-  /** Runs a claimed job's handler in `trx` and marks it done, or records its failure. */
-  async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown, hooks: Hooks): Promise<void> {
-    // A job's changes to cached reads are announced by the tables' triggers, in its transaction
-    // (migration 0008): no request answers for them, and no code here knows which company they touch.
-    await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
-    try {
-      await sql`SAVEPOINT job`.execute(trx)
-      await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared, afterCommit: (work) => { hooks.after.push(work) }, onAbort: (undo) => { hooks.abort.push(undo) } })
-      await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
-    } catch (err) {
-      abort(hooks)
-      await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
-      await recordFailure(trx, job, now, err)
-    }
-  }
-
-  /**
-   * Runs the oldest due job of one company (null: of the platform); false when none is free. A
-   * kind with a `prepare` is claimed by a lease (its run_at moved PREPARE_LEASE_MS ahead, committed),
-   * prepared with no transaction open, then run in a transaction of its own that locks it again.
-   */
-  async function runOne(lane: Lane): Promise<boolean> {
-    const now = deps.clock.now()
-    const realNow = realClock.now()
-    const nowOf = (kind: string) => (realKinds.has(kind) ? realNow : now)
-    const hooks: Hooks = { after: [], abort: [] }
-    const claimed = await committed(hooks, (trx) => claimDue(trx, lane, now, realNow).then(async (job) => {
-      if (!job) return undefined
-      if (preparers.has(job.kind)) {
-        await trx.updateTable('jobs').set({ run_at: new Date(nowOf(job.kind).getTime() + PREPARE_LEASE_MS) }).where('id', '=', job.id).execute()
-      } else {
-        await runHandler(trx, job, nowOf(job.kind), undefined, hooks)
-      }
-      return job
-    }))
-    if (!claimed) return false
-    const prepare = preparers.get(claimed.kind)
-    if (prepare) await runPrepared(claimed, prepare, nowOf(claimed.kind), hooks)
-    for (const work of hooks.after) {
-      outsideRequestScope(() => work()).catch((err: unknown) => deps.log.error({ err }, 'work after a job failed'))
-    }
-    return true
-  }
-
-  /** `work` in a transaction; the handler's undos run if it does not commit. */
-  async function committed<T>(hooks: Hooks, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    try {
-      return await deps.db.transaction().execute(work)
-    } catch (err) {
-      abort(hooks)
-      throw err
-    }
-  }
-
-  async function runPrepared(leased: JobRow, prepare: JobPreparer, now: Date, hooks: Hooks): Promise<void> {
-    let prepared: unknown
-    try {
-      prepared = await outsideRequestScope(() => prepare({ payload: leased.payload as Record<string, unknown>, key: leased.key }))
-    } catch (err) {
-      await deps.db.transaction().execute((trx) => recordFailure(trx, leased, now, err))
-      return
-    }
-    await committed(hooks, async (trx) => {
-      // Cancelled meanwhile, or run by another instance after the lease ran out: nothing to do.
-      const job = await trx.selectFrom('jobs').selectAll().where('id', '=', leased.id).where('done_at', 'is', null).forUpdate().executeTakeFirst()
-      if (job) await runHandler(trx, job, now, prepared, hooks)
-    })
-  }
-
-  /**
    * Runs every job due now (tests call this after moving the clock), companies in turn: a queue
    * of the companies with due work; each claim takes the company at its head and puts it at the
    * back, and a company with no job free leaves the queue. The queue is looked up again when it
@@ -343,7 +161,7 @@ export function createScheduler(deps: {
       // Nothing ran since the last look: what is left due is another instance's (locked).
       if (queue.length === 0 && !ranSinceLook) { finished = true; return }
       const queued = new Set(queue)
-      const due = await dueLanes(businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
+      const due = await dueLanes(deps.db, businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
       queue = [...due.filter((lane) => !queued.has(lane)), ...queue]
       lookedAt = performance.now()
       ranSinceLook = false

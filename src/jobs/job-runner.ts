@@ -1,0 +1,134 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { FastifyBaseLogger } from 'fastify'
+import type { DB } from '../db/tables.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
+import { ANNOUNCE_SETTING } from '../db/database.ts'
+import type { Clock } from '../clock.ts'
+import type { JobHandler, JobPreparer, Lane } from './job.ts'
+
+const MAX_BACKOFF_MS = 15 * 60_000
+/**
+ * How long a job whose kind prepares outside a transaction is taken by its claimer: a process that
+ * dies during the reads leaves it due again after this; one whose reads outlast it may see the job
+ * run twice, which a preparing kind must bear (it re-reads its rows under their lock).
+ */
+const PREPARE_LEASE_MS = 10 * 60_000
+
+/**
+ * Claims and runs one job: the claim, the handler in the job's transaction with its completion,
+ * the failure's backoff, and the kinds that prepare outside a transaction (scheduler.ts decides
+ * which company's job and when).
+ */
+export function createJobRunner(deps: {
+  db: Kysely<DB>
+  clock: Clock
+  realClock: Clock
+  log: FastifyBaseLogger
+  onFailure?: (kind: string) => void
+  handlers: ReadonlyMap<string, JobHandler>
+  realKinds: ReadonlySet<string>
+  preparers: ReadonlyMap<string, JobPreparer>
+  businessKinds: () => string[]
+}) {
+  const { handlers, realKinds, preparers, businessKinds, realClock } = deps
+
+  type JobRow = Awaited<ReturnType<typeof claimDue>> & {}
+
+  /** Locks the oldest due job of one company (null: of the platform) that no one else holds. */
+  function claimDue(trx: Transaction<DB>, lane: Lane, now: Date, realNow: Date) {
+    const kinds = businessKinds()
+    let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
+    // A job of a real-time kind is due by real time (realKinds), in the platform's lane or a company's.
+    claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) => eb.or([
+      eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
+      eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
+    ]))
+    return claim.orderBy('run_at').orderBy('id').limit(1).forUpdate().skipLocked().executeTakeFirst()
+  }
+
+  /** A failed job: tried again after a backoff that doubles with its attempts. */
+  async function recordFailure(trx: Transaction<DB>, job: JobRow, at: Date, err: unknown) {
+    const attempts = job.attempts + 1
+    const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(attempts, 20))
+    await trx.updateTable('jobs')
+      .set({ attempts, last_error: (err as Error).message.slice(0, 2000), run_at: new Date(at.getTime() + backoff) })
+      .where('id', '=', job.id).execute()
+    deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
+    deps.onFailure?.(job.kind)
+  }
+
+  /** What a handler asked to run once its transaction commits, and to undo if it does not. */
+  interface Hooks { after: (() => Promise<unknown>)[]; abort: (() => void)[] }
+  const abort = (hooks: Hooks) => { for (const undo of hooks.abort.splice(0)) undo(); hooks.after = [] }
+
+  /** Runs a claimed job's handler in `trx` and marks it done, or records its failure. */
+  async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown, hooks: Hooks): Promise<void> {
+    // A job's changes to cached reads are announced by the tables' triggers, in its transaction
+    // (migration 0008): no request answers for them, and no code here knows which company they touch.
+    await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
+    try {
+      await sql`SAVEPOINT job`.execute(trx)
+      await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared, afterCommit: (work) => { hooks.after.push(work) }, onAbort: (undo) => { hooks.abort.push(undo) } })
+      await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
+    } catch (err) {
+      abort(hooks)
+      await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
+      await recordFailure(trx, job, now, err)
+    }
+  }
+
+  /**
+   * Runs the oldest due job of one company (null: of the platform); false when none is free. A
+   * kind with a `prepare` is claimed by a lease (its run_at moved PREPARE_LEASE_MS ahead, committed),
+   * prepared with no transaction open, then run in a transaction of its own that locks it again.
+   */
+  async function runOne(lane: Lane): Promise<boolean> {
+    const now = deps.clock.now()
+    const realNow = realClock.now()
+    const nowOf = (kind: string) => (realKinds.has(kind) ? realNow : now)
+    const hooks: Hooks = { after: [], abort: [] }
+    const claimed = await committed(hooks, (trx) => claimDue(trx, lane, now, realNow).then(async (job) => {
+      if (!job) return undefined
+      if (preparers.has(job.kind)) {
+        await trx.updateTable('jobs').set({ run_at: new Date(nowOf(job.kind).getTime() + PREPARE_LEASE_MS) }).where('id', '=', job.id).execute()
+      } else {
+        await runHandler(trx, job, nowOf(job.kind), undefined, hooks)
+      }
+      return job
+    }))
+    if (!claimed) return false
+    const prepare = preparers.get(claimed.kind)
+    if (prepare) await runPrepared(claimed, prepare, nowOf(claimed.kind), hooks)
+    for (const work of hooks.after) {
+      outsideRequestScope(() => work()).catch((err: unknown) => deps.log.error({ err }, 'work after a job failed'))
+    }
+    return true
+  }
+
+  /** `work` in a transaction; the handler's undos run if it does not commit. */
+  async function committed<T>(hooks: Hooks, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    try {
+      return await deps.db.transaction().execute(work)
+    } catch (err) {
+      abort(hooks)
+      throw err
+    }
+  }
+
+  async function runPrepared(leased: JobRow, prepare: JobPreparer, now: Date, hooks: Hooks): Promise<void> {
+    let prepared: unknown
+    try {
+      prepared = await outsideRequestScope(() => prepare({ payload: leased.payload as Record<string, unknown>, key: leased.key }))
+    } catch (err) {
+      await deps.db.transaction().execute((trx) => recordFailure(trx, leased, now, err))
+      return
+    }
+    await committed(hooks, async (trx) => {
+      // Cancelled meanwhile, or run by another instance after the lease ran out: nothing to do.
+      const job = await trx.selectFrom('jobs').selectAll().where('id', '=', leased.id).where('done_at', 'is', null).forUpdate().executeTakeFirst()
+      if (job) await runHandler(trx, job, now, prepared, hooks)
+    })
+  }
+
+  return { runOne }
+}
