@@ -1,0 +1,83 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { sql } from 'kysely'
+import { engines, locationId, uniq, type TestApp } from './helpers/app.ts'
+import type { FakeChargebee } from './helpers/fake-chargebee.ts'
+import { chargebeeApp, chargebeeProduct, createCompany } from './chargebee.fixtures.ts'
+import { SUB, call, json } from './subscriptions-helpers.ts'
+
+/**
+ * POST /api/v1/companies under an Idempotency-Key, retried (docs/chargebee.md, "Writes"): the
+ * company here and its customer and subscription at Chargebee stay the same on both sides.
+ */
+
+/** POST /api/v1/companies with one body each call of the returned function (a retry sends the same). */
+function creation(product: { productSku: string; plans: Record<string, string> }, headers: Record<string, string>) {
+  const body = { name: uniq('Acme'), country: 'IT', product_sku: product.productSku, subscription_plan: Object.values(product.plans)[0], plan_quantity: 5 }
+  return (t: TestApp) => call(t, { method: 'POST', url: '/api/v1/companies', headers, body })
+}
+
+/** Chargebee's subscriptions of a customer. */
+const subscriptionsOf = (fake: FakeChargebee, customerId: string) => [...fake.subscriptions.values()].filter((s) => s.customer_id === customerId)
+
+/** Makes every insert into subscription_events fail (a failure inside the creation, after Chargebee made both); returns the undo. */
+async function failEventInserts(t: TestApp) {
+  const db = t.app.database.db
+  await sql.raw(`CREATE OR REPLACE FUNCTION test_fail_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`).execute(db)
+  await sql`CREATE TRIGGER test_fail_event BEFORE INSERT ON subscription_events FOR EACH ROW EXECUTE FUNCTION test_fail_event()`.execute(db)
+  return async () => { await sql`DROP TRIGGER test_fail_event ON subscription_events`.execute(db) }
+}
+
+for (const engine of engines) {
+  describe(`company creation retried under an Idempotency-Key, at Chargebee, on ${engine}`, () => {
+    let t: TestApp
+    let fake: FakeChargebee
+    before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
+    after(async () => { await t?.close(); await fake?.close() })
+
+    it('a failure inside the creation deletes what Chargebee made; the retry with the key makes them again rather than replaying the deleted ones', async () => {
+      const product = await chargebeeProduct(t, fake)
+      const send = creation(product, { 'idempotency-key': `abandoned-${Date.now()}` })
+      const disarm = await failEventInserts(t)
+      const first = await send(t)
+      await disarm()
+      assert.equal(first.statusCode, 500, first.body)
+      const abandoned = fake.requests.filter((r) => r.path === '/customers').at(-1)!.params.id as string
+      assert.equal(fake.customers.has(abandoned), false, 'deleted at Chargebee')
+
+      const again = await send(t)
+      assert.equal(again.statusCode, 202, again.body)
+      const id = locationId(again)
+      assert.ok(fake.customers.has(id), 'the customer exists at Chargebee')
+      const remote = subscriptionsOf(fake, id)
+      assert.equal(remote.length, 1, 'its subscription exists at Chargebee')
+      assert.equal((await json(t, 200, { url: `${SUB}/${id}/status` })).subscription_id, remote[0]!.id)
+      // Replayed, it is the same answer.
+      const replay = await send(t)
+      assert.equal(replay.headers['idempotent-replayed'], 'true')
+      assert.equal(locationId(replay), id)
+    })
+
+    it('a key used again after its record expired (purged) is a new request: a new company, not a 409', async () => {
+      const product = await chargebeeProduct(t, fake)
+      const headers = { 'idempotency-key': `expired-${Date.now()}` }
+      const first = await createCompany(t, product, headers)
+      assert.equal(first.statusCode, 202, first.body)
+      await t.app.database.db.deleteFrom('idempotency_keys').where('key', '=', headers['idempotency-key']).execute()
+
+      const send = creation(product, headers)
+      const later = await send(t)
+      assert.equal(later.statusCode, 202, later.body)
+      const [a, b] = [locationId(first), locationId(later)]
+      assert.notEqual(b, a, 'another company')
+      for (const id of [a, b]) {
+        assert.equal((await json(t, 200, { url: `/api/v1/companies/${id}` })).id, id)
+        assert.equal(subscriptionsOf(fake, id).length, 1, 'one subscription at Chargebee for each')
+      }
+      // The new request's own retry (its answer kept) replays it.
+      const replay = await send(t)
+      assert.equal(replay.headers['idempotent-replayed'], 'true')
+      assert.equal(locationId(replay), b)
+    })
+  })
+}
