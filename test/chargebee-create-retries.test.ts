@@ -58,6 +58,23 @@ for (const engine of engines) {
       assert.equal(locationId(replay), id)
     })
 
+    it('the same, retried after Chargebee forgot its idempotency keys: the deleted customer\'s id stays taken there, so the retry takes another', async () => {
+      const product = await chargebeeProduct(t, fake)
+      const send = creation(product, { 'idempotency-key': `forgotten-${Date.now()}` })
+      const disarm = await failEventInserts(t)
+      assert.equal((await send(t)).statusCode, 500)
+      await disarm()
+      const abandoned = fake.requests.filter((r) => r.path === '/customers').at(-1)!.params.id as string
+      fake.expireIdempotencyKeys()
+
+      const again = await send(t)
+      assert.equal(again.statusCode, 202, again.body)
+      const id = locationId(again)
+      assert.notEqual(id, abandoned)
+      assert.ok(fake.customers.has(id))
+      assert.equal(subscriptionsOf(fake, id).length, 1)
+    })
+
     it('a key used again after its record expired (purged) is a new request: a new company, not a 409', async () => {
       const product = await chargebeeProduct(t, fake)
       const headers = { 'idempotency-key': `expired-${Date.now()}` }

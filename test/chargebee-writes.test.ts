@@ -54,10 +54,18 @@ async function failNextCommit(t: TestApp) {
   return async () => { await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db) }
 }
 
-/** The writes to a path, one per idempotency key (a retry after a spurious timeout under load is the same write). */
+/**
+ * The writes to a path, one per idempotency key (a retry after a spurious timeout under load is
+ * the same write). Every write carries a key: one without would be a write of its own, which
+ * merging by key would hide.
+ */
 function writesOf(requests: FakeChargebee['requests'], path: string) {
-  const seen = new Set<string | undefined>()
-  return requests.filter((r) => r.path.endsWith(path) && !seen.has(r.idempotencyKey) && seen.add(r.idempotencyKey))
+  const seen = new Set<string>()
+  return requests.filter((r) => {
+    if (!r.path.endsWith(path)) return false
+    assert.ok(r.idempotencyKey, `a write without an idempotency key: ${r.method} ${r.path}`)
+    return !seen.has(r.idempotencyKey) && seen.add(r.idempotencyKey)
+  })
 }
 
 /** The document the fake Chargebee made last (its stores keep insertion order). */

@@ -31,6 +31,9 @@ export interface FakeFailure { status: number; api_error_code?: string; type?: s
 
 type Obj = Record<string, any>
 
+/** How long Chargebee keeps an answer under its idempotency key. */
+const KEY_LIFETIME_MS = 24 * 3_600_000
+
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000)
 
 /** `a[b][0]=x` → `{a: [{b: 'x'}]}`, `a[0]=x` → `{a: ['x']}`, `a[b]=x` → `{a: {b: 'x'}}`: Chargebee's form notation. */
@@ -62,8 +65,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const coupons = new Map<string, FakeCoupon>()
   const requests: FakeRequest[] = []
   const failures: FakeFailure[] = []
-  // Answers kept by idempotency key (see the request handler).
-  const idempotent = new Map<string, { status: number; body: unknown }>()
+  // Answers kept by idempotency key (see the request handler), with when they were kept (real time).
+  const idempotent = new Map<string, { status: number; body: unknown; at: number }>()
+  // The ids of deleted customers and subscriptions: taken for good (the stricter reading of Chargebee, which our code must survive).
+  const deletedIds = new Set<string>()
   const hanging = new Set<http.ServerResponse>()
   let version = 0
   let sequence = 0
@@ -204,7 +209,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const routes: [string, RegExp, (m: RegExpMatchArray, p: Obj) => Obj][] = [
     // Create a customer (apidocs.chargebee.com/docs/api/customers#create_a_customer): a given id that exists is 400 duplicate_entry.
     ['POST', /^\/customers$/, (_m, p) => {
-      if (p.id && customers.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      if (p.id && (customers.has(p.id) || deletedIds.has(p.id))) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const customer = { id: p.id ?? nextId('cus'), company: p.company, email: p.email, billing_address: p.billing_address, auto_collection: 'on', created_at: now(), updated_at: now(), resource_version: nextVersion(), deleted: false, object: 'customer', card_status: 'no_card' }
       customers.set(customer.id, customer)
       return { customer }
@@ -221,7 +226,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const customer = customers.get(id)
       if (!customer) throw notFound(`Customer ${id}`)
       customers.delete(id)
-      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) subscriptions.delete(sid)
+      deletedIds.add(id)
+      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) { subscriptions.delete(sid); deletedIds.add(sid) }
       return { customer: { ...customer, deleted: true } }
     }],
     // Create subscription for items (apidocs.chargebee.com/docs/api/subscriptions#create_subscription_for_items): in_trial until a future
@@ -229,7 +235,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
       const customerId = decodeURIComponent(m[1]!)
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
-      if (p.id && subscriptions.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      if (p.id && (subscriptions.has(p.id) || deletedIds.has(p.id))) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const items = itemsFrom(p)
       const plan = items.find((i) => i.item_type === 'plan')
       if (!plan) throw new CbError(400, 'param_wrong_value', 'subscription_items : A plan item price is required', 'invalid_request', 'subscription_items')
@@ -368,8 +374,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       // Idempotency (apidocs.chargebee.com/docs/api/idempotency, as the SDK's README links it): a POST
       // repeated with a key Chargebee has answered gets that first answer again, with the header
       // chargebee-idempotency-replayed: true (read by the SDK as isIdempotencyReplayed,
-      // chargebee/cjs/coreCommon.js), and is not applied again. A 5xx is not kept: the retry runs.
-      const kept = key ? idempotent.get(key) : undefined
+      // chargebee/cjs/coreCommon.js), and is not applied again, even when what it made was deleted
+      // since (a replay changes nothing). A key is kept 24 h; a 5xx is not kept: the retry runs.
+      const stored = key ? idempotent.get(key) : undefined
+      const kept = stored && Date.now() - stored.at < KEY_LIFETIME_MS ? stored : undefined
       if (kept && !failure) {
         res.writeHead(kept.status, { 'content-type': 'application/json;charset=utf-8', 'chargebee-idempotency-replayed': 'true' })
         return void res.end(JSON.stringify(kept.body))
@@ -385,7 +393,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         status = err.status
         answer = { message: err.message, type: err.type, api_error_code: err.code, ...(err.param ? { param: err.param } : {}), error_code: err.code, http_status_code: err.status }
       }
-      if (key && !kept) idempotent.set(key, { status, body: answer })
+      if (key && !kept) idempotent.set(key, { status, body: answer, at: Date.now() })
       if (failure) return fail()
       send(res, status, answer)
     })
@@ -437,6 +445,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
     },
     /** Ends the requests left hanging by a `hang` failure (their clients timed out long ago). */
+    /** Chargebee's 24 h of a kept idempotency key passed, for every key. */
+    expireIdempotencyKeys() { for (const entry of idempotent.values()) entry.at = -Infinity },
     releaseHanging() { for (const res of hanging) res.destroy(); hanging.clear() },
     close: () => new Promise<void>((resolve) => { for (const res of hanging) res.destroy(); server.closeAllConnections(); server.close(() => resolve()) }),
   }

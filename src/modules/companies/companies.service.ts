@@ -97,9 +97,9 @@ export function createCompaniesService(deps: {
           await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
         })
         const spent = await inserted.then(() => false, async (err) => {
-          if (err instanceof CustomerIdSpent && retryName !== null) return true
           // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
           if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
+          if (err instanceof CustomerIdSpent && retryName !== null) return true
           throw err
         })
         if (!spent) return id

@@ -93,8 +93,10 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
         id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
         billing_address: { company: customer.name, country: customer.country },
       }, headers), exists).catch(async (err: Error) => {
-        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id.
-        if (!/duplicate_entry/.test(err.message) || !(await readBack.customerExists(customer.id))) throw err
+        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id;
+        // taken yet absent, it was deleted (an abandoned attempt), and the id is spent.
+        if (!/duplicate_entry/.test(err.message)) throw err
+        if (!(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
         return {}
       })
       if (isReplay(made) && !(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
@@ -103,8 +105,10 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
         subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
         ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
       }, headers).then(answer), () => current(s.id)).catch(async (err: Error) => {
-        const earlier = /duplicate_entry/.test(err.message) ? await current(s.id) : null
-        if (earlier?.subscription.customer_id !== customer.id) throw err
+        if (!/duplicate_entry/.test(err.message)) throw err
+        const earlier = await current(s.id)
+        if (!earlier) throw new CustomerIdSpent(customer.id)
+        if (earlier.subscription.customer_id !== customer.id) throw err
         return earlier
       })
       if (isReplay(created) && !(await current(s.id))) throw new CustomerIdSpent(customer.id)
