@@ -16,7 +16,13 @@ export async function chargebeeApp(engine: 'pglite' | 'postgres', overrides: Par
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
   // Retries without waiting: every test that fails a call fails all its attempts (times: ATTEMPTS) or says how many.
-  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...overrides }, options)
+  try {
+    t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...overrides }, options)
+  } catch (err) {
+    // The suite's after hook never sees a fake that was not returned: its open server would keep the test process alive.
+    await fake.close()
+    throw err
+  }
   return { t, fake }
 }
 
