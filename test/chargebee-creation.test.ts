@@ -3,12 +3,13 @@ import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import { engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeProduct, createCompany } from './chargebee.fixtures.ts'
+import { ATTEMPTS, chargebeeApp, chargebeeProduct, createCompany, failNextCommit } from './chargebee.fixtures.ts'
 import { SUB, call, json } from './subscriptions-helpers.ts'
 
 /**
- * POST /api/v1/companies under an Idempotency-Key, retried (docs/chargebee.md, "Writes"): the
- * company here and its customer and subscription at Chargebee stay the same on both sides.
+ * POST /api/v1/companies on a Chargebee product under faults (docs/chargebee.md, "Writes", 6):
+ * replayed, undone, retried under an Idempotency-Key; after each the company here and its
+ * customer and subscription at Chargebee are the same on both sides, and no orphan is left there.
  */
 
 /** POST /api/v1/companies with one body each call of the returned function (a retry sends the same). */
@@ -29,11 +30,55 @@ async function failEventInserts(t: TestApp) {
 }
 
 for (const engine of engines) {
-  describe(`company creation retried under an Idempotency-Key, at Chargebee, on ${engine}`, () => {
+  describe(`company creation at Chargebee under faults on ${engine}`, () => {
     let t: TestApp
     let fake: FakeChargebee
     before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
     after(async () => { await t?.close(); await fake?.close() })
+
+    it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {
+      const product = await chargebeeProduct(t, fake)
+      fake.fail({ status: 0, hang: true, when: 'after', match: /^POST \/customers$/ })
+      const res = await createCompany(t, product)
+      fake.releaseHanging()
+      assert.equal(res.statusCode, 202, res.body)
+      const id = locationId(res)
+      const creates = fake.requests.filter((r) => r.path === '/customers' && r.params.id === id)
+      assert.ok(creates.length >= 2, 'retried')
+      assert.deepEqual([...new Set(creates.map((r) => r.idempotencyKey))], [`customer-create:${id}`])
+      assert.ok(fake.customers.has(id))
+
+      // The subscription created, its answer lost and every retry failing: read back, it is there; one of it.
+      fake.fail({ status: 500, when: 'after', match: /subscription_for_items$/ })
+      fake.fail({ status: 503, times: ATTEMPTS - 1, match: /subscription_for_items$/ })
+      const settled = await createCompany(t, product)
+      assert.equal(settled.statusCode, 202, settled.body)
+      const settledId = locationId(settled)
+      assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === settledId).length, 1)
+
+      // Under an Idempotency-Key the request commits once at its end; that commit failing (after Chargebee made
+      // the customer and subscription) is a 500, and the retry with the key makes the same company, finding them.
+      const headers = { 'idempotency-key': `create-${Date.now()}` }
+      let disarm = await failNextCommit(t)
+      const lost = await createCompany(t, product, headers)
+      await disarm()
+      assert.equal(lost.statusCode, 500, lost.body)
+      const madeFor = fake.requests.filter((r) => r.path === '/customers').at(-1)!.params.id as string
+      assert.ok(fake.customers.has(madeFor))
+      const again = await createCompany(t, product, headers)
+      assert.equal(again.statusCode, 202, again.body)
+      assert.equal(locationId(again), madeFor, 'the same company')
+      assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === madeFor).length, 1, 'one subscription at Chargebee')
+      assert.equal((await json(t, 200, { url: `${SUB}/${madeFor}/status` })).subscription_id, [...fake.subscriptions.values()].find((sub) => sub.customer_id === madeFor)!.id)
+
+      const customers = fake.customers.size
+      const subscriptions = fake.subscriptions.size
+      disarm = await failNextCommit(t)
+      const failed = await createCompany(t, product)
+      await disarm()
+      assert.ok(failed.statusCode >= 500, failed.body)
+      assert.deepEqual([fake.customers.size, fake.subscriptions.size], [customers, subscriptions], 'no orphan customer or subscription at Chargebee')
+    })
 
     it('a failure inside the creation deletes what Chargebee made; the retry with the key makes them again rather than replaying the deleted ones', async () => {
       const product = await chargebeeProduct(t, fake)
