@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { sql } from 'kysely'
 import type { Config } from '../src/config.ts'
 import { buildTestApp, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
@@ -16,7 +17,13 @@ export async function chargebeeApp(engine: 'pglite' | 'postgres', overrides: Par
   let t: TestApp | undefined
   const fake = await startFakeChargebee({ apiKey: API_KEY, now: () => t?.clock.now() ?? new Date() })
   // Retries without waiting: every test that fails a call fails all its attempts (times: ATTEMPTS) or says how many.
-  t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...overrides }, options)
+  try {
+    t = await buildTestApp(engine, { ...fake.config, CHARGEBEE_WEBHOOK_USER: HOOK.user, CHARGEBEE_WEBHOOK_PASSWORD: HOOK.password, CHARGEBEE_RETRY_DELAY_MS: 0, ...overrides }, options)
+  } catch (err) {
+    // The suite's after hook never sees a fake that was not returned: its open server would keep the test process alive.
+    await fake.close()
+    throw err
+  }
   return { t, fake }
 }
 
@@ -62,4 +69,19 @@ export async function chargebeeCompany(t: TestApp, fake: FakeChargebee, options:
 /** Posts an event to the webhook with the configured Basic credentials (or the given Authorization header). */
 export function deliver(t: TestApp, event: unknown, authorization = `Basic ${Buffer.from(`${HOOK.user}:${HOOK.password}`).toString('base64')}`) {
   return t.call({ method: 'POST', url: WEBHOOK_URL, token: null, headers: authorization ? { authorization } : {}, body: event })
+}
+
+/** Makes the next commit of a transaction inserting a subscription event fail once (a deferred constraint trigger: a real failed COMMIT). */
+export async function failNextCommit(t: TestApp) {
+  const db = t.app.database.db
+  await sql`CREATE SEQUENCE IF NOT EXISTS test_commit_fault`.execute(db)
+  await sql`ALTER SEQUENCE test_commit_fault RESTART`.execute(db)
+  await sql.raw(`CREATE OR REPLACE FUNCTION test_fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF nextval('test_commit_fault') = 1 THEN RAISE EXCEPTION 'injected commit failure'; END IF;
+      RETURN NULL;
+    END $$`).execute(db)
+  await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db)
+  await sql`CREATE CONSTRAINT TRIGGER test_fail_commit AFTER INSERT ON subscription_events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_fail_commit()`.execute(db)
+  return async () => { await sql`DROP TRIGGER IF EXISTS test_fail_commit ON subscription_events`.execute(db) }
 }

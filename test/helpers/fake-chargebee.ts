@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fakeChargebeeSync } from './fake-chargebee-sync.ts'
+import { addPeriod, CbError, fakeChargebeeBilling, seconds } from './fake-chargebee-billing.ts'
 
 /**
  * A fake Chargebee site on 127.0.0.1 (a random port) that speaks the API v2 protocol the
@@ -31,7 +32,8 @@ export interface FakeFailure { status: number; api_error_code?: string; type?: s
 
 type Obj = Record<string, any>
 
-const seconds = (d: Date) => Math.floor(d.getTime() / 1000)
+/** How long Chargebee keeps an answer under its idempotency key. */
+const KEY_LIFETIME_MS = 24 * 3_600_000
 
 /** `a[b][0]=x` → `{a: [{b: 'x'}]}`, `a[0]=x` → `{a: ['x']}`, `a[b]=x` → `{a: {b: 'x'}}`: Chargebee's form notation. */
 export function parseForm(body: string): Obj {
@@ -47,12 +49,6 @@ export function parseForm(body: string): Obj {
   return out
 }
 
-function addPeriod(from: number, unit: 'month' | 'year', count = 1): number {
-  const d = new Date(from * 1000)
-  d.setUTCMonth(d.getUTCMonth() + (unit === 'year' ? 12 : 1) * count)
-  return seconds(d)
-}
-
 export async function startFakeChargebee(options: { apiKey: string; now: () => Date; site?: string }) {
   const site = options.site ?? 'acme-test'
   const customers = new Map<string, Obj>()
@@ -62,8 +58,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const coupons = new Map<string, FakeCoupon>()
   const requests: FakeRequest[] = []
   const failures: FakeFailure[] = []
-  // Answers kept by idempotency key (see the request handler).
-  const idempotent = new Map<string, { status: number; body: unknown }>()
+  // Answers kept by idempotency key (see the request handler), with when they were kept (real time).
+  const idempotent = new Map<string, { status: number; body: unknown; at: number }>()
+  // The ids of deleted customers and subscriptions: taken for good (the stricter reading of Chargebee, which our code must survive).
+  const deletedIds = new Set<string>()
   const hanging = new Set<http.ServerResponse>()
   let version = 0
   let sequence = 0
@@ -72,11 +70,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   const nextVersion = () => (version = Math.max(version + 1, options.now().getTime()))
   const nextId = (prefix: string) => `${prefix}_${(++sequence).toString(36)}${randomBytes(4).toString('hex')}`
 
-  class CbError extends Error {
-    constructor(readonly status: number, readonly code: string, message: string, readonly type = 'invalid_request', readonly param?: string) { super(message) }
-  }
   const notFound = (what: string, param?: string) => new CbError(404, 'resource_not_found', `${what} not found`, 'invalid_request', param)
   const invalidState = (message: string) => new CbError(409, 'invalid_state_for_request', message, 'invalid_request')
+  // Items, coupons and what a change bills: fake-chargebee-billing.ts.
+  const { itemsFrom, couponsFrom, mergedItems, mergedCoupons, invoiceFor, changeBilling } = fakeChargebeeBilling({ itemPrices, coupons, customers, now })
 
   function touch(s: Obj) {
     s.resource_version = nextVersion()
@@ -90,121 +87,16 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     return { subscription: s, customer, ...(card ? { card } : {}) }
   }
 
-  function itemsFrom(params: Obj, field = 'subscription_items'): Obj[] {
-    const items = (params[field] ?? []) as Obj[]
-    return items.map((item, i) => {
-      const price = itemPrices.get(item.item_price_id)
-      if (!price) throw new CbError(404, 'resource_not_found', `${field}[item_price_id][${i}] : The Item Price referenced by this parameter is not present`, 'invalid_request', `${field}[item_price_id][${i}]`)
-      const quantity = Number(item.quantity ?? 1)
-      return { item_price_id: price.id, item_type: price.item_type, quantity, unit_price: price.price, amount: price.price * quantity, object: 'subscription_item' }
-    })
-  }
-
-  function couponsFrom(params: Obj): Obj[] {
-    return ((params.coupon_ids ?? []) as string[]).map((id, i) => {
-      if (!coupons.has(id)) throw new CbError(404, 'resource_not_found', `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`, 'invalid_request', `coupon_ids[${i}]`)
-      // Subscription object, coupons[] (apidocs.chargebee.com/docs/api/subscriptions#subscription_coupons):
-      // applied_count counts the invoices it discounted; apply_till ends a limited_period coupon.
-      const coupon = coupons.get(id)!
-      const till = coupon.duration_type === 'limited_period' ? addPeriod(now(), 'month', coupon.duration_month ?? 1) : undefined
-      return { coupon_id: id, applied_count: 0, ...(till ? { apply_till: till } : {}), object: 'coupon' }
-    })
-  }
-
-  /**
-   * Update subscription for items (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items):
-   * `replace_items_list` true replaces the items with those sent; false (the default) adds the
-   * items sent and updates those already there (a plan item price replaces the plan: one plan
-   * per subscription), leaving the others, their quantities included, as they are.
-   */
-  function mergedItems(s: Obj, p: Obj): Obj[] {
-    if (p.subscription_items === undefined) return s.subscription_items
-    const sent = itemsFrom(p)
-    if (p.replace_items_list === 'true') return sent
-    const kept = (s.subscription_items as Obj[]).filter((i) => !sent.some((n) => n.item_price_id === i.item_price_id || (n.item_type === 'plan' && i.item_type === 'plan')))
-    const plan = [...sent, ...kept].filter((i) => i.item_type === 'plan')
-    return [...plan, ...[...kept, ...sent].filter((i) => i.item_type !== 'plan')]
-  }
-
-  /** `coupon_ids` are added to the subscription's coupons; `replace_coupon_list` true replaces them (none sent: none left). Same reference as mergedItems. */
-  function mergedCoupons(s: Obj, p: Obj): Obj[] {
-    const sent = couponsFrom(p)
-    if (p.replace_coupon_list === 'true') return sent.map((c) => (s.coupons as Obj[]).find((k) => k.coupon_id === c.coupon_id) ?? c)
-    return [...s.coupons, ...sent.filter((c) => !(s.coupons as Obj[]).some((k) => k.coupon_id === c.coupon_id))]
-  }
-
   function subscriptionOf(id: string): Obj {
     const s = subscriptions.get(id)
     if (!s) throw notFound(`Subscription ${id}`)
     return s
   }
 
-  /**
-   * An invoice (estimate) of items and coupons. `promotional`: the customer's promotional credits,
-   * given on an invoice as a discount line of entity_type `promotional_credits` (Invoice object,
-   * discounts[].entity_type: item_level_coupon | document_level_coupon | promotional_credits |
-   * prorated_credits | ..., apidocs.chargebee.com/docs/api/invoices; chargebee/types/resources/InvoiceEstimate.d.ts).
-   */
-  function invoiceFor(items: Obj[], couponIds: Obj[], promotional = 0): Obj {
-    const lines = items.map((i) => ({
-      entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price', entity_id: i.item_price_id,
-      description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
-    }))
-    const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
-    const discounts = couponIds.filter((c) => c.apply_till === undefined || c.apply_till > now()).map((c) => {
-      const coupon = coupons.get(c.coupon_id)!
-      const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
-      return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
-    })
-    const left = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
-    if (promotional > 0 && left > 0) discounts.push({ object: 'discount', entity_type: 'promotional_credits', entity_id: undefined as unknown as string, description: 'Promotional Credits', amount: Math.min(left, promotional) })
-    const taxable = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
-    const tax = Math.round(taxable * 0.22)
-    return {
-      object: 'invoice_estimate', recurring: true, price_type: 'tax_exclusive', currency_code: 'EUR', line_items: lines, discounts, sub_total: subTotal,
-      taxes: [{ object: 'tax', name: 'IT VAT', amount: tax, description: 'IT VAT @ 22%' }],
-      line_item_taxes: [{ tax_name: 'IT VAT', tax_rate: 22, tax_amount: tax, tax_juris_type: 'country' }],
-      total: taxable + tax, credits_applied: 0, amount_paid: 0, amount_due: taxable + tax,
-    }
-  }
-
-  /**
-   * What a change bills, as Chargebee's Update subscription for items and its estimate
-   * (apidocs.chargebee.com/docs/api/subscriptions#update_subscription_for_items, parameters
-   * `prorate` and `invoice_immediately`; apidocs.chargebee.com/docs/api/estimates#update_subscription_estimate):
-   * - in trial nothing is billed now: the first term's invoice is the next one (`next_invoice_estimate`);
-   * - `prorate` false: no prorated charge or credit; the change shows in the next invoice;
-   * - `prorate` true: the changed items are charged for the rest of the term and the items they
-   *   replace credited (a credit note, `credit_note_estimates`, type `adjustment`); with
-   *   `invoice_immediately` true the charge is invoiced now (`invoice_estimate`) and the credit
-   *   note applied to it (`credits_applied`, the credit note's `amount_allocated`; the rest is
-   *   `amount_available`), else the charges wait for the next invoice (`unbilled_charge_estimates`).
-   */
-  function changeBilling(s: Obj, items: Obj[], couponList: Obj[], p: Obj): Obj {
-    if (s.status === 'in_trial' || p.prorate === 'false') return { next_invoice_estimate: invoiceFor(items, couponList) }
-    const share = Math.max(0, s.current_term_end - now()) / (s.current_term_end - s.current_term_start)
-    const same = (a: Obj, b: Obj) => a.item_price_id === b.item_price_id && a.quantity === b.quantity
-    const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
-    const charged = prorated(items.filter((i) => !(s.subscription_items as Obj[]).some((o) => same(o, i))))
-    const credited = prorated((s.subscription_items as Obj[]).filter((o) => !items.some((i) => same(o, i))))
-    // Nothing charged or credited (a coupon alone): no invoice now; the change shows on the next one.
-    if (charged.length === 0 && credited.length === 0) return { next_invoice_estimate: invoiceFor(items, couponList) }
-    const invoice = invoiceFor(charged, couponList, customers.get(s.customer_id)?.promotional_credits ?? 0)
-    const credit = credited.length > 0 ? invoiceFor(credited, s.coupons) : null
-    if (p.invoice_immediately !== 'true') {
-      return { unbilled_charge_estimates: invoice.line_items, ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: 0, amount_available: credit.total }] } : {}) }
-    }
-    const applied = Math.min(credit?.total ?? 0, invoice.total)
-    return {
-      invoice_estimate: { ...invoice, credits_applied: applied, amount_due: invoice.total - applied },
-      ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: applied, amount_available: credit.total - applied }] } : {}),
-    }
-  }
-
   const routes: [string, RegExp, (m: RegExpMatchArray, p: Obj) => Obj][] = [
     // Create a customer (apidocs.chargebee.com/docs/api/customers#create_a_customer): a given id that exists is 400 duplicate_entry.
     ['POST', /^\/customers$/, (_m, p) => {
-      if (p.id && customers.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      if (p.id && (customers.has(p.id) || deletedIds.has(p.id))) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const customer = { id: p.id ?? nextId('cus'), company: p.company, email: p.email, billing_address: p.billing_address, auto_collection: 'on', created_at: now(), updated_at: now(), resource_version: nextVersion(), deleted: false, object: 'customer', card_status: 'no_card' }
       customers.set(customer.id, customer)
       return { customer }
@@ -221,7 +113,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       const customer = customers.get(id)
       if (!customer) throw notFound(`Customer ${id}`)
       customers.delete(id)
-      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) subscriptions.delete(sid)
+      deletedIds.add(id)
+      for (const [sid, sub] of subscriptions) if (sub.customer_id === id) { subscriptions.delete(sid); deletedIds.add(sid) }
       return { customer: { ...customer, deleted: true } }
     }],
     // Create subscription for items (apidocs.chargebee.com/docs/api/subscriptions#create_subscription_for_items): in_trial until a future
@@ -229,7 +122,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     ['POST', /^\/customers\/([^/]+)\/subscription_for_items$/, (m, p) => {
       const customerId = decodeURIComponent(m[1]!)
       if (!customers.has(customerId)) throw notFound(`Customer ${customerId}`)
-      if (p.id && subscriptions.has(p.id)) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
+      if (p.id && (subscriptions.has(p.id) || deletedIds.has(p.id))) throw new CbError(400, 'duplicate_entry', `The value ${p.id} is already present.`, 'invalid_request', 'id')
       const items = itemsFrom(p)
       const plan = items.find((i) => i.item_type === 'plan')
       if (!plan) throw new CbError(400, 'param_wrong_value', 'subscription_items : A plan item price is required', 'invalid_request', 'subscription_items')
@@ -372,8 +265,10 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       // Idempotency (apidocs.chargebee.com/docs/api/idempotency, as the SDK's README links it): a POST
       // repeated with a key Chargebee has answered gets that first answer again, with the header
       // chargebee-idempotency-replayed: true (read by the SDK as isIdempotencyReplayed,
-      // chargebee/cjs/coreCommon.js), and is not applied again. A 5xx is not kept: the retry runs.
-      const kept = key ? idempotent.get(key) : undefined
+      // chargebee/cjs/coreCommon.js), and is not applied again, even when what it made was deleted
+      // since (a replay changes nothing). A key is kept 24 h; a 5xx is not kept: the retry runs.
+      const stored = key ? idempotent.get(key) : undefined
+      const kept = stored && Date.now() - stored.at < KEY_LIFETIME_MS ? stored : undefined
       if (kept && !failure) {
         res.writeHead(kept.status, { 'content-type': 'application/json;charset=utf-8', 'chargebee-idempotency-replayed': 'true' })
         return void res.end(JSON.stringify(kept.body))
@@ -389,7 +284,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         status = err.status
         answer = { message: err.message, type: err.type, api_error_code: err.code, ...(err.param ? { param: err.param } : {}), error_code: err.code, http_status_code: err.status }
       }
-      if (key && !kept) idempotent.set(key, { status, body: answer })
+      if (key && !kept) idempotent.set(key, { status, body: answer, at: Date.now() })
       if (failure) return fail()
       send(res, status, answer)
     })
@@ -443,6 +338,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
     /** Ends the requests left hanging by a `hang` failure (their clients timed out long ago). */
     /** The requests a `hang` failure holds unanswered whose client still waits. */
     pendingHanging: () => hanging.size,
+    /** Chargebee's 24 h of a kept idempotency key passed, for every key. */
+    expireIdempotencyKeys() { for (const entry of idempotent.values()) entry.at = -Infinity },
     releaseHanging() { for (const res of hanging) res.destroy(); hanging.clear() },
     close: () => new Promise<void>((resolve) => { for (const res of hanging) res.destroy(); server.closeAllConnections(); server.close(() => resolve()) }),
   }

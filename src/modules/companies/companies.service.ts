@@ -3,7 +3,8 @@ import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { ChangeLogEntry, DB } from '../../db/tables.ts'
-import { NotFound, ValidationError } from '../../http/errors.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { CustomerIdSpent } from '../subscriptions/billing/provider.ts'
 import { isTimeZone } from '../../days.ts'
 import { isCountry } from './countries.ts'
 import { normaliseVatNumber } from '../subscriptions/billing/vat.ts'
@@ -31,6 +32,9 @@ function teamIdsReadOnly(why: string) {
   return new ValidationError(`body/team_ids is read-only (${why}): a contract's teams change through ${TEAM_ROUTES}`)
 }
 
+/** How many ids one Idempotency-Key may name (each retry after a failure inside the creation spends one). */
+const MAX_GENERATIONS = 100
+
 type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCompany']>>>
 
 export function createCompaniesService(deps: {
@@ -54,12 +58,16 @@ export function createCompaniesService(deps: {
   }
 
   return {
-    /** Creates the company, its billing customer and its trial subscription, all or nothing. */
     /**
+     * Creates the company, its billing customer and its trial subscription, all or nothing.
+     *
      * `retryName` (the request's Idempotency-Key, with its owner): the company's id is derived
      * from it, so a retry after a failure this service could not see through (its own commit,
      * a crash) creates the same company, whose customer and subscription at Chargebee it finds
-     * again (their creation is keyed by these ids) instead of leaving them orphaned.
+     * again (their creation is keyed by these ids) instead of leaving them orphaned. The name
+     * takes a generation (`:1`, `:2`...) past an id that is spent: a company of it exists (an
+     * earlier use of the key, whose record expired: a new request), or the provider deleted its
+     * customer after a failed attempt and would replay that (CustomerIdSpent).
      */
     async createCompany(input: CompanyInput, actor: string, retryName: string | null = null): Promise<string> {
       if (!isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
@@ -73,25 +81,30 @@ export function createCompaniesService(deps: {
       const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
       if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
       const vatNumber = vatNumberOf(input.vat_number, 'body/vat_number')
-      const id = retryName === null ? randomUUID() : uuidFromName(`company:${retryName}`)
-      const inserted = deps.db.transaction().execute(async (trx) => {
-        await repo.insertCompany(trx, {
-          id, name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
-          zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
-          fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
-          billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
-          admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
-          location_info: JSON.stringify(input.location_info ?? null), preferences: JSON.stringify(input.preferences ?? {}),
-          updated_at: clock.now(),
+      const values = {
+        name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
+        zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
+        fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
+        billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
+        admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
+        location_info: JSON.stringify(input.location_info ?? null), preferences: JSON.stringify(input.preferences ?? {}),
+      }
+      for (let generation = 0; generation < MAX_GENERATIONS; generation++) {
+        const id = retryName === null ? randomUUID() : uuidFromName(`company:${retryName}${generation > 0 ? `:${generation}` : ''}`)
+        if (retryName !== null && (await repo.companyExists(id))) continue
+        const inserted = deps.db.transaction().execute(async (trx) => {
+          await repo.insertCompany(trx, { id, ...values, updated_at: clock.now() })
+          await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
         })
-        await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
-      })
-      await inserted.catch(async (err) => {
-        // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
-        if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
-        throw err
-      })
-      return id
+        const spent = await inserted.then(() => false, async (err) => {
+          // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
+          if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
+          if (err instanceof CustomerIdSpent && retryName !== null) return true
+          throw err
+        })
+        if (!spent) return id
+      }
+      throw new Conflict(`The ${MAX_GENERATIONS} companies this Idempotency-Key may name are spent; send the request with a new key`)
     },
 
     async getCompany(companyId: string): Promise<Company> {

@@ -230,13 +230,14 @@ export function createSubscriptionsService(deps: {
     /**
      * The company's creation failed after its provider may have created the customer and its
      * subscription (a remote provider): they are deleted there. If that fails too, the creation's
-     * own error is still what the client gets, and the orphan is left to reconciliation.
+     * own error is still what the client gets, and the orphan stays at the provider (the
+     * reconciliation walks our subscriptions: it does not find it).
      */
     async abandonTrial(companyId: string, product: ProductRow) {
       try {
         await providers.get(product.subscription_manager).abandonCustomer?.(companyId)
       } catch {
-        // Left to reconciliation; the creation's own error is the answer.
+        // Left at the provider; the creation's own error is the answer.
       }
     },
 

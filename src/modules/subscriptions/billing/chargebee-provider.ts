@@ -8,7 +8,7 @@ import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.t
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee-retry.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee-writes.ts'
 import type { BillingState } from './lifecycle.ts'
-import type { BillingProvider, ChangeRequest, HostedPage, PortalSession } from './provider.ts'
+import { CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession } from './provider.ts'
 import { unixSeconds } from './terms.ts'
 
 export interface ChargebeeSettings {
@@ -85,23 +85,33 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async createSubscription({ subscription: s, customer }) {
       // Keys derived from our ids: a retry of this creation is the same request at Chargebee.
+      // A replayed answer may be of an earlier attempt whose customer was deleted since (its creation
+      // failed here, abandonCustomer): Chargebee replays it all the same, so it is read back, and a
+      // customer gone means this id is spent (the caller takes another).
       const exists = async () => ((await readBack.customerExists(customer.id)) ? {} : null)
-      await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
+      const made = await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
         id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
         billing_address: { company: customer.name, country: customer.country },
       }, headers), exists).catch(async (err: Error) => {
-        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id.
-        if (!/duplicate_entry/.test(err.message) || !(await readBack.customerExists(customer.id))) throw err
+        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id;
+        // taken yet absent, it was deleted (an abandoned attempt), and the id is spent.
+        if (!/duplicate_entry/.test(err.message)) throw err
+        if (!(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
+        return {}
       })
+      if (isReplay(made) && !(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
       const created = await write('create the subscription', `subscription-create:${s.id}`, (headers) => cb.subscription.createWithItems(customer.id, {
         id: s.id,
         subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
         ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
       }, headers).then(answer), () => current(s.id)).catch(async (err: Error) => {
-        const earlier = /duplicate_entry/.test(err.message) ? await current(s.id) : null
-        if (earlier?.subscription.customer_id !== customer.id) throw err
+        if (!/duplicate_entry/.test(err.message)) throw err
+        const earlier = await current(s.id)
+        if (!earlier) throw new CustomerIdSpent(customer.id)
+        if (earlier.subscription.customer_id !== customer.id) throw err
         return earlier
       })
+      if (isReplay(created) && !(await current(s.id))) throw new CustomerIdSpent(customer.id)
       return next(s, answer(created))
     },
 
@@ -189,6 +199,12 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
       }
     },
   }
+}
+
+/** Whether the SDK's answer is Chargebee's replay of an answer kept under the request's idempotency key. */
+function isReplay(result: unknown): boolean {
+  const flag = (result as { isIdempotencyReplayed?: unknown } | null)?.isIdempotencyReplayed
+  return flag === true || flag === 'true'
 }
 
 /** The Chargebee provider when CHARGEBEE_SITE and CHARGEBEE_API_KEY are configured; otherwise none (its products answer 502). */

@@ -119,3 +119,14 @@ export function createProviderRegistry(providers: BillingProvider[]) {
 }
 
 export type ProviderRegistry = ReturnType<typeof createProviderRegistry>
+
+/**
+ * Thrown by `createSubscription` when the customer id was used by an earlier attempt of the
+ * creation whose customer the provider has deleted since (`abandonCustomer`) and still answers
+ * for (an idempotent replay): the creation takes another id (src/modules/companies).
+ */
+export class CustomerIdSpent extends Error {
+  constructor(readonly customerId: string) {
+    super(`The customer id ${customerId} was used by an abandoned creation`)
+  }
+}
