@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { uuidFromName } from '../../../db/ids.ts'
 import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../../db/tables.ts'
 import type { Insertable } from 'kysely'
 import { estimateFrom } from './chargebee-mapping.ts'
@@ -69,12 +69,10 @@ export function isCbCreditNote(value: unknown): value is CbCreditNote {
 }
 
 /**
- * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (SHA-256, shaped
- * as a version 8 UUID), so that every copy of it (webhook, retry, reconciliation) is one row.
+ * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (db/ids.ts), so that every copy of it (webhook, retry, reconciliation) is one row.
  */
 export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
-  const h = createHash('sha256').update(`chargebee/${type}/${chargebeeId}`).digest('hex')
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`
+  return uuidFromName(`chargebee/${type}/${chargebeeId}`)
 }
 
 /** A version to order copies of an object by: its resource_version, else its updated_at (ms), else 0 (always applied once). */
