@@ -205,7 +205,8 @@ for (const engine of engines) {
       assert.equal(await outcome(t, fake.event('card_added', { customerId: c.id, card })), 'applied')
       assert.equal(await outcome(t, fake.event('card_expiry_reminder', { customerId: c.id, card })), 'unchanged')
       assert.equal(await outcome(t, fake.event('card_expired', { customerId: c.id, card: { ...card, expiry_year: 2031 } })), 'applied')
-      const source = { id: 'pm_local', customer_id: c.id, type: 'card', object: 'payment_source', resource_version: 10, card: { brand: 'amex', last4: '0005', expiry_month: 3, expiry_year: 2031 } }
+      // Chargebee's resource_version is a time in ms: this copy is later than the card events' (ordered by their occurred_at).
+      const source = { id: 'pm_local', customer_id: c.id, type: 'card', object: 'payment_source', resource_version: Date.now() + 1, card: { brand: 'amex', last4: '0005', expiry_month: 3, expiry_year: 2031 } }
       assert.equal(await outcome(t, fake.event('payment_source_locally_deleted', { customerId: c.id, payment_source: source })), 'applied')
       assert.equal((await detailsOf(t, c)).customer.payment_method, null)
     })

@@ -72,7 +72,7 @@ describe('hosted pages, pure parts', () => {
       date: 1801440000, due_date: 1801440000, period_start: 1801440000, period_end: 1804118400,
       line_items: [{ ...line, unit_amount: minor(1000), amount: minor(3000) }], discounts: [{ description: 'Promo (P10)', amount: minor(300) }],
       sub_total: minor(3000), taxes: [{ name: 'CH VAT', rate: 8.1, amount: minor(219) }], total: minor(2919), credits_applied: 0, amount_paid: 0,
-      amount_due: minor(2919), currency_code: currency, paid_at: null, dunning_status: 'in_progress' as const, attempt_count: 1, next_retry_at: 1801526400,
+      amount_adjusted: 0, write_off_amount: 0, amount_due: minor(2919), currency_code: currency, paid_at: null, dunning_status: 'in_progress' as const, attempt_count: 1, next_retry_at: 1801526400,
     })
     const render = (locale: 'en' | 'it', currency: string, minor: (n: number) => number) =>
       invoiceDocument({ locale, t: translator(locale), seller, portal: null }, invoice(currency, minor), buyer).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ')
@@ -85,6 +85,11 @@ describe('hosted pages, pure parts', () => {
     assert.match(dinar, /Imponibile 27,000 KWD IVA CH 8,1% su 27,000 KWD 2,190 KWD Totale 29,190 KWD/)
     assert.match(dinar, /Svizzera/)
     assert.match(dinar, /In attesa di pagamento: la carta sarà addebitata di nuovo il 2 febbraio 2027/)
+
+    // A provider's invoice settled by credits, an adjustment and a write-off: each its own row, none as credits.
+    const settled = { ...invoice('EUR', (n) => n), status: 'paid' as const, credits_applied: 1000, amount_adjusted: 200, write_off_amount: 1719, amount_due: 0 }
+    const page = invoiceDocument({ locale: 'en', t: translator('en'), seller, portal: null }, settled, buyer).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ')
+    assert.match(page, /Total €29\.19 Credits applied -€10\.00 Adjustments -€2\.00 Written off -€17\.19 Amount due €0\.00/)
   })
 
   it('takes the seller\'s VAT number with its country prefix, or none; anything else stops the start', () => {

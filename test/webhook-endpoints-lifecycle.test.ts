@@ -4,35 +4,21 @@ import { Webhook } from 'standardwebhooks'
 import { sql } from 'kysely'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient } from './helpers/factories.ts'
-import { receiver } from './helpers/receivers.ts'
-
-const companyEndpoints = (companyId: string) => `/api/v1/companies/${companyId}/webhook_endpoints`
+import { companyEndpoints, endpointSteps, type Receiver } from './helpers/webhook-endpoints.ts'
 
 /** Re-enabling and changing an endpoint (PATCH), and rotating its secret (docs/webhooks.md). */
 for (const engine of engines) {
   describe(`webhook endpoints' lifecycle on ${engine}`, () => {
     let t: TestApp
-    const receivers: Awaited<ReturnType<typeof receiver>>[] = []
+    const { receivers, listen, endpoint } = endpointSteps(() => t)
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: 5_000 }) })
     after(async () => {
       for (const r of receivers) await r.close()
       await t?.close()
     })
 
-    async function listen() {
-      const r = await receiver('ok')
-      receivers.push(r)
-      return r
-    }
-
-    async function endpoint(companyId: string, body: Record<string, unknown>) {
-      const res = await t.call({ method: 'POST', url: companyEndpoints(companyId), body })
-      assert.equal(res.statusCode, 201, res.body)
-      return res.json()
-    }
-
     /** Sends a ping and delivers it now; answers what the receiver got. */
-    async function ping(companyId: string, id: string, r: Awaited<ReturnType<typeof listen>>) {
+    async function ping(companyId: string, id: string, r: Receiver) {
       const res = await t.call({ method: 'POST', url: `${companyEndpoints(companyId)}/${id}/test` })
       assert.equal(res.statusCode, 202, res.body)
       const back = t.realClock.now()

@@ -5,27 +5,21 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract } from './helpers/factories.ts'
 import { eventually } from './helpers/eventually.ts'
 import { receiver } from './helpers/receivers.ts'
+import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
 
 // Long enough that a loaded machine finishes the other calls of a test before a hanging one times out.
 const TIMEOUT_MS = 5_000
 const HANGING_TIMEOUT_MS = 60_000
-const companyEndpoints = (companyId: string) => `/api/v1/companies/${companyId}/webhook_endpoints`
 
 for (const engine of engines) {
   describe(`outgoing webhooks on ${engine}`, () => {
     let t: TestApp
-    const receivers: Awaited<ReturnType<typeof receiver>>[] = []
+    const { receivers, listen, endpoint } = endpointSteps(() => t, { slowMs: TIMEOUT_MS * 3 })
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: TIMEOUT_MS }) })
     // As in the hanging receivers' suite below: a later test's retries must not wait on this one's slow receiver.
     afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
     after(async () => { await t?.close() })
-
-    async function listen(behaviour: Parameters<typeof receiver>[0]) {
-      const r = await receiver(behaviour, { slowMs: TIMEOUT_MS * 3 })
-      receivers.push(r)
-      return r
-    }
 
     /** Runs the jobs due at `when` and waits for their HTTP calls' outcomes; the clock goes back after (tokens stay valid). */
     async function deliverAt(when: Date | string) {
@@ -40,12 +34,6 @@ for (const engine of engines) {
     }
     // A second ahead of the database's time, which dates the jobs a change writes.
     const deliverNow = () => deliverAt(new Date(Date.now() + 1000))
-
-    async function endpoint(companyId: string | null, body: Record<string, unknown>, token?: string) {
-      const res = await t.call({ method: 'POST', url: companyId ? companyEndpoints(companyId) : '/api/v1/webhook_endpoints', token, body })
-      assert.equal(res.statusCode, 201, res.body)
-      return res.json()
-    }
 
     const attemptsOf = (companyId: string, id: string) => t.json<any[]>(200, { url: `${companyEndpoints(companyId)}/${id}/deliveries` })
 
@@ -223,7 +211,7 @@ for (const engine of engines) {
   // so what a test sees does not depend on how loaded the machine is.
   describe(`hanging webhook receivers on ${engine}`, () => {
     let t: TestApp
-    const receivers: Awaited<ReturnType<typeof receiver>>[] = []
+    const { receivers, listen, endpoint } = endpointSteps(() => t)
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: HANGING_TIMEOUT_MS }) })
     // A test's receivers close at its end. Its failed deliveries are retried 5 s later, which the
     // next test's step of the real clock passes: their calls must fail at once, not hang on a
@@ -231,16 +219,6 @@ for (const engine of engines) {
     // per test, per engine, before).
     afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
     after(async () => { await t?.close() })
-    async function listen(behaviour: Parameters<typeof receiver>[0]) {
-      const r = await receiver(behaviour)
-      receivers.push(r)
-      return r
-    }
-    async function endpoint(companyId: string, body: Record<string, unknown>) {
-      const res = await t.call({ method: 'POST', url: companyEndpoints(companyId), body })
-      assert.equal(res.statusCode, 201, res.body)
-      return res.json()
-    }
     const attemptsOf = (companyId: string, id: string) => t.json<any[]>(200, { url: `${companyEndpoints(companyId)}/${id}/deliveries` })
 
     it('a receiver that never answers delays no other endpoint', async () => {

@@ -2789,6 +2789,8 @@ export interface components {
          *       "total": 1500,
          *       "credits_applied": 1300,
          *       "amount_paid": 200,
+         *       "amount_adjusted": 0,
+         *       "write_off_amount": 0,
          *       "amount_due": 0,
          *       "currency_code": "EUR",
          *       "paid_at": 1801440000,
@@ -2846,7 +2848,11 @@ export interface components {
             credits_applied: number;
             /** @description Charged to the card, in minor units (cents) */
             amount_paid: number;
-            /** @description Still owed: total − credits_applied − amount_paid, in minor units (cents) */
+            /** @description Settled by adjustment credit notes (Chargebee; 0 for the local engine), in minor units (cents) */
+            amount_adjusted: number;
+            /** @description Written off as not collectable (Chargebee; 0 for the local engine), in minor units (cents) */
+            write_off_amount: number;
+            /** @description Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for a voided invoice, whose unsettled rest was voided, in minor units (cents) */
             amount_due: number;
             currency_code: string;
             paid_at: number | null;
@@ -6793,6 +6799,8 @@ export interface operations {
                      *         "total": 1500,
                      *         "credits_applied": 1300,
                      *         "amount_paid": 200,
+                     *         "amount_adjusted": 0,
+                     *         "write_off_amount": 0,
                      *         "amount_due": 0,
                      *         "currency_code": "EUR",
                      *         "paid_at": 1801440000,
@@ -6860,6 +6868,8 @@ export interface operations {
                      *       "total": 1500,
                      *       "credits_applied": 1300,
                      *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
                      *       "amount_due": 0,
                      *       "currency_code": "EUR",
                      *       "paid_at": 1801440000,

@@ -356,6 +356,9 @@ export interface InvoicesTable {
   total: number
   credits_applied: number
   amount_paid: number
+  /** Settled by adjustment credit notes, and written off (a provider's; 0 for the local engine's, 0029). */
+  amount_adjusted: ColumnType<number, number | undefined, number>
+  write_off_amount: ColumnType<number, number | undefined, number>
   amount_due: number
   currency_code: string
   paid_at: Timestamp | null

@@ -135,6 +135,8 @@ ${invoice.taxes.map((x) => x.name === REVERSE_CHARGE
 ${row(t('document.total'), invoice.total, 'grand')}
 ${invoice.credits_applied > 0 ? row(t('document.creditsApplied'), -invoice.credits_applied) : null}
 ${invoice.amount_paid > 0 ? row(t('document.paid'), -invoice.amount_paid) : null}
+${invoice.amount_adjusted > 0 ? row(t('document.adjusted'), -invoice.amount_adjusted) : null}
+${invoice.write_off_amount > 0 ? row(t('document.writtenOff'), -invoice.write_off_amount) : null}
 ${row(t('invoice.due'), invoice.amount_due, 'due')}
 </tbody>
 </table>

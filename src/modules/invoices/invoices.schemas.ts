@@ -15,7 +15,7 @@ const INVOICE_EXAMPLE = {
   id: '6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f', subscription_id: '0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c', status: 'paid',
   date: 1801440000, due_date: 1801440000, period_start: 1801440000, period_end: 1804118400,
   line_items: [{ entity_type: 'plan', entity_id: 'silver-monthly', description: 'Silver', unit_amount: 1500, quantity: 1, amount: 1500 }],
-  discounts: [], sub_total: 1500, taxes: [], total: 1500, credits_applied: 1300, amount_paid: 200, amount_due: 0, currency_code: 'EUR',
+  discounts: [], sub_total: 1500, taxes: [], total: 1500, credits_applied: 1300, amount_paid: 200, amount_adjusted: 0, write_off_amount: 0, amount_due: 0, currency_code: 'EUR',
   paid_at: 1801440000, dunning_status: null, attempt_count: 1, next_retry_at: null,
 }
 
@@ -36,7 +36,9 @@ export const InvoiceBody = Type.Object({
   total: Minor('sub_total − discounts + taxes'),
   credits_applied: Minor('Paid from the customer\'s credits (credit notes)'),
   amount_paid: Minor('Charged to the card'),
-  amount_due: Minor('Still owed: total − credits_applied − amount_paid'),
+  amount_adjusted: Minor('Settled by adjustment credit notes (Chargebee; 0 for the local engine)'),
+  write_off_amount: Minor('Written off as not collectable (Chargebee; 0 for the local engine)'),
+  amount_due: Minor('Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for a voided invoice, whose unsettled rest was voided'),
   currency_code: Type.String(),
   paid_at: Nullable(Unix('When it was paid in full')),
   dunning_status: Nullable(Type.Union([Type.Literal('in_progress'), Type.Literal('exhausted'), Type.Literal('success')], {

@@ -29,7 +29,9 @@ export type RetryOutcome = 'paid' | 'failed' | 'exhausted' | 'nothing'
  * transaction of the change or job that bills (the subscription row is locked there), so a
  * subscription's state and its ledger commit together.
  *
- * Invariants, per invoice: total = credits_applied + amount_paid + amount_due (a CHECK of 0014).
+ * Invariants, per invoice: total = credits_applied + amount_paid + amount_due (a CHECK of 0014,
+ * 0029: the local engine never adjusts, writes off or voids, so its amount_adjusted and
+ * write_off_amount are 0).
  * Per customer: refundable_credits = Σ (total − amount_allocated) of its refundable credit notes.
  */
 export function createInvoicesService(deps: {

@@ -10,7 +10,8 @@ export function invoiceView(row: InvoiceRow): InvoiceBody {
     period_start: unixSeconds(row.period_start)!, period_end: unixSeconds(row.period_end)!,
     line_items: row.line_items as InvoiceBody['line_items'], discounts: row.discounts as InvoiceBody['discounts'],
     sub_total: row.sub_total, taxes: row.taxes as InvoiceBody['taxes'], total: row.total,
-    credits_applied: row.credits_applied, amount_paid: row.amount_paid, amount_due: row.amount_due, currency_code: row.currency_code,
+    credits_applied: row.credits_applied, amount_paid: row.amount_paid,
+    amount_adjusted: row.amount_adjusted, write_off_amount: row.write_off_amount, amount_due: row.amount_due, currency_code: row.currency_code,
     paid_at: unixSeconds(row.paid_at), dunning_status: row.dunning_status, attempt_count: row.attempt_count,
     next_retry_at: unixSeconds(row.next_retry_at),
   }

@@ -11,12 +11,16 @@ export function createProviderLedgerRepository() {
   return {
     /**
      * Keeps `version` as the object's newest applied copy when it is newer than the one kept (or
-     * none is); false when it is not newer (a late or repeated copy: stale).
+     * none is); false when it is not newer (a late or repeated copy: stale). `orEqual`: an equal
+     * version is newer too, for versions of second resolution (an event's occurred_at), where two
+     * changes in one second are equal and the one delivered later is taken as the later one.
      */
-    async advanceVersion(executor: Executor, row: Insertable<ProviderObjectVersionsTable>): Promise<boolean> {
+    async advanceVersion(executor: Executor, row: Insertable<ProviderObjectVersionsTable>, options: { orEqual?: boolean } = {}): Promise<boolean> {
+      const newer = options.orEqual
+        ? sql<boolean>`provider_object_versions.resource_version <= excluded.resource_version`
+        : sql<boolean>`provider_object_versions.resource_version < excluded.resource_version`
       const kept = await executor.insertInto('provider_object_versions').values(row)
-        .onConflict((oc) => oc.columns(['company_id', 'object_id']).doUpdateSet({ resource_version: (eb) => eb.ref('excluded.resource_version') })
-          .where(sql<boolean>`provider_object_versions.resource_version < excluded.resource_version`))
+        .onConflict((oc) => oc.columns(['company_id', 'object_id']).doUpdateSet({ resource_version: (eb) => eb.ref('excluded.resource_version') }).where(newer))
         .returning('object_id').executeTakeFirst()
       return kept !== undefined
     },

@@ -22,7 +22,23 @@ export interface ChargebeeEvent { id: string; event_type: string; occurred_at: n
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The objects of an event this service reads, checked: a malformed one is the sender's error (400). */
-interface EventParts { subscription?: CbSubscription; card?: PaymentSource | null; sourceId?: string; sourceVersion?: bigint; invoices: CbInvoice[]; creditNotes: CbCreditNote[] }
+interface EventParts {
+  subscription?: CbSubscription
+  card?: PaymentSource | null
+  /** The payment source's id and version (payment_source_* events), ordering that source's copies. */
+  sourceId?: string; sourceVersion?: bigint
+  /** The version ordering the subscription's card across all card events (exact: Chargebee's resource_version). */
+  cardVersion?: { version: bigint; exact: boolean }
+  invoices: CbInvoice[]; creditNotes: CbCreditNote[]
+}
+
+type Versioned = { resource_version?: number; updated_at?: number }
+
+/** The card's order: the copy's resource_version, else its updated_at, else the event's occurred_at (ms). */
+function cardVersionOf(copy: Versioned | undefined, event: ChargebeeEvent): { version: bigint; exact: boolean } {
+  if (Number.isSafeInteger(copy?.resource_version)) return { version: BigInt(copy!.resource_version!), exact: true }
+  return { version: BigInt(Math.trunc((copy?.updated_at ?? event.occurred_at) * 1000)), exact: false }
+}
 
 const listOf = (value: unknown): unknown[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value])
 
@@ -35,10 +51,12 @@ function partsOf(event: ChargebeeEvent): EventParts {
     parts.subscription = c.subscription
   }
   if (type in PAYMENT_SOURCE_EVENTS) {
-    const source = c.payment_source as (CbPaymentSource & { id?: string; resource_version?: number; updated_at?: number }) | undefined
-    parts.card = cardOf(source?.card ?? (c.card as CbCard | undefined))
+    const source = c.payment_source as (CbPaymentSource & Versioned & { id?: string }) | undefined
+    const card = c.card as (CbCard & Versioned) | undefined
+    parts.card = cardOf(source?.card ?? card)
     if (!parts.card) throw new ValidationError('body/content/payment_source must carry a card with last4, expiry_month and expiry_year')
     if (typeof source?.id === 'string') { parts.sourceId = source.id; parts.sourceVersion = objectVersion(source) }
+    parts.cardVersion = cardVersionOf(source ?? card, event)
   }
   if (LEDGER_EVENTS.has(type)) {
     for (const [i, invoice] of listOf(c.invoice).entries()) {
@@ -118,7 +136,12 @@ export function createWebhooksService(deps: {
     return changed ? 'applied' : 'unchanged'
   }
 
-  /** A card added, changed or removed (a removal only clears the card it names). */
+  /**
+   * A card added, changed or removed (a removal only clears the card it names). Ordered twice: a
+   * payment source's own copies by its version, and the subscription's one card across every card
+   * event (Product Catalog 1.0's `card_*` carry no payment source id, and a late event of another,
+   * older source must not put that card back): a copy older than the card applied last is stale.
+   */
   async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
     const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
     if (parts.sourceId && !(await deps.ledgerRepo.advanceVersion(trx, {
@@ -127,6 +150,11 @@ export function createWebhooksService(deps: {
     }))) return 'stale'
     const removed = verb === 'payment_source_deleted'
     if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
+    // The customer's card slot (our company is the Chargebee customer).
+    if (!(await deps.ledgerRepo.advanceVersion(trx, {
+      company_id: before.company_id, object_id: ledgerId('payment_source', `card-of/${before.company_id}`), object_type: 'payment_source',
+      provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
+    }, { orEqual: !parts.cardVersion!.exact }))) return 'stale'
     const after = { ...before, payment_source: removed ? null : parts.card! }
     const changed = await recordChange(trx, deps.subscriptions, before, after, {
       event: verb, actor: CHARGEBEE_ACTOR, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },

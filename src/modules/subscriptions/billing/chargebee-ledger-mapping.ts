@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { uuidFromName } from '../../../db/ids.ts'
 import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../../db/tables.ts'
 import type { Insertable } from 'kysely'
 import { estimateFrom } from './chargebee-mapping.ts'
@@ -25,6 +25,8 @@ export interface CbInvoice {
   amount_paid?: number
   amount_due?: number
   credits_applied?: number
+  amount_adjusted?: number
+  write_off_amount?: number
   paid_at?: number
   dunning_status?: 'in_progress' | 'exhausted' | 'stopped' | 'success'
   dunning_attempts?: unknown[]
@@ -69,12 +71,10 @@ export function isCbCreditNote(value: unknown): value is CbCreditNote {
 }
 
 /**
- * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (SHA-256, shaped
- * as a version 8 UUID), so that every copy of it (webhook, retry, reconciliation) is one row.
+ * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (db/ids.ts), so that every copy of it (webhook, retry, reconciliation) is one row.
  */
 export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
-  const h = createHash('sha256').update(`chargebee/${type}/${chargebeeId}`).digest('hex')
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`
+  return uuidFromName(`chargebee/${type}/${chargebeeId}`)
 }
 
 /** A version to order copies of an object by: its resource_version, else its updated_at (ms), else 0 (always applied once). */
@@ -102,10 +102,10 @@ function kindOf(i: CbInvoice): InvoiceKind {
 
 /**
  * The ledger row of a Chargebee invoice (null for a pending one). Lines, discounts and taxes are
- * mapped as the estimate's (chargebee-mapping.ts). Our invariant total = credits_applied +
- * amount_paid + amount_due holds by construction: credits_applied is what neither the card paid
- * nor is still due, i.e. Chargebee's credits_applied plus what it adjusted or wrote off (and the
- * voided rest of a voided invoice). The period is the lines' date range. `attempts` is what the
+ * mapped as the estimate's (chargebee-mapping.ts). The amounts are Chargebee's fields, each
+ * capped by what the total leaves (our CHECK, 0029): credits_applied, amount_paid,
+ * amount_adjusted, write_off_amount, and amount_due as the rest (Chargebee's own invariant); a
+ * voided invoice owes nothing, its unsettled rest is what was voided. The period is the lines' date range. `attempts` is what the
  * ledger already counted (a payment_failed webhook counts one more than Chargebee's copy may).
  */
 export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscriptionId: string }, at: Date, attempts = 0): Insertable<InvoicesTable> | null {
@@ -114,8 +114,10 @@ export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscript
   const issued = date(i.date ?? i.generated_at, at)
   const priced = estimateFrom({ invoice_estimate: i }, { status: 'active', currency: i.currency_code ?? 'EUR' }).invoice_estimate
   const total = Math.max(0, i.total ?? priced.total)
-  const amountPaid = Math.min(total, Math.max(0, i.amount_paid ?? 0))
-  const amountDue = status === 'voided' ? 0 : Math.min(total - amountPaid, Math.max(0, i.amount_due ?? 0))
+  let left = total
+  const settled = (amount: number | undefined) => { const part = Math.min(left, Math.max(0, amount ?? 0)); left -= part; return part }
+  const [amountPaid, creditsApplied, amountAdjusted, writtenOff] = [settled(i.amount_paid), settled(i.credits_applied), settled(i.amount_adjusted), settled(i.write_off_amount)]
+  const amountDue = status === 'voided' ? 0 : left
   const froms = (i.line_items ?? []).map((l) => l.date_from).filter((d): d is number => typeof d === 'number')
   const tos = (i.line_items ?? []).map((l) => l.date_to).filter((d): d is number => typeof d === 'number')
   const dunning = i.dunning_status === 'stopped' ? 'exhausted' : i.dunning_status ?? null
@@ -125,7 +127,8 @@ export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscript
     period_start: froms.length ? new Date(Math.min(...froms) * 1000) : issued,
     period_end: tos.length ? new Date(Math.max(...tos) * 1000) : issued,
     line_items: JSON.stringify(priced.line_items), discounts: JSON.stringify(priced.discounts), taxes: JSON.stringify(priced.taxes),
-    sub_total: priced.sub_total, total, credits_applied: total - amountPaid - amountDue, amount_paid: amountPaid, amount_due: amountDue,
+    sub_total: priced.sub_total, total, credits_applied: creditsApplied, amount_paid: amountPaid,
+    amount_adjusted: amountAdjusted, write_off_amount: writtenOff, amount_due: amountDue,
     currency_code: priced.currency_code, paid_at: status === 'paid' ? date(i.paid_at, issued) : null,
     dunning_status: dunning, attempt_count: Math.max(attempts, i.dunning_attempts?.length ?? 0),
     next_retry_at: status === 'payment_due' && typeof i.next_retry_at === 'number' ? new Date(i.next_retry_at * 1000) : null,
