@@ -151,10 +151,10 @@ export async function buildApp(options: AppOptions) {
   // First of the request hooks: a preflight is answered before auth and limits (http/cors.ts).
   await installCors(app, corsOrigins(config.CORS_ORIGINS))
 
-  installValidation(app, compilers)
+  const validation = installValidation(app, compilers)
   installRequestLimits(app)
   installUuidCase(app)
-  installErrorHandler(app)
+  installErrorHandler(app, validation)
   installDraining(app)
   const readiness = createReadiness(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })

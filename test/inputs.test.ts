@@ -267,6 +267,21 @@ for (const engine of engines) {
         assert.equal(body.errors, body.details[0]!.message)
       })
 
+      it('problems in several parts of a request (path, body, query) are all listed, in that order', async () => {
+        const c = await company(t)
+        const body = await details({ method: 'PUT', url: `${api(c.id)}/contracts/not-a-contract`, query: { bogus: '1' }, body: { first_name: 5, colour: 'red' } })
+        const fields = body.details.map((d) => d.field)
+        assert.equal(fields[0], 'params/contract_id')
+        assert.deepEqual(body.details.at(-1), { field: 'querystring/bogus', message: 'querystring/bogus is not a known field' })
+        assert.ok(fields.slice(1, -1).every((f) => f.startsWith('body/')), fields.join(', '))
+        for (const detail of [{ field: 'body/colour', message: 'body/colour is not a known field' }, { field: 'body/first_name', message: 'body/first_name must be string' }]) {
+          assert.ok(body.details.some((d) => d.field === detail.field && d.message === detail.message), `${detail.message} in ${fields.join(', ')}`)
+        }
+        assert.equal(body.errors, 'params/contract_id must match format "uuid"')
+        const bodyAndQuery = await details({ method: 'POST', url: `${api(c.id)}/teams`, query: { bogus: '1' }, body: { name: 'ab' } })
+        assert.deepEqual(bodyAndQuery.details.map((d) => d.field), ['body/code', 'querystring/bogus'])
+      })
+
       it('every string holding a NUL is a detail', async () => {
         const c = await company(t)
         const body = await details({ method: 'POST', url: `${api(c.id)}/teams`, body: { name: 'a\u0000b', code: 'c\u0000' } })

@@ -1,6 +1,7 @@
 import { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
+import { DETAILS_MAX, type Validation } from './validation.ts'
 
 /** The body of every refusal: `{errors, code}`, and `details` when the refusal names fields. */
 export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; details?: ErrorDetail[] } {
@@ -8,9 +9,9 @@ export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; 
 }
 
 /** Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors. */
-export function installErrorHandler(app: FastifyInstance) {
+export function installErrorHandler(app: FastifyInstance, validation?: Pick<Validation, 'problemsAfter'>) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const mapped = toAppError(err)
+    const mapped = withOtherParts(toAppError(err), err, request, validation)
     if (mapped.statusCode >= 500) request.log.error({ err }, 'request failed')
     else request.log.info({ code: mapped.code, message: mapped.message }, 'request refused')
     for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
@@ -22,6 +23,14 @@ export function installErrorHandler(app: FastifyInstance) {
     const path = request.url.split('?')[0]
     return reply.code(404).send({ errors: `No route ${request.method} ${path}`, code: 'not_found' })
   })
+}
+
+/** Fastify stops at the first part of a request that fails validation; the other parts' problems join its details. */
+function withOtherParts(mapped: AppError, err: FastifyError, request: FastifyRequest, validation?: Pick<Validation, 'problemsAfter'>): AppError {
+  if (!err.validation || !validation) return mapped
+  const more = validation.problemsAfter(request, err.validationContext)
+  if (more.length === 0) return mapped
+  return new AppError(mapped.code, mapped.statusCode, mapped.message, mapped.headers, [...(mapped.details ?? []), ...more].slice(0, DETAILS_MAX))
 }
 
 const LINGER_MS = 5_000

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifySchemaCompiler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify'
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { LazyCompilers } from './schema-compilers.ts'
@@ -25,8 +25,12 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
   const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; verbose: boolean; keywords: string[] } = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false, verbose: true, keywords: ['example'] }
   const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }))
   const textAjv = withFormats(new Ajv({ ...common, coerceTypes: 'array' }))
-  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-    compilers.lazily(() => withoutNul((httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object))) as ReturnType<FastifySchemaCompiler<unknown>>
+  const validators = new RouteValidators()
+  const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart, method, url }) => {
+    const validate = compilers.lazily(() => withoutNul((httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)))
+    validators.add(method, url ?? '', httpPart ?? '', validate as Validate)
+    return validate as ReturnType<FastifySchemaCompiler<unknown>>
+  }
   app.setValidatorCompiler(compiler)
   // Bodies are JSON (decisions §1): Fastify's built-in text/plain parser would hand a string to
   // the schema ("body must be object", a 400); without it a text body is the 415 it should be.
@@ -36,6 +40,50 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
     return Object.assign(new Error(details[0]?.message ?? `${dataVar} is invalid`), { details })
   })
   app.addHook('onRoute', strictQuery)
+  return { problemsAfter: validators.problemsAfter.bind(validators) }
+}
+
+export type Validation = ReturnType<typeof installValidation>
+
+/** The parts of a request in the order Fastify validates them, each with where its data is. */
+const PARTS = [
+  { part: 'params', data: (r: FastifyRequest) => r.params },
+  { part: 'body', data: (r: FastifyRequest) => r.body },
+  { part: 'querystring', data: (r: FastifyRequest) => r.query },
+  { part: 'headers', data: (r: FastifyRequest) => r.headers },
+] as const
+
+/**
+ * Each route's validators by part. Fastify validates params, then body, then query, then headers,
+ * and stops at the first part that fails; a client fixing one part at a time would then learn of
+ * the next only on its next try. So when a part fails, the parts Fastify did not reach are run
+ * here too, and their problems join the answer's `details` (in Fastify's order).
+ */
+class RouteValidators {
+  private readonly byRoute = new Map<string, Map<string, Validate | null>>()
+
+  add(method: string, url: string, part: string, validate: Validate) {
+    const key = `${method} ${url}`
+    const parts = this.byRoute.get(key) ?? new Map<string, Validate | null>()
+    this.byRoute.set(key, parts)
+    // A body with a schema per content type (several compilations) is left to Fastify alone:
+    // which of them applies is Fastify's choice, made from the request's media type.
+    parts.set(part, parts.has(part) ? null : validate)
+  }
+
+  /** The problems of the parts after `failed`, which Fastify did not validate (at most DETAILS_MAX). */
+  problemsAfter(request: FastifyRequest, failed: string | undefined): Detail[] {
+    const parts = this.byRoute.get(`${request.routeOptions.method} ${request.routeOptions.url}`)
+    const from = PARTS.findIndex((p) => p.part === failed)
+    if (!parts || from < 0) return []
+    const found: Detail[] = []
+    for (const { part, data } of PARTS.slice(from + 1)) {
+      const validate = parts.get(part)
+      if (!validate || validate(data(request))) continue
+      found.push(...problems(validate.errors, part))
+    }
+    return found.slice(0, DETAILS_MAX)
+  }
 }
 
 /**
