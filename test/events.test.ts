@@ -160,6 +160,29 @@ for (const engine of engines) {
       assert.ok(onlyB.length > 0 && onlyB.every((e) => e.company_id === b.id))
     })
 
+    it('shows a company token only the events of the areas it may read (read:contract for contract events, ...)', async () => {
+      const c = await company(t)
+      const k = await contract(t, c.id)
+      const x = await team(t, c.id)
+      await addToTeams(t, c.id, k, [x])
+      const companyOnly = await companyClient(t, c.id, ['read:company'])
+      const companyOnlyToken = await t.tokenFor(companyOnly.client_id, companyOnly.client_secret)
+      const withContracts = await companyClient(t, c.id, ['read:company', 'read:contract'])
+      const withContractsToken = await t.tokenFor(withContracts.client_id, withContracts.client_secret)
+
+      assert.deepEqual(await typesOf(c.id, companyOnlyToken), ['company.created', 'subscription.created'])
+      assert.deepEqual(await typesOf(c.id, withContractsToken), ['company.created', 'subscription.created', 'contract.created'])
+      const all = await typesOf(c.id, c.token)
+      assert.deepEqual(all, ['company.created', 'subscription.created', 'contract.created', 'team.created', 'team.member_added'])
+      // A filter for an area the token may not read answers an empty list; one event of it is not found.
+      assert.deepEqual(await t.json<unknown[]>(200, { url: eventsUrl(c.id), token: companyOnlyToken, query: { type: 'contract.*' } }), [])
+      const [contractEvent] = await t.json<any[]>(200, { url: eventsUrl(c.id), token: c.token, query: { type: 'contract.created' } })
+      assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: companyOnlyToken })).statusCode, 404)
+      assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: withContractsToken })).statusCode, 200)
+      // A platform token reads every event.
+      assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}` })).statusCode, 200)
+    })
+
     it('lists an event of a type newer than the documented list instead of failing the list (it was a 500)', async () => {
       const c = await company(t)
       // A verb a later change of the subscriptions' history may bring before this list knows it.

@@ -1584,7 +1584,7 @@ export interface paths {
         };
         /**
          * List a company's events
-         * @description The company's events; `read:company` (a company token on its own company, or a platform token). Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).
+         * @description The company's events; `read:company` (a company token on its own company, or a platform token). A company token sees the events of the areas it may read: contract events need `read:contract` too, team events `read:team`, holiday events `read:holiday`, communication events `read:company_communication`, message events `read:company_communication_message`. Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          *
@@ -1632,7 +1632,7 @@ export interface paths {
         };
         /**
          * Get one of a company's events
-         * @description The company's event, while it is kept; `read:company`. Another company's event: 404.
+         * @description The company's event, while it is kept; `read:company`, and the read scope of the event's area as in the list. Another company's event, or one of an area the token may not read: 404.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          *

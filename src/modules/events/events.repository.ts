@@ -9,6 +9,8 @@ export interface EventFilter {
   /** An exact type, or a prefix (`subscription.`) for every type of a resource. */
   type?: { exact: string } | { prefix: string }
   createdAfter?: Date
+  /** Only the events of these resources (a company token's readable areas); every resource when absent. */
+  resources?: readonly string[]
 }
 
 /** Newest first, by insertion order; a cursor's key is the last event's seq. */
@@ -23,13 +25,15 @@ export function createEventsRepository(db: Kysely<DB>) {
       if (filter.type && 'exact' in filter.type) query = query.where('type', '=', filter.type.exact)
       if (filter.type && 'prefix' in filter.type) query = query.where('type', 'like', `${filter.type.prefix}%`)
       if (filter.createdAfter) query = query.where('created_at', '>', filter.createdAfter)
+      if (filter.resources) query = query.where(sql<string>`split_part(type, '.', 1)`, '=', sql<string>`ANY (${[...filter.resources]}::text[])`)
       const rows = await keyset(query, NEWEST_FIRST, page).execute()
       return cutPage(rows, page, (row) => [Number(row.seq)])
     },
 
-    find(id: string, companyId: string | undefined) {
+    find(id: string, companyId: string | undefined, resources?: readonly string[]) {
       let query = db.selectFrom('events').select(['seq', 'id', 'type', 'company_id', 'data', 'created_at']).where('id', '=', id)
       if (companyId !== undefined) query = query.where('company_id', '=', companyId)
+      if (resources) query = query.where(sql<string>`split_part(type, '.', 1)`, '=', sql<string>`ANY (${[...resources]}::text[])`)
       return query.executeTakeFirst()
     },
 
