@@ -25,7 +25,7 @@ export function mixRows(mix: MixFigures | undefined, row: Row) {
     p ? p.worstP99 <= 10 && p.lastP50 <= 1.2 * p.firstP50 + 0.2 : undefined)
   const s = mix?.soak
   row(`memory during the mix (${s ? `${f0(s.seconds)} s${s.seconds < 600 ? ', **shortened from 10 minutes**' : ''}` : '10 minutes'})`, 'RSS growth ≤ 10 % after the first minute',
-    s ? `${f0(s.rssAt60Mb)} MB at 60 s → ${f0(s.rssEndMb)} MB at the end (${s.growth >= 0 ? '+' : ''}${f2(100 * s.growth)} %; peak ${f0(s.peakMb)} MB); ${f0(s.rps)} req/s, ${s.non2xx + s.errors} errors or non-2xx` : '-',
+    s ? `median ${f0(s.rssAt60Mb)} MB over the second minute → ${f0(s.rssEndMb)} MB over the last (sampled every 5 s) (${s.growth >= 0 ? '+' : ''}${f2(100 * s.growth)} %; peak ${f0(s.peakMb)} MB); ${f0(s.rps)} req/s, ${s.non2xx + s.errors} errors or non-2xx` : '-',
     s ? s.growth <= 0.10 : undefined)
   const f = mix?.fanout
   row(`a communication due to ${f0(FANOUT_RECIPIENTS)} recipients, the mix running at 16 connections meanwhile`, 'all stored ≤ 5 s after due, API p99 ≤ 50 ms meanwhile',

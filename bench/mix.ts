@@ -203,7 +203,7 @@ export async function measurePaging(server: Running, db: MixDatabase, walks: num
   }
 }
 
-/** The mix for `seconds` at 32 connections, the server's RSS sampled every 5 s; growth after the first minute. */
+/** The mix for `seconds` at 32 connections, the server's RSS sampled every 5 s; growth after the first minute (second minute's median to the last minute's). */
 export async function measureSoak(server: Running, db: MixDatabase, seconds: number, log: Log): Promise<SoakFigure> {
   const samples: Array<[number, number]> = []
   const started = performance.now()
@@ -216,11 +216,17 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
   }
   const result = await load
   samples.push([Math.round((performance.now() - started) / 1000), rssMb(server.child.pid!)])
-  const at60 = samples.find(([t]) => t >= 60)?.[1] ?? samples[0]![1]
-  const end = samples.at(-1)![1]
+  // Medians of a minute's samples, not single samples: the RSS follows the heap's reserved size,
+  // which swings by tens of MB between collections, so two single samples compared phases of
+  // that sawtooth rather than the process's footprint (bench/findings.md, issue 19).
+  const last = samples.at(-1)![0]
+  const firstMinute = samples.filter(([t]) => t >= 60 && t < 120).map(([, r]) => r)
+  const lastMinute = samples.filter(([t]) => t > last - 60).map(([, r]) => r)
+  const at60 = median(firstMinute.length ? firstMinute : [samples[0]![1]])
+  const end = median(lastMinute)
   const after = samples.filter(([t]) => t >= 60).map(([, r]) => r)
   const figure = { seconds, rssAt60Mb: at60, rssEndMb: end, peakMb: Math.max(...after, at60), growth: end / at60 - 1, samples, rps: result.rps, non2xx: result.non2xx, errors: result.errors }
-  log(`  soak ${seconds} s: RSS ${at60.toFixed(0)} MB at 60 s → ${end.toFixed(0)} MB at the end (${(100 * figure.growth).toFixed(1)} %, peak ${figure.peakMb.toFixed(0)} MB); ${result.rps.toFixed(0)} req/s, non-2xx ${result.non2xx}`)
+  log(`  soak ${seconds} s: RSS median ${at60.toFixed(0)} MB over 60-120 s → ${end.toFixed(0)} MB over the last minute (${(100 * figure.growth).toFixed(1)} %, peak ${figure.peakMb.toFixed(0)} MB); ${result.rps.toFixed(0)} req/s, non-2xx ${result.non2xx}`)
   return figure
 }
 
