@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { Webhook } from 'standardwebhooks'
 import { sql } from 'kysely'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { company, companyClient } from './helpers/factories.ts'
+import { company, companyClient, contract } from './helpers/factories.ts'
 import { companyEndpoints, endpointSteps, type Receiver } from './helpers/webhook-endpoints.ts'
 
 /** Re-enabling and changing an endpoint (PATCH), and rotating its secret (docs/webhooks.md). */
@@ -100,6 +100,28 @@ for (const engine of engines) {
       assert.equal(got.headers['webhook-signature']!.split(' ').length, 1)
       new Webhook(short.secret).verify(got.body, got.headers)
       assert.throws(() => new Webhook(again.secret).verify(got.body, got.headers))
+    })
+
+    it('sends a company endpoint only the events of the areas its creator could read; naming others is a 403', async () => {
+      const c = await company(t)
+      const narrow = await companyClient(t, c.id, ['read:company', 'write:company'])
+      const token = await t.tokenFor(narrow.client_id, narrow.client_secret)
+      const refused = await t.call({ method: 'POST', url: companyEndpoints(c.id), token, body: { url: 'https://example.com/hook', event_types: ['company.updated', 'contract.*'] } })
+      assert.equal(refused.statusCode, 403, refused.body)
+      assert.equal(refused.json().code, 'insufficient_scope')
+      assert.match(refused.headers['www-authenticate'] as string, /scope="read:contract"/)
+
+      const created = await t.json<any>(201, { method: 'POST', url: companyEndpoints(c.id), token, body: { url: 'https://example.com/hook' } })
+      const patched = await t.call({ method: 'PATCH', url: `${companyEndpoints(c.id)}/${created.id}`, token, body: { event_types: ['holiday.created'] } })
+      assert.equal(patched.statusCode, 403, patched.body)
+      const everything = await t.json<any>(201, { method: 'POST', url: companyEndpoints(c.id), token: c.token, body: { url: 'https://example.com/all' } })
+
+      await contract(t, c.id)
+      assert.equal((await t.call({ method: 'PATCH', url: `/api/v1/companies/${c.id}`, token: c.token, body: { city: 'Torino' } })).statusCode, 202)
+      const typesFor = async (endpointId: string) => (await sql<{ type: string }>`
+        SELECT e.type FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.endpoint_id = ${endpointId} ORDER BY e.seq`.execute(t.app.database.db)).rows.map((r) => r.type)
+      assert.deepEqual(await typesFor(created.id), ['company.updated'])
+      assert.deepEqual(await typesFor(everything.id), ['contract.created', 'company.updated'])
     })
 
     it('answers every 4xx of PATCH and rotate_secret: bad input, scopes, other companies, unknown endpoints', async () => {

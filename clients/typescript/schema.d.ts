@@ -1666,7 +1666,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint that hears every company's events
-         * @description A platform token (`write:company` to change). Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. At most 16 endpoints (409).
+         * @description A platform token (`write:company` to change). Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. At most 16 endpoints (409).
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1800,7 +1800,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint that hears the company's events
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. At most 16 endpoints (409).
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. At most 16 endpoints (409).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */

@@ -484,6 +484,8 @@ export interface WebhookEndpointsTable {
   /** The secret the last rotation replaced, still signing until previous_secret_expires_at (migration 0025). */
   previous_secret: string | null
   previous_secret_expires_at: Date | null
+  /** The event resources its creator could read (migration 0032); null: every resource. */
+  resources: string[] | null
   enabled: Generated<boolean>
   disabled_reason: string | null
   created_at: CreatedAt

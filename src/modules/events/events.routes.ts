@@ -4,7 +4,7 @@ import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import { Event, CompanyEventParams, CompanyEventsQuery, EventParams, EventsQuery, EVENTS_PAGE } from './events.schemas.ts'
 import type { EventsService } from './events.service.ts'
-import { readableResources } from './outbox.ts'
+import { resourcesReadableBy } from './event-access.ts'
 import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
@@ -15,7 +15,7 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
 
   const page = (request: FastifyRequest) => readPage(request, ['serial'], { defaultLimit: EVENTS_PAGE })
   // A company token sees the events of the areas it may read; a platform token every event.
-  const readable = (request: FastifyRequest) => (request.principal && request.principal.companyId !== null ? readableResources(request.principal.scopes) : undefined)
+  const readable = (request: FastifyRequest) => resourcesReadableBy(request.principal)
 
   app.get('/api/v1/events', {
     config: { access: 'platform' },

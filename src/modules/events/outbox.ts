@@ -1,6 +1,5 @@
 import { sql } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
-import type { READ_WRITE_AREAS } from '../oauth/scopes.ts'
 
 /**
  * The outbox. Events are written by triggers on the tables that hold the resources (migration
@@ -61,24 +60,6 @@ export type EventType = typeof EVENT_TYPES[number]
 
 /** The resources, for a `<resource>.*` filter. */
 export const EVENT_RESOURCES = [...new Set(EVENT_TYPES.map((type) => type.split('.')[0]!))]
-
-/**
- * The scope area each resource's events belong to: a company token reads an event only with
- * `read:<area>` of its resource, as it would read the object itself (a token that may not read
- * contracts must not read them in contract.* events). The company's subscription, invoices and
- * credit notes are the company area's, as their routes are (decisions §2).
- */
-type EventResource = EventType extends `${infer R}.${string}` ? R : never
-// Typed by the resources of EVENT_TYPES, so a new resource cannot compile without its area.
-export const EVENT_RESOURCE_AREAS: Record<EventResource, typeof READ_WRITE_AREAS[number]> = {
-  company: 'company', subsidiary: 'company', subscription: 'company', invoice: 'company', credit_note: 'company', ping: 'company',
-  contract: 'contract', team: 'team', holiday: 'holiday', communication: 'company_communication', message: 'company_communication_message',
-}
-
-/** The resources whose events a token with these scopes may read. */
-export function readableResources(scopes: ReadonlySet<string>): string[] {
-  return EVENT_RESOURCES.filter((resource) => scopes.has(`read:${EVENT_RESOURCE_AREAS[resource as EventResource]}`))
-}
 
 /** Whether `pattern` is an event type or `<resource>.*`. */
 export function isEventTypePattern(pattern: string): boolean {

@@ -14,7 +14,7 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
 
   return {
-    insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean }) =>
+    insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean; resources: string[] | null }) =>
       db.insertInto('webhook_endpoints').values(row).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
 
     count: async (companyId: string | null) =>

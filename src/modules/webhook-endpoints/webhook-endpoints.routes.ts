@@ -4,6 +4,7 @@ import type { Access } from '../../http/auth.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import { Event, EVENTS_PAGE } from '../events/events.schemas.ts'
 import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
+import { resourcesReadableBy } from '../events/event-access.ts'
 import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
 import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
@@ -38,11 +39,11 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
       config: { access: v.access },
       schema: {
         operationId: `create${v.name}WebhookEndpoint`, tags, summary: `Create a webhook endpoint that hears ${v.hears}`,
-        description: `${v.who} Answers 201 with the endpoint and its signing \`secret\`, shown this once. \`url\` must be https and must not be a loopback, private or link-local address (400); \`event_types\` lists types or \`<resource>.*\` (400 for an unknown one), empty for every type. At most 16 endpoints (409).`,
+        description: `${v.who} Answers 201 with the endpoint and its signing \`secret\`, shown this once. \`url\` must be https and must not be a loopback, private or link-local address (400); \`event_types\` lists types or \`<resource>.*\` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need \`read:contract\`, team events \`read:team\`, ...); naming a type of another area is 403 insufficient_scope. At most 16 endpoints (409).`,
         ...params, body: WebhookEndpointInput, response: { 201: CreatedWebhookEndpoint },
       },
     }, async (request, reply) => {
-      const created = await service.create(v.owner(request.params), request.body)
+      const created = await service.create(v.owner(request.params), request.body, resourcesReadableBy(request.principal))
       reply.header('location', `${request.url.replace(/\/+$/, '').split('?')[0]}/${created.id}`)
       return reply.code(201).send(created)
     })
@@ -64,7 +65,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         description: `${v.who} Changes the fields given and answers 200 with the endpoint. \`enabled: true\` re-enables an endpoint disabled after three days of failed deliveries (its \`disabled_reason\` is cleared); events written while it was disabled are not sent (read them from the event log with \`created_after\`). \`enabled: false\` stops sending; its pending deliveries are not sent. \`url\` and \`event_types\` are checked as at creation (400).`,
         params: v.idParams, body: WebhookEndpointUpdate, response: { 200: WebhookEndpoint },
       },
-    }, async (request) => service.update(v.owner(request.params), (request.params as { id: string }).id, request.body))
+    }, async (request) => service.update(v.owner(request.params), (request.params as { id: string }).id, request.body, resourcesReadableBy(request.principal)))
 
     app.post(`${one}/rotate_secret`, {
       config: { access: v.access },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../http/errors.ts'
+import { areaOf } from '../events/event-access.ts'
 import { isEventTypePattern } from '../events/outbox.ts'
 import { eventView } from '../events/events.service.ts'
 import type { Event } from '../events/events.schemas.ts'
@@ -40,21 +41,32 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
     return row
   }
 
-  function checkTypes(types: string[]) {
+  /**
+   * The types or patterns, each an event type or `<resource>.*`, each of a resource the token may
+   * read (`readable`: undefined for a platform token, which reads every one).
+   */
+  function checkTypes(types: string[], readable: readonly string[] | undefined) {
     types.forEach((type, i) => {
       if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
     })
+    const unreadable = readable && types.find((type) => !readable.includes(type.split('.')[0]!))
+    if (unreadable) throw new InsufficientScope(`read:${areaOf(unreadable)}`)
     return types
   }
 
   return {
-    async create(owner: string | null, input: WebhookEndpointInput): Promise<WebhookEndpoint & { secret: string }> {
+    /**
+     * `readable`: the event resources the creating token may read (a company token's); the
+     * endpoint is sent only those, whatever it asks for (docs/webhooks.md). Undefined: every one.
+     */
+    async create(owner: string | null, input: WebhookEndpointInput, readable?: readonly string[]): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
-      const types = checkTypes(input.event_types ?? [])
+      const types = checkTypes(input.event_types ?? [], readable)
       if (await repo.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
       const secret = newSecret()
       const row = await repo.insert({
         id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
+        resources: readable ? [...readable] : null,
       })
       return { ...view(row), secret }
     },
@@ -63,10 +75,11 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
      * Changes the fields given. `enabled: true` re-enables an endpoint (the disabling reason is
      * cleared); what was written while it was disabled stays unsent (the event log has it).
      */
-    async update(owner: string | null, id: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+    async update(owner: string | null, id: string, input: WebhookEndpointUpdate, readable?: readonly string[]): Promise<WebhookEndpoint> {
       const changes: Parameters<WebhookEndpointsRepository['update']>[2] = {}
       if (input.url !== undefined) changes.url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
-      if (input.event_types !== undefined) changes.event_types = checkTypes(input.event_types)
+      // The resources recorded at creation stay: a change of types cannot widen what is sent.
+      if (input.event_types !== undefined) changes.event_types = checkTypes(input.event_types, readable)
       if (input.description !== undefined) changes.description = input.description
       if (input.enabled !== undefined) {
         changes.enabled = input.enabled
