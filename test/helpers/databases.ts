@@ -91,9 +91,20 @@ async function pgliteTemplate(): Promise<Blob> {
   return new Blob([fs.readFileSync(file)])
 }
 
-async function postgresTemplate(url: string): Promise<string> {
-  const name = `cai_tpl_${migrationsHash}`
-  await withAdmin(url, async (admin) => {
+/** Every PostgreSQL server has it; the templates' lock is taken there (postgresTemplate). */
+const MAINTENANCE_DATABASE = 'postgres'
+
+/**
+ * The migrated template on the server of `url`, built once. `family` is its name's prefix: only
+ * templates of that family are dropped as stale (a test builds a fresh family of its own).
+ */
+export async function postgresTemplate(url: string, family = 'cai_tpl'): Promise<string> {
+  const name = `${family}_${migrationsHash}`
+  // Advisory locks are per database: taken on TEST_DATABASE_URL's, two checkouts (or two runs)
+  // with different databases on one server would both build `<name>_build` at once and drop or
+  // collide with each other's. Every checkout locks, and administers the templates, on the
+  // server's maintenance database, so the lock is effectively server-wide.
+  await withAdmin(withDatabase(url, MAINTENANCE_DATABASE), async (admin) => {
     await admin.query('SELECT pg_advisory_lock(72410002)')
     try {
       const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
@@ -106,7 +117,7 @@ async function postgresTemplate(url: string): Promise<string> {
       await database.close()
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`)
       // Templates of older migrations are no use any more; one still being copied stays.
-      const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'cai\\_tpl\\_%' AND datname NOT LIKE '%\\_build' AND datname <> $1`, [name])
+      const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE $2 AND datname NOT LIKE '%\\_build' AND datname <> $1`, [name, `${family.replaceAll('_', '\\_')}\\_%`])
       for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${row.datname}`).catch(() => {})
     } finally {
       await admin.query('SELECT pg_advisory_unlock(72410002)')

@@ -4,7 +4,7 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import type { BillingProvider } from './billing/provider.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
-/** Runs `fn` on the company's subscription, locked in a transaction (subscriptions.service.ts). */
+/** Runs `fn` on the company's subscription, locked in a transaction (subscriptions.steps.ts). */
 type Change = <T>(companyId: string, subscriptionId: string | undefined, fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>) => Promise<T>
 
 /**

@@ -1,0 +1,125 @@
+import type { Kysely } from 'kysely'
+import type { Clock } from '../../clock.ts'
+import type { DB, SubscriptionRow } from '../../db/tables.ts'
+import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
+import { todayIn } from '../../days.ts'
+import { invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
+import { usageFromJson, usageOf } from './billing/coupons.ts'
+import * as lifecycle from './billing/lifecycle.ts'
+import type { ChangeRequest, ProviderRegistry } from './billing/provider.ts'
+import { unixSeconds } from './billing/terms.ts'
+import { missingFromCatalogue, type Pricing, type WantedSelection } from './subscriptions.pricing.ts'
+import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+import type { EstimateQuery } from './subscriptions.schemas.ts'
+import type { SubscriptionCustomer, SubscriptionSteps } from './subscriptions.steps.ts'
+import type { createRemoteChanges } from './subscriptions.remote.ts'
+import { nextBillingAt } from './subscriptions.views.ts'
+import type { Ledger } from '../invoices/invoices.service.ts'
+
+/**
+ * What a subscription would cost: the estimate of a change (9), of a new subscription, and the
+ * next charge the portal shows. Apart from the changes because nothing here writes; the change's
+ * price (`priceChange`) is shared with update (6), so an estimate is exactly what update applies.
+ */
+export function createSubscriptionEstimates(deps: {
+  db: Kysely<DB>
+  repo: Pick<SubscriptionsRepository, 'findByCompany' | 'findProduct' | 'redemptionUsage'>
+  clock: Clock
+  providers: ProviderRegistry
+  pricing: Pick<Pricing, 'selection' | 'current' | 'tax'>
+  ledger: Pick<Ledger, 'credits' | 'billedTax'>
+  currency: string
+  trialDays: number
+  steps: Pick<SubscriptionSteps, 'customerOf'>
+  known: ReturnType<typeof createRemoteChanges>['known']
+}) {
+  const { db, repo, clock, providers, pricing, ledger, currency, known } = deps
+  const { customerOf } = deps.steps
+
+  /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
+  async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
+    const product = await repo.findProduct(executor, s.product_sku)
+    if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
+    const customer = await customerOf(executor, s.company_id)
+    const now = clock.now()
+    const today = todayIn(customer.timezone, now)
+    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
+    const current = await pricing.current(executor, s)
+    const coupon = selection.coupon
+    const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
+    const [{ refundable_credits: credits }, termTax] = await Promise.all([ledger.credits(executor, s.company_id), ledger.billedTax(executor, s)])
+    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory, credits, termTax }, today }
+  }
+
+  /**
+   * The estimate of a new subscription on the query's choice: a trial of `trialDays` from now,
+   * then the first full term's invoice (no credit; the query's addons and coupon only, the
+   * coupon checked as a new redemption). Local arithmetic, whatever the product's provider:
+   * nothing about the stored subscription is read but that the path names it. The company's
+   * country gives the VAT, its time zone the day a coupon's validity is checked on.
+   */
+  async function newSubscriptionEstimate(ref: string, query: EstimateQuery): Promise<{ estimate: Estimate }> {
+    const s = await repo.findByCompany(db, query.company_id)
+    if (!s || (ref !== s.id && ref !== s.company_id)) throw new NotFound('Subscription')
+    const field = (name: string) => `querystring/${name}`
+    const product = await repo.findProduct(db, query.product_sku)
+    if (!product) throw new ValidationError(`${field('product_sku')} names an unknown product: ${query.product_sku}`)
+    const customer = await customerOf(db, query.company_id)
+    const now = clock.now()
+    const wanted: WantedSelection = { planSku: query.subscription_plan, quantity: query.plan_quantity, addonIds: query.addons ?? [], couponCode: query.coupon_code || null }
+    const selection = await pricing.selection(db, wanted, { product, current: null, today: todayIn(customer.timezone, now), field })
+    const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
+    return {
+      estimate: {
+        subscription_estimate: { status: 'in_trial', next_billing_at: unixSeconds(trialEnd) },
+        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer), currency),
+      },
+    }
+  }
+
+  /** Spec 9: what a change would cost, computed exactly as update (6) applies it. */
+  async function estimate(ref: string, query: EstimateQuery, tenant: string | null): Promise<{ estimate: Estimate }> {
+    if (tenant !== null && tenant !== query.company_id) throw new NotFound('Company')
+    const s = await repo.findByCompany(db, query.company_id)
+    if (!s || (ref !== s.id && ref !== s.company_id)) throw new NotFound('Subscription')
+    const field = (name: string) => `querystring/${name}`
+    if (query.product_sku !== s.product_sku) {
+      const known = await repo.findProduct(db, query.product_sku)
+      throw new ValidationError(known ? `${field('product_sku')} must be the subscription's product, ${s.product_sku}` : `${field('product_sku')} names an unknown product: ${query.product_sku}`)
+    }
+    const refusal = lifecycle.changeRefusal(s)
+    if (refusal) throw new Conflict(refusal)
+    const own = await known(db, s)
+    const wanted: WantedSelection = {
+      planSku: query.subscription_plan, quantity: query.plan_quantity,
+      addonIds: query.addons ?? own.addonIds,
+      couponCode: query.coupon_code === undefined ? own.couponCode : (query.coupon_code || null),
+    }
+    const { change: request } = await priceChange(db, s, wanted, field)
+    return { estimate: await providers.get(s.provider).estimate(own.held, request) }
+  }
+
+  /**
+   * Spec 9 as the route calls it: the stored subscription (status, trial, coupon, addons,
+   * credits) is priced only for the company's own token or a platform token; anyone else
+   * (no token, another company's token) gets the query's choice priced from the catalogue as
+   * a new subscription.
+   */
+  async function estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
+    if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
+      return estimate(ref, query, principal.companyId)
+    }
+    return newSubscriptionEstimate(ref, query)
+  }
+
+  /** The next charge (when, and the invoice of a whole term at the current selection), or null when nothing will be charged. */
+  async function nextCharge(executor: Executor, s: SubscriptionRow, customer: SubscriptionCustomer): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
+    const at = nextBillingAt(s)
+    if (at === null) return null
+    const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
+    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, credits.refundable_credits, { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
+  }
+
+  return { priceChange, estimate, estimateFor, nextCharge }
+}
