@@ -147,6 +147,7 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
   interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
   let gathering: Batch | undefined
   let sending = false
+  let inFlight: Promise<void> | undefined
   let timer: NodeJS.Timeout | undefined
 
   function newBatch(): Batch {
@@ -161,6 +162,7 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
     if (!batch || sending) return
     gathering = undefined
     sending = true
+    inFlight = batch.sent
     // '' (every company) says all the others say.
     const ids = batch.ids.has('') ? [''] : [...batch.ids]
     // NOTIFY gives its transaction an id, so its commit is a WAL record that a synchronous commit
@@ -186,9 +188,14 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
   // a transaction that ran longer than RECORDED_KEPT_MS before the others had read them.
   let purgeBelow: string | undefined
 
+  // Those waiting for a read of the record that starts after they asked (`heardUpToNow`).
+  let waiting: Array<() => void> = []
+
   async function readRecorded() {
     recordTimer = undefined
     if (stopped) return
+    const served = waiting
+    waiting = []
     try {
       const { rows: [row] } = await sql<{ xmin: string; ids: string[] | null }>`
         SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
@@ -204,7 +211,9 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
         purgeBelow = row!.xmin
       }
       recordRead = true
+      for (const resolve of served) resolve()
     } catch {
+      waiting.push(...served)
       // Changes could go unread: nothing is kept until the record is read again, from then on.
       recordRead = false
       since = undefined
@@ -277,6 +286,16 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
         if (!now) forgetChange()
       })
       await readRecorded()
+    },
+
+    /**
+     * Resolves once this instance's announcements are sent and every change committed before
+     * then has been heard from the record (a test's way to know that its earlier writes will
+     * forget nothing more).
+     */
+    async heardUpToNow(): Promise<void> {
+      await Promise.allSettled([inFlight, gathering?.sent])
+      await new Promise<void>((resolve) => { waiting.push(resolve) })
     },
 
     /** Stops reading the record (the database is about to close). */
