@@ -176,7 +176,7 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys, metrics.rateLimited)
   installIdempotency(app, { db, database, clock: realClock, scheduler })
-  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
+  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer })
   await readCache.listen()
   installCacheForgetting(app, readCache)
 

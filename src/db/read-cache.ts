@@ -64,7 +64,12 @@ interface Shelf {
  * Bounded by `maxBytes`: past it, the companies cached first are dropped first (and a company
  * whose answers alone fill it loses its oldest answers).
  */
-export function createReadCache(options: { maxBytes: number; database: Pick<Database, 'db' | 'listen'> }) {
+export function createReadCache(options: {
+  maxBytes: number
+  database: Pick<Database, 'db' | 'listen'>
+  /** Told of every answer: from the cache, read, or read with the cache off or not listening (the metrics). */
+  observe?: (read: CachedRead, outcome: 'hit' | 'miss' | 'uncached') => void
+}) {
   const shelves = new Map<string, Shelf>()
   let bytes = 0
   let heard = false
@@ -231,11 +236,18 @@ export function createReadCache(options: { maxBytes: number; database: Pick<Data
      * answers of one read with different queries are kept apart and forgotten together.
      */
     async get(companyId: string, read: CachedRead, query: string, load: () => Promise<Answer>): Promise<Answer> {
-      if (!listening || options.maxBytes <= 0) return load()
+      if (!listening || options.maxBytes <= 0) {
+        options.observe?.(read, 'uncached')
+        return load()
+      }
       const key = query ? `${read} ${query}` : read
       let shelf = shelves.get(companyId)
       const hit = shelf?.answers.get(key)
-      if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit
+      if (hit && Date.now() - hit.at < MAX_AGE_MS) {
+        options.observe?.(read, 'hit')
+        return hit
+      }
+      options.observe?.(read, 'miss')
       if (!shelf) {
         shelf = { answers: new Map(), generations: new Map(), bytes: SHELF_BYTES }
         shelves.set(companyId, shelf)
