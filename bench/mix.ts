@@ -147,6 +147,7 @@ async function teachCeiling(server: Running, baseline: Running, db: MixDatabase)
 /** The mix against its ceiling: warm-up, 3 alternated rounds, medians (measureRounds). */
 export async function measureMix(server: Running, baseline: Running, db: MixDatabase, name: string, log: Log): Promise<MixRun> {
   await teachCeiling(server, baseline, db)
+  const cacheBefore = await cacheAnswers(server)
   const { figure, rounds } = await measureRounds(server, baseline, name, MIX_CONNECTIONS, (url, seconds, prefix) => runMix(db, url, MIX_CONNECTIONS, seconds, prefix), log)
   const byKind: Record<string, KindFigure> = {}
   for (const kind of Object.keys(rounds[0]!.byKind)) {
@@ -156,7 +157,24 @@ export async function measureMix(server: Running, baseline: Running, db: MixData
     byKind[kind] = { count: of.reduce((s, k) => s + k.count, 0), p50: median(of.map((k) => k.p50)), p99: median(of.map((k) => k.p99)), statuses }
   }
   for (const [kind, k] of Object.entries(byKind)) log(`    ${kind}: p50 ${k.p50} ms, p99 ${k.p99} ms, ${JSON.stringify(k.statuses)}`)
+  const cacheAfter = await cacheAnswers(server)
+  const shares = Object.keys(cacheAfter).filter((read) => cacheAfter[read]!.hit + cacheAfter[read]!.miss > 0).map((read) => {
+    const hit = cacheAfter[read]!.hit - (cacheBefore[read]?.hit ?? 0)
+    const miss = cacheAfter[read]!.miss - (cacheBefore[read]?.miss ?? 0)
+    return `${read} ${hit + miss > 0 ? Math.round((100 * hit) / (hit + miss)) : 0} %`
+  })
+  if (shares.length > 0) log(`    answered from the read cache (warm-up and rounds): ${shares.join(', ')}`)
   return { figure, byKind }
+}
+
+/** The read cache's hits and misses by read, from the server's /metrics (`read_cache_answers_total`). */
+async function cacheAnswers(server: Running): Promise<Record<string, { hit: number; miss: number }>> {
+  const text = await (await fetch(`${server.url}/metrics`)).text()
+  const out: Record<string, { hit: number; miss: number }> = {}
+  for (const m of text.matchAll(/^read_cache_answers_total\{read="([^"]+)",outcome="(hit|miss)"\} (\d+)/gm)) {
+    (out[m[1]!] ??= { hit: 0, miss: 0 })[m[2] as 'hit' | 'miss'] = Number(m[3])
+  }
+  return out
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })

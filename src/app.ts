@@ -74,6 +74,7 @@ import { createHolidaysRepository } from './modules/holidays/holidays.repository
 import { createHolidaysService } from './modules/holidays/holidays.service.ts'
 import { createPublicHolidayCalendar } from './modules/holidays/public-holidays.ts'
 import { holidaysRoutes } from './modules/holidays/holidays.routes.ts'
+import { changeShowsIn } from './db/read-areas.ts'
 import { operationsRoutes } from './modules/operations/operations.routes.ts'
 import { createTestClockRepository } from './db/test-clock.repository.ts'
 import { createBusinessClock, fixedBusinessClock } from './db/business-clock.ts'
@@ -175,7 +176,7 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys, metrics.rateLimited)
   installIdempotency(app, { db, database, clock: realClock, scheduler })
-  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database })
+  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer })
   await readCache.listen()
   installCacheForgetting(app, readCache)
 
@@ -225,7 +226,7 @@ export async function buildApp(options: AppOptions) {
   // Kept only while both the clients' and the companies' changes are heard.
   const tokenClients = createTokenClients(oauthRepo, { listening: () => access.listening() && readCache.listening() })
   access.onForget(tokenClients.forgetClient)
-  readCache.onForget(tokenClients.forgetCompany)
+  readCache.onForget((companyId, areas) => { if (changeShowsIn('token_client', areas)) tokenClients.forgetCompany(companyId) })
   const secrets = createSecretChecker()
   // A remembered secret is tied to the stored hash it matched, so only a client's own change
   // needs forgetting: a company's disabling or a lost LISTEN must not make every platform
@@ -260,7 +261,7 @@ export async function buildApp(options: AppOptions) {
   })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
-  await app.register(holidaysRoutes, { service: holidays })
+  await app.register(holidaysRoutes, { service: holidays, cache: readCache })
   // Only where the setting is on: elsewhere the routes do not exist (404), whoever asks.
   if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   await app.register(eventsRoutes, { service: events })

@@ -55,6 +55,17 @@ for (const engine of engines) {
       assert.equal(value(text, 'scheduler_oldest_due_seconds'), 0)
     })
 
+    it('the cached reads: answers by read, from the cache or read', async () => {
+      const c = await company(t)
+      await t.app.services.readCache.heardUpToNow()
+      const before = await scrape()
+      const series = (outcome: string) => `read_cache_answers_total{read="holidays",outcome="${outcome}"}`
+      for (let i = 0; i < 3; i++) await t.json(200, { url: `/api/v1/companies/${c.id}/holidays`, token: c.token })
+      const text = await scrape()
+      assert.equal((value(text, series('miss')) ?? 0) - (value(before, series('miss')) ?? 0), 1)
+      assert.equal((value(text, series('hit')) ?? 0) - (value(before, series('hit')) ?? 0), 2)
+    })
+
     it('the database pool: connections in use and requests waiting', async () => {
       // Read while the scrape's own queries (the scheduler's gauges) hold connections: at most those.
       const text = await scrape()

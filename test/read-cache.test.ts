@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { sql, type Transaction } from 'kysely'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { COMPANY_CHANGED, createReadCache } from '../src/db/read-cache.ts'
+import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/db/read-cache.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
@@ -191,6 +191,10 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
   })
 })
 
+/** The body of the teams read of `companyId`, cached or loaded. */
+const read = async (cache: ReadCache, companyId: string, load: () => Promise<string>) =>
+  (await cache.get(companyId, 'teams', '', async () => ({ body: await load() }))).body
+
 for (const engine of engines) {
   describe(`the read cache itself on ${engine}`, () => {
     let database: Awaited<ReturnType<typeof openTestDatabase>>
@@ -204,26 +208,26 @@ for (const engine of engines) {
       const cache = createReadCache({ maxBytes: 1 << 20, database })
       await cache.listen()
       let release!: (body: string) => void
-      const slow = cache.get('company-a', 'teams', () => new Promise<string>((resolve) => { release = resolve }))
+      const slow = read(cache, 'company-a', () => new Promise<string>((resolve) => { release = resolve }))
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'company-a')`.execute(database.db)
       await eventually(async () => cache.stats().companies, (n) => n === 0)
       release('old')
       assert.equal(await slow, 'old', 'the read that was under way gets its answer')
       let loads = 0
-      assert.equal(await cache.get('company-a', 'teams', async () => { loads++; return 'new' }), 'new')
+      assert.equal(await read(cache, 'company-a', async () => { loads++; return 'new' }), 'new')
       assert.equal(loads, 1, 'the old answer was not kept')
-      assert.equal(await cache.get('company-a', 'teams', async () => { loads++; return 'newer' }), 'new', 'the new one was')
+      assert.equal(await read(cache, 'company-a', async () => { loads++; return 'newer' }), 'new', 'the new one was')
     })
 
     it('forgets every company on an empty announcement, and one company on its own', async () => {
       const cache = createReadCache({ maxBytes: 1 << 20, database })
       await cache.listen()
-      await cache.get('a', 'r', async () => 'A')
-      await cache.get('b', 'r', async () => 'B')
+      await read(cache, 'a', async () => 'A')
+      await read(cache, 'b', async () => 'B')
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'a')`.execute(database.db)
       await eventually(async () => cache.stats().companies, (n) => n === 1)
-      assert.equal(await cache.get('b', 'r', async () => 'B2'), 'B')
-      assert.equal(await cache.get('a', 'r', async () => 'A2'), 'A2')
+      assert.equal(await read(cache, 'b', async () => 'B2'), 'B')
+      assert.equal(await read(cache, 'a', async () => 'A2'), 'A2')
       await sql`SELECT pg_notify(${COMPANY_CHANGED}, '')`.execute(database.db)
       assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
     })
@@ -231,12 +235,12 @@ for (const engine of engines) {
     it('announces changes to every listener, concurrent announcements together', async () => {
       const listener = createReadCache({ maxBytes: 1 << 20, database })
       await listener.listen()
-      for (const id of ['a', 'b', 'c']) await listener.get(id, 'r', async () => id)
+      for (const id of ['a', 'b', 'c']) await read(listener, id, async () => id)
       const announcer = createReadCache({ maxBytes: 1 << 20, database })
       await Promise.all([announcer.announce('a'), announcer.announce('b'), announcer.announce('a')])
       await eventually(async () => listener.stats().companies, (n) => n === 1)
-      assert.equal(await listener.get('c', 'r', async () => 'reloaded'), 'c', 'c was not announced')
-      assert.equal(await listener.get('a', 'r', async () => 'reloaded'), 'reloaded')
+      assert.equal(await read(listener, 'c', async () => 'reloaded'), 'c', 'c was not announced')
+      assert.equal(await read(listener, 'a', async () => 'reloaded'), 'reloaded')
       await announcer.announce()
       assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
     })
@@ -245,7 +249,7 @@ for (const engine of engines) {
       const cache = createReadCache({ maxBytes: 1 << 20, database })
       await cache.listen()
       try {
-        assert.equal(await cache.get('long-writer', 'r', async () => 'before'), 'before')
+        assert.equal(await read(cache, 'long-writer', async () => 'before'), 'before')
         let commit!: () => void
         const writing = database.db.transaction().execute(async (trx) => {
           // As a writer whose announcement will never come (the service's own sessions leave it to after the commit).
@@ -254,10 +258,10 @@ for (const engine of engines) {
         })
         // The record is read several times while the transaction runs: its change is not visible yet.
         await new Promise((resolve) => setTimeout(resolve, 700))
-        assert.equal(await cache.get('long-writer', 'r', async () => 'read again'), 'before', 'nothing committed yet')
+        assert.equal(await read(cache, 'long-writer', async () => 'read again'), 'before', 'nothing committed yet')
         commit()
         await writing
-        assert.equal(await eventually(() => cache.get('long-writer', 'r', async () => 'after'), (body) => body === 'after'), 'after')
+        assert.equal(await eventually(() => read(cache, 'long-writer', async () => 'after'), (body) => body === 'after'), 'after')
       } finally {
         cache.stop()
       }
@@ -265,24 +269,24 @@ for (const engine of engines) {
 
     it('caches nothing before it listens, or when it is given no memory', async () => {
       const unheard = createReadCache({ maxBytes: 1 << 20, database })
-      await unheard.get('a', 'r', async () => 'A')
-      assert.equal(await unheard.get('a', 'r', async () => 'A2'), 'A2')
+      await read(unheard, 'a', async () => 'A')
+      assert.equal(await read(unheard, 'a', async () => 'A2'), 'A2')
       const off = createReadCache({ maxBytes: 0, database })
       await off.listen()
-      await off.get('a', 'r', async () => 'A')
-      assert.equal(await off.get('a', 'r', async () => 'A2'), 'A2')
+      await read(off, 'a', async () => 'A')
+      assert.equal(await read(off, 'a', async () => 'A2'), 'A2')
     })
 
     it('stays within its memory, dropping the companies cached first', async () => {
       const cache = createReadCache({ maxBytes: 10_000, database })
       await cache.listen()
       const body = 'x'.repeat(1_000)
-      for (let i = 0; i < 20; i++) await cache.get(`c${i}`, 'r', async () => body)
+      for (let i = 0; i < 20; i++) await read(cache, `c${i}`, async () => body)
       const { bytes, companies } = cache.stats()
       assert.ok(bytes <= 10_000, `${bytes} bytes`)
       assert.ok(companies >= 3 && companies < 20, `${companies} companies`)
-      assert.equal(await cache.get('c19', 'r', async () => 'reloaded'), body, 'the last one is still there')
-      assert.equal(await cache.get('c0', 'r', async () => 'reloaded'), 'reloaded', 'the first one was dropped')
+      assert.equal(await read(cache, 'c19', async () => 'reloaded'), body, 'the last one is still there')
+      assert.equal(await read(cache, 'c0', async () => 'reloaded'), 'reloaded', 'the first one was dropped')
     })
   })
 }

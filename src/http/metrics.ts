@@ -54,6 +54,7 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     labelNames: ['kind'], registers,
   })
   const rateLimited = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused with 429 by the rate limit', registers })
+  const readCacheAnswers = new Counter({ name: 'read_cache_answers_total', help: 'Answers of cached reads, by read and outcome: hit (from the cache), miss (read, and kept when it safely could be), uncached (the cache off or not listening)', labelNames: ['read', 'outcome'], registers })
   const shed = new Counter({ name: 'load_shed_refusals_total', help: 'Requests refused with 503 by load shedding, by what was over its threshold', labelNames: ['reason'], registers })
 
   const observeProvider: ProviderObserver = (provider, operation, seconds, failed) => {
@@ -101,6 +102,7 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     jobFailed: (kind: string) => jobFailures.inc({ kind }),
     reconciliationDrift: (kind: string) => reconciliationDrift.inc({ kind }),
     rateLimited: () => rateLimited.inc(),
+    readCacheAnswer: (read: string, outcome: 'hit' | 'miss' | 'uncached') => readCacheAnswers.inc({ read, outcome }),
     shed: (reason: string) => shed.inc({ reason }),
   }
 }

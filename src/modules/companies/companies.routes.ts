@@ -68,7 +68,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   })
 
   app.patch(`${BASE}/:company_id`, {
-    config: { access: { area: 'company' } },
+    config: { access: { area: 'company' }, changes: ['companies'] },
     schema: {
       operationId: 'updateCompany', tags, summary: 'Change a company\'s fields (JSON merge patch)',
       description: 'A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company\'s writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company\'s change_log. 202, no body.',
@@ -84,11 +84,11 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     schema: { operationId: 'getCompany', tags, summary: 'Get a company (34)', params: CompanyParams, response: { 200: Company } },
   }, async (request, reply) => {
     const companyId = request.params.company_id
-    return replyCached(reply, cache, companyId, 'company', () => service.getCompany(companyId))
+    return replyCached(reply, cache, companyId, 'company', '', () => service.getCompany(companyId))
   })
 
   app.put(`${BASE}/:company_id`, {
-    config: { access: { area: 'company' } },
+    config: { access: { area: 'company' }, changes: ['companies'] },
     preValidation: takesNoBody('This route disables the company and takes no body; company fields cannot be changed through it'),
     schema: {
       operationId: 'disableCompany', tags, summary: 'Disable a company (33); no body',
@@ -101,7 +101,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   })
 
   app.put(`${BASE}/:company_id/enable`, {
-    config: { access: 'platform' },
+    config: { access: 'platform', changes: ['companies'] },
     preValidation: takesNoBody('This route enables the company and takes no body'),
     schema: {
       operationId: 'enableCompany', tags, summary: 'Enable a disabled company',
@@ -127,7 +127,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   const subsidiaries = `${BASE}/:company_id/subsidiaries`
   app.post(subsidiaries, {
-    config: { access: { area: 'company' } },
+    config: { access: { area: 'company' }, changes: ['subsidiaries'] },
     schema: { operationId: 'createSubsidiary', tags, summary: 'Create a subsidiary', params: CompanyParams, body: SubsidiaryInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     const { company_id } = request.params
@@ -154,7 +154,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   const contracts = `${BASE}/:company_id/contracts`
   const contractTags = ['Contracts']
   app.post(contracts, {
-    config: { access: { area: 'contract' } },
+    config: { access: { area: 'contract' }, changes: ['contracts'] },
     schema: { operationId: 'createContract', tags: contractTags, summary: 'Create a contract (an employee)', params: CompanyParams, body: ContractInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     const { company_id } = request.params
@@ -170,8 +170,11 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     },
   }, async (request, reply) => {
     const { limit: _l, cursor: _c, ...filter } = request.query
-    const page = readPage(request, ['text', 'text', 'uuid'])
-    return answerPage(request, reply, page, await service.listContracts(request.params.company_id, filter, page))
+    // Every page and filter set from the cache: its URL (path and query) is its key.
+    return replyCached(reply, cache, request.params.company_id, 'contracts', request.url, async () => {
+      const page = readPage(request, ['text', 'text', 'uuid'])
+      return answerPage(request, reply, page, await service.listContracts(request.params.company_id, filter, page))
+    })
   })
 
   app.get(`${contracts}/:contract_id`, {
@@ -180,7 +183,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   }, async (request) => service.getContract(request.params.company_id, request.params.contract_id))
 
   app.put(`${contracts}/:contract_id`, {
-    config: { access: { area: 'contract' } },
+    config: { access: { area: 'contract' }, changes: ['contracts'] },
     schema: { operationId: 'updateContract', tags: contractTags, summary: 'Replace a contract', params: ContractParams, body: ContractInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     await service.updateContract(request.params.company_id, request.params.contract_id, request.body)

@@ -68,6 +68,16 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       return row
     },
 
+    /**
+     * The year it is now in every time zone (from UTC-12 to UTC+14), so in the company's whatever
+     * its time zone; undefined in the hours around New Year when zones disagree.
+     */
+    yearEverywhere(): number | undefined {
+      const now = clock.now().getTime()
+      const west = new Date(now - 12 * 3_600_000).getUTCFullYear()
+      return west === new Date(now + 14 * 3_600_000).getUTCFullYear() ? west : undefined
+    },
+
     /** 26: the company-wide holidays as defined (not expanded), by day. */
     async listCompanyWide(companyId: string, page: KeysetPage): Promise<Paged<Holiday>> {
       await requireCompany(companyId)

@@ -1,0 +1,289 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { sql, type Transaction } from 'kysely'
+import { buildApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { ANNOUNCE_SETTING } from '../src/db/database.ts'
+import { ANNOUNCED_TABLES, CACHED_READS, type CachedRead } from '../src/db/read-areas.ts'
+import type { DB } from '../src/db/tables.ts'
+import { buildTestApp, engines, type TestApp, type Call } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
+import { company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
+import { has, requires } from './helpers/requires.ts'
+import { eventually } from './helpers/eventually.ts'
+
+/**
+ * The cached reads forget by what changed (src/db/read-areas.ts): a write forgets the answers
+ * that show what it changed, and leaves the others served from the cache.
+ *
+ * How a test sees that an answer came from the cache: a change made behind the service's back
+ * (in the service's own session, which leaves announcing to the service, with its record in
+ * `company_changes` deleted in its transaction), that no announcement covers. An answer that
+ * shows it was read again from the database; one that does not was served from the cache.
+ */
+
+type Reads = Record<Exclude<CachedRead, 'token_client'>, string>
+
+interface World { c: CompanyFixture; leader: string; other: string; teamId: string; spareTeamId: string; subsidiaryId: string; reads: Reads }
+
+/** A company with a contract leading a team, another contract, a team without members, a subsidiary, and a holiday of each in 2027. */
+async function world(t: TestApp): Promise<World> {
+  const c = await company(t)
+  const leader = await contract(t, c.id)
+  const other = await contract(t, c.id)
+  const teamId = await team(t, c.id, { team_leader_ids: [leader] })
+  const spareTeamId = await team(t, c.id)
+  const subsidiaryId = await subsidiary(t, c.id)
+  await t.json(202, { method: 'POST', url: `/api/v1/companies/${c.id}/holidays`, token: c.token, body: { name: 'Company day', day: '2027-05-10' } })
+  await t.json(202, { method: 'POST', url: `/api/v1/companies/${c.id}/holidays`, token: c.token, body: { name: 'Branch day', day: '2027-06-10', subsidiary_id: subsidiaryId } })
+  const base = `/api/v1/companies/${c.id}`
+  const reads: Reads = {
+    company: base, teams: `${base}/teams`, contracts: `${base}/contracts?limit=50`, holidays: `${base}/holidays`,
+    subsidiary_holidays: `${base}/subsidiaries/${subsidiaryId}/holidays`, all_holidays: `${base}/all_holidays?year=2027`,
+  }
+  return { c, leader, other, teamId, spareTeamId, subsidiaryId, reads }
+}
+
+/** Changes what every cached read shows (a name in each), with no announcement and no record. */
+async function behindTheBack(t: TestApp, w: World, marker: string) {
+  await t.app.database.db.transaction().execute(async (trx) => {
+    await sql`UPDATE companies SET name = ${marker} WHERE id = ${w.c.id}`.execute(trx)
+    await sql`UPDATE teams SET name = ${marker} WHERE company_id = ${w.c.id} AND id = ${w.teamId}`.execute(trx)
+    await sql`UPDATE contracts SET first_name = ${marker} WHERE company_id = ${w.c.id} AND id = ${w.leader}`.execute(trx)
+    await sql`UPDATE holidays SET name = ${marker} WHERE company_id = ${w.c.id}`.execute(trx)
+    await sql`DELETE FROM company_changes WHERE xid = pg_current_xact_id()`.execute(trx)
+  })
+}
+
+/** Runs statements as any other session would (psql, a script): its triggers announce. */
+async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Promise<unknown>) {
+  await t.app.database.db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
+    await work(trx)
+  })
+}
+
+/** Every cached read, once the record of the writes before has been heard (it would forget them later). */
+async function warm(t: TestApp, w: World) {
+  await t.app.services.readCache.heardUpToNow()
+  await readAll(t, w)
+}
+
+const readAll = async (t: TestApp, w: World) => {
+  const bodies = {} as Record<keyof Reads, string>
+  for (const [read, url] of Object.entries(w.reads) as Array<[keyof Reads, string]>) {
+    const res = await t.call({ url, token: w.c.token })
+    assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
+    bodies[read] = res.body
+  }
+  return bodies
+}
+
+/** Which reads show the marker (read again) and which do not (served from the cache). */
+const freshOnes = (bodies: Record<string, string>, marker: string) => Object.keys(bodies).filter((read) => bodies[read]!.includes(marker)).sort()
+
+for (const engine of engines) {
+  describe(`cached reads forget by what changed on ${engine}`, () => {
+    let t: TestApp
+    let w: World
+    before(async () => {
+      t = await buildTestApp(engine)
+      w = await world(t)
+    })
+    after(async () => { await t?.close() })
+
+    // Each write, and the reads it must make fresh; every other read stays served from the cache.
+    const writes: Array<{ name: string; call: (w: World, n: number) => Call; fresh: Array<keyof Reads> }> = [
+      { name: 'a team created', call: (w, n) => ({ method: 'POST', url: `/api/v1/companies/${w.c.id}/teams`, body: { name: `New ${n}`, code: `N${n}`, team_leader_ids: [w.other] } }), fresh: ['contracts', 'teams'] },
+      { name: 'a contract created', call: (w) => ({ method: 'POST', url: `/api/v1/companies/${w.c.id}/contracts`, body: { first_name: 'New', last_name: 'Hire' } }), fresh: ['contracts'] },
+      { name: 'a contract made a leader', call: (w) => ({ method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${w.teamId}/upgrade_contract`, body: { contract_id: w.other } }), fresh: ['contracts', 'teams'] },
+      { name: 'a holiday created', call: (w, n) => ({ method: 'POST', url: `/api/v1/companies/${w.c.id}/holidays`, body: { name: `Closure ${n}`, day: '2028-01-03' } }), fresh: ['all_holidays', 'holidays', 'subsidiary_holidays'] },
+      { name: 'the company patched', call: (w, n) => ({ method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, body: { city: `City ${n}` } }), fresh: ['all_holidays', 'company'] },
+      { name: 'a subsidiary created', call: () => ({ method: 'POST', url: `/api/v1/companies/${w.c.id}/subsidiaries`, body: { name: 'Another branch' } }), fresh: ['subsidiary_holidays'] },
+      { name: 'a team renamed', call: (w, n) => ({ method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${w.spareTeamId}`, body: { name: `Renamed ${n}`, code: `R${n}` } }), fresh: ['contracts', 'teams'] },
+    ]
+    writes.forEach((write, n) => {
+      it(`${write.name}: makes fresh the reads that show it, and only those`, async () => {
+        await warm(t, w)
+        const marker = `hidden-${n}-${randomUUID().slice(0, 8)}`
+        await behindTheBack(t, w, marker)
+        assert.deepEqual(freshOnes(await readAll(t, w), marker), [], 'every read is served from the cache')
+        await t.json(202, { ...write.call(w, n), token: w.c.token })
+        assert.deepEqual(freshOnes(await readAll(t, w), marker), write.fresh)
+      })
+    })
+
+    it('shows a membership change in the contracts page\'s team_ids', async () => {
+      const page = async () => (await t.json<Array<{ id: string; team_ids: string[] }>>(200, { url: w.reads.contracts, token: w.c.token })).find((x) => x.id === w.other)!.team_ids
+      const teamId = await team(t, w.c.id)
+      assert.ok(!(await page()).includes(teamId))
+      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${teamId}/upgrade_contract`, token: w.c.token, body: { contract_id: w.other } })
+      assert.ok((await page()).includes(teamId), 'joined')
+      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${teamId}/remove_contract`, token: w.c.token, body: { contract_id: w.other } })
+      assert.ok(!(await page()).includes(teamId), 'left')
+    })
+
+    it('shows a change of the company\'s country in all_holidays, with and without a year', async () => {
+      const names = async (url: string) => (await t.json<Array<{ name: string; source: string }>>(200, { url, token: w.c.token })).filter((h) => h.source === 'public').map((h) => h.name).join('|')
+      const thisYear = `/api/v1/companies/${w.c.id}/all_holidays`
+      const italian = [await names(w.reads.all_holidays), await names(thisYear)]
+      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: w.c.token, body: { country: 'FR', province: null, timezone: 'Europe/Paris' } })
+      const french = [await names(w.reads.all_holidays), await names(thisYear)]
+      assert.notEqual(french[0], italian[0])
+      assert.notEqual(french[1], italian[1])
+      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: w.c.token, body: { country: 'IT', timezone: 'Europe/Rome' } })
+      assert.equal(await names(w.reads.all_holidays), italian[0])
+    })
+
+    it('keeps each page and each filter apart, with its Link header', async () => {
+      const first = await t.call({ url: `/api/v1/companies/${w.c.id}/contracts?limit=1`, token: w.c.token })
+      const again = await t.call({ url: `/api/v1/companies/${w.c.id}/contracts?limit=1`, token: w.c.token })
+      assert.equal(again.body, first.body)
+      assert.ok(first.headers.link, 'a next page')
+      assert.equal(again.headers.link, first.headers.link)
+      const next = String(first.headers.link).slice(1, String(first.headers.link).indexOf('>'))
+      const second = await t.json<Array<{ id: string }>>(200, { url: next, token: w.c.token })
+      assert.notEqual(second[0]!.id, (JSON.parse(first.body) as Array<{ id: string }>)[0]!.id)
+      const all = await t.json<unknown[]>(200, { url: `/api/v1/companies/${w.c.id}/contracts`, token: w.c.token })
+      const inTeam = await t.json<unknown[]>(200, { url: `/api/v1/companies/${w.c.id}/contracts?team_id=${w.teamId}`, token: w.c.token })
+      assert.ok(inTeam.length < all.length)
+      assert.equal((await t.call({ url: `/api/v1/companies/${w.c.id}/contracts?limit=1&cursor=bad`, token: w.c.token })).statusCode, 400, 'a bad cursor is still refused')
+    })
+
+    it('forgets the right areas on a change written in plain SQL, announced by the triggers', async () => {
+      await warm(t, w)
+      const marker = `by-hand-${randomUUID().slice(0, 8)}`
+      await behindTheBack(t, w, marker)
+      await asAnotherSession(t, (trx) => sql`UPDATE holidays SET is_worker_holiday = NOT is_worker_holiday WHERE company_id = ${w.c.id}`.execute(trx))
+      await eventually(() => readAll(t, w), (bodies) => freshOnes(bodies, marker).length === 3)
+      assert.deepEqual(freshOnes(await readAll(t, w), marker), ['all_holidays', 'holidays', 'subsidiary_holidays'])
+    })
+
+    it('forgets the right areas on a change heard only through its commit\'s record', async () => {
+      await warm(t, w)
+      const marker = `recorded-${randomUUID().slice(0, 8)}`
+      await behindTheBack(t, w, marker)
+      // The service's own session: no announcement (as a writer that died after its commit), only the record.
+      await sql`UPDATE team_members SET is_leader = is_leader WHERE company_id = ${w.c.id}`.execute(t.app.database.db)
+      await eventually(() => readAll(t, w), (bodies) => freshOnes(bodies, marker).length === 2)
+      assert.deepEqual(freshOnes(await readAll(t, w), marker), ['contracts', 'teams'])
+    })
+
+    it('announces and records every table a cached read shows', async () => {
+      for (const table of ANNOUNCED_TABLES) {
+        const { rows } = await sql<{ fn: string; type: number }>`
+          SELECT p.proname AS fn, t.tgtype::int AS type FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
+          WHERE c.relname = ${table} AND NOT t.tgisinternal`.execute(t.app.database.db)
+        // tgtype's bits: 4 INSERT, 8 DELETE, 16 UPDATE.
+        const events = (fns: string[]) => rows.filter((r) => fns.includes(r.fn)).reduce((bits, r) => bits | (r.type & 28), 0)
+        assert.equal(events(['announce_company_changes']), 28, `${table}: announced on insert, update and delete`)
+        assert.equal(events(['record_company_change', 'record_every_company_change']), 28, `${table}: recorded on insert, update and delete`)
+      }
+    })
+
+    it('reads, for each cached read, only tables it declares (and companies, for a company\'s existence)', async () => {
+      const { rows } = await sql<{ name: string }>`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'`.execute(t.app.database.db)
+      const tables = new Set(rows.map((r) => r.name))
+      const executor = t.app.database.db.getExecutor()
+      const original = executor.executeQuery.bind(executor)
+      const seen: string[] = []
+      executor.executeQuery = ((query: { sql: string }, ...rest: unknown[]) => {
+        seen.push(query.sql)
+        return (original as (...args: unknown[]) => Promise<unknown>)(query, ...rest)
+      }) as typeof executor.executeQuery
+      try {
+        for (const [read, url] of Object.entries(w.reads) as Array<[keyof Reads, string]>) {
+          t.app.services.readCache.forget()
+          seen.length = 0
+          await t.json(200, { url, token: w.c.token })
+          const named = seen.flatMap((text) => [...text.matchAll(/\b(?:from|join)\s+"?([a-z_]+)"?/gi)].map((m) => m[1]!.toLowerCase())).filter((name) => tables.has(name))
+          assert.ok(named.length > 0, `${read}: its queries were seen`)
+          const declared = new Set<string>([...CACHED_READS[read], 'companies'])
+          assert.deepEqual([...new Set(named)].filter((name) => !declared.has(name)), [], `${read} reads tables it does not declare`)
+        }
+      } finally {
+        executor.executeQuery = original
+      }
+    })
+
+    it('announces, for each write route that names what it changes, every table its commit recorded', async () => {
+      // The record of a route's write: which tables its commit changed, for this company.
+      const counts = async () => Object.fromEntries((await sql<{ area: string; n: number }>`
+        SELECT area, count(*)::int AS n FROM company_changes WHERE company_id = ${w.c.id} GROUP BY area`.execute(t.app.database.db)).rows.map((r) => [r.area, r.n]))
+      const holiday = `/api/v1/companies/${w.c.id}/holidays`
+      const holidayId = (await t.json<Array<{ id: string }>>(200, { url: holiday, token: w.c.token }))[0]!.id
+      const calls: Call[] = [
+        ...writes.map((write, n) => write.call(w, 100 + n)),
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/add_contract`, body: { contract_id: w.other, team_ids: [w.teamId] } },
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${w.teamId}/downgrade_contract`, body: { contract_id: w.other } },
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${w.teamId}/remove_contract`, body: { contract_id: w.other } },
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}/contracts/${w.other}`, body: { first_name: 'Changed', last_name: 'Name' } },
+        { method: 'PUT', url: `${holiday}/${holidayId}`, body: { name: 'Changed', day: '2027-05-11' } },
+        { method: 'DELETE', url: `${holiday}/${holidayId}` },
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}` },
+        { method: 'PUT', url: `/api/v1/companies/${w.c.id}/enable`, token: t.platformToken },
+      ]
+      const cache = t.app.services.readCache
+      const announce = cache.announce
+      let announced: Array<readonly string[] | undefined> = []
+      cache.announce = (companyId, areas) => { announced.push(areas); return announce(companyId, areas) }
+      try {
+        for (const call of calls) {
+          const before = await counts()
+          announced = []
+          const res = await t.call({ token: w.c.token, ...call })
+          assert.ok(res.statusCode < 300, `${call.method} ${call.url}: ${res.statusCode} ${res.body}`)
+          const after = await counts()
+          const recorded = Object.keys(after).filter((area) => after[area] !== before[area]).sort()
+          assert.equal(announced.length, 1, `${call.method} ${call.url}: one announcement`)
+          const areas = announced[0]
+          assert.ok(areas !== undefined, `${call.method} ${call.url} names what it changes`)
+          assert.deepEqual(recorded.filter((area) => !areas.includes(area)), [], `${call.method} ${call.url}: its commit changed ${recorded.join(', ')}, it announces ${areas.join(', ')}`)
+        }
+      } finally {
+        cache.announce = announce
+      }
+    })
+  })
+}
+
+describe('cached reads by area with two instances on one PostgreSQL database', () => {
+  let t: TestApp
+  let second: Awaited<ReturnType<typeof buildApp>>
+  before(async () => {
+    if (!has('postgres')) return // its test shows as skipped, with the reason
+    t = await buildTestApp('postgres')
+    const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+    second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
+    await second.ready()
+  })
+  after(async () => {
+    await second?.close()
+    await t?.close()
+  })
+
+  it('an instance hears another\'s change of one area, and keeps serving the others', requires('postgres'), async () => {
+    const w = await world(t)
+    const readAllOnSecond = async () => {
+      const bodies = {} as Record<string, string>
+      for (const [read, url] of Object.entries(w.reads)) {
+        const res = await second.inject({ url, headers: { authorization: `Bearer ${w.c.token}` } })
+        assert.equal(res.statusCode, 200)
+        bodies[read] = res.body
+      }
+      return bodies
+    }
+    await second.services.readCache.heardUpToNow()
+    await readAllOnSecond()
+    const marker = `hidden-${randomUUID().slice(0, 8)}`
+    await behindTheBack(t, w, marker)
+    assert.deepEqual(freshOnes(await readAllOnSecond(), marker), [], 'the second instance serves every read from its cache')
+    await t.json(202, { method: 'POST', url: `/api/v1/companies/${w.c.id}/holidays`, token: w.c.token, body: { name: 'Heard', day: '2027-09-01' } })
+    await eventually(readAllOnSecond, (bodies) => freshOnes(bodies, marker).length === 3)
+    assert.deepEqual(freshOnes(await readAllOnSecond(), marker), ['all_holidays', 'holidays', 'subsidiary_holidays'])
+    await t.json(202, { method: 'PUT', url: `/api/v1/companies/${w.c.id}/teams/${w.teamId}/upgrade_contract`, token: w.c.token, body: { contract_id: w.other } })
+    await eventually(readAllOnSecond, (bodies) => freshOnes(bodies, marker).length === 5)
+    assert.deepEqual(freshOnes(await readAllOnSecond(), marker), ['all_holidays', 'contracts', 'holidays', 'subsidiary_holidays', 'teams'])
+  })
+})
