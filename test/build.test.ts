@@ -156,3 +156,23 @@ for (const engine of engines) {
     })
   })
 }
+
+describe('the built server configured for Chargebee', () => {
+  it('loads the Chargebee SDK, which the bundle leaves out, from node_modules', async () => {
+    // Only a configured server loads it (chargebee-sdk.ts): a require the bundle cannot resolve
+    // would stop this start, and no other test starts the bundle with Chargebee configured.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-cb-'))
+    let server: Awaited<ReturnType<typeof startBuilt>> | undefined
+    try {
+      server = await startBuilt({
+        DATA_DIR: dataDir, CHARGEBEE_SITE: 'build-test', CHARGEBEE_API_KEY: 'test_key', CHARGEBEE_PROTOCOL: 'http',
+        CHARGEBEE_HOST_SUFFIX: '.invalid', CHARGEBEE_RECONCILE_INTERVAL_SECONDS: '0',
+      })
+      assert.equal((await fetch(`${server.url}/ready`)).status, 200)
+      assert.doesNotMatch(server.output(), /Cannot find|ERR_MODULE_NOT_FOUND/)
+    } finally {
+      await stop(server?.child)
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
