@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
 import type { DB } from './tables.ts'
+import { initPgliteDataDir } from './pglite-initdb.ts'
 import { outsideRequestScope, pin, pinnedBorrow, type RequestTransaction } from './request-transaction.ts'
 
 export type Engine = 'postgres' | 'pglite'
@@ -221,9 +222,11 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     try {
       makeDirectory(dataDir)
       release = takeLock(path.join(dataDir, '.lock'))
+      await initPgliteDataDir(path.join(dataDir, 'pgdata'))
     } catch (err) {
+      release()
       const { code, message } = err as NodeJS.ErrnoException
-      // takeLock's own refusals already name the setting.
+      // takeLock's and initdb's own refusals already name the setting.
       throw code ? new Error(`DATA_DIR ${dataDir} cannot be used for the embedded database: ${message}`) : err
     }
     pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), startParams })
