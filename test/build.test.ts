@@ -66,6 +66,16 @@ before(() => {
 })
 after(() => { fs.rmSync(OUT, { recursive: true, force: true }) })
 
+describe('the bundle', () => {
+  it('holds no character above U+00FF, so V8 keeps its source in one byte per character', () => {
+    // One such character (a dash in a template literal, which esbuild copies as it is) made the
+    // whole source a two-byte string: 2.4 MB more of the server's memory (bench/findings.md).
+    const source = fs.readFileSync(path.join(OUT, 'server.js'), 'utf8')
+    const wide = /[^\u0000-\u00ff]/.exec(source)
+    assert.ok(!wide, wide ? `found ${JSON.stringify(wide[0])} in ${JSON.stringify(source.slice(Math.max(0, wide.index - 60), wide.index + 20))}` : '')
+  })
+})
+
 for (const engine of engines) {
   describe(`the built server (npm start) on ${engine}`, () => {
     let server: Awaited<ReturnType<typeof startBuilt>> | undefined
