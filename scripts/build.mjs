@@ -23,9 +23,10 @@ await build({
   format: 'esm',
   external: [
     // Loaded only when used, from node_modules: PGlite finds its WebAssembly files beside its own
-    // module; date-holidays is megabytes of calendars; pg-native is optional. (/docs reads
+    // module; date-holidays is megabytes of calendars; chargebee (with zod) is 1.6 MB that only a
+    // server configured for Chargebee loads (chargebee-sdk.ts); pg-native is optional. (/docs reads
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'pg-native',
+    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

@@ -66,6 +66,16 @@ before(() => {
 })
 after(() => { fs.rmSync(OUT, { recursive: true, force: true }) })
 
+describe('the bundle', () => {
+  it('holds no character above U+00FF, so V8 keeps its source in one byte per character', () => {
+    // One such character (a dash in a template literal, which esbuild copies as it is) made the
+    // whole source a two-byte string: 2.4 MB more of the server's memory (bench/findings.md).
+    const source = fs.readFileSync(path.join(OUT, 'server.js'), 'utf8')
+    const wide = /[^\u0000-\u00ff]/.exec(source)
+    assert.ok(!wide, wide ? `found ${JSON.stringify(wide[0])} in ${JSON.stringify(source.slice(Math.max(0, wide.index - 60), wide.index + 20))}` : '')
+  })
+})
+
 for (const engine of engines) {
   describe(`the built server (npm start) on ${engine}`, () => {
     let server: Awaited<ReturnType<typeof startBuilt>> | undefined
@@ -156,3 +166,23 @@ for (const engine of engines) {
     })
   })
 }
+
+describe('the built server configured for Chargebee', () => {
+  it('loads the Chargebee SDK, which the bundle leaves out, from node_modules', async () => {
+    // Only a configured server loads it (chargebee-sdk.ts): a require the bundle cannot resolve
+    // would stop this start, and no other test starts the bundle with Chargebee configured.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-cb-'))
+    let server: Awaited<ReturnType<typeof startBuilt>> | undefined
+    try {
+      server = await startBuilt({
+        DATA_DIR: dataDir, CHARGEBEE_SITE: 'build-test', CHARGEBEE_API_KEY: 'test_key', CHARGEBEE_PROTOCOL: 'http',
+        CHARGEBEE_HOST_SUFFIX: '.invalid', CHARGEBEE_RECONCILE_INTERVAL_SECONDS: '0',
+      })
+      assert.equal((await fetch(`${server.url}/ready`)).status, 200)
+      assert.doesNotMatch(server.output(), /Cannot find|ERR_MODULE_NOT_FOUND/)
+    } finally {
+      await stop(server?.child)
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})

@@ -58,6 +58,17 @@ describe('a bad setting stops the start with a sentence naming it', () => {
     }
   })
 
+  it('DATA_DIR whose database folder (pgdata) is a file', async () => {
+    // A new directory's database is created in a process of its own (src/db/pglite-initdb.ts).
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-settings-pgdata-'))
+    fs.writeFileSync(path.join(dir, 'pgdata'), '')
+    try {
+      await refused({ DATA_DIR: dir }, /DATA_DIR .* cannot be used for the embedded database: EEXIST/)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
   it('HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS (it used to be accepted)', async () => {
     await refused({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }, /HEADERS_TIMEOUT_MS \(20000\) must not exceed REQUEST_TIMEOUT_MS \(10000\)/)
   })

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
 import type { DB } from './tables.ts'
+import { initPgliteDataDir } from './pglite-initdb.ts'
 import { outsideRequestScope, pin, pinnedBorrow, type RequestTransaction } from './request-transaction.ts'
 
 export type Engine = 'postgres' | 'pglite'
@@ -211,9 +212,12 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   let release = () => {}
   let pglite: PGlite
   // PGlite's PostgreSQL keeps 128 MB of shared buffers in the process's memory by default, which
-  // doubled the idle RSS of a server on PGlite (bench/RESULTS.md). 32 MB holds the working set of
-  // a small deployment; a page beyond it is read again from the data directory (the OS caches it).
-  const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB']
+  // doubled the idle RSS of a server on PGlite (bench/RESULTS.md). PGlite touches all of them at
+  // its start, so each MB is a MB of idle RSS: 16 MB (2,048 pages) holds the hot pages of a small
+  // deployment; a page beyond them is read again from the data directory, which the OS caches
+  // (bench/findings.md, "Issue 19": 32 → 16 MB took ~20 MB off the idle RSS, the PGlite
+  // workloads of the bench unchanged).
+  const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
   if (options.pgliteDump) {
     pglite = new PGlite({ loadDataDir: options.pgliteDump, startParams })
   } else {
@@ -221,9 +225,11 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     try {
       makeDirectory(dataDir)
       release = takeLock(path.join(dataDir, '.lock'))
+      await initPgliteDataDir(path.join(dataDir, 'pgdata'))
     } catch (err) {
+      release()
       const { code, message } = err as NodeJS.ErrnoException
-      // takeLock's own refusals already name the setting.
+      // takeLock's and initdb's own refusals already name the setting.
       throw code ? new Error(`DATA_DIR ${dataDir} cannot be used for the embedded database: ${message}`) : err
     }
     pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), startParams })

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import Chargebee from 'chargebee'
 import type { Config } from '../../../config.ts'
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
 import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
+import { chargebeeSdk } from './chargebee-sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.ts'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee-retry.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee-writes.ts'
@@ -38,6 +38,7 @@ export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string
  * an uncertain outcome settled by reading Chargebee back: chargebee-read-back.ts).
  */
 export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
+  const Chargebee = chargebeeSdk()
   const cb = new Chargebee({
     site: settings.site,
     apiKey: settings.apiKey,

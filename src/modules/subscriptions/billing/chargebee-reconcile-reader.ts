@@ -1,6 +1,6 @@
-import Chargebee from 'chargebee'
 import type { PaymentSource } from '../../../db/tables.ts'
 import type { ChargebeeSettings } from './chargebee-provider.ts'
+import { chargebeeSdk } from './chargebee-sdk.ts'
 import { cardOf, type CbCard, type CbSubscription } from './chargebee-mapping.ts'
 import type { CbCreditNote, CbInvoice } from './chargebee-ledger-mapping.ts'
 
@@ -20,6 +20,7 @@ export class MissingAtChargebee extends Error {}
  * provider's settings: reads only, and, unlike the provider's calls, outside any request.
  */
 export function createChargebeeReconcileReader(settings: ChargebeeSettings) {
+  const Chargebee = chargebeeSdk()
   const cb = new Chargebee({
     site: settings.site, apiKey: settings.apiKey, protocol: settings.protocol ?? 'https', hostSuffix: settings.hostSuffix ?? '.chargebee.com',
     port: settings.port ?? 443, timeout: settings.timeoutMs ?? 15_000, retryConfig: { enabled: false }, sdkTelemetryEnabled: false,
