@@ -25,8 +25,10 @@ const DROP_BATCH = 500
  * (bench/findings.md, "Issue 15").
  */
 export const DELIVERY_POLL_MS = 250
-/** A write of this instance, or a call ending at an endpoint that had more waiting: a pass this soon (writes coalesce). */
-const WAKE_MS = 5
+/** After a write of this instance, a pass this soon: a stream of writes makes a pass every WRITE_WAKE_MS, not one per write. */
+const WRITE_WAKE_MS = 20
+/** After a call ends at an endpoint that had more due than its free slots: a pass this soon (the calls ending meanwhile join it). */
+const SLOT_WAKE_MS = 2
 
 /**
  * Delivery, at least once, across instances, without a scheduler job per delivery: the
@@ -102,7 +104,7 @@ export function createWebhookDelivery(deps: {
     const left = (calls.get(endpointId) ?? 1) - 1
     if (left > 0) calls.set(endpointId, left)
     else calls.delete(endpointId)
-    if (saturated.delete(endpointId)) wakeIn(WAKE_MS)
+    if (saturated.delete(endpointId)) wakeIn(SLOT_WAKE_MS)
   }
 
   function wakeIn(delayMs: number) {
@@ -133,7 +135,7 @@ export function createWebhookDelivery(deps: {
       wakeIn(0)
     },
     /** A pass soon: this instance wrote events (a request's change), whose deliveries are due now. */
-    wake() { wakeIn(WAKE_MS) },
+    wake() { wakeIn(WRITE_WAKE_MS) },
     /** Stops claiming; the pass under way ends. The calls under way go on: settled() waits for them. */
     async stop() {
       stopped = true
