@@ -235,7 +235,7 @@ export async function buildApp(options: AppOptions) {
   const eventsRepo = createEventsRepository(db)
   const events = createEventsService({ repo: eventsRepo })
   const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS })
-  const endpointsRepo = createWebhookEndpointsRepository(db, { queue: database.background() })
+  const endpointsRepo = createWebhookEndpointsRepository(db)
   const webhookDelivery = createWebhookDelivery({
     repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),

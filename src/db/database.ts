@@ -23,13 +23,6 @@ export interface Database {
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
   /** The pool's connections now, for the metrics. */
   poolStats(): { total: number; idle: number; waiting: number }
-  /**
-   * Connections of their own (two at most, opened when first used) for a background loop whose
-   * short statements must not queue behind the requests' transactions for a pooled connection,
-   * nor take one from them: the webhook delivery loop (its claim waited ~40 ms for one under a
-   * write load; bench/findings.md, "Issue 15"). On PGlite, the one session.
-   */
-  background(): Kysely<DB>
   close(): Promise<void>
 }
 
@@ -89,20 +82,11 @@ async function createPostgres(connectionString: string, max: number): Promise<Da
   const listeners: pg.Client[] = []
   const pooled = preparingPool(pool, MAX_NAMED.postgres)
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
-  let background: Kysely<DB> | undefined
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
   return {
     db,
     engine: 'postgres',
-    background() {
-      if (!background) {
-        const own = new pg.Pool({ connectionString, max: 2, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
-        keepErrorsQuiet(own)
-        background = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool(own, MAX_NAMED.postgres) }) })
-      }
-      return background
-    },
     /**
      * A LISTEN connection that the server drops (a restart, a failover, a killed backend) is
      * opened again, with a growing delay while the server is away. Notifications sent meanwhile
@@ -156,7 +140,6 @@ async function createPostgres(connectionString: string, max: number): Promise<Da
       if (closed) return
       closed = true
       await Promise.all(listeners.map((c) => c.end().catch(() => {})))
-      await background?.destroy()
       await db.destroy()
     },
   }
@@ -267,7 +250,6 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   return {
     db,
     engine: 'pglite',
-    background: () => db,
     // One process and one session: its own NOTIFYs reach it at commit, and none can be missed
     // until the database is closed.
     async listen(channel, onMessage, onListening) {

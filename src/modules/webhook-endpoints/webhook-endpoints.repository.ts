@@ -8,9 +8,7 @@ import { claimDue, recordOutcomes, type DeliveryClaim, type RecordedOutcome } fr
 export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
 /** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
-export function createWebhookEndpointsRepository(db: Kysely<DB>, options: { queue?: Kysely<DB> } = {}) {
-  // The delivery loop's statements, on connections of their own when given (Database.background()).
-  const queue = options.queue ?? db
+export function createWebhookEndpointsRepository(db: Kysely<DB>) {
   const owned = (companyId: string | null) => companyId === null
     ? db.selectFrom('webhook_endpoints').where('company_id', 'is', null)
     : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
@@ -70,8 +68,8 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>, options: { queu
       return event
     }),
 
-    claimDue: (claim: DeliveryClaim) => claimDue(queue, claim),
-    recordOutcomes: (outcomes: readonly RecordedOutcome[]) => recordOutcomes(queue, outcomes),
+    claimDue: (claim: DeliveryClaim) => claimDue(db, claim),
+    recordOutcomes: (outcomes: readonly RecordedOutcome[]) => recordOutcomes(db, outcomes),
 
     /** For the metrics: each endpoint's oldest pending delivery. */
     oldestPending: () => db.selectFrom('webhook_deliveries').select(['endpoint_id', (eb) => eb.fn.min('created_at').as('oldest')])
