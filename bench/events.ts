@@ -122,10 +122,9 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
   }
 }
 
-/** Stops what the endpoints still owe (pending deliveries and their jobs), and turns them on or off. */
+/** Stops what the endpoints still owe (pending deliveries), and turns them on or off. */
 async function clearBacklog(db: Db, company: string, enabled: boolean) {
   await db.query('UPDATE webhook_endpoints SET enabled = $2 WHERE company_id = $1', [company, enabled])
-  await db.query(`DELETE FROM jobs WHERE kind = 'webhook.deliver' AND done_at IS NULL AND company_id = $1`, [company])
   await db.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending' AND company_id = $1`, [company])
 }
 

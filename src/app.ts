@@ -238,10 +238,10 @@ export async function buildApp(options: AppOptions) {
   const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS })
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const webhookDelivery = createWebhookDelivery({
-    db, repo: endpointsRepo, scheduler, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
-  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => scheduler.wake() })
+  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake() })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness })
@@ -266,21 +266,28 @@ export async function buildApp(options: AppOptions) {
   if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
-  // A change's deliveries are jobs its own transaction wrote (by trigger): a pass after each
-  // successful write sends them now rather than at the next poll.
+  // A change's jobs and webhook deliveries are written by its own transaction (deliveries by
+  // trigger): a pass after each successful write runs them now rather than at the next poll.
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) scheduler.wake()
+    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {
+      scheduler.wake()
+      webhookDelivery.wake()
+    }
   })
   installDocs(app)
 
   app.addHook('onReady', async () => {
     await eventPruning.start(db)
     await reconciliation?.start(db)
-    if (config.SCHEDULER_ENABLED) scheduler.start()
+    if (config.SCHEDULER_ENABLED) {
+      scheduler.start()
+      webhookDelivery.start()
+    }
   })
   app.addHook('preClose', async () => {
     await scheduler.stop()
-    // The HTTP calls under way end within WEBHOOK_TIMEOUT_MS; their outcomes are recorded first.
+    // No more claims; the HTTP calls under way end within WEBHOOK_TIMEOUT_MS and their outcomes are recorded first.
+    await webhookDelivery.stop()
     await webhookDelivery.settled()
     webhookDelivery.close()
   })

@@ -24,7 +24,7 @@ for (const engine of engines) {
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
       try {
-        await t.app.services.scheduler.runDue()
+        await t.app.services.webhookDelivery.runDue()
         await t.app.services.webhookDelivery.settled()
       } finally {
         t.realClock.set(back)

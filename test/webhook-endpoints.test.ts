@@ -26,7 +26,7 @@ for (const engine of engines) {
       const back = t.realClock.now()
       t.realClock.set(when)
       try {
-        await t.app.services.scheduler.runDue()
+        await t.app.services.webhookDelivery.runDue()
         await t.app.services.webhookDelivery.settled()
       } finally {
         t.realClock.set(back)
@@ -231,7 +231,7 @@ for (const engine of engines) {
       await contract(t, c.id)
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
-      await t.app.services.scheduler.runDue()
+      await t.app.services.webhookDelivery.runDue()
       t.realClock.set(back)
       // The pass is over with the dead and slow calls still under way; the healthy one completes meanwhile.
       const done = await eventually(async () => healthy.received.length, (n) => n === 2)
@@ -256,7 +256,7 @@ for (const engine of engines) {
       const start = new Date(Date.now() + 1000)
       const back = t.realClock.now()
       t.realClock.set(start)
-      await t.app.services.scheduler.runDue()
+      await t.app.services.webhookDelivery.runDue()
       const open = await attemptsOf(c.id, created.id)
       assert.ok(open.every((a) => a.status === 'pending'))
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
@@ -264,7 +264,7 @@ for (const engine of engines) {
       await t.app.services.webhookDelivery.settled()
       // A second later, with the calls over, the two that waited go.
       t.realClock.set(new Date(start.getTime() + 1000))
-      await t.app.services.scheduler.runDue()
+      await t.app.services.webhookDelivery.runDue()
       t.realClock.set(back)
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 2, 30_000)
       dead.release()
@@ -274,18 +274,48 @@ for (const engine of engines) {
       assert.ok(attempts.every((a) => a.attempt === 1 && a.status === 'error'))
     })
 
-    it('keeps the bound exact with several workers claiming at once (each claim takes its slot, not its commit)', async () => {
+    it('keeps the bound exact with passes asked for at once (a pass counts the slots the one before took)', async () => {
       const c = await company(t)
       const dead = await listen('never')
       const created = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
       for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 6; i++) await contract(t, c.id)
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
-      // Four workers, as the polling loop's SCHEDULER_CONCURRENCY: on PostgreSQL their claims overlap,
-      // and up to three more calls used to start (18 and 19 seen); PGlite runs the claims one after another.
-      await t.app.services.scheduler.runDue(10_000, 4)
+      // Four at once, as a write's wake-up, a call's end and the poll may ask: one claim of 16, then none.
+      const claimed = await Promise.all(Array.from({ length: 4 }, () => t.app.services.webhookDelivery.runDue()))
       t.realClock.set(back)
+      assert.equal(claimed.reduce((a, b) => a + b, 0), MAX_IN_FLIGHT_PER_ENDPOINT)
       assert.equal((await attemptsOf(c.id, created.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+      await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
+      dead.release()
+      await t.app.services.webhookDelivery.settled()
+    })
+
+    it('an endpoint at its bound delays no other endpoint: each gets its share in every pass', async () => {
+      const c = await company(t)
+      const dead = await listen('never')
+      const healthy = await listen('ok')
+      const deadEndpoint = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      await endpoint(c.id, { url: healthy.url, event_types: ['contract.created'] })
+      // A backlog for the hanging receiver beyond its bound; each event goes to both endpoints.
+      for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 4; i++) await contract(t, c.id)
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
+      try {
+        // Passes as the running loop makes them when calls end: the healthy endpoint's 20 go 16 then 4.
+        await eventually(async () => { await t.app.services.webhookDelivery.runDue(); return healthy.received.length }, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 4)
+        assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 4)
+        assert.equal((await attemptsOf(c.id, deadEndpoint.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+        // A new event, with the hanging endpoint's 4 due deliveries waiting and its 16 calls open:
+        // the healthy endpoint's delivery is claimed in the next pass, and the waiting ones are not.
+        await contract(t, c.id)
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => healthy.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 5)
+        assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 5)
+        assert.equal((await attemptsOf(c.id, deadEndpoint.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+      } finally {
+        t.realClock.set(back)
+      }
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
       dead.release()
       await t.app.services.webhookDelivery.settled()
@@ -299,11 +329,11 @@ for (const engine of engines) {
       const start = new Date(Date.now() + 1000)
       const back = t.realClock.now()
       t.realClock.set(start)
-      await t.app.services.scheduler.runDue()
+      await t.app.services.webhookDelivery.runDue()
       // As if this instance had died during the call: its outcome is not in yet when the lease
       // (the timeout and a minute) runs out, and another pass takes the delivery over.
       t.realClock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
-      await t.app.services.scheduler.runDue()
+      await t.app.services.webhookDelivery.runDue()
       t.realClock.set(back)
       await eventually(async () => r.received.length, (n) => n === 2, 30_000)
       r.release()
@@ -317,6 +347,43 @@ for (const engine of engines) {
       assert.equal(attempts[1].next_retry_at, null)
     })
 
+    it('a late outcome decides nothing: a 2xx after the lease ran out leaves the delivery to the attempt that owns it', async () => {
+      const c = await company(t)
+      const r = await listen('never')
+      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
+      await contract(t, c.id)
+      const start = new Date(Date.now() + 1000)
+      const back = t.realClock.now()
+      try {
+        t.realClock.set(start)
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => r.received.length, (n) => n === 1, 30_000)
+        // The lease runs out with the first call still open: a second attempt owns the delivery.
+        const leaseEnd = new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000)
+        t.realClock.set(leaseEnd)
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => r.received.length, (n) => n === 2, 30_000)
+        // The first call succeeds now, late; the second fails.
+        assert.ok(r.answerOldest(200))
+        r.release()
+        await t.app.services.webhookDelivery.settled()
+        const [second, first] = await attemptsOf(c.id, created.id)
+        assert.deepEqual([first.attempt, first.status, first.next_retry_at], [1, 'succeeded', null])
+        assert.equal(second.attempt, 2)
+        assert.equal(second.status, 'error')
+        assert.equal(Date.parse(second.next_retry_at), leaseEnd.getTime() + RETRY_DELAYS_MS[1]!)
+        // Not delivered: the retry the second attempt decided goes out, with the same webhook-id.
+        r.set('ok')
+        t.realClock.set(new Date(second.next_retry_at))
+        await t.app.services.webhookDelivery.runDue()
+        await t.app.services.webhookDelivery.settled()
+        assert.equal(r.received.length, 3)
+        assert.equal(new Set(r.received.map((req) => req.headers['webhook-id'])).size, 1)
+        assert.equal((await attemptsOf(c.id, created.id))[0].status, 'succeeded')
+      } finally {
+        t.realClock.set(back)
+      }
+    })
   })
 
   describe(`webhook targets on ${engine} (private targets refused)`, () => {
@@ -349,7 +416,7 @@ for (const engine of engines) {
         await contract(t, c.id)
         const back = t.realClock.now()
         t.realClock.set(new Date(Date.now() + 1000))
-        await t.app.services.scheduler.runDue()
+        await t.app.services.webhookDelivery.runDue()
         t.realClock.set(back)
         await t.app.services.webhookDelivery.settled()
         assert.equal(r.received.length, 0)

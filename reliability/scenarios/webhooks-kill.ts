@@ -6,7 +6,7 @@ import { platformToken, tenant, uniq } from '../lib/fixtures.ts'
 import { sleep, startServer, type Server } from '../lib/server.ts'
 
 const TIMEOUT_MS = 2_000
-/** The lease after which an attempt with no outcome is tried again: the timeout and a minute (delivery.ts). */
+/** The lease after which an attempt with no outcome is claimed again: the timeout and a minute (delivery.ts). */
 const LEASE_MS = TIMEOUT_MS + 60_000
 
 /**
@@ -84,7 +84,7 @@ export const webhooksKill: Scenario = {
       const missing = events.filter((e) => !delivered().has(e.id))
       const lost = missing.filter((e) => !waiting(e.id))
       const rows = (id: string) => store.engine === 'postgres'
-        ? ctx.cluster.psql(`SELECT row_to_json(x) FROM (SELECT d.status, d.attempts, d.job_seq, d.created_at, j.key, j.run_at, j.done_at, j.attempts AS job_attempts, j.last_error FROM webhook_deliveries d LEFT JOIN jobs j ON j.key LIKE d.id || '/%' WHERE d.event_id = '${id}') x`, store.url.split('/').pop()!)
+        ? ctx.cluster.psql(`SELECT row_to_json(x) FROM (SELECT d.status, d.attempts, d.seq, d.next_attempt_at, d.created_at FROM webhook_deliveries d WHERE d.event_id = '${id}') x`, store.url.split('/').pop()!)
         : ''
       // What a lost event's delivery went through, for the report.
       const story = (id: string) => `${JSON.stringify(attempts.filter((a) => a.event_id === id))} ${rows(id)}`

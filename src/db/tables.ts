@@ -500,7 +500,9 @@ export interface WebhookDeliveriesTable {
   company_id: string | null
   status: Generated<DeliveryStatus>
   attempts: Generated<number>
-  job_seq: Generated<number>
+  /** Bumped by every claim: an outcome carrying an older one decides nothing (migration 0030). */
+  seq: Generated<number>
+  /** When a pending delivery is due: its next attempt, or the end of its current attempt's lease. */
   next_attempt_at: Timestamp | null
   created_at: CreatedAt
   delivered_at: Timestamp | null

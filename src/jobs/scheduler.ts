@@ -143,8 +143,9 @@ export function createScheduler(deps: {
    * `halted` tells the workers to claim no more (the polling loop's stop()).
    * `workers` claims run at once (the polling loop's SCHEDULER_CONCURRENCY; 1 for the tests'
    * explicit passes, which then run in a set order). One job is a transaction of a dozen round
-   * trips, so one worker is bounded by the database's latency, not by CPU: a webhook backlog on a
-   * loaded machine went at 20 deliveries a second with one (bench/findings.md, events). The
+   * trips, so one worker is bounded by the database's latency, not by CPU: a backlog of webhook
+   * deliveries, when they were jobs, went at 20 a second with one on a loaded machine
+   * (bench/findings.md, events). The
    * workers share the queue, so one company's backlog is served by all of them when it is the
    * only work, and SKIP LOCKED keeps their claims apart as it keeps instances'.
    */
@@ -230,7 +231,7 @@ export function createScheduler(deps: {
   return {
     backlog,
     /**
-     * `realTime`: due by real time, never moved by a test clock (housekeeping, webhook deliveries).
+     * `realTime`: due by real time, never moved by a test clock (the platform's housekeeping).
      * `prepare`: slow reads run before the handler's transaction (JobPreparer).
      */
     register(kind: string, handler: JobHandler, options: { realTime?: boolean; prepare?: JobPreparer } = {}) {
@@ -245,8 +246,8 @@ export function createScheduler(deps: {
     /** When the earliest pending business job falls due, if any (the test clock's advance steps to it). */
     nextDue: earliestPending,
     /**
-     * A pass soon: the business clock moved, or work was just written by another path than
-     * schedule() (a trigger's webhook deliveries). Within WAKE_COALESCE_MS, so that a stream of
+     * A pass soon: the business clock moved, or a request committed work scheduled inside its
+     * transaction (whose own wake-up may have come before the commit). Within WAKE_COALESCE_MS, so that a stream of
      * writes makes a pass every few dozen milliseconds, not one per write.
      */
     wake() { wakeIn(WAKE_COALESCE_MS) },

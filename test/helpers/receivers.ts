@@ -32,6 +32,14 @@ export async function receiver(initial: Behaviour, options: { slowMs?: number } 
     port,
     received,
     set(next: Behaviour) { behaviour = next },
+    /** Answers the oldest request left unanswered with `status` (a late answer, when the test chooses). */
+    answerOldest(status: number) {
+      const [res] = hanging
+      if (!res) return false
+      hanging.delete(res)
+      res.writeHead(status).end('late')
+      return true
+    },
     /** Drops the connections of the requests left unanswered: their senders see an error at once. */
     release() {
       for (const res of hanging) res.destroy()

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { keyset, type KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
-import { sql, type Kysely, type Transaction } from 'kysely'
-import type { AttemptOutcome, DB } from '../../db/tables.ts'
-import type { Executor } from '../../jobs/scheduler.ts'
+import type { Kysely } from 'kysely'
+import type { DB } from '../../db/tables.ts'
+import { claimDue, recordOutcomes, type DeliveryClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
 export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
-/** Webhook endpoints, their deliveries and attempts (migration 0019). */
+/** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
   const owned = (companyId: string | null) => companyId === null
     ? db.selectFrom('webhook_endpoints').where('company_id', 'is', null)
@@ -57,55 +57,19 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return cutPage(await keyset(query, [{ column: 'a.id', desc: true }], page).execute(), page, (row) => [Number(row.id)])
     },
 
-    /** A `ping` for one endpoint only: the event, its one delivery, the delivery's job, in one transaction. */
+    /** A `ping` for one endpoint only: the event and its one delivery (due now), in one transaction. */
     ping: (endpoint: { id: string; company_id: string | null }) => db.transaction().execute(async (trx) => {
       const eventId = randomUUID()
-      const deliveryId = randomUUID()
       const event = await trx.insertInto('events').values({
         id: eventId, type: 'ping', company_id: endpoint.company_id,
         data: JSON.stringify({ object: { endpoint_id: endpoint.id, message: 'A test event sent by POST .../webhook_endpoints/{id}/test' } }),
       }).returning(['id', 'type', 'company_id', 'data', 'created_at']).executeTakeFirstOrThrow()
-      await trx.insertInto('webhook_deliveries').values({ id: deliveryId, endpoint_id: endpoint.id, event_id: eventId, company_id: endpoint.company_id }).execute()
-      await sql`INSERT INTO jobs (kind, key, run_at, company_id, payload)
-        VALUES ('webhook.deliver', ${`${deliveryId}/0`}, now(), ${endpoint.company_id}, ${JSON.stringify({ delivery_id: deliveryId, seq: 0 })}::jsonb)`.execute(trx)
+      await trx.insertInto('webhook_deliveries').values({ id: randomUUID(), endpoint_id: endpoint.id, event_id: eventId, company_id: endpoint.company_id }).execute()
       return event
     }),
 
-    /** The delivery with its endpoint and event, locked until the transaction ends. */
-    lockDelivery: (trx: Transaction<DB>, id: string) =>
-      trx.selectFrom('webhook_deliveries as d')
-        .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-        .innerJoin('events as e', 'e.id', 'd.event_id')
-        .select(['d.id', 'd.status', 'd.attempts', 'd.job_seq', 'd.company_id', 'd.endpoint_id', 'w.url', 'w.secret', 'w.previous_secret', 'w.previous_secret_expires_at', 'w.enabled',
-          'e.id as event_id', 'e.type', 'e.company_id as event_company_id', 'e.data', 'e.created_at'])
-        .where('d.id', '=', id).forUpdate('d').executeTakeFirst(),
-
-    /** Starts attempt `attempt` under job `seq`: an attempt of an earlier job still pending was lost with its instance. */
-    async startAttempt(trx: Executor, d: { id: string; endpointId: string; eventId: string; attempt: number; seq: number; at: Date }): Promise<number> {
-      await trx.updateTable('webhook_attempts').set({ outcome: 'lost', error: 'No outcome recorded: the delivering instance stopped' })
-        .where('delivery_id', '=', d.id).where('outcome', '=', 'pending').execute()
-      await trx.updateTable('webhook_deliveries').set({ attempts: d.attempt, job_seq: d.seq, next_attempt_at: null }).where('id', '=', d.id).execute()
-      const row = await trx.insertInto('webhook_attempts')
-        .values({ delivery_id: d.id, endpoint_id: d.endpointId, event_id: d.eventId, attempt: d.attempt, started_at: d.at })
-        .returning('id').executeTakeFirstOrThrow()
-      return row.id
-    },
-
-    /** Hands the delivery to job `seq` without an attempt (its endpoint has too many calls under way here). */
-    deferDelivery: (trx: Executor, id: string, seq: number) =>
-      trx.updateTable('webhook_deliveries').set({ job_seq: seq }).where('id', '=', id).execute(),
-
-    finishAttempt: (trx: Executor, attemptId: number, outcome: { outcome: AttemptOutcome; statusCode: number | null; durationMs: number; error: string | null; nextRetryAt: Date | null }) =>
-      trx.updateTable('webhook_attempts').set({
-        outcome: outcome.outcome, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error?.slice(0, 1000) ?? null, next_retry_at: outcome.nextRetryAt,
-      }).where('id', '=', attemptId).execute(),
-
-    settleDelivery: (trx: Executor, id: string, values: { status: 'pending' | 'delivered' | 'failed'; nextAttemptAt: Date | null; deliveredAt?: Date }) =>
-      trx.updateTable('webhook_deliveries').set({ status: values.status, next_attempt_at: values.nextAttemptAt, delivered_at: values.deliveredAt ?? null })
-        .where('id', '=', id).execute(),
-
-    disableEndpoint: (trx: Executor, id: string, reason: string) =>
-      trx.updateTable('webhook_endpoints').set({ enabled: false, disabled_reason: reason, updated_at: new Date() }).where('id', '=', id).execute(),
+    claimDue: (claim: DeliveryClaim) => claimDue(db, claim),
+    recordOutcomes: (outcomes: readonly RecordedOutcome[]) => recordOutcomes(db, outcomes),
 
     /** For the metrics: each endpoint's oldest pending delivery. */
     oldestPending: () => db.selectFrom('webhook_deliveries').select(['endpoint_id', (eb) => eb.fn.min('created_at').as('oldest')])

@@ -1,0 +1,146 @@
+import { sql, type Kysely } from 'kysely'
+import type { AttemptOutcome, DB } from '../../db/tables.ts'
+
+/** What a pass of the delivery loop asks for (delivery.ts). */
+export interface DeliveryClaim {
+  /** Due is next_attempt_at <= now; the attempts start at now. */
+  now: Date
+  /** The end of the claimed attempts' lease: their deliveries are due again then, unless an outcome says otherwise. */
+  leaseUntil: Date
+  /** Calls one process keeps open to one endpoint at most. */
+  bound: number
+  /** This process's calls under way, per endpoint: an endpoint gets `bound` minus these. */
+  busy: ReadonlyArray<{ endpointId: string; calls: number }>
+  /** Deliveries of a disabled endpoint given up per endpoint and pass. */
+  dropBatch: number
+}
+
+/** An attempt a claim started: what its call needs. */
+export interface ClaimedDelivery {
+  id: string
+  endpoint_id: string
+  attempt: number
+  seq: number
+  attempt_id: string
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_expires_at: Date | null
+  event_id: string
+  type: string
+  event_company_id: string | null
+  data: Record<string, unknown>
+  created_at: Date
+}
+
+/** An attempt's outcome and what it decides, if its delivery is still at `seq`. */
+export interface RecordedOutcome {
+  attemptId: string
+  deliveryId: string
+  seq: number
+  outcome: AttemptOutcome
+  statusCode: number | null
+  durationMs: number
+  error: string | null
+  /** When the delivery is tried again; null: delivered, or given up (then `disabledReason`). */
+  retryAt: Date | null
+  /** Set on the last attempt's failure: the endpoint is disabled with this reason. */
+  disabledReason: string | null
+  at: Date
+}
+
+/**
+ * Claims, in one statement (so one short transaction), up to its free slots of due deliveries of
+ * every endpoint with pending deliveries: each endpoint gets its share in every pass, so one
+ * endpoint's backlog never waits ahead of another's deliveries, and an endpoint at its bound
+ * costs one index probe. FOR UPDATE SKIP LOCKED keeps instances' claims apart. Each claimed
+ * delivery has its attempt counted, its seq bumped and its lease set; an attempt of it still
+ * 'pending' was lost with its instance; the new attempts are inserted. A disabled endpoint's
+ * deliveries are given up (what was pending when it was disabled is not sent).
+ */
+export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<ClaimedDelivery[]> {
+  const ids = c.busy.map((b) => b.endpointId)
+  const calls = c.busy.map((b) => b.calls)
+  const { rows } = await sql<ClaimedDelivery>`
+    WITH RECURSIVE pending_endpoints AS (
+      -- A loose index scan: one probe per endpoint with pending deliveries, none per delivery.
+      (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.status = 'pending' AND d.endpoint_id > p.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
+      FROM pending_endpoints p WHERE p.endpoint_id IS NOT NULL
+    ),
+    busy AS (SELECT * FROM unnest(${ids}::uuid[], ${calls}::int[]) AS b(endpoint_id, calls)),
+    shares AS (
+      SELECT w.id, w.enabled, CASE WHEN w.enabled THEN greatest(0, ${c.bound}::int - coalesce(b.calls, 0)) ELSE ${c.dropBatch}::int END AS share
+      FROM pending_endpoints p JOIN webhook_endpoints w ON w.id = p.endpoint_id LEFT JOIN busy b ON b.endpoint_id = w.id
+    ),
+    picked AS (
+      SELECT d.id, s.enabled FROM shares s CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.endpoint_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= ${c.now}::timestamptz
+        ORDER BY d.next_attempt_at LIMIT s.share
+        FOR UPDATE SKIP LOCKED
+      ) d
+      WHERE s.share > 0
+    ),
+    dropped AS (
+      UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL FROM picked p WHERE d.id = p.id AND NOT p.enabled RETURNING d.id
+    ),
+    claimed AS (
+      UPDATE webhook_deliveries d SET attempts = d.attempts + 1, seq = d.seq + 1, next_attempt_at = ${c.leaseUntil}::timestamptz
+      FROM picked p WHERE d.id = p.id AND p.enabled
+      RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.seq
+    ),
+    lost AS (
+      UPDATE webhook_attempts a SET outcome = 'lost', error = 'No outcome recorded: the delivering instance stopped'
+      FROM claimed c WHERE a.delivery_id = c.id AND a.outcome = 'pending' RETURNING a.id
+    ),
+    started AS (
+      INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at)
+      SELECT id, endpoint_id, event_id, attempts, ${c.now}::timestamptz FROM claimed
+      RETURNING id, delivery_id
+    )
+    SELECT c.id, c.endpoint_id, c.attempts AS attempt, c.seq, s.id::text AS attempt_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at,
+      e.id AS event_id, e.type, e.company_id AS event_company_id, e.data, e.created_at
+    FROM claimed c JOIN started s ON s.delivery_id = c.id JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events e ON e.id = c.event_id
+  `.execute(db)
+  return rows
+}
+
+/**
+ * Records a batch of outcomes in one statement. Every attempt gets its outcome (a late one
+ * too: it replaces 'lost'); a delivery is settled only by the attempt of its current seq, so an
+ * outcome that arrives after its lease ran out and another attempt started decides nothing.
+ */
+export async function recordOutcomes(db: Kysely<DB>, outcomes: readonly RecordedOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return
+  const column = <T>(pick: (o: RecordedOutcome) => T) => outcomes.map(pick)
+  const iso = (d: Date | null) => (d ? d.toISOString() : null)
+  await sql`
+    WITH o AS (
+      SELECT * FROM unnest(
+        ${column((o) => o.attemptId)}::bigint[], ${column((o) => o.deliveryId)}::uuid[], ${column((o) => o.seq)}::int[],
+        ${column((o) => o.outcome)}::text[], ${column((o) => o.statusCode)}::int[], ${column((o) => o.durationMs)}::int[],
+        ${column((o) => o.error?.slice(0, 1000) ?? null)}::text[], ${column((o) => iso(o.retryAt))}::timestamptz[],
+        ${column((o) => o.disabledReason)}::text[], ${column((o) => o.at.toISOString())}::timestamptz[]
+      ) AS o(attempt_id, delivery_id, seq, outcome, status_code, duration_ms, error, retry_at, disabled_reason, at)
+    ),
+    settled AS (
+      UPDATE webhook_deliveries d SET
+        status = CASE WHEN o.outcome = 'succeeded' THEN 'delivered' WHEN o.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+        next_attempt_at = o.retry_at,
+        delivered_at = CASE WHEN o.outcome = 'succeeded' THEN o.at END
+      FROM o WHERE d.id = o.delivery_id AND d.seq = o.seq AND d.status = 'pending'
+      RETURNING d.id, d.seq, d.endpoint_id, o.disabled_reason
+    ),
+    recorded AS (
+      UPDATE webhook_attempts a SET outcome = o.outcome, status_code = o.status_code, duration_ms = o.duration_ms, error = o.error,
+        next_retry_at = CASE WHEN s.id IS NOT NULL THEN o.retry_at END
+      FROM o LEFT JOIN settled s ON s.id = o.delivery_id AND s.seq = o.seq
+      WHERE a.id = o.attempt_id
+      RETURNING a.id
+    )
+    UPDATE webhook_endpoints w SET enabled = false, disabled_reason = s.disabled_reason, updated_at = now()
+    FROM settled s WHERE s.disabled_reason IS NOT NULL AND w.id = s.endpoint_id
+  `.execute(db)
+}

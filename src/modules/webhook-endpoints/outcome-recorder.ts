@@ -1,0 +1,77 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { AttemptOutcome } from '../../db/tables.ts'
+import type { RecordedOutcome } from './delivery-queue.repository.ts'
+import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
+import type { Sent } from './sender.ts'
+
+/**
+ * The waits before each retry, after the first attempt fails: Standard Webhooks' recommended
+ * schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h) stretched to three days, 11 attempts in
+ * all, the last 71 h 35 min after the first. After the last one fails, the endpoint is disabled.
+ */
+export const RETRY_DELAYS_MS = [5, 300, 1800, 7200, 18000, 36000, 36000, 36000, 54000, 68400].map((s) => s * 1000)
+
+/** Outcomes wait at most this long for others to share their statement... */
+const FLUSH_AFTER_MS = 5
+/** ...and at most this many share one. */
+const FLUSH_SIZE = 500
+
+export interface DeliveryObserver {
+  attempt(outcome: AttemptOutcome): void
+}
+
+/** An attempt under way: what its outcome is recorded against. */
+export interface Started { attemptId: string; deliveryId: string; seq: number; attempt: number; endpointId: string; eventId: string }
+
+/**
+ * Records outcomes in batches: every FLUSH_AFTER_MS or FLUSH_SIZE outcomes, one statement
+ * (webhook-endpoints.repository.ts) for all of them, where a statement per outcome was a
+ * transaction of six round trips. One batch at a time; the next one gathers meanwhile. A batch
+ * that cannot be written is logged and dropped: its deliveries are still leased, and are tried
+ * again (same webhook-id) when the lease runs out, as after a crash.
+ */
+export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsRepository, 'recordOutcomes'>; log: FastifyBaseLogger; observer?: DeliveryObserver }) {
+  let queue: RecordedOutcome[] = []
+  let timer: NodeJS.Timeout | undefined
+  let writing: Promise<void> | undefined
+
+  function add(started: Started, sent: Sent, at: Date) {
+    deps.observer?.attempt(sent.outcome)
+    const succeeded = sent.outcome === 'succeeded'
+    const delay = RETRY_DELAYS_MS[started.attempt - 1]
+    const givenUp = !succeeded && delay === undefined
+    queue.push({
+      attemptId: started.attemptId, deliveryId: started.deliveryId, seq: started.seq,
+      outcome: sent.outcome, statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error,
+      retryAt: succeeded || givenUp ? null : new Date(at.getTime() + delay!),
+      disabledReason: givenUp ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ${started.attempt} attempts over three days` : null,
+      at,
+    })
+    if (queue.length >= FLUSH_SIZE) void flush()
+    else timer ??= setTimeout(() => void flush(), FLUSH_AFTER_MS)
+  }
+
+  /** Writes what is queued (after the batch being written, if any). */
+  async function flush(): Promise<void> {
+    if (timer) clearTimeout(timer)
+    timer = undefined
+    while (writing) await writing
+    if (queue.length === 0) return
+    const batch = queue
+    queue = []
+    writing = deps.repo.recordOutcomes(batch)
+      .catch((err: unknown) => deps.log.error({ err, outcomes: batch.length }, 'webhook delivery outcomes not recorded; their leases will retry them'))
+      .finally(() => { writing = undefined })
+    await writing
+    // What gathered while this batch was written goes at once, not after another wait.
+    if (queue.length > 0 && !timer) timer = setTimeout(() => void flush(), 0)
+  }
+
+  return {
+    add,
+    /** Resolves once every outcome added so far is written (or its batch failed). */
+    async drain(): Promise<void> {
+      while (queue.length > 0 || writing) await flush()
+    },
+  }
+}
