@@ -5,21 +5,17 @@
 -- and taking events away from a working integration unannounced would break it).
 ALTER TABLE webhook_endpoints ADD COLUMN resources text[];
 
--- The outbox as before, with the endpoint's resources as one more condition.
+-- The outbox as migration 0030 left it (the delivery is its own queue entry, due at once), with
+-- the endpoint's resources as one more condition.
 CREATE OR REPLACE FUNCTION write_event(p_type text, p_company uuid, p_data jsonb) RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
   new_id uuid := gen_random_uuid();
 BEGIN
   INSERT INTO events (id, type, company_id, data) VALUES (new_id, p_type, p_company, p_data);
-  WITH wanted AS (
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id)
-    SELECT gen_random_uuid(), e.id, new_id, p_company FROM webhook_endpoints e
-    WHERE e.enabled AND (e.company_id IS NULL OR e.company_id = p_company)
-      AND (cardinality(e.event_types) = 0 OR p_type = ANY (e.event_types) OR split_part(p_type, '.', 1) || '.*' = ANY (e.event_types))
-      AND (e.resources IS NULL OR split_part(p_type, '.', 1) = ANY (e.resources))
-    RETURNING id
-  )
-  INSERT INTO jobs (kind, key, run_at, company_id, payload)
-  SELECT 'webhook.deliver', wanted.id || '/0', now(), p_company, jsonb_build_object('delivery_id', wanted.id, 'seq', 0) FROM wanted;
+  INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id)
+  SELECT gen_random_uuid(), e.id, new_id, p_company FROM webhook_endpoints e
+  WHERE e.enabled AND (e.company_id IS NULL OR e.company_id = p_company)
+    AND (cardinality(e.event_types) = 0 OR p_type = ANY (e.event_types) OR split_part(p_type, '.', 1) || '.*' = ANY (e.event_types))
+    AND (e.resources IS NULL OR split_part(p_type, '.', 1) = ANY (e.resources));
   RETURN new_id;
 END $$;
