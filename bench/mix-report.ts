@@ -20,7 +20,7 @@ export function mixRows(mix: MixFigures | undefined, row: Row) {
     u ? `${f2(u.figure.ratio)} × (${f0(u.figure.server.rps)} / ${f0(u.figure.ceiling.rps)} req/s); p99 ${u.figure.server.p99} ms; ${errorsOf(u)} errors or non-2xx${c ? `; the cache's share: ${f2(c.figure.server.rps / Math.max(1, u.figure.server.rps))} × the requests` : ''}` : '-',
     u ? u.figure.ratio >= 0.10 : undefined)
   const p = mix?.paging
-  row(`contracts list, ${f0(PAGING_CONTRACTS)} contracts in one company, \`limit=100\` pages walked to the end (one request at a time)`, 'each page p99 ≤ 10 ms, flat from first to last page',
+  row(`contracts list, ${f0(PAGING_CONTRACTS)} contracts in one company, \`limit=100\` pages walked to the end (one request at a time, read cache off)`, 'each page p99 ≤ 10 ms, flat from first to last page',
     p ? `${p.pages} pages × ${p.walks} walks: first page p50 ${f2(p.firstP50)} / p99 ${f2(p.firstP99)} ms, last page p50 ${f2(p.lastP50)} / p99 ${f2(p.lastP99)} ms; worst page p99 ${f2(p.worstP99)} ms (page ${p.worstPage})` : '-',
     p ? p.worstP99 <= 10 && p.lastP50 <= 1.2 * p.firstP50 + 0.2 : undefined)
   const s = mix?.soak

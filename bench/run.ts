@@ -124,7 +124,8 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log) }
     return figures
   } finally {
-    if (server && server.child.exitCode !== null) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
+    // Exit code 0: stopped on purpose (the events part stops it); anything else is a crash worth its stderr.
+    if (server && server.child.exitCode !== null && server.child.exitCode !== 0) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
     await server?.stop()
     await db.end()
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err.message}`))
