@@ -2,7 +2,9 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { postgresTemplate, withDatabase } from './helpers/databases.ts'
+import { sql } from 'kysely'
+import { readMigrations } from '../src/db/migrate.ts'
+import { openTestDatabase, postgresTemplate, withDatabase } from './helpers/databases.ts'
 import { requires } from './helpers/requires.ts'
 
 /**
@@ -16,7 +18,28 @@ async function onServer<T>(url: string, fn: (client: pg.Client) => Promise<T>): 
   try { return await fn(client) } finally { await client.end() }
 }
 
-describe('the PostgreSQL test template', () => {
+/** What every test file starts from: a database with every migration applied. */
+async function appliedVersions(engine: 'pglite' | 'postgres'): Promise<string[]> {
+  const database = await openTestDatabase(engine)
+  try {
+    return (await sql<{ version: string }>`SELECT version FROM schema_migrations ORDER BY version`.execute(database.db)).rows.map((r) => r.version)
+  } finally {
+    await database.close()
+    await database.drop()
+  }
+}
+
+describe('the test template on pglite', () => {
+  it('opens a database with every migration applied', async () => {
+    assert.deepEqual(await appliedVersions('pglite'), readMigrations().map((m) => m.version))
+  })
+})
+
+describe('the test template on postgres', () => {
+  it('opens a database with every migration applied', requires('postgres'), async () => {
+    assert.deepEqual(await appliedVersions('postgres'), readMigrations().map((m) => m.version))
+  })
+
   it('is built once when two checkouts with different databases ask for it at the same time', requires('postgres'), async () => {
     const url = process.env.TEST_DATABASE_URL!
     // A family of its own: a fresh template (not built yet), and the real ones are not its stale ones.
