@@ -114,3 +114,22 @@ describe('the first-run secret', () => {
     }
   })
 })
+
+describe('a first start on a new DATA_DIR', () => {
+  it('creates the database aside and renames it into place: a killed start\'s leftover is removed, an empty pgdata replaced', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-initdb-'))
+    // As a start killed during initdb leaves them (src/db/pglite-initdb.ts), and an empty pgdata made by hand.
+    fs.mkdirSync(path.join(dataDir, 'pgdata.init-999999'))
+    fs.writeFileSync(path.join(dataDir, 'pgdata.init-999999', 'PG_VERSION'), '18\n')
+    fs.mkdirSync(path.join(dataDir, 'pgdata'))
+    const server = await startServer({ DATA_DIR: dataDir })
+    try {
+      await ready(server)
+      assert.deepEqual(fs.readdirSync(dataDir).filter((entry) => entry.startsWith('pgdata')), ['pgdata'])
+      assert.ok(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION')))
+    } finally {
+      await server.stop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})

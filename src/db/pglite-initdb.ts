@@ -22,8 +22,17 @@ await db.close()
  */
 export async function initPgliteDataDir(pgdata: string): Promise<void> {
   if (fs.existsSync(path.join(pgdata, 'PG_VERSION'))) return
+  const parent = path.dirname(pgdata)
+  // Made (or found) first: a pgdata that is a file is refused here, naming EEXIST.
   fs.mkdirSync(pgdata, { recursive: true })
-  const child = spawn(process.execPath, ['--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), pgdata], {
+  // initdb writes PG_VERSION early: a process killed during it would leave a half-made pgdata
+  // that the next start opens as a database. So it runs in a directory of its own, renamed to
+  // pgdata only once complete; a leftover of a killed start is removed here.
+  const prefix = `${path.basename(pgdata)}.init-`
+  for (const entry of fs.readdirSync(parent)) if (entry.startsWith(prefix)) fs.rmSync(path.join(parent, entry), { recursive: true, force: true })
+  const building = path.join(parent, `${prefix}${process.pid}`)
+  fs.mkdirSync(building)
+  const child = spawn(process.execPath, ['--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), building], {
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
@@ -32,5 +41,12 @@ export async function initPgliteDataDir(pgdata: string): Promise<void> {
     child.once('error', reject)
     child.once('exit', (c) => resolve(c))
   })
-  if (code !== 0) throw new Error(`DATA_DIR ${path.dirname(pgdata)}: the embedded database could not be created (initdb exited with ${code}): ${stderr.trim()}`)
+  if (code !== 0) {
+    fs.rmSync(building, { recursive: true, force: true })
+    throw new Error(`DATA_DIR ${parent}: the embedded database could not be created (initdb exited with ${code}): ${stderr.trim()}`)
+  }
+  // An empty pgdata (made by hand, or by an earlier version) is replaced; a non-empty one with no
+  // PG_VERSION is not ours to delete: the rename fails and says so.
+  if (fs.existsSync(pgdata) && fs.readdirSync(pgdata).length === 0) fs.rmdirSync(pgdata)
+  fs.renameSync(building, pgdata)
 }
