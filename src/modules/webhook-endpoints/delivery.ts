@@ -83,10 +83,9 @@ export function createWebhookDelivery(deps: {
       now, leaseUntil: new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy, dropBatch: DROP_BATCH,
     })
     for (const d of claimed) {
-      const n = (calls.get(d.endpoint_id) ?? 0) + 1
-      calls.set(d.endpoint_id, n)
-      if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) saturated.add(d.endpoint_id)
-      start(d)
+      // One delivery that cannot be started (its body not built) must not keep the others of the
+      // pass from starting: it stays leased, and its lease brings it back.
+      try { start(d) } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
     }
     return claimed.length
   }
@@ -95,8 +94,11 @@ export function createWebhookDelivery(deps: {
     // During a rotation's grace the secret it replaced signs too (migration 0025).
     const previous = d.previous_secret && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > deps.clock.now() ? [d.previous_secret] : []
     const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
-    const call = sender.send(d.url, [d.secret, ...previous], d.event_id, body).then((sent) => {
-      release(d.endpoint_id)
+    // The slot is taken once the call is sure to start, so release() always follows.
+    const n = (calls.get(d.endpoint_id) ?? 0) + 1
+    calls.set(d.endpoint_id, n)
+    if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) saturated.add(d.endpoint_id)
+    const call = sender.send(d.url, [d.secret, ...previous], d.event_id, body).finally(() => release(d.endpoint_id)).then((sent) => {
       recorder.add({ attemptId: d.attempt_id, deliveryId: d.id, seq: d.seq, attempt: d.attempt, endpointId: d.endpoint_id, eventId: d.event_id }, sent, deps.clock.now())
     })
     inFlight.add(call)
