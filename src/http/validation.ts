@@ -62,7 +62,12 @@ const PARTS = [
 class RouteValidators {
   private readonly byRoute = new Map<string, Map<string, Validate | null>>()
 
-  add(method: string, url: string, part: string, validate: Validate) {
+  add(methods: string | string[], url: string, part: string, validate: Validate) {
+    // A route of several methods: each method finds its validators.
+    for (const method of [methods].flat()) this.addOne(method, url, part, validate)
+  }
+
+  private addOne(method: string, url: string, part: string, validate: Validate) {
     const key = `${method} ${url}`
     const parts = this.byRoute.get(key) ?? new Map<string, Validate | null>()
     this.byRoute.set(key, parts)
@@ -73,7 +78,7 @@ class RouteValidators {
 
   /** The problems of the parts after `failed`, which Fastify did not validate (at most DETAILS_MAX). */
   problemsAfter(request: FastifyRequest, failed: string | undefined): Detail[] {
-    const parts = this.byRoute.get(`${request.routeOptions.method} ${request.routeOptions.url}`)
+    const parts = this.byRoute.get(`${request.method} ${request.routeOptions.url}`)
     const from = PARTS.findIndex((p) => p.part === failed)
     if (!parts || from < 0) return []
     const found: Detail[] = []
