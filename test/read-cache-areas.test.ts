@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { sql, type Transaction } from 'kysely'
+import pg from 'pg'
 import { buildApp } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
@@ -252,7 +253,8 @@ describe('cached reads by area with two instances on one PostgreSQL database', (
   let t: TestApp
   let second: Awaited<ReturnType<typeof buildApp>>
   before(async () => {
-    if (!has('postgres')) return // its test shows as skipped, with the reason
+    // Without PostgreSQL nothing is built here; the tests' requires('postgres') marks them skipped, with the reason.
+    if (!has('postgres')) return
     t = await buildTestApp('postgres')
     const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
     second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
@@ -261,6 +263,33 @@ describe('cached reads by area with two instances on one PostgreSQL database', (
   after(async () => {
     await second?.close()
     await t?.close()
+  })
+
+  it('keeps answers while an old transaction runs elsewhere: a change recorded once is heard once, not at every read of the record', requires('postgres'), async () => {
+    const w = await world(t)
+    // A transaction left open on another connection holds the snapshots' xmin back, so every read
+    // of the record returns the world's changes again; they used to forget its answers each time.
+    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+    await holder.connect()
+    try {
+      await holder.query('BEGIN')
+      await holder.query('SELECT pg_current_xact_id()')
+      await t.json(202, { method: 'POST', url: `/api/v1/companies/${w.c.id}/holidays`, token: w.c.token, body: { name: 'Recorded', day: '2027-10-01' } })
+      await t.app.services.readCache.heardUpToNow()
+      await t.app.services.readCache.heardUpToNow()
+      for (const url of Object.values(w.reads)) await t.json(200, { url, token: w.c.token })
+      const marker = `held-${randomUUID().slice(0, 8)}`
+      await behindTheBack(t, w, marker)
+      // Two more reads of the record, both returning the holiday's change again.
+      await t.app.services.readCache.heardUpToNow()
+      await t.app.services.readCache.heardUpToNow()
+      const bodies = {} as Record<string, string>
+      for (const [read, url] of Object.entries(w.reads)) bodies[read] = (await t.call({ url, token: w.c.token })).body
+      assert.deepEqual(freshOnes(bodies, marker), [], 'every read served from the cache')
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {})
+      await holder.end()
+    }
   })
 
   it('an instance hears another\'s change of one area, and keeps serving the others', requires('postgres'), async () => {
@@ -274,6 +303,8 @@ describe('cached reads by area with two instances on one PostgreSQL database', (
       }
       return bodies
     }
+    // Both instances past the world's writes: their announcements and records heard.
+    await t.app.services.readCache.heardUpToNow()
     await second.services.readCache.heardUpToNow()
     await readAllOnSecond()
     const marker = `hidden-${randomUUID().slice(0, 8)}`

@@ -181,9 +181,13 @@ export function createReadCache(options: {
 
   // The record of changes, read from where the last read's snapshot left off: every
   // transaction that had not ended then has an id at least that snapshot's xmin, so a change
-  // that committed since is at or past it (its rows are read again while an older transaction
-  // runs; forgetting twice is harmless).
+  // that committed since is at or past it. While an older transaction runs (anywhere on the
+  // server), the same committed rows come back at every read: the transactions already heard
+  // (`seen`, those at or past `since`) are skipped, or their companies' answers would be forgotten
+  // every RECORDED_EVERY_MS for as long as that transaction runs. A transaction's rows become
+  // visible all at once, at its commit, so one heard is heard whole.
   let since: string | undefined
+  let seen = new Set<string>()
   let recordTimer: NodeJS.Timeout | undefined
   let stopped = false
   let lastPurge = 0
@@ -202,12 +206,17 @@ export function createReadCache(options: {
     const served = waiting
     waiting = []
     try {
-      const { rows: [row] } = await sql<{ xmin: string; ids: string[] | null }>`
+      const { rows: [row] } = await sql<{ xmin: string; byXid: Array<{ xid: string; ids: string[] }> | null }>`
         SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
-          (SELECT array_agg(DISTINCT company_id || coalesce(':' || area, '')) FROM company_changes WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8) AS ids`
+          (SELECT json_agg(json_build_object('xid', xid::text, 'ids', ids)) FROM (
+            SELECT xid, array_agg(DISTINCT company_id || coalesce(':' || area, '')) AS ids FROM company_changes
+            WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8 GROUP BY xid) t) AS "byXid"`
         .execute(options.database.db)
       since = row!.xmin
-      const changes = row!.ids ?? []
+      const fresh = (row!.byXid ?? []).filter((t) => !seen.has(t.xid))
+      const changes = [...new Set(fresh.flatMap((t) => t.ids))]
+      const floor = BigInt(since)
+      seen = new Set([...seen, ...fresh.map((t) => t.xid)].filter((xid) => BigInt(xid) >= floor))
       if (changes.includes('')) forgetChange()
       else for (const change of changes) heardChange(change)
       if (Date.now() - lastPurge > RECORDED_KEPT_MS) {
@@ -222,6 +231,7 @@ export function createReadCache(options: {
       // Changes could go unread: nothing is kept until the record is read again, from then on.
       recordRead = false
       since = undefined
+      seen = new Set()
       forgetChange()
     }
     listening = heard && recordRead
