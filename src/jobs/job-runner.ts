@@ -57,21 +57,16 @@ export function createJobRunner(deps: {
     deps.onFailure?.(job.kind)
   }
 
-  /** What a handler asked to run once its transaction commits, and to undo if it does not. */
-  interface Hooks { after: (() => Promise<unknown>)[]; abort: (() => void)[] }
-  const abort = (hooks: Hooks) => { for (const undo of hooks.abort.splice(0)) undo(); hooks.after = [] }
-
   /** Runs a claimed job's handler in `trx` and marks it done, or records its failure. */
-  async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown, hooks: Hooks): Promise<void> {
+  async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown): Promise<void> {
     // A job's changes to cached reads are announced by the tables' triggers, in its transaction
     // (migration 0008): no request answers for them, and no code here knows which company they touch.
     await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
     try {
       await sql`SAVEPOINT job`.execute(trx)
-      await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared, afterCommit: (work) => { hooks.after.push(work) }, onAbort: (undo) => { hooks.abort.push(undo) } })
+      await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared })
       await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
     } catch (err) {
-      abort(hooks)
       await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
       await recordFailure(trx, job, now, err)
     }
@@ -86,36 +81,22 @@ export function createJobRunner(deps: {
     const now = deps.clock.now()
     const realNow = realClock.now()
     const nowOf = (kind: string) => (realKinds.has(kind) ? realNow : now)
-    const hooks: Hooks = { after: [], abort: [] }
-    const claimed = await committed(hooks, (trx) => claimDue(trx, lane, now, realNow).then(async (job) => {
+    const claimed = await deps.db.transaction().execute((trx) => claimDue(trx, lane, now, realNow).then(async (job) => {
       if (!job) return undefined
       if (preparers.has(job.kind)) {
         await trx.updateTable('jobs').set({ run_at: new Date(nowOf(job.kind).getTime() + PREPARE_LEASE_MS) }).where('id', '=', job.id).execute()
       } else {
-        await runHandler(trx, job, nowOf(job.kind), undefined, hooks)
+        await runHandler(trx, job, nowOf(job.kind), undefined)
       }
       return job
     }))
     if (!claimed) return false
     const prepare = preparers.get(claimed.kind)
-    if (prepare) await runPrepared(claimed, prepare, nowOf(claimed.kind), hooks)
-    for (const work of hooks.after) {
-      outsideRequestScope(() => work()).catch((err: unknown) => deps.log.error({ err }, 'work after a job failed'))
-    }
+    if (prepare) await runPrepared(claimed, prepare, nowOf(claimed.kind))
     return true
   }
 
-  /** `work` in a transaction; the handler's undos run if it does not commit. */
-  async function committed<T>(hooks: Hooks, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    try {
-      return await deps.db.transaction().execute(work)
-    } catch (err) {
-      abort(hooks)
-      throw err
-    }
-  }
-
-  async function runPrepared(leased: JobRow, prepare: JobPreparer, now: Date, hooks: Hooks): Promise<void> {
+  async function runPrepared(leased: JobRow, prepare: JobPreparer, now: Date): Promise<void> {
     let prepared: unknown
     try {
       prepared = await outsideRequestScope(() => prepare({ payload: leased.payload as Record<string, unknown>, key: leased.key }))
@@ -123,10 +104,10 @@ export function createJobRunner(deps: {
       await deps.db.transaction().execute((trx) => recordFailure(trx, leased, now, err))
       return
     }
-    await committed(hooks, async (trx) => {
+    await deps.db.transaction().execute(async (trx) => {
       // Cancelled meanwhile, or run by another instance after the lease ran out: nothing to do.
       const job = await trx.selectFrom('jobs').selectAll().where('id', '=', leased.id).where('done_at', 'is', null).forUpdate().executeTakeFirst()
-      if (job) await runHandler(trx, job, now, prepared, hooks)
+      if (job) await runHandler(trx, job, now, prepared)
     })
   }
 

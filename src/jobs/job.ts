@@ -11,17 +11,6 @@ export interface JobContext {
   now: Date
   payload: Record<string, unknown>
   key: string
-  /**
-   * Runs `work` once the job's transaction has committed, outside it and outside the pass: for
-   * what must not hold a transaction or delay the next job (an HTTP call to a webhook receiver).
-   * Dropped if the job fails. Its outcome is the work's own to record.
-   */
-  afterCommit(work: () => Promise<unknown>): void
-  /**
-   * Runs `undo` if the job's writes do not commit (the handler threw, or the commit failed): to
-   * give back what the handler took in this process's memory for its afterCommit work.
-   */
-  onAbort(undo: () => void): void
   /** What the kind's `prepare` returned (registered with one), read before this transaction began. */
   prepared?: unknown
 }
