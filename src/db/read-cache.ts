@@ -265,9 +265,9 @@ export function createReadCache(options: {
         makeRoom(shelf)
       }
       const areas: readonly Area[] = CACHED_READS[read]
-      const seen = areas.map((area) => shelf.generations.get(area) ?? 0)
+      const before = areas.map((area) => shelf.generations.get(area) ?? 0)
       const answer = await load()
-      if (listening && shelves.get(companyId) === shelf && areas.every((area, i) => (shelf.generations.get(area) ?? 0) === seen[i])) {
+      if (listening && shelves.get(companyId) === shelf && areas.every((area, i) => (shelf.generations.get(area) ?? 0) === before[i])) {
         keep(shelf, key, read, answer)
       }
       return answer
