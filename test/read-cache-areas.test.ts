@@ -3,13 +3,11 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { sql, type Transaction } from 'kysely'
 import pg from 'pg'
-import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
+import type { BuiltApp } from '../src/app.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import { ANNOUNCED_TABLES, CACHED_READS, type CachedRead } from '../src/db/read-areas.ts'
 import type { DB } from '../src/db/tables.ts'
-import { buildTestApp, engines, type TestApp, type Call } from './helpers/app.ts'
-import { withDatabase } from './helpers/databases.ts'
+import { buildTestApp, engines, secondInstance, type TestApp, type Call } from './helpers/app.ts'
 import { company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
@@ -251,14 +249,12 @@ for (const engine of engines) {
 
 describe('cached reads by area with two instances on one PostgreSQL database', () => {
   let t: TestApp
-  let second: Awaited<ReturnType<typeof buildApp>>
+  let second: BuiltApp
   before(async () => {
     // Without PostgreSQL nothing is built here; the tests' requires('postgres') marks them skipped, with the reason.
     if (!has('postgres')) return
     t = await buildTestApp('postgres')
-    const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-    second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
-    await second.ready()
+    second = await secondInstance(t)
   })
   after(async () => {
     await second?.close()

@@ -1,13 +1,12 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql, type Transaction } from 'kysely'
-import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
+import type { BuiltApp } from '../src/app.ts'
 import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/db/read-cache.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
-import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { openTestDatabase, withDatabase } from './helpers/databases.ts'
+import { buildTestApp, engines, secondInstance, type TestApp } from './helpers/app.ts'
+import { openTestDatabase } from './helpers/databases.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
@@ -125,13 +124,11 @@ for (const engine of engines) {
 
 describe('cached reads with two instances on one PostgreSQL database', () => {
   let t: TestApp
-  let second: Awaited<ReturnType<typeof buildApp>>
+  let second: BuiltApp
   before(async () => {
     if (!has('postgres')) return // its test shows as skipped, with the reason
     t = await buildTestApp('postgres')
-    const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-    second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
-    await second.ready()
+    second = await secondInstance(t)
   })
   after(async () => {
     await second?.close()

@@ -4,7 +4,8 @@ import { buildApp, type BuiltApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { manualClock, type ManualClock } from '../../src/clock.ts'
 import type { Engine } from '../../src/db/database.ts'
-import { openTestDatabase } from './databases.ts'
+import { sql } from 'kysely'
+import { openTestDatabase, withDatabase } from './databases.ts'
 
 export { engines } from './databases.ts'
 
@@ -100,3 +101,14 @@ export function locationId(res: LightMyRequestResponse): string {
 }
 
 export const uniq = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`
+
+/**
+ * A second instance of the service on a PostgreSQL test app's database (no scheduler, no rate
+ * limit, silent, on the same clock): what tests of changes heard across instances read through.
+ */
+export async function secondInstance(t: TestApp): Promise<BuiltApp> {
+  const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+  const second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
+  await second.ready()
+  return second
+}
