@@ -281,7 +281,7 @@ for (const engine of engines) {
       for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 6; i++) await contract(t, c.id)
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
-      // Four at once, as a write's wake-up, a call's end and the poll may ask: one claim of 16, then none.
+      // Four at once, as a write's wake-up, a call's end and the poll may ask: one claim up to the bound, then none.
       const claimed = await Promise.all(Array.from({ length: 4 }, () => t.app.services.webhookDelivery.runDue()))
       t.realClock.set(back)
       assert.equal(claimed.reduce((a, b) => a + b, 0), MAX_IN_FLIGHT_PER_ENDPOINT)
@@ -302,11 +302,11 @@ for (const engine of engines) {
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
       try {
-        // Passes as the running loop makes them when calls end: the healthy endpoint's 20 go 16 then 4.
+        // Passes as the running loop makes them when calls end: the healthy endpoint's bound + 4 go the bound, then 4.
         await eventually(async () => { await t.app.services.webhookDelivery.runDue(); return healthy.received.length }, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 4)
         assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 4)
         assert.equal((await attemptsOf(c.id, deadEndpoint.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
-        // A new event, with the hanging endpoint's 4 due deliveries waiting and its 16 calls open:
+        // A new event, with the hanging endpoint's 4 due deliveries waiting and its calls at the bound open:
         // the healthy endpoint's delivery is claimed in the next pass, and the waiting ones are not.
         await contract(t, c.id)
         await t.app.services.webhookDelivery.runDue()
