@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -44,11 +45,25 @@ export function killAll() {
 }
 process.on('exit', killAll)
 
-let nextPort = 18_000 + (process.pid % 1000) * 10
+/**
+ * A port nothing listens on now, as the kernel hands out: a fixed range met other services of the
+ * machine (RabbitMQ's 25672) at random. Closed before the child takes it; nothing else of ours
+ * binds meanwhile.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+}
 
 /** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
 export async function startServer(env: Record<string, string>, extraNodeArgs: string[] = []): Promise<Running> {
-  const port = nextPort++
+  const port = await freePort()
   const command = pinned(SERVER_CORE, [process.execPath, ...extraNodeArgs, builtServer()])
   const started = performance.now()
   const child = spawn(command[0]!, command.slice(1), {
@@ -84,7 +99,7 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
 
 /** Starts the raw node:http ceiling on the server core. */
 export async function startBaseline(): Promise<Running> {
-  const port = nextPort++
+  const port = await freePort()
   const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', 'bench/baseline.ts'])
   const started = performance.now()
   const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
