@@ -282,6 +282,25 @@ for (const engine of engines) {
         assert.equal((await token({ grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'attempt-to-take-over-0123456789' })).statusCode, 401)
         assert.equal((await token({ grant_type: 'client_credentials', ...a.client })).statusCode, 200)
       })
+
+      it('a token asked for it while its secret is being settled waits for the settled secret', async () => {
+        // The server listens before the configured secret is settled (its scrypt is a third of a
+        // start): a request in between must meet the configured secret, not the stored one.
+        const rotated = 'rotated-while-settling-0123456789'
+        try {
+          const settling = t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: rotated })
+          const [fresh, old] = await Promise.all([
+            token({ grant_type: 'client_credentials', client_id: ADMIN.client_id, client_secret: rotated }),
+            token({ grant_type: 'client_credentials', ...ADMIN }),
+          ])
+          await settling
+          assert.equal(fresh.statusCode, 200, fresh.body)
+          assert.equal(old.statusCode, 401, old.body)
+        } finally {
+          await t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
+        }
+        assert.equal((await token({ grant_type: 'client_credentials', ...ADMIN })).statusCode, 200)
+      })
     })
 
     describe('several instances on one PostgreSQL', () => {

@@ -44,6 +44,12 @@ export function createOauthService(deps: {
   companyScopes: (companyId: string) => Promise<string[] | undefined>
 }) {
   const { repo, keys, clock } = deps
+  /**
+   * The configured platform client while its secret is being settled: the server listens before
+   * that ends (its scrypt is about a third of a start on one core), so a token asked for that
+   * client meanwhile waits for it rather than meeting the secret stored before.
+   */
+  let settling: { clientId: string; done: Promise<unknown> } | undefined
 
   /**
    * A platform client's secret stored by a previous version (unsalted SHA-256) or with weaker
@@ -61,6 +67,7 @@ export function createOauthService(deps: {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
       if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
+      if (settling?.clientId === request.client_id) await settling.done.catch(() => undefined)
       // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
       if (!client || client.revoked_at !== null || !(await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash))) {
@@ -92,14 +99,24 @@ export function createOauthService(deps: {
     /** Creates the platform client of the configuration, or a first one when there is none. */
     async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
       if (configured.id && configured.secret) {
-        // The configuration is the truth for this client: a rotated secret takes effect at start-up.
-        // A hash that still fits it is kept; one of an older format or another secret is made anew.
-        const stored = (await repo.findClientForToken(configured.id))?.secret_hash
-        const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(configured.secret, stored)
-        const secret_hash = keep ? stored : await hashChosenSecret(configured.secret)
-        await repo.upsertPlatformClient({ client_id: configured.id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
-        // Other instances forget what they keep of it (its old secret).
-        await deps.access.changed(configured.id)
+        const { id, secret } = configured
+        const done = (async () => {
+          // The configuration is the truth for this client: a rotated secret takes effect at start-up.
+          // A hash that still fits it is kept; one of an older format or another secret is made anew.
+          const stored = (await repo.findClientForToken(id))?.secret_hash
+          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored)
+          const secret_hash = keep ? stored : await hashChosenSecret(secret)
+          await repo.upsertPlatformClient({ client_id: id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+          // Other instances forget what they keep of it (its old secret).
+          await deps.access.changed(id)
+        })()
+        const mine = { clientId: id, done }
+        settling = mine
+        try {
+          await done
+        } finally {
+          if (settling === mine) settling = undefined
+        }
         return undefined
       }
       if ((await repo.countPlatformClients()) > 0) return undefined
