@@ -160,7 +160,7 @@ export async function buildApp(options: AppOptions) {
   const readiness = createReadiness(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
   const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
-  await installLoadShedding(app, { maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
+  await installLoadShedding(app, { maxInFlight: config.SHED_MAX_IN_FLIGHT, maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
 
   const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })

@@ -14,6 +14,8 @@ const OPERATIONS_SETTINGS = {
   // or addresses/CIDRs comma-separated; see trustProxy() below.
   TRUST_PROXY: Type.String({ default: '' }),
   // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 (the default) turns a check off.
+  // Requests worked on at once per instance beyond which a new one gets 503 + Retry-After: 1; 0 turns the bound off.
+  SHED_MAX_IN_FLIGHT: Type.Integer({ minimum: 0, default: 64 }),
   SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0 }),
   SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),

@@ -4,6 +4,7 @@ import { ErrorBody } from './schemas.ts'
 import { scopeNeeded, type Access } from './auth.ts'
 import { ALL_SCOPE_STRINGS } from '../modules/oauth/scopes.ts'
 import { finishDocument } from './openapi-document.ts'
+import { NEVER_SHED } from './load-shedding.ts'
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input: `errors` names the field',
@@ -16,7 +17,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'The body is not JSON',
   429: 'Rate limit reached; see Retry-After',
   500: 'Internal error',
-  503: 'The database is unavailable; see Retry-After',
+  503: 'The service is overloaded, or the database is unavailable; see Retry-After',
 }
 
 declare module 'fastify' {
@@ -109,7 +110,8 @@ function documentRoute(route: RouteOptions) {
   if (!['/health', '/ready', '/metrics'].includes(route.url)) add(429)
   add(500)
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
-  if (access !== 'none' || route.url === '/ready') add(503)
+  // Every route but the probes: load shedding (http/load-shedding.ts), or the database gone.
+  if (!NEVER_SHED.has(route.url) || route.url === '/ready') add(503)
   // `none` looks at no token: the route is public in the document's words (`security: []`).
   if (access === 'none') schema.security ??= []
   // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).

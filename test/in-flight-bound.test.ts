@@ -1,0 +1,90 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { company, type CompanyFixture } from './helpers/factories.ts'
+import { eventually } from './helpers/eventually.ts'
+import { sql } from 'kysely'
+import { loadConfig } from '../src/config.ts'
+
+/**
+ * Issue 19's overload: an instance works on at most SHED_MAX_IN_FLIGHT requests at once and
+ * answers the others 503 + Retry-After at once (http/load-shedding.ts), instead of queueing them
+ * behind each other until every answer is late.
+ */
+it('the bound is on by default', () => {
+  assert.equal(loadConfig({}).SHED_MAX_IN_FLIGHT, 64)
+  assert.equal(loadConfig({ SHED_MAX_IN_FLIGHT: '0' }).SHED_MAX_IN_FLIGHT, 0)
+})
+
+for (const engine of engines) {
+  describe(`requests in flight on ${engine}`, () => {
+    let t: TestApp
+    let c: CompanyFixture
+    before(async () => {
+      t = await buildTestApp(engine, { SHED_MAX_IN_FLIGHT: 2 })
+      c = await company(t)
+    })
+    after(async () => { await t?.close() })
+
+    const createTeam = (code: string) => t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: `Team ${code}`, code } })
+    const refusals = async () => {
+      const text = (await t.call({ url: '/metrics', token: null })).body
+      return Number(/^load_shed_refusals_total\{reason="in_flight"\} (\d+)$/m.exec(text)?.[1] ?? 0)
+    }
+
+    it('beyond the bound a request is answered 503 + Retry-After: 1 and changes nothing; the probes always answer', async () => {
+      const before = await refusals()
+      // What the requests below need before their handlers is kept from here on (the token's
+      // access state, the company's cached answer): on PGlite a query of theirs would wait for
+      // the test's transaction as much as the handlers do.
+      assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
+      // Two team creations held in their handlers: the teams table locked by a transaction of the
+      // test (on PGlite, whose one connection it holds, every query waits).
+      let unlock!: () => void
+      const unlocked = new Promise<void>((resolve) => { unlock = resolve })
+      let locked!: () => void
+      const isLocked = new Promise<void>((resolve) => { locked = resolve })
+      const holder = t.app.database.db.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE teams IN ACCESS EXCLUSIVE MODE`.execute(trx)
+        locked()
+        await unlocked
+      })
+      await isLocked
+      const held = [createTeam('held1'), createTeam('held2')]
+      try {
+        // Once both are in their handlers, the next request is refused at once.
+        const refused = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 503, 10_000)
+        assert.equal(refused.statusCode, 503, refused.body)
+        assert.equal(refused.headers['retry-after'], '1')
+        assert.match(refused.json().errors, /retry shortly/)
+        const write = await createTeam('refused1')
+        assert.equal(write.statusCode, 503, write.body)
+        assert.equal((await t.call({ url: '/health', token: null })).statusCode, 200)
+      } finally {
+        unlock()
+        await holder
+      }
+      assert.deepEqual((await Promise.all(held)).map((r) => r.statusCode), [202, 202])
+      // The refused creation stored nothing; the held ones everything.
+      const teams = await t.json(200, { url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+      const codes = (teams.items ?? teams).map((team: { code: string }) => team.code)
+      assert.ok(codes.includes('held1') && codes.includes('held2'), codes.join())
+      assert.ok(!codes.includes('refused1'), codes.join())
+      assert.ok(await refusals() - before >= 2)
+    })
+
+    it('every way a request ends gives its slot back', async () => {
+      // Handler errors (404, 409), refusals before the handler (400, 401) and successes, one after
+      // another: with a bound of two, a slot kept by any of them would refuse what follows.
+      for (let round = 0; round < 3; round++) {
+        assert.equal((await t.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000', token: c.token })).statusCode, 404)
+        assert.equal((await createTeam('same')).statusCode, round === 0 ? 202 : 409)
+        assert.equal((await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: 1 } })).statusCode, 400)
+        assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: null })).statusCode, 401)
+        assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
+      }
+      const together = await Promise.all([t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })])
+      assert.deepEqual(together.map((r) => r.statusCode), [200, 200])
+    })
+  })
+}
