@@ -3503,7 +3503,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The database is unavailable; see Retry-After */
+        /** @description The service is overloaded, or the database is unavailable; see Retry-After */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying */
@@ -3890,6 +3890,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listCompanyClients: {
