@@ -97,7 +97,9 @@ for (const engine of engines) {
       assert.deepEqual(fake.requests.slice(from).map((r) => `${r.method} ${r.path}`), [`GET /subscriptions/${c.subscriptionId}`])
       assert.equal((await mirrorOf(t, c.id)).plan_quantity, 3)
       // Chargebee down while reading: 502, nothing recorded, so its retry is applied.
-      const later = fake.event('subscription_changed', { subscription: { ...created.content.subscription!, resource_version: Date.now() * 3 } })
+      // It occurred before the API's change too, whatever time the loaded machine took since (its
+      // own time would be the clock's, which moves with real time: past the change, it is trusted).
+      const later = fake.event('subscription_changed', { subscription: { ...created.content.subscription!, resource_version: Date.now() * 3 } }, created.occurred_at)
       fake.fail({ status: 500, match: /^GET \/subscriptions\//, times: ATTEMPTS }) // a read is retried: every attempt fails
       assert.equal((await deliver(t, later)).statusCode, 502)
       assert.equal((await deliver(t, later)).json().outcome, 'unchanged')
