@@ -13,7 +13,7 @@ import path from 'node:path'
 const ROOT = path.resolve(import.meta.dirname, '..')
 
 /** The young generation's size (MB) after allocating ~100 MB of short-lived objects, with the settings given. */
-function youngGenerationMb(settings: Record<string, string>): { on: boolean; mb: number } {
+function youngGenerationMb(settings: Record<string, string | undefined>): { on: boolean; mb: number } {
   const script = `
     import v8 from 'node:v8'
     import { tuneV8ForMemory } from './src/v8-memory.ts'
