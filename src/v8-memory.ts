@@ -8,11 +8,13 @@ import type { Config } from './config.ts'
  * here (the heap's size limits, `--max-semi-space-size` and the like, cannot: V8 fixes them before
  * any JavaScript runs). Measured in bench/findings.md ("PGlite's start, idle memory and peak memory"):
  *
- * - `--optimize-for-size`: the heap grows by smaller steps and gives memory back sooner. Under the
- *   reliability suite's hostile input (bodies up to the spec's 1 MiB, eight at a time) V8's heap
- *   had grown to 220 MB committed for 84 MB used; with it the whole process peaked ~100 MB lower.
- * - `--semi-space-growth-factor=1`: the young generation stays at its first size (1 MB per
- *   semi-space) instead of doubling up to 16 MB as allocation goes on: ~20 MB less idle memory.
+ * - `--optimize-for-size`: V8 treats memory as scarce (its old generation grows by smaller steps and
+ *   is given back sooner). Under the reliability suite's hostile input (bodies up to the spec's
+ *   1 MiB, eight at a time) V8's heap had grown to 220 MB committed for 84 MB used; with this flag
+ *   and the next the whole process peaks 305–330 MB instead of 439–464 MB.
+ * - `--semi-space-growth-factor=1`: the young generation keeps its first size (2 MB in
+ *   getHeapSpaceStatistics) instead of doubling up to 32 MB as allocation goes on; with the flag
+ *   above, the idle server takes ~15 MB less.
  *
  * 'auto' turns them on for PGlite only: a server on PGlite is the small, single-instance setup the
  * memory targets are for; a server on PostgreSQL keeps V8's defaults (built for throughput).
