@@ -16,8 +16,9 @@ import type { Config } from './config.ts'
  * - `--semi-space-growth-factor=1`: the young generation keeps its first size (2 MB in
  *   getHeapSpaceStatistics) instead of doubling up to 32 MB as allocation goes on.
  *
- * They cost some CPU where requests make much garbage (more, smaller collections): about +5 % per read,
- * +10–15 % per 40 KB body refused by validation. `--optimize-for-size` took as much off the peak
+ * They cost some CPU where requests make much garbage (more, smaller collections): about +5 % per
+ * read through PGlite, +10–15 % per 40 KB body refused by validation, up to +40 % on the lightest
+ * read served from the read cache in one bench run (bench/findings.md). `--optimize-for-size` took as much off the peak
  * (and ~10 MB more off the idle process) but cost +30 % per read, so it is not used.
  *
  * 'auto' turns them on for PGlite only: a server on PGlite is the small, single-instance setup the
