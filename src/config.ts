@@ -36,6 +36,8 @@ const ConfigSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ default: './data' }),
   DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10 }),
+  // V8 tuned for memory rather than speed (src/v8-memory.ts): 'auto' is on for PGlite, off for PostgreSQL.
+  V8_SMALL_HEAP: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
   // Spelled out: a mapped array loses the literal types, and Config['LOG_LEVEL'] with them.
   LOG_LEVEL: Type.Union([
     Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),

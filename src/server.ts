@@ -1,10 +1,13 @@
 import { loadConfig } from './config.ts'
 import { buildApp } from './app.ts'
 import { installShutdown } from './http/shutdown.ts'
+import { tuneV8ForMemory } from './v8-memory.ts'
 
 /** Starts the service: configuration, database and migrations, then listen; SIGTERM drains and closes (http/shutdown.ts). */
 async function main() {
   const config = loadConfig()
+  // Before buildApp: PGlite is imported, compiled and booted inside it (src/db/database.ts).
+  tuneV8ForMemory(config)
   const app = await buildApp({ config })
   const admin = app.services.oauth.ensureAdminClient({ id: config.ADMIN_CLIENT_ID, secret: config.ADMIN_CLIENT_SECRET })
   admin.catch(() => undefined) // awaited below; a failure meanwhile is not an unhandled rejection
