@@ -1,4 +1,6 @@
 import { describe, it, before, after } from 'node:test'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, type CompanyFixture } from './helpers/factories.ts'
@@ -73,11 +75,54 @@ for (const engine of engines) {
       assert.ok(await refusals() - before >= 2)
     })
 
+    it('a client that goes away keeps its slot until its handler is done', async () => {
+      assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      const { port } = t.app.server.address() as AddressInfo
+      let unlock!: () => void
+      const unlocked = new Promise<void>((resolve) => { unlock = resolve })
+      let locked!: () => void
+      const isLocked = new Promise<void>((resolve) => { locked = resolve })
+      const holder = t.app.database.db.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE teams IN ACCESS EXCLUSIVE MODE`.execute(trx)
+        locked()
+        await unlocked
+      })
+      await isLocked
+      // Two creations over real connections, held in their handlers by the lock.
+      const body = (code: string) => JSON.stringify({ name: `Team ${code}`, code })
+      const sockets = ['gone1', 'gone2'].map((code) => {
+        const request = http.request({ port, host: '127.0.0.1', method: 'POST', path: `/api/v1/companies/${c.id}/teams`, headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' } })
+        request.on('error', () => undefined)
+        request.end(body(code))
+        return request
+      })
+      try {
+        const full = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 503, 10_000)
+        assert.equal(full.statusCode, 503, full.body)
+        // Both clients go away; their handlers still wait for the lock, so their slots are still taken.
+        for (const s of sockets) s.destroy()
+        const until = Date.now() + 500
+        while (Date.now() < until) {
+          const r = await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })
+          assert.equal(r.statusCode, 503, 'a slot was given back while its handler still ran')
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      } finally {
+        unlock()
+        await holder
+      }
+      // The handlers done, their slots come back.
+      const after = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 200, 10_000)
+      assert.equal(after.statusCode, 200, after.body)
+    })
+
     it('every way a request ends gives its slot back', async () => {
-      // Handler errors (404, 409), refusals before the handler (400, 401) and successes, one after
-      // another: with a bound of two, a slot kept by any of them would refuse what follows.
+      // Errors of the handler (an unknown company for the platform: 404; a taken code: 409) and
+      // successes take a slot and give it back; refusals before the handler (400, 401) take none.
+      // One after another: with a bound of two, a slot kept by any of them would refuse what follows.
       for (let round = 0; round < 3; round++) {
-        assert.equal((await t.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000', token: c.token })).statusCode, 404)
+        assert.equal((await t.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000' })).statusCode, 404)
         assert.equal((await createTeam('same')).statusCode, round === 0 ? 202 : 409)
         assert.equal((await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: 1 } })).statusCode, 400)
         assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: null })).statusCode, 401)

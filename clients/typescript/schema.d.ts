@@ -3503,23 +3503,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The service is overloaded, or the database is unavailable; see Retry-After */
-        ServiceUnavailable: {
-            headers: {
-                /** @description Seconds to wait before retrying */
-                "Retry-After"?: number;
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "errors": "The database is unavailable; retry",
-                 *       "code": "internal"
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description Conflicts with the current state, or an Idempotency-Key reused with another body (for an upload, another file) */
         Conflict: {
             headers: {
@@ -3562,6 +3545,23 @@ export interface components {
                  * @example {
                  *       "errors": "Too many requests; retry in 12 s",
                  *       "code": "rate_limited"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The service is overloaded, or the database is unavailable; see Retry-After */
+        ServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "errors": "The database is unavailable; retry",
+                 *       "code": "internal"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3657,7 +3657,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The database is unavailable, or the billing provider is rate limiting this service; see Retry-After */
+        /** @description The service is overloaded, the database is unavailable, or the billing provider is rate limiting this service; see Retry-After */
         ProviderUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying */
@@ -3757,7 +3757,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            /** @description Not ready: the database does not answer, a migration is pending, or the instance is stopping; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The database is unavailable; retry",
+                     *       "code": "internal"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     issueToken: {
@@ -3845,7 +3859,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            /** @description The database is unavailable, or too many platform client secrets are being checked at once; see Retry-After */
+            /** @description The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -5,7 +5,7 @@ import { ServiceUnavailable } from './errors.ts'
 // Probes and scrapes answer whatever the load: a balancer that saw /health fail would kill a
 // process that is only busy, and the metrics are how an operator sees the load.
 export const NEVER_SHED: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics'])
-const neverShed = (request: FastifyRequest) => NEVER_SHED.has(request.url.split('?')[0]!.replace(/(.)\/$/, '$1'))
+const neverShed = (request: FastifyRequest) => NEVER_SHED.has(request.routeOptions.url ?? '')
 
 export interface SheddingSettings {
   /** Requests being worked on at once beyond which a new one is refused; 0: not bounded. */
@@ -42,9 +42,11 @@ export async function installLoadShedding(app: FastifyInstance, settings: Sheddi
  * At most `max` requests worked on at once; the next one is refused with 503 and
  * `Retry-After: 1` (docs/decisions.md, "Requests in flight are bounded"). A request holds its slot
  * from the preHandler stage, once its body is in and it is known to be valid and allowed, until
- * its answer is handed over to be sent (onSend), or its connection closes first: a client sending
- * its body slowly, or reading its answer slowly, holds none, and what is bounded is the stage that
- * queries the database. Beyond the bound, queueing only lengthens every answer (the cores and the
+ * its answer is handed over to be sent (onSend): a client sending its body slowly, or reading its
+ * answer slowly, holds none, and what is bounded is the stage that queries the database. A client
+ * that goes away keeps its slot until its handler is done (Fastify still runs it, and onSend):
+ * otherwise a client aborting its requests, or a balancer timing them out under load, would free
+ * slots while their work goes on. Beyond the bound, queueing only lengthens every answer (the cores and the
  * database connections are already busy); a quick 503 lets a client or a balancer go elsewhere or
  * come back, while the requests taken finish in time.
  */
@@ -62,8 +64,9 @@ function boundInFlight(app: FastifyInstance, max: number, onShed?: (kind: string
     }
     inFlight++
     holding.add(request)
-    // A client gone before its answer: no onSend may follow.
-    reply.raw.once('close', () => release(request))
+    // A reply taken over by its handler (hijacked) has no onSend: its end gives the slot back.
+    // An ordinary reply is sent (reply.sent) only once its onSend has run, which released it.
+    reply.raw.once('close', () => { if (reply.sent) release(request) })
     done()
   })
   app.addHook('onSend', (request, _reply, payload, done) => {

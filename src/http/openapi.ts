@@ -27,7 +27,7 @@ declare module 'fastify' {
 
 const PROVIDER_DESCRIPTIONS: Record<number, string> = {
   502: 'The billing provider failed, or is not configured on this service (`provider_error`)',
-  503: 'The database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
+  503: 'The service is overloaded, the database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
 }
 
 /** The service's name: the document's title and the /docs page's. */
@@ -107,11 +107,12 @@ function documentRoute(route: RouteOptions) {
   if (access === 'platform' || typeof access === 'object') add(403)
   if (route.url.includes(':')) { add(404); add(414) }
   if (method === 'POST' || method === 'PUT') { add(409); add(413); add(415) }
-  if (!['/health', '/ready', '/metrics'].includes(route.url)) add(429)
+  if (!NEVER_SHED.has(route.url)) add(429)
   add(500)
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
   // Every route but the probes: load shedding (http/load-shedding.ts), or the database gone.
-  if (!NEVER_SHED.has(route.url) || route.url === '/ready') add(503)
+  if (route.url === '/ready') responses[503] ??= { ...ErrorBody, description: 'Not ready: the database does not answer, a migration is pending, or the instance is stopping; see Retry-After' }
+  else if (!NEVER_SHED.has(route.url)) add(503)
   // `none` looks at no token: the route is public in the document's words (`security: []`).
   if (access === 'none') schema.security ??= []
   // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).

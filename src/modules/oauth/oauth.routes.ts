@@ -54,7 +54,7 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
       operationId: 'issueToken', tags: ['OAuth'], summary: 'Get an access token (client credentials)',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: TokenRequest,
-      response: { 200: TokenResponse, 400: TokenError, 401: TokenError, 413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` }, 503: { ...ErrorBody, description: 'The database is unavailable, or too many platform client secrets are being checked at once; see Retry-After' } },
+      response: { 200: TokenResponse, 400: TokenError, 401: TokenError, 413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` }, 503: { ...ErrorBody, description: 'The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After' } },
     },
   }, async (request, reply) => {
     const body = (request.body ?? {}) as Static<typeof TokenRequest>

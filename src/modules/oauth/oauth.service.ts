@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { KeysetPage } from '../../db/keyset.ts'
 import type { Paged } from '../../http/pagination.ts'
 import type { Clock } from '../../clock.ts'
-import { Forbidden, NotFound, ValidationError } from '../../http/errors.ts'
+import { Forbidden, NotFound, ServiceUnavailable, ValidationError } from '../../http/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
@@ -67,7 +67,10 @@ export function createOauthService(deps: {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
       if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
-      if (settling?.clientId === request.client_id) await settling.done.catch(() => undefined)
+      if (settling?.clientId === request.client_id) {
+        // Not settled (the process is about to stop): the stored secret may be the one rotated away.
+        if (await settling.done.then(() => false, () => true)) throw new ServiceUnavailable('The platform client\'s configured secret could not be stored; retry shortly')
+      }
       // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
       if (!client || client.revoked_at !== null || !(await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash))) {
