@@ -34,14 +34,11 @@ for (const engine of engines) {
       return Number(/^load_shed_refusals_total\{reason="in_flight"\} (\d+)$/m.exec(text)?.[1] ?? 0)
     }
 
-    it('beyond the bound a request is answered 503 + Retry-After: 1 and changes nothing; the probes always answer', async () => {
-      const before = await refusals()
-      // What the requests below need before their handlers is kept from here on (the token's
-      // access state, the company's cached answer): on PGlite a query of theirs would wait for
-      // the test's transaction as much as the handlers do.
-      assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
-      // Two team creations held in their handlers: the teams table locked by a transaction of the
-      // test (on PGlite, whose one connection it holds, every query waits).
+    /**
+     * The teams table locked by a transaction of the test until release(): team creations wait in
+     * their handlers (on PGlite, whose one connection the transaction holds, every query waits).
+     */
+    async function lockTeams() {
       let unlock!: () => void
       const unlocked = new Promise<void>((resolve) => { unlock = resolve })
       let locked!: () => void
@@ -52,6 +49,17 @@ for (const engine of engines) {
         await unlocked
       })
       await isLocked
+      return { release: async () => { unlock(); await holder } }
+    }
+
+    it('beyond the bound a request is answered 503 + Retry-After: 1 and changes nothing; the probes always answer', async () => {
+      const before = await refusals()
+      // What the requests below need before their handlers is kept from here on (the token's
+      // access state, the company's cached answer): on PGlite a query of theirs would wait for
+      // the test's transaction as much as the handlers do.
+      assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
+      // Two team creations held in their handlers.
+      const teamsLock = await lockTeams()
       const held = [createTeam('held1'), createTeam('held2')]
       try {
         // Once both are in their handlers, the next request is refused at once.
@@ -63,8 +71,7 @@ for (const engine of engines) {
         assert.equal(write.statusCode, 503, write.body)
         assert.equal((await t.call({ url: '/health', token: null })).statusCode, 200)
       } finally {
-        unlock()
-        await holder
+        await teamsLock.release()
       }
       assert.deepEqual((await Promise.all(held)).map((r) => r.statusCode), [202, 202])
       // The refused creation stored nothing; the held ones everything.
@@ -79,16 +86,7 @@ for (const engine of engines) {
       assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
       await t.app.listen({ port: 0, host: '127.0.0.1' })
       const { port } = t.app.server.address() as AddressInfo
-      let unlock!: () => void
-      const unlocked = new Promise<void>((resolve) => { unlock = resolve })
-      let locked!: () => void
-      const isLocked = new Promise<void>((resolve) => { locked = resolve })
-      const holder = t.app.database.db.transaction().execute(async (trx) => {
-        await sql`LOCK TABLE teams IN ACCESS EXCLUSIVE MODE`.execute(trx)
-        locked()
-        await unlocked
-      })
-      await isLocked
+      const teamsLock = await lockTeams()
       // Two creations over real connections, held in their handlers by the lock.
       const body = (code: string) => JSON.stringify({ name: `Team ${code}`, code })
       const sockets = ['gone1', 'gone2'].map((code) => {
@@ -109,8 +107,7 @@ for (const engine of engines) {
           await new Promise((resolve) => setTimeout(resolve, 20))
         }
       } finally {
-        unlock()
-        await holder
+        await teamsLock.release()
       }
       // The handlers done, their slots come back.
       const after = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 200, 10_000)
