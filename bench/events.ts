@@ -93,10 +93,10 @@ async function receiver(kind: Kind) {
   }
 }
 
-export async function measureEvents(env: Record<string, string>, seeded: Seeded, db: Db, log: (s: string) => void): Promise<EventFigures> {
+export async function measureEvents(env: Record<string, string>, seeded: Seeded, db: Db, log: (s: string) => void, nodeArgs: string[] = []): Promise<EventFigures> {
   const kinds: Kind[] = [...Array<Kind>(HEALTHY).fill('ok'), 'fail', 'slow']
   const receivers = await Promise.all(kinds.map(receiver))
-  const server = await startServer({ ...env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' })
+  const server = await startServer({ ...env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }, nodeArgs)
   try {
     const company = seeded.writer.id
     const headers = { authorization: `Bearer ${seeded.writer.token}`, 'content-type': 'application/json' }
@@ -136,7 +136,16 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
 /** Stops what the endpoints still owe (pending deliveries), and turns them on or off. */
 async function clearBacklog(db: Db, company: string, enabled: boolean) {
   await db.query('UPDATE webhook_endpoints SET enabled = $2 WHERE company_id = $1', [company, enabled])
-  await db.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending' AND company_id = $1`, [company])
+  // Thousands of rows at once, in no set order, while the server's outcome batches update some of
+  // them: PostgreSQL may choose this statement as a deadlock's victim. It is run again then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending' AND company_id = $1`, [company])
+      return
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err
+    }
+  }
 }
 
 async function deliveryPhase(server: Running, db: Db, company: string, receivers: Awaited<ReturnType<typeof receiver>>[],

@@ -22,7 +22,7 @@ const ONLY = new Set([...(process.env.BENCH_ONLY ?? '').split(','), ...process.a
 const want = (part: string) => ONLY.size === 0 || ONLY.has(part)
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? '').split(',').filter(Boolean)
 const chosen = (w: Workload) => WORKLOADS.length === 0 || WORKLOADS.some((name) => w.name.includes(name))
-/** BENCH_PROFILE=1: the PostgreSQL server of the HTTP workloads runs with --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles). */
+/** BENCH_PROFILE=1: the PostgreSQL servers of the HTTP and events workloads run with --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles). */
 const PROFILE = process.env.BENCH_PROFILE === '1'
 const PROFILE_DIR = path.join(os.tmpdir(), 'company-admin-api-profiles')
 
@@ -121,7 +121,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     }
     if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
     // Last: it starts a server of its own (private targets allowed), so this one stops first.
-    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log) }
+    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log, PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []) }
     return figures
   } finally {
     // Exit code 0: stopped on purpose (the events part stops it); anything else is a crash worth its stderr.

@@ -26,7 +26,8 @@ await build({
     // module; date-holidays is megabytes of calendars; chargebee (with zod) is 1.6 MB that only a
     // server configured for Chargebee loads (chargebee-sdk.ts); pg-native is optional. (/docs reads
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native',
+    // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery.
+    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

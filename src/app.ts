@@ -289,7 +289,7 @@ export async function buildApp(options: AppOptions) {
     // No more claims; the HTTP calls under way end within WEBHOOK_TIMEOUT_MS and their outcomes are recorded first.
     await webhookDelivery.stop()
     await webhookDelivery.settled()
-    webhookDelivery.close()
+    await webhookDelivery.close()
   })
   app.addHook('onClose', async () => {
     readCache.stop()

@@ -136,6 +136,19 @@ for (const engine of engines) {
       assert.ok(attempt.next_retry_at)
     })
 
+    it('a 2xx with a body larger than is read counts as delivered, and the next delivery goes through', async () => {
+      const c = await company(t)
+      const large = await listen('large')
+      const created = await endpoint(c.id, { url: large.url, event_types: ['contract.*'] })
+      await contract(t, c.id)
+      await deliverNow()
+      await contract(t, c.id)
+      await deliverNow()
+      assert.equal(large.received.length, 2)
+      const attempts = await attemptsOf(c.id, created.id)
+      assert.deepEqual(attempts.map((a) => [a.status, a.status_code, a.next_retry_at]), [['succeeded', 200, null], ['succeeded', 200, null]])
+    })
+
     it('platform endpoints hear every company; a company\'s hear its own; event_types filter; ping reaches one endpoint', async () => {
       const a = await company(t)
       const b = await company(t)

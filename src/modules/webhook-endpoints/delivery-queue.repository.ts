@@ -92,8 +92,10 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
       RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.seq
     ),
     lost AS (
+      -- Only a delivery tried before can have an attempt left pending. By its index, not joined: a
+      -- join was planned as a scan of every attempt at each claim (migration 0033 says why).
       UPDATE webhook_attempts a SET outcome = 'lost', error = 'No outcome recorded: the delivering instance stopped'
-      FROM claimed c WHERE a.delivery_id = c.id AND a.outcome = 'pending' RETURNING a.id
+      WHERE a.delivery_id = ANY (ARRAY(SELECT id FROM claimed WHERE attempts > 1)) AND a.outcome = 'pending' RETURNING a.id
     ),
     started AS (
       INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at)
@@ -108,39 +110,21 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
 }
 
 /**
- * Records a batch of outcomes in one statement. Every attempt gets its outcome (a late one
- * too: it replaces 'lost'); a delivery is settled only by the attempt of its current seq, so an
- * outcome that arrives after its lease ran out and another attempt started decides nothing.
+ * Records a batch of outcomes in one statement: record_webhook_outcomes() (migration 0033) updates
+ * each delivery and attempt by its primary key. Every attempt gets its outcome (a late one too: it
+ * replaces 'lost'); a delivery is settled only by the attempt of its current seq, so an outcome
+ * that arrives after its lease ran out and another attempt started decides nothing.
  */
 export async function recordOutcomes(db: Kysely<DB>, outcomes: readonly RecordedOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
   const column = <T>(pick: (o: RecordedOutcome) => T) => outcomes.map(pick)
   const iso = (d: Date | null) => (d ? d.toISOString() : null)
   await sql`
-    WITH o AS (
-      SELECT * FROM unnest(
-        ${column((o) => o.attemptId)}::bigint[], ${column((o) => o.deliveryId)}::uuid[], ${column((o) => o.seq)}::int[],
-        ${column((o) => o.outcome)}::text[], ${column((o) => o.statusCode)}::int[], ${column((o) => o.durationMs)}::int[],
-        ${column((o) => o.error?.slice(0, 1000) ?? null)}::text[], ${column((o) => iso(o.retryAt))}::timestamptz[],
-        ${column((o) => o.disabledReason)}::text[], ${column((o) => o.at.toISOString())}::timestamptz[]
-      ) AS o(attempt_id, delivery_id, seq, outcome, status_code, duration_ms, error, retry_at, disabled_reason, at)
-    ),
-    settled AS (
-      UPDATE webhook_deliveries d SET
-        status = CASE WHEN o.outcome = 'succeeded' THEN 'delivered' WHEN o.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
-        next_attempt_at = o.retry_at,
-        delivered_at = CASE WHEN o.outcome = 'succeeded' THEN o.at END
-      FROM o WHERE d.id = o.delivery_id AND d.seq = o.seq AND d.status = 'pending'
-      RETURNING d.id, d.seq, d.endpoint_id, o.disabled_reason
-    ),
-    recorded AS (
-      UPDATE webhook_attempts a SET outcome = o.outcome, status_code = o.status_code, duration_ms = o.duration_ms, error = o.error,
-        next_retry_at = CASE WHEN s.id IS NOT NULL THEN o.retry_at END
-      FROM o LEFT JOIN settled s ON s.id = o.delivery_id AND s.seq = o.seq
-      WHERE a.id = o.attempt_id
-      RETURNING a.id
+    SELECT record_webhook_outcomes(
+      ${column((o) => o.attemptId)}::bigint[], ${column((o) => o.deliveryId)}::uuid[], ${column((o) => o.seq)}::int[],
+      ${column((o) => o.outcome)}::text[], ${column((o) => o.statusCode)}::int[], ${column((o) => o.durationMs)}::int[],
+      ${column((o) => o.error?.slice(0, 1000) ?? null)}::text[], ${column((o) => iso(o.retryAt))}::timestamptz[],
+      ${column((o) => o.disabledReason)}::text[], ${column((o) => o.at.toISOString())}::timestamptz[]
     )
-    UPDATE webhook_endpoints w SET enabled = false, disabled_reason = s.disabled_reason, updated_at = now()
-    FROM settled s WHERE s.disabled_reason IS NOT NULL AND w.id = s.endpoint_id
   `.execute(db)
 }

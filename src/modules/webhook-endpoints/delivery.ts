@@ -54,7 +54,7 @@ export function createWebhookDelivery(deps: {
   pollMs?: number
 }) {
   const pollMs = deps.pollMs ?? DELIVERY_POLL_MS
-  const sender = createWebhookSender({ timeoutMs: deps.timeoutMs, allowPrivateTargets: deps.allowPrivateTargets, maxSocketsPerHost: MAX_IN_FLIGHT_PER_ENDPOINT })
+  const sender = createWebhookSender({ timeoutMs: deps.timeoutMs, allowPrivateTargets: deps.allowPrivateTargets })
   const recorder = createOutcomeRecorder({ repo: deps.repo, log: deps.log, observer: deps.observer })
   /** Calls under way per endpoint: the slots a claim leaves out. */
   const calls = new Map<string, number>()
@@ -82,18 +82,24 @@ export function createWebhookDelivery(deps: {
     const claimed = await deps.repo.claimDue({
       now, leaseUntil: new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy, dropBatch: DROP_BATCH,
     })
+    // An event goes to every endpoint that wants it in the same pass: its body is built once.
+    const bodies = new Map<string, string>()
     for (const d of claimed) {
       // One delivery that cannot be started (its body not built) must not keep the others of the
       // pass from starting: it stays leased, and its lease brings it back.
-      try { start(d) } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
+      try { start(d, bodies) } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
     }
     return claimed.length
   }
 
-  function start(d: ClaimedDelivery) {
+  function start(d: ClaimedDelivery, bodies: Map<string, string>) {
     // During a rotation's grace the secret it replaced signs too (migration 0025).
     const previous = d.previous_secret && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > deps.clock.now() ? [d.previous_secret] : []
-    const body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
+    let body = bodies.get(d.event_id)
+    if (body === undefined) {
+      body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
+      bodies.set(d.event_id, body)
+    }
     // The slot is taken once the call is sure to start, so release() always follows.
     const n = (calls.get(d.endpoint_id) ?? 0) + 1
     calls.set(d.endpoint_id, n)

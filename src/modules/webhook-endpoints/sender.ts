@@ -1,6 +1,5 @@
-import http from 'node:http'
-import https from 'node:https'
 import net from 'node:net'
+import type { Agent, Dispatcher } from 'undici'
 import type { AttemptOutcome } from '../../db/tables.ts'
 import { signatureHeaders } from './signing.ts'
 import { guardedLookup, hostOf, isPrivateAddress, TargetRefused } from './targets.ts'
@@ -12,67 +11,102 @@ export interface Sent { outcome: AttemptOutcome; statusCode: number | null; erro
 /**
  * The HTTP side of a delivery: one POST with the Standard Webhooks headers, after the claim has
  * committed and outside every transaction, so a slow receiver holds only its own socket.
+ *
+ * On undici's dispatcher, not node:http: a delivery is a few dozen microseconds of this process's
+ * CPU where http.request with a keep-alive Agent took two and a half times as much (84 against 31
+ * µs per call to a loopback receiver, bench/findings.md, "Issue 15"), and ten deliveries per change
+ * made that the biggest cost of a write. The dispatcher's callbacks are used directly: no promise,
+ * stream or AbortSignal per call (an AbortSignal alone was 9 µs). undici is loaded at the first
+ * delivery: an instance that never delivers never loads it.
  */
-export function createWebhookSender(options: { timeoutMs: number; allowPrivateTargets: boolean; maxSocketsPerHost: number }) {
-  const lookup = guardedLookup(options.allowPrivateTargets)
-  // Connections kept open between deliveries to the same receiver: a new TCP (and TLS) connection
-  // per delivery was an eighth of the delivering instance's CPU (bench/findings.md, events). The
-  // bound per endpoint is the delivery loop's, not the agent's; a socket is connected through
-  // the guarded lookup, so a reused one reaches only an address that passed the guard.
-  const agentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: options.maxSocketsPerHost, scheduling: 'lifo' as const }
-  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) }
+export function createWebhookSender(options: { timeoutMs: number; allowPrivateTargets: boolean }) {
+  let agent: Agent | undefined
+  let loading: Promise<Agent> | undefined
+
+  /**
+   * Connections are kept open between deliveries to the same receiver (a new TCP and TLS
+   * connection per delivery was an eighth of the delivering instance's CPU). No bound per origin:
+   * the delivery loop bounds the calls per endpoint. A connection is made through the guarded
+   * lookup, so a kept one reaches only an address that passed the guard.
+   */
+  function dispatcher(): Agent | Promise<Agent> {
+    if (agent) return agent
+    loading ??= import('undici').then(({ Agent }) => {
+      agent = new Agent({
+        connect: { lookup: guardedLookup(options.allowPrivateTargets), timeout: options.timeoutMs },
+        // The call's own timer (below) bounds the whole call; undici's would only race it.
+        headersTimeout: 0, bodyTimeout: 0,
+      })
+      return agent
+    })
+    return loading
+  }
 
   /** Never throws: every failure is an outcome. */
-  function send(target: string, secrets: string[], eventId: string, body: string): Promise<Sent> {
+  async function send(target: string, secrets: string[], eventId: string, body: string): Promise<Sent> {
     const started = performance.now()
     const done = (outcome: AttemptOutcome, statusCode: number | null, error: string | null): Sent =>
       ({ outcome, statusCode, error, durationMs: Math.round(performance.now() - started) })
+    let url: URL
+    try { url = new URL(target) } catch { return done('refused', null, 'The endpoint URL is not a URL') }
+    const host = hostOf(url)
+    if (!options.allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) {
+      return done('refused', null, `${host} is a loopback, private or link-local address`)
+    }
+    const headers = {
+      'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
+      ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
+    }
+    const client = await dispatcher()
     return new Promise<Sent>((resolve) => {
-      let url: URL
-      try { url = new URL(target) } catch { return resolve(done('refused', null, 'The endpoint URL is not a URL')) }
-      const host = hostOf(url)
-      if (!options.allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) {
-        return resolve(done('refused', null, `${host} is a loopback, private or link-local address`))
+      let settled = false
+      let timedOut = false
+      let controller: Dispatcher.DispatchController | undefined
+      let status = 0
+      let received = 0
+      const finish = (sent: Sent) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        resolve(sent)
       }
-      const headers = {
-        'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1', 'content-length': String(Buffer.byteLength(body)),
-        ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
-      }
-      const secure = url.protocol === 'https:'
-      const request = (secure ? https : http).request(url, { method: 'POST', headers, lookup, agent: secure ? agents.https : agents.http }, (response) => {
-        let received = 0
-        response.on('data', (chunk: Buffer) => {
+      // One limit for the whole call, from connecting to the body's end. A call still waiting for
+      // its connection when it runs out is aborted as soon as it starts.
+      const timer = setTimeout(() => {
+        timedOut = true
+        // Settled first: the abort calls onResponseError at once.
+        finish(done('timeout', null, `No answer within ${options.timeoutMs} ms`))
+        controller?.abort(new Error('timeout'))
+      }, options.timeoutMs)
+      client.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body }, {
+        onRequestStart(c) {
+          controller = c
+          if (timedOut) c.abort(new Error('timeout'))
+        },
+        onResponseStart(_c, statusCode) { status = statusCode },
+        onResponseData(c, chunk) {
           // The body is not needed: read a little, then stop paying for it.
           received += chunk.length
-          if (received > MAX_RESPONSE_BYTES) response.destroy()
-        })
-        const finish = () => {
-          clearTimeout(timer)
-          const status = response.statusCode ?? 0
-          resolve(status >= 200 && status < 300 ? done('succeeded', status, null) : done('failed', status, `The receiver answered ${status}`))
-        }
-        response.on('end', finish)
-        response.on('close', finish)
-        response.on('error', finish)
+          if (received > MAX_RESPONSE_BYTES) c.abort(new Error('response too large'))
+        },
+        onResponseEnd: answered,
+        onResponseError(_c, err) {
+          // An answer whose body was cut off (too large, or the connection dropped): its status decides.
+          if (status > 0) return answered()
+          finish(err instanceof TargetRefused ? done('refused', null, err.message) : done('error', null, err.message))
+        },
       })
-      const timer = setTimeout(() => {
-        request.destroy()
-        resolve(done('timeout', null, `No answer within ${options.timeoutMs} ms`))
-      }, options.timeoutMs)
-      request.on('error', (err) => {
-        clearTimeout(timer)
-        resolve(err instanceof TargetRefused ? done('refused', null, err.message) : done('error', null, err.message))
-      })
-      request.end(body)
+      function answered() {
+        finish(status >= 200 && status < 300 ? done('succeeded', status, null) : done('failed', status, `The receiver answered ${status}`))
+      }
     })
   }
 
   return {
     send,
     /** Closes the kept-open connections (at shutdown, once the calls are over). */
-    close() {
-      agents.http.destroy()
-      agents.https.destroy()
+    async close() {
+      await agent?.destroy()
     },
   }
 }
