@@ -149,6 +149,18 @@ for (const engine of engines) {
       assert.deepEqual(attempts.map((a) => [a.status, a.status_code, a.next_retry_at]), [['succeeded', 200, null], ['succeeded', 200, null]])
     })
 
+    it('an informational answer is not the answer: 103 Early Hints, then the connection dropped, is an error', async () => {
+      const c = await company(t)
+      const hints = await listen('hints')
+      const created = await endpoint(c.id, { url: hints.url, event_types: ['contract.*'] })
+      await contract(t, c.id)
+      await deliverNow()
+      assert.equal(hints.received.length, 1)
+      const [attempt] = await attemptsOf(c.id, created.id)
+      assert.deepEqual([attempt.status, attempt.status_code], ['error', null])
+      assert.ok(attempt.next_retry_at)
+    })
+
     it('platform endpoints hear every company; a company\'s hear its own; event_types filter; ping reaches one endpoint', async () => {
       const a = await company(t)
       const b = await company(t)
@@ -358,6 +370,31 @@ for (const engine of engines) {
       // The second attempt decides what comes next; the first's late outcome is kept.
       assert.ok(attempts[0].next_retry_at)
       assert.equal(attempts[1].next_retry_at, null)
+    })
+
+    it('a delivery given up because its endpoint was disabled has its unanswered attempt marked lost', async () => {
+      const c = await company(t)
+      const r = await listen('never')
+      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
+      await contract(t, c.id)
+      const start = new Date(Date.now() + 1000)
+      const back = t.realClock.now()
+      try {
+        t.realClock.set(start)
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => r.received.length, (n) => n === 1, 30_000)
+        await t.json(200, { method: 'PATCH', url: `${companyEndpoints(c.id)}/${created.id}`, token: c.token, body: { enabled: false } })
+        // The lease runs out with the call still open, as if its instance had died: the pass gives the delivery up.
+        t.realClock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
+        await t.app.services.webhookDelivery.runDue()
+        const [attempt] = await attemptsOf(c.id, created.id)
+        assert.deepEqual([attempt.attempt, attempt.status], [1, 'lost'])
+        assert.equal(r.received.length, 1, 'nothing more is sent to a disabled endpoint')
+      } finally {
+        t.realClock.set(back)
+        r.release()
+        await t.app.services.webhookDelivery.settled()
+      }
     })
 
     it('a late outcome decides nothing: a 2xx after the lease ran out leaves the delivery to the attempt that owns it', async () => {

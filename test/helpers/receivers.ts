@@ -1,14 +1,15 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export type Behaviour = 'ok' | 'fail' | 'slow' | 'never' | 'large'
+export type Behaviour = 'ok' | 'fail' | 'slow' | 'never' | 'large' | 'hints'
 
 export interface Received { headers: Record<string, string>; body: string; at: number }
 
 /**
  * A webhook receiver on 127.0.0.1: `ok` answers 200, `fail` 500, `slow` answers 200 after
  * `slowMs` (beyond the delivery timeout), `never` never answers, `large` answers 200 with a body of
- * 1 MB (more than a sender reads). The behaviour can change
+ * 1 MB (more than a sender reads), `hints` sends 103 Early Hints and then drops the connection.
+ * The behaviour can change
  * between requests; every request is kept.
  */
 export async function receiver(initial: Behaviour, options: { slowMs?: number } = {}) {
@@ -23,6 +24,7 @@ export async function receiver(initial: Behaviour, options: { slowMs?: number } 
       if (behaviour === 'ok') return res.writeHead(200).end('ok')
       if (behaviour === 'fail') return res.writeHead(500).end('boom')
       if (behaviour === 'large') return res.writeHead(200).end(Buffer.alloc(1024 * 1024, 'x'))
+      if (behaviour === 'hints') return res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }, () => res.socket?.destroy())
       hanging.add(res)
       if (behaviour === 'slow') setTimeout(() => { hanging.delete(res); if (!res.destroyed) res.writeHead(200).end('late') }, options.slowMs ?? 5_000).unref()
     })

@@ -84,7 +84,7 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
       WHERE s.share > 0
     ),
     dropped AS (
-      UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL FROM picked p WHERE d.id = p.id AND NOT p.enabled RETURNING d.id
+      UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL FROM picked p WHERE d.id = p.id AND NOT p.enabled RETURNING d.id, d.attempts
     ),
     claimed AS (
       UPDATE webhook_deliveries d SET attempts = d.attempts + 1, seq = d.seq + 1, next_attempt_at = ${c.leaseUntil}::timestamptz
@@ -92,10 +92,12 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
       RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.seq
     ),
     lost AS (
-      -- Only a delivery tried before can have an attempt left pending. By its index, not joined: a
-      -- join was planned as a scan of every attempt at each claim (migration 0033 says why).
+      -- Only a delivery tried before can have an attempt left pending (claimed shows its attempts
+      -- counted with the new one, dropped without), one given up as well. By the index, not
+      -- joined: a join was planned as a scan of every attempt at each claim (migration 0033).
       UPDATE webhook_attempts a SET outcome = 'lost', error = 'No outcome recorded: the delivering instance stopped'
-      WHERE a.delivery_id = ANY (ARRAY(SELECT id FROM claimed WHERE attempts > 1)) AND a.outcome = 'pending' RETURNING a.id
+      WHERE a.delivery_id = ANY (ARRAY(SELECT id FROM claimed WHERE attempts > 1 UNION ALL SELECT id FROM dropped WHERE attempts > 0))
+        AND a.outcome = 'pending' RETURNING a.id
     ),
     started AS (
       INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at)

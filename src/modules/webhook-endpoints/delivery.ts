@@ -82,7 +82,7 @@ export function createWebhookDelivery(deps: {
     const claimed = await deps.repo.claimDue({
       now, leaseUntil: new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy, dropBatch: DROP_BATCH,
     })
-    // An event goes to every endpoint that wants it in the same pass: its body is built once.
+    // The endpoints with free slots that want an event get it in the same pass: its body is built once.
     const bodies = new Map<string, string>()
     for (const d of claimed) {
       // One delivery that cannot be started (its body not built) must not keep the others of the

@@ -8,16 +8,19 @@ const MAX_RESPONSE_BYTES = 64 * 1024
 
 export interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: string | null; durationMs: number }
 
+/** How long an idle connection to a receiver is kept at most, whatever its Keep-Alive header asks. */
+const IDLE_CONNECTION_MAX_MS = 30_000
+
 /**
  * The HTTP side of a delivery: one POST with the Standard Webhooks headers, after the claim has
  * committed and outside every transaction, so a slow receiver holds only its own socket.
  *
  * On undici's dispatcher, not node:http: a delivery is a few dozen microseconds of this process's
- * CPU where http.request with a keep-alive Agent took two and a half times as much (84 against 31
- * µs per call to a loopback receiver, bench/findings.md, "Issue 15"), and ten deliveries per change
- * made that the biggest cost of a write. The dispatcher's callbacks are used directly: no promise,
- * stream or AbortSignal per call (an AbortSignal alone was 9 µs). undici is loaded at the first
- * delivery: an instance that never delivers never loads it.
+ * CPU where http.request with a keep-alive Agent took 2.7 times as much (84 against 31 µs per
+ * call to a loopback receiver, bench/findings.md, "Issue 15"), and ten deliveries per change
+ * made that the biggest cost of a write. The dispatcher's callbacks are used directly: no
+ * undici promise, stream or AbortSignal per call (an AbortSignal alone was 9 µs). undici is loaded
+ * at the first delivery: an instance that never delivers never loads it.
  */
 export function createWebhookSender(options: { timeoutMs: number; allowPrivateTargets: boolean }) {
   let agent: Agent | undefined
@@ -25,20 +28,23 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
 
   /**
    * Connections are kept open between deliveries to the same receiver (a new TCP and TLS
-   * connection per delivery was an eighth of the delivering instance's CPU). No bound per origin:
-   * the delivery loop bounds the calls per endpoint. A connection is made through the guarded
-   * lookup, so a kept one reaches only an address that passed the guard.
+   * connection per delivery was an eighth of the delivering instance's CPU), idle ones for the
+   * receiver's Keep-Alive hint (4 s without one), at most IDLE_CONNECTION_MAX_MS. No bound on
+   * calls per origin: the delivery loop bounds them per endpoint. A connection is made through
+   * the guarded lookup, so a kept one reaches only an address that passed the guard. A failed
+   * load (undici missing, no file descriptor left) is tried again at the next call.
    */
   function dispatcher(): Agent | Promise<Agent> {
     if (agent) return agent
     loading ??= import('undici').then(({ Agent }) => {
       agent = new Agent({
         connect: { lookup: guardedLookup(options.allowPrivateTargets), timeout: options.timeoutMs },
+        keepAliveMaxTimeout: IDLE_CONNECTION_MAX_MS,
         // The call's own timer (below) bounds the whole call; undici's would only race it.
         headersTimeout: 0, bodyTimeout: 0,
       })
       return agent
-    })
+    }).finally(() => { loading = undefined })
     return loading
   }
 
@@ -57,7 +63,12 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
       ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
     }
-    const client = await dispatcher()
+    let client: Agent
+    try {
+      client = await dispatcher()
+    } catch (err) {
+      return done('error', null, `The HTTP client could not be loaded: ${(err as Error).message}`)
+    }
     return new Promise<Sent>((resolve) => {
       let settled = false
       let timedOut = false
@@ -83,7 +94,8 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
           controller = c
           if (timedOut) c.abort(new Error('timeout'))
         },
-        onResponseStart(_c, statusCode) { status = statusCode },
+        // An informational answer (103 Early Hints) is not the answer: the final one follows.
+        onResponseStart(_c, statusCode) { if (statusCode >= 200) status = statusCode },
         onResponseData(c, chunk) {
           // The body is not needed: read a little, then stop paying for it.
           received += chunk.length
@@ -104,9 +116,11 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
 
   return {
     send,
-    /** Closes the kept-open connections (at shutdown, once the calls are over). */
+    /** Closes the kept-open connections (at shutdown, once the calls are over); a later call opens new ones. */
     async close() {
-      await agent?.destroy()
+      const closing = agent
+      agent = undefined
+      await closing?.destroy()
     },
   }
 }
