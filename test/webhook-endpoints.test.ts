@@ -238,6 +238,22 @@ for (const engine of engines) {
     let t: TestApp
     const { receivers, listen, endpoint } = endpointSteps(() => t)
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: HANGING_TIMEOUT_MS }) })
+
+    /**
+     * A company whose endpoint's receiver never answers, one event, and its first call open,
+     * claimed a second from now: the real clock is left there (the caller sets it back).
+     */
+    async function oneCallOpen() {
+      const c = await company(t)
+      const r = await listen('never')
+      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
+      await contract(t, c.id)
+      const start = new Date(Date.now() + 1000)
+      t.realClock.set(start)
+      await t.app.services.webhookDelivery.runDue()
+      await eventually(async () => r.received.length, (n) => n === 1, 30_000)
+      return { c, r, created, leaseEnd: new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000) }
+    }
     // A test's receivers close at its end. Its failed deliveries are retried 5 s later, which the
     // next test's step of the real clock passes: their calls must fail at once, not hang on a
     // receiver that never answers for the whole timeout while that test awaits settled() (60 s
@@ -373,43 +389,29 @@ for (const engine of engines) {
     })
 
     it('a delivery given up because its endpoint was disabled has its unanswered attempt marked lost', async () => {
-      const c = await company(t)
-      const r = await listen('never')
-      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
-      await contract(t, c.id)
-      const start = new Date(Date.now() + 1000)
       const back = t.realClock.now()
       try {
-        t.realClock.set(start)
-        await t.app.services.webhookDelivery.runDue()
-        await eventually(async () => r.received.length, (n) => n === 1, 30_000)
+        const { c, r, created, leaseEnd } = await oneCallOpen()
         await t.json(200, { method: 'PATCH', url: `${companyEndpoints(c.id)}/${created.id}`, token: c.token, body: { enabled: false } })
         // The lease runs out with the call still open, as if its instance had died: the pass gives the delivery up.
-        t.realClock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
+        t.realClock.set(leaseEnd)
         await t.app.services.webhookDelivery.runDue()
         const [attempt] = await attemptsOf(c.id, created.id)
         assert.deepEqual([attempt.attempt, attempt.status], [1, 'lost'])
         assert.equal(r.received.length, 1, 'nothing more is sent to a disabled endpoint')
       } finally {
         t.realClock.set(back)
-        r.release()
+        // The hanging call ends (receivers close after each test), and its late outcome is written.
+        for (const r of receivers) r.release()
         await t.app.services.webhookDelivery.settled()
       }
     })
 
     it('a late outcome decides nothing: a 2xx after the lease ran out leaves the delivery to the attempt that owns it', async () => {
-      const c = await company(t)
-      const r = await listen('never')
-      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
-      await contract(t, c.id)
-      const start = new Date(Date.now() + 1000)
       const back = t.realClock.now()
       try {
-        t.realClock.set(start)
-        await t.app.services.webhookDelivery.runDue()
-        await eventually(async () => r.received.length, (n) => n === 1, 30_000)
+        const { c, r, created, leaseEnd } = await oneCallOpen()
         // The lease runs out with the first call still open: a second attempt owns the delivery.
-        const leaseEnd = new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000)
         t.realClock.set(leaseEnd)
         await t.app.services.webhookDelivery.runDue()
         await eventually(async () => r.received.length, (n) => n === 2, 30_000)
