@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract } from './helpers/factories.ts'
 import { eventually } from './helpers/eventually.ts'
-import { receiver } from './helpers/receivers.ts'
+import { receiver, type Behaviour } from './helpers/receivers.ts'
 import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
 
@@ -36,6 +36,19 @@ for (const engine of engines) {
     const deliverNow = () => deliverAt(new Date(Date.now() + 1000))
 
     const attemptsOf = (companyId: string, id: string) => t.json<any[]>(200, { url: `${companyEndpoints(companyId)}/${id}/deliveries` })
+
+    /** A company with one endpoint, hearing its contracts, on a receiver that behaves as told. */
+    async function endpointOn(behaviour: Behaviour) {
+      const c = await company(t)
+      const r = await listen(behaviour)
+      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.*'] })
+      return {
+        r,
+        /** A new contract, and its delivery made. */
+        async deliverChange() { await contract(t, c.id); await deliverNow() },
+        attempts: () => attemptsOf(c.id, created.id),
+      }
+    }
 
     it('sends each event signed per Standard Webhooks, verified by the standardwebhooks package', async () => {
       const c = await company(t)
@@ -123,13 +136,10 @@ for (const engine of engines) {
     })
 
     it('a receiver that answers too late times out, and the attempt is retried', async () => {
-      const c = await company(t)
-      const slow = await listen('slow')
-      const created = await endpoint(c.id, { url: slow.url, event_types: ['contract.*'] })
-      await contract(t, c.id)
-      await deliverNow()
-      assert.equal(slow.received.length, 1)
-      const [attempt] = await attemptsOf(c.id, created.id)
+      const slow = await endpointOn('slow')
+      await slow.deliverChange()
+      assert.equal(slow.r.received.length, 1)
+      const [attempt] = await slow.attempts()
       assert.equal(attempt.status, 'timeout')
       assert.equal(attempt.status_code, null)
       assert.match(attempt.error, /No answer within 5000 ms/)
@@ -137,26 +147,19 @@ for (const engine of engines) {
     })
 
     it('a 2xx with a body larger than is read counts as delivered, and the next delivery goes through', async () => {
-      const c = await company(t)
-      const large = await listen('large')
-      const created = await endpoint(c.id, { url: large.url, event_types: ['contract.*'] })
-      await contract(t, c.id)
-      await deliverNow()
-      await contract(t, c.id)
-      await deliverNow()
-      assert.equal(large.received.length, 2)
-      const attempts = await attemptsOf(c.id, created.id)
+      const large = await endpointOn('large')
+      await large.deliverChange()
+      await large.deliverChange()
+      assert.equal(large.r.received.length, 2)
+      const attempts = await large.attempts()
       assert.deepEqual(attempts.map((a) => [a.status, a.status_code, a.next_retry_at]), [['succeeded', 200, null], ['succeeded', 200, null]])
     })
 
     it('an informational answer is not the answer: 103 Early Hints, then the connection dropped, is an error', async () => {
-      const c = await company(t)
-      const hints = await listen('hints')
-      const created = await endpoint(c.id, { url: hints.url, event_types: ['contract.*'] })
-      await contract(t, c.id)
-      await deliverNow()
-      assert.equal(hints.received.length, 1)
-      const [attempt] = await attemptsOf(c.id, created.id)
+      const hints = await endpointOn('hints')
+      await hints.deliverChange()
+      assert.equal(hints.r.received.length, 1)
+      const [attempt] = await hints.attempts()
       assert.deepEqual([attempt.status, attempt.status_code], ['error', null])
       assert.ok(attempt.next_retry_at)
     })

@@ -46,9 +46,9 @@ export async function installLoadShedding(app: FastifyInstance, settings: Sheddi
  * answer slowly, holds none, and what is bounded is the stage that queries the database. A client
  * that goes away keeps its slot until its handler is done (Fastify still runs it, and onSend):
  * otherwise a client aborting its requests, or a balancer timing them out under load, would free
- * slots while their work goes on. Beyond the bound, queueing only lengthens every answer (the cores and the
- * database connections are already busy); a quick 503 lets a client or a balancer go elsewhere or
- * come back, while the requests taken finish in time.
+ * slots while their work goes on. Beyond the bound, queueing only lengthens every answer (the
+ * cores and the database connections are already busy); a quick 503 lets a client or a balancer
+ * go elsewhere or come back, while the requests taken finish in time.
  */
 function boundInFlight(app: FastifyInstance, max: number, onShed?: (kind: string) => void) {
   let inFlight = 0

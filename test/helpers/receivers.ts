@@ -7,10 +7,9 @@ export interface Received { headers: Record<string, string>; body: string; at: n
 
 /**
  * A webhook receiver on 127.0.0.1: `ok` answers 200, `fail` 500, `slow` answers 200 after
- * `slowMs` (beyond the delivery timeout), `never` never answers, `large` answers 200 with a body of
- * 1 MB (more than a sender reads), `hints` sends 103 Early Hints and then drops the connection.
- * The behaviour can change
- * between requests; every request is kept.
+ * `slowMs` (beyond the delivery timeout), `never` never answers, `large` answers 200 with a body
+ * of 1 MB (more than a sender reads), `hints` sends 103 Early Hints and then drops the
+ * connection. The behaviour can change between requests; every request is kept.
  */
 export async function receiver(initial: Behaviour, options: { slowMs?: number } = {}) {
   const received: Received[] = []

@@ -25,8 +25,8 @@ export interface Started { attemptId: string; deliveryId: string; seq: number; a
 
 /**
  * Records outcomes in batches: every FLUSH_AFTER_MS or FLUSH_SIZE outcomes, one statement
- * (delivery-queue.repository.ts, record_webhook_outcomes()) for all of them, where a statement per outcome was a
- * transaction of six round trips. One batch at a time; the next one gathers meanwhile. A batch
+ * (delivery-queue.repository.ts, record_webhook_outcomes()) for all of them, where a statement
+ * per outcome was a transaction of six round trips. One batch at a time; the next one gathers meanwhile. A batch
  * that cannot be written is logged and dropped: its deliveries are still leased, and are tried
  * again (same webhook-id) when the lease runs out, as after a crash.
  */

@@ -71,7 +71,6 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     }
     return new Promise<Sent>((resolve) => {
       let settled = false
-      let timedOut = false
       let controller: Dispatcher.DispatchController | undefined
       let status = 0
       let received = 0
@@ -84,7 +83,6 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       // One limit for the whole call, from connecting to the body's end. A call still waiting for
       // its connection when it runs out is aborted as soon as it starts.
       const timer = setTimeout(() => {
-        timedOut = true
         // Settled first: the abort calls onResponseError at once.
         finish(done('timeout', null, `No answer within ${options.timeoutMs} ms`))
         controller?.abort(new Error('timeout'))
@@ -92,7 +90,8 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       client.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body }, {
         onRequestStart(c) {
           controller = c
-          if (timedOut) c.abort(new Error('timeout'))
+          // Timed out while waiting for its connection.
+          if (settled) c.abort(new Error('timeout'))
         },
         // An informational answer (103 Early Hints) is not the answer: the final one follows.
         onResponseStart(_c, statusCode) { if (statusCode >= 200) status = statusCode },
