@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { LoadResult, LoadSpec } from './load.ts'
 import { median, ROUNDS, SECONDS } from './measure.ts'
-import { cpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
+import { cpuMs, postgresCpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
 /**
@@ -52,6 +52,8 @@ export interface EventFigures {
     /** From the end of the writes to the last healthy event's arrival (or the drain's end). */
     drainMs: number
     serverCpuMsPerDelivery: number
+    serverCpuMsPerChange: number
+    postgresCpuMsPerChange: number
     failingReceiverCalls: number
     slowReceiverCalls: number
   }
@@ -133,9 +135,10 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
   }
 }
 
-/** Stops what the endpoints still owe (pending deliveries), and turns them on or off. */
+/** Stops what the endpoints still owe (pending deliveries, events not fanned out yet), and turns them on or off. */
 async function clearBacklog(db: Db, company: string, enabled: boolean) {
   await db.query('UPDATE webhook_endpoints SET enabled = $2 WHERE company_id = $1', [company, enabled])
+  await db.query('DELETE FROM webhook_fanouts f USING events e WHERE e.id = f.event_id AND e.company_id = $1', [company])
   // Thousands of rows at once, in no set order, while the server's outcome batches update some of
   // them: PostgreSQL may choose this statement as a deadlock's victim. It is run again then.
   for (let attempt = 1; ; attempt++) {
@@ -153,6 +156,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const healthy = receivers.filter((r) => r.kind === 'ok')
   const startedAt = new Date()
   const cpuBefore = cpuMs(server.child.pid!)
+  const pgCpuBefore = postgresCpuMs()
   const load = await runLoad(writes('ed', PHASE_SECONDS, RATE))
   const loadEnd = Date.now()
   const duringLoad = healthy.reduce((n, r) => n + r.arrivals.size, 0)
@@ -163,6 +167,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const drainUntil = loadEnd + DRAIN_SECONDS * 1000
   while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
   const cpu = cpuMs(server.child.pid!) - cpuBefore
+  const pgCpu = postgresCpuMs() - pgCpuBefore
   const latencies: number[] = []
   let last = loadEnd
   for (const r of healthy) {
@@ -184,13 +189,16 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
       p50Ms: pct(0.5), p99Ms: expected > delivered ? Infinity : pct(0.99), maxMs: latencies.at(-1) ?? NaN,
       perSecondDuringLoad: duringLoad / PHASE_SECONDS, perSecondOverall: delivered / Math.max(0.001, (last - startedAt.getTime()) / 1000),
       drainMs: last - loadEnd, serverCpuMsPerDelivery: cpu / Math.max(1, delivered),
+      // Per change (its write and its ten deliveries): what one change costs the two processes in all.
+      serverCpuMsPerChange: cpu / Math.max(1, events.length), postgresCpuMsPerChange: pgCpu / Math.max(1, events.length),
       failingReceiverCalls: receivers.find((r) => r.kind === 'fail')!.calls(), slowReceiverCalls: receivers.find((r) => r.kind === 'slow')!.calls(),
     },
   }
   const d = figures.delivery
   log(`  events: ${load.rps.toFixed(0)} of ${RATE} changes/s for ${PHASE_SECONDS} s (write p99 ${load.p99} ms); ${d.delivered} of ${d.expected} healthy deliveries, `
     + `${d.withinTwoSeconds} within 2 s; latency p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms max ${d.maxMs} ms; ${d.perSecondDuringLoad.toFixed(0)}/s during the writes, `
-    + `${d.perSecondOverall.toFixed(0)}/s overall; ${d.serverCpuMsPerDelivery.toFixed(3)} ms server CPU per delivery; 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
+    + `${d.perSecondOverall.toFixed(0)}/s overall; ${d.serverCpuMsPerDelivery.toFixed(3)} ms server CPU per delivery; per change ${d.serverCpuMsPerChange.toFixed(2)} ms server `
+    + `and ${d.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL CPU; 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
   return figures
 }
 
@@ -227,7 +235,8 @@ export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boole
   return [
     `| events: ${whole(e.rate)} changes/s for ${e.seconds} s to ${e.receivers} receivers (one 500, one after 5 s) | every event at the ${e.healthy} healthy ones within 2 s at p99 | `
       + `${whole(e.sustained.achieved)} changes/s written (p99 ${e.sustained.p99WriteMs} ms); ${whole(d.delivered)} of ${whole(d.expected)} delivered, ${whole(d.withinTwoSeconds)} within 2 s; `
-      + `p50 ${whole(d.p50Ms)} ms, p99 ${p99}; ${whole(d.perSecondDuringLoad)} deliveries/s during the writes; ${d.serverCpuMsPerDelivery.toFixed(2)} ms server CPU per delivery | `
+      + `p50 ${whole(d.p50Ms)} ms, p99 ${p99}; ${whole(d.perSecondDuringLoad)} deliveries/s during the writes; ${d.serverCpuMsPerDelivery.toFixed(2)} ms server CPU per delivery; `
+      + `per change ${d.serverCpuMsPerChange.toFixed(2)} ms of the server's CPU and ${d.postgresCpuMsPerChange.toFixed(2)} ms of PostgreSQL's | `
       + `${verdict(e.sustained.achieved >= 0.95 * e.rate && d.missing === 0 && d.p99Ms <= 2000)} |`,
     `| events: the writes of that run against the same run without endpoints | within 15 % | ${(e.sustained.achieved / w.achieved).toFixed(2)} × (${whole(e.sustained.achieved)} vs ${whole(w.achieved)} changes/s; write p99 ${e.sustained.p99WriteMs} vs ${w.p99WriteMs} ms; non-2xx ${e.sustained.non2xx} vs ${w.non2xx}) | ${verdict(e.sustained.achieved >= 0.85 * w.achieved)} |`,
     `| events: POST teams saturated (32 connections) with 10 endpoints vs none, rounds alternated | none: the deliveries' cost on the server's one core | ${t.ratio.toFixed(2)} × (${t.with.map(whole).join(' / ')} vs ${t.without.map(whole).join(' / ')} req/s); p99 ${t.p99With} vs ${t.p99Without} ms | for information |`,

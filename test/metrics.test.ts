@@ -1,7 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { company } from './helpers/factories.ts'
+import { company, contract } from './helpers/factories.ts'
+import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 
 /** What /metrics tells an operator (src/http/metrics.ts), and METRICS_TOKEN's protection of it. */
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef'
@@ -15,8 +16,12 @@ function value(text: string, series: string): number | undefined {
 for (const engine of engines) {
   describe(`metrics on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { METRICS_TOKEN, RATE_LIMIT_MAX: 30 }) })
-    after(async () => { await t?.close() })
+    const { receivers, listen, endpoint } = endpointSteps(() => t)
+    before(async () => { t = await buildTestApp(engine, { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }) })
+    after(async () => {
+      await t?.close()
+      for (const r of receivers) await r.close()
+    })
 
     const scrape = async () => {
       const res = await t.call({ url: '/metrics', token: null, headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
@@ -80,6 +85,38 @@ for (const engine of engines) {
       const text = await scrape()
       const calls = value(text, 'billing_provider_call_duration_seconds_count{provider="local",operation="createSubscription",outcome="ok"}')
       assert.ok(calls !== undefined && calls >= 1, text.split('\n').filter((l) => l.includes('billing')).join('\n'))
+    })
+
+    it('events written, webhook attempts by outcome, and each endpoint\'s oldest event not delivered yet', async () => {
+      const c = await company(t)
+      const ok = await endpoint(c.id, { url: (await listen('ok')).url, event_types: ['contract.created'] })
+      const failing = await endpoint(c.id, { url: (await listen('fail')).url, event_types: ['contract.created'] })
+      const oldest = (text: string, id: string) => value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${id}"}`)
+      let text = await scrape()
+      const written = value(text, 'events_written_total{type="contract.created"}') ?? 0
+      const succeeded = value(text, 'webhook_delivery_attempts_total{outcome="succeeded"}') ?? 0
+      assert.equal(oldest(text, ok.id), undefined)
+      await contract(t, c.id)
+      // Written, not fanned out yet: both endpoints are owed it.
+      text = await scrape()
+      assert.equal(value(text, 'events_written_total{type="contract.created"}'), written + 1)
+      assert.ok(oldest(text, ok.id)! >= 0, text.split('\n').filter((l) => l.includes('webhook')).join('\n'))
+      assert.ok(oldest(text, failing.id)! >= 0)
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
+      try {
+        await t.app.services.webhookDelivery.runDue()
+        await t.app.services.webhookDelivery.settled()
+      } finally {
+        t.realClock.set(back)
+      }
+      // Delivered to one; the other's retry is owed.
+      text = await scrape()
+      assert.equal(value(text, 'webhook_delivery_attempts_total{outcome="succeeded"}'), succeeded + 1)
+      assert.ok(value(text, 'webhook_delivery_attempts_total{outcome="failed"}')! >= 1)
+      assert.equal(oldest(text, ok.id), undefined)
+      assert.ok(oldest(text, failing.id)! >= 0)
+      assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${failing.id}`, token: c.token })).statusCode, 204)
     })
 
     it('rate-limit refusals', async () => {

@@ -79,17 +79,21 @@ for (const engine of engines) {
         assert.deepEqual([rows.get(delivered)!.status, dueAt(delivered)], ['delivered', null])
         assert.equal((await q(sql`SELECT 1 FROM jobs WHERE kind = 'webhook.deliver'`)).length, 0)
 
-        // A new event: its delivery is due at once, and no job is written.
+        // A new event (the migrations after the queue's included): due to be fanned out at once, no
+        // delivery written yet (migration 0034), and no job.
         const [event] = await q(sql<{ id: string }>`SELECT write_event('ping', NULL, '{}'::jsonb) AS id`)
-        const [fresh] = await q(sql<{ id: string; next_attempt_at: Date | null }>`SELECT id, next_attempt_at FROM webhook_deliveries WHERE event_id = ${event!.id}`)
-        assert.ok(fresh!.next_attempt_at)
+        assert.equal((await q(sql`SELECT 1 FROM webhook_deliveries WHERE event_id = ${event!.id}`)).length, 0)
+        assert.equal((await q(sql`SELECT 1 FROM webhook_fanouts WHERE event_id = ${event!.id}`)).length, 1)
         assert.equal((await q(sql`SELECT 1 FROM jobs`)).length, 0)
 
-        // The queue takes them over: past the lease, the due one, the one in flight (its attempt lost)
-        // and the new one are claimed; the retry 5 minutes out is not.
+        // The queue takes them over: past the lease, the due one and the one in flight (its attempt
+        // lost) are claimed, the retry 5 minutes out is not; the new one is fanned out to its endpoint.
         const now = new Date(Date.now() + 71_000)
-        const claimed = await createWebhookEndpointsRepository(db).claimDue({ now, leaseUntil: new Date(now.getTime() + 70_000), bound: 16, busy: [], dropBatch: 10 })
-        assert.deepEqual(claimed.map((c) => c.id).sort(), [due, inFlight, fresh!.id].sort())
+        const repo = createWebhookEndpointsRepository(db)
+        const claimed = await repo.claimDue({ now, leaseUntil: new Date(now.getTime() + 70_000), bound: 16, busy: [], dropBatch: 10 })
+        assert.deepEqual(claimed.map((c) => c.id).sort(), [due, inFlight].sort())
+        const fanned = await repo.fanOutDue({ now, leaseUntil: new Date(now.getTime() + 70_000), bound: 16, busy: [], batch: 10 })
+        assert.deepEqual(fanned.map((e) => [e.event_id, e.direct.map((d) => d.id)]), [[event!.id, ['7d4f1c2e-9a8b-4c6d-8e0f-1a2b3c4d5e6f']]])
         assert.equal(claimed.find((c) => c.id === inFlight)!.attempt, 2)
         assert.equal(claimed.find((c) => c.id === inFlight)!.seq, 2)
         const outcomes = await q(sql<{ attempt: number; outcome: string }>`SELECT attempt, outcome FROM webhook_attempts WHERE delivery_id = ${inFlight} ORDER BY attempt`)

@@ -1,6 +1,7 @@
 import { describe, it, before, after, afterEach } from 'node:test'
 import assert from 'node:assert/strict'
 import { Webhook } from 'standardwebhooks'
+import { sql } from 'kysely'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract } from './helpers/factories.ts'
 import { eventually } from './helpers/eventually.ts'
@@ -194,6 +195,21 @@ for (const engine of engines) {
       new Webhook(own.secret).verify(aReceiver.received.at(-1)!.body, aReceiver.received.at(-1)!.headers)
     })
 
+    it('an endpoint made after an event was written is not sent that event, only the later ones', async () => {
+      const c = await company(t)
+      const before = await listen('ok')
+      const after = await listen('ok')
+      await endpoint(c.id, { url: before.url, event_types: ['contract.created'] })
+      const earlier = await contract(t, c.id)
+      // Written, not fanned out yet, when the second endpoint is made.
+      await endpoint(c.id, { url: after.url, event_types: ['contract.created'] })
+      const later = await contract(t, c.id)
+      await deliverNow()
+      const contractsAt = (r: typeof before) => r.received.map((req) => JSON.parse(req.body).data.object.id).sort()
+      assert.deepEqual(contractsAt(before), [earlier, later].sort())
+      assert.deepEqual(contractsAt(after), [later])
+    })
+
     it('answers every 4xx: bad input, scopes, other companies, unknown endpoints, the limit', async () => {
       const a = await company(t)
       const b = await company(t)
@@ -280,9 +296,8 @@ for (const engine of engines) {
       // The pass is over with the dead and slow calls still under way; the healthy one completes meanwhile.
       const done = await eventually(async () => healthy.received.length, (n) => n === 2)
       assert.equal(done, 2)
-      const pending = await attemptsOf(c.id, deadEndpoint.id)
-      assert.equal(pending.length, 2)
-      assert.ok(pending.every((a) => a.status === 'pending'), JSON.stringify(pending))
+      // An attempt is listed once it has ended: the dead endpoint's are not yet.
+      assert.deepEqual(await attemptsOf(c.id, deadEndpoint.id), [])
       // Its connections dropped: the attempts end in error and are retried.
       await eventually(async () => dead.received.length, (n) => n === 2, 30_000)
       dead.release()
@@ -301,8 +316,7 @@ for (const engine of engines) {
       const back = t.realClock.now()
       t.realClock.set(start)
       await t.app.services.webhookDelivery.runDue()
-      const open = await attemptsOf(c.id, created.id)
-      assert.ok(open.every((a) => a.status === 'pending'))
+      assert.deepEqual(await attemptsOf(c.id, created.id), [], 'an attempt under way is not listed')
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
       dead.release()
       await t.app.services.webhookDelivery.settled()
@@ -321,7 +335,7 @@ for (const engine of engines) {
     it('keeps the bound exact with passes asked for at once (a pass counts the slots the one before took)', async () => {
       const c = await company(t)
       const dead = await listen('never')
-      const created = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
       for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 6; i++) await contract(t, c.id)
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
@@ -329,7 +343,6 @@ for (const engine of engines) {
       const claimed = await Promise.all(Array.from({ length: 4 }, () => t.app.services.webhookDelivery.runDue()))
       t.realClock.set(back)
       assert.equal(claimed.reduce((a, b) => a + b, 0), MAX_IN_FLIGHT_PER_ENDPOINT)
-      assert.equal((await attemptsOf(c.id, created.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
       await eventually(async () => dead.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT, 30_000)
       dead.release()
       await t.app.services.webhookDelivery.settled()
@@ -339,7 +352,7 @@ for (const engine of engines) {
       const c = await company(t)
       const dead = await listen('never')
       const healthy = await listen('ok')
-      const deadEndpoint = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
       await endpoint(c.id, { url: healthy.url, event_types: ['contract.created'] })
       // A backlog for the hanging receiver beyond its bound; each event goes to both endpoints.
       for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 4; i++) await contract(t, c.id)
@@ -349,14 +362,14 @@ for (const engine of engines) {
         // Passes as the running loop makes them when calls end: the healthy endpoint's bound + 4 go the bound, then 4.
         await eventually(async () => { await t.app.services.webhookDelivery.runDue(); return healthy.received.length }, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 4)
         assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 4)
-        assert.equal((await attemptsOf(c.id, deadEndpoint.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+        assert.equal(dead.received.length, MAX_IN_FLIGHT_PER_ENDPOINT)
         // A new event, with the hanging endpoint's 4 due deliveries waiting and its calls at the bound open:
         // the healthy endpoint's delivery is claimed in the next pass, and the waiting ones are not.
         await contract(t, c.id)
         await t.app.services.webhookDelivery.runDue()
         await eventually(async () => healthy.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 5)
         assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 5)
-        assert.equal((await attemptsOf(c.id, deadEndpoint.id)).length, MAX_IN_FLIGHT_PER_ENDPOINT)
+        assert.equal(dead.received.length, MAX_IN_FLIGHT_PER_ENDPOINT)
       } finally {
         t.realClock.set(back)
       }
@@ -408,6 +421,30 @@ for (const engine of engines) {
         for (const r of receivers) r.release()
         await t.app.services.webhookDelivery.settled()
       }
+    })
+
+    it('an endpoint deleted during its call: the outcome is dropped, the others of the event are recorded, nothing is owed', async () => {
+      const c = await company(t)
+      const dead = await listen('never')
+      const healthy = await listen('ok')
+      const deleted = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
+      const kept = await endpoint(c.id, { url: healthy.url, event_types: ['contract.created'] })
+      const written = await contract(t, c.id)
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
+      try {
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => dead.received.length + healthy.received.length, (n) => n === 2, 30_000)
+        assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${deleted.id}`, token: c.token })).statusCode, 204)
+        dead.release()
+        await t.app.services.webhookDelivery.settled()
+      } finally {
+        t.realClock.set(back)
+      }
+      assert.deepEqual((await attemptsOf(c.id, kept.id)).map((a) => a.status), ['succeeded'])
+      // The event's fan-out is done: no lease left to run out and send it again.
+      const owed = await sql`SELECT f.event_id FROM webhook_fanouts f JOIN events e ON e.id = f.event_id WHERE e.data -> 'object' ->> 'id' = ${written}`.execute(t.app.database.db)
+      assert.deepEqual(owed.rows, [])
     })
 
     it('a late outcome decides nothing: a 2xx after the lease ran out leaves the delivery to the attempt that owns it', async () => {

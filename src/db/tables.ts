@@ -423,6 +423,7 @@ export interface DB {
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
+  webhook_fanouts: WebhookFanoutsTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -506,6 +507,15 @@ export interface WebhookDeliveriesTable {
   next_attempt_at: Timestamp | null
   created_at: CreatedAt
   delivered_at: Timestamp | null
+}
+
+/** An event owed to the webhook endpoints that want it, until it is fanned out and its direct calls have their deliveries (migration 0034). */
+export interface WebhookFanoutsTable {
+  event_id: string
+  lease_until: Generated<Timestamp>
+  fanned_at: Timestamp | null
+  /** The endpoints called at once by the fan-out (null: not fanned out yet). */
+  direct: string[] | null
 }
 
 export type AttemptOutcome = 'pending' | 'succeeded' | 'failed' | 'timeout' | 'error' | 'refused' | 'lost'

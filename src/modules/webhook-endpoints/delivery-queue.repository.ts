@@ -130,3 +130,122 @@ export async function recordOutcomes(db: Kysely<DB>, outcomes: readonly Recorded
     )
   `.execute(db)
 }
+
+/** What a pass's fan-out asks for (delivery.ts): the claim's own terms, with the slots its calls took counted in `busy`. */
+export interface FanOutClaim extends Omit<DeliveryClaim, 'dropBatch'> {
+  /** Events fanned out per pass at most. */
+  batch: number
+}
+
+/** An endpoint an event is sent to at once by a fan-out, with no delivery row yet. */
+export interface DirectTarget {
+  id: string
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_expires_at: string | null
+}
+
+/** An event a fan-out claimed: the endpoints it is sent to at once (none when every one was queued, or when its lease had run out). */
+export interface FannedEvent {
+  event_id: string
+  type: string
+  event_company_id: string | null
+  data: Record<string, unknown>
+  created_at: Date
+  direct: DirectTarget[]
+}
+
+/** A direct call's outcome: its delivery and attempt (1, at seq 1) are written with it. */
+export interface DirectOutcome {
+  eventId: string
+  endpointId: string
+  companyId: string | null
+  outcome: AttemptOutcome
+  statusCode: number | null
+  durationMs: number
+  error: string | null
+  retryAt: Date | null
+  startedAt: Date
+  at: Date
+}
+
+/**
+ * Fans out, in one statement, the due events of webhook_fanouts (migration 0034), SKIP LOCKED as
+ * the claim. For an event fanned out for the first time: every enabled endpoint that wants it
+ * (and existed when it was written) with a free slot here is called at once, in event order, and
+ * the event's row is leased for those calls; the others get a pending delivery due now, which
+ * claimDue() takes like any. An event whose lease ran out (its instance died during the calls,
+ * or its outcomes were never written) has the delivery of every direct call still without one
+ * written as a claim leaves it: pending at seq 1 and due now (failed when its endpoint is now
+ * disabled), its attempt 1 'lost'. Rows with no direct call left go.
+ */
+export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedEvent[]> {
+  const ids = c.busy.map((b) => b.endpointId)
+  const calls = c.busy.map((b) => b.calls)
+  const { rows } = await sql<FannedEvent>`
+    WITH fan AS (
+      SELECT f.event_id, f.direct, f.fanned_at FROM webhook_fanouts f
+      WHERE f.lease_until <= ${c.now}::timestamptz ORDER BY f.lease_until, f.event_id LIMIT ${c.batch}::int
+      FOR UPDATE SKIP LOCKED
+    ),
+    busy AS (SELECT * FROM unnest(${ids}::uuid[], ${calls}::int[]) AS b(endpoint_id, calls)),
+    expired AS (
+      INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id, status, attempts, seq, next_attempt_at, created_at)
+      SELECT gen_random_uuid(), w.id, e.id, e.company_id, CASE WHEN w.enabled THEN 'pending' ELSE 'failed' END, 1, 1,
+        CASE WHEN w.enabled THEN ${c.now}::timestamptz END, f.fanned_at
+      FROM fan f CROSS JOIN LATERAL unnest(f.direct) AS x(endpoint_id) JOIN webhook_endpoints w ON w.id = x.endpoint_id JOIN events e ON e.id = f.event_id
+      WHERE f.direct IS NOT NULL
+      ON CONFLICT (event_id, endpoint_id) DO NOTHING
+      RETURNING id, endpoint_id, event_id, created_at
+    ),
+    lost AS (
+      INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at, outcome, error)
+      SELECT id, endpoint_id, event_id, 1, created_at, 'lost', 'No outcome recorded: the delivering instance stopped' FROM expired
+    ),
+    pairs AS (
+      SELECT e.id AS event_id, e.company_id, w.id AS endpoint_id,
+        row_number() OVER (PARTITION BY w.id ORDER BY e.seq) <= greatest(0, ${c.bound}::int - coalesce(b.calls, 0)) AS direct
+      FROM fan f JOIN events e ON e.id = f.event_id
+      JOIN webhook_endpoints w ON webhook_endpoint_wants(w, e.type, e.company_id) AND date_trunc('milliseconds', w.created_at) <= e.created_at
+      LEFT JOIN busy b ON b.endpoint_id = w.id
+      WHERE f.direct IS NULL
+    ),
+    queued AS (
+      INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id)
+      SELECT gen_random_uuid(), endpoint_id, event_id, company_id FROM pairs WHERE NOT direct
+      ON CONFLICT (event_id, endpoint_id) DO NOTHING
+    ),
+    direct AS (SELECT event_id, array_agg(endpoint_id) AS endpoints FROM pairs WHERE direct GROUP BY event_id),
+    leased AS (
+      UPDATE webhook_fanouts f SET lease_until = ${c.leaseUntil}::timestamptz, fanned_at = ${c.now}::timestamptz, direct = d.endpoints
+      FROM direct d WHERE f.event_id = d.event_id
+    ),
+    done AS (
+      DELETE FROM webhook_fanouts f USING fan WHERE f.event_id = fan.event_id AND NOT EXISTS (SELECT 1 FROM direct d WHERE d.event_id = fan.event_id)
+    )
+    SELECT e.id AS event_id, e.type, e.company_id AS event_company_id, e.data, e.created_at,
+      coalesce((
+        SELECT json_agg(json_build_object('id', w.id, 'url', w.url, 'secret', w.secret, 'previous_secret', w.previous_secret,
+          'previous_secret_expires_at', w.previous_secret_expires_at))
+        FROM direct d CROSS JOIN LATERAL unnest(d.endpoints) AS x(endpoint_id) JOIN webhook_endpoints w ON w.id = x.endpoint_id
+        WHERE d.event_id = f.event_id
+      ), '[]') AS direct
+    FROM fan f JOIN events e ON e.id = f.event_id
+  `.execute(db)
+  return rows
+}
+
+/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migration 0034). */
+export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly DirectOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return
+  const column = <T>(pick: (o: DirectOutcome) => T) => outcomes.map(pick)
+  await sql`
+    SELECT record_direct_webhook_outcomes(
+      ${column((o) => o.eventId)}::uuid[], ${column((o) => o.endpointId)}::uuid[], ${column((o) => o.companyId)}::uuid[],
+      ${column((o) => o.outcome)}::text[], ${column((o) => o.statusCode)}::int[], ${column((o) => o.durationMs)}::int[],
+      ${column((o) => o.error?.slice(0, 1000) ?? null)}::text[], ${column((o) => o.retryAt?.toISOString() ?? null)}::timestamptz[],
+      ${column((o) => o.startedAt.toISOString())}::timestamptz[], ${column((o) => o.at.toISOString())}::timestamptz[]
+    )
+  `.execute(db)
+}

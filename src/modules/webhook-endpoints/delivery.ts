@@ -2,8 +2,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../clock.ts'
 import { outsideRequestScope } from '../../db/request-transaction.ts'
 import { eventView } from '../events/events.service.ts'
-import type { ClaimedDelivery } from './delivery-queue.repository.ts'
-import { createOutcomeRecorder, type DeliveryObserver } from './outcome-recorder.ts'
+import type { FannedEvent } from './delivery-queue.repository.ts'
+import { createOutcomeRecorder, type DeliveryObserver, type Started } from './outcome-recorder.ts'
 import { createWebhookSender } from './sender.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 
@@ -23,6 +23,11 @@ const LEASE_MARGIN_MS = 60_000
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 64
 /** Deliveries of a disabled endpoint given up per pass (they are not sent: docs/webhooks.md). */
 const DROP_BATCH = 500
+/**
+ * Events fanned out per pass at most: an event is one call per endpoint that wants it, so an
+ * endpoint with all its slots free takes this many at once; what finds no free slot is queued.
+ */
+const FAN_OUT_BATCH = MAX_IN_FLIGHT_PER_ENDPOINT
 /**
  * A pass at least this often: deliveries written by other instances, retries falling due, leases
  * running out. One indexed statement that finds nothing is what an idle instance pays
@@ -61,7 +66,9 @@ export function createWebhookDelivery(deps: {
   /** Endpoints whose last claim took every free slot: more may be due, so a call ending there wakes a pass. */
   const saturated = new Set<string>()
   const inFlight = new Set<Promise<void>>()
-  let passing: Promise<number> | undefined
+  /** What a pass did: the calls it started, and the events it fanned out (with or without a call: the queued ones are the next pass's). */
+  type Pass = { calls: number; fanned: number }
+  let passing: Promise<Pass> | undefined
   let stopped = true
   let timer: NodeJS.Timeout | undefined
   let timerAt = Infinity
@@ -70,42 +77,68 @@ export function createWebhookDelivery(deps: {
    * One claim, then its calls started. Passes never overlap in a process: each counts the slots
    * the previous one took, so the bound stays exact.
    */
-  async function pass(): Promise<number> {
+  async function pass(): Promise<Pass> {
     while (passing) await passing
     passing = claimAndSend().finally(() => { passing = undefined })
     return passing
   }
 
-  async function claimAndSend(): Promise<number> {
+  /**
+   * The claim of the queued deliveries first (retries, and what found no free slot before), then
+   * the fan-out of the new events over the slots left: each counts the slots taken before it.
+   */
+  async function claimAndSend(): Promise<Pass> {
     const now = deps.clock.now()
-    const busy = [...calls].map(([endpointId, n]) => ({ endpointId, calls: n }))
-    const claimed = await deps.repo.claimDue({
-      now, leaseUntil: new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy, dropBatch: DROP_BATCH,
-    })
+    const leaseUntil = new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS)
+    const claimed = await deps.repo.claimDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), dropBatch: DROP_BATCH })
     // The endpoints with free slots that want an event get it in the same pass: its body is built once.
     const bodies = new Map<string, string>()
     for (const d of claimed) {
       // One delivery that cannot be started (its body not built) must not keep the others of the
       // pass from starting: it stays leased, and its lease brings it back.
-      try { start(d, bodies) } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
+      try {
+        start(d, { direct: false, attemptId: d.attempt_id, deliveryId: d.id, seq: d.seq, attempt: d.attempt, endpointId: d.endpoint_id, eventId: d.event_id }, bodyOf(d, bodies))
+      } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
     }
-    return claimed.length
+    const fanned = await deps.repo.fanOutDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), batch: FAN_OUT_BATCH })
+    let direct = 0
+    for (const e of fanned) {
+      // As above: a call not started leaves its event leased, and the lease writes its delivery.
+      try {
+        const body = bodyOf(e, bodies)
+        for (const target of e.direct) {
+          start(target, { direct: true, attempt: 1, endpointId: target.id, eventId: e.event_id, companyId: e.event_company_id, startedAt: now }, body)
+          direct++
+        }
+      } catch (err) { deps.log.error({ err, event_id: e.event_id }, 'webhook delivery not started') }
+    }
+    return { calls: claimed.length + direct, fanned: fanned.length }
   }
 
-  function start(d: ClaimedDelivery, bodies: Map<string, string>) {
-    // During a rotation's grace the secret it replaced signs too (migration 0025).
-    const previous = d.previous_secret && d.previous_secret_expires_at && new Date(d.previous_secret_expires_at) > deps.clock.now() ? [d.previous_secret] : []
-    let body = bodies.get(d.event_id)
+  const busy = () => [...calls].map(([endpointId, n]) => ({ endpointId, calls: n }))
+
+  function bodyOf(e: Pick<FannedEvent, 'event_id' | 'type' | 'event_company_id' | 'data' | 'created_at'>, bodies: Map<string, string>): string {
+    let body = bodies.get(e.event_id)
     if (body === undefined) {
-      body = JSON.stringify(eventView({ id: d.event_id, type: d.type, company_id: d.event_company_id, data: d.data, created_at: d.created_at }))
-      bodies.set(d.event_id, body)
+      body = JSON.stringify(eventView({ id: e.event_id, type: e.type, company_id: e.event_company_id, data: e.data, created_at: e.created_at }))
+      bodies.set(e.event_id, body)
     }
+    return body
+  }
+
+  /** A call's target: a claimed delivery's endpoint (its expiry a Date) or a fan-out's (from JSON, a string). */
+  type Target = { url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Date | string | null }
+
+  function start(target: Target, started: Started, body: string) {
+    // During a rotation's grace the secret it replaced signs too (migration 0025).
+    const previous = target.previous_secret && target.previous_secret_expires_at && new Date(target.previous_secret_expires_at) > deps.clock.now() ? [target.previous_secret] : []
+    const { endpointId } = started
     // The slot is taken once the call is sure to start, so release() always follows.
-    const n = (calls.get(d.endpoint_id) ?? 0) + 1
-    calls.set(d.endpoint_id, n)
-    if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) saturated.add(d.endpoint_id)
-    const call = sender.send(d.url, [d.secret, ...previous], d.event_id, body).finally(() => release(d.endpoint_id)).then((sent) => {
-      recorder.add({ attemptId: d.attempt_id, deliveryId: d.id, seq: d.seq, attempt: d.attempt, endpointId: d.endpoint_id, eventId: d.event_id }, sent, deps.clock.now())
+    const n = (calls.get(endpointId) ?? 0) + 1
+    calls.set(endpointId, n)
+    if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) saturated.add(endpointId)
+    const call = sender.send(target.url, [target.secret, ...previous], started.eventId, body).finally(() => release(endpointId)).then((sent) => {
+      recorder.add(started, sent, deps.clock.now())
     })
     inFlight.add(call)
     void call.catch((err: unknown) => deps.log.error({ err }, 'webhook delivery failed')).finally(() => inFlight.delete(call))
@@ -156,10 +189,10 @@ export function createWebhookDelivery(deps: {
       timerAt = Infinity
       await passing?.catch(() => undefined)
     },
-    /** Passes until one claims nothing (tests; the polling loop does this by itself). */
+    /** Passes until one claims nothing; answers the calls started (tests; the polling loop does this by itself). */
     async runDue(): Promise<number> {
       let total = 0
-      for (let n = await pass(); n > 0; n = await pass()) total += n
+      for (let p = await pass(); p.calls > 0 || p.fanned > 0; p = await pass()) total += p.calls
       return total
     },
     /** Resolves once every call this instance started has ended and its outcome is written (tests; shutdown). */

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { AttemptOutcome } from '../../db/tables.ts'
-import type { RecordedOutcome } from './delivery-queue.repository.ts'
+import type { DirectOutcome, RecordedOutcome } from './delivery-queue.repository.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 import type { Sent } from './sender.ts'
 
@@ -20,8 +20,14 @@ export interface DeliveryObserver {
   attempt(outcome: AttemptOutcome): void
 }
 
-/** An attempt under way: what its outcome is recorded against. */
-export interface Started { attemptId: string; deliveryId: string; seq: number; attempt: number; endpointId: string; eventId: string }
+/**
+ * An attempt under way: what its outcome is recorded against. A claimed delivery's attempt has its
+ * rows already; a direct call of a fan-out (attempt 1, seq 1) has its delivery and attempt written
+ * with its outcome (migration 0034).
+ */
+export type Started =
+  | { direct: false; attemptId: string; deliveryId: string; seq: number; attempt: number; endpointId: string; eventId: string }
+  | { direct: true; attempt: 1; endpointId: string; eventId: string; companyId: string | null; startedAt: Date }
 
 /**
  * Records outcomes in batches: every FLUSH_AFTER_MS or FLUSH_SIZE outcomes, one statement
@@ -32,6 +38,7 @@ export interface Started { attemptId: string; deliveryId: string; seq: number; a
  */
 export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsRepository, 'recordOutcomes'>; log: FastifyBaseLogger; observer?: DeliveryObserver }) {
   let queue: RecordedOutcome[] = []
+  let directQueue: DirectOutcome[] = []
   let timer: NodeJS.Timeout | undefined
   let writing: Promise<void> | undefined
 
@@ -40,14 +47,18 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     const succeeded = sent.outcome === 'succeeded'
     const delay = RETRY_DELAYS_MS[started.attempt - 1]
     const givenUp = !succeeded && delay === undefined
-    queue.push({
-      attemptId: started.attemptId, deliveryId: started.deliveryId, seq: started.seq,
-      outcome: sent.outcome, statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error,
-      retryAt: succeeded || givenUp ? null : new Date(at.getTime() + delay!),
-      disabledReason: givenUp ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ${started.attempt} attempts over three days` : null,
-      at,
-    })
-    if (queue.length >= FLUSH_SIZE) void flush()
+    const answer = { outcome: sent.outcome, statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error, at }
+    const retryAt = succeeded || givenUp ? null : new Date(at.getTime() + delay!)
+    if (started.direct) {
+      // A first attempt is never the last (RETRY_DELAYS_MS is not empty): no disabling here.
+      directQueue.push({ ...answer, eventId: started.eventId, endpointId: started.endpointId, companyId: started.companyId, startedAt: started.startedAt, retryAt })
+    } else {
+      queue.push({
+        ...answer, attemptId: started.attemptId, deliveryId: started.deliveryId, seq: started.seq, retryAt,
+        disabledReason: givenUp ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ${started.attempt} attempts over three days` : null,
+      })
+    }
+    if (queue.length + directQueue.length >= FLUSH_SIZE) void flush()
     else timer ??= setTimeout(() => void flush(), FLUSH_AFTER_MS)
   }
 
@@ -56,22 +67,24 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     if (timer) clearTimeout(timer)
     timer = undefined
     while (writing) await writing
-    if (queue.length === 0) return
+    if (queue.length === 0 && directQueue.length === 0) return
     const batch = queue
+    const directBatch = directQueue
     queue = []
-    writing = deps.repo.recordOutcomes(batch)
-      .catch((err: unknown) => deps.log.error({ err, outcomes: batch.length }, 'webhook delivery outcomes not recorded; their leases will retry them'))
+    directQueue = []
+    writing = deps.repo.recordOutcomes(batch, directBatch)
+      .catch((err: unknown) => deps.log.error({ err, outcomes: batch.length + directBatch.length }, 'webhook delivery outcomes not recorded; their leases will retry them'))
       .finally(() => { writing = undefined })
     await writing
     // What gathered while this batch was written goes at once, not after another wait.
-    if (queue.length > 0 && !timer) timer = setTimeout(() => void flush(), 0)
+    if ((queue.length > 0 || directQueue.length > 0) && !timer) timer = setTimeout(() => void flush(), 0)
   }
 
   return {
     add,
     /** Resolves once every outcome added so far is written (or its batch failed). */
     async drain(): Promise<void> {
-      while (queue.length > 0 || writing) await flush()
+      while (queue.length > 0 || directQueue.length > 0 || writing) await flush()
     },
   }
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { keyset, type KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
-import type { Kysely } from 'kysely'
-import type { DB } from '../../db/tables.ts'
-import { claimDue, recordOutcomes, type DeliveryClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
+import { sql, type Kysely } from 'kysely'
+import type { AttemptOutcome, DB } from '../../db/tables.ts'
+import { claimDue, fanOutDue, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
 export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
@@ -49,11 +49,15 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return query.returning(ENDPOINT_COLUMNS).executeTakeFirst()
     },
 
-    /** A page of the endpoint's attempts, newest first (a cursor's key: the last attempt's id). */
+    /**
+     * A page of the endpoint's ended attempts, newest first (a cursor's key: the last attempt's id).
+     * An attempt under way is not listed: a fanned-out event's first calls have no row until they
+     * end (migration 0034), and the queue's attempts are shown the same way.
+     */
     async attempts(endpointId: string, page: KeysetPage) {
       const query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
         .select(['a.id', 'a.delivery_id', 'a.event_id', 'e.type as event_type', 'a.attempt', 'a.started_at', 'a.outcome', 'a.status_code', 'a.duration_ms', 'a.error', 'a.next_retry_at'])
-        .where('a.endpoint_id', '=', endpointId)
+        .where('a.endpoint_id', '=', endpointId).where('a.outcome', '<>', 'pending').$narrowType<{ outcome: Exclude<AttemptOutcome, 'pending'> }>()
       return cutPage(await keyset(query, [{ column: 'a.id', desc: true }], page).execute(), page, (row) => [Number(row.id)])
     },
 
@@ -69,11 +73,25 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     }),
 
     claimDue: (claim: DeliveryClaim) => claimDue(db, claim),
-    recordOutcomes: (outcomes: readonly RecordedOutcome[]) => recordOutcomes(db, outcomes),
+    fanOutDue: (claim: FanOutClaim) => fanOutDue(db, claim),
+    /** The claimed deliveries' outcomes, then the direct calls' (each one statement). */
+    async recordOutcomes(outcomes: readonly RecordedOutcome[], direct: readonly DirectOutcome[] = []) {
+      await recordOutcomes(db, outcomes)
+      await recordDirectOutcomes(db, direct)
+    },
 
-    /** For the metrics: each endpoint's oldest pending delivery. */
-    oldestPending: () => db.selectFrom('webhook_deliveries').select(['endpoint_id', (eb) => eb.fn.min('created_at').as('oldest')])
-      .where('status', '=', 'pending').groupBy('endpoint_id').execute(),
+    /**
+     * For the metrics: each endpoint's oldest pending delivery, counting the events not fanned out
+     * yet (for the endpoints that want them) and those whose direct calls are under way.
+     */
+    oldestPending: async () => (await sql<{ endpoint_id: string; oldest: Date }>`
+      SELECT endpoint_id, min(oldest) AS oldest FROM (
+        SELECT endpoint_id, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint_id
+        UNION ALL
+        SELECT w.id, min(e.created_at) FROM webhook_fanouts f JOIN events e ON e.id = f.event_id
+        JOIN webhook_endpoints w ON CASE WHEN f.direct IS NULL THEN webhook_endpoint_wants(w, e.type, e.company_id) ELSE w.id = ANY (f.direct) END
+        GROUP BY w.id
+      ) pending GROUP BY endpoint_id`.execute(db)).rows,
 
     /** For the metrics: the events written since `afterSeq`, by type, and the newest position. */
     async eventsSince(afterSeq: number | undefined) {

@@ -63,8 +63,8 @@ export const DeliveryAttempt = Type.Object({
   event_type: Type.String(),
   attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt, 2 for the first retry, ...' }),
   started_at: Type.String({ format: 'date-time' }),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('timeout'), Type.Literal('error'), Type.Literal('refused'), Type.Literal('lost')], {
-    description: 'pending: under way; succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows)',
+  status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('timeout'), Type.Literal('error'), Type.Literal('refused'), Type.Literal('lost')], {
+    description: 'An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows)',
   }),
   status_code: Nullable(Type.Integer({ description: 'The receiver\'s HTTP status' })),
   duration_ms: Nullable(Type.Integer()),
