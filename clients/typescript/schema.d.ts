@@ -3397,8 +3397,8 @@ export interface components {
             attempt: number;
             /** Format: date-time */
             started_at: string;
-            /** @description pending: under way; succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows) */
-            status: "pending" | "succeeded" | "failed" | "timeout" | "error" | "refused" | "lost";
+            /** @description An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows) */
+            status: "succeeded" | "failed" | "timeout" | "error" | "refused" | "lost";
             status_code: number | null;
             duration_ms: number | null;
             error: string | null;
