@@ -53,50 +53,64 @@ END $$;
 -- queue, and are claimed as before.
 
 -- The outcomes of direct calls (attempt 1, seq 1), each with its delivery and attempt written in
--- their final state. A delivery a claim wrote meanwhile (the lease ran out: its attempt 1 is
--- 'lost') is settled as record_webhook_outcomes() settles an outcome of seq 1: only while it is
--- still pending at seq 1; the attempt gets its outcome either way. Then the fan-out rows of the
--- batch's events whose every direct call has its delivery go.
+-- their final state, in two set-wise inserts for the batch: a statement per outcome in a loop
+-- cost more than the rows themselves (bench/findings.md, "Issue 15"). An endpoint deleted during
+-- the call has nothing to record (the endpoints' rows are key-share locked, so a deletion cannot
+-- slip in between and fail the batch on the foreign key). A delivery a claim wrote meanwhile (the
+-- lease ran out: its attempt 1 is 'lost') is settled as record_webhook_outcomes() settles an
+-- outcome of seq 1: only while it is still pending at seq 1; its attempt gets the outcome either
+-- way. Then the fan-out rows of the batch's events whose every direct call has its delivery go.
 CREATE FUNCTION record_direct_webhook_outcomes(
   p_event uuid[], p_endpoint uuid[], p_company uuid[], p_outcome text[], p_status_code int[], p_duration_ms int[],
   p_error text[], p_retry_at timestamptz[], p_started_at timestamptz[], p_at timestamptz[]
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   o record;
-  delivery uuid;
+  late bigint[];
   settled_delivery uuid;
 BEGIN
-  FOR o IN
+  WITH input AS (
     SELECT * FROM unnest(p_event, p_endpoint, p_company, p_outcome, p_status_code, p_duration_ms, p_error, p_retry_at, p_started_at, p_at)
-      AS t(event_id, endpoint_id, company_id, outcome, status_code, duration_ms, error, retry_at, started_at, at)
+      WITH ORDINALITY AS t(event_id, endpoint_id, company_id, outcome, status_code, duration_ms, error, retry_at, started_at, at, n)
+  ),
+  written AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id, status, attempts, seq, next_attempt_at, delivered_at, created_at)
+    SELECT gen_random_uuid(), i.endpoint_id, i.event_id, i.company_id,
+      CASE WHEN i.outcome = 'succeeded' THEN 'delivered' WHEN i.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+      1, 1, i.retry_at, CASE WHEN i.outcome = 'succeeded' THEN i.at END, i.started_at
+    FROM input i JOIN webhook_endpoints w ON w.id = i.endpoint_id
+    ORDER BY i.event_id, i.endpoint_id
+    FOR KEY SHARE OF w
+    ON CONFLICT (event_id, endpoint_id) DO NOTHING
+    RETURNING id, event_id, endpoint_id
+  ),
+  attempts AS (
+    INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at, outcome, status_code, duration_ms, error, next_retry_at)
+    SELECT d.id, i.endpoint_id, i.event_id, 1, i.started_at, i.outcome, i.status_code, i.duration_ms, i.error, i.retry_at
+    FROM written d JOIN input i ON i.event_id = d.event_id AND i.endpoint_id = d.endpoint_id
+  )
+  SELECT array_agg(i.n) INTO late FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM written d WHERE d.event_id = i.event_id AND d.endpoint_id = i.endpoint_id);
+
+  FOR o IN
+    SELECT * FROM unnest(p_event, p_endpoint, p_outcome, p_status_code, p_duration_ms, p_error, p_retry_at, p_at)
+      WITH ORDINALITY AS t(event_id, endpoint_id, outcome, status_code, duration_ms, error, retry_at, at, n)
+    WHERE n = ANY (coalesce(late, '{}'))
     ORDER BY event_id, endpoint_id
   LOOP
-    delivery := NULL;
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id, status, attempts, seq, next_attempt_at, delivered_at, created_at)
-    SELECT gen_random_uuid(), o.endpoint_id, o.event_id, o.company_id,
-      CASE WHEN o.outcome = 'succeeded' THEN 'delivered' WHEN o.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
-      1, 1, o.retry_at, CASE WHEN o.outcome = 'succeeded' THEN o.at END, o.started_at
-    -- An endpoint deleted during the call has nothing to record (and its key would fail the batch).
-    FROM webhook_endpoints w WHERE w.id = o.endpoint_id FOR KEY SHARE OF w
-    ON CONFLICT (event_id, endpoint_id) DO NOTHING
-    RETURNING id INTO delivery;
-    IF delivery IS NOT NULL THEN
-      INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at, outcome, status_code, duration_ms, error, next_retry_at)
-      VALUES (delivery, o.endpoint_id, o.event_id, 1, o.started_at, o.outcome, o.status_code, o.duration_ms, o.error, o.retry_at);
-    ELSE
-      settled_delivery := NULL;
-      UPDATE webhook_deliveries SET
-        status = CASE WHEN o.outcome = 'succeeded' THEN 'delivered' WHEN o.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
-        next_attempt_at = o.retry_at,
-        delivered_at = CASE WHEN o.outcome = 'succeeded' THEN o.at END
-      WHERE event_id = o.event_id AND endpoint_id = o.endpoint_id AND seq = 1 AND status = 'pending'
-      RETURNING id INTO settled_delivery;
-      UPDATE webhook_attempts a SET outcome = o.outcome, status_code = o.status_code, duration_ms = o.duration_ms, error = o.error,
-        next_retry_at = CASE WHEN settled_delivery IS NOT NULL THEN o.retry_at END
-      FROM webhook_deliveries d
-      WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id AND a.delivery_id = d.id AND a.attempt = 1;
-    END IF;
+    settled_delivery := NULL;
+    UPDATE webhook_deliveries SET
+      status = CASE WHEN o.outcome = 'succeeded' THEN 'delivered' WHEN o.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+      next_attempt_at = o.retry_at,
+      delivered_at = CASE WHEN o.outcome = 'succeeded' THEN o.at END
+    WHERE event_id = o.event_id AND endpoint_id = o.endpoint_id AND seq = 1 AND status = 'pending'
+    RETURNING id INTO settled_delivery;
+    UPDATE webhook_attempts a SET outcome = o.outcome, status_code = o.status_code, duration_ms = o.duration_ms, error = o.error,
+      next_retry_at = CASE WHEN settled_delivery IS NOT NULL THEN o.retry_at END
+    FROM webhook_deliveries d
+    WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id AND a.delivery_id = d.id AND a.attempt = 1;
   END LOOP;
+
   DELETE FROM webhook_fanouts f
   WHERE f.event_id = ANY (p_event) AND f.direct IS NOT NULL
     AND NOT EXISTS (
