@@ -266,7 +266,7 @@ export async function buildApp(options: AppOptions) {
   if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
-  // A change's jobs and webhook deliveries are written by its own transaction (deliveries by
+  // A change's jobs and its event's fan-out are written by its own transaction (the event by
   // trigger): a pass after each successful write runs them now rather than at the next poll.
   app.addHook('onResponse', async (request, reply) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {

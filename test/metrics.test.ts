@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, contract } from './helpers/factories.ts'
+import { eventually } from './helpers/eventually.ts'
 import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 
 /** What /metrics tells an operator (src/http/metrics.ts), and METRICS_TOKEN's protection of it. */
@@ -117,6 +118,26 @@ for (const engine of engines) {
       assert.equal(oldest(text, ok.id), undefined)
       assert.ok(oldest(text, failing.id)! >= 0)
       assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${failing.id}`, token: c.token })).statusCode, 204)
+    })
+
+    it('an event whose first call is under way is still owed to its endpoint', async () => {
+      const c = await company(t)
+      const r = await listen('never')
+      const hanging = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
+      await contract(t, c.id)
+      const back = t.realClock.now()
+      t.realClock.set(new Date(Date.now() + 1000))
+      try {
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => r.received.length, (n) => n === 1)
+        const text = await scrape()
+        assert.ok(value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${hanging.id}"}`)! >= 0, text.split('\n').filter((l) => l.includes('oldest')).join('\n'))
+      } finally {
+        t.realClock.set(back)
+        r.release()
+        await t.app.services.webhookDelivery.settled()
+      }
+      assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${hanging.id}`, token: c.token })).statusCode, 204)
     })
 
     it('rate-limit refusals', async () => {

@@ -8,6 +8,7 @@ import { eventually } from './helpers/eventually.ts'
 import { receiver, type Behaviour } from './helpers/receivers.ts'
 import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
+import { createWebhookEndpointsRepository } from '../src/modules/webhook-endpoints/webhook-endpoints.repository.ts'
 
 // Long enough that a loaded machine finishes the other calls of a test before a hanging one times out.
 const TIMEOUT_MS = 5_000
@@ -210,6 +211,21 @@ for (const engine of engines) {
       assert.deepEqual(contractsAt(after), [later])
     })
 
+    it('an endpoint disabled between an event\'s write and its fan-out is not sent it; re-enabled, it is sent the next ones', async () => {
+      const c = await company(t)
+      const r = await listen('ok')
+      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
+      const one = `${companyEndpoints(c.id)}/${created.id}`
+      await contract(t, c.id)
+      await t.json(200, { method: 'PATCH', url: one, token: c.token, body: { enabled: false } })
+      await deliverNow()
+      assert.equal(r.received.length, 0)
+      await t.json(200, { method: 'PATCH', url: one, token: c.token, body: { enabled: true } })
+      const later = await contract(t, c.id)
+      await deliverNow()
+      assert.deepEqual(r.received.map((req) => JSON.parse(req.body).data.object.id), [later])
+    })
+
     it('answers every 4xx: bad input, scopes, other companies, unknown endpoints, the limit', async () => {
       const a = await company(t)
       const b = await company(t)
@@ -393,6 +409,8 @@ for (const engine of engines) {
       await t.app.services.webhookDelivery.runDue()
       t.realClock.set(back)
       await eventually(async () => r.received.length, (n) => n === 2, 30_000)
+      // The second attempt, under way, is not listed; the first is, lost.
+      assert.deepEqual((await attemptsOf(c.id, created.id)).map((a) => [a.attempt, a.status]), [[1, 'lost']])
       r.release()
       await t.app.services.webhookDelivery.settled()
       assert.equal(r.received.length, 2)
@@ -425,18 +443,19 @@ for (const engine of engines) {
 
     it('an endpoint deleted during its call: the outcome is dropped, the others of the event are recorded, nothing is owed', async () => {
       const c = await company(t)
-      const dead = await listen('never')
-      const healthy = await listen('ok')
-      const deleted = await endpoint(c.id, { url: dead.url, event_types: ['contract.created'] })
-      const kept = await endpoint(c.id, { url: healthy.url, event_types: ['contract.created'] })
+      const gone = await listen('never')
+      const staying = await listen('never')
+      const deleted = await endpoint(c.id, { url: gone.url, event_types: ['contract.created'] })
+      const kept = await endpoint(c.id, { url: staying.url, event_types: ['contract.created'] })
       const written = await contract(t, c.id)
       const back = t.realClock.now()
       t.realClock.set(new Date(Date.now() + 1000))
       try {
         await t.app.services.webhookDelivery.runDue()
-        await eventually(async () => dead.received.length + healthy.received.length, (n) => n === 2, 30_000)
+        await eventually(async () => gone.received.length + staying.received.length, (n) => n === 2, 30_000)
         assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${deleted.id}`, token: c.token })).statusCode, 204)
-        dead.release()
+        // Both answer at once: their outcomes share a batch, which the deleted endpoint's must not fail.
+        assert.ok(gone.answerOldest(200) && staying.answerOldest(200))
         await t.app.services.webhookDelivery.settled()
       } finally {
         t.realClock.set(back)
@@ -445,6 +464,30 @@ for (const engine of engines) {
       // The event's fan-out is done: no lease left to run out and send it again.
       const owed = await sql`SELECT f.event_id FROM webhook_fanouts f JOIN events e ON e.id = f.event_id WHERE e.data -> 'object' ->> 'id' = ${written}`.execute(t.app.database.db)
       assert.deepEqual(owed.rows, [])
+    })
+
+    it('a late outcome still counts while nothing else has taken its delivery: a 2xx after the lease ran out delivers it', async () => {
+      const back = t.realClock.now()
+      try {
+        const { c, r, created, leaseEnd } = await oneCallOpen()
+        // The lease runs out: a fan-out pass writes the direct call's delivery (pending at seq 1,
+        // its attempt lost), and no claim has taken it when the first call's 2xx arrives.
+        await createWebhookEndpointsRepository(t.app.database.db).fanOutDue({
+          now: leaseEnd, leaseUntil: new Date(leaseEnd.getTime() + HANGING_TIMEOUT_MS + 60_000), bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: [], batch: 10,
+        })
+        assert.deepEqual((await attemptsOf(c.id, created.id)).map((a) => [a.attempt, a.status]), [[1, 'lost']])
+        assert.ok(r.answerOldest(200))
+        await t.app.services.webhookDelivery.settled()
+        const [attempt, ...others] = await attemptsOf(c.id, created.id)
+        assert.deepEqual([attempt.attempt, attempt.status, attempt.next_retry_at, others.length], [1, 'succeeded', null, 0])
+        // Delivered: nothing is sent again.
+        t.realClock.set(new Date(leaseEnd.getTime() + 1000))
+        await t.app.services.webhookDelivery.runDue()
+        await t.app.services.webhookDelivery.settled()
+        assert.equal(r.received.length, 1)
+      } finally {
+        t.realClock.set(back)
+      }
     })
 
     it('a late outcome decides nothing: a 2xx after the lease ran out leaves the delivery to the attempt that owns it', async () => {

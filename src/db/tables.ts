@@ -512,6 +512,7 @@ export interface WebhookDeliveriesTable {
 /** An event owed to the webhook endpoints that want it, until it is fanned out and its direct calls have their deliveries (migration 0034). */
 export interface WebhookFanoutsTable {
   event_id: string
+  company_id: string | null
   lease_until: Generated<Timestamp>
   fanned_at: Timestamp | null
   /** The endpoints called at once by the fan-out (null: not fanned out yet). */

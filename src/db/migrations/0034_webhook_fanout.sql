@@ -15,6 +15,8 @@
 
 CREATE TABLE webhook_fanouts (
   event_id    uuid PRIMARY KEY REFERENCES events (id) ON DELETE CASCADE,
+  -- The event's company (null: a platform event), as every tenant table has it.
+  company_id  uuid,
   -- Due to be fanned out (now(): the time of the change's transaction), then the end of the lease
   -- of its direct calls (the timeout and a minute).
   lease_until timestamptz NOT NULL DEFAULT now(),
@@ -22,10 +24,14 @@ CREATE TABLE webhook_fanouts (
   fanned_at   timestamptz,
   direct      uuid[]
 );
-CREATE INDEX webhook_fanouts_due_idx ON webhook_fanouts (lease_until);
+-- Due order, the event's id breaking ties: the events of one transaction share their time, and a
+-- claim takes them in this order without sorting the backlog.
+CREATE INDEX webhook_fanouts_due_idx ON webhook_fanouts (lease_until, event_id);
 
 -- One delivery per event and endpoint: a direct call's outcome and a claim that finds its lease
--- run out may both write it; the first wins. It replaces the index on event_id alone.
+-- run out may both write it; the first wins. It replaces the index on event_id alone. Built in
+-- the migration's transaction (CONCURRENTLY cannot be): it holds the deliveries' writes for the
+-- build, a second or so per million rows, at the upgrade only.
 CREATE UNIQUE INDEX webhook_deliveries_event_endpoint_key ON webhook_deliveries (event_id, endpoint_id);
 DROP INDEX webhook_deliveries_event_idx;
 
@@ -44,7 +50,7 @@ DECLARE
 BEGIN
   INSERT INTO events (id, type, company_id, data) VALUES (new_id, p_type, p_company, p_data);
   IF EXISTS (SELECT 1 FROM webhook_endpoints e WHERE webhook_endpoint_wants(e, p_type, p_company)) THEN
-    INSERT INTO webhook_fanouts (event_id) VALUES (new_id);
+    INSERT INTO webhook_fanouts (event_id, company_id) VALUES (new_id, p_company);
   END IF;
   RETURN new_id;
 END $$;
@@ -60,6 +66,10 @@ END $$;
 -- lease ran out: its attempt 1 is 'lost') is settled as record_webhook_outcomes() settles an
 -- outcome of seq 1: only while it is still pending at seq 1; its attempt gets the outcome either
 -- way. Then the fan-out rows of the batch's events whose every direct call has its delivery go.
+-- The fan-out rows are locked first, in the events' order: a claim (fanOutDue) locks a row and
+-- then writes its deliveries, so taking them in the other order could deadlock with it; locked
+-- here, the claim skips them until this commits. An event pruned during the call is skipped as a
+-- deleted endpoint is (the key-share locks hold both until the commit).
 CREATE FUNCTION record_direct_webhook_outcomes(
   p_event uuid[], p_endpoint uuid[], p_company uuid[], p_outcome text[], p_status_code int[], p_duration_ms int[],
   p_error text[], p_retry_at timestamptz[], p_started_at timestamptz[], p_at timestamptz[]
@@ -69,6 +79,7 @@ DECLARE
   late bigint[];
   settled_delivery uuid;
 BEGIN
+  PERFORM 1 FROM webhook_fanouts WHERE event_id = ANY (p_event) ORDER BY event_id FOR UPDATE;
   WITH input AS (
     SELECT * FROM unnest(p_event, p_endpoint, p_company, p_outcome, p_status_code, p_duration_ms, p_error, p_retry_at, p_started_at, p_at)
       WITH ORDINALITY AS t(event_id, endpoint_id, company_id, outcome, status_code, duration_ms, error, retry_at, started_at, at, n)
@@ -78,9 +89,9 @@ BEGIN
     SELECT gen_random_uuid(), i.endpoint_id, i.event_id, i.company_id,
       CASE WHEN i.outcome = 'succeeded' THEN 'delivered' WHEN i.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
       1, 1, i.retry_at, CASE WHEN i.outcome = 'succeeded' THEN i.at END, i.started_at
-    FROM input i JOIN webhook_endpoints w ON w.id = i.endpoint_id
+    FROM input i JOIN webhook_endpoints w ON w.id = i.endpoint_id JOIN events e ON e.id = i.event_id
     ORDER BY i.event_id, i.endpoint_id
-    FOR KEY SHARE OF w
+    FOR KEY SHARE OF w, e
     ON CONFLICT (event_id, endpoint_id) DO NOTHING
     RETURNING id, event_id, endpoint_id
   ),

@@ -3,8 +3,8 @@ import type { Executor } from '../../jobs/scheduler.ts'
 
 /**
  * The outbox. Events are written by triggers on the tables that hold the resources (migration
- * 0019), through the SQL function write_event(): the event, and a delivery with its scheduler
- * job for every webhook endpoint that wants it, in the transaction of the change. No code path
+ * 0019), through the SQL function write_event(): the event, and its fan-out row when a webhook
+ * endpoint wants it (migration 0034), in the transaction of the change. No code path
  * can commit a change without its event, or an event without its change: a batched write
  * (src/db/write-batches.ts) gets one event per row it writes, a job's change rides the job's
  * transaction, and a kill -9 rolls back both. So the repositories have nothing to call.

@@ -249,3 +249,32 @@ export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly Di
     )
   `.execute(db)
 }
+
+/**
+ * For the metrics: each endpoint's oldest event not delivered nor given up. Three sources: its
+ * pending deliveries; the events not fanned out yet that it wants (their oldest per company and
+ * type first, so a backlog costs its groups, not its rows times the endpoints); and the fanned-out
+ * events whose direct call to it has no delivery yet.
+ */
+export async function oldestPending(db: Kysely<DB>) {
+  const { rows } = await sql<{ endpoint_id: string; oldest: Date }>`
+    WITH unfanned AS (
+      SELECT e.company_id, e.type, min(e.created_at) AS oldest, max(e.created_at) AS newest
+      FROM webhook_fanouts f JOIN events e ON e.id = f.event_id
+      WHERE f.direct IS NULL GROUP BY e.company_id, e.type
+    )
+    SELECT endpoint_id, min(oldest) AS oldest FROM (
+      SELECT endpoint_id, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint_id
+      UNION ALL
+      -- An endpoint made amid a group is owed its events from its own making on.
+      SELECT w.id, min(greatest(u.oldest, date_trunc('milliseconds', w.created_at))) FROM unfanned u
+      JOIN webhook_endpoints w ON webhook_endpoint_wants(w, u.type, u.company_id) AND date_trunc('milliseconds', w.created_at) <= u.newest
+      GROUP BY w.id
+      UNION ALL
+      SELECT x.endpoint_id, min(f.fanned_at) FROM webhook_fanouts f CROSS JOIN LATERAL unnest(f.direct) AS x(endpoint_id)
+      WHERE f.direct IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = f.event_id AND d.endpoint_id = x.endpoint_id)
+      GROUP BY x.endpoint_id
+    ) pending GROUP BY endpoint_id`.execute(db)
+  return rows
+}

@@ -41,13 +41,16 @@ const SLOT_WAKE_MS = 2
 
 /**
  * Delivery, at least once, across instances, without a scheduler job per delivery: the
- * webhook_deliveries table is the queue (migration 0030). Each pass claims, in one statement, the
- * due deliveries of every endpoint up to its free slots here, which counts their attempts and
- * leases them (timeout + 60 s), then commits; the calls run after that, outside every
- * transaction, so a receiver that is slow or never answers holds only its own sockets. Outcomes
- * are recorded in batches (outcome-recorder.ts). An instance killed during a call never records
- * its outcome: the lease runs out, another pass claims the delivery again, with the same
- * `webhook-id`. Deliveries are due by real time (`clock` is the real clock), never by a test clock.
+ * webhook_fanouts and webhook_deliveries tables are the queue (migrations 0030, 0034). Each pass
+ * claims, in one statement, the due deliveries of every endpoint up to its free slots here, which
+ * counts their attempts and leases them (timeout + 60 s); then fans out, in another, the events
+ * written since, calling at once the endpoints with free slots (the event's fan-out row is their
+ * lease) and queueing deliveries for the others. Each statement commits before its calls run,
+ * outside every transaction, so a receiver that is slow or never answers holds only its own
+ * sockets. Outcomes are recorded in batches (outcome-recorder.ts). An instance killed during a
+ * call never records its outcome: the lease runs out, another pass takes the delivery (or writes
+ * the direct call's) again, with the same `webhook-id`. Deliveries are due by real time (`clock`
+ * is the real clock), never by a test clock.
  */
 export function createWebhookDelivery(deps: {
   repo: WebhookEndpointsRepository
@@ -90,7 +93,9 @@ export function createWebhookDelivery(deps: {
   async function claimAndSend(): Promise<Pass> {
     const now = deps.clock.now()
     const leaseUntil = new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS)
+    // A claim that fails must not keep the new events from their first calls: the fan-out goes on.
     const claimed = await deps.repo.claimDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), dropBatch: DROP_BATCH })
+      .catch((err: unknown) => { deps.log.warn({ err }, 'webhook delivery claim failed'); return [] })
     // The endpoints with free slots that want an event get it in the same pass: its body is built once.
     const bodies = new Map<string, string>()
     for (const d of claimed) {
@@ -112,6 +117,8 @@ export function createWebhookDelivery(deps: {
         }
       } catch (err) { deps.log.error({ err, event_id: e.event_id }, 'webhook delivery not started') }
     }
+    // A full batch: more events may be due, and no call ending need come to wake a pass for them.
+    if (fanned.length === FAN_OUT_BATCH) wakeIn(0)
     return { calls: claimed.length + direct, fanned: fanned.length }
   }
 

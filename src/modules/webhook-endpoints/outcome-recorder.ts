@@ -30,13 +30,15 @@ export type Started =
   | { direct: true; attempt: 1; endpointId: string; eventId: string; companyId: string | null; startedAt: Date }
 
 /**
- * Records outcomes in batches: every FLUSH_AFTER_MS or FLUSH_SIZE outcomes, one statement
- * (delivery-queue.repository.ts, record_webhook_outcomes()) for all of them, where a statement
- * per outcome was a transaction of six round trips. One batch at a time; the next one gathers meanwhile. A batch
- * that cannot be written is logged and dropped: its deliveries are still leased, and are tried
- * again (same webhook-id) when the lease runs out, as after a crash.
+ * Records outcomes in batches: every FLUSH_AFTER_MS or FLUSH_SIZE outcomes, one statement for the
+ * claimed deliveries' (record_webhook_outcomes()) and one for the direct calls'
+ * (record_direct_webhook_outcomes(); both in delivery-queue.repository.ts), where a statement per
+ * outcome was a transaction of six round trips. One batch at a time; the next one gathers
+ * meanwhile. A statement that fails is logged and its outcomes dropped: their deliveries (or
+ * their events' fan-out) are still leased, and are tried again (same webhook-id) when the lease
+ * runs out, as after a crash.
  */
-export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsRepository, 'recordOutcomes'>; log: FastifyBaseLogger; observer?: DeliveryObserver }) {
+export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsRepository, 'recordOutcomes' | 'recordDirectOutcomes'>; log: FastifyBaseLogger; observer?: DeliveryObserver }) {
   let queue: RecordedOutcome[] = []
   let directQueue: DirectOutcome[] = []
   let timer: NodeJS.Timeout | undefined
@@ -72,8 +74,12 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     const directBatch = directQueue
     queue = []
     directQueue = []
-    writing = deps.repo.recordOutcomes(batch, directBatch)
-      .catch((err: unknown) => deps.log.error({ err, outcomes: batch.length + directBatch.length }, 'webhook delivery outcomes not recorded; their leases will retry them'))
+    // Two statements, each failing alone: a claimed delivery's outcome and a direct call's are
+    // kept apart so that one statement's failure does not drop the other's outcomes.
+    const write = (statement: Promise<void>, outcomes: number) => statement
+      .catch((err: unknown) => deps.log.error({ err, outcomes }, 'webhook delivery outcomes not recorded; their leases will retry them'))
+    writing = write(deps.repo.recordOutcomes(batch), batch.length)
+      .then(() => write(deps.repo.recordDirectOutcomes(directBatch), directBatch.length))
       .finally(() => { writing = undefined })
     await writing
     // What gathered while this batch was written goes at once, not after another wait.

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { keyset, type KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
-import { claimDue, fanOutDue, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
+import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
 export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
@@ -74,24 +74,10 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
 
     claimDue: (claim: DeliveryClaim) => claimDue(db, claim),
     fanOutDue: (claim: FanOutClaim) => fanOutDue(db, claim),
-    /** The claimed deliveries' outcomes, then the direct calls' (each one statement). */
-    async recordOutcomes(outcomes: readonly RecordedOutcome[], direct: readonly DirectOutcome[] = []) {
-      await recordOutcomes(db, outcomes)
-      await recordDirectOutcomes(db, direct)
-    },
+    recordOutcomes: (outcomes: readonly RecordedOutcome[]) => recordOutcomes(db, outcomes),
+    recordDirectOutcomes: (outcomes: readonly DirectOutcome[]) => recordDirectOutcomes(db, outcomes),
 
-    /**
-     * For the metrics: each endpoint's oldest pending delivery, counting the events not fanned out
-     * yet (for the endpoints that want them) and those whose direct calls are under way.
-     */
-    oldestPending: async () => (await sql<{ endpoint_id: string; oldest: Date }>`
-      SELECT endpoint_id, min(oldest) AS oldest FROM (
-        SELECT endpoint_id, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint_id
-        UNION ALL
-        SELECT w.id, min(e.created_at) FROM webhook_fanouts f JOIN events e ON e.id = f.event_id
-        JOIN webhook_endpoints w ON CASE WHEN f.direct IS NULL THEN webhook_endpoint_wants(w, e.type, e.company_id) ELSE w.id = ANY (f.direct) END
-        GROUP BY w.id
-      ) pending GROUP BY endpoint_id`.execute(db)).rows,
+    oldestPending: () => oldestPending(db),
 
     /** For the metrics: the events written since `afterSeq`, by type, and the newest position. */
     async eventsSince(afterSeq: number | undefined) {
