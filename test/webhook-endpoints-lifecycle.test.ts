@@ -10,7 +10,7 @@ import { companyEndpoints, endpointSteps, type Receiver } from './helpers/webhoo
 for (const engine of engines) {
   describe(`webhook endpoints' lifecycle on ${engine}`, () => {
     let t: TestApp
-    const { receivers, listen, endpoint } = endpointSteps(() => t)
+    const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: 5_000 }) })
     after(async () => {
       for (const r of receivers) await r.close()
@@ -21,14 +21,7 @@ for (const engine of engines) {
     async function ping(companyId: string, id: string, r: Receiver) {
       const res = await t.call({ method: 'POST', url: `${companyEndpoints(companyId)}/${id}/test` })
       assert.equal(res.statusCode, 202, res.body)
-      const back = t.realClock.now()
-      t.realClock.set(new Date(Date.now() + 1000))
-      try {
-        await t.app.services.webhookDelivery.runDue()
-        await t.app.services.webhookDelivery.settled()
-      } finally {
-        t.realClock.set(back)
-      }
+      await deliverNow()
       const got = r.received.at(-1)!
       assert.equal(got.headers['webhook-id'], res.json().id)
       return got
@@ -120,14 +113,7 @@ for (const engine of engines) {
 
       await contract(t, c.id)
       assert.equal((await t.call({ method: 'PATCH', url: `/api/v1/companies/${c.id}`, token: c.token, body: { city: 'Torino' } })).statusCode, 202)
-      const back = t.realClock.now()
-      t.realClock.set(new Date(Date.now() + 1000))
-      try {
-        await t.app.services.webhookDelivery.runDue()
-        await t.app.services.webhookDelivery.settled()
-      } finally {
-        t.realClock.set(back)
-      }
+      await deliverNow()
       const typesAt = (r: Receiver) => r.received.map((got) => JSON.parse(got.body).type).sort()
       assert.deepEqual(typesAt(narrowReceiver), ['company.updated'])
       assert.deepEqual(typesAt(everyReceiver), ['company.updated', 'contract.created'])
