@@ -5,7 +5,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { measureRounds, median, type HttpFigure } from './measure.ts'
 import { CEILING_PATTERNS, mixKinds, type KindFigure, type MixCompany, type MixResult, type MixSpec } from './mix-load.ts'
-import { rssMb, runGenerator, sleep, startServer, type Running } from './processes.ts'
+import { profileArgs, rssMb, runGenerator, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, newCatalogue, newCompany } from './seed.ts'
 import { measureFanout, type FanoutFigure } from './fanout.ts'
 import { measureOverload, type OverloadFigure } from './overload.ts'
@@ -262,7 +262,7 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running) => Promise<MixFigures[K]>) => {
     if (!want(name)) return
     try {
-      server = await startServer({ ...db.env, ...env })
+      server = await startServer({ ...db.env, ...env }, profileArgs())
       figures[key] = await work(server)
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)

@@ -4,7 +4,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { measureHttp, measureLatency, measureLatencyPair, SECONDS, WARMUP_SECONDS, type HttpFigure, type LatencyFigure, type Workload } from './measure.ts'
-import { CORES, LOAD_CORE, ROOT, SERVER_CORE, coreOf, killAll, pinSelf, rssMb, sleep, startBaseline, startServer, type Running } from './processes.ts'
+import { CORES, LOAD_CORE, ROOT, SERVER_CORE, coreOf, killAll, pinSelf, profileArgs, rssMb, sleep, startBaseline, startServer, type Running } from './processes.ts'
 import { ADMIN, growCompanies, seedThroughApi, type Seeded } from './seed.ts'
 import { measureCommunications, type CommunicationFigures } from './communications.ts'
 import { writeResults } from './report.ts'
@@ -22,9 +22,6 @@ const ONLY = new Set([...(process.env.BENCH_ONLY ?? '').split(','), ...process.a
 const want = (part: string) => ONLY.size === 0 || ONLY.has(part)
 const WORKLOADS = (process.env.BENCH_WORKLOADS ?? '').split(',').filter(Boolean)
 const chosen = (w: Workload) => WORKLOADS.length === 0 || WORKLOADS.some((name) => w.name.includes(name))
-/** BENCH_PROFILE=1: the PostgreSQL servers of the HTTP and events workloads run with --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles). */
-const PROFILE = process.env.BENCH_PROFILE === '1'
-const PROFILE_DIR = path.join(os.tmpdir(), 'company-admin-api-profiles')
 
 export interface EngineFigures {
   engine: 'postgres' | 'pglite'
@@ -110,7 +107,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     }
     await growCompanies(exec, count, 1000)
     await server.stop()
-    server = await startServer(env, PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [])
+    server = await startServer(env, profileArgs())
     Object.assign(figures, await afterStart(server))
     log(`  start to /ready ${figures.startMs.toFixed(0)} ms, idle RSS ${figures.idleRssMb.toFixed(0)} MB`)
 
@@ -121,7 +118,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     }
     if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
     // Last: it starts a server of its own (private targets allowed), so this one stops first.
-    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log, PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []) }
+    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log, profileArgs()) }
     return figures
   } finally {
     // Exit code 0: stopped on purpose (the events part stops it); anything else is a crash worth its stderr.
