@@ -27,6 +27,29 @@ function youngGenerationMb(settings: Record<string, string | undefined>): { on: 
   return JSON.parse(out.trim().split('\n').pop()!)
 }
 
+/**
+ * Whether a small WebAssembly function, called five million times after the settings are applied,
+ * was recompiled by TurboFan (V8's own test intrinsic, hence --allow-natives-syntax in that process
+ * only). With V8's default budget it is; with WASM_TIERING_FLAG it stays on Liftoff.
+ */
+function tieredUp(settings: Record<string, string | undefined>): { on: boolean; turbofan: boolean } {
+  const script = `
+    import { tuneV8ForMemory } from './src/v8-memory.ts'
+    const on = tuneV8ForMemory(${JSON.stringify(settings)})
+    // (func (export "f") (param i32) (result i32) local.get 0 i32.const 1 i32.add)
+    const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 6, 1, 96, 1, 127, 1, 127, 3, 2, 1, 0, 7, 5, 1, 1, 102, 0, 0, 10, 9, 1, 7, 0, 32, 0, 65, 1, 106, 11])
+    const { instance } = await WebAssembly.instantiate(bytes)
+    const f = instance.exports.f
+    for (let i = 0; i < 5e6; i++) f(i)
+    // TurboFan compiles in the background: give it time to finish.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const turbofan = new Function('f', 'return %IsTurboFanFunction(f)')(f)
+    console.log(JSON.stringify({ on, turbofan }))
+  `
+  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+  return JSON.parse(out.trim().split('\n').pop()!)
+}
+
 describe('V8 tuned for memory (src/v8-memory.ts)', () => {
   it('on PGlite (no DATABASE_URL) the young generation stays small: the flags take effect at run time', () => {
     const pglite = youngGenerationMb({ V8_SMALL_HEAP: 'auto' })
@@ -43,6 +66,16 @@ describe('V8 tuned for memory (src/v8-memory.ts)', () => {
       assert.ok(figure.mb >= 16, `young generation ${figure.mb} MB with ${JSON.stringify(settings)}`)
     }
     assert.equal(youngGenerationMb({ V8_SMALL_HEAP: 'on', DATABASE_URL: 'postgres://x@127.0.0.1/x' }).on, true)
+  })
+
+  it('on PGlite a hot WebAssembly function stays on Liftoff; with V8 defaults TurboFan recompiles it', () => {
+    assert.deepEqual(tieredUp({ V8_SMALL_HEAP: 'auto' }), { on: true, turbofan: false })
+    assert.deepEqual(tieredUp({ V8_SMALL_HEAP: 'off' }), { on: false, turbofan: true })
+  })
+
+  it('the initdb process of a new data directory runs with the tiering budget too', () => {
+    const source = fs.readFileSync(path.join(ROOT, 'src/db/pglite-initdb.ts'), 'utf8')
+    assert.match(source, /spawn\(process\.execPath, \[WASM_TIERING_FLAG, /)
   })
 
   it('src/server.ts sets them before buildApp, which imports and boots PGlite', () => {
