@@ -262,7 +262,9 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running) => Promise<MixFigures[K]>) => {
     if (!want(name)) return
     try {
-      server = await startServer({ ...db.env, ...env }, profileArgs())
+      // Only the mix's own rounds are profiled: a profile's samples stay in the server's memory,
+      // which would count in the soak's RSS growth and the hostile part's peak.
+      server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
       figures[key] = await work(server)
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)

@@ -61,7 +61,6 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
 /**
  * BENCH_PROFILE=1: the PostgreSQL servers of the HTTP, events and mix workloads run with
  * --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles; summarize one with bench/profile.ts).
@@ -70,6 +69,7 @@ export function profileArgs(): string[] {
   return process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', path.join(os.tmpdir(), 'company-admin-api-profiles')] : []
 }
 
+/** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
 export async function startServer(env: Record<string, string>, extraNodeArgs: string[] = []): Promise<Running> {
   const port = await freePort()
   const command = pinned(SERVER_CORE, [process.execPath, ...extraNodeArgs, builtServer()])

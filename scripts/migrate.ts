@@ -4,11 +4,14 @@
 // "Deploying"). Instances also migrate at start; after this step they find nothing to do.
 // Exit code 0 when the database is current, 1 with a sentence on stderr otherwise.
 import { loadConfig } from '../src/config.ts'
+import { tuneV8ForMemory } from '../src/v8-memory.ts'
 import { createDatabase } from '../src/db/database.ts'
 import { migrate, readMigrations } from '../src/db/migrate.ts'
 
 try {
   const config = loadConfig()
+  // As a server does (src/v8-memory.ts): on PGlite a run that exits soon gains nothing from TurboFan.
+  tuneV8ForMemory(config)
   const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
   try {
     const applied = await migrate(database.db)

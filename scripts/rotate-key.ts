@@ -6,6 +6,7 @@
 // Running instances learn of it within a moment (NOTIFY signing_keys_changed).
 // docs/operations.md, "Signing keys".
 import { loadConfig } from '../src/config.ts'
+import { tuneV8ForMemory } from '../src/v8-memory.ts'
 import { createDatabase } from '../src/db/database.ts'
 import { migrate } from '../src/db/migrate.ts'
 import { systemClock } from '../src/clock.ts'
@@ -19,6 +20,8 @@ if (unknown !== undefined) {
   process.exit(2)
 }
 const config = loadConfig()
+// As a server does (src/v8-memory.ts): on PGlite a run that exits soon gains nothing from TurboFan.
+tuneV8ForMemory(config)
 const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
 try {
   await migrate(database.db)

@@ -15,6 +15,16 @@ await db.close()
 `
 
 /**
+ * The initdb process's arguments for `node`. initdb runs PGlite's code once and exits: TurboFan's
+ * recompilations (src/v8-memory.ts) were a third of its time (7.7–8.7 s against 5.4–6.4 s on one
+ * core), and its process gains nothing from them later. So the tiering budget is always given,
+ * whatever V8_SMALL_HEAP says: this process keeps nothing.
+ */
+export function initdbArgs(directory: string): string[] {
+  return [WASM_TIERING_FLAG, '--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), directory]
+}
+
+/**
  * Creates a new PGlite data directory (initdb) in a process of its own, when `pgdata` holds no
  * database yet. PGlite runs initdb in the process that opens the directory, in WebAssembly
  * instances whose memory is never given back: a server whose first start created its directory
@@ -33,10 +43,7 @@ export async function initPgliteDataDir(pgdata: string): Promise<void> {
   for (const entry of fs.readdirSync(parent)) if (entry.startsWith(prefix)) fs.rmSync(path.join(parent, entry), { recursive: true, force: true })
   const building = path.join(parent, `${prefix}${process.pid}`)
   fs.mkdirSync(building)
-  // initdb runs PGlite's code once and exits: TurboFan's recompilations (src/v8-memory.ts) were a
-  // third of its time (7.7–8.7 s against 5.4–6.4 s on one core), and its process gains nothing
-  // from them later. Always set, whatever V8_SMALL_HEAP says: this process keeps nothing.
-  const child = spawn(process.execPath, [WASM_TIERING_FLAG, '--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), building], {
+  const child = spawn(process.execPath, initdbArgs(building), {
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
