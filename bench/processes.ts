@@ -62,7 +62,7 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * BENCH_PROFILE=1: the PostgreSQL servers of the HTTP, events and mix workloads run with
+ * BENCH_PROFILE=1: the PostgreSQL servers of the HTTP and events workloads and of the mix's rounds run with
  * --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles; summarize one with bench/profile.ts).
  */
 export function profileArgs(): string[] {

@@ -6,8 +6,8 @@ import type { Config } from './config.ts'
  * its baseline compiler (Liftoff) and recompiles with its optimizing one (TurboFan) every function
  * that has run `--wasm-tiering-budget` (1,800,000 by default, roughly bytes of code executed).
  * PGlite's own boot and the first queries reach that for hundreds of functions, so a server's
- * start was mostly TurboFan: in the bench 2.8 s to /ready and 216 MB idle, against 1.5 s and
- * 173 MB with the budget below, where only a function that stays hot for long is recompiled
+ * start was mostly TurboFan: in the bench 2.8 s to /ready and 216 MB idle, against 1.4–1.5 s
+ * and 173–192 MB with the budget below, where only a function that stays hot for long is recompiled
  * (bench/findings.md, "PGlite's WebAssembly tiering"). What it costs: a query through PGlite
  * takes ~10–25 % more CPU until its functions are recompiled. The flag holds for every
  * WebAssembly module of the process, PGlite's and undici's HTTP parser (the webhook sender's)
