@@ -7,17 +7,19 @@ type Row = (workload: string, target: string, measured: string, ok: boolean | un
 const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
 const f2 = (n: number) => n.toFixed(2)
 const errorsOf = (m: MixRun) => m.figure.server.non2xx + m.figure.server.errors
+/** A fresh server's first seconds of the mix, before the warm-up's end (bench/mix.ts, MIX_WARMUP_SECONDS). */
+const coldOf = (m: MixRun) => (m.cold ? `; a fresh server's first ${m.cold.seconds} s, for information: ${f0(m.cold.rps)} req/s, p99 ${m.cold.p99} ms, ${m.cold.errors} errors or non-2xx` : '')
 
 /** Issue 19's rows of the targets table (bench/mix.ts). */
 export function mixRows(mix: MixFigures | undefined, row: Row) {
   const mixName = `mix over ${f0(COMPANIES)} companies chosen uniformly: 70 % reads (company, teams, contracts page of 50, holidays, all_holidays), 20 % writes (team, contract, membership, holiday), 10 % token issues; ${MIX_CONNECTIONS} connections`
   const c = mix?.cached
   row(mixName, '≥ 0.15 × ceiling, p99 ≤ 30 ms, 0 errors',
-    c ? `${f2(c.figure.ratio)} × (${f0(c.figure.server.rps)} / ${f0(c.figure.ceiling.rps)} req/s); p99 ${c.figure.server.p99} ms; ${errorsOf(c)} errors or non-2xx` : '-',
+    c ? `${f2(c.figure.ratio)} × (${f0(c.figure.server.rps)} / ${f0(c.figure.ceiling.rps)} req/s); p99 ${c.figure.server.p99} ms; ${errorsOf(c)} errors or non-2xx${coldOf(c)}` : '-',
     c ? c.figure.ratio >= 0.15 && c.figure.server.p99 <= 30 && errorsOf(c) === 0 : undefined)
   const u = mix?.uncached
   row('the same mix with the read cache off', '≥ 0.10 × ceiling',
-    u ? `${f2(u.figure.ratio)} × (${f0(u.figure.server.rps)} / ${f0(u.figure.ceiling.rps)} req/s); p99 ${u.figure.server.p99} ms; ${errorsOf(u)} errors or non-2xx${c ? `; the cache's share: ${f2(c.figure.server.rps / Math.max(1, u.figure.server.rps))} × the requests` : ''}` : '-',
+    u ? `${f2(u.figure.ratio)} × (${f0(u.figure.server.rps)} / ${f0(u.figure.ceiling.rps)} req/s); p99 ${u.figure.server.p99} ms; ${errorsOf(u)} errors or non-2xx${c ? `; the cache's share: ${f2(c.figure.server.rps / Math.max(1, u.figure.server.rps))} × the requests` : ''}${coldOf(u)}` : '-',
     u ? u.figure.ratio >= 0.10 : undefined)
   const p = mix?.paging
   row(`contracts list, ${f0(PAGING_CONTRACTS)} contracts in one company, \`limit=100\` pages walked to the end (one request at a time, read cache off)`, 'each page p99 ≤ 10 ms, flat from first to last page',

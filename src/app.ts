@@ -241,7 +241,7 @@ export async function buildApp(options: AppOptions) {
     repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
-  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake() })
+  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged() })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness })
@@ -267,11 +267,12 @@ export async function buildApp(options: AppOptions) {
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
   // A change's jobs and its event's fan-out are written by its own transaction (the event by
-  // trigger): a pass after each successful write runs them now rather than at the next poll.
+  // trigger): a pass after a successful write runs them now rather than at the next poll, when
+  // there can be any (the request scheduled a job; an endpoint is enabled somewhere).
   app.addHook('onResponse', async (request, reply) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {
-      scheduler.wake()
-      webhookDelivery.wake()
+      scheduler.wakeAfterRequest(performance.now() - reply.elapsedTime)
+      webhookDelivery.afterWrite()
     }
   })
   installDocs(app)

@@ -17,6 +17,10 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean; resources: string[] | null }) =>
       db.insertInto('webhook_endpoints').values(row).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
 
+    /** Whether any endpoint, of any owner, is enabled (a write's events have deliveries only then). */
+    anyEnabled: async () =>
+      (await db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', true).limit(1).executeTakeFirst()) !== undefined,
+
     count: async (companyId: string | null) =>
       Number((await owned(companyId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
 

@@ -32,7 +32,14 @@ function view(row: EndpointRow): WebhookEndpoint {
  * Webhook endpoints of the platform (owner null: every company's events) and of each company
  * (its own events). The owner comes from the path; one owner never sees another's endpoints.
  */
-export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepository; allowPrivateTargets: boolean; wake?: () => void }) {
+export function createWebhookEndpointsService(deps: {
+  repo: WebhookEndpointsRepository
+  allowPrivateTargets: boolean
+  /** A delivery pass soon (a ping's event is due now). */
+  wake?: () => void
+  /** An endpoint was created or changed: the delivery loop's knowledge of them is stale. */
+  changed?: () => void
+}) {
   const { repo } = deps
 
   async function find(owner: string | null, id: string) {
@@ -68,6 +75,7 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
         id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
         resources: readable ? [...readable] : null,
       })
+      deps.changed?.()
       return { ...view(row), secret }
     },
 
@@ -87,6 +95,7 @@ export function createWebhookEndpointsService(deps: { repo: WebhookEndpointsRepo
       }
       const row = Object.keys(changes).length > 0 ? await repo.update(owner, id, changes) : await repo.find(owner, id)
       if (!row) throw new NotFound('Webhook endpoint')
+      if (changes.enabled) deps.changed?.()
       return view(row)
     },
 
