@@ -65,8 +65,8 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
  */
 export async function measureRounds<R extends LoadResult>(server: Running, baseline: Running, name: string, connections: number,
   load: (url: string, seconds: number, prefix: string) => Promise<R>, log: (s: string) => void,
-  warmupSeconds = WARMUP_SECONDS): Promise<{ figure: HttpFigure; rounds: R[]; warmup: R }> {
-  const warmup = await load(server.url, warmupSeconds, 'w')
+  warmupSeconds = WARMUP_SECONDS): Promise<{ figure: HttpFigure; rounds: R[] }> {
+  await load(server.url, warmupSeconds, 'w')
   await load(baseline.url, 1, 'bw')
   const ceilings: R[] = []
   const servers: R[] = []
@@ -99,7 +99,7 @@ export async function measureRounds<R extends LoadResult>(server: Running, basel
     },
     ratio: rps / ceiling,
   }
-  return { figure, rounds: servers, warmup }
+  return { figure, rounds: servers }
 }
 
 export interface LatencyFigure { p50: number; p99: number; mean: number; rounds: number[] }

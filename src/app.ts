@@ -267,12 +267,13 @@ export async function buildApp(options: AppOptions) {
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
   // A change's jobs and its event's fan-out are written by its own transaction (the event by
-  // trigger): a pass after a successful write runs them now rather than at the next poll, when
-  // there can be any (the request scheduled a job; an endpoint is enabled somewhere).
+  // trigger): a pass after a write runs them now rather than at the next poll, when there can be
+  // any (the request scheduled a job; an endpoint is enabled somewhere). Whatever the status: a
+  // keyed request's 5xx keeps what it committed (http/idempotency.ts), and each check is cheap.
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD' && reply.statusCode < 400) {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') {
       scheduler.wakeAfterRequest(performance.now() - reply.elapsedTime)
-      webhookDelivery.afterWrite()
+      if (reply.statusCode < 400 || reply.statusCode >= 500) webhookDelivery.afterWrite()
     }
   })
   installDocs(app)

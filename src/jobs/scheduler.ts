@@ -11,7 +11,11 @@ export type { Executor, JobContext, JobHandler, JobPreparer, NewJob } from './jo
 
 const WAKE_MIN_MS = 5
 const WAKE_COALESCE_MS = 25
-/** A request's start is measured back from after its end (Fastify's elapsedTime): this covers the gap, with room to spare. */
+/**
+ * A request's start is measured back from its end: Fastify's elapsedTime stops at the answer's
+ * 'finish', so the start computed in onResponse is late by the time from 'finish' to the hook
+ * (microseconds). The margin covers that many times over; it only adds passes, never loses one.
+ */
 const REQUEST_START_MARGIN_MS = 100
 /** Node's timers hold 2^31-1 ms at most (24.8 days); a longer delay fires at once with a TimeoutOverflowWarning. */
 const MAX_TIMER_MS = 2 ** 31 - 1
@@ -255,7 +259,7 @@ export function createScheduler(deps: {
     /** A pass soon (within WAKE_COALESCE_MS): the business clock moved. */
     wake() { wakeIn(WAKE_COALESCE_MS) },
     /**
-     * After a write request's commit: a pass soon if this process scheduled a job since the request
+     * After a write request's answer (its work committed): a pass soon if this process scheduled a job since the request
      * began (`startedAt`, performance.now()), since the job's own wake-up may have run before the
      * commit made it visible. Within WAKE_COALESCE_MS, so that a stream of such writes makes a pass
      * every few dozen milliseconds, not one per write. A request that scheduled nothing (most

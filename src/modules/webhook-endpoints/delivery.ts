@@ -38,10 +38,10 @@ export const DELIVERY_POLL_MS = 250
 const WRITE_WAKE_MS = 20
 /**
  * How long what a look found (an enabled endpoint somewhere, or none) decides whether a write
- * wakes a pass. With none, an event has no delivery to make, and the passes that writes woke
- * cost a mix of writes over 1,000 companies with no endpoint a few per cent of the server's CPU
- * (bench/findings.md). An endpoint created on another instance within this time has its first
- * events taken by the next poll (DELIVERY_POLL_MS) instead.
+ * wakes a pass. With none, an event has no delivery to make: in a mix of writes over 1,000
+ * companies with no endpoint, these passes and the scheduler's found nothing and cost ~9 % of
+ * the server's CPU (bench/findings.md, "What a write wakes"). An endpoint created on another
+ * instance within this time has its first events taken by the next poll (DELIVERY_POLL_MS).
  */
 const ENDPOINTS_KNOWN_MS = 1000
 /** After a call ends at an endpoint that had more due than its free slots: a pass this soon (the calls ending meanwhile join it). */
@@ -83,7 +83,7 @@ export function createWebhookDelivery(deps: {
   let stopped = true
   let timer: NodeJS.Timeout | undefined
   let timerAt = Infinity
-  /** The last look for an enabled endpoint (afterWrite): what it found, and when (Date.now()). */
+  /** The last look for an enabled endpoint (afterWrite): what it found, and when (ms of deps.clock). */
   let endpointsSeen: { any: boolean; at: number } | undefined
   let looking: Promise<void> | undefined
   /** Counts the changes of endpoints made here: a look that began before one is not kept. */
@@ -208,25 +208,31 @@ export function createWebhookDelivery(deps: {
      */
     afterWrite() {
       if (stopped) return
-      if (endpointsSeen && Date.now() - endpointsSeen.at < ENDPOINTS_KNOWN_MS) {
+      if (endpointsSeen && deps.clock.now().getTime() - endpointsSeen.at < ENDPOINTS_KNOWN_MS) {
         if (endpointsSeen.any) wakeIn(WRITE_WAKE_MS)
         return
       }
       const changes = endpointChanges
       looking ??= outsideRequestScope(() => deps.repo.anyEnabled())
         .then((any) => {
-          if (changes === endpointChanges) endpointsSeen = { any, at: Date.now() }
-          if (any) wakeIn(WRITE_WAKE_MS)
+          // An endpoint changed here meanwhile: what the look saw may predate it, so a pass anyway.
+          const changed = changes !== endpointChanges
+          if (!changed) endpointsSeen = { any, at: deps.clock.now().getTime() }
+          if (any || changed) wakeIn(WRITE_WAKE_MS)
         }, (err: unknown) => {
           deps.log.warn({ err }, 'webhook endpoints look failed')
           wakeIn(WRITE_WAKE_MS)
         })
         .finally(() => { looking = undefined })
     },
-    /** An endpoint was created or changed here: the next write looks again. */
+    /**
+     * An endpoint was created or enabled here: taken for enabled for ENDPOINTS_KNOWN_MS without a
+     * look, since its row may not be committed yet (a keyed request commits at its end), and a
+     * look now could miss it. A creation that rolls back costs a few passes that find nothing.
+     */
     endpointsChanged() {
       endpointChanges++
-      endpointsSeen = undefined
+      endpointsSeen = { any: true, at: deps.clock.now().getTime() }
     },
     /** Stops claiming; the pass under way ends. The calls under way go on: settled() waits for them. */
     async stop() {
