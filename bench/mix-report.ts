@@ -1,5 +1,5 @@
 import type { MixFigures, MixRun } from './mix.ts'
-import { COMPANIES, MIX_CONNECTIONS, PAGING_CONTRACTS } from './mix.ts'
+import { COLD_SECONDS, COMPANIES, MIX_CONNECTIONS, PAGING_CONTRACTS } from './mix.ts'
 import { FANOUT_RECIPIENTS } from './fanout.ts'
 
 type Row = (workload: string, target: string, measured: string, ok: boolean | undefined) => void
@@ -8,7 +8,7 @@ const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
 const f2 = (n: number) => n.toFixed(2)
 const errorsOf = (m: MixRun) => m.figure.server.non2xx + m.figure.server.errors
 /** A fresh server's first seconds of the mix, before the warm-up's end (bench/mix.ts, MIX_WARMUP_SECONDS). */
-const coldOf = (m: MixRun) => (m.cold ? `; a fresh server's first ${m.cold.seconds} s, for information: ${f0(m.cold.rps)} req/s, p99 ${m.cold.p99} ms, ${m.cold.errors} errors or non-2xx` : '')
+const coldOf = (m: MixRun) => (m.cold ? `; a fresh server's first ${COLD_SECONDS} s, for information: ${f0(m.cold.rps)} req/s, p99 ${m.cold.p99} ms, ${m.cold.errors} errors or non-2xx` : '')
 
 /** Issue 19's rows of the targets table (bench/mix.ts). */
 export function mixRows(mix: MixFigures | undefined, row: Row) {

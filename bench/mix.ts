@@ -38,7 +38,7 @@ export const MIX_WARMUP_SECONDS = Math.max(COLD_SECONDS + 1, Number(process.env.
 export const MIX_PARTS = ['mix', 'paging', 'soak', 'overload', 'fanout', 'hostile']
 
 /** `cold`: a fresh server's first seconds of the mix (the start of the warm-up), for information. */
-export interface MixRun { figure: HttpFigure; byKind: Record<string, KindFigure>; cold?: { seconds: number; rps: number; p99: number; errors: number } }
+export interface MixRun { figure: HttpFigure; byKind: Record<string, KindFigure>; cold?: { rps: number; p99: number; errors: number } }
 export interface PagingFigure { pages: number; walks: number; firstP50: number; firstP99: number; lastP50: number; lastP99: number; worstP99: number; worstPage: number; p99s: number[] }
 export interface SoakFigure { seconds: number; rssAt60Mb: number; rssEndMb: number; peakMb: number; growth: number; samples: Array<[number, number]>; rps: number; non2xx: number; errors: number }
 export interface MixFigures { cached?: MixRun; uncached?: MixRun; paging?: PagingFigure; soak?: SoakFigure; overload?: OverloadFigure; fanout?: FanoutFigure; hostile?: HostileFigure }
@@ -179,7 +179,7 @@ export async function measureMix(server: Running, baseline: Running, db: MixData
     return `${read} ${hit + miss > 0 ? Math.round((100 * hit) / (hit + miss)) : 0} %`
   })
   if (shares.length > 0) log(`    answered from the read cache (warm-up and rounds): ${shares.join(', ')}`)
-  return { figure, byKind, cold: { seconds: COLD_SECONDS, rps: cold.rps, p99: cold.p99, errors: cold.non2xx + cold.errors } }
+  return { figure, byKind, cold: { rps: cold.rps, p99: cold.p99, errors: cold.non2xx + cold.errors } }
 }
 
 /** The read cache's hits and misses by read, from the server's /metrics (`read_cache_answers_total`). */

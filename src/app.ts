@@ -273,7 +273,7 @@ export async function buildApp(options: AppOptions) {
   app.addHook('onResponse', async (request, reply) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') {
       scheduler.wakeAfterRequest(performance.now() - reply.elapsedTime)
-      if (reply.statusCode < 400 || reply.statusCode >= 500) webhookDelivery.afterWrite()
+      webhookDelivery.afterWrite()
     }
   })
   installDocs(app)

@@ -96,9 +96,21 @@ for (const engine of engines) {
     after(async () => { await t?.close() })
 
     /**
-     * A second delivery loop on the app's database, polling every minute, counting its claims and
-     * looks; its clock stands still unless a test moves it (what a look found is kept a second).
+     * Runs `work` with a second delivery loop on the app's database, started (its pass at start
+     * seen), polling every minute, counting its claims and looks; its clock stands still unless
+     * `work` moves it (what a look found is kept a second). The loop is stopped afterwards.
      */
+    async function withCountingLoop(work: (loop: ReturnType<typeof countingLoop>) => Promise<void>) {
+      const counting = countingLoop()
+      counting.loop.start()
+      try {
+        assert.equal(await eventually(async () => counting.counts.claims, (n) => n === 1), 1, 'the pass at start')
+        await work(counting)
+      } finally {
+        await counting.loop.stop()
+      }
+    }
+
     function countingLoop() {
       const repo = createWebhookEndpointsRepository(t.app.database.db)
       const counts = { claims: 0, looks: 0 }
@@ -119,10 +131,7 @@ for (const engine of engines) {
 
     it('with no endpoint enabled, writes look once a second and wake no pass; one made elsewhere is found by the look a second later', { timeout: 30_000 }, async () => {
       assert.equal(await t.app.database.db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', true).executeTakeFirst(), undefined, 'an endpoint is enabled already')
-      const { loop, counts, clock } = countingLoop()
-      loop.start()
-      try {
-        assert.equal(await eventually(async () => counts.claims, (n) => n === 1), 1, 'the pass at start')
+      await withCountingLoop(async ({ loop, counts, clock }) => {
         for (let i = 0; i < 10; i++) loop.afterWrite()
         await sleep(500)
         assert.deepEqual(counts, { claims: 1, looks: 1 }, 'ten writes with no endpoint')
@@ -137,37 +146,25 @@ for (const engine of engines) {
         loop.afterWrite()
         assert.equal(await eventually(async () => counts.claims, (n) => n === 2, 10_000), 2, 'the write a second later woke no pass')
         assert.equal(counts.looks, 2)
-      } finally {
-        await loop.stop()
-      }
+      })
     })
 
     it('an endpoint made on this instance is taken for enabled without a look (its row may not be committed yet)', { timeout: 30_000 }, async () => {
-      const { loop, counts } = countingLoop()
-      loop.start()
-      try {
-        assert.equal(await eventually(async () => counts.claims, (n) => n === 1), 1, 'the pass at start')
+      await withCountingLoop(async ({ loop, counts }) => {
         loop.endpointsChanged()
         loop.afterWrite()
         assert.equal(await eventually(async () => counts.claims, (n) => n === 2, 10_000), 2, 'the write after the creation woke no pass')
         assert.equal(counts.looks, 0)
-      } finally {
-        await loop.stop()
-      }
+      })
     })
 
     it('an instance that has not looked yet finds an endpoint another one made', { timeout: 30_000 }, async () => {
       await createEndpoint()
-      const { loop, counts } = countingLoop()
-      loop.start()
-      try {
-        assert.equal(await eventually(async () => counts.claims, (n) => n === 1), 1, 'the pass at start')
+      await withCountingLoop(async ({ loop, counts }) => {
         loop.afterWrite()
         assert.equal(await eventually(async () => counts.claims, (n) => n === 2, 10_000), 2, 'the write woke no pass')
         assert.equal(counts.looks, 1)
-      } finally {
-        await loop.stop()
-      }
+      })
     })
   })
 }

@@ -37,7 +37,7 @@ export function createWebhookEndpointsService(deps: {
   allowPrivateTargets: boolean
   /** A delivery pass soon (a ping's event is due now). */
   wake?: () => void
-  /** An endpoint was created or changed: the delivery loop's knowledge of them is stale. */
+  /** An endpoint was created or enabled: the delivery loop takes one for enabled without a look. */
   changed?: () => void
 }) {
   const { repo } = deps
