@@ -43,12 +43,28 @@ export interface PagingFigure { pages: number; walks: number; firstP50: number; 
 export interface SoakFigure { seconds: number; rssAt60Mb: number; rssEndMb: number; peakMb: number; growth: number; samples: Array<[number, number]>; rps: number; non2xx: number; errors: number }
 export interface MixFigures { cached?: MixRun; uncached?: MixRun; paging?: PagingFigure; soak?: SoakFigure; overload?: OverloadFigure; fanout?: FanoutFigure; hostile?: HostileFigure }
 
+/** One part's own database: a copy of the seeded one (MixSeed.copy). */
 export interface MixDatabase {
   url: string
   pool: pg.Pool
   env: Record<string, string>
   companies: MixCompany[]
   paging: { id: string; token: string }
+  drop(): Promise<void>
+}
+
+/**
+ * The seeded database, kept as a template that no part runs on: each part runs on a copy of it
+ * (`copy`), so that no figure depends on what the parts before it wrote. The mix's writes add
+ * teams, holidays and memberships that every later read answers in full: after the 10-minute soak
+ * a company had some 25 times the seeded teams, and the overload and fan-out parts then measured
+ * that database while, run alone, they measured the seeded one (bench/findings.md, "Every part on
+ * a copy of the seeded database").
+ */
+export interface MixSeed {
+  companies: MixCompany[]
+  paging: { id: string; token: string }
+  copy(label: string): Promise<MixDatabase>
   drop(): Promise<void>
 }
 
@@ -69,7 +85,7 @@ async function inParallel<T, R>(items: T[], width: number, work: (item: T, i: nu
  * client and a token), then in set-based SQL 50 contracts, 5 teams of 5 members (one leading) and
  * 5 holidays each; and a company of 10,000 contracts for the paging workload.
  */
-export async function mixDatabase(adminUrl: string, log: Log): Promise<MixDatabase> {
+export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> {
   const name = `bench_${process.pid}_${Date.now()}_mix`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
@@ -79,9 +95,14 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixDataba
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 })
   pool.on('error', () => {})
   const env = { ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, DATABASE_URL: url.toString() }
+  const dropDatabase = (db: string) => admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).then(() => {}, (err) => log(`could not drop ${db}: ${err.message}`))
+  let poolEnded = false
+  const endPool = async () => { if (!poolEnded) { poolEnded = true; await pool.end() } }
+  const copies = new Set<string>()
   const drop = async () => {
-    await pool.end()
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err.message}`))
+    await endPool()
+    for (const copy of copies) await dropDatabase(copy)
+    await dropDatabase(name)
     await admin.end()
   }
   let server: Running | undefined
@@ -121,7 +142,27 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixDataba
       FROM unnest($1::uuid[]) c(id)`, [ids])
     const byId = new Map(rows.map((r) => [r.id, r]))
     const companies = made.map((c) => ({ id: c.id, token: c.token, client_id: c.client_id, client_secret: c.client_secret, teams: byId.get(c.id)!.teams, contracts: byId.get(c.id)!.contracts }))
-    return { url: url.toString(), pool, env, companies, paging: { id: pagingCompany.id, token: pagingCompany.token }, drop }
+    const paging = { id: pagingCompany.id, token: pagingCompany.token }
+    // A template must have no connection while it is copied; the copies carry its statistics.
+    await endPool()
+    const copy = async (label: string): Promise<MixDatabase> => {
+      const copyName = `${name}_${label}`
+      copies.add(copyName)
+      await admin.query(`CREATE DATABASE ${copyName} TEMPLATE ${name}`)
+      const copyUrl = new URL(url)
+      copyUrl.pathname = `/${copyName}`
+      const copyPool = new pg.Pool({ connectionString: copyUrl.toString(), max: 2 })
+      copyPool.on('error', () => {})
+      return {
+        url: copyUrl.toString(), pool: copyPool, env: { ...env, DATABASE_URL: copyUrl.toString() }, companies, paging,
+        async drop() {
+          await copyPool.end()
+          await dropDatabase(copyName)
+          copies.delete(copyName)
+        },
+      }
+    }
+    return { companies, paging, copy, drop }
   } catch (err) {
     await server?.stop()
     await drop()
@@ -271,40 +312,45 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   }
   // The hostile-input part needs no mix database.
   if (!MIX_PARTS.filter((p) => p !== 'hostile').some(want)) { await hostile(); return figures }
-  const db = await mixDatabase(adminUrl, log)
-  let server: Running | undefined
-  /** Runs one part on a freshly started server (with `env` added), the server stopped after it. */
-  const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running) => Promise<MixFigures[K]>) => {
+  const seed = await mixDatabase(adminUrl, log)
+  /**
+   * Runs one part on a copy of the seeded database (MixSeed) and a freshly started server (with
+   * `env` added); the server stopped and the copy dropped after it.
+   */
+  const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running, db: MixDatabase) => Promise<MixFigures[K]>) => {
     if (!want(name)) return
+    let server: Running | undefined
+    let db: MixDatabase | undefined
     try {
+      db = await seed.copy(String(key))
       // Only the mix's own rounds are profiled: a profile's samples stay in the server's memory,
       // which would count in the soak's RSS growth and the hostile part's peak.
       server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
-      figures[key] = await work(server)
+      figures[key] = await work(server, db)
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)
     } finally {
       await server?.stop()
-      server = undefined
+      await db?.drop()
     }
   }
   try {
-    await part('mix', 'cached', {}, (s) => measureMix(s, baseline, db, 'mix (read cache on)', log))
-    await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s) => measureMix(s, baseline, db, 'mix (read cache off)', log))
+    await part('mix', 'cached', {}, (s, db) => measureMix(s, baseline, db, 'mix (read cache on)', log))
+    await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s, db) => measureMix(s, baseline, db, 'mix (read cache off)', log))
     // The read cache off: pages are cached since issue 19 (src/db/read-areas.ts), and a walk
     // repeated 300 times would then time the cache, not the keyset query the target is about.
-    await part('paging', 'paging', { READ_CACHE_MAX_BYTES: '0' }, async (s) => {
+    await part('paging', 'paging', { READ_CACHE_MAX_BYTES: '0' }, async (s, db) => {
       const p = await measurePaging(s, db, Number(process.env.BENCH_PAGING_WALKS ?? 300))
       log(`  contracts paging: ${p.pages} pages; first p50 ${p.firstP50.toFixed(2)} p99 ${p.firstP99.toFixed(2)} ms, last p50 ${p.lastP50.toFixed(2)} p99 ${p.lastP99.toFixed(2)} ms, worst p99 ${p.worstP99.toFixed(2)} ms (page ${p.worstPage})`)
       return p
     })
-    await part('soak', 'soak', {}, (s) => measureSoak(s, db, Number(process.env.BENCH_SOAK_SECONDS ?? 600), log))
-    await part('overload', 'overload', {}, (s) => measureOverload(s, db, log))
-    // Last on the mix database: it adds 100,000 contracts to one company.
-    await part('fanout', 'fanout', {}, (s) => measureFanout(s, db, log))
+    await part('soak', 'soak', {}, (s, db) => measureSoak(s, db, Number(process.env.BENCH_SOAK_SECONDS ?? 600), log))
+    await part('overload', 'overload', {}, (s, db) => measureOverload(s, db, log))
+    // It adds 100,000 contracts to one company of its copy.
+    await part('fanout', 'fanout', {}, (s, db) => measureFanout(s, db, log))
     await hostile()
     return figures
   } finally {
-    await db.drop()
+    await seed.drop()
   }
 }
