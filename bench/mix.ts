@@ -327,6 +327,8 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
       // which would count in the soak's RSS growth and the hostile part's peak.
       server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
       figures[key] = await work(server, db)
+      const { rows: [grown] } = await db.pool.query<{ teams: number; holidays: number }>('SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays')
+      log(`  ${String(key)}: its copy ended with ${grown!.teams} teams and ${grown!.holidays} holidays (seeded: ${COMPANIES * TEAMS_EACH} and ${COMPANIES * HOLIDAYS_EACH})`)
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)
     } finally {
