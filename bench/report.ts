@@ -156,7 +156,10 @@ warm-up, medians of the rounds' p50.
   through the API (each with its trial subscription, a client and a token), then with set-based
   SQL 50 contracts, 5 teams of 5 members (one leading) and 5 holidays each; one more company
   with 10,000 contracts for the paging workload; for the fan-out, 100,000 contracts in one team
-  of one of the 1,000 companies. Each part starts its own server on that database.
+  of one of the 1,000 companies. That database is kept as a template: each part (the mix with the
+  cache on, then off, paging, soak, overload, fan-out) runs on a copy of it made for the part
+  (\`CREATE DATABASE ... TEMPLATE\`) and dropped after it, with a server of its own, so that no
+  part measures what an earlier part wrote.
 - Every database and data directory the bench creates is dropped at the end.
 
 ## What the profile showed
