@@ -18,9 +18,13 @@ function pinned(core: number, command: string[]): string[] {
   return CORES > 1 ? ['taskset', '-c', String(core), ...command] : command
 }
 
-/** Pins this process (the harness, which also times the sequential requests) to the load core. */
+/**
+ * Pins this process (the harness, which also times the sequential requests) to the load core:
+ * every thread of it (`-a`), V8's and libuv's included, which were started before this call and
+ * would otherwise still run on the server's core.
+ */
 export function pinSelf() {
-  if (CORES > 1) spawnSyncQuiet('taskset', ['-p', '-c', String(LOAD_CORE), String(process.pid)])
+  if (CORES > 1) spawnSyncQuiet('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)])
 }
 
 function spawnSyncQuiet(cmd: string, args: string[]) {
