@@ -57,7 +57,7 @@ export interface MixDatabase {
  * The seeded database, kept as a template that no part runs on: each part runs on a copy of it
  * (`copy`), so that no figure depends on what the parts before it wrote. The mix's writes add
  * teams, holidays and memberships that every later read answers in full: the 10-minute soak left
- * 21 times the seeded teams and holidays (106,580 of the 5,000 teams in one run), and the overload
+ * 21 times the seeded teams and holidays (106,580 teams against 5,000 seeded, in one run), and the overload
  * and fan-out parts then measured that database while, run alone, they measured the seeded one
  * (bench/findings.md, "Every part on a copy of the seeded database").
  */
@@ -95,7 +95,9 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 })
   pool.on('error', () => {})
   const env = { ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, DATABASE_URL: url.toString() }
-  const dropDatabase = (db: string) => admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).then(() => {}, (err) => log(`could not drop ${db}: ${err.message}`))
+  /** Whether `db` is gone; a failure is logged, and the seed's drop() tries that copy again. */
+  const dropDatabase = (db: string) => admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`)
+    .then(() => true, (err) => { log(`could not drop ${db}: ${err.message}`); return false })
   let poolEnded = false
   const endPool = async () => { if (!poolEnded) { poolEnded = true; await pool.end() } }
   const copies = new Set<string>()
@@ -135,7 +137,10 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
     await pool.query(`
       INSERT INTO contracts (company_id, id, first_name, last_name, email)
       SELECT $1, gen_random_uuid(), 'Worker', 'P' || lpad(g::text, 5, '0'), 'p' || g || '@example.com' FROM generate_series(1, ${PAGING_CONTRACTS}) g`, [pagingCompany.id])
-    await pool.query('ANALYZE')
+    // Vacuumed as well as analyzed: autovacuum may never finish on the template (each copy made
+    // of it stops it), and each copy would then start unvacuumed, its autovacuum running during
+    // the part measured on it.
+    await pool.query('VACUUM (ANALYZE)')
     const { rows } = await pool.query<{ id: string; teams: string[]; contracts: string[] }>(`
       SELECT c.id, (SELECT json_agg(id) FROM teams WHERE company_id = c.id) AS teams,
         (SELECT json_agg(id) FROM (SELECT id FROM contracts WHERE company_id = c.id LIMIT 20) x) AS contracts
@@ -157,8 +162,7 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
         url: copyUrl.toString(), pool: copyPool, env: { ...env, DATABASE_URL: copyUrl.toString() }, companies, paging,
         async drop() {
           await copyPool.end()
-          await dropDatabase(copyName)
-          copies.delete(copyName)
+          if (await dropDatabase(copyName)) copies.delete(copyName)
         },
       }
     }
@@ -327,13 +331,19 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
       // which would count in the soak's RSS growth and the hostile part's peak.
       server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
       figures[key] = await work(server, db)
-      const { rows: [grown] } = await db.pool.query<{ teams: number; holidays: number }>('SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays')
-      log(`  ${String(key)}: its copy ended with ${grown!.teams} teams and ${grown!.holidays} holidays (seeded: ${COMPANIES * TEAMS_EACH} and ${COMPANIES * HOLIDAYS_EACH})`)
+      await db.pool.query<{ teams: number; holidays: number }>('SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays').then(
+        ({ rows: [grown] }) => log(`  ${String(key)}: its copy ended with ${grown!.teams} teams and ${grown!.holidays} holidays (seeded: ${COMPANIES * TEAMS_EACH} and ${COMPANIES * HOLIDAYS_EACH})`),
+        (err) => log(`  ${String(key)}: its copy's teams and holidays could not be counted: ${err.message}`))
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)
     } finally {
-      await server?.stop()
-      await db?.drop()
+      try {
+        await server?.stop()
+      } catch (err) {
+        log(`  ${name}: its server did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`)
+      } finally {
+        await db?.drop()
+      }
     }
   }
   try {
