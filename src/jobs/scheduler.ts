@@ -259,9 +259,9 @@ export function createScheduler(deps: {
     /** A pass soon (within WAKE_COALESCE_MS): the business clock moved. */
     wake() { wakeIn(WAKE_COALESCE_MS) },
     /**
-     * After a write request's answer (its work committed): a pass soon if this process scheduled a job since the request
-     * began (`startedAt`, performance.now()), since the job's own wake-up may have run before the
-     * commit made it visible. Within WAKE_COALESCE_MS, so that a stream of such writes makes a pass
+     * After a write request's answer (its work committed): a pass soon if this process scheduled
+     * a job since the request began (`startedAt`, performance.now()), since the job's own wake-up
+     * may have run before the commit made it visible. Within WAKE_COALESCE_MS, so that a stream of such writes makes a pass
      * every few dozen milliseconds, not one per write. A request that scheduled nothing (most
      * writes, every token) wakes no pass: in a mix of writes over 1,000 companies, these passes and
      * the delivery loop's found nothing and cost ~9 % of the server's CPU (bench/findings.md). A
