@@ -160,6 +160,31 @@ for (const engine of engines) {
       assert.deepEqual([await report(t, c, id), await report(t, nobody.c, nobody.id)], before)
     })
 
+    it('refuses to delete or truncate contracts and communications, so that no message names a missing one', async () => {
+      const { c, id, sendAt, contracts } = await delivered(2)
+      const unnamed = await contract(t, c.id) // named by no message: a foreign key would have let it go
+      const refused = (table: string) => (err: any) => {
+        assert.equal(err.code, '23001', String(err))
+        assert.match(err.message, new RegExp(`^${table} rows are never deleted`))
+        return true
+      }
+      const statements: Array<[string, ReturnType<typeof sql>]> = [
+        ['contracts', sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
+        ['contracts', sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${unnamed}`],
+        ['contracts', sql`TRUNCATE contracts CASCADE`],
+        ['communications', sql`DELETE FROM communications WHERE company_id = ${c.id} AND id = ${id}`],
+        ['communications', sql`TRUNCATE communications CASCADE`],
+      ]
+      for (const [table, statement] of statements) {
+        // Each in a transaction of its own: a statement let through is rolled back with it.
+        await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
+          await statement.execute(trx)
+          throw new Error(`${table}: the statement went through`)
+        }), refused(table))
+      }
+      assert.deepEqual((await messagesOf(t, c, id, sendAt)).map((m: any) => m.contract_id).sort(), [...contracts].sort())
+    })
+
     it('pages the messages of an occurrence: default 20, at most 100, past the end empty', async () => {
       const { c, id, sendAt } = await delivered(45)
       const url = commsUrl(c.id, `/messages/by_communication/${id}`)
