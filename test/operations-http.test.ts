@@ -76,6 +76,42 @@ describe('load shedding', () => {
   })
 })
 
+describe('logging at LOG_LEVEL=warn', () => {
+  it('a request that writes no line makes no child logger; a line it writes carries its bindings', async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
+    const logger = pino({ level: 'warn' }, sink)
+    // Every child made from this logger, or from a child of it (pino's children inherit from their parent).
+    let children = 0
+    const child = logger.child
+    logger.child = function (this: typeof logger, ...args: Parameters<typeof child>) { children++; return child.apply(this, args) } as typeof child
+    t = await buildTestApp(engines[0]!, {}, { logger })
+    const c = await company(t)
+    const portal = await t.call({ url: `/api/v1/subscription/${c.id}/portal/?redirect_url=${encodeURIComponent('http://localhost/back')}` })
+    assert.equal(portal.statusCode, 200, portal.body)
+    const path = new URL(portal.json().access_url).pathname
+
+    const before = children
+    for (const token of [undefined, c.token]) assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token })).statusCode, 200)
+    assert.equal((await t.call({ url: `/api/v1/companies/${c.id}/nothing-here`, token: c.token })).statusCode, 404)
+    assert.equal(children, before, 'no child logger for requests that wrote no line')
+    assert.equal(lines.length, 0, JSON.stringify(lines))
+
+    // A refused form writes a warn line: its request's id and trace id are on it, and its URL's token is not.
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+    const refused = await t.call({
+      method: 'POST', url: `${path}/cancel`, token: null, body: 'csrf=wrong',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    })
+    assert.equal(refused.statusCode, 403)
+    assert.equal(lines.length, 1, JSON.stringify(lines))
+    assert.equal(lines[0]!.msg, 'hosted page form refused')
+    assert.equal(lines[0]!.reqId, refused.headers['x-request-id'])
+    assert.equal(lines[0]!.trace_id, traceId)
+    assert.ok(children > before, 'the line was written through a child')
+  })
+})
+
 describe('with the default settings', () => {
   const { lines, logger } = logSink()
   let d: TestApp

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import type { ChildLoggerOptions } from 'pino'
 import { traceBindings } from './trace-context.ts'
+import { lazyChild } from './lazy-child-logger.ts'
 
 /**
  * A hosted page's URL is its capability: `/hosted/<kind>/<token>`, the token 32 random bytes
@@ -23,11 +24,13 @@ function redactedRequest(req: LoggedRequest) {
 
 /**
  * Fastify's childLoggerFactory: requests whose URL mentions hosted pages log it redacted; a
- * request with a W3C traceparent logs its trace id on every line (trace-context.ts).
+ * request with a W3C traceparent logs its trace id on every line (trace-context.ts). The child
+ * is made at the request's first line, if any (lazy-child-logger.ts).
  */
 export function redactingChildLogger(logger: FastifyBaseLogger, given: Record<string, unknown>, options: ChildLoggerOptions, rawReq: IncomingMessage): FastifyBaseLogger {
   const trace = traceBindings(rawReq.headers.traceparent)
   const bindings = trace ? { ...given, ...trace } : given
-  if (!/hosted/i.test(rawReq.url ?? '')) return logger.child(bindings, options)
-  return logger.child(bindings, { ...options, serializers: { ...options.serializers, req: redactedRequest } })
+  const childOptions = /hosted/i.test(rawReq.url ?? '') ? { ...options, serializers: { ...options.serializers, req: redactedRequest } } : options
+  // Made only when the request writes a line (lazy-child-logger.ts).
+  return lazyChild(logger, () => logger.child(bindings, childOptions), childOptions)
 }
