@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { ChildLoggerOptions } from 'pino'
+import type { Bindings, ChildLoggerOptions } from 'pino'
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
@@ -19,28 +19,37 @@ interface Root { level: string; isLevelEnabled?: (level: string) => boolean }
  * the child at once.
  */
 export function lazyChild(root: Root, make: () => FastifyBaseLogger, options?: ChildLoggerOptions): FastifyBaseLogger {
-  if (options?.level !== undefined) return make()
-  let made: (FastifyBaseLogger & Root) | undefined
-  const real = () => (made ??= make() as FastifyBaseLogger & Root)
-  // What this child's own children ask: this child's answer once it exists, root's until then.
-  const self: Root = {
-    get level() { return made ? made.level : root.level },
-    isLevelEnabled: (level) => (made ?? root).isLevelEnabled?.(level) ?? true,
+  return options?.level !== undefined ? make() : new LazyChild(root, make)
+}
+
+/** A class, not an object of closures: two per request, so what each costs is a few fields. */
+class LazyChild implements FastifyBaseLogger, Root {
+  private made: (FastifyBaseLogger & Root) | undefined
+  constructor(private readonly root: Root, private readonly make: () => FastifyBaseLogger) {}
+
+  private real(): FastifyBaseLogger & Root {
+    return (this.made ??= this.make() as FastifyBaseLogger & Root)
   }
-  const writer = (level: Level) => (...args: unknown[]) => {
+
+  private write(level: Level, args: unknown[]) {
     // Once made, the child checks the level itself.
-    if (made || (root.isLevelEnabled?.(level) ?? true)) (real()[level] as (...a: unknown[]) => void)(...args)
+    if (this.made || (this.root.isLevelEnabled?.(level) ?? true)) (this.real()[level] as (...a: unknown[]) => void)(...args)
   }
-  return {
-    get level() { return self.level },
-    set level(level: string) { real().level = level },
-    fatal: writer('fatal'),
-    error: writer('error'),
-    warn: writer('warn'),
-    info: writer('info'),
-    debug: writer('debug'),
-    trace: writer('trace'),
-    silent: () => {},
-    child: (bindings, childOptions) => lazyChild(self, () => real().child(bindings, childOptions), childOptions),
-  } as FastifyBaseLogger
+
+  get level() { return (this.made ?? this.root).level }
+  set level(level: string) { this.real().level = level }
+  /** What this child's own children ask: this child's answer once it exists, root's until then. */
+  isLevelEnabled(level: string) { return (this.made ?? this.root).isLevelEnabled?.(level) ?? true }
+
+  fatal(...args: unknown[]) { this.write('fatal', args) }
+  error(...args: unknown[]) { this.write('error', args) }
+  warn(...args: unknown[]) { this.write('warn', args) }
+  info(...args: unknown[]) { this.write('info', args) }
+  debug(...args: unknown[]) { this.write('debug', args) }
+  trace(...args: unknown[]) { this.write('trace', args) }
+  silent() {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return lazyChild(this, () => this.real().child(bindings, options), options)
+  }
 }
