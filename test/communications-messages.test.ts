@@ -160,29 +160,38 @@ for (const engine of engines) {
       assert.deepEqual([await report(t, c, id), await report(t, nobody.c, nobody.id)], before)
     })
 
-    it('refuses to delete or truncate contracts and communications, so that no message names a missing one', async () => {
+    it('refuses to delete contracts and communications or change their keys, so that no message names a missing one', async () => {
       const { c, id, sendAt, contracts } = await delivered(2)
       const unnamed = await contract(t, c.id) // named by no message: a foreign key would have let it go
-      const refused = (table: string) => (err: any) => {
+      const other = await company(t)
+      const refused = (table: string, what: RegExp) => (err: any) => {
         assert.equal(err.code, '23001', String(err))
-        assert.match(err.message, new RegExp(`^${table} rows are never deleted`))
+        assert.match(err.message, new RegExp(`^${table} rows ${what.source}`))
         return true
       }
-      const statements: Array<[string, ReturnType<typeof sql>]> = [
-        ['contracts', sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
-        ['contracts', sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${unnamed}`],
-        ['contracts', sql`TRUNCATE contracts CASCADE`],
-        ['communications', sql`DELETE FROM communications WHERE company_id = ${c.id} AND id = ${id}`],
-        ['communications', sql`TRUNCATE communications CASCADE`],
+      const deleted = /are never deleted/
+      const rekeyed = /never change their key/
+      const statements: Array<[string, RegExp, ReturnType<typeof sql>]> = [
+        ['contracts', deleted, sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
+        ['contracts', deleted, sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${unnamed}`],
+        ['contracts', deleted, sql`TRUNCATE contracts CASCADE`],
+        ['contracts', rekeyed, sql`UPDATE contracts SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
+        ['contracts', rekeyed, sql`UPDATE contracts SET company_id = ${other.id} WHERE company_id = ${c.id} AND id = ${unnamed}`],
+        ['communications', deleted, sql`DELETE FROM communications WHERE company_id = ${c.id} AND id = ${id}`],
+        ['communications', deleted, sql`TRUNCATE communications CASCADE`],
+        ['communications', rekeyed, sql`UPDATE communications SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${id}`],
       ]
-      for (const [table, statement] of statements) {
+      for (const [table, what, statement] of statements) {
         // Each in a transaction of its own: a statement let through is rolled back with it.
         await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
           await statement.execute(trx)
           throw new Error(`${table}: the statement went through`)
-        }), refused(table))
+        }), refused(table, what))
       }
       assert.deepEqual((await messagesOf(t, c, id, sendAt)).map((m: any) => m.contract_id).sort(), [...contracts].sort())
+      // Any other column still changes, through the API as before.
+      const patched = await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/contracts/${contracts[0]}`, token: c.token, body: { first_name: 'Renamed', last_name: 'Person' } })
+      assert.equal(patched.statusCode, 202, patched.body)
     })
 
     it('pages the messages of an occurrence: default 20, at most 100, past the end empty', async () => {

@@ -6,6 +6,7 @@ import { buildTestApp, type TestApp } from './helpers/app.ts'
 import { engines } from './helpers/databases.ts'
 import { eventually } from './helpers/eventually.ts'
 import { company } from './helpers/factories.ts'
+import { lazyChild } from '../src/http/lazy-child-logger.ts'
 
 /**
  * Running behind a balancer (issue 18): the client's address through TRUST_PROXY, load shedding,
@@ -108,7 +109,31 @@ describe('logging at LOG_LEVEL=warn', () => {
     assert.equal(lines[0]!.msg, 'hosted page form refused')
     assert.equal(lines[0]!.reqId, refused.headers['x-request-id'])
     assert.equal(lines[0]!.trace_id, traceId)
+    assert.ok(!JSON.stringify(lines).includes(path.split('/').pop()!), 'the page token is not on the line')
     assert.ok(children > before, 'the line was written through a child')
+  })
+
+  it('a lazy child writes the very line of a pino child, its own children too, and makes none for a level that is off', () => {
+    const written: string[] = []
+    const sink = new Writable({ write(chunk, _enc, done) { written.push(String(chunk)); done() } })
+    const root = pino({ level: 'warn', timestamp: false }, sink)
+    let made = 0
+    const lazy = lazyChild(root, () => { made++; return root.child({ reqId: 'r1', trace_id: 't1' }) })
+    const client = lazy.child({ client_id: 'c1', company_id: null })
+    client.info('not written')
+    lazy.debug('not written either')
+    assert.equal(made, 0, 'no child for lines at a level that is off')
+    assert.equal(lazy.level, 'warn')
+    client.warn({ code: 'x' }, 'written')
+    root.child({ reqId: 'r1', trace_id: 't1' }).child({ client_id: 'c1', company_id: null }).warn({ code: 'x' }, 'written')
+    assert.equal(made, 1)
+    assert.equal(written.length, 2)
+    assert.equal(written[0], written[1])
+    // Once made, its level is its own: set on the lazy child, it holds for its later lines.
+    lazy.level = 'info'
+    lazy.info('now written')
+    assert.equal(written.length, 3)
+    assert.match(written[2]!, /"reqId":"r1".*"msg":"now written"/)
   })
 })
 

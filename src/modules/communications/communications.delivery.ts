@@ -16,8 +16,9 @@ const jobKey = (communicationId: string, at: Date) => `${communicationId}:${at.t
  * transaction that claimed it (FOR UPDATE SKIP LOCKED), so the messages, the occurrence record,
  * the communication's new status and the job of the next occurrence commit together with the
  * job's completion, or not at all: a process that dies mid-delivery leaves the job to be claimed
- * again, and two instances never both deliver it. The unique key of the messages and the
- * occurrence record are a second guard: a second run inserts nothing.
+ * again, and two instances never both deliver it. The occurrence record stops a second run
+ * (recordOccurrence finds it); the messages' unique key would fail one rather than let a
+ * recipient have the occurrence twice.
  */
 export function createCommunicationDelivery(deps: {
   repo: CommunicationsRepository
