@@ -57,9 +57,9 @@ export interface MixDatabase {
  * The seeded database, kept as a template that no part runs on: each part runs on a copy of it
  * (`copy`), so that no figure depends on what the parts before it wrote. The mix's writes add
  * teams, holidays and memberships that every later read answers in full: the 10-minute soak left
- * 21 times the seeded teams and holidays (106,580 teams against 5,000 seeded, in one run), and the overload
- * and fan-out parts then measured that database while, run alone, they measured the seeded one
- * (bench/findings.md, "Every part on a copy of the seeded database").
+ * 21 times the seeded teams and holidays (106,580 teams against 5,000 seeded, in one run), and
+ * the overload and fan-out parts then measured that database while, run alone, they measured the
+ * seeded one (bench/findings.md, "Every part on a copy of the seeded database").
  */
 export interface MixSeed {
   companies: MixCompany[]

@@ -261,11 +261,12 @@ export function createScheduler(deps: {
     /**
      * After a write request's answer (its work committed): a pass soon if this process scheduled
      * a job since the request began (`startedAt`, performance.now()), since the job's own wake-up
-     * may have run before the commit made it visible. Within WAKE_COALESCE_MS, so that a stream of such writes makes a pass
-     * every few dozen milliseconds, not one per write. A request that scheduled nothing (most
-     * writes, every token) wakes no pass: in a mix of writes over 1,000 companies, these passes and
-     * the delivery loop's found nothing and cost ~9 % of the server's CPU (bench/findings.md). A
-     * concurrent request's job may wake a pass for one that scheduled nothing; never the reverse.
+     * may have run before the commit made it visible. Within WAKE_COALESCE_MS, so that a stream
+     * of such writes makes a pass every few dozen milliseconds, not one per write. A request that
+     * scheduled nothing (most writes, every token) wakes no pass: in a mix of writes over 1,000
+     * companies, these passes and the delivery loop's found nothing and cost ~9 % of the server's
+     * CPU (bench/findings.md). A concurrent request's job may wake a pass for one that scheduled
+     * nothing; never the reverse.
      */
     wakeAfterRequest(startedAt: number) { if (lastScheduledAt >= startedAt - REQUEST_START_MARGIN_MS) wakeIn(WAKE_COALESCE_MS) },
     start() {
