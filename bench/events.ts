@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { LoadResult, LoadSpec } from './load.ts'
 import { median, ROUNDS, SECONDS } from './measure.ts'
-import { cpuMs, postgresCpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
+import { CORES, cpuMs, machineCpuMs, postgresCpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
 /**
@@ -34,8 +34,8 @@ export interface EventFigures {
   rate: number
   seconds: number
   sustained: { offered: number; achieved: number; p99WriteMs: number; non2xx: number }
-  /** The same fixed-rate writes with the endpoints disabled. */
-  sustainedWithout: { achieved: number; p99WriteMs: number; non2xx: number }
+  /** The same fixed-rate writes with the endpoints disabled, and what a change cost then. */
+  sustainedWithout: { achieved: number; p99WriteMs: number; non2xx: number; serverCpuMsPerChange: number; postgresCpuMsPerChange: number; machineCpuMsPerChange: number }
   delivery: {
     events: number
     /** Events × healthy receivers. */
@@ -54,6 +54,8 @@ export interface EventFigures {
     serverCpuMsPerDelivery: number
     serverCpuMsPerChange: number
     postgresCpuMsPerChange: number
+    /** The whole machine's busy CPU per change over the writes and the drain: the service, PostgreSQL, the receivers, the load generator, the kernel. */
+    machineCpuMsPerChange: number
     failingReceiverCalls: number
     slowReceiverCalls: number
   }
@@ -124,9 +126,19 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
     const delivery = await deliveryPhase(server, db, company, receivers, writes, log)
     await clearBacklog(db, company, false)
     await sleep(2000)
+    const before = { server: cpuMs(server.child.pid!), postgres: postgresCpuMs(), machine: machineCpuMs().busy }
     const plain = await runLoad(writes('en', PHASE_SECONDS, RATE))
-    const sustainedWithout = { achieved: plain.rps, p99WriteMs: plain.p99, non2xx: plain.non2xx }
-    log(`  events: the same run without endpoints: ${plain.rps.toFixed(0)} of ${RATE} changes/s (write p99 ${plain.p99} ms, ${plain.non2xx} non-2xx)`)
+    const changes = Math.max(1, plain.rps * PHASE_SECONDS)
+    const sustainedWithout = {
+      achieved: plain.rps, p99WriteMs: plain.p99, non2xx: plain.non2xx,
+      serverCpuMsPerChange: (cpuMs(server.child.pid!) - before.server) / changes,
+      postgresCpuMsPerChange: (postgresCpuMs() - before.postgres) / changes,
+      machineCpuMsPerChange: (machineCpuMs().busy - before.machine) / changes,
+    }
+    log(`  events: the same run without endpoints: ${plain.rps.toFixed(0)} of ${RATE} changes/s (write p99 ${plain.p99} ms, ${plain.non2xx} non-2xx); `
+      + `per change ${sustainedWithout.serverCpuMsPerChange.toFixed(2)} ms server, ${sustainedWithout.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL, `
+      + `${sustainedWithout.machineCpuMsPerChange.toFixed(2)} ms the whole machine`)
+    log(`  events: ${budget({ ...delivery, sustainedWithout })}`)
     const throughput = await throughputPhase(db, company, writes, log)
     return { receivers: receivers.length, healthy: HEALTHY, rate: RATE, seconds: PHASE_SECONDS, ...delivery, sustainedWithout, throughput }
   } finally {
@@ -157,6 +169,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const startedAt = new Date()
   const cpuBefore = cpuMs(server.child.pid!)
   const pgCpuBefore = postgresCpuMs()
+  const machineBefore = machineCpuMs().busy
   const load = await runLoad(writes('ed', PHASE_SECONDS, RATE))
   const loadEnd = Date.now()
   const duringLoad = healthy.reduce((n, r) => n + r.arrivals.size, 0)
@@ -168,6 +181,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
   const cpu = cpuMs(server.child.pid!) - cpuBefore
   const pgCpu = postgresCpuMs() - pgCpuBefore
+  const machineCpu = machineCpuMs().busy - machineBefore
   const latencies: number[] = []
   let last = loadEnd
   for (const r of healthy) {
@@ -191,6 +205,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
       drainMs: last - loadEnd, serverCpuMsPerDelivery: cpu / Math.max(1, delivered),
       // Per change (its write and its ten deliveries): what one change costs the two processes in all.
       serverCpuMsPerChange: cpu / Math.max(1, events.length), postgresCpuMsPerChange: pgCpu / Math.max(1, events.length),
+      machineCpuMsPerChange: machineCpu / Math.max(1, events.length),
       failingReceiverCalls: receivers.find((r) => r.kind === 'fail')!.calls(), slowReceiverCalls: receivers.find((r) => r.kind === 'slow')!.calls(),
     },
   }
@@ -198,7 +213,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   log(`  events: ${load.rps.toFixed(0)} of ${RATE} changes/s for ${PHASE_SECONDS} s (write p99 ${load.p99} ms); ${d.delivered} of ${d.expected} healthy deliveries, `
     + `${d.withinTwoSeconds} within 2 s; latency p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms max ${d.maxMs} ms; ${d.perSecondDuringLoad.toFixed(0)}/s during the writes, `
     + `${d.perSecondOverall.toFixed(0)}/s overall; ${d.serverCpuMsPerDelivery.toFixed(3)} ms server CPU per delivery; per change ${d.serverCpuMsPerChange.toFixed(2)} ms server `
-    + `and ${d.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL CPU; 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
+    + `and ${d.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL CPU, ${d.machineCpuMsPerChange.toFixed(2)} ms the whole machine; 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
   return figures
 }
 
@@ -223,6 +238,25 @@ async function throughputPhase(db: Db, company: string, writes: (prefix: string,
 
 const whole = (n: number) => Math.round(n).toLocaleString('en-US')
 
+/**
+ * The most changes a second this machine could take with the endpoints, from what a change cost
+ * it: its cores over the whole machine's CPU per change, and the server's one core over the
+ * server's CPU per change (the server is pinned to it). A rate the writes cannot reach on these
+ * costs says the target is this machine's CPU, not a wait.
+ */
+function bounds(e: Pick<EventFigures, 'delivery'>) {
+  return { machine: (CORES * 1000) / e.delivery.machineCpuMsPerChange, serverCore: 1000 / e.delivery.serverCpuMsPerChange }
+}
+
+function budget(e: Pick<EventFigures, 'delivery' | 'sustainedWithout'>): string {
+  const d = e.delivery
+  const w = e.sustainedWithout
+  const b = bounds(e)
+  return `a change cost the whole machine ${d.machineCpuMsPerChange.toFixed(2)} ms of CPU with the endpoints and ${w.machineCpuMsPerChange.toFixed(2)} ms without `
+    + `(the server ${d.serverCpuMsPerChange.toFixed(2)} vs ${w.serverCpuMsPerChange.toFixed(2)}, PostgreSQL ${d.postgresCpuMsPerChange.toFixed(2)} vs ${w.postgresCpuMsPerChange.toFixed(2)}); `
+    + `at these costs ${CORES} cores take at most ${whole(b.machine)} changes/s with the endpoints, and the server's one core ${whole(b.serverCore)}`
+}
+
 /** The rows of bench/RESULTS.md's targets table: `| workload | target | measured | verdict |`. */
 export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boolean | undefined) => string): string[] {
   if (!e) return ['| events: 1,000 changes/s to 10 receivers (one 500, one after 5 s) | every event at the 8 healthy ones within 2 s at p99 | - | not measured |',
@@ -238,7 +272,7 @@ export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boole
       + `p50 ${whole(d.p50Ms)} ms, p99 ${p99}; ${whole(d.perSecondDuringLoad)} deliveries/s during the writes; ${d.serverCpuMsPerDelivery.toFixed(2)} ms server CPU per delivery; `
       + `per change ${d.serverCpuMsPerChange.toFixed(2)} ms of the server's CPU and ${d.postgresCpuMsPerChange.toFixed(2)} ms of PostgreSQL's | `
       + `${verdict(e.sustained.achieved >= 0.95 * e.rate && d.missing === 0 && d.p99Ms <= 2000)} |`,
-    `| events: the writes of that run against the same run without endpoints | within 15 % | ${(e.sustained.achieved / w.achieved).toFixed(2)} × (${whole(e.sustained.achieved)} vs ${whole(w.achieved)} changes/s; write p99 ${e.sustained.p99WriteMs} vs ${w.p99WriteMs} ms; non-2xx ${e.sustained.non2xx} vs ${w.non2xx}) | ${verdict(e.sustained.achieved >= 0.85 * w.achieved)} |`,
+    `| events: the writes of that run against the same run without endpoints | within 15 % | ${(e.sustained.achieved / w.achieved).toFixed(2)} × (${whole(e.sustained.achieved)} vs ${whole(w.achieved)} changes/s; write p99 ${e.sustained.p99WriteMs} vs ${w.p99WriteMs} ms; non-2xx ${e.sustained.non2xx} vs ${w.non2xx}); ${budget(e)} | ${verdict(e.sustained.achieved >= 0.85 * w.achieved)} |`,
     `| events: POST teams saturated (32 connections) with 10 endpoints vs none, rounds alternated | none: the deliveries' cost on the server's one core | ${t.ratio.toFixed(2)} × (${t.with.map(whole).join(' / ')} vs ${t.without.map(whole).join(' / ')} req/s); p99 ${t.p99With} vs ${t.p99Without} ms | for information |`,
   ]
 }

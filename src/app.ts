@@ -5,6 +5,7 @@ import { corsOrigins, dunningRetryDays, trustProxy, type Config } from './config
 import { systemClock, type Clock } from './clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
+import { createTableStatistics } from './db/table-statistics.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installCors } from './http/cors.ts'
 import { installValidation } from './http/validation.ts'
@@ -164,6 +165,8 @@ export async function buildApp(options: AppOptions) {
 
   const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
+  // Beside the scheduler: the queues' tables grow fastest, and their plans suffer first from stale statistics.
+  const tableStatistics = createTableStatistics({ db, log: app.log })
   // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
 
@@ -284,10 +287,12 @@ export async function buildApp(options: AppOptions) {
     if (config.SCHEDULER_ENABLED) {
       scheduler.start()
       webhookDelivery.start()
+      tableStatistics.start()
     }
   })
   app.addHook('preClose', async () => {
     await scheduler.stop()
+    await tableStatistics.stop()
     // No more claims; the HTTP calls under way end within WEBHOOK_TIMEOUT_MS and their outcomes are recorded first.
     await webhookDelivery.stop()
     await webhookDelivery.settled()
@@ -299,7 +304,7 @@ export async function buildApp(options: AppOptions) {
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, reconciliation, keys, readCache, clock, events, eventPruning, webhookDelivery }, database, readiness, compileSchemas: compilers.compileAll })
+  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, reconciliation, keys, readCache, clock, events, eventPruning, webhookDelivery, tableStatistics }, database, readiness, compileSchemas: compilers.compileAll })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>
