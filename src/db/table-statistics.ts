@@ -8,8 +8,8 @@ const CHECK_EVERY_MS = 1000
 const GROWTH = 1.2
 /** ...plus these (64 kB): a small table is not analyzed for every page it gains. */
 const SLACK_PAGES = 8
-/** Taken, without waiting, by the instance that analyzes: the others skip that look. */
-const ANALYZE_LOCK = 7_420_190_019
+/** Taken, without waiting, by the instance that analyzes: the others skip that look (a session lock: it ends with its connection). */
+export const ANALYZE_LOCK = 7_420_190_019
 
 /**
  * Keeps the statistics of the service's tables in step with their growth, as autovacuum's
@@ -28,7 +28,8 @@ const ANALYZE_LOCK = 7_420_190_019
  * The size is the table's file, read without a scan; the statistics' size is pg_class.relpages,
  * which ANALYZE and VACUUM set. Only growth is looked for: a table that shrinks keeps its file,
  * and churn without growth is autovacuum's. One instance analyzes at a time (an advisory lock
- * taken without waiting); ANALYZE blocks no write.
+ * taken without waiting); ANALYZE blocks no read or write, only another ANALYZE, a VACUUM or a
+ * schema change of the same table, for the table's sample (30,000 rows at most) only.
  */
 export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseLogger }) {
   let timer: NodeJS.Timeout | undefined
@@ -45,14 +46,22 @@ export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseL
     return rows.map((r) => r.name)
   }
 
-  /** Analyzes the tables grown past their statistics (none while another instance does); answers their names. */
+  /**
+   * Analyzes the tables grown past their statistics (none while another instance does); answers
+   * their names. One statement per table, each its own transaction: each table's statistics, and
+   * the plans they replace, change as soon as it is analyzed, and its lock is held that long only.
+   */
   async function check(): Promise<string[]> {
     const tables = await grown()
     if (tables.length === 0) return []
-    return deps.db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(trx)
+    return deps.db.connection().execute(async (conn) => {
+      const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(conn)
       if (!rows[0]?.locked) return []
-      await sql`ANALYZE ${sql.join(tables.map((t) => sql.table(t)))}`.execute(trx)
+      try {
+        for (const table of tables) await sql`ANALYZE ${sql.table(table)}`.execute(conn)
+      } finally {
+        await sql`SELECT pg_advisory_unlock(${ANALYZE_LOCK}::bigint)`.execute(conn)
+      }
       return tables
     })
   }
