@@ -1,20 +1,20 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { sql } from 'kysely'
+import { Kysely, PostgresDialect, sql } from 'kysely'
+import pg from 'pg'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import { withDatabase } from './helpers/databases.ts'
-import pg from 'pg'
-import { ANALYZE_LOCK } from '../src/db/table-statistics.ts'
+import { ANALYZE_LOCK, SLACK_PAGES, createTableStatistics } from '../src/db/table-statistics.ts'
 
 /**
  * A table's statistics taken when it was empty or small make every plan cached then (a pooled
  * connection's prepared statements, PostgreSQL's own foreign-key checks) read the whole table
  * once it has grown: with autovacuum off, or before its first pass, the webhook deliveries' checks
- * grew to 164 pages read each and the delivery loop fell 50 s behind (bench/findings.md, "Stale
- * statistics"). The service analyzes a table that has grown by a fifth (and 8 pages) since its
- * statistics were taken, which invalidates those plans.
+ * grew to 164 buffers read each and the delivery loop fell 50 s behind (bench/findings.md,
+ * "Session of 2026-11-28: stale statistics"). The service analyzes a table that has grown by a
+ * fifth (and 8 pages) since its statistics were taken, which replaces those plans.
  */
 for (const engine of engines) {
   describe(`table statistics on ${engine}`, () => {
@@ -35,45 +35,94 @@ for (const engine of engines) {
       SELECT relpages, reltuples::float8 AS reltuples, (pg_relation_size(oid) / current_setting('block_size')::int)::int AS pages
       FROM pg_class WHERE oid = ${table}::regclass`.execute(t.app.database.db)).rows[0]!
 
-    it('analyzes a table that grew past its statistics, once, and leaves the others', async () => {
+    /** A logger that drops every line: the keeper's own in the failure test. */
+    const silentLog = { debug() {}, info() {}, warn() {}, error() {}, fatal() {}, trace() {}, child() { return silentLog }, level: 'silent', silent() {} } as any
+
+    const pastThreshold = (s: { relpages: number; pages: number }) => s.pages >= 1.2 * s.relpages + SLACK_PAGES
+
+    it('analyzes a table once it has grown past its statistics, once, and leaves the others', async () => {
       const keeper = t.app.services.tableStatistics
       // What the migrations and the app's start wrote is taken in first.
       await keeper.runOnce()
       assert.deepEqual(await keeper.runOnce(), [], 'nothing grew since the last look')
-      const before = await statsOf('events')
+      const untouched = async () => { const { relpages, reltuples } = await statsOf('coupons'); return { relpages, reltuples } }
+      const couponsBefore = await untouched()
+
+      // A few rows: grown, but by less than the threshold's pages.
+      await growEvents(5)
+      const little = await statsOf('events')
+      assert.ok(!pastThreshold(little), `events at ${little.pages} pages from statistics of ${little.relpages}`)
+      assert.deepEqual(await keeper.runOnce(), [], 'a few rows are not worth an analysis')
 
       await growEvents(300)
       const grown = await statsOf('events')
-      assert.ok(grown.pages >= 1.2 * Math.max(before.relpages, 0) + 8, `events grew to ${grown.pages} pages from statistics of ${before.relpages}`)
-      assert.equal(grown.reltuples, before.reltuples, 'nothing analyzed events meanwhile')
+      assert.ok(pastThreshold(grown), `events grew to ${grown.pages} pages from statistics of ${grown.relpages}`)
+      assert.equal(grown.reltuples, little.reltuples, 'nothing analyzed events meanwhile')
 
       const analyzed = await keeper.runOnce()
       assert.ok(analyzed.includes('events'), `analyzed: ${analyzed.join(', ')}`)
+      assert.ok(!analyzed.includes('coupons'), 'no coupon was written')
       const after = await statsOf('events')
       const count = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM events`.execute(t.app.database.db)).rows[0]!.n)
       assert.equal(after.reltuples, count, 'the statistics count the rows')
       assert.equal(after.relpages, grown.pages)
+      assert.deepEqual(await untouched(), couponsBefore, 'a table that did not grow keeps its statistics')
 
       assert.deepEqual(await keeper.runOnce(), [], 'analyzed once: it has not grown since')
     })
 
-    it('leaves the analysis to the instance that is already doing it', postgresOnly(engine), async () => {
+    it('leaves a table to the instance that is analyzing, and lets the lock go after each table', postgresOnly(engine), async () => {
       const keeper = t.app.services.tableStatistics
       await keeper.runOnce()
       const before = await statsOf('events')
       await growEvents(300)
-      // Another instance's session holds the lock (PGlite has one session: PostgreSQL only).
+      assert.ok(pastThreshold(await statsOf('events')), 'events grew past the threshold')
+      // Another instance's transaction holds the lock (PGlite has one session: PostgreSQL only).
       const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
       const other = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, name) })
       await other.connect()
       try {
-        await other.query('SELECT pg_advisory_lock($1)', [ANALYZE_LOCK])
+        await other.query('BEGIN')
+        assert.equal((await other.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [ANALYZE_LOCK])).rows[0].locked, true)
         assert.deepEqual(await keeper.runOnce(), [], 'skipped while another holds the lock')
         assert.equal((await statsOf('events')).reltuples, before.reltuples)
-        await other.query('SELECT pg_advisory_unlock($1)', [ANALYZE_LOCK])
+        await other.query('COMMIT')
         assert.ok((await keeper.runOnce()).includes('events'), 'taken up once the lock is free')
+        // Without waiting: a lock the keeper kept would answer false here.
+        assert.equal((await other.query('SELECT pg_try_advisory_lock($1) AS locked', [ANALYZE_LOCK])).rows[0].locked, true)
+        await other.query('SELECT pg_advisory_unlock($1)', [ANALYZE_LOCK])
       } finally {
         await other.end()
+      }
+    })
+
+    it('fails a look whose analysis fails, after the other tables, and lets the lock go', postgresOnly(engine), async () => {
+      await t.app.services.tableStatistics.runOnce()
+      await growEvents(300)
+      const events = await statsOf('events')
+      const holidays = await statsOf('holidays')
+      assert.ok(pastThreshold(events) && pastThreshold(holidays), 'events and holidays (after it) grew past the threshold')
+      // A keeper of this test's own, on connections that give up a lock wait after 200 ms.
+      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+      const url = withDatabase(process.env.TEST_DATABASE_URL!, name)
+      const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, options: '-c lock_timeout=200ms' }) }) })
+      const keeper = createTableStatistics({ db, log: silentLog })
+      const other = new pg.Client({ connectionString: url })
+      await other.connect()
+      try {
+        // What an ANALYZE of events must wait for: another's ANALYZE, VACUUM or schema change.
+        await other.query('BEGIN')
+        await other.query('LOCK TABLE events IN SHARE UPDATE EXCLUSIVE MODE')
+        await assert.rejects(keeper.runOnce(), /lock timeout/)
+        await other.query('COMMIT')
+        assert.equal((await statsOf('events')).reltuples, events.reltuples, 'events was not analyzed')
+        assert.notEqual((await statsOf('holidays')).relpages, holidays.relpages, 'holidays, after it, was')
+        assert.equal((await other.query('SELECT pg_try_advisory_lock($1) AS locked', [ANALYZE_LOCK])).rows[0].locked, true, 'the failed table let the lock go')
+        await other.query('SELECT pg_advisory_unlock($1)', [ANALYZE_LOCK])
+        assert.deepEqual(await keeper.runOnce(), ['events'], 'analyzed at the next look')
+      } finally {
+        await other.end()
+        await db.destroy()
       }
     })
   })

@@ -1,73 +1,86 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import { outsideRequestScope } from './request-transaction.ts'
 
 /** How often the tables' sizes are compared with their statistics. */
 const CHECK_EVERY_MS = 1000
+/** After a look that failed, the next waits twice as long as the last, up to this. */
+const MAX_BACKOFF_MS = 60_000
 /** A table is analyzed once it has more pages than this share of those its statistics counted... */
 const GROWTH = 1.2
 /** ...plus these (64 kB): a small table is not analyzed for every page it gains. */
-const SLACK_PAGES = 8
-/** Taken, without waiting, by the instance that analyzes: the others skip that look (a session lock: it ends with its connection). */
+export const SLACK_PAGES = 8
+/** Taken, without waiting, by the transaction that analyzes a table: another instance's look skips the table meanwhile. */
 export const ANALYZE_LOCK = 7_420_190_019
 
 /**
  * Keeps the statistics of the service's tables in step with their growth, as autovacuum's
- * analyze would, without depending on it: it may be off (it is on the machines the tests and the
- * bench run on), and on a new database it first looks a minute after the start.
+ * analyze would, without depending on it: autovacuum may be off (it is off on the machines the
+ * tests and the bench run on), and on a new database it first looks a minute after the start.
  *
  * Why it matters: a plan is chosen for the table's size when it is made, and a plan that a
  * connection caches (the pool's prepared statements past their fifth run, PostgreSQL's own
  * foreign-key checks) is kept until the table's statistics change. Made while the webhook
  * deliveries were a few pages, the foreign-key check of each new attempt read the whole table
- * once it had grown (164 pages a check, against 4), and the claim of due deliveries 108,000
- * pages a pass: under 1,000 changes a second the delivery loop fell 50 s behind and PostgreSQL's
- * CPU per change went from 1.4 to 6.7 ms (bench/findings.md, "Stale statistics"). An ANALYZE
- * replaces the statistics, and with them every cached plan that read them.
+ * once it had grown (164 buffers a check, against 4), and the claim of due deliveries 108,000
+ * buffers a pass: under 1,000 changes a second the delivery loop fell 50 s behind and
+ * PostgreSQL's CPU per change went from 1.4 to 6.7 ms (bench/findings.md, "Session of
+ * 2026-11-28: stale statistics"). An ANALYZE replaces the statistics, and with them every cached
+ * plan that read them.
  *
- * The size is the table's file, read without a scan; the statistics' size is pg_class.relpages,
- * which ANALYZE and VACUUM set. Only growth is looked for: a table that shrinks keeps its file,
- * and churn without growth is autovacuum's. One instance analyzes at a time (an advisory lock
- * taken without waiting); ANALYZE blocks no read or write, only another ANALYZE, a VACUUM or a
- * schema change of the same table, for the table's sample (30,000 rows at most) only.
+ * The size is the table's file, read without a scan; the size the statistics know is
+ * pg_class.relpages, which ANALYZE and VACUUM set. Only growth is looked for: churn without growth
+ * is autovacuum's. Only the tables this role may analyze (it owns them when it ran the
+ * migrations): on another's, ANALYZE would only warn, every second. Each table is analyzed in a
+ * transaction of its own under an advisory lock taken without waiting, so two instances do not
+ * analyze it twice, and the commit (or the connection's end) always lets the lock go. ANALYZE
+ * blocks no read or write; only another ANALYZE, a VACUUM or a schema change of the same table
+ * waits, for the table's sample (30,000 rows at most).
  */
 export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseLogger }) {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<string[]> | undefined
   let stopped = true
+  let waitMs = CHECK_EVERY_MS
 
-  /** The tables of the service's schema grown past their statistics. */
-  async function grown(): Promise<string[]> {
-    const { rows } = await sql<{ name: string }>`
-      SELECT c.relname AS name FROM pg_class c
-      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
-        AND pg_relation_size(c.oid) / current_setting('block_size')::int >= ${GROWTH}::float8 * greatest(c.relpages, 0) + ${SLACK_PAGES}::int
-      ORDER BY c.relname`.execute(deps.db)
-    return rows.map((r) => r.name)
+  /** The tables of the service's schema grown past their statistics (`only`: that one, if it still is). */
+  async function grown(db: Kysely<any> | Transaction<any>, only?: string): Promise<Array<{ schema: string; name: string }>> {
+    const { rows } = await sql<{ schema: string; name: string }>`
+      SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = current_schema() AND c.relkind = 'r' AND pg_has_role(c.relowner, 'USAGE')
+        AND pg_relation_size(c.oid) / current_setting('block_size')::int >= ${GROWTH}::float8 * c.relpages + ${SLACK_PAGES}::int
+        ${only === undefined ? sql`` : sql`AND c.relname = ${only}`}
+      ORDER BY c.relname`.execute(db)
+    return rows
   }
 
   /**
-   * Analyzes the tables grown past their statistics (none while another instance does); answers
-   * their names. One statement per table, each its own transaction: each table's statistics, and
-   * the plans they replace, change as soon as it is analyzed, and its lock is held that long only.
+   * Analyzes the tables grown past their statistics, but those another instance is analyzing;
+   * answers their names. A table whose analysis fails does not keep the others from theirs: the
+   * look fails after them, with the first error.
    */
   async function check(): Promise<string[]> {
-    const tables = await grown()
-    if (tables.length === 0) return []
-    return deps.db.connection().execute(async (conn) => {
-      const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(conn)
-      if (!rows[0]?.locked) return []
-      try {
-        for (const table of tables) await sql`ANALYZE ${sql.table(table)}`.execute(conn)
-      } finally {
-        await sql`SELECT pg_advisory_unlock(${ANALYZE_LOCK}::bigint)`.execute(conn)
-      }
-      return tables
-    })
+    const analyzed: string[] = []
+    let failure: unknown
+    for (const { schema, name } of await grown(deps.db)) {
+      const done = await deps.db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(trx)
+        // Another instance analyzes a table now; this one looks again in a second. Under the
+        // lock, the table is looked at again: the other may have just analyzed it.
+        if (!rows[0]?.locked || (await grown(trx, name)).length === 0) return false
+        await sql`ANALYZE ${sql.id(schema, name)}`.execute(trx)
+        return true
+      }).catch((err: unknown) => { failure ??= err; return false })
+      if (done) analyzed.push(name)
+    }
+    if (analyzed.length > 0) deps.log.debug({ tables: analyzed }, 'tables analyzed: they had outgrown their statistics')
+    if (failure !== undefined) throw failure
+    return analyzed
   }
 
+  /** One look now, outside any request's transaction; answers the tables it analyzed. */
   function runOnce(): Promise<string[]> {
-    running ??= check().finally(() => { running = undefined })
+    running ??= outsideRequestScope(() => check()).finally(() => { running = undefined })
     return running
   }
 
@@ -75,8 +88,13 @@ export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseL
     timer = undefined
     if (stopped) return
     void runOnce()
-      .catch((err: unknown) => deps.log.warn({ err }, 'table statistics not refreshed'))
-      .finally(() => { if (!stopped) timer = outsideRequestScope(() => setTimeout(loop, CHECK_EVERY_MS)) })
+      .then(() => { waitMs = CHECK_EVERY_MS }, (err: unknown) => {
+        // A failure that lasts (a statement timeout shorter than a big table's sample) is logged
+        // and tried again less and less often, not every second.
+        waitMs = Math.min(MAX_BACKOFF_MS, waitMs * 2)
+        deps.log.warn({ err, retry_in_ms: waitMs }, 'table statistics not refreshed')
+      })
+      .finally(() => { if (!stopped) timer = outsideRequestScope(() => setTimeout(loop, waitMs)) })
   }
 
   return {
