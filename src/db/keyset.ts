@@ -1,4 +1,5 @@
-import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely'
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely'
+import { prepared } from './prepared.ts'
 
 /**
  * Keyset paging for repositories (src/http/pagination.ts holds the HTTP side): a list's order
@@ -26,6 +27,23 @@ export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB,
   for (const { column, desc } of order) q = q.orderBy(sql.ref(column), desc ? 'desc' : 'asc')
   if (page?.limit !== undefined) q = q.limit(page.limit + 1)
   return q
+}
+
+/**
+ * A list's pages without filters, compiled once (prepared.ts): the first page and the pages after
+ * a cursor are each one SQL text whatever the scope (the company) and the cursor, where building
+ * the query per request cost a hot list's read a few per cent of its CPU (bench/findings.md,
+ * "Session of 2026-11-28 (afternoon)"). Answers undefined for what it does not cover (no limit, or
+ * a cursor of another length than the order): the caller builds that query as before.
+ */
+export function preparedPages<O>(db: Kysely<any>, order: readonly SortColumn[], list: (scope: string) => SelectQueryBuilder<any, any, O>) {
+  const first = prepared(db, (scope: string, rows: number) => keyset(list(scope), order, undefined).limit(rows))
+  const next = prepared(db, (scope: string, rows: number, ...key: Array<string | number>) => keyset(list(scope), order, { after: key }).limit(rows))
+  return (scope: string, page: KeysetPage): Promise<O[]> | undefined => {
+    if (page.limit === undefined) return undefined
+    if (!page.after) return first(scope, page.limit + 1)
+    return page.after.length === order.length ? next(scope, page.limit + 1, ...page.after) : undefined
+  }
 }
 
 /**

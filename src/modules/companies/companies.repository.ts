@@ -2,7 +2,7 @@ import { sql, type Insertable, type Kysely, type Transaction, type Updateable } 
 import type { CompaniesTable, ContractsTable, DB, SubscriptionStatus } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
-import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { containing, keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
@@ -10,6 +10,9 @@ import { companyExistsOn } from '../../db/company-exists.ts'
 export const COMPANY_ORDER: SortColumn[] = [{ column: 'c.name' }, { column: 'c.id', cast: 'uuid' }]
 export const SUBSIDIARY_ORDER: SortColumn[] = [{ column: 'name' }, { column: 'id', cast: 'uuid' }]
 export const CONTRACT_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column: 'c.first_name' }, { column: 'c.id', cast: 'uuid' }]
+
+/** A contract as created: every column the service sets. */
+export type NewContract = Pick<ContractsTable, 'company_id' | 'id' | 'first_name' | 'last_name' | 'email' | 'subsidiary_id'> & { active: boolean; updated_at: Date }
 
 export interface ContractFilter { active?: boolean; subsidiary_id?: string; team_id?: string; q?: string }
 export interface CompanyFilter { q?: string; disabled?: boolean; subscription_status?: SubscriptionStatus }
@@ -19,6 +22,12 @@ export interface CompanyFilter { q?: string; disabled?: boolean; subscription_st
 export function createCompaniesRepository(db: Kysely<DB>) {
   // The hot read (bench/RESULTS.md): one statement, compiled once.
   const company = prepared(db, (companyId: string) => companiesQuery(db).where('c.id', '=', companyId))
+  // The mix's contract reads and writes (issue 19), compiled once as well.
+  const contractPages = preparedPages(db, CONTRACT_ORDER, (companyId) => contractsQuery(db, companyId))
+  const insertContract = prepared(db, (companyId: string, id: string, firstName: string, lastName: string, email: string | null,
+    subsidiaryId: string | null, active: boolean, updatedAt: Date) => db.insertInto('contracts').values({
+    company_id: companyId, id, first_name: firstName, last_name: lastName, email, subsidiary_id: subsidiaryId, active, updated_at: updatedAt,
+  }))
 
   return {
     insertCompany: (executor: Executor, company: Insertable<CompaniesTable>) => executor.insertInto('companies').values(company).execute(),
@@ -69,12 +78,17 @@ export function createCompaniesRepository(db: Kysely<DB>) {
     findSubsidiary: (companyId: string, subsidiaryId: string) =>
       db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst(),
 
-    insertContract: (row: Insertable<ContractsTable>) => db.insertInto('contracts').values(row).execute(),
+    insertContract: async (row: NewContract) => {
+      await insertContract(row.company_id, row.id, row.first_name, row.last_name, row.email, row.subsidiary_id, row.active, row.updated_at)
+    },
     async updateContract(companyId: string, contractId: string, values: Omit<Insertable<ContractsTable>, 'id' | 'company_id'>): Promise<boolean> {
       const result = await db.updateTable('contracts').set(values).where('company_id', '=', companyId).where('id', '=', contractId).executeTakeFirst()
       return Number(result.numUpdatedRows) > 0
     },
     async listContracts(companyId: string, filter: ContractFilter, page: KeysetPage) {
+      const keyOf = <T extends { last_name: string; first_name: string; id: string }>(row: T) => [row.last_name, row.first_name, row.id]
+      const unfiltered = Object.values(filter).every((value) => value === undefined) ? contractPages(companyId, page) : undefined
+      if (unfiltered) return cutPage(await unfiltered, page, keyOf)
       let query = contractsQuery(db, companyId)
       if (filter.active !== undefined) query = query.where('c.active', '=', filter.active)
       if (filter.subsidiary_id !== undefined) query = query.where('c.subsidiary_id', '=', filter.subsidiary_id)
@@ -91,7 +105,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
           eb(sql`c.first_name || ' ' || c.last_name`, 'ilike', pattern),
         ]))
       }
-      return cutPage(await keyset(query, CONTRACT_ORDER, page).execute(), page, (row) => [row.last_name, row.first_name, row.id])
+      return cutPage(await keyset(query, CONTRACT_ORDER, page).execute(), page, keyOf)
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
   }

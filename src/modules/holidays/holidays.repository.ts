@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
 import type { DB, HolidaysTable } from '../../db/tables.ts'
-import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
+import { keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
@@ -24,6 +24,13 @@ export function createHolidaysRepository(db: Kysely<DB>) {
       eb.and([eb('recurrent', '=', sql.lit('none')), eb('day', '>=', from), eb('day', '<=', to)]),
       eb.and([eb('recurrent', '=', sql.lit('yearly')), eb('day', '<=', to), eb.or([eb('recurrent_until', 'is', null), eb('recurrent_until', '>=', from)])]),
     ])))
+  // The mix's holiday list and creation (issue 19), compiled once as well.
+  const companyWidePages = preparedPages(db, DEFINED_ORDER, (companyId) => ofCompany(companyId).where('subsidiary_id', 'is', null))
+  const insert = prepared(db, (companyId: string, id: string, name: string, day: string, isWorkerHoliday: boolean, recurrent: HolidayValues['recurrent'],
+    recurrentUntil: string | null, subsidiaryId: string | null, now: Date) => db.insertInto('holidays').values({
+    company_id: companyId, id, name, day, is_worker_holiday: isWorkerHoliday, recurrent, recurrent_until: recurrentUntil, subsidiary_id: subsidiaryId,
+    created_at: now, updated_at: now,
+  }))
 
   return {
     /** What endpoint 30 needs of the company: where it is and what time it is there. */
@@ -35,8 +42,9 @@ export function createHolidaysRepository(db: Kysely<DB>) {
     subsidiaryExists: async (companyId: string, subsidiaryId: string) =>
       (await db.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
 
-    insert: (companyId: string, id: string, values: HolidayValues, now: Date) =>
-      db.insertInto('holidays').values({ company_id: companyId, id, ...values, created_at: now, updated_at: now }).execute(),
+    insert: async (companyId: string, id: string, values: HolidayValues, now: Date) => {
+      await insert(companyId, id, values.name, values.day, values.is_worker_holiday, values.recurrent, values.recurrent_until, values.subsidiary_id, now)
+    },
 
     async update(companyId: string, id: string, values: HolidayValues, now: Date): Promise<boolean> {
       const result = await db.updateTable('holidays').set({ ...values, updated_at: now })
@@ -53,7 +61,8 @@ export function createHolidaysRepository(db: Kysely<DB>) {
 
     /** Company-wide holidays (null subsidiary) or those of one subsidiary, by day. */
     listDefined: async (companyId: string, subsidiaryId: string | null, page: KeysetPage) => cutPage(
-      await keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute(),
+      await ((subsidiaryId === null ? companyWidePages(companyId, page) : undefined)
+        ?? keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute()),
       page, (row) => [row.day, row.name, row.id]),
 
     /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
