@@ -73,7 +73,7 @@ export function profileArgs(): string[] {
   return process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', path.join(os.tmpdir(), 'company-admin-api-profiles')] : []
 }
 
-/** BENCH_SERVER_NODE_ARGS: Node options for every server the bench starts (experiments: `--max-semi-space-size=32`). */
+/** BENCH_SERVER_NODE_ARGS: Node options for every server started here (experiments: `--max-semi-space-size=64`). */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)
 
 /** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */

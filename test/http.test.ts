@@ -170,6 +170,24 @@ for (const engine of engines) {
         assert.equal(longest.statusCode, 202, longest.body)
       })
 
+      it('creates one contract and one holiday for a retried key (their insertions compiled once run in the key\'s transaction)', async () => {
+        for (const [path, body, named] of [
+          ['contracts', { first_name: 'Ida', last_name: `Keyed ${randomUUID()}` }, (x: { last_name?: string }, b: { last_name?: string }) => x.last_name === b.last_name],
+          ['holidays', { name: `Keyed ${randomUUID()}`, day: '2027-03-04' }, (x: { name?: string }, b: { name?: string }) => x.name === b.name],
+        ] as const) {
+          const url = `/api/v1/companies/${c.id}/${path}`
+          const key = randomUUID()
+          const first = await t.call({ method: 'POST', url, token: c.token, body, headers: { 'idempotency-key': key } })
+          assert.equal(first.statusCode, 202, first.body)
+          const again = await t.call({ method: 'POST', url, token: c.token, body, headers: { 'idempotency-key': key } })
+          assert.equal(again.statusCode, 202)
+          assert.equal(again.headers['idempotent-replayed'], 'true')
+          assert.equal(again.headers.location, first.headers.location)
+          const listed = (await t.json(200, { url, token: c.token })).filter((x: Record<string, string>) => named(x, body as Record<string, string>))
+          assert.deepEqual(listed.map((x: { id: string }) => x.id), [locationId(first)], path)
+        }
+      })
+
       it('replays refusals too, and keeps no answer of a request that was not valid', async () => {
         const key = randomUUID()
         const refused = await t.call({ method: 'POST', url: subsidiaries(), token: c.token, body: { name: 'X', country: 'XX' }, headers: { 'idempotency-key': key } })

@@ -30,19 +30,20 @@ export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB,
 }
 
 /**
- * A list's pages without filters, compiled once (prepared.ts): the first page and the pages after
- * a cursor are each one SQL text whatever the scope (the company) and the cursor, where building
- * the query per request cost a hot list's read a few per cent of its CPU (bench/findings.md,
- * "Session of 2026-11-28 (afternoon)"). Answers undefined for what it does not cover (no limit, or
- * a cursor of another length than the order): the caller builds that query as before.
+ * A list without filters, compiled once (prepared.ts): the whole list, its first page and its
+ * pages after a cursor are each one SQL text whatever the scope (the company) and the cursor,
+ * where building the query per request cost a hot list's read a few per cent of its CPU
+ * (bench/findings.md, "Session of 2026-11-28 (afternoon)"). Answers undefined for what it does
+ * not cover (a cursor without a limit, or of another length than the order): the caller builds
+ * that query as before.
  */
 export function preparedPages<O>(db: Kysely<any>, order: readonly SortColumn[], list: (scope: string) => SelectQueryBuilder<any, any, O>) {
+  const whole = prepared(db, (scope: string) => keyset(list(scope), order, undefined))
   const first = prepared(db, (scope: string, rows: number) => keyset(list(scope), order, undefined).limit(rows))
   const next = prepared(db, (scope: string, rows: number, ...key: Array<string | number>) => keyset(list(scope), order, { after: key }).limit(rows))
   return (scope: string, page: KeysetPage): Promise<O[]> | undefined => {
-    if (page.limit === undefined) return undefined
-    if (!page.after) return first(scope, page.limit + 1)
-    return page.after.length === order.length ? next(scope, page.limit + 1, ...page.after) : undefined
+    if (!page.after) return page.limit === undefined ? whole(scope) : first(scope, page.limit + 1)
+    return page.limit !== undefined && page.after.length === order.length ? next(scope, page.limit + 1, ...page.after) : undefined
   }
 }
 
