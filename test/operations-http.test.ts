@@ -64,7 +64,7 @@ describe('load shedding', () => {
     // on PostgreSQL, long enough once (CI, Node 24) for a sample to fall under the threshold and
     // the next API request to pass.
     const pressure = setInterval(() => { const until = Date.now() + 200; while (Date.now() < until) { /* the load */ } }, 1)
-    let token
+    let token: Awaited<ReturnType<TestApp['call']>> | undefined
     try {
       const shed = await eventually(() => t!.call({ url: '/api/v1/subscription/plans' }), (r) => r.statusCode === 503, 15_000)
       assert.equal(shed.statusCode, 503, shed.body)
@@ -79,7 +79,7 @@ describe('load shedding', () => {
     } finally {
       clearInterval(pressure)
     }
-    assert.equal(token.statusCode, 503)
+    assert.equal(token?.statusCode, 503)
   })
 })
 

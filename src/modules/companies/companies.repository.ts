@@ -24,7 +24,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
   const company = prepared(db, (companyId: string) => companiesQuery(db).where('c.id', '=', companyId))
   // The mix's contract reads and writes (issue 19), compiled once as well.
   const contractPages = preparedPages(db, CONTRACT_ORDER, (companyId) => contractsQuery(db, companyId))
-  const insertContract = prepared(db, (companyId: string, id: string, firstName: string, lastName: string, email: string | null,
+  const contractInsertion = prepared(db, (companyId: string, id: string, firstName: string, lastName: string, email: string | null,
     subsidiaryId: string | null, active: boolean, updatedAt: Date) => db.insertInto('contracts').values({
     company_id: companyId, id, first_name: firstName, last_name: lastName, email, subsidiary_id: subsidiaryId, active, updated_at: updatedAt,
   }))
@@ -79,7 +79,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       db.selectFrom('subsidiaries').select(['id', 'name', 'city', 'country']).where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst(),
 
     insertContract: async (row: NewContract) => {
-      await insertContract(row.company_id, row.id, row.first_name, row.last_name, row.email, row.subsidiary_id, row.active, row.updated_at)
+      await contractInsertion(row.company_id, row.id, row.first_name, row.last_name, row.email, row.subsidiary_id, row.active, row.updated_at)
     },
     async updateContract(companyId: string, contractId: string, values: Omit<Insertable<ContractsTable>, 'id' | 'company_id'>): Promise<boolean> {
       const result = await db.updateTable('contracts').set(values).where('company_id', '=', companyId).where('id', '=', contractId).executeTakeFirst()

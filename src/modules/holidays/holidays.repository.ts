@@ -26,7 +26,7 @@ export function createHolidaysRepository(db: Kysely<DB>) {
     ])))
   // The mix's holiday list and creation (issue 19), compiled once as well.
   const companyWidePages = preparedPages(db, DEFINED_ORDER, (companyId) => ofCompany(companyId).where('subsidiary_id', 'is', null))
-  const insert = prepared(db, (companyId: string, id: string, name: string, day: string, isWorkerHoliday: boolean, recurrent: HolidayValues['recurrent'],
+  const holidayInsertion = prepared(db, (companyId: string, id: string, name: string, day: string, isWorkerHoliday: boolean, recurrent: HolidayValues['recurrent'],
     recurrentUntil: string | null, subsidiaryId: string | null, now: Date) => db.insertInto('holidays').values({
     company_id: companyId, id, name, day, is_worker_holiday: isWorkerHoliday, recurrent, recurrent_until: recurrentUntil, subsidiary_id: subsidiaryId,
     created_at: now, updated_at: now,
@@ -43,7 +43,7 @@ export function createHolidaysRepository(db: Kysely<DB>) {
       (await db.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
 
     insert: async (companyId: string, id: string, values: HolidayValues, now: Date) => {
-      await insert(companyId, id, values.name, values.day, values.is_worker_holiday, values.recurrent, values.recurrent_until, values.subsidiary_id, now)
+      await holidayInsertion(companyId, id, values.name, values.day, values.is_worker_holiday, values.recurrent, values.recurrent_until, values.subsidiary_id, now)
     },
 
     async update(companyId: string, id: string, values: HolidayValues, now: Date): Promise<boolean> {
@@ -60,10 +60,11 @@ export function createHolidaysRepository(db: Kysely<DB>) {
     find: (companyId: string, id: string) => ofCompany(companyId).where('id', '=', id).executeTakeFirst(),
 
     /** Company-wide holidays (null subsidiary) or those of one subsidiary, by day. */
-    listDefined: async (companyId: string, subsidiaryId: string | null, page: KeysetPage) => cutPage(
-      await ((subsidiaryId === null ? companyWidePages(companyId, page) : undefined)
-        ?? keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute()),
-      page, (row) => [row.day, row.name, row.id]),
+    async listDefined(companyId: string, subsidiaryId: string | null, page: KeysetPage) {
+      const compiled = subsidiaryId === null ? companyWidePages(companyId, page) : undefined
+      const rows = await (compiled ?? keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute())
+      return cutPage(rows, page, (row) => [row.day, row.name, row.id])
+    },
 
     /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
     listFallingIn: (companyId: string, from: string, to: string) => fallingIn(companyId, from, to),
