@@ -424,6 +424,7 @@ export interface DB {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
   webhook_fanouts: WebhookFanoutsTable
+  webhook_delivered_batches: WebhookDeliveredBatchesTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>
@@ -517,6 +518,19 @@ export interface WebhookFanoutsTable {
   fanned_at: Timestamp | null
   /** The endpoints called at once by the fan-out (null: not fanned out yet). */
   direct: string[] | null
+}
+
+/** Direct calls that succeeded, one row per endpoint and outcome batch; item i of every array is one delivery (migration 0036). */
+export interface WebhookDeliveredBatchesTable {
+  id: number
+  endpoint_id: string
+  recorded_at: Generated<Timestamp>
+  attempt_ids: number[]
+  delivery_ids: string[]
+  event_ids: string[]
+  started_at: Timestamp[]
+  status_codes: number[]
+  durations_ms: number[]
 }
 
 export type AttemptOutcome = 'pending' | 'succeeded' | 'failed' | 'timeout' | 'error' | 'refused' | 'lost'

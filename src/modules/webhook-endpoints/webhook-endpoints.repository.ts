@@ -1,9 +1,26 @@
 import { randomUUID } from 'node:crypto'
-import { keyset, type KeysetPage } from '../../db/keyset.ts'
+import { sql, type Kysely } from 'kysely'
+import type { KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
-import type { Kysely } from 'kysely'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
+
+/** An ended attempt as the list of attempts reads it, with its place in the list (`key`, `position`). */
+interface AttemptRow {
+  key: string
+  position: string
+  id: string
+  delivery_id: string
+  event_id: string
+  event_type: string
+  attempt: number
+  started_at: Date
+  outcome: Exclude<AttemptOutcome, 'pending'>
+  status_code: number | null
+  duration_ms: number | null
+  error: string | null
+  next_retry_at: Date | null
+}
 
 export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
 
@@ -54,15 +71,42 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * A page of the endpoint's ended attempts, newest first (a cursor's key: the last attempt's id).
-     * An attempt under way is not listed: a fanned-out event's first calls have no row until they
-     * end (migration 0034), and the queue's attempts are shown the same way.
+     * A page of the endpoint's ended attempts, newest first: the attempt rows (a delivery's
+     * retries, and first calls that failed or were claimed from the queue) merged with the items
+     * of its batch rows (first calls that succeeded at once, migration 0036). The order is a
+     * row's id (an attempt's own; a batch's smallest item id, from the same sequence), then the
+     * item's position in its batch, last first; the cursor holds both (an attempt's position is 0).
+     * Each side reads at most a page of rows after the cursor (a batch row holds at least one
+     * item past it, but the cursor's own row, hence one more), so a deep page costs what the
+     * first does. An attempt under way is not listed: a fanned-out event's first calls have no
+     * row until they end (migration 0034), and the queue's attempts are shown the same way. An
+     * item whose event was pruned before its batch row is skipped.
      */
-    async attempts(endpointId: string, page: KeysetPage) {
-      const query = db.selectFrom('webhook_attempts as a').innerJoin('events as e', 'e.id', 'a.event_id')
-        .select(['a.id', 'a.delivery_id', 'a.event_id', 'e.type as event_type', 'a.attempt', 'a.started_at', 'a.outcome', 'a.status_code', 'a.duration_ms', 'a.error', 'a.next_retry_at'])
-        .where('a.endpoint_id', '=', endpointId).where('a.outcome', '<>', 'pending').$narrowType<{ outcome: Exclude<AttemptOutcome, 'pending'> }>()
-      return cutPage(await keyset(query, [{ column: 'a.id', desc: true }], page).execute(), page, (row) => [Number(row.id)])
+    async attempts(endpointId: string, page: KeysetPage & { limit: number }) {
+      const [key, position] = page.after ?? []
+      const rows = page.limit + 1
+      const { rows: found } = await sql<AttemptRow>`
+        SELECT x.key, x.position, x.id, x.delivery_id, x.event_id, e.type AS event_type, x.attempt, x.started_at, x.outcome,
+          x.status_code, x.duration_ms, x.error, x.next_retry_at
+        FROM (
+          (SELECT a.id AS key, 0::bigint AS position, a.id, a.delivery_id, a.event_id, a.attempt, a.started_at, a.outcome,
+            a.status_code, a.duration_ms, a.error, a.next_retry_at
+          FROM webhook_attempts a
+          WHERE a.endpoint_id = ${endpointId} AND a.outcome <> 'pending' ${key === undefined ? sql`` : sql`AND a.id < ${key}::bigint`}
+          ORDER BY a.id DESC LIMIT ${rows})
+          UNION ALL
+          (SELECT b.id, u.position, u.id, u.delivery_id, u.event_id, 1, u.started_at, 'succeeded', u.status_code, u.duration_ms, NULL, NULL
+          FROM (
+            SELECT * FROM webhook_delivered_batches
+            WHERE endpoint_id = ${endpointId} ${key === undefined ? sql`` : sql`AND id <= ${key}::bigint`}
+            ORDER BY id DESC LIMIT ${rows + 1}
+          ) b
+          CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_at, b.status_codes, b.durations_ms)
+            WITH ORDINALITY AS u(id, delivery_id, event_id, started_at, status_code, duration_ms, position)
+          ${key === undefined ? sql`` : sql`WHERE b.id < ${key}::bigint OR u.position < ${position}::bigint`})
+        ) x JOIN events e ON e.id = x.event_id
+        ORDER BY x.key DESC, x.position DESC LIMIT ${rows}`.execute(db)
+      return cutPage(found, page, (row) => [Number(row.key), Number(row.position)])
     },
 
     /** A `ping` for one endpoint only: the event and its one delivery (due now), in one transaction. */

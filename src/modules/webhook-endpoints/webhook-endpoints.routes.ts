@@ -94,7 +94,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         params: v.idParams, querystring: DeliveriesQuery, response: { 200: listResponse(Type.Array(DeliveryAttempt)) },
       },
     }, async (request, reply) => {
-      const page = readPage(request, ['serial'], { defaultLimit: EVENTS_PAGE })
+      const page = readPage(request, ['serial', 'serial'], { defaultLimit: EVENTS_PAGE })
       return answerPage(request, reply, page, await service.deliveries(v.owner(request.params), (request.params as { id: string }).id, page))
     })
 

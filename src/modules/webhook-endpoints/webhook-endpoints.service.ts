@@ -3,7 +3,7 @@ import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../ht
 import { areaOf } from '../events/event-access.ts'
 import { isEventTypePattern } from '../events/outbox.ts'
 import { eventView } from '../events/events.service.ts'
-import type { Event } from '../events/events.schemas.ts'
+import { EVENTS_PAGE, type Event } from '../events/events.schemas.ts'
 import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
@@ -119,7 +119,8 @@ export function createWebhookEndpointsService(deps: {
 
     async deliveries(owner: string | null, id: string, page: Page): Promise<Paged<DeliveryAttempt>> {
       await find(owner, id)
-      const paged = await repo.attempts(id, page)
+      // Never answered whole (the route's default limit): a page of the default size.
+      const paged = await repo.attempts(id, { ...page, limit: page.limit ?? EVENTS_PAGE })
       return {
         items: paged.items.map((r) => ({
           id: String(r.id), delivery_id: r.delivery_id, event_id: r.event_id, event_type: r.event_type, attempt: r.attempt,
