@@ -60,6 +60,10 @@ export interface EventFigures {
     machineBusyDuringWrites: number
     failingReceiverCalls: number
     slowReceiverCalls: number
+    /** Deliveries of the phase written as rows of the queue, by receiver: a failed first call, or no free slot at the fan-out. */
+    queuedHealthy: number
+    queuedFailing: number
+    queuedSlow: number
   }
   throughput: { without: number[]; with: number[]; ratio: number; p99Without: number; p99With: number }
 }
@@ -93,7 +97,7 @@ async function receiver(kind: Kind) {
   server.keepAliveTimeout = 72_000
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
-    kind, arrivals, calls: () => calls, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    kind, arrivals, calls: () => calls, endpointId: '', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     reset() { arrivals.clear(); calls = 0 },
     close: () => { server.closeAllConnections(); return new Promise((resolve) => server.close(resolve)) },
   }
@@ -113,6 +117,7 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
         method: 'POST', headers: admin, body: JSON.stringify({ url: r.url, event_types: ['team.created'], description: `bench ${r.kind}` }),
       })
       if (res.status !== 201) throw new Error(`creating an endpoint answered ${res.status} ${await res.text()}`)
+      r.endpointId = ((await res.json()) as { id: string }).id
     }
     const writes = (prefix: string, seconds: number, rate?: number): LoadSpec => ({
       url: `${server.url}/api/v1/companies/${company}/teams`, method: 'POST', headers,
@@ -185,6 +190,10 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const arrived = () => healthy.reduce((n, r) => n + events.filter((e) => r.arrivals.has(e.id)).length, 0)
   const drainUntil = loadEnd + DRAIN_SECONDS * 1000
   while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
+  // The deliveries of the phase that went through the queue (a delivery row): a failed first
+  // call, or an event that found no free slot at its endpoint when it was fanned out.
+  const queuedRows = await db.query('SELECT endpoint_id, count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND created_at >= $2 GROUP BY endpoint_id', [company, startedAt])
+  const queued = (kind: Kind) => queuedRows.filter((row) => receivers.some((r) => r.kind === kind && r.endpointId === row.endpoint_id)).reduce((n, row) => n + Number(row.n), 0)
   const cpu = cpuMs(server.child.pid!) - cpuBefore
   const pgCpu = postgresCpuMs() - pgCpuBefore
   const machineCpu = machineCpuMs().busy - machineBefore.busy
@@ -214,13 +223,15 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
       machineCpuMsPerChange: machineCpu / Math.max(1, events.length),
       machineBusyDuringWrites: (machineAtLoadEnd.busy - machineBefore.busy) / Math.max(1, machineAtLoadEnd.total - machineBefore.total),
       failingReceiverCalls: receivers.find((r) => r.kind === 'fail')!.calls(), slowReceiverCalls: receivers.find((r) => r.kind === 'slow')!.calls(),
+      queuedHealthy: queued('ok'), queuedFailing: queued('fail'), queuedSlow: queued('slow'),
     },
   }
   const d = figures.delivery
   log(`  events: ${load.rps.toFixed(0)} of ${RATE} changes/s for ${PHASE_SECONDS} s (write p99 ${load.p99} ms); ${d.delivered} of ${d.expected} healthy deliveries, `
     + `${d.withinTwoSeconds} within 2 s; latency p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms max ${d.maxMs} ms; ${d.perSecondDuringLoad.toFixed(0)}/s during the writes, `
     + `${d.perSecondOverall.toFixed(0)}/s overall; ${d.serverCpuMsPerDelivery.toFixed(3)} ms server CPU per delivery; per change ${d.serverCpuMsPerChange.toFixed(2)} ms server `
-    + `and ${d.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL CPU, ${d.machineCpuMsPerChange.toFixed(2)} ms the whole machine (${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes); 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}`)
+    + `and ${d.postgresCpuMsPerChange.toFixed(2)} ms PostgreSQL CPU, ${d.machineCpuMsPerChange.toFixed(2)} ms the whole machine (${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes); 500 receiver ${d.failingReceiverCalls} calls, slow ${d.slowReceiverCalls}; `
+    + `queued (a delivery row): ${d.queuedHealthy} to the healthy receivers, ${d.queuedFailing} to the 500 one, ${d.queuedSlow} to the slow one`)
   return figures
 }
 

@@ -238,8 +238,10 @@ export async function buildApp(options: AppOptions) {
   // Events are written by the tables' triggers (migration 0019); these read, prune and send them.
   const eventsRepo = createEventsRepository(db)
   const events = createEventsService({ repo: eventsRepo })
-  const eventPruning = createEventPruning({ repo: eventsRepo, scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS })
   const endpointsRepo = createWebhookEndpointsRepository(db)
+  const eventPruning = createEventPruning({
+    repo: eventsRepo, alsoPrune: [endpointsRepo.pruneDelivered], scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS,
+  })
   const webhookDelivery = createWebhookDelivery({
     repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),

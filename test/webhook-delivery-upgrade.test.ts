@@ -12,6 +12,8 @@ import { engines, withDatabase } from './helpers/databases.ts'
 
 /** The migration that made the deliveries their own queue, and the one before it. */
 const QUEUE = '0030_webhook_delivery_queue'
+/** The migration that records first deliveries in batches, and shortens the fan-outs' lists as their outcomes come. */
+const BATCHES = '0036_webhook_delivered_batches'
 
 /** A database of the engine, migrated up to (not including) `before`, by the same SQL the service runs. */
 async function databaseBefore(engine: string, before: string): Promise<{ db: Kysely<DB>; close(): Promise<void> }> {
@@ -98,6 +100,39 @@ for (const engine of engines) {
         assert.equal(claimed.find((c) => c.id === inFlight)!.seq, 2)
         const outcomes = await q(sql<{ attempt: number; outcome: string }>`SELECT attempt, outcome FROM webhook_attempts WHERE delivery_id = ${inFlight} ORDER BY attempt`)
         assert.deepEqual(outcomes.map((a) => `${a.attempt}:${a.outcome}`), ['1:lost', '2:pending'])
+      } finally {
+        await close()
+      }
+    })
+  })
+
+  describe(`the upgrade to first deliveries in batches on ${engine}`, () => {
+    it('takes off the fan-outs\' lists the calls whose delivery was written before; a list left empty goes with its row', async () => {
+      const { db, close } = await databaseBefore(engine, BATCHES)
+      try {
+        const q = async <T>(query: RawBuilder<T>) => (await query.execute(db)).rows
+        const [a, b] = ['7d4f1c2e-9a8b-4c6d-8e0f-1a2b3c4d5e61', '7d4f1c2e-9a8b-4c6d-8e0f-1a2b3c4d5e62']
+        for (const id of [a, b]) await sql`INSERT INTO webhook_endpoints (id, url, secret) VALUES (${id}, 'https://example.com/hook', 'whsec_x')`.execute(db)
+        // Two events fanned out to both endpoints as 0034 left them: one with A's outcome written
+        // (its delivery) and B's call open; one with both outcomes written.
+        const events: string[] = []
+        for (let i = 0; i < 2; i++) events.push((await q(sql<{ id: string }>`SELECT write_event('ping', NULL, '{}'::jsonb) AS id`))[0]!.id)
+        const [open, done] = events as [string, string]
+        await sql`UPDATE webhook_fanouts SET fanned_at = now(), lease_until = now() + interval '70 seconds', direct = ARRAY[${a}, ${b}]::uuid[]`.execute(db)
+        for (const [event, endpoint] of [[open, a], [done, a], [done, b]] as const) {
+          await sql`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, attempts, seq, delivered_at)
+            VALUES (gen_random_uuid(), ${endpoint}, ${event}, 'delivered', 1, 1, now())`.execute(db)
+        }
+
+        assert.ok((await migrate(db)).includes(BATCHES))
+
+        const lists = await q(sql<{ event_id: string; direct: string[] }>`SELECT event_id, direct FROM webhook_fanouts`)
+        assert.deepEqual(lists.map((r) => [r.event_id, r.direct]), [[open, [b]]])
+        // Past the lease, only B's call gets its delivery, to be sent again.
+        const now = new Date(Date.now() + 71_000)
+        await createWebhookEndpointsRepository(db).fanOutDue({ now, leaseUntil: new Date(now.getTime() + 70_000), bound: 16, busy: [], batch: 10 })
+        const pending = await q(sql<{ endpoint_id: string }>`SELECT endpoint_id FROM webhook_deliveries WHERE event_id = ${open} AND status = 'pending'`)
+        assert.deepEqual(pending.map((r) => r.endpoint_id), [b])
       } finally {
         await close()
       }

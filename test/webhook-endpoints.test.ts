@@ -422,6 +422,36 @@ for (const engine of engines) {
       assert.equal(attempts[1].next_retry_at, null)
     })
 
+    it('a lease that runs out after some of an event\'s first calls succeeded sends again only the unanswered one', async () => {
+      const c = await company(t)
+      const quick = await listen('ok')
+      const hanging = await listen('never')
+      const answered = await endpoint(c.id, { url: quick.url, event_types: ['contract.created'] })
+      const unanswered = await endpoint(c.id, { url: hanging.url, event_types: ['contract.created'] })
+      await contract(t, c.id)
+      const start = new Date(Date.now() + 1000)
+      const back = t.realClock.now()
+      try {
+        t.realClock.set(start)
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => hanging.received.length, (n) => n === 1, 30_000)
+        // The quick call's success is written (the hanging one's call is still open).
+        await eventually(async () => (await attemptsOf(c.id, answered.id)).length, (n) => n === 1, 30_000)
+        // The lease runs out: only the call still awaiting its outcome gets a delivery, and is sent again.
+        t.realClock.set(new Date(start.getTime() + HANGING_TIMEOUT_MS + 60_000))
+        await t.app.services.webhookDelivery.runDue()
+        await eventually(async () => hanging.received.length, (n) => n === 2, 30_000)
+        hanging.release()
+        await t.app.services.webhookDelivery.settled()
+      } finally {
+        t.realClock.set(back)
+      }
+      assert.equal(quick.received.length, 1)
+      assert.deepEqual((await attemptsOf(c.id, answered.id)).map((a) => [a.attempt, a.status]), [[1, 'succeeded']])
+      assert.deepEqual((await attemptsOf(c.id, unanswered.id)).map((a) => a.attempt), [2, 1])
+      assert.equal(hanging.received[0]!.headers['webhook-id'], hanging.received[1]!.headers['webhook-id'])
+    })
+
     it('a delivery given up because its endpoint was disabled has its unanswered attempt marked lost', async () => {
       const back = t.realClock.now()
       try {

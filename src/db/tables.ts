@@ -510,13 +510,13 @@ export interface WebhookDeliveriesTable {
   delivered_at: Timestamp | null
 }
 
-/** An event owed to the webhook endpoints that want it, until it is fanned out and its direct calls have their deliveries (migration 0034). */
+/** An event owed to the webhook endpoints that want it, until it is fanned out and its direct calls have their outcomes (migrations 0034, 0036). */
 export interface WebhookFanoutsTable {
   event_id: string
   company_id: string | null
   lease_until: Generated<Timestamp>
   fanned_at: Timestamp | null
-  /** The endpoints called at once by the fan-out (null: not fanned out yet). */
+  /** The endpoints called at once by the fan-out whose outcome is not written yet (null: not fanned out yet). */
   direct: string[] | null
 }
 
@@ -524,11 +524,12 @@ export interface WebhookFanoutsTable {
 export interface WebhookDeliveredBatchesTable {
   id: number
   endpoint_id: string
+  company_id: string | null
   recorded_at: Generated<Timestamp>
   attempt_ids: number[]
   delivery_ids: string[]
   event_ids: string[]
-  started_at: Timestamp[]
+  started_ats: Timestamp[]
   status_codes: number[]
   durations_ms: number[]
 }

@@ -16,6 +16,8 @@ CREATE TABLE webhook_delivered_batches (
   -- The smallest of its items' attempt ids: the list of attempts sorts by it, then by position.
   id           bigint PRIMARY KEY,
   endpoint_id  uuid NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+  -- The endpoint's company (null: a platform endpoint), as every tenant table has it.
+  company_id   uuid,
   -- Retention: a row recorded before the events' cutoff holds only events past it.
   recorded_at  timestamptz NOT NULL DEFAULT now(),
   -- One item per delivery, at the same position in each array. The attempt ids come from the
@@ -23,7 +25,7 @@ CREATE TABLE webhook_delivered_batches (
   attempt_ids  bigint[] NOT NULL,
   delivery_ids uuid[] NOT NULL,
   event_ids    uuid[] NOT NULL,
-  started_at   timestamptz[] NOT NULL,
+  started_ats  timestamptz[] NOT NULL,
   status_codes int[] NOT NULL,
   durations_ms int[] NOT NULL
 );
@@ -38,7 +40,9 @@ CREATE INDEX webhook_delivered_batches_recorded_idx ON webhook_delivered_batches
 -- recorded on that delivery as before (or not at all: its endpoint or its event was deleted
 -- meanwhile). The endpoints' rows are key-share locked first, so a deletion cannot slip in
 -- between and fail the batch on the foreign key. Then the calls of the batch leave their events'
--- lists, with the deleted endpoints'; a list left empty takes its fan-out row with it.
+-- lists, with the deleted endpoints'; a list left empty takes its fan-out row with it. (A failure
+-- whose event the retention deletes meanwhile, 30 days after it was written, may make this
+-- statement a deadlock's victim: its outcomes are then dropped and their leases send them again.)
 CREATE OR REPLACE FUNCTION record_direct_webhook_outcomes(
   p_event uuid[], p_endpoint uuid[], p_company uuid[], p_outcome text[], p_status_code int[], p_duration_ms int[],
   p_error text[], p_retry_at timestamptz[], p_started_at timestamptz[], p_at timestamptz[]
@@ -59,14 +63,16 @@ BEGIN
     JOIN webhook_fanouts f ON f.event_id = i.event_id AND i.endpoint_id = ANY (f.direct)
     JOIN webhook_endpoints w ON w.id = i.endpoint_id
   ),
-  succeeded AS (
-    SELECT nextval('webhook_attempts_id_seq') AS attempt_id, * FROM fresh WHERE outcome = 'succeeded'
+  -- Attempt ids taken in the batch's order (from rows already sorted), so that they grow with
+  -- an item's position, as the list reads them.
+  succeeded AS MATERIALIZED (
+    SELECT nextval('webhook_attempts_id_seq') AS attempt_id, s.* FROM (SELECT * FROM fresh WHERE outcome = 'succeeded' ORDER BY n) s
   ),
   delivered AS (
-    INSERT INTO webhook_delivered_batches (id, endpoint_id, attempt_ids, delivery_ids, event_ids, started_at, status_codes, durations_ms)
-    SELECT min(attempt_id), endpoint_id, array_agg(attempt_id ORDER BY n), array_agg(gen_random_uuid() ORDER BY n), array_agg(event_id ORDER BY n),
-      array_agg(started_at ORDER BY n), array_agg(status_code ORDER BY n), array_agg(duration_ms ORDER BY n)
-    FROM succeeded GROUP BY endpoint_id
+    INSERT INTO webhook_delivered_batches (id, endpoint_id, company_id, attempt_ids, delivery_ids, event_ids, started_ats, status_codes, durations_ms)
+    SELECT min(s.attempt_id), s.endpoint_id, w.company_id, array_agg(s.attempt_id ORDER BY s.n), array_agg(gen_random_uuid() ORDER BY s.n),
+      array_agg(s.event_id ORDER BY s.n), array_agg(s.started_at ORDER BY s.n), array_agg(s.status_code ORDER BY s.n), array_agg(s.duration_ms ORDER BY s.n)
+    FROM succeeded s JOIN webhook_endpoints w ON w.id = s.endpoint_id GROUP BY s.endpoint_id, w.company_id
   ),
   failed AS (
     INSERT INTO webhook_deliveries (id, endpoint_id, event_id, company_id, status, attempts, seq, next_attempt_at, created_at)
@@ -122,3 +128,19 @@ BEGIN
   UPDATE webhook_fanouts f SET direct = l.direct FROM left_over l
   WHERE f.event_id = l.event_id AND cardinality(l.direct) > 0 AND cardinality(l.direct) < cardinality(f.direct);
 END $$;
+
+-- The fan-out rows written before this migration listed every direct call, those whose outcome
+-- was already written as a delivery included: they leave the lists now, so that every list holds
+-- only calls still awaiting their outcome (a list left empty takes its row with it).
+WITH left_over AS (
+  SELECT f.event_id, ARRAY(
+    SELECT x.endpoint_id FROM unnest(f.direct) AS x(endpoint_id)
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = f.event_id AND d.endpoint_id = x.endpoint_id)
+  ) AS direct
+  FROM webhook_fanouts f WHERE f.direct IS NOT NULL
+),
+emptied AS (
+  DELETE FROM webhook_fanouts f USING left_over l WHERE f.event_id = l.event_id AND cardinality(l.direct) = 0
+)
+UPDATE webhook_fanouts f SET direct = l.direct FROM left_over l
+WHERE f.event_id = l.event_id AND cardinality(l.direct) > 0 AND cardinality(l.direct) < cardinality(f.direct);

@@ -4,16 +4,27 @@ import type { EventsRepository } from './events.repository.ts'
 
 export const PRUNE_JOB = 'events.prune'
 const EVERY_MS = 3_600_000
-/** Events one run deletes at most (with their deliveries and attempts); more left: another run a minute later. */
+/** Events one run deletes at most (with their deliveries and attempts), and rows of each other kind it keeps; more left: another run a minute later. */
 const BATCH = 20_000
+
+/** Deletes up to `batch` rows dated before `cutoff` in the job's transaction; answers how many. */
+export type Pruner = (executor: Executor, cutoff: Date, batch: number) => Promise<number>
 
 /**
  * Retention: every hour, a platform job deletes the events older than EVENTS_RETENTION_DAYS,
- * their deliveries and attempts with them. One job per hour's key, so the instances that
+ * their deliveries and attempts with them, and what `alsoPrune` keeps of them elsewhere (the
+ * webhooks' batch rows of first deliveries). One job per hour's key, so the instances that
  * schedule it at start agree on one run; each run schedules the next. By real time, as the
  * events' created_at (the database's clock): a test clock's advance must not prune the log.
  */
-export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pick<Scheduler, 'schedule' | 'register'>; /** Real time (the events are dated by it). */ clock: Clock; retentionDays: number }) {
+export function createEventPruning(deps: {
+  repo: EventsRepository
+  alsoPrune?: readonly Pruner[]
+  scheduler: Pick<Scheduler, 'schedule' | 'register'>
+  /** Real time (the events are dated by it). */
+  clock: Clock
+  retentionDays: number
+}) {
   async function scheduleAt(executor: Executor, at: Date) {
     await deps.scheduler.schedule(executor, { kind: PRUNE_JOB, key: at.toISOString(), runAt: at })
   }
@@ -21,7 +32,8 @@ export function createEventPruning(deps: { repo: EventsRepository; scheduler: Pi
 
   deps.scheduler.register(PRUNE_JOB, async (ctx: JobContext) => {
     const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
-    const deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
+    let deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
+    for (const prune of deps.alsoPrune ?? []) deleted = Math.max(deleted, await prune(ctx.trx, cutoff, BATCH))
     await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
   }, { realTime: true })
 

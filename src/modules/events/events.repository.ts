@@ -37,16 +37,10 @@ export function createEventsRepository(db: Kysely<DB>) {
       return query.executeTakeFirst()
     },
 
-    /**
-     * Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with
-     * them) and up to `batch` rows of first deliveries recorded before it (every event of such a
-     * row is older: migration 0036); answers the larger count (`batch`: more may be left).
-     */
+    /** Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with them); answers how many. */
     async prune(executor: Executor, cutoff: Date, batch: number): Promise<number> {
-      const events = await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(executor)
-      const delivered = await sql`DELETE FROM webhook_delivered_batches WHERE id IN (
-        SELECT id FROM webhook_delivered_batches WHERE recorded_at < ${cutoff} ORDER BY recorded_at LIMIT ${batch})`.execute(executor)
-      return Math.max(Number(events.numAffectedRows ?? 0), Number(delivered.numAffectedRows ?? 0))
+      const result = await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(executor)
+      return Number(result.numAffectedRows ?? 0)
     },
   }
 }

@@ -137,7 +137,7 @@ export interface FanOutClaim extends Omit<DeliveryClaim, 'dropBatch'> {
   batch: number
 }
 
-/** An endpoint an event is sent to at once by a fan-out, with no delivery row yet. */
+/** An endpoint an event is sent to at once by a fan-out, with no row of its own until the call's outcome. */
 export interface DirectTarget {
   id: string
   url: string
@@ -156,7 +156,7 @@ export interface FannedEvent {
   direct: DirectTarget[]
 }
 
-/** A direct call's outcome: its delivery and attempt (1, at seq 1) are written with it. */
+/** A direct call's outcome (attempt 1, at seq 1): a success is an item of a batch row, a failure its delivery and attempt (migration 0036). */
 export interface DirectOutcome {
   eventId: string
   endpointId: string
@@ -176,8 +176,8 @@ export interface DirectOutcome {
  * (and existed when it was written) with a free slot here is called at once, in event order, and
  * the event's row is leased for those calls; the others get a pending delivery due now, which
  * claimDue() takes like any. An event whose lease ran out (its instance died during the calls,
- * or its outcomes were never written) has the delivery of every direct call still without one
- * written as a claim leaves it: pending at seq 1 and due now (failed when its endpoint is now
+ * or its outcomes were never written) has the delivery of every direct call still on its list
+ * (still awaiting its outcome: migration 0036) written as a claim leaves it: pending at seq 1 and due now (failed when its endpoint is now
  * disabled), its attempt 1 'lost'. Rows with no direct call left go.
  */
 export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedEvent[]> {
@@ -236,7 +236,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
   return rows
 }
 
-/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migration 0034). */
+/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migrations 0034, 0036). */
 export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly DirectOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
   const column = <T>(pick: (o: DirectOutcome) => T) => outcomes.map(pick)
@@ -254,7 +254,7 @@ export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly Di
  * For the metrics: each endpoint's oldest event not delivered nor given up. Three sources: its
  * pending deliveries; the events not fanned out yet that it wants (their oldest per company and
  * type first, so a backlog costs its groups, not its rows times the endpoints); and the fanned-out
- * events whose direct call to it has no delivery yet.
+ * events whose direct call to it awaits its outcome (still on the event's list: migration 0036).
  */
 export async function oldestPending(db: Kysely<DB>) {
   const { rows } = await sql<{ endpoint_id: string; oldest: Date }>`
@@ -273,7 +273,6 @@ export async function oldestPending(db: Kysely<DB>) {
       UNION ALL
       SELECT x.endpoint_id, min(f.fanned_at) FROM webhook_fanouts f CROSS JOIN LATERAL unnest(f.direct) AS x(endpoint_id)
       WHERE f.direct IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = f.event_id AND d.endpoint_id = x.endpoint_id)
       GROUP BY x.endpoint_id
     ) pending GROUP BY endpoint_id`.execute(db)
   return rows

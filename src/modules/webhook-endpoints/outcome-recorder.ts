@@ -22,8 +22,8 @@ export interface DeliveryObserver {
 
 /**
  * An attempt under way: what its outcome is recorded against. A claimed delivery's attempt has its
- * rows already; a direct call of a fan-out (attempt 1, seq 1) has its delivery and attempt written
- * with its outcome (migration 0034).
+ * rows already; a direct call of a fan-out (attempt 1, seq 1) has none until its outcome: an item
+ * of its endpoint's batch row if it succeeded, its delivery and attempt if not (migrations 0034, 0036).
  */
 export type Started =
   | { direct: false; attemptId: string; deliveryId: string; seq: number; attempt: number; endpointId: string; eventId: string }

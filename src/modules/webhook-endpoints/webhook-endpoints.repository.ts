@@ -2,17 +2,19 @@ import { randomUUID } from 'node:crypto'
 import { sql, type Kysely } from 'kysely'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
-/** An ended attempt as the list of attempts reads it, with its place in the list (`key`, `position`). */
+/** An ended attempt as the list of attempts reads it, with its place in the list (`key`, `position`; bigints read as numbers: database.ts). */
 interface AttemptRow {
-  key: string
-  position: string
-  id: string
+  key: number
+  position: number
+  id: number
   delivery_id: string
   event_id: string
-  event_type: string
+  /** Null: the event was deleted by the retention before this item's batch row. */
+  event_type: string | null
   attempt: number
   started_at: Date
   outcome: Exclude<AttemptOutcome, 'pending'>
@@ -76,11 +78,12 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
      * of its batch rows (first calls that succeeded at once, migration 0036). The order is a
      * row's id (an attempt's own; a batch's smallest item id, from the same sequence), then the
      * item's position in its batch, last first; the cursor holds both (an attempt's position is 0).
-     * Each side reads at most a page of rows after the cursor (a batch row holds at least one
-     * item past it, but the cursor's own row, hence one more), so a deep page costs what the
-     * first does. An attempt under way is not listed: a fanned-out event's first calls have no
-     * row until they end (migration 0034), and the queue's attempts are shown the same way. An
-     * item whose event was pruned before its batch row is skipped.
+     * Each side reads at most limit + 1 rows after the cursor (the batch side one more: every
+     * batch row holds an item past the cursor but the cursor's own), so a deep page costs what
+     * the first does. An attempt under way is not listed: a fanned-out event's first calls have
+     * no row until they end (migration 0034), and the queue's attempts are shown the same way.
+     * An item whose event the retention deleted before its batch row is left out of the page
+     * after the page is cut, so that it cannot end the list early.
      */
     async attempts(endpointId: string, page: KeysetPage & { limit: number }) {
       const [key, position] = page.after ?? []
@@ -101,12 +104,20 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
             WHERE endpoint_id = ${endpointId} ${key === undefined ? sql`` : sql`AND id <= ${key}::bigint`}
             ORDER BY id DESC LIMIT ${rows + 1}
           ) b
-          CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_at, b.status_codes, b.durations_ms)
+          CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_ats, b.status_codes, b.durations_ms)
             WITH ORDINALITY AS u(id, delivery_id, event_id, started_at, status_code, duration_ms, position)
           ${key === undefined ? sql`` : sql`WHERE b.id < ${key}::bigint OR u.position < ${position}::bigint`})
-        ) x JOIN events e ON e.id = x.event_id
+        ) x LEFT JOIN events e ON e.id = x.event_id
         ORDER BY x.key DESC, x.position DESC LIMIT ${rows}`.execute(db)
-      return cutPage(found, page, (row) => [Number(row.key), Number(row.position)])
+      const paged = cutPage(found, page, (row) => [row.key, row.position])
+      return { ...paged, items: paged.items.filter((row): row is AttemptRow & { event_type: string } => row.event_type !== null) }
+    },
+
+    /** Deletes up to `batch` batch rows of first deliveries recorded before `cutoff` (the events' retention); answers how many. */
+    async pruneDelivered(executor: Executor, cutoff: Date, batch: number): Promise<number> {
+      const result = await sql`DELETE FROM webhook_delivered_batches WHERE id IN (
+        SELECT id FROM webhook_delivered_batches WHERE recorded_at < ${cutoff} ORDER BY recorded_at LIMIT ${batch})`.execute(executor)
+      return Number(result.numAffectedRows ?? 0)
     },
 
     /** A `ping` for one endpoint only: the event and its one delivery (due now), in one transaction. */
