@@ -15,12 +15,16 @@ const LEASE_MARGIN_MS = 60_000
  * HTTP calls one instance keeps open to one endpoint at most. A receiver that hangs with a
  * backlog of a thousand events would otherwise hold a thousand sockets of this process; above
  * the bound its deliveries stay due in the table, unclaimed and uncounted, until a call ends.
- * 64, not 16: passes run one after another, so an endpoint gets at most this many calls per
- * pass's wall time, and at 16 a healthy receiver on loopback took ~480 deliveries a second,
- * behind a stream of 1,000 events a second (p99 11 s); at 64 the same run delivered within
- * 1.7 s (bench/findings.md, "Issue 15"). A hung receiver holds 64 sockets, for the timeout.
+ * Passes run one after another, so an endpoint gets at most this many calls per pass's wall
+ * time: at 16 a healthy receiver on loopback took ~480 deliveries a second, behind a stream of
+ * 1,000 events a second (p99 11 s); at 64 the same run delivered within 1.7 s (bench/findings.md,
+ * "Issue 15"), but with the machine busy a healthy receiver's calls took long enough that a
+ * quarter of its events found no free slot and went through the queue (a delivery row, its claim
+ * and its outcome: several times a first call's cost to PostgreSQL). At 256 none did, and
+ * PostgreSQL's CPU per change fell by a sixth (bench/findings.md, "Session of 2026-11-28
+ * (evening)"). A hung receiver holds 256 sockets of an instance, for the timeout (10 s).
  */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 64
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 256
 /** Deliveries of a disabled endpoint given up per pass (they are not sent: docs/webhooks.md). */
 const DROP_BATCH = 500
 /**
