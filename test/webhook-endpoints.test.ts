@@ -9,6 +9,7 @@ import { receiver, type Behaviour } from './helpers/receivers.ts'
 import { companyEndpoints, endpointSteps } from './helpers/webhook-endpoints.ts'
 import { MAX_IN_FLIGHT_PER_ENDPOINT, RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
 import { createWebhookEndpointsRepository } from '../src/modules/webhook-endpoints/webhook-endpoints.repository.ts'
+import { MAX_LIMIT } from '../src/http/pagination.ts'
 
 // Long enough that a loaded machine finishes the other calls of a test before a hanging one times out.
 const TIMEOUT_MS = 5_000
@@ -344,7 +345,8 @@ for (const engine of engines) {
       dead.release()
       await t.app.services.webhookDelivery.settled()
       // More than a default page (100): the list's largest.
-      const attempts = await t.json<any[]>(200, { url: `${companyEndpoints(c.id)}/${created.id}/deliveries`, query: { limit: '500' } })
+      assert.ok(MAX_IN_FLIGHT_PER_ENDPOINT + 2 <= MAX_LIMIT)
+      const attempts = await t.json<any[]>(200, { url: `${companyEndpoints(c.id)}/${created.id}/deliveries`, query: { limit: String(MAX_LIMIT) } })
       assert.equal(attempts.length, MAX_IN_FLIGHT_PER_ENDPOINT + 2)
       assert.ok(attempts.every((a) => a.attempt === 1 && a.status === 'error'))
     })
@@ -377,14 +379,14 @@ for (const engine of engines) {
       t.realClock.set(new Date(Date.now() + 1000))
       try {
         // Passes as the running loop makes them when calls end: the healthy endpoint's bound + 4 go the bound, then 4.
-        await eventually(async () => { await t.app.services.webhookDelivery.runDue(); return healthy.received.length }, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 4)
+        await eventually(async () => { await t.app.services.webhookDelivery.runDue(); return healthy.received.length }, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 4, 30_000)
         assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 4)
         assert.equal(dead.received.length, MAX_IN_FLIGHT_PER_ENDPOINT)
         // A new event, with the hanging endpoint's 4 due deliveries waiting and its calls at the bound open:
         // the healthy endpoint's delivery is claimed in the next pass, and the waiting ones are not.
         await contract(t, c.id)
         await t.app.services.webhookDelivery.runDue()
-        await eventually(async () => healthy.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 5)
+        await eventually(async () => healthy.received.length, (n) => n === MAX_IN_FLIGHT_PER_ENDPOINT + 5, 30_000)
         assert.equal(healthy.received.length, MAX_IN_FLIGHT_PER_ENDPOINT + 5)
         assert.equal(dead.received.length, MAX_IN_FLIGHT_PER_ENDPOINT)
       } finally {

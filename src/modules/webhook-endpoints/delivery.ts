@@ -20,9 +20,11 @@ const LEASE_MARGIN_MS = 60_000
  * 1,000 events a second (p99 11 s); at 64 the same run delivered within 1.7 s (bench/findings.md,
  * "Issue 15"), but with the machine busy a healthy receiver's calls took long enough that a
  * quarter of its events found no free slot and went through the queue (a delivery row, its claim
- * and its outcome: several times a first call's cost to PostgreSQL). At 256 none did, and
+ * and its outcome: about twice a first call's cost to PostgreSQL). At 256 none did, and
  * PostgreSQL's CPU per change fell by a sixth (bench/findings.md, "Session of 2026-11-28
- * (evening)"). A hung receiver holds 256 sockets of an instance, for the timeout (10 s).
+ * (evening)"). A hung receiver holds 256 sockets of an instance, for the timeout
+ * (WEBHOOK_TIMEOUT_MS, 10 s by default), and a receiver may get as many requests at once from
+ * each instance.
  */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 256
 /** Deliveries of a disabled endpoint given up per pass (they are not sent: docs/webhooks.md). */
@@ -30,8 +32,11 @@ const DROP_BATCH = 500
 /**
  * Events fanned out per pass at most: an event is one call per endpoint that wants it, so an
  * endpoint with all its slots free takes this many at once; what finds no free slot is queued.
+ * Not the bound itself: a pass starts its calls in one turn of the event loop (up to this many
+ * events times 32 endpoints), and a full batch brings the next pass at once, so a smaller batch
+ * keeps a backlog's passes short without queueing anything while slots are free.
  */
-const FAN_OUT_BATCH = MAX_IN_FLIGHT_PER_ENDPOINT
+const FAN_OUT_BATCH = 64
 /**
  * A pass at least this often: deliveries written by other instances, retries falling due, leases
  * running out. One indexed statement that finds nothing is what an idle instance pays

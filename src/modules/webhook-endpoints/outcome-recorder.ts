@@ -12,12 +12,16 @@ import type { Sent } from './sender.ts'
 export const RETRY_DELAYS_MS = [5, 300, 1800, 7200, 18000, 36000, 36000, 36000, 54000, 68400].map((s) => s * 1000)
 
 /**
- * Outcomes wait at most this long for others to share their statement... 25 ms, not 5: a
- * statement and a batch row per endpoint for five times as many outcomes, which is when an
- * outcome is listed, not when it is delivered (bench/findings.md, "Session of 2026-11-28 (evening)").
+ * Outcomes wait at most this long for others to share their statement... 25 ms, not 5: one
+ * statement, and one batch row per endpoint, then serve up to five times as many outcomes. The
+ * wait delays when an outcome is listed, not the delivery nor the call's slot (released at the
+ * call's end): bench/findings.md, "Session of 2026-11-28 (evening)".
  */
 const FLUSH_AFTER_MS = 25
-/** ...and at most this many share one. */
+/**
+ * ...or a statement starts at once when this many wait. While one is written, the next takes
+ * everything gathered meanwhile, which under load may be more.
+ */
 const FLUSH_SIZE = 500
 
 export interface DeliveryObserver {

@@ -79,8 +79,9 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
      * row's id (an attempt's own; a batch's smallest item id, from the same sequence), then the
      * item's position in its batch, last first; the cursor holds both (an attempt's position is 0).
      * Each side reads at most limit + 1 rows after the cursor (the batch side one more: every
-     * batch row holds an item past the cursor but the cursor's own), so a deep page costs what
-     * the first does. An attempt under way is not listed: a fanned-out event's first calls have
+     * batch row holds an item past the cursor but the cursor's own) and answers limit + 1 of
+     * them, and only the page's rows look up their event, so a deep page costs what the first
+     * does. An attempt under way is not listed: a fanned-out event's first calls have
      * no row until they end (migration 0034), and the queue's attempts are shown the same way.
      * An item whose event the retention deleted before its batch row is left out of the page
      * after the page is cut, so that it cannot end the list early.
@@ -91,7 +92,7 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       const { rows: found } = await sql<AttemptRow>`
         SELECT x.key, x.position, x.id, x.delivery_id, x.event_id, e.type AS event_type, x.attempt, x.started_at, x.outcome,
           x.status_code, x.duration_ms, x.error, x.next_retry_at
-        FROM (
+        FROM (SELECT * FROM (
           (SELECT a.id AS key, 0::bigint AS position, a.id, a.delivery_id, a.event_id, a.attempt, a.started_at, a.outcome,
             a.status_code, a.duration_ms, a.error, a.next_retry_at
           FROM webhook_attempts a
@@ -106,9 +107,11 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
           ) b
           CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_ats, b.status_codes, b.durations_ms)
             WITH ORDINALITY AS u(id, delivery_id, event_id, started_at, status_code, duration_ms, position)
-          ${key === undefined ? sql`` : sql`WHERE b.id < ${key}::bigint OR u.position < ${position}::bigint`})
-        ) x LEFT JOIN events e ON e.id = x.event_id
-        ORDER BY x.key DESC, x.position DESC LIMIT ${rows}`.execute(db)
+          ${key === undefined ? sql`` : sql`WHERE b.id < ${key}::bigint OR u.position < ${position}::bigint`}
+          ORDER BY b.id DESC, u.position DESC LIMIT ${rows})
+        ) merged ORDER BY merged.key DESC, merged.position DESC LIMIT ${rows}) x
+        LEFT JOIN events e ON e.id = x.event_id
+        ORDER BY x.key DESC, x.position DESC`.execute(db)
       const paged = cutPage(found, page, (row) => [row.key, row.position])
       return { ...paged, items: paged.items.filter((row): row is AttemptRow & { event_type: string } => row.event_type !== null) }
     },
