@@ -61,9 +61,10 @@ describe('V8 tuned for memory (src/v8-memory.ts)', () => {
   it('on PGlite (no DATABASE_URL) the young generation stays small: the flags take effect at run time', () => {
     const pglite = youngGenerationMb({ V8_SMALL_HEAP: 'auto' })
     assert.equal(pglite.on, true)
-    // Node 20 and 22 report 1-4 MB, Node 24 (V8 13) 4-5.5 MB for the same flags; V8's defaults
-    // grow it to 16 MB or more (the next test): 8 MB tells the two apart on every line.
-    assert.ok(pglite.mb <= 8, `young generation ${pglite.mb} MB`)
+    // Node 20 and 22 report 1-4 MB, Node 24 (V8 13) 4-5.5 MB for the same flags, and once 10.5 MB
+    // in CI (2026-11-28, the same process alone gave 4 MB sixteen times after); V8's defaults grow
+    // it to 16 MB or more (the next test): 12 MB tells the two apart on every line.
+    assert.ok(pglite.mb <= 12, `young generation ${pglite.mb} MB`)
   })
 
   it('on PostgreSQL, and when turned off, V8 keeps its defaults (the young generation grows)', () => {
