@@ -15,25 +15,13 @@ import { RETRY_DELAYS_MS } from '../src/modules/webhook-endpoints/delivery.ts'
 for (const engine of engines) {
   describe(`first deliveries recorded in batches on ${engine}`, () => {
     let t: TestApp
-    const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
+    const { receivers, listen, endpoint, deliverAt, deliverNow } = endpointSteps(() => t)
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: 5_000 }) })
     afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
     after(async () => { await t?.close() })
 
     const db = () => t.app.database.db
     const count = async (query: ReturnType<typeof sql<{ n: number }>>) => (await query.execute(db())).rows[0]!.n
-
-    /** Runs what is due at `when` and waits for the outcomes; the clock goes back after. */
-    async function deliverAt(when: Date) {
-      const back = t.realClock.now()
-      t.realClock.set(when)
-      try {
-        await t.app.services.webhookDelivery.runDue()
-        await t.app.services.webhookDelivery.settled()
-      } finally {
-        t.realClock.set(back)
-      }
-    }
 
     /** `n` contracts whose first calls are held open, then answered 200 at once: their outcomes share a batch. */
     async function deliveredTogether(companyId: string, r: Awaited<ReturnType<typeof listen>>, n: number) {
@@ -153,19 +141,8 @@ for (const engine of engines) {
       assert.match(JSON.stringify(res.json().errors), /querystring\/cursor/)
     })
 
-    it('an endpoint deleted takes its first deliveries with it', async () => {
-      const c = await company(t)
-      const r = await listen('ok')
-      const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
-      await contract(t, c.id)
-      await deliverNow()
-      assert.equal((await t.json<any[]>(200, { url: `${companyEndpoints(c.id)}/${created.id}/deliveries` })).length, 1)
-      assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${created.id}`, token: c.token })).statusCode, 204)
-      assert.equal((await t.call({ url: `${companyEndpoints(c.id)}/${created.id}/deliveries` })).statusCode, 404)
-      assert.equal(await count(sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_delivered_batches WHERE endpoint_id = ${created.id}`), 0)
-    })
-
-    it('the events\' retention deletes the first deliveries recorded before its cutoff', async () => {
+    /** A company's endpoint with one first delivery made: its attempts' list answers it. */
+    async function oneDelivered() {
       const c = await company(t)
       const r = await listen('ok')
       const created = await endpoint(c.id, { url: r.url, event_types: ['contract.created'] })
@@ -173,6 +150,18 @@ for (const engine of engines) {
       await deliverNow()
       const url = `${companyEndpoints(c.id)}/${created.id}/deliveries`
       assert.equal((await t.json<any[]>(200, { url })).length, 1)
+      return { c, created, url }
+    }
+
+    it('an endpoint deleted takes its first deliveries with it', async () => {
+      const { c, created } = await oneDelivered()
+      assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${created.id}`, token: c.token })).statusCode, 204)
+      assert.equal((await t.call({ url: `${companyEndpoints(c.id)}/${created.id}/deliveries` })).statusCode, 404)
+      assert.equal(await count(sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_delivered_batches WHERE endpoint_id = ${created.id}`), 0)
+    })
+
+    it('the events\' retention deletes the first deliveries recorded before its cutoff', async () => {
+      const { created, url } = await oneDelivered()
       // The retention's job is due by real time (and its next run by the business clock's too).
       const back = { clock: t.clock.now(), real: t.realClock.now() }
       const later = new Date(Date.now() + 31 * 86_400_000)

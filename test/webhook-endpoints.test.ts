@@ -18,25 +18,12 @@ const HANGING_TIMEOUT_MS = 60_000
 for (const engine of engines) {
   describe(`outgoing webhooks on ${engine}`, () => {
     let t: TestApp
-    const { receivers, listen, endpoint } = endpointSteps(() => t, { slowMs: TIMEOUT_MS * 3 })
+    const { receivers, listen, endpoint, deliverAt, deliverNow } = endpointSteps(() => t, { slowMs: TIMEOUT_MS * 3 })
     before(async () => { t = await buildTestApp(engine, { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: TIMEOUT_MS }) })
     // As in the hanging receivers' suite below: a later test's retries must not wait on this one's slow receiver.
     afterEach(async () => { for (const r of receivers.splice(0)) await r.close() })
     after(async () => { await t?.close() })
 
-    /** Runs the jobs due at `when` and waits for their HTTP calls' outcomes; the clock goes back after (tokens stay valid). */
-    async function deliverAt(when: Date | string) {
-      const back = t.realClock.now()
-      t.realClock.set(when)
-      try {
-        await t.app.services.webhookDelivery.runDue()
-        await t.app.services.webhookDelivery.settled()
-      } finally {
-        t.realClock.set(back)
-      }
-    }
-    // A second ahead of the database's time, which dates the jobs a change writes.
-    const deliverNow = () => deliverAt(new Date(Date.now() + 1000))
 
     const attemptsOf = (companyId: string, id: string) => t.json<any[]>(200, { url: `${companyEndpoints(companyId)}/${id}/deliveries` })
 

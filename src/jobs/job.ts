@@ -1,7 +1,8 @@
-import type { Kysely, Transaction } from 'kysely'
+import type { Transaction } from 'kysely'
 import type { DB } from '../db/tables.ts'
+import type { Executor } from '../db/executor.ts'
 
-export type Executor = Kysely<DB> | Transaction<DB>
+export type { Executor }
 
 export interface JobContext {
   /** The transaction the job runs in: its writes commit together with the job's completion. */

@@ -13,6 +13,17 @@ export const companyEndpoints = (companyId: string) => `/api/v1/companies/${comp
  */
 export function endpointSteps(app: () => TestApp, options: { slowMs?: number } = {}) {
   const receivers: Receiver[] = []
+  async function deliverAt(when: Date | string) {
+    const t = app()
+    const back = t.realClock.now()
+    t.realClock.set(when)
+    try {
+      await t.app.services.webhookDelivery.runDue()
+      await t.app.services.webhookDelivery.settled()
+    } finally {
+      t.realClock.set(back)
+    }
+  }
   return {
     receivers,
     async listen(behaviour: Behaviour = 'ok') {
@@ -20,18 +31,10 @@ export function endpointSteps(app: () => TestApp, options: { slowMs?: number } =
       receivers.push(r)
       return r
     },
+    /** Runs the deliveries due at `when` (real time) and waits for their outcomes; the clock goes back after (tokens stay valid). */
+    deliverAt,
     /** Runs the deliveries due a second from now (past the database's time, which dates the writes) and waits for their outcomes. */
-    async deliverNow() {
-      const t = app()
-      const back = t.realClock.now()
-      t.realClock.set(new Date(Date.now() + 1000))
-      try {
-        await t.app.services.webhookDelivery.runDue()
-        await t.app.services.webhookDelivery.settled()
-      } finally {
-        t.realClock.set(back)
-      }
-    },
+    deliverNow: () => deliverAt(new Date(Date.now() + 1000)),
     async endpoint(companyId: string | null, body: Record<string, unknown>, token?: string) {
       const res = await app().call({ method: 'POST', url: companyId ? companyEndpoints(companyId) : '/api/v1/webhook_endpoints', token, body })
       assert.equal(res.statusCode, 201, res.body)

@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.ts'
-import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
+import type { Executor } from '../../db/executor.ts'
+import type { JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { EventsRepository } from './events.repository.ts'
 
 export const PRUNE_JOB = 'events.prune'

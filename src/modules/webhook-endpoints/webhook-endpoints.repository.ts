@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql, type Kysely } from 'kysely'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
-import type { Executor } from '../../jobs/scheduler.ts'
+import type { Executor } from '../../db/executor.ts'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
