@@ -71,6 +71,19 @@ for (const engine of engines) {
       assert.deepEqual(await keeper.runOnce(), [], 'analyzed once: it has not grown since')
     })
 
+    it('keeps no statistics of the columns no query reads by: the events\' payload, the batch rows\' arrays (migration 0037)', async () => {
+      await growEvents(3)
+      await sql`ANALYZE events`.execute(t.app.database.db)
+      const columns = (await sql<{ attname: string }>`SELECT attname FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'events'`
+        .execute(t.app.database.db)).rows.map((r) => r.attname).sort()
+      assert.ok(columns.includes('type') && columns.includes('company_id') && columns.includes('created_at'), `events' statistics: ${columns.join(', ')}`)
+      assert.ok(!columns.includes('data'), 'no statistics of the payload')
+      const targets = (await sql<{ attname: string }>`
+        SELECT attname FROM pg_attribute WHERE attrelid = 'webhook_delivered_batches'::regclass AND attnum > 0 AND NOT attisdropped AND attstattarget = 0`
+        .execute(t.app.database.db)).rows.map((r) => r.attname).sort()
+      assert.deepEqual(targets, ['attempt_ids', 'delivery_ids', 'durations_ms', 'event_ids', 'started_ats', 'status_codes'])
+    })
+
     it('leaves a table to the instance that is analyzing, and lets the lock go after each table', postgresOnly(engine), async () => {
       const keeper = t.app.services.tableStatistics
       await keeper.runOnce()
