@@ -10,6 +10,22 @@ export interface Sent { outcome: AttemptOutcome; statusCode: number | null; erro
 
 /** How long an idle connection to a receiver is kept at most, whatever its Keep-Alive header asks. */
 const IDLE_CONNECTION_MAX_MS = 30_000
+/** Target URLs kept parsed at most (the map is emptied beyond). */
+const PARSED_TARGETS_KEPT = 1000
+
+type Parsed = { origin: string; path: string } | { refused: string }
+
+function parseTarget(target: string, allowPrivateTargets: boolean): Parsed {
+  let url: URL
+  try { url = new URL(target) } catch { return { refused: 'The endpoint URL is not a URL' } }
+  const host = hostOf(url)
+  if (!allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) return { refused: `${host} is a loopback, private or link-local address` }
+  return { origin: url.origin, path: url.pathname + url.search }
+}
+
+function outcome(started: number, result: AttemptOutcome, statusCode: number | null, error: string | null): Sent {
+  return { outcome: result, statusCode, error, durationMs: Math.round(performance.now() - started) }
+}
 
 /**
  * The HTTP side of a delivery: one POST with the Standard Webhooks headers, after the claim has
@@ -48,27 +64,49 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     return loading
   }
 
-  /** Never throws: every failure is an outcome. */
-  async function send(target: string, secrets: string[], eventId: string, body: string): Promise<Sent> {
+  /**
+   * What each target URL comes to, parsed once: the dispatcher's origin and path, or why it is
+   * refused (the address check here needs no lookup; a name's addresses are checked as it connects).
+   * Endpoints are few and their URLs change rarely: the map is emptied if it ever holds too many.
+   */
+  const parsedTargets = new Map<string, Parsed>()
+  function parsedTarget(target: string): Parsed {
+    let parsed = parsedTargets.get(target)
+    if (parsed === undefined) {
+      parsed = parseTarget(target, options.allowPrivateTargets)
+      if (parsedTargets.size >= PARSED_TARGETS_KEPT) parsedTargets.clear()
+      parsedTargets.set(target, parsed)
+    }
+    return parsed
+  }
+
+  /**
+   * Every failure of the call is an outcome; only a fault of this code rejects. Not an async
+   * function: a delivery is a few dozen microseconds, and each promise and turn of the microtask
+   * queue saved is a share of it.
+   */
+  function send(target: string, secrets: string[], eventId: string, body: string): Promise<Sent> {
     const started = performance.now()
-    const done = (outcome: AttemptOutcome, statusCode: number | null, error: string | null): Sent =>
-      ({ outcome, statusCode, error, durationMs: Math.round(performance.now() - started) })
-    let url: URL
-    try { url = new URL(target) } catch { return done('refused', null, 'The endpoint URL is not a URL') }
-    const host = hostOf(url)
-    if (!options.allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) {
-      return done('refused', null, `${host} is a loopback, private or link-local address`)
-    }
-    const headers = {
-      'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
-      ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
-    }
-    let client: Agent
     try {
-      client = await dispatcher()
+      const parsed = parsedTarget(target)
+      if ('refused' in parsed) return Promise.resolve(outcome(started, 'refused', null, parsed.refused))
+      const headers = {
+        'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
+        ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
+      }
+      const client = dispatcher()
+      if (client instanceof Promise) {
+        return client.then((loaded) => call(loaded, parsed, headers, body, started),
+          (err: unknown) => outcome(started, 'error', null, `The HTTP client could not be loaded: ${(err as Error).message}`))
+      }
+      return call(client, parsed, headers, body, started)
     } catch (err) {
-      return done('error', null, `The HTTP client could not be loaded: ${(err as Error).message}`)
+      // As an async function would: the caller's promise chain gives the endpoint's slot back.
+      return Promise.reject(err)
     }
+  }
+
+  function call(client: Agent, target: { origin: string; path: string }, headers: Record<string, string>, body: string, started: number): Promise<Sent> {
     return new Promise<Sent>((resolve) => {
       let settled = false
       let controller: Dispatcher.DispatchController | undefined
@@ -84,10 +122,10 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       // its connection when it runs out is aborted as soon as it starts.
       const timer = setTimeout(() => {
         // Settled first: the abort calls onResponseError at once.
-        finish(done('timeout', null, `No answer within ${options.timeoutMs} ms`))
+        finish(outcome(started, 'timeout', null, `No answer within ${options.timeoutMs} ms`))
         controller?.abort(new Error('timeout'))
       }, options.timeoutMs)
-      client.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body }, {
+      client.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
         onRequestStart(c) {
           controller = c
           // Timed out while waiting for its connection.
@@ -104,11 +142,11 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
         onResponseError(_c, err) {
           // An answer whose body was cut off (too large, or the connection dropped): its status decides.
           if (status > 0) return answered()
-          finish(err instanceof TargetRefused ? done('refused', null, err.message) : done('error', null, err.message))
+          finish(err instanceof TargetRefused ? outcome(started, 'refused', null, err.message) : outcome(started, 'error', null, err.message))
         },
       })
       function answered() {
-        finish(status >= 200 && status < 300 ? done('succeeded', status, null) : done('failed', status, `The receiver answered ${status}`))
+        finish(status >= 200 && status < 300 ? outcome(started, 'succeeded', status, null) : outcome(started, 'failed', status, `The receiver answered ${status}`))
       }
     })
   }

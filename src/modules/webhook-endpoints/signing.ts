@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
 
 /** A new endpoint secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks). */
 export function newSecret(): string {
@@ -13,9 +13,20 @@ export function newSecret(): string {
  * rotation's grace the new secret's and the old one's, and a receiver accepts either.
  */
 export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
-  const signatures = secrets.map((secret) => {
-    const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
-    return `v1,${createHmac('sha256', key).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`
-  })
+  const signatures = secrets.map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`)
   return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') }
+}
+
+/** Secrets' keys, decoded once each (a delivery signs with one or two; endpoints are few). Emptied if it ever holds too many. */
+const keys = new Map<string, KeyObject>()
+const KEYS_KEPT = 1000
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret)
+  if (key === undefined) {
+    key = createSecretKey(Buffer.from(secret.slice('whsec_'.length), 'base64'))
+    if (keys.size >= KEYS_KEPT) keys.clear()
+    keys.set(secret, key)
+  }
+  return key
 }
