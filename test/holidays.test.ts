@@ -186,6 +186,10 @@ for (const engine of engines) {
       const rome = await company(t)
       const utc = await company(t, { timezone: 'UTC' })
       const id = await holiday(rome, { name: 'Capodanno aziendale', day: '2027-01-01', recurrent: 'yearly' })
+      // Dated holidays of the other year: read beside the year's (both years are possible until
+      // the company's time zone is known), and left out.
+      const lastYearInRome = await holiday(rome, { name: 'Inventario', day: '2027-12-31' })
+      const nextYearInUtc = await holiday(utc, { name: 'Inventory', day: '2028-01-01' })
       try {
         t.clock.set('2027-12-31T23:30:00Z') // already 2028 in Rome, still 2027 in UTC
         // Tokens follow the clock too: take ones issued at the new time.
@@ -193,8 +197,10 @@ for (const engine of engines) {
         const inRome = await all(rome)
         assert.ok(inRome.length > 0 && inRome.every((e) => e.day.startsWith('2028-')))
         assert.deepEqual(own(inRome, id), ['2028-01-01'])
+        assert.deepEqual(own(inRome, lastYearInRome), [])
         const inUtc = await all(utc)
         assert.ok(inUtc.length > 0 && inUtc.every((e) => e.day.startsWith('2027-')))
+        assert.deepEqual(own(inUtc, nextYearInUtc), [])
       } finally {
         t.clock.set(new Date())
       }

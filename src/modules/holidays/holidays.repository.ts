@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
-import type { DB, HolidaysTable } from '../../db/tables.ts'
+import type { CompaniesTable, DB, HolidaysTable } from '../../db/tables.ts'
 import { keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
@@ -12,18 +12,23 @@ export type HolidayValues = Pick<HolidaysTable, 'name' | 'day' | 'is_worker_holi
 
 const COLUMNS = ['id', 'name', 'day', 'is_worker_holiday', 'recurrent', 'recurrent_until', 'subsidiary_id'] as const
 
+/** A row of endpoint 30's read: the company's place, and one of its holidays (all null when it has none). */
+type PlaceAndHoliday = Pick<CompaniesTable, 'country' | 'province' | 'timezone'> & { [K in (typeof COLUMNS)[number]]: HolidaysTable[K] | null }
+
 /** Holidays a company defines; every query is bounded by company_id. */
 export function createHolidaysRepository(db: Kysely<DB>) {
   const ofCompany = (companyId: string) => db.selectFrom('holidays').select(COLUMNS).where('company_id', '=', companyId)
 
-  // Endpoint 30's two reads, compiled once (building them was a seventh of its CPU in the profile).
-  const companyPlace = prepared(db, (companyId: string) =>
-    db.selectFrom('companies').select(['country', 'province', 'timezone']).where('id', '=', companyId))
-  const fallingIn = prepared(db, (companyId: string, from: string, to: string) =>
-    ofCompany(companyId).where((eb) => eb.or([
-      eb.and([eb('recurrent', '=', sql.lit('none')), eb('day', '>=', from), eb('day', '<=', to)]),
-      eb.and([eb('recurrent', '=', sql.lit('yearly')), eb('day', '<=', to), eb.or([eb('recurrent_until', 'is', null), eb('recurrent_until', '>=', from)])]),
-    ])))
+  // Endpoint 30's read, compiled once (building it was a seventh of its CPU in the profile): the
+  // company's place, and its holidays that may fall in [from, to], in one statement (one round
+  // trip where there were two: bench/findings.md, "Session of 2026-11-28 (night)"). A company
+  // without holidays is one row of nulls beside its place; no row: no such company.
+  const placeAndFallingIn = prepared(db, (companyId: string, from: string, to: string) => sql<PlaceAndHoliday>`
+    SELECT c.country, c.province, c.timezone, h.id, h.name, h.day, h.is_worker_holiday, h.recurrent, h.recurrent_until, h.subsidiary_id
+    FROM companies c LEFT JOIN holidays h ON h.company_id = c.id AND (
+      (h.recurrent = 'none' AND h.day >= ${from} AND h.day <= ${to})
+      OR (h.recurrent = 'yearly' AND h.day <= ${to} AND (h.recurrent_until IS NULL OR h.recurrent_until >= ${from})))
+    WHERE c.id = ${companyId}`)
   // The mix's holiday list and creation (issue 19), compiled once as well.
   const companyWidePages = preparedPages(db, DEFINED_ORDER, (companyId) => ofCompany(companyId).where('subsidiary_id', 'is', null))
   const holidayInsertion = prepared(db, (companyId: string, id: string, name: string, day: string, isWorkerHoliday: boolean, recurrent: HolidayValues['recurrent'],
@@ -33,8 +38,19 @@ export function createHolidaysRepository(db: Kysely<DB>) {
   }))
 
   return {
-    /** What endpoint 30 needs of the company: where it is and what time it is there. */
-    findCompanyPlace: async (companyId: string) => (await companyPlace(companyId))[0],
+    /**
+     * What endpoint 30 needs: where the company is and what time it is there, and every holiday of
+     * the company and its subsidiaries that may fall in [from, to] (dated ones inside it, yearly
+     * ones begun and not ended by then). Undefined: no such company.
+     */
+    async placeWithHolidaysFallingIn(companyId: string, from: string, to: string) {
+      const rows = await placeAndFallingIn(companyId, from, to)
+      const first = rows[0]
+      if (!first) return undefined
+      const holidays = rows.flatMap(({ id, name, day, is_worker_holiday, recurrent, recurrent_until, subsidiary_id }) =>
+        id === null ? [] : [{ id, name: name!, day: day!, is_worker_holiday: is_worker_holiday!, recurrent: recurrent!, recurrent_until, subsidiary_id }])
+      return { place: { country: first.country, province: first.province, timezone: first.timezone }, holidays }
+    },
 
     /** Remembered per process once seen (src/db/company-exists.ts). */
     companyExists: companyExistsOn(db),
@@ -66,8 +82,6 @@ export function createHolidaysRepository(db: Kysely<DB>) {
       return cutPage(rows, page, (row) => [row.day, row.name, row.id])
     },
 
-    /** Every holiday of the company and its subsidiaries that may fall in [from, to]: dated ones inside it, yearly ones begun and not ended by then. */
-    listFallingIn: (companyId: string, from: string, to: string) => fallingIn(companyId, from, to),
   }
 }
 

@@ -73,9 +73,8 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
      * its time zone; undefined in the hours around New Year when zones disagree.
      */
     yearEverywhere(): number | undefined {
-      const now = clock.now().getTime()
-      const west = new Date(now - 12 * 3_600_000).getUTCFullYear()
-      return west === new Date(now + 14 * 3_600_000).getUTCFullYear() ? west : undefined
+      const [west, east] = yearsSomewhere(clock.now())
+      return west === east ? west : undefined
     },
 
     /** 26: the company-wide holidays as defined (not expanded), by day. */
@@ -97,11 +96,15 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
      * page is cut from the sorted year (at most a few hundred dates), after the cursor's key.
      */
     async allOfYear(companyId: string, requestedYear: number | undefined, page: KeysetPage = {}): Promise<Paged<DatedHoliday>> {
-      const company = await repo.findCompanyPlace(companyId)
-      if (!company) throw new NotFound('Company')
-      const year = requestedYear ?? Number(todayIn(company.timezone, clock.now()).slice(0, 4))
-      const y = String(year).padStart(4, '0')
-      const defined = await repo.listFallingIn(companyId, `${y}-01-01`, `${y}-12-31`)
+      // Without `year`, the company's year is known only with its time zone, read in the same
+      // statement: the holidays of every year it may be (from 12 h west of UTC to 14 h east) are
+      // read, and occurrenceIn keeps the year's.
+      const now = clock.now()
+      const [first, last] = requestedYear !== undefined ? [requestedYear, requestedYear] : yearsSomewhere(now)
+      const found = await repo.placeWithHolidaysFallingIn(companyId, `${String(first).padStart(4, '0')}-01-01`, `${String(last).padStart(4, '0')}-12-31`)
+      if (!found) throw new NotFound('Company')
+      const { place: company, holidays: defined } = found
+      const year = requestedYear ?? Number(todayIn(company.timezone, now).slice(0, 4))
       const entries: DatedHoliday[] = []
       for (const holiday of defined) {
         const day = occurrenceIn(holiday, year)
@@ -113,6 +116,11 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       return pageInMemory(entries.sort(byDaySourceName), page, datedKey)
     },
   }
+}
+
+/** The years it is somewhere at `now`: in the time zones 12 h west of UTC and 14 h east, the two ends. */
+function yearsSomewhere(now: Date): [number, number] {
+  return [new Date(now.getTime() - 12 * 3_600_000).getUTCFullYear(), new Date(now.getTime() + 14 * 3_600_000).getUTCFullYear()]
 }
 
 /** The sort key of byDaySourceName, as a cursor carries it (a public holiday has no id: ''). */
