@@ -189,7 +189,9 @@ for (const engine of engines) {
       // Dated holidays of the other year: read beside the year's (both years are possible until
       // the company's time zone is known), and left out.
       const lastYearInRome = await holiday(rome, { name: 'Inventario', day: '2027-12-31' })
+      const endedInRome = await holiday(rome, { name: 'Fine anno', day: '2020-12-31', recurrent: 'yearly', recurrent_until: '2027-12-31' })
       const nextYearInUtc = await holiday(utc, { name: 'Inventory', day: '2028-01-01' })
+      const beginsInUtc = await holiday(utc, { name: 'Founders', day: '2028-03-01', recurrent: 'yearly' })
       try {
         t.clock.set('2027-12-31T23:30:00Z') // already 2028 in Rome, still 2027 in UTC
         // Tokens follow the clock too: take ones issued at the new time.
@@ -198,9 +200,11 @@ for (const engine of engines) {
         assert.ok(inRome.length > 0 && inRome.every((e) => e.day.startsWith('2028-')))
         assert.deepEqual(own(inRome, id), ['2028-01-01'])
         assert.deepEqual(own(inRome, lastYearInRome), [])
+        assert.deepEqual(own(inRome, endedInRome), [], 'a yearly holiday ended the year before')
         const inUtc = await all(utc)
         assert.ok(inUtc.length > 0 && inUtc.every((e) => e.day.startsWith('2027-')))
         assert.deepEqual(own(inUtc, nextYearInUtc), [])
+        assert.deepEqual(own(inUtc, beginsInUtc), [], 'a yearly holiday that begins the year after')
       } finally {
         t.clock.set(new Date())
       }

@@ -177,9 +177,12 @@ export function createWebhookDelivery(deps: {
         throw err
       })
       .catch((err: unknown) => deps.log.error({ err }, 'webhook delivery failed'))
-      .then(() => { inFlight.delete(call) })
+      // Either way: settled() waits for what is in the set.
+      .then(() => forget(call), () => forget(call))
     inFlight.add(call)
   }
+
+  function forget(call: Promise<void>) { inFlight.delete(call) }
 
   /** Gives back an endpoint's slot; if the endpoint had more waiting, a pass comes soon to use it. */
   function release(endpointId: string) {

@@ -10,7 +10,7 @@ export interface Sent { outcome: AttemptOutcome; statusCode: number | null; erro
 
 /** How long an idle connection to a receiver is kept at most, whatever its Keep-Alive header asks. */
 const IDLE_CONNECTION_MAX_MS = 30_000
-/** Target URLs kept parsed at most (the map is emptied beyond). */
+/** Target URLs kept parsed at most (beyond, the oldest parsed goes). */
 const PARSED_TARGETS_KEPT = 1000
 
 type Parsed = { origin: string; path: string } | { refused: string }
@@ -23,8 +23,9 @@ function parseTarget(target: string, allowPrivateTargets: boolean): Parsed {
   return { origin: url.origin, path: url.pathname + url.search }
 }
 
-function outcome(started: number, result: AttemptOutcome, statusCode: number | null, error: string | null): Sent {
-  return { outcome: result, statusCode, error, durationMs: Math.round(performance.now() - started) }
+/** What a call that began at `started` (performance.now()) came to. */
+function ended(started: number, outcome: AttemptOutcome, statusCode: number | null, error: string | null): Sent {
+  return { outcome, statusCode, error, durationMs: Math.round(performance.now() - started) }
 }
 
 /**
@@ -67,14 +68,14 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
   /**
    * What each target URL comes to, parsed once: the dispatcher's origin and path, or why it is
    * refused (the address check here needs no lookup; a name's addresses are checked as it connects).
-   * Endpoints are few and their URLs change rarely: the map is emptied if it ever holds too many.
+   * URLs change rarely; beyond PARSED_TARGETS_KEPT, the one parsed first goes.
    */
   const parsedTargets = new Map<string, Parsed>()
   function parsedTarget(target: string): Parsed {
     let parsed = parsedTargets.get(target)
     if (parsed === undefined) {
       parsed = parseTarget(target, options.allowPrivateTargets)
-      if (parsedTargets.size >= PARSED_TARGETS_KEPT) parsedTargets.clear()
+      if (parsedTargets.size >= PARSED_TARGETS_KEPT) parsedTargets.delete(parsedTargets.keys().next().value!)
       parsedTargets.set(target, parsed)
     }
     return parsed
@@ -89,7 +90,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     const started = performance.now()
     try {
       const parsed = parsedTarget(target)
-      if ('refused' in parsed) return Promise.resolve(outcome(started, 'refused', null, parsed.refused))
+      if ('refused' in parsed) return Promise.resolve(ended(started, 'refused', null, parsed.refused))
       const headers = {
         'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
         ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
@@ -97,7 +98,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       const client = dispatcher()
       if (client instanceof Promise) {
         return client.then((loaded) => call(loaded, parsed, headers, body, started),
-          (err: unknown) => outcome(started, 'error', null, `The HTTP client could not be loaded: ${(err as Error).message}`))
+          (err: unknown) => ended(started, 'error', null, `The HTTP client could not be loaded: ${(err as Error).message}`))
       }
       return call(client, parsed, headers, body, started)
     } catch (err) {
@@ -122,7 +123,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       // its connection when it runs out is aborted as soon as it starts.
       const timer = setTimeout(() => {
         // Settled first: the abort calls onResponseError at once.
-        finish(outcome(started, 'timeout', null, `No answer within ${options.timeoutMs} ms`))
+        finish(ended(started, 'timeout', null, `No answer within ${options.timeoutMs} ms`))
         controller?.abort(new Error('timeout'))
       }, options.timeoutMs)
       client.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
@@ -142,11 +143,11 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
         onResponseError(_c, err) {
           // An answer whose body was cut off (too large, or the connection dropped): its status decides.
           if (status > 0) return answered()
-          finish(err instanceof TargetRefused ? outcome(started, 'refused', null, err.message) : outcome(started, 'error', null, err.message))
+          finish(err instanceof TargetRefused ? ended(started, 'refused', null, err.message) : ended(started, 'error', null, err.message))
         },
       })
       function answered() {
-        finish(status >= 200 && status < 300 ? outcome(started, 'succeeded', status, null) : outcome(started, 'failed', status, `The receiver answered ${status}`))
+        finish(status >= 200 && status < 300 ? ended(started, 'succeeded', status, null) : ended(started, 'failed', status, `The receiver answered ${status}`))
       }
     })
   }

@@ -17,7 +17,11 @@ export function signatureHeaders(secrets: readonly string[], eventId: string, bo
   return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') }
 }
 
-/** Secrets' keys, decoded once each (a delivery signs with one or two; endpoints are few). Emptied if it ever holds too many. */
+/**
+ * Secrets' keys, decoded once each (a delivery signs with one or two). Beyond KEYS_KEPT the one
+ * decoded first goes; a rotated-out or deleted endpoint's key stays in this process's memory until
+ * then, as the secret itself does in the rows read by each delivery pass.
+ */
 const keys = new Map<string, KeyObject>()
 const KEYS_KEPT = 1000
 
@@ -25,7 +29,7 @@ function keyOf(secret: string): KeyObject {
   let key = keys.get(secret)
   if (key === undefined) {
     key = createSecretKey(Buffer.from(secret.slice('whsec_'.length), 'base64'))
-    if (keys.size >= KEYS_KEPT) keys.clear()
+    if (keys.size >= KEYS_KEPT) keys.delete(keys.keys().next().value!)
     keys.set(secret, key)
   }
   return key
