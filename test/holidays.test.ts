@@ -301,4 +301,20 @@ describe('public holiday calendar', () => {
     assert.deepEqual(calendar.place('DE', 'Atlantis'), { country: 'DE' })
     assert.deepEqual(calendar.forYear('XX', null, 2026), [])
   })
+
+  it('keeps at most maxCachedYears places and years, the first worked out going first', () => {
+    const calendar = createPublicHolidayCalendar({ maxCachedYears: 2 })
+    const year = calendar.forYear('IT', 'RM', 2026)
+    calendar.forYear('IT', 'RM', 2027)
+    assert.equal(calendar.forYear('IT', 'RM', 2026), year, 'kept within the bound')
+    calendar.forYear('IT', 'RM', 2028)
+    assert.notEqual(calendar.forYear('IT', 'RM', 2026), year, 'dropped past it, and computed again')
+    assert.deepEqual(calendar.forYear('IT', 'RM', 2026), year)
+    // A province is whatever the company wrote: each new one is a place to remember.
+    const place = calendar.place('DE', 'Province 1')
+    calendar.place('DE', 'Province 2')
+    assert.equal(calendar.place('DE', 'Province 1'), place, 'kept within the bound')
+    calendar.place('DE', 'Province 3')
+    assert.notEqual(calendar.place('DE', 'Province 1'), place, 'dropped past it')
+  })
 })

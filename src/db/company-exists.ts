@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely'
 import { prepared } from './prepared.ts'
 import { inRequestTransaction } from './request-transaction.ts'
+import { BoundedSet } from '../bounded-map.ts'
 
-/** Past this many remembered companies the memory starts again (each entry is a 36-character id). */
+/** Past this many remembered companies the one remembered first goes (each entry is a 36-character id). */
 const REMEMBERED_LIMIT = 200_000
 
 const perDatabase = new WeakMap<Kysely<any>, (companyId: string) => Promise<boolean>>()
@@ -20,13 +21,12 @@ const perDatabase = new WeakMap<Kysely<any>, (companyId: string) => Promise<bool
 export function companyExistsOn(db: Kysely<any>): (companyId: string) => Promise<boolean> {
   const existing = perDatabase.get(db)
   if (existing) return existing
-  const seen = new Set<string>()
+  const seen = new BoundedSet<string>(REMEMBERED_LIMIT)
   const find = prepared(db, (id: string) => sql<{ found: number }>`SELECT 1 AS found FROM companies WHERE id = ${id}`)
   const exists = async (companyId: string) => {
     if (seen.has(companyId)) return true
     const found = (await find(companyId)).length > 0
     if (found && !inRequestTransaction()) {
-      if (seen.size >= REMEMBERED_LIMIT) seen.clear()
       seen.add(companyId)
     }
     return found

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import type DateHolidays from 'date-holidays'
 import { addDays } from './recurrence.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 type Holidays = DateHolidays
 let holidaysClass: typeof DateHolidays | undefined
@@ -30,7 +31,7 @@ const DAY_MS = 86_400_000
  * Public holidays of the date-holidays package, computed once per (country, state, region,
  * year) and then served from memory: building a calendar costs ~10 ms and a year ~5 ms, far
  * above the budget of endpoint 30. The data is immutable, so nothing ever needs invalidating;
- * the year cache is bounded (least recently computed out first).
+ * the places and years kept are bounded (src/bounded-map.ts).
  */
 export function createPublicHolidayCalendar(options: { maxCachedYears?: number } = {}) {
   const maxCachedYears = options.maxCachedYears ?? 5_000
@@ -42,9 +43,10 @@ export function createPublicHolidayCalendar(options: { maxCachedYears?: number }
     }
     return loaded
   }
-  const places = new Map<string, Place | null>()
   const calendars = new Map<string, Holidays>()
-  const years = new Map<string, readonly PublicHoliday[]>()
+  // Keyed by the company's own province, as written: bounded like the years.
+  const places = new BoundedMap<string, Place | null>(maxCachedYears)
+  const years = new BoundedMap<string, readonly PublicHoliday[]>(maxCachedYears)
 
   /**
    * The country, narrowed to the company's province when the data knows it as a state (DE "BY")
@@ -116,7 +118,6 @@ export function createPublicHolidayCalendar(options: { maxCachedYears?: number }
       let days = years.get(key)
       if (!days) {
         days = compute(p, year)
-        if (years.size >= maxCachedYears) years.delete(years.keys().next().value!)
         years.set(key, days)
       }
       return days

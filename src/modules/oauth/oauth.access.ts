@@ -1,5 +1,6 @@
 import type { Database } from '../../db/database.ts'
 import type { ClientAccessState, OauthRepository } from './oauth.repository.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 const CHANNEL = 'access_changed'
 // A safety net for a missed notification (a dropped LISTEN connection): no answer is older than this.
@@ -13,7 +14,7 @@ const CACHE_LIMIT = 50_000
  * the writer dies right after its commit.
  */
 export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, database: Pick<Database, 'listen'>) {
-  const cache = new Map<string, { state: ClientAccessState | undefined; at: number }>()
+  const cache = new BoundedMap<string, { state: ClientAccessState | undefined; at: number }>(CACHE_LIMIT)
   // While changes could go unheard (no LISTEN connection), every answer comes from the database.
   let listening = false
   // Others that keep what a client's change makes stale (the token endpoint's clients).
@@ -36,7 +37,6 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
       const hit = cache.get(clientId)
       if (listening && hit && Date.now() - hit.at < MAX_AGE_MS) return hit.state
       const state = await repo.accessState(clientId)
-      if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!)
       cache.set(clientId, { state, at: Date.now() })
       return state
     },

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
 import { ServiceUnavailable } from '../../http/errors.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 /**
  * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"). Two formats:
@@ -100,7 +101,7 @@ const LIMIT = 10_000
  */
 export function createSecretChecker() {
   const key = randomBytes(32)
-  const verified = new Map<string, { stored: string; digest: Buffer }>()
+  const verified = new BoundedMap<string, { stored: string; digest: Buffer }>(LIMIT)
   const digest = (secret: string) => createHmac('sha256', key).update(secret).digest()
 
   return {
@@ -110,7 +111,6 @@ export function createSecretChecker() {
       const known = verified.get(clientId)
       if (known && known.stored === stored) return timingSafeEqual(digest(secret), known.digest)
       if (!(await secretMatches(secret, stored))) return false
-      if (verified.size >= LIMIT && !verified.has(clientId)) verified.delete(verified.keys().next().value!)
       verified.set(clientId, { stored, digest: digest(secret) })
       return true
     },

@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import type { Database } from '../../db/database.ts'
 import type { OauthRepository, SigningKeyRow } from './oauth.repository.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 export interface Principal {
   clientId: string
@@ -71,7 +72,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
   let loads = 0
   let applied = 0
   let maintaining: Promise<void> | undefined
-  const verified = new Map<string, { principal: Principal; kid: string }>()
+  const verified = new BoundedMap<string, { principal: Principal; kid: string }>(CACHE_LIMIT)
   const periodMs = settings.rotationDays * 86_400_000
   const aheadMs = settings.publishAheadSeconds * 1000
   const overlapMs = (settings.ttlSeconds + CLOCK_SKEW_SECONDS) * 1000
@@ -254,7 +255,6 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
       scopes: new Set(payload.scope.split(' ').filter(Boolean)),
       expiresAt: payload.exp,
     }
-    if (verified.size >= CACHE_LIMIT) verified.delete(verified.keys().next().value!)
     verified.set(token, { principal, kid })
     return principal
   }

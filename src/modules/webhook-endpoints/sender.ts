@@ -3,6 +3,7 @@ import type { Agent, Dispatcher } from 'undici'
 import type { AttemptOutcome } from '../../db/tables.ts'
 import { signatureHeaders } from './signing.ts'
 import { guardedLookup, hostOf, isPrivateAddress, TargetRefused } from './targets.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 const MAX_RESPONSE_BYTES = 64 * 1024
 
@@ -70,12 +71,11 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
    * refused (the address check here needs no lookup; a name's addresses are checked as it connects).
    * URLs change rarely; beyond PARSED_TARGETS_KEPT, the one parsed first goes.
    */
-  const parsedTargets = new Map<string, Parsed>()
+  const parsedTargets = new BoundedMap<string, Parsed>(PARSED_TARGETS_KEPT)
   function parsedTarget(target: string): Parsed {
     let parsed = parsedTargets.get(target)
     if (parsed === undefined) {
       parsed = parseTarget(target, options.allowPrivateTargets)
-      if (parsedTargets.size >= PARSED_TARGETS_KEPT) parsedTargets.delete(parsedTargets.keys().next().value!)
       parsedTargets.set(target, parsed)
     }
     return parsed

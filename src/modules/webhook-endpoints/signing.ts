@@ -1,4 +1,5 @@
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
+import { BoundedMap } from '../../bounded-map.ts'
 
 /** A new endpoint secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks). */
 export function newSecret(): string {
@@ -22,14 +23,13 @@ export function signatureHeaders(secrets: readonly string[], eventId: string, bo
  * decoded first goes; a rotated-out or deleted endpoint's key stays in this process's memory until
  * then, as the secret itself does in the rows read by each delivery pass.
  */
-const keys = new Map<string, KeyObject>()
 const KEYS_KEPT = 1000
+const keys = new BoundedMap<string, KeyObject>(KEYS_KEPT)
 
 function keyOf(secret: string): KeyObject {
   let key = keys.get(secret)
   if (key === undefined) {
     key = createSecretKey(Buffer.from(secret.slice('whsec_'.length), 'base64'))
-    if (keys.size >= KEYS_KEPT) keys.delete(keys.keys().next().value!)
     keys.set(secret, key)
   }
   return key
