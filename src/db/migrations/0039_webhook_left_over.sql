@@ -2,8 +2,9 @@
 -- once the batch's outcomes are written (issue 15). Each endpoint of each of the batch's events
 -- was looked for among all the batch's (event, endpoint) pairs, unnested again each time: with
 -- a batch of n outcomes over e events of k endpoints, e * k * n comparisons (24 * 10 * 240 in a
--- batch of the bench, ~1.9 ms of a 12 ms statement by pg_stat_statements). The pairs are now
--- hashed once and joined to the rows' endpoints. The rest of the function is 0037's, unchanged.
+-- batch of the bench; by pg_stat_statements over the bench's events run, that statement took
+-- 1.47-1.51 ms of the function's 8.2-8.3 ms a call). The pairs are now hashed once and
+-- anti-joined to the rows' endpoints. The rest of the function is 0037's, unchanged.
 CREATE OR REPLACE FUNCTION record_direct_webhook_outcomes(
   p_event uuid[], p_endpoint uuid[], p_company uuid[], p_outcome text[], p_status_code int[], p_duration_ms int[],
   p_error text[], p_retry_at timestamptz[], p_started_at timestamptz[], p_at timestamptz[]

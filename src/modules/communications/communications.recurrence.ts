@@ -1,4 +1,5 @@
 import type { Recurrence } from '../../db/tables.ts'
+import { BoundedMap } from '../../bounded-map.ts'
 
 /**
  * Occurrences of a communication, computed on the wall clock of the company's time zone: "every
@@ -11,7 +12,11 @@ import type { Recurrence } from '../../db/tables.ts'
 interface Wall { year: number; month: number; day: number; hour: number; minute: number; second: number; ms: number }
 
 const DAY_MS = 86_400_000
-const formatters = new Map<string, Intl.DateTimeFormat>()
+/**
+ * A formatter per time zone as the company wrote it: the same zone in other letter cases is
+ * another key (Intl accepts them all), so the memory is bounded.
+ */
+const formatters = new BoundedMap<string, Intl.DateTimeFormat>(1000)
 
 function formatter(timeZone: string): Intl.DateTimeFormat {
   let f = formatters.get(timeZone)

@@ -130,7 +130,7 @@ function companiesQuery(db: Kysely<DB>) {
  * `json`, which the driver decodes with the native JSON.parse (a `uuid[]` goes through a
  * JavaScript array parser, per row of a page).
  */
-function contractsQuery(db: Kysely<DB>, companyId: string) {
+export function contractsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('contracts as c')
     .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
     .select(sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`.as('team_ids'))

@@ -236,7 +236,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
   return rows
 }
 
-/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migrations 0034, 0036). */
+/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migrations 0034, 0036, 0037, 0039). */
 export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly DirectOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
   const column = <T>(pick: (o: DirectOutcome) => T) => outcomes.map(pick)
