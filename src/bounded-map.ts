@@ -1,6 +1,5 @@
 /**
- * The process's memories of what it worked out once (verified tokens and secrets, clients'
- * access, parsed webhook targets, signing keys, public holidays, companies seen): each keeps at
+ * A process's memory of what it worked out once (docs/architecture.md lists them): it keeps at
  * most `limit` entries, whatever clients send. Past it, a new key drops the one that came first
  * (a Map's own order), not the whole memory: emptied at once, every entry would be worked out
  * again together, and under load that is when it costs most. A key already kept is replaced in

@@ -302,8 +302,8 @@ describe('public holiday calendar', () => {
     assert.deepEqual(calendar.forYear('XX', null, 2026), [])
   })
 
-  it('keeps at most maxCachedYears places and years, the first worked out going first', () => {
-    const calendar = createPublicHolidayCalendar({ maxCachedYears: 2 })
+  it('keeps at most maxKept places and years, the first worked out going first', () => {
+    const calendar = createPublicHolidayCalendar({ maxKept: 2 })
     const year = calendar.forYear('IT', 'RM', 2026)
     calendar.forYear('IT', 'RM', 2027)
     assert.equal(calendar.forYear('IT', 'RM', 2026), year, 'kept within the bound')

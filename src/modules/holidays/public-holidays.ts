@@ -33,8 +33,9 @@ const DAY_MS = 86_400_000
  * above the budget of endpoint 30. The data is immutable, so nothing ever needs invalidating;
  * the places and years kept are bounded (src/bounded-map.ts).
  */
-export function createPublicHolidayCalendar(options: { maxCachedYears?: number } = {}) {
-  const maxCachedYears = options.maxCachedYears ?? 5_000
+export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) {
+  // Places and years, each: at most this many kept.
+  const maxKept = options.maxKept ?? 5_000
   let loaded: { reference: Holidays; countries: Set<string> } | undefined
   const data = () => {
     if (!loaded) {
@@ -44,9 +45,9 @@ export function createPublicHolidayCalendar(options: { maxCachedYears?: number }
     return loaded
   }
   const calendars = new Map<string, Holidays>()
-  // Keyed by the company's own province, as written: bounded like the years.
-  const places = new BoundedMap<string, Place | null>(maxCachedYears)
-  const years = new BoundedMap<string, readonly PublicHoliday[]>(maxCachedYears)
+  // Places are keyed by the province a company writes, so they are bounded as the years are.
+  const places = new BoundedMap<string, Place | null>(maxKept)
+  const years = new BoundedMap<string, readonly PublicHoliday[]>(maxKept)
 
   /**
    * The country, narrowed to the company's province when the data knows it as a state (DE "BY")
