@@ -30,13 +30,17 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600
 export async function installCors(app: FastifyInstance, origins: readonly string[]) {
   if (origins.length === 0) return
   const allowed = new Set(origins)
-  const granted = { methods: METHODS, allowedHeaders: ALLOWED_HEADERS, exposedHeaders: EXPOSED_HEADERS, maxAge: PREFLIGHT_MAX_AGE_SECONDS, strictPreflight: false }
   await app.register(cors, {
     hideOptionsRoute: true,
     delegator: (request: FastifyRequest, callback) => {
       const origin = request.headers.origin
       const ok = origin !== undefined && allowed.has(origin) && !isHostedPage(request.url)
-      callback(null, { ...granted, origin: ok ? origin : false })
+      // Spelled out, not spread from shared options: on Node 20 a property added after a spread
+      // costs over a microsecond, on every request (docs/performance.md).
+      callback(null, {
+        origin: ok ? origin : false, methods: METHODS, allowedHeaders: ALLOWED_HEADERS, exposedHeaders: EXPOSED_HEADERS,
+        maxAge: PREFLIGHT_MAX_AGE_SECONDS, strictPreflight: false,
+      })
     },
   })
 }
