@@ -112,7 +112,7 @@ export function createReadCache(options: {
     const before = shelf.answers.get(key)
     if (before) remove(shelf, key, before)
     // Spelled out, not spread: on Node 20's V8 each property added after a spread costs over a
-    // microsecond (bench/findings.md, "Object spreads"), and every miss keeps an answer.
+    // microsecond (docs/performance.md), and every miss keeps an answer.
     shelf.answers.set(key, { body: answer.body, link: answer.link, at: Date.now(), read, size })
     shelf.bytes += size
     bytes += size

@@ -109,7 +109,7 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       for (const holiday of defined) {
         const day = occurrenceIn(holiday, year)
         // Spelled out, not `{ ...holiday, day, source }`: on Node 20's V8 a property added after a
-        // spread costs over a microsecond (bench/findings.md, "Object spreads").
+        // spread costs over a microsecond (docs/performance.md).
         if (day) {
           entries.push({
             id: holiday.id, name: holiday.name, day, is_worker_holiday: holiday.is_worker_holiday, recurrent: holiday.recurrent,

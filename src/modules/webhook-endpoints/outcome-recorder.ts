@@ -60,7 +60,7 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     const retryAt = succeeded || givenUp ? null : new Date(at.getTime() + delay!)
     // Each outcome spelled out, not spread from a shared part: on Node 20's V8 every property
     // added after a spread costs over a microsecond, and this add() was 3-4 % of a delivering
-    // instance's CPU (bench/findings.md, "Object spreads").
+    // instance's CPU (docs/performance.md).
     if (started.direct) {
       // A first attempt is never the last (RETRY_DELAYS_MS is not empty): no disabling here.
       directQueue.push({
