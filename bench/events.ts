@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { LoadResult, LoadSpec } from './load.ts'
 import { median, ROUNDS, SECONDS } from './measure.ts'
-import { CORES, cpuMs, machineCpuMs, postgresCpuMs, runLoad, sleep, startServer, type Running } from './processes.ts'
+import { CORES, coreCpuMs, cpuMs, LOAD_CORE, machineCpuMs, postgresCpuMs, runLoad, SERVER_CORE, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
 /**
@@ -58,6 +58,9 @@ export interface EventFigures {
     machineCpuMsPerChange: number
     /** The machine's busy share of its CPU while the writes ran (1: every core busy). */
     machineBusyDuringWrites: number
+    /** The same for the server's core alone, and for the other one (the load generator, the receivers, this harness; PostgreSQL runs on either). */
+    serverCoreBusyDuringWrites: number
+    loadCoreBusyDuringWrites: number
     failingReceiverCalls: number
     slowReceiverCalls: number
     /** Deliveries of the phase written as rows of the queue, by receiver: a failed first call, or no free slot at the fan-out. */
@@ -180,9 +183,12 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const cpuBefore = cpuMs(server.child.pid!)
   const pgCpuBefore = postgresCpuMs()
   const machineBefore = machineCpuMs()
+  const coresBefore = [coreCpuMs(SERVER_CORE), coreCpuMs(LOAD_CORE)] as const
   const load = await runLoad(writes('ed', PHASE_SECONDS, RATE))
   const loadEnd = Date.now()
   const machineAtLoadEnd = machineCpuMs()
+  const coresAtLoadEnd = [coreCpuMs(SERVER_CORE), coreCpuMs(LOAD_CORE)] as const
+  const coreBusy = (i: 0 | 1) => (coresAtLoadEnd[i].busy - coresBefore[i].busy) / Math.max(1, coresAtLoadEnd[i].total - coresBefore[i].total)
   const duringLoad = healthy.reduce((n, r) => n + r.arrivals.size, 0)
   const events = (await db.query(`SELECT id, created_at FROM events WHERE company_id = $1 AND type = 'team.created' AND created_at >= $2`, [company, startedAt]))
     .map((row) => ({ id: String(row.id), at: new Date(row.created_at as Date).getTime() }))
@@ -222,6 +228,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
       serverCpuMsPerChange: cpu / Math.max(1, events.length), postgresCpuMsPerChange: pgCpu / Math.max(1, events.length),
       machineCpuMsPerChange: machineCpu / Math.max(1, events.length),
       machineBusyDuringWrites: (machineAtLoadEnd.busy - machineBefore.busy) / Math.max(1, machineAtLoadEnd.total - machineBefore.total),
+      serverCoreBusyDuringWrites: coreBusy(0), loadCoreBusyDuringWrites: coreBusy(1),
       failingReceiverCalls: receivers.find((r) => r.kind === 'fail')!.calls(), slowReceiverCalls: receivers.find((r) => r.kind === 'slow')!.calls(),
       queuedHealthy: queued('ok'), queuedFailing: queued('fail'), queuedSlow: queued('slow'),
     },
@@ -275,7 +282,7 @@ function budget(e: Pick<EventFigures, 'delivery' | 'sustainedWithout'>): string 
   const b = bounds(e)
   return `a change cost the whole machine ${d.machineCpuMsPerChange.toFixed(2)} ms of CPU with the endpoints and ${w.machineCpuMsPerChange.toFixed(2)} ms without `
     + `(the server ${d.serverCpuMsPerChange.toFixed(2)} vs ${w.serverCpuMsPerChange.toFixed(2)}, PostgreSQL ${d.postgresCpuMsPerChange.toFixed(2)} vs ${w.postgresCpuMsPerChange.toFixed(2)}); `
-    + `the machine was ${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes with the endpoints, ${(100 * w.machineBusy).toFixed(0)} % without; `
+    + `the machine was ${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes with the endpoints (the server's core ${(100 * d.serverCoreBusyDuringWrites).toFixed(0)} %, the load generator's and receivers' ${(100 * d.loadCoreBusyDuringWrites).toFixed(0)} %), ${(100 * w.machineBusy).toFixed(0)} % without; `
     + `at these costs ${CORES} cores take at most ${whole(b.machine)} changes/s with the endpoints, and the server's one core ${whole(b.serverCore)}`
     + (d.missing > 0 ? ` (${whole(d.missing)} deliveries still owed at the drain's end: the cost is undercounted, the bound too high)` : '')
 }

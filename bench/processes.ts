@@ -178,6 +178,19 @@ export function machineCpuMs(): { busy: number; total: number } {
   return { busy: total - idle, total }
 }
 
+/**
+ * Busy and total CPU time of one core so far, in ms (its `cpu<N>` line of /proc/stat): whether
+ * the server's core or the load generator's was the one full, where the machine's figure averages
+ * the two.
+ */
+export function coreCpuMs(core: number): { busy: number; total: number } {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `))
+  if (line === undefined) return { busy: 0, total: 0 }
+  const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
+  const total = fields.reduce((x, y) => x + y, 0) * 10
+  return { busy: total - (fields[3]! + fields[4]!) * 10, total }
+}
+
 /** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
 export function coreOf(pid: number): string {
   try {
