@@ -170,25 +170,24 @@ export function postgresCpuMs(): number {
   return total
 }
 
-/** Busy and total CPU time of the whole machine so far, in ms (first line of /proc/stat). */
-export function machineCpuMs(): { busy: number; total: number } {
-  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
+/** Busy and total CPU time so far, in ms, of the /proc/stat line named `name` (`cpu`: the whole machine; `cpu<N>`: one core). */
+function statCpuMs(name: string): { busy: number; total: number } {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`${name} `))
+  if (line === undefined) return { busy: 0, total: 0 }
+  const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
   const total = fields.reduce((a, b) => a + b, 0) * 10
   const idle = (fields[3]! + fields[4]!) * 10
   return { busy: total - idle, total }
 }
 
-/**
- * Busy and total CPU time of one core so far, in ms (its `cpu<N>` line of /proc/stat): whether
- * the server's core or the load generator's was the one full, where the machine's figure averages
- * the two.
- */
+/** Busy and total CPU time of the whole machine so far, in ms. */
+export function machineCpuMs(): { busy: number; total: number } {
+  return statCpuMs('cpu')
+}
+
+/** The same for one core: whether the server's core or the load generator's was the one full, where the machine's figure averages the two. */
 export function coreCpuMs(core: number): { busy: number; total: number } {
-  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`cpu${core} `))
-  if (line === undefined) return { busy: 0, total: 0 }
-  const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
-  const total = fields.reduce((x, y) => x + y, 0) * 10
-  return { busy: total - (fields[3]! + fields[4]!) * 10, total }
+  return statCpuMs(`cpu${core}`)
 }
 
 /** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
