@@ -58,8 +58,9 @@ export interface EventFigures {
     machineCpuMsPerChange: number
     /** The machine's busy share of its CPU while the writes ran (1: every core busy). */
     machineBusyDuringWrites: number
-    /** The same for the server's core alone, and for the other one (the load generator, the receivers, this harness; PostgreSQL runs on either). */
+    /** The same for the server's core alone (PostgreSQL's backends run there too at times). */
     serverCoreBusyDuringWrites: number
+    /** The same for the other core: the load generator, the receivers and this harness (and PostgreSQL at times). */
     loadCoreBusyDuringWrites: number
     failingReceiverCalls: number
     slowReceiverCalls: number
@@ -276,13 +277,20 @@ function bounds(e: Pick<EventFigures, 'delivery'>) {
   return { machine: (CORES * 1000) / e.delivery.machineCpuMsPerChange, serverCore: 1000 / e.delivery.serverCpuMsPerChange }
 }
 
+/** Each core's busy share during the writes, where the server and the load generator have a core each. */
+function coreShares(d: EventFigures['delivery']): string {
+  if (LOAD_CORE === SERVER_CORE) return ''
+  return ` (core ${SERVER_CORE}, the server's, ${(100 * d.serverCoreBusyDuringWrites).toFixed(0)} %; core ${LOAD_CORE}, the load generator's, receivers' and harness's, `
+    + `${(100 * d.loadCoreBusyDuringWrites).toFixed(0)} %; PostgreSQL runs on either)`
+}
+
 function budget(e: Pick<EventFigures, 'delivery' | 'sustainedWithout'>): string {
   const d = e.delivery
   const w = e.sustainedWithout
   const b = bounds(e)
   return `a change cost the whole machine ${d.machineCpuMsPerChange.toFixed(2)} ms of CPU with the endpoints and ${w.machineCpuMsPerChange.toFixed(2)} ms without `
     + `(the server ${d.serverCpuMsPerChange.toFixed(2)} vs ${w.serverCpuMsPerChange.toFixed(2)}, PostgreSQL ${d.postgresCpuMsPerChange.toFixed(2)} vs ${w.postgresCpuMsPerChange.toFixed(2)}); `
-    + `the machine was ${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes with the endpoints (the server's core ${(100 * d.serverCoreBusyDuringWrites).toFixed(0)} %, the load generator's and receivers' ${(100 * d.loadCoreBusyDuringWrites).toFixed(0)} %), ${(100 * w.machineBusy).toFixed(0)} % without; `
+    + `the machine was ${(100 * d.machineBusyDuringWrites).toFixed(0)} % busy during the writes with the endpoints${coreShares(d)}, ${(100 * w.machineBusy).toFixed(0)} % without; `
     + `at these costs ${CORES} cores take at most ${whole(b.machine)} changes/s with the endpoints, and the server's one core ${whole(b.serverCore)}`
     + (d.missing > 0 ? ` (${whole(d.missing)} deliveries still owed at the drain's end: the cost is undercounted, the bound too high)` : '')
 }

@@ -173,7 +173,8 @@ export function postgresCpuMs(): number {
 /** Busy and total CPU time so far, in ms, of the /proc/stat line named `name` (`cpu`: the whole machine; `cpu<N>`: one core). */
 function statCpuMs(name: string): { busy: number; total: number } {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`${name} `))
-  if (line === undefined) return { busy: 0, total: 0 }
+  // Unknown, not idle: a share computed from it reads NaN in the report.
+  if (line === undefined) return { busy: NaN, total: NaN }
   const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
   const total = fields.reduce((a, b) => a + b, 0) * 10
   const idle = (fields[3]! + fields[4]!) * 10
