@@ -113,15 +113,20 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
 }
 
 /** Starts the raw node:http ceiling on the server core. */
-export async function startBaseline(): Promise<Running> {
+export function startBaseline(): Promise<Running> {
+  return startCeiling('bench/baseline.ts')
+}
+
+/** Starts a ceiling script (it prints a line once it listens on PORT) on the server core. */
+export async function startCeiling(script: string, env: Record<string, string> = {}): Promise<Running> {
   const port = await freePort()
-  const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', 'bench/baseline.ts'])
+  const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', script])
   const started = performance.now()
-  const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
   children.add(child)
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve())
-    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)))
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
   })
   return {
     child, port, url: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stderr: () => '',

@@ -1,0 +1,85 @@
+import { createHmac, createSecretKey } from 'node:crypto'
+import http from 'node:http'
+import { Agent, type Dispatcher } from 'undici'
+
+/**
+ * The events workload's ceiling (bench/events.ts): what this machine does at best with a change and
+ * its ten deliveries when no database is involved. A raw node:http server that answers each
+ * POST from memory with the real server's answer (ANSWER: its status, Location and body), then makes the change's deliveries at
+ * once: to each receiver (RECEIVERS, comma-separated URLs) one POST of an event body shaped as the
+ * service's (EVENT_TEMPLATE: the real event's type, company and data), with the Standard Webhooks
+ * headers and an HMAC-SHA256 signature, through undici's dispatcher as the service's sender does
+ * (src/modules/webhook-endpoints/sender.ts). As in the service, a receiver has 256 calls under way
+ * at most; the deliveries beyond wait, here in memory (the service's queue is its database), and
+ * a call that fails is made once more 5 s later (the service's first retry; its later ones fall
+ * after the phase). Left out: the change's own write, its event, the fan-out's and every
+ * outcome's record, all in the service's database.
+ *
+ * An event's id is `ceiling_<ms>_<n>`, the time its change was answered: the harness reads each
+ * delivery's latency from it. `GET /__changes` answers how many changes it has answered.
+ */
+const MAX_IN_FLIGHT_PER_RECEIVER = 256
+const RETRY_AFTER_MS = 5000
+
+const answer = JSON.parse(process.env.ANSWER ?? '{"status":202,"location":null,"body":""}') as { status: number; location: string | null; body: string }
+const answerBody = Buffer.from(answer.body)
+const answerHeaders: Record<string, string | number> = { 'content-length': answerBody.length }
+if (answerBody.length > 0) answerHeaders['content-type'] = 'application/json; charset=utf-8'
+if (answer.location) answerHeaders.location = answer.location
+const template = JSON.parse(process.env.EVENT_TEMPLATE ?? '{}') as { type?: string; company_id?: string | null; data?: unknown }
+const receivers = (process.env.RECEIVERS ?? '').split(',').filter(Boolean).map((u) => {
+  const url = new URL(u)
+  return { origin: url.origin, path: url.pathname + url.search, inFlight: 0, waiting: [] as Call[] }
+})
+type Receiver = (typeof receivers)[number]
+interface Call { headers: Record<string, string>; body: string; retried: boolean }
+const key = createSecretKey(Buffer.alloc(32, 7))
+const agent = new Agent({ keepAliveMaxTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 })
+let changes = 0
+let stopping = false
+
+function deliver(receiver: Receiver, call: Call) {
+  if (stopping) return
+  if (receiver.inFlight >= MAX_IN_FLIGHT_PER_RECEIVER) return void receiver.waiting.push(call)
+  receiver.inFlight++
+  let status = 0
+  const done = () => {
+    receiver.inFlight--
+    if ((status < 200 || status >= 300) && !call.retried) setTimeout(() => deliver(receiver, { ...call, retried: true }), RETRY_AFTER_MS)
+    const next = receiver.waiting.shift()
+    if (next) deliver(receiver, next)
+  }
+  // onRequestStart marks undici's current handler interface (without it the legacy one is assumed).
+  const handler: Dispatcher.DispatchHandler = {
+    onRequestStart() {}, onResponseStart(_c, statusCode) { status = statusCode }, onResponseData() {}, onResponseEnd: done, onResponseError: done,
+  }
+  agent.dispatch({ origin: receiver.origin, path: receiver.path, method: 'POST', headers: call.headers, body: call.body }, handler)
+}
+
+const server = http.createServer((request, response) => {
+  request.resume()
+  request.on('end', () => {
+    // The changes answered so far: the harness's count of the deliveries owed.
+    if (request.url === '/__changes') return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ changes }))
+    response.writeHead(answer.status, answerHeaders).end(answerBody)
+    const now = Date.now()
+    const id = `ceiling_${now}_${changes++}`
+    const body = JSON.stringify({ id, type: template.type, created_at: new Date(now).toISOString(), company_id: template.company_id, data: template.data })
+    const timestamp = Math.floor(now / 1000)
+    const headers = {
+      'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
+      'webhook-id': id, 'webhook-timestamp': String(timestamp),
+      'webhook-signature': `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`,
+    }
+    for (const receiver of receivers) deliver(receiver, { headers, body, retried: false })
+  })
+})
+
+server.keepAliveTimeout = 72_000
+server.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write('listening\n'))
+process.on('SIGTERM', () => {
+  // The calls that fail as the dispatcher closes start no others.
+  stopping = true
+  server.closeAllConnections()
+  void agent.destroy().finally(() => process.exit(0))
+})
