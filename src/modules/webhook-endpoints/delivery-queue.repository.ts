@@ -225,10 +225,11 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
       DELETE FROM webhook_fanouts f USING fan WHERE f.event_id = fan.event_id AND NOT EXISTS (SELECT 1 FROM direct d WHERE d.event_id = fan.event_id)
     )
     SELECT e.id AS event_id, e.type, e.company_id AS event_company_id, e.data, e.created_at,
-      coalesce((SELECT d.endpoints FROM direct d WHERE d.event_id = f.event_id), '{}') AS direct_ids,
-      -- Each endpoint called in the pass once, on the first row (the subquery runs once): built
-      -- per event, the same endpoints' JSON was a fifth of this statement's time (pgbench, a
-      -- batch of 16 events to 10 endpoints: 3.2-3.4 against 3.9-4.1 ms) and parsed again per event.
+      -- JSON, not uuid[]: pg's array parser costs more than JSON.parse (teams.repository.ts).
+      coalesce((SELECT to_json(d.endpoints) FROM direct d WHERE d.event_id = f.event_id), '[]'::json) AS direct_ids,
+      -- Each endpoint called in the pass once, on one row (the subquery runs once): built per
+      -- event, the same endpoints' JSON was about a fifth of this statement's time, and parsed
+      -- again per event (bench/findings.md, "Session of 2026-11-29 (second)").
       CASE WHEN row_number() OVER () = 1 THEN coalesce((
         SELECT json_agg(json_build_object('id', w.id, 'url', w.url, 'secret', w.secret, 'previous_secret', w.previous_secret,
           'previous_secret_expires_at', w.previous_secret_expires_at))
@@ -236,11 +237,17 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
       ), '[]') END AS endpoints
     FROM fan f JOIN events e ON e.id = f.event_id
   `.execute(db)
-  const endpoints = new Map((rows[0]?.endpoints ?? []).map((w) => [w.id, w]))
+  // Looked for, not taken from rows[0]: SQL promises no order of the rows without ORDER BY.
+  const endpoints = new Map((rows.find((row) => row.endpoints !== null)?.endpoints ?? []).map((w) => [w.id, w]))
   return rows.map((row) => ({
     event_id: row.event_id, type: row.type, event_company_id: row.event_company_id, data: row.data, created_at: row.created_at,
-    // Every id has its endpoint: both were read in the same statement, from one snapshot.
-    direct: row.direct_ids.map((id) => endpoints.get(id)!),
+    direct: row.direct_ids.map((id) => {
+      const target = endpoints.get(id)
+      // Both were read by the same statement, from one snapshot: a miss is a fault of this code.
+      // The pass then fails and starts none of its calls: its events' leases bring them back.
+      if (target === undefined) throw new Error(`The fan-out of event ${row.event_id} lists endpoint ${id} without its row`)
+      return target
+    }),
   }))
 }
 
