@@ -1,18 +1,19 @@
-import { createHmac, createSecretKey } from 'node:crypto'
 import http from 'node:http'
 import { Agent, type Dispatcher } from 'undici'
+import { newSecret, signatureHeaders } from '../src/modules/webhook-endpoints/signing.ts'
 
 /**
- * The events workload's ceiling (bench/events.ts): what this machine does at best with a change and
- * its ten deliveries when no database is involved. A raw node:http server that answers each
- * POST from memory with the real server's answer (ANSWER: its status, Location and body), then makes the change's deliveries at
- * once: to each receiver (RECEIVERS, comma-separated URLs) one POST of an event body shaped as the
+ * The events workload's ceiling (bench/events-ceiling-phase.ts): what a change and its ten
+ * deliveries cost this machine with no database, in one implementation. A raw node:http server
+ * that answers each POST from memory with the real server's answer (ANSWER: its status, Location
+ * and body), then makes the change's deliveries at once: to each receiver (RECEIVERS, comma-separated URLs) one POST of an event body shaped as the
  * service's (EVENT_TEMPLATE: the real event's type, company and data), with the Standard Webhooks
- * headers and an HMAC-SHA256 signature, through undici's dispatcher as the service's sender does
- * (src/modules/webhook-endpoints/sender.ts). As in the service, a receiver has 256 calls under way
- * at most; the deliveries beyond wait, here in memory (the service's queue is its database), and
- * a call that fails is made once more 5 s later (the service's first retry; its later ones fall
- * after the phase). Left out: the change's own write, its event, the fan-out's and every
+ * headers signed by the service's own code with each receiver's secret, through undici's
+ * dispatcher as the service's sender does (src/modules/webhook-endpoints/sender.ts), each call
+ * bounded by a timer of 10 s. As in the service, a receiver has 256 calls under way at most; the
+ * deliveries beyond wait, here in memory (the service's queue is its database), and a call that
+ * fails is made once more 5 s later, signed again (the service's first retry; its later ones
+ * fall after the phase). Left out: the change's own write, its event, the fan-out's and every
  * outcome's record, all in the service's database.
  *
  * An event's id is `ceiling_<ms>_<n>`, the time its change was answered: the harness reads each
@@ -20,6 +21,7 @@ import { Agent, type Dispatcher } from 'undici'
  */
 const MAX_IN_FLIGHT_PER_RECEIVER = 256
 const RETRY_AFTER_MS = 5000
+const TIMEOUT_MS = 10_000
 
 const answer = JSON.parse(process.env.ANSWER ?? '{"status":202,"location":null,"body":""}') as { status: number; location: string | null; body: string }
 const answerBody = Buffer.from(answer.body)
@@ -29,11 +31,10 @@ if (answer.location) answerHeaders.location = answer.location
 const template = JSON.parse(process.env.EVENT_TEMPLATE ?? '{}') as { type?: string; company_id?: string | null; data?: unknown }
 const receivers = (process.env.RECEIVERS ?? '').split(',').filter(Boolean).map((u) => {
   const url = new URL(u)
-  return { origin: url.origin, path: url.pathname + url.search, inFlight: 0, waiting: [] as Call[] }
+  return { origin: url.origin, path: url.pathname + url.search, secrets: [newSecret()], inFlight: 0, waiting: [] as Call[] }
 })
 type Receiver = (typeof receivers)[number]
-interface Call { headers: Record<string, string>; body: string; retried: boolean }
-const key = createSecretKey(Buffer.alloc(32, 7))
+interface Call { id: string; body: string; retried: boolean }
 const agent = new Agent({ keepAliveMaxTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 })
 let changes = 0
 let stopping = false
@@ -43,17 +44,24 @@ function deliver(receiver: Receiver, call: Call) {
   if (receiver.inFlight >= MAX_IN_FLIGHT_PER_RECEIVER) return void receiver.waiting.push(call)
   receiver.inFlight++
   let status = 0
+  let controller: Dispatcher.DispatchController | undefined
+  const timer = setTimeout(() => controller?.abort(new Error('timeout')), TIMEOUT_MS)
   const done = () => {
+    clearTimeout(timer)
     receiver.inFlight--
     if ((status < 200 || status >= 300) && !call.retried) setTimeout(() => deliver(receiver, { ...call, retried: true }), RETRY_AFTER_MS)
     const next = receiver.waiting.shift()
     if (next) deliver(receiver, next)
   }
+  const headers = {
+    'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
+    ...signatureHeaders(receiver.secrets, call.id, call.body, Math.floor(Date.now() / 1000)),
+  }
   // onRequestStart marks undici's current handler interface (without it the legacy one is assumed).
   const handler: Dispatcher.DispatchHandler = {
-    onRequestStart() {}, onResponseStart(_c, statusCode) { status = statusCode }, onResponseData() {}, onResponseEnd: done, onResponseError: done,
+    onRequestStart(c) { controller = c }, onResponseStart(_c, statusCode) { status = statusCode }, onResponseData() {}, onResponseEnd: done, onResponseError: done,
   }
-  agent.dispatch({ origin: receiver.origin, path: receiver.path, method: 'POST', headers: call.headers, body: call.body }, handler)
+  agent.dispatch({ origin: receiver.origin, path: receiver.path, method: 'POST', headers, body: call.body }, handler)
 }
 
 const server = http.createServer((request, response) => {
@@ -65,13 +73,7 @@ const server = http.createServer((request, response) => {
     const now = Date.now()
     const id = `ceiling_${now}_${changes++}`
     const body = JSON.stringify({ id, type: template.type, created_at: new Date(now).toISOString(), company_id: template.company_id, data: template.data })
-    const timestamp = Math.floor(now / 1000)
-    const headers = {
-      'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
-      'webhook-id': id, 'webhook-timestamp': String(timestamp),
-      'webhook-signature': `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`,
-    }
-    for (const receiver of receivers) deliver(receiver, { headers, body, retried: false })
+    for (const receiver of receivers) deliver(receiver, { id, body, retried: false })
   })
 })
 

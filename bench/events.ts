@@ -1,8 +1,9 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { LoadResult, LoadSpec } from './load.ts'
-import { median, ROUNDS, SECONDS } from './measure.ts'
-import { CORES, coreCpuMs, cpuMs, LOAD_CORE, machineCpuMs, postgresCpuMs, runLoad, SERVER_CORE, sleep, startCeiling, startServer, type Running } from './processes.ts'
+import { median, ROUNDS, SECONDS, whole } from './measure.ts'
+import { againstCeiling, ceilingPhase, type CeilingFigures } from './events-ceiling-phase.ts'
+import { CORES, coreCpuMs, cpuMs, LOAD_CORE, machineCpuMs, postgresCpuMs, runLoad, SERVER_CORE, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
 /**
@@ -27,11 +28,12 @@ import { ADMIN, token, type Seeded } from './seed.ts'
  *    between endpoints disabled and enabled, each round after the backlog of the one before is
  *    cleared with SQL; medians of the rounds, and their ratio. Saturated, every delivery's CPU is
  *    taken from the writes on the server's one core: this shows that cost, not the target.
- * 4. The ceiling, for information: the same fixed-rate writes to bench/events-ceiling.ts (a raw
- *    node:http server with no database, pinned to the server's core) that answers each from memory
- *    and makes the same ten signed deliveries to the same receivers. What a change costs the
- *    whole machine there is what the load generator, the receivers, the kernel and the HTTP side
- *    of the deliveries take at least: the service's database and bookkeeping come on top.
+ * 4. The ceiling, for information (bench/events-ceiling-phase.ts): the same fixed-rate writes to
+ *    bench/events-ceiling.ts, a raw node:http server with no database, pinned to the server's
+ *    core, that answers each from memory and makes the same ten signed deliveries to the same
+ *    receivers. What a change costs the whole machine there is what the load generator, the
+ *    receivers, the kernel and one implementation of the deliveries' HTTP take: the service's
+ *    database and bookkeeping come on top.
  */
 export interface EventFigures {
   receivers: number
@@ -78,21 +80,7 @@ export interface EventFigures {
   ceiling: CeilingFigures
 }
 
-/** The events ceiling's run (phase 4). */
-export interface CeilingFigures {
-  achieved: number
-  p99WriteMs: number
-  /** Healthy deliveries: the 2xx answers times the healthy receivers, and those that arrived. */
-  expected: number
-  delivered: number
-  p99Ms: number
-  /** The whole machine's busy CPU over the writes and the drain, per change; the ceiling process's own. */
-  machineCpuMsPerChange: number
-  serverCpuMsPerChange: number
-  machineBusyDuringWrites: number
-}
-
-interface Db { query: (text: string, params?: unknown[]) => Promise<Record<string, unknown>[]> }
+export interface Db { query: (text: string, params?: unknown[]) => Promise<Record<string, unknown>[]> }
 
 const RATE = Number(process.env.BENCH_EVENTS_RATE ?? 1000)
 const PHASE_SECONDS = Number(process.env.BENCH_EVENTS_SECONDS ?? 10)
@@ -100,9 +88,12 @@ const DRAIN_SECONDS = Number(process.env.BENCH_EVENTS_DRAIN ?? 60)
 const HEALTHY = 8
 
 type Kind = 'ok' | 'fail' | 'slow'
+export type Receiver = Awaited<ReturnType<typeof receiver>>
+/** The writes of a phase: POST .../teams at `rate` changes/s (unthrottled without), every team code new. */
+export type Writes = (prefix: string, seconds: number, rate?: number) => LoadSpec
 
 /** A receiver that keeps the first arrival time of each event id. */
-async function receiver(kind: Kind) {
+export async function receiver(kind: Kind) {
   const arrivals = new Map<string, number>()
   let calls = 0
   const server = http.createServer((req, res) => {
@@ -174,9 +165,9 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
       + `${sustainedWithout.machineCpuMsPerChange.toFixed(2)} ms the whole machine (${(100 * sustainedWithout.machineBusy).toFixed(0)} % busy)`)
     log(`  events: ${budget({ ...delivery, sustainedWithout })}`)
     const throughput = await throughputPhase(db, company, writes, log)
-    const ceiling = await ceilingPhase(server, db, company, headers, receivers, writes, log)
+    const ceiling = await ceilingPhase({ rate: RATE, seconds: PHASE_SECONDS, drainSeconds: DRAIN_SECONDS }, server, db, company, headers, receivers, writes, log)
     const figures = { receivers: receivers.length, healthy: HEALTHY, rate: RATE, seconds: PHASE_SECONDS, ...delivery, sustainedWithout, throughput, ceiling }
-    log(`  events: ${againstCeiling(figures)}`)
+    log(`  events: ${againstCeiling(figures.delivery, ceiling)}`)
     return figures
   } finally {
     await server.stop()
@@ -285,77 +276,6 @@ async function throughputPhase(db: Db, company: string, writes: (prefix: string,
   }
 }
 
-/**
- * Phase 4: the same writes to the ceiling (bench/events-ceiling.ts), with the real server's answer
- * to a team's creation (202, its Location) and its event's body; the endpoints are disabled meanwhile (the real
- * server idles) and PostgreSQL's deferred writes of the phases before are flushed first
- * (CHECKPOINT), so that the machine's CPU here is the ceiling's.
- */
-async function ceilingPhase(server: Running, db: Db, company: string, headers: Record<string, string>, receivers: Awaited<ReturnType<typeof receiver>>[],
-  writes: (prefix: string, seconds: number, rate?: number) => LoadSpec, log: (s: string) => void): Promise<CeilingFigures> {
-  const created = await fetch(`${server.url}/api/v1/companies/${company}/teams`, { method: 'POST', headers, body: JSON.stringify({ name: 'Event', code: `ec${Date.now()}`, team_leader_ids: [] }) })
-  const body = await created.text()
-  const location = created.headers.get('location')
-  if (created.status !== 202 || !location) throw new Error(`creating a team answered ${created.status} ${body}`)
-  const answer = { status: created.status, location, body }
-  const [event] = await db.query(`SELECT type, company_id, data FROM events WHERE company_id = $1 AND type = 'team.created' AND data -> 'object' ->> 'id' = $2`,
-    [company, location.split('/').pop()])
-  if (!event) throw new Error('the team\'s event was not found')
-  await db.query('CHECKPOINT')
-  const ceiling = await startCeiling('bench/events-ceiling.ts', {
-    ANSWER: JSON.stringify(answer), EVENT_TEMPLATE: JSON.stringify(event), RECEIVERS: receivers.map((r) => r.url).join(','),
-  })
-  try {
-    await runLoad({ ...writes('cw', 2, 200), url: `${ceiling.url}/api/v1/companies/${company}/teams` })
-    // The slow receiver's calls of the warm-up (and of the real server's last phase) end.
-    await sleep(6000)
-    receivers.forEach((r) => r.reset())
-    const healthy = receivers.filter((r) => r.kind === 'ok')
-    const answered = async () => ((await (await fetch(`${ceiling.url}/__changes`)).json()) as { changes: number }).changes
-    const first = await answered()
-    const before = { machine: machineCpuMs(), ceiling: cpuMs(ceiling.child.pid!) }
-    const load = await runLoad({ ...writes('cc', PHASE_SECONDS, RATE), url: `${ceiling.url}/api/v1/companies/${company}/teams` })
-    const atLoadEnd = machineCpuMs()
-    // Every change the ceiling answered (some after the load generator's count ended) owes its deliveries.
-    const changes = Math.max(1, (await answered()) - first)
-    const expected = changes * healthy.length
-    const arrived = () => healthy.reduce((n, r) => n + r.arrivals.size, 0)
-    const drainUntil = Date.now() + DRAIN_SECONDS * 1000
-    while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
-    // An id is `ceiling_<ms>_<n>`: the delivery's latency from its change's answer, for the phase's changes (n from `first` on).
-    const latencies = healthy.flatMap((r) => [...r.arrivals].flatMap(([id, at]) => {
-      const [, ms, n] = id.split('_')
-      return Number(n) >= first ? [at - Number(ms)] : []
-    })).sort((a, b) => a - b)
-    const figures: CeilingFigures = {
-      achieved: load.rps, p99WriteMs: load.p99, expected, delivered: latencies.length,
-      p99Ms: latencies.length < expected ? Infinity : latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!,
-      machineCpuMsPerChange: (machineCpuMs().busy - before.machine.busy) / changes,
-      serverCpuMsPerChange: (cpuMs(ceiling.child.pid!) - before.ceiling) / changes,
-      machineBusyDuringWrites: (atLoadEnd.busy - before.machine.busy) / Math.max(1, atLoadEnd.total - before.machine.total),
-    }
-    log(`  events: the ceiling (no database): ${load.rps.toFixed(0)} of ${RATE} changes/s (write p99 ${load.p99} ms); ${figures.delivered} of ${expected} healthy deliveries, `
-      + `p99 ${figures.p99Ms} ms; per change ${figures.serverCpuMsPerChange.toFixed(2)} ms the ceiling's process, ${figures.machineCpuMsPerChange.toFixed(2)} ms the whole machine `
-      + `(${(100 * figures.machineBusyDuringWrites).toFixed(0)} % busy during the writes)`)
-    return figures
-  } finally {
-    await ceiling.stop()
-    receivers.forEach((r) => r.reset())
-  }
-}
-
-const whole = (n: number) => Math.round(n).toLocaleString('en-US')
-
-/**
- * The service against the ceiling: what a change cost the whole machine in each, and what the
- * machine's cores would take at the ceiling's cost, the most any service could write here with
- * these receivers and this load generator beside it.
- */
-function againstCeiling(e: Pick<EventFigures, 'delivery' | 'ceiling'>): string {
-  const c = e.ceiling
-  return `a change cost the whole machine ${e.delivery.machineCpuMsPerChange.toFixed(2)} ms with the service and ${c.machineCpuMsPerChange.toFixed(2)} ms with the ceiling `
-    + `(${(e.delivery.machineCpuMsPerChange / c.machineCpuMsPerChange).toFixed(2)} ×); at the ceiling's cost ${CORES} cores take at most ${whole((CORES * 1000) / c.machineCpuMsPerChange)} changes/s`
-}
 
 /**
  * The most changes a second this machine could take with the endpoints, from what a change cost
@@ -393,7 +313,7 @@ export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boole
   if (!e) return ['| events: 1,000 changes/s to 10 receivers (one 500, one after 5 s) | every event at the 8 healthy ones within 2 s at p99 | - | not measured |',
     '| events: the writes of that run against the same run without endpoints | within 15 % | - | not measured |',
     '| events: POST teams saturated (32 connections) with 10 endpoints vs none | none | - | not measured |',
-    '| events: the ceiling (no database), the same rate and deliveries | none | - | not measured |']
+    '| events: the ceiling (a raw node:http server, no database) at the same rate, to the same receivers | none: one implementation with no database, on this machine | - | not measured |']
   const d = e.delivery
   const t = e.throughput
   const w = e.sustainedWithout
@@ -407,8 +327,8 @@ export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boole
       + `${verdict(e.sustained.achieved >= 0.95 * e.rate && d.missing === 0 && d.p99Ms <= 2000)} |`,
     `| events: the writes of that run against the same run without endpoints | within 15 % | ${(e.sustained.achieved / w.achieved).toFixed(2)} × (${whole(e.sustained.achieved)} vs ${whole(w.achieved)} changes/s; write p99 ${e.sustained.p99WriteMs} vs ${w.p99WriteMs} ms; non-2xx ${e.sustained.non2xx} vs ${w.non2xx}); ${budget(e)} | ${verdict(e.sustained.achieved >= 0.85 * w.achieved)} |`,
     `| events: POST teams saturated (32 connections) with 10 endpoints vs none, rounds alternated | none: the deliveries' cost on the server's one core | ${t.ratio.toFixed(2)} × (${t.with.map(whole).join(' / ')} vs ${t.without.map(whole).join(' / ')} req/s); p99 ${t.p99With} vs ${t.p99Without} ms | for information |`,
-    `| events: the ceiling (a raw node:http server, no database) at the same rate, to the same receivers | none: what the machine does at best | `
-      + `${whole(c.achieved)} changes/s written (p99 ${c.p99WriteMs} ms); ${whole(c.delivered)} of ${whole(c.expected)} healthy deliveries, p99 ${Number.isFinite(c.p99Ms) ? `${whole(c.p99Ms)} ms` : 'not reached'}; `
-      + `per change ${c.serverCpuMsPerChange.toFixed(2)} ms of the ceiling's CPU; ${againstCeiling(e)} | for information |`,
+    `| events: the ceiling (a raw node:http server, no database) at the same rate, to the same receivers | none: one implementation with no database, on this machine | `
+      + `${whole(c.achieved)} changes/s answered (p99 ${c.p99WriteMs} ms); ${whole(c.delivered)} of ${whole(c.expected)} healthy deliveries, p99 ${Number.isFinite(c.p99Ms) ? `${whole(c.p99Ms)} ms` : 'not reached'}; `
+      + `per change ${c.serverCpuMsPerChange.toFixed(2)} ms of the ceiling's CPU, ${c.othersCpuMsPerChange.toFixed(2)} ms of PostgreSQL's and the idle service's; ${againstCeiling(d, c)} | for information |`,
   ]
 }

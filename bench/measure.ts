@@ -166,3 +166,6 @@ export async function measureLatencyPair(a: { url: string; headers: Record<strin
   })
   return [figure(rounds[0]), figure(rounds[1])]
 }
+
+/** A count or rate in whole units, with thousands separated (1,000). */
+export const whole = (n: number) => Math.round(n).toLocaleString('en-US')

@@ -134,7 +134,10 @@ export async function startCeiling(script: string, env: Record<string, string> =
       if (child.exitCode !== null) return
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
+      // A ceiling that hangs at its exit (the events' closing its connections) must not hang the bench.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       await exited
+      clearTimeout(timer)
       children.delete(child)
     },
   }
