@@ -45,7 +45,9 @@ function deliver(receiver: Receiver, call: Call) {
   receiver.inFlight++
   let status = 0
   let controller: Dispatcher.DispatchController | undefined
-  const timer = setTimeout(() => controller?.abort(new Error('timeout')), TIMEOUT_MS)
+  let timedOut = false
+  // As the service's sender: a call still waiting for its connection is aborted as it starts.
+  const timer = setTimeout(() => { timedOut = true; controller?.abort(new Error('timeout')) }, TIMEOUT_MS)
   const done = () => {
     clearTimeout(timer)
     receiver.inFlight--
@@ -59,7 +61,10 @@ function deliver(receiver: Receiver, call: Call) {
   }
   // onRequestStart marks undici's current handler interface (without it the legacy one is assumed).
   const handler: Dispatcher.DispatchHandler = {
-    onRequestStart(c) { controller = c }, onResponseStart(_c, statusCode) { status = statusCode }, onResponseData() {}, onResponseEnd: done, onResponseError: done,
+    onRequestStart(c) { controller = c; if (timedOut) c.abort(new Error('timeout')) },
+    // An informational answer (1xx) is not the answer.
+    onResponseStart(_c, statusCode) { if (statusCode >= 200) status = statusCode },
+    onResponseData() {}, onResponseEnd: done, onResponseError: done,
   }
   agent.dispatch({ origin: receiver.origin, path: receiver.path, method: 'POST', headers, body: call.body }, handler)
 }

@@ -101,7 +101,8 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
   return {
     child, port, url, startMs, stderr: () => err,
     async stop() {
-      if (child.exitCode !== null) return
+      // Exited, or killed by a signal (its exitCode then stays null): no 'exit' is coming.
+      if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
@@ -131,7 +132,8 @@ export async function startCeiling(script: string, env: Record<string, string> =
   return {
     child, port, url: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stderr: () => '',
     async stop() {
-      if (child.exitCode !== null) return
+      // Exited, or killed by a signal (its exitCode then stays null): no 'exit' is coming.
+      if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
       // A ceiling that hangs at its exit (the events' closing its connections) must not hang the bench.

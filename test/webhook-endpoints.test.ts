@@ -86,22 +86,27 @@ for (const engine of engines) {
     })
 
     it('one pass sends several events to several endpoints, each signed with its own endpoint\'s secrets', async () => {
-      const c = await company(t)
-      const [r1, r2] = [await listen('ok'), await listen('ok')]
-      const e1 = await endpoint(c.id, { url: r1.url, event_types: ['contract.created'] })
-      const e2 = await endpoint(c.id, { url: r2.url, event_types: ['contract.created'] })
+      const [a, b] = [await company(t), await company(t)]
+      const [r1, r2, r3] = [await listen('ok'), await listen('ok'), await listen('ok')]
+      const e1 = await endpoint(a.id, { url: r1.url, event_types: ['contract.created'] })
+      const e2 = await endpoint(a.id, { url: r2.url, event_types: ['contract.created'] })
+      // Another company's event, between these, has another list of endpoints: its own alone.
+      const e3 = await endpoint(b.id, { url: r3.url, event_types: ['contract.created'] })
       // The second mid-rotation: its old secret signs beside the new one.
-      const rotated = await t.json<any>(200, { method: 'POST', url: `${companyEndpoints(c.id)}/${e2.id}/rotate_secret`, token: c.token })
-      const contracts = [await contract(t, c.id), await contract(t, c.id), await contract(t, c.id)]
-      // One pass fans out the three events (a batch holds 64) to both endpoints.
+      const rotated = await t.json<any>(200, { method: 'POST', url: `${companyEndpoints(a.id)}/${e2.id}/rotate_secret`, token: a.token })
+      const ofA = [await contract(t, a.id), await contract(t, a.id)]
+      const ofB = [await contract(t, b.id)]
+      ofA.push(await contract(t, a.id))
+      // One pass fans out the four events (a batch holds 64).
       await deliverNow()
       const objects = (r: typeof r1, secrets: string[], others: string[]) => r.received.map((got) => {
         for (const secret of secrets) new Webhook(secret).verify(got.body, got.headers)
         for (const other of others) assert.throws(() => new Webhook(other).verify(got.body, got.headers))
         return (JSON.parse(got.body) as { data: { object: { id: string } } }).data.object.id
       }).sort()
-      assert.deepEqual(objects(r1, [e1.secret], [e2.secret, rotated.secret]), [...contracts].sort())
-      assert.deepEqual(objects(r2, [e2.secret, rotated.secret], [e1.secret]), [...contracts].sort())
+      assert.deepEqual(objects(r1, [e1.secret], [e2.secret, rotated.secret, e3.secret]), [...ofA].sort())
+      assert.deepEqual(objects(r2, [e2.secret, rotated.secret], [e1.secret, e3.secret]), [...ofA].sort())
+      assert.deepEqual(objects(r3, [e3.secret], [e1.secret, e2.secret, rotated.secret]), ofB)
     })
 
     it('retries a failed delivery with growing delays and the same webhook-id, for three days, then disables the endpoint', async () => {

@@ -153,7 +153,8 @@ export interface FannedEvent {
   event_company_id: string | null
   data: Record<string, unknown>
   created_at: Date
-  direct: DirectTarget[]
+  /** undefined: an endpoint whose row the fan-out did not return with it (a fault; delivery.ts reports it). */
+  direct: Array<DirectTarget | undefined>
 }
 
 /** A direct call's outcome (attempt 1, at seq 1): a success is an item of a batch row, a failure its delivery and attempt (migration 0036). */
@@ -241,13 +242,9 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
   const endpoints = new Map((rows.find((row) => row.endpoints !== null)?.endpoints ?? []).map((w) => [w.id, w]))
   return rows.map((row) => ({
     event_id: row.event_id, type: row.type, event_company_id: row.event_company_id, data: row.data, created_at: row.created_at,
-    direct: row.direct_ids.map((id) => {
-      const target = endpoints.get(id)
-      // Both were read by the same statement, from one snapshot: a miss is a fault of this code.
-      // The pass then fails and starts none of its calls: its events' leases bring them back.
-      if (target === undefined) throw new Error(`The fan-out of event ${row.event_id} lists endpoint ${id} without its row`)
-      return target
-    }),
+    // Both were read by the same statement, from one snapshot: a miss (undefined) is a fault of
+    // this code, which the delivery loop reports for that event alone (delivery.ts).
+    direct: row.direct_ids.map((id) => endpoints.get(id)),
   }))
 }
 

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../clock.ts'
 import { outsideRequestScope } from '../../db/request-transaction.ts'
 import { eventView } from '../events/events.service.ts'
-import type { FannedEvent } from './delivery-queue.repository.ts'
+import type { DirectTarget, FannedEvent } from './delivery-queue.repository.ts'
 import { createOutcomeRecorder, type DeliveryObserver, type Started } from './outcome-recorder.ts'
 import { createWebhookSender } from './sender.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
@@ -132,8 +132,10 @@ export function createWebhookDelivery(deps: {
     for (const e of fanned) {
       // As above: a call not started leaves its event leased, and the lease writes its delivery.
       try {
+        // Checked before any call starts: the event's lease then brings all of them back.
+        if (e.direct.includes(undefined)) throw new Error(`The fan-out of event ${e.event_id} lists an endpoint without its row`)
         const body = bodyOf(e, bodies)
-        for (const target of e.direct) {
+        for (const target of e.direct as DirectTarget[]) {
           start(target, { direct: true, attempt: 1, endpointId: target.id, eventId: e.event_id, companyId: e.event_company_id, startedAt: now }, body)
           direct++
         }
