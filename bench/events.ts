@@ -192,7 +192,7 @@ async function clearBacklog(db: Db, company: string, enabled: boolean) {
 }
 
 async function deliveryPhase(server: Running, db: Db, company: string, receivers: Awaited<ReturnType<typeof receiver>>[],
-  writes: (prefix: string, seconds: number, rate?: number) => LoadSpec, log: (s: string) => void) {
+  writes: Writes, log: (s: string) => void) {
   const healthy = receivers.filter((r) => r.kind === 'ok')
   const startedAt = new Date()
   const cpuBefore = cpuMs(server.child.pid!)
@@ -257,7 +257,7 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   return figures
 }
 
-async function throughputPhase(db: Db, company: string, writes: (prefix: string, seconds: number) => LoadSpec, log: (s: string) => void) {
+async function throughputPhase(db: Db, company: string, writes: Writes, log: (s: string) => void) {
   const without: LoadResult[] = []
   const withEndpoints: LoadResult[] = []
   for (let round = 0; round < ROUNDS; round++) {
@@ -275,7 +275,6 @@ async function throughputPhase(db: Db, company: string, writes: (prefix: string,
     p99Without: median(without.map((r) => r.p99)), p99With: median(withEndpoints.map((r) => r.p99)),
   }
 }
-
 
 /**
  * The most changes a second this machine could take with the endpoints, from what a change cost

@@ -1,10 +1,11 @@
 import type { MixFigures, MixRun } from './mix.ts'
 import { COLD_SECONDS, COMPANIES, MIX_CONNECTIONS, PAGING_CONTRACTS } from './mix.ts'
 import { FANOUT_RECIPIENTS } from './fanout.ts'
+import { whole } from './measure.ts'
 
 type Row = (workload: string, target: string, measured: string, ok: boolean | undefined) => void
 
-const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
+const f0 = whole
 const f2 = (n: number) => n.toFixed(2)
 const errorsOf = (m: MixRun) => m.figure.server.non2xx + m.figure.server.errors
 /** A fresh server's first seconds of the mix, before the warm-up's end (bench/mix.ts, MIX_WARMUP_SECONDS). */

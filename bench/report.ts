@@ -6,6 +6,7 @@ import type { EngineFigures } from './run.ts'
 import { eventTargetRows } from './events.ts'
 import { COLD_SECONDS, MIX_WARMUP_SECONDS, type MixFigures } from './mix.ts'
 import { mixDetail, mixRows } from './mix-report.ts'
+import { whole } from './measure.ts'
 
 export interface RunFigures {
   started: Date
@@ -28,7 +29,7 @@ export interface RunFigures {
 const FILE = path.join(ROOT, 'bench', 'RESULTS.md')
 const FINDINGS = path.join(ROOT, 'bench', 'findings.md')
 
-const f0 = (n: number) => Math.round(n).toLocaleString('en-US')
+const f0 = whole
 const f2 = (n: number) => n.toFixed(2)
 const verdict = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : '**missed**')
 

@@ -248,7 +248,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
   }))
 }
 
-/** A row of fanOutDue()'s statement: an event, its direct endpoints' ids, and on the first row the pass's endpoints. */
+/** A row of fanOutDue()'s statement: an event, its direct endpoints' ids, and on one row of them the pass's endpoints. */
 interface FannedRow extends Omit<FannedEvent, 'direct'> {
   direct_ids: string[]
   endpoints: DirectTarget[] | null
