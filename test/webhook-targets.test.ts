@@ -23,6 +23,7 @@ const ALWAYS_REFUSED = [
   'https://[2002:7f00:1::1]/hook', // 2002::/16, 6to4
   'https://[2001::1]/hook', // 2001::/32, Teredo
   'https://[2001:db8::1]/hook', // documentation
+  'https://[4000::1]/hook', // outside 2000::/3, IPv6's global unicast
   'https://[fec0::1]/hook', // fec0::/10, site-local
   'https://[fe80::1]/hook', // link-local
   'https://[ff02::1]/hook', // multicast

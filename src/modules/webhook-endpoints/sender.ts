@@ -22,7 +22,7 @@ function parseTarget(target: string, allowPrivateTargets: boolean): Parsed {
   let url: URL
   try { url = new URL(target) } catch { return { refused: 'The endpoint URL is not a URL' } }
   const host = hostOf(url)
-  // Checked again here: a URL stored under an earlier rule meets the rule of today.
+  // Checked at every call too: a stored URL meets the rule in force, whatever was accepted when it was stored.
   if (net.isIP(host) && isRefusedAddress(host, allowPrivateTargets)) return { refused: `${host} is an address webhooks may not reach` }
   return { origin: url.origin, path: url.pathname + url.search }
 }
@@ -126,7 +126,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       // its connection when it runs out is aborted as soon as it starts.
       const timer = setTimeout(() => {
         // Settled first: the abort calls onResponseError at once.
-        finish(ended(started, 'timeout', null, 'timeout', `No answer within ${options.timeoutMs} ms`))
+        finish(ended(started, 'timeout', null, 'timeout'))
         controller?.abort(new Error('timeout'))
       }, options.timeoutMs)
       client.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
