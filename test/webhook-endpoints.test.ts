@@ -156,7 +156,7 @@ for (const engine of engines) {
       const [attempt] = await slow.attempts()
       assert.equal(attempt.status, 'timeout')
       assert.equal(attempt.status_code, null)
-      assert.match(attempt.error, /No answer within 5000 ms/)
+      assert.equal(attempt.error, 'timeout')
       assert.ok(attempt.next_retry_at)
     })
 
@@ -625,7 +625,7 @@ for (const engine of engines) {
         assert.equal(r.received.length, 0)
         const [attempt] = await t.json<any[]>(200, { url: `${companyEndpoints(c.id)}/${id}/deliveries`, token: c.token })
         assert.equal(attempt.status, 'refused')
-        assert.match(attempt.error, /resolves to (127\.0\.0\.1|::1), a loopback, private or link-local address/)
+        assert.equal(attempt.error, 'connection_refused')
         assert.ok(attempt.next_retry_at)
       } finally {
         await r.close()

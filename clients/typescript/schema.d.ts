@@ -3375,7 +3375,7 @@ export interface components {
          *       "status": "failed",
          *       "status_code": 500,
          *       "duration_ms": 84,
-         *       "error": "The receiver answered 500",
+         *       "error": "http_500",
          *       "next_retry_at": "2026-11-26T09:20:07.384Z"
          *     }
          */
@@ -3397,7 +3397,7 @@ export interface components {
             attempt: number;
             /** Format: date-time */
             started_at: string;
-            /** @description An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows) */
+            /** @description An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target's address is one webhooks may not reach; lost: its instance stopped (the next attempt follows) */
             status: "succeeded" | "failed" | "timeout" | "error" | "refused" | "lost";
             status_code: number | null;
             duration_ms: number | null;
@@ -3443,7 +3443,7 @@ export interface components {
         WebhookEndpointInput: {
             /**
              * Format: uri
-             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true), to a public unicast address. Refused (400 naming url), as a literal address here and as what a name resolves to at each delivery: loopback, private, link-local, multicast, reserved and IPv4 written inside IPv6 (::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32), fec0::/10. WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through loopback and private ranges written plainly (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), never the other forms
              */
             url: string;
             /** @description The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type */
@@ -3456,7 +3456,7 @@ export interface components {
         WebhookEndpointUpdate: {
             /**
              * Format: uri
-             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true), to a public unicast address. Refused (400 naming url), as a literal address here and as what a name resolves to at each delivery: loopback, private, link-local, multicast, reserved and IPv4 written inside IPv6 (::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32), fec0::/10. WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through loopback and private ranges written plainly (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), never the other forms
              */
             url?: string;
             /** @description The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type */
@@ -8501,7 +8501,7 @@ export interface operations {
                      *         "status": "failed",
                      *         "status_code": 500,
                      *         "duration_ms": 84,
-                     *         "error": "The receiver answered 500",
+                     *         "error": "http_500",
                      *         "next_retry_at": "2026-11-26T09:20:07.384Z"
                      *       }
                      *     ]
@@ -8931,7 +8931,7 @@ export interface operations {
                      *         "status": "failed",
                      *         "status_code": 500,
                      *         "duration_ms": 84,
-                     *         "error": "The receiver answered 500",
+                     *         "error": "http_500",
                      *         "next_retry_at": "2026-11-26T09:20:07.384Z"
                      *       }
                      *     ]

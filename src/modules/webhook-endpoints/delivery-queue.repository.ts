@@ -95,7 +95,7 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
       -- Only a delivery tried before can have an attempt left pending (claimed shows its attempts
       -- counted with the new one, dropped without), one given up as well. By the index, not
       -- joined: a join was planned as a scan of every attempt at each claim (migration 0033).
-      UPDATE webhook_attempts a SET outcome = 'lost', error = 'No outcome recorded: the delivering instance stopped'
+      UPDATE webhook_attempts a SET outcome = 'lost', error = NULL
       WHERE a.delivery_id = ANY (ARRAY(SELECT id FROM claimed WHERE attempts > 1 UNION ALL SELECT id FROM dropped WHERE attempts > 0))
         AND a.outcome = 'pending' RETURNING a.id
     ),

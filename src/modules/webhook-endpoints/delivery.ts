@@ -173,6 +173,8 @@ export function createWebhookDelivery(deps: {
     const call: Promise<void> = sender.send(target.url, [target.secret, ...previous], started.eventId, body)
       .then((sent) => {
         release(endpointId)
+        // The attempt shows a code only; what the network said goes to the operator's log.
+        if (sent.detail) deps.log.debug({ endpoint_id: endpointId, event_id: started.eventId, error: sent.error, detail: sent.detail }, 'webhook attempt failed')
         recorder.add(started, sent, deps.clock.now())
       }, (err: unknown) => {
         release(endpointId)

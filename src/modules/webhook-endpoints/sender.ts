@@ -2,12 +2,14 @@ import net from 'node:net'
 import type { Agent, Dispatcher } from 'undici'
 import type { AttemptOutcome } from '../../db/tables.ts'
 import { signatureHeaders } from './signing.ts'
-import { guardedLookup, hostOf, isPrivateAddress, TargetRefused } from './targets.ts'
+import { guardedLookup, hostOf, isRefusedAddress, TargetRefused } from './targets.ts'
+import { errorCodeOf, httpError, type AttemptError } from './attempt-errors.ts'
 import { BoundedMap } from '../../bounded-map.ts'
 
 const MAX_RESPONSE_BYTES = 64 * 1024
 
-export interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: string | null; durationMs: number }
+/** `error` is what the attempt shows; `detail`, what happened in words, is for this service's log only. */
+export interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: AttemptError | null; durationMs: number; detail?: string }
 
 /** How long an idle connection to a receiver is kept at most, whatever its Keep-Alive header asks. */
 const IDLE_CONNECTION_MAX_MS = 30_000
@@ -20,13 +22,14 @@ function parseTarget(target: string, allowPrivateTargets: boolean): Parsed {
   let url: URL
   try { url = new URL(target) } catch { return { refused: 'The endpoint URL is not a URL' } }
   const host = hostOf(url)
-  if (!allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) return { refused: `${host} is a loopback, private or link-local address` }
+  // Checked at every call too: a stored URL meets the rule in force, whatever was accepted when it was stored.
+  if (net.isIP(host) && isRefusedAddress(host, allowPrivateTargets)) return { refused: `${host} is an address webhooks may not reach` }
   return { origin: url.origin, path: url.pathname + url.search }
 }
 
 /** What a call that began at `started` (performance.now()) came to. */
-function ended(started: number, outcome: AttemptOutcome, statusCode: number | null, error: string | null): Sent {
-  return { outcome, statusCode, error, durationMs: Math.round(performance.now() - started) }
+function ended(started: number, outcome: AttemptOutcome, statusCode: number | null, error: AttemptError | null, detail?: string): Sent {
+  return { outcome, statusCode, error, durationMs: Math.round(performance.now() - started), detail }
 }
 
 /**
@@ -90,7 +93,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     const started = performance.now()
     try {
       const parsed = parsedTarget(target)
-      if ('refused' in parsed) return Promise.resolve(ended(started, 'refused', null, parsed.refused))
+      if ('refused' in parsed) return Promise.resolve(ended(started, 'refused', null, 'connection_refused', parsed.refused))
       const headers = {
         'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
         ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
@@ -98,7 +101,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       const client = dispatcher()
       if (client instanceof Promise) {
         return client.then((loaded) => call(loaded, parsed, headers, body, started),
-          (err: unknown) => ended(started, 'error', null, `The HTTP client could not be loaded: ${(err as Error).message}`))
+          (err: unknown) => ended(started, 'error', null, 'connection_refused', `The HTTP client could not be loaded: ${(err as Error).message}`))
       }
       return call(client, parsed, headers, body, started)
     } catch (err) {
@@ -123,7 +126,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
       // its connection when it runs out is aborted as soon as it starts.
       const timer = setTimeout(() => {
         // Settled first: the abort calls onResponseError at once.
-        finish(ended(started, 'timeout', null, `No answer within ${options.timeoutMs} ms`))
+        finish(ended(started, 'timeout', null, 'timeout'))
         controller?.abort(new Error('timeout'))
       }, options.timeoutMs)
       client.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
@@ -143,11 +146,13 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
         onResponseError(_c, err) {
           // An answer whose body was cut off (too large, or the connection dropped): its status decides.
           if (status > 0) return answered()
-          finish(err instanceof TargetRefused ? ended(started, 'refused', null, err.message) : ended(started, 'error', null, err.message))
+          finish(err instanceof TargetRefused
+            ? ended(started, 'refused', null, 'connection_refused', err.message)
+            : ended(started, 'error', null, errorCodeOf(err), err.message))
         },
       })
       function answered() {
-        finish(status >= 200 && status < 300 ? ended(started, 'succeeded', status, null) : ended(started, 'failed', status, `The receiver answered ${status}`))
+        finish(status >= 200 && status < 300 ? ended(started, 'succeeded', status, null) : ended(started, 'failed', status, httpError(status)))
       }
     })
   }

@@ -2,12 +2,13 @@ import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
 import { pageFieldsWithDefault } from '../../http/pagination.ts'
 import { EVENTS_PAGE } from '../events/events.schemas.ts'
+import { ATTEMPT_ERROR_PATTERN } from './attempt-errors.ts'
 
 const EXAMPLE_ID = '3f6c2a1e-8b7d-4e59-a0c4-5d1e9f2b7a63'
 const COMPANY_ID = '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10'
 
 export const WebhookEndpointInput = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true); never a loopback, private or link-local address' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true), to a public unicast address. Refused (400 naming url), as a literal address here and as what a name resolves to at each delivery: loopback, private, link-local, multicast, reserved and IPv4 written inside IPv6 (::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32), fec0::/10. WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through loopback and private ranges written plainly (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), never the other forms' }),
   event_types: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
     maxItems: 100, uniqueItems: true, description: 'The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type',
   })),
@@ -64,16 +65,20 @@ export const DeliveryAttempt = Type.Object({
   attempt: Type.Integer({ minimum: 1, description: '1 for the first attempt, 2 for the first retry, ...' }),
   started_at: Type.String({ format: 'date-time' }),
   status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('timeout'), Type.Literal('error'), Type.Literal('refused'), Type.Literal('lost')], {
-    description: 'An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target resolves to a private address; lost: its instance stopped (the next attempt follows)',
+    description: 'An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target\'s address is one webhooks may not reach; lost: its instance stopped (the next attempt follows)',
   }),
   status_code: Nullable(Type.Integer({ description: 'The receiver\'s HTTP status' })),
   duration_ms: Nullable(Type.Integer()),
-  error: Nullable(Type.String()),
+  error: Nullable(Type.String({
+    pattern: ATTEMPT_ERROR_PATTERN,
+    description: 'Why the attempt did not succeed, as a code (never an address, port or host name): `timeout` (no answer in time), `connection_refused` (no connection could be made, or the target\'s address is one webhooks may not reach: status `refused`), `dns_failure` (the name does not resolve), `tls_error` (the TLS handshake or the certificate failed), `invalid_response` (the connection closed, or what came back is not HTTP), `http_<status>` (the receiver answered a status other than 2xx: `http_500`). Null after a success and for `lost`',
+    examples: ['http_500', 'timeout', 'connection_refused'],
+  })),
   next_retry_at: Nullable(Type.String({ format: 'date-time', description: 'When the next attempt runs, after a failure; null after a success or the last attempt' })),
 }, {
   additionalProperties: false, title: 'WebhookDeliveryAttempt', examples: [{
     id: '42', delivery_id: 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e', event_id: '5b0e6f0e-1c7a-4a59-9a51-8d3f7c1e2a44', event_type: 'team.member_added',
-    attempt: 2, started_at: '2026-11-26T09:15:07.300Z', status: 'failed', status_code: 500, duration_ms: 84, error: 'The receiver answered 500',
+    attempt: 2, started_at: '2026-11-26T09:15:07.300Z', status: 'failed', status_code: 500, duration_ms: 84, error: 'http_500',
     next_retry_at: '2026-11-26T09:20:07.384Z',
   }],
 })

@@ -7,6 +7,7 @@ import { EVENTS_PAGE, type Event } from '../events/events.schemas.ts'
 import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
+import { shownError } from './attempt-errors.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
 
@@ -125,7 +126,7 @@ export function createWebhookEndpointsService(deps: {
         items: paged.items.map((r) => ({
           id: String(r.id), delivery_id: r.delivery_id, event_id: r.event_id, event_type: r.event_type, attempt: r.attempt,
           started_at: new Date(r.started_at).toISOString(), status: r.outcome, status_code: r.status_code, duration_ms: r.duration_ms,
-          error: r.error, next_retry_at: iso(r.next_retry_at),
+          error: shownError(r.outcome, r.status_code, r.error), next_retry_at: iso(r.next_retry_at),
         })),
         next: paged.next,
       }
