@@ -8,7 +8,7 @@ import { company, companyClient, type CompanyFixture } from './helpers/factories
 import { companyEndpoints } from './helpers/webhook-endpoints.ts'
 import { readMigrations } from '../src/db/migrate.ts'
 
-/** The migration that erases the secrets kept by the Idempotency-Key store before routes declared them. */
+/** The migration that erases the secrets found in the answers the Idempotency-Key store keeps. */
 const ERASE = '0044_idempotency_without_secrets'
 /** A webhook target the creation accepts with WEBHOOK_ALLOW_PRIVATE_TARGETS (nothing is delivered in these tests). */
 const TARGET = 'http://127.0.0.1:9/hook'
@@ -153,8 +153,8 @@ for (const engine of engines) {
       assert.ok(migration, `${ERASE} exists`)
       const db = t.app.database.db
       const json = 'application/json; charset=utf-8'
-      // Three answers kept as the store kept them before: a webhook endpoint's creation and a
-      // rotation with their secret in the body, a client's creation without a body (no-store).
+      // Three kept answers in the forms the migration's header describes: a webhook endpoint's
+      // creation and a rotation with their secret in the body, a client's creation without a body.
       const made = await t.json(201, { method: 'POST', url: companyEndpoints(c.id), token: c.token, body: { url: TARGET } })
       const old = [
         { url: companyEndpoints(c.id), body: { url: TARGET, description: uniq('old') }, field: 'secret', keep: (first: any, res: LightMyRequestResponse) => ({ response_body: JSON.stringify(first), response_headers: JSON.stringify({ location: String(res.headers.location), 'content-type': json }) }) },
