@@ -44,6 +44,8 @@ export async function runExample(): Promise<{ company: Company; team: Team }> {
     params: { path: { company_id } },
     body: { name: 'hr app', scopes: ['read:team', 'write:team'] },
   }))
+  // The secret is in this answer only: null in an Idempotency-Key replay (this request sends no key).
+  if (hrApp.client_secret === null) throw new Error('create a company client: the answer shows no client_secret')
   // The company's own client: its token sees this company only.
   const hr = createClient({ baseUrl, token: await getToken(baseUrl, hrApp.client_id, hrApp.client_secret) })
 

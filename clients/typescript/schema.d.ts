@@ -2447,8 +2447,8 @@ export interface components {
         /** CreatedClient */
         CreatedClient: {
             client_id: string;
-            /** @description Shown once; only its hash is stored */
-            client_secret: string;
+            /** @description The secret; only its hash is stored. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an Idempotency-Key replay (Idempotent-Replayed: true) */
+            client_secret: string | null;
             name: string;
             scopes: string[];
         };
@@ -2470,8 +2470,8 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
-            /** @description The signing secret (`whsec_` + base64): shown once, in this answer only */
-            secret: string;
+            /** @description The signing secret (`whsec_` + base64). Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an Idempotency-Key replay (Idempotent-Replayed: true) */
+            secret: string | null;
         };
         /**
          * CreditNote
@@ -3961,7 +3961,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -3989,6 +3989,10 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The answer carries a secret: no cache may keep it */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4143,7 +4147,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4175,6 +4179,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4335,7 +4341,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4368,6 +4374,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4432,7 +4440,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -4465,6 +4473,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4528,7 +4538,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4553,6 +4563,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4663,7 +4675,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4689,6 +4701,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4837,7 +4851,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -4885,6 +4899,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4976,7 +4992,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -4990,6 +5006,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5057,7 +5075,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5071,6 +5089,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5189,7 +5209,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5216,6 +5236,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5337,7 +5359,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5369,6 +5391,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5434,7 +5458,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5464,6 +5488,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5565,7 +5591,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5608,6 +5634,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5697,7 +5725,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5739,6 +5767,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5951,7 +5981,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -5966,6 +5996,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5987,7 +6019,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6002,6 +6034,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6023,7 +6057,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6047,6 +6081,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6152,7 +6188,7 @@ export interface operations {
                 end_of_term?: boolean;
             };
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6176,6 +6212,8 @@ export interface operations {
             /** @description No body */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6198,7 +6236,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6214,6 +6252,8 @@ export interface operations {
             /** @description No body */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6236,7 +6276,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6267,6 +6307,8 @@ export interface operations {
             /** @description The SubscriptionUpdated */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6645,7 +6687,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -6664,6 +6706,8 @@ export interface operations {
             /** @description The SubscriptionDetails */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7226,7 +7270,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7256,6 +7300,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7277,7 +7323,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7303,6 +7349,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7369,7 +7417,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7399,6 +7447,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7420,7 +7470,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7446,6 +7496,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7467,7 +7519,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7493,6 +7545,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7514,7 +7568,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7540,6 +7594,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7668,7 +7724,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7698,6 +7754,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7763,7 +7821,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -7793,6 +7851,8 @@ export interface operations {
             /** @description Accepted; a creation sets Location to the new resource */
             202: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8213,7 +8273,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -8240,6 +8300,10 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The answer carries a secret: no cache may keep it */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8405,7 +8469,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8428,6 +8492,10 @@ export interface operations {
             /** @description The CreatedWebhookEndpoint */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The answer carries a secret: no cache may keep it */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8523,7 +8591,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8539,6 +8607,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8628,7 +8698,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8658,6 +8728,10 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The answer carries a secret: no cache may keep it */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8831,7 +8905,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8856,6 +8930,10 @@ export interface operations {
             /** @description The CreatedWebhookEndpoint */
             200: {
                 headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The answer carries a secret: no cache may keep it */
+                    "Cache-Control": "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8953,7 +9031,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The same key and body within 24 h replays the first answer; another body is a 409 */
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
                 "idempotency-key"?: string;
             };
             path: {
@@ -8971,6 +9049,8 @@ export interface operations {
                 headers: {
                     /** @description The URL of the created resource (a path on this server), to read it back with GET */
                     Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

@@ -9,6 +9,7 @@ import type { Clock } from '../clock.ts'
 import type { Scheduler } from '../jobs/scheduler.ts'
 import { Conflict } from './errors.ts'
 import { AFTER_CLAIM, claimSettings, idempotencyRepository, isLockNotAvailable, purgeKeys, type KeptKey } from './idempotency.repository.ts'
+import { secretsByStatus, withoutSecrets } from './secret-fields.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,11 +42,12 @@ const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
  * and white space do not matter; an uploaded file by its name, type and bytes) replays that
  * answer; another body is a 409. A 5xx is not kept, so the client may retry; nor is an answer
  * to a client that went away before it (an aborted upload's 400, or any answer its connection
- * closed before): the request rolls back and the key is free. An answer marked
- * `Cache-Control: no-store` holds a secret shown once (a new client's secret): its body is
- * never written down, and a replay is a 409 instead, so a retry neither leaks the secret nor
- * creates a second client. Routes that look at no token (the token endpoint, operations) make
- * no resources and ignore the header.
+ * closed before): the request rolls back and the key is free. Every replay carries
+ * `Idempotent-Replayed: true`, as Stripe's do. A field the route's answer schema declares a
+ * secret (`SecretString`, src/http/secret-fields.ts) is kept as `null`: the answer that made the
+ * secret is the only one that shows it, and is `Cache-Control: no-store`, as its replays are. So
+ * a retry gets the same status and resource without the secret, and creates nothing twice.
+ * Routes that look at no token (the token endpoint, operations) make no resources and ignore the header.
  *
  * The claim, the request's work and its answer are one transaction (src/db/request-transaction.ts):
  * the claim's row is written first in it, every statement of the request joins it, and the
@@ -88,13 +90,16 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   // preHandler: after the body is read and validated, and after the route's own preValidation
   // hooks (an upload is read there).
   app.addHook('onRoute', (route) => {
+    // An answer carrying a secret is never cached, whether or not the route takes a key.
+    const secrets = secretsByStatus((route.schema as { response?: unknown } | undefined)?.response)
+    if (secrets.size > 0) route.onSend = [...toArray(route.onSend), noStoreFor(secrets)]
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.some((m) => m === 'POST' || m === 'PUT')) return
     const access = route.config?.access
     if (access === undefined || access === 'none') return
     acceptKeyHeader((route.schema ??= {}) as Record<string, any>)
     route.preHandler = [...toArray(route.preHandler), scopeKeyed, claimKey]
-    route.onSend = [...toArray(route.onSend), keep]
+    route.onSend = [...toArray(route.onSend), keepFor(secrets)]
     route.onResponse = [...toArray(route.onResponse), abandon]
   })
 
@@ -156,18 +161,16 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   function answerFrom(stored: KeptKey, hash: string, reply: FastifyReply) {
     if (stored.request_hash !== hash) throw new Conflict('This Idempotency-Key was used with another request')
     if (stored.status_code === null) throw new Conflict('A request with this Idempotency-Key is still running')
-    if (isSecret(stored.response_headers ?? {})) {
-      throw new Conflict('The first request with this Idempotency-Key succeeded; its answer held a secret, which is shown only once')
-    }
-    reply.code(stored.status_code).header('idempotent-replayed', 'true')
+    reply.code(stored.status_code)
     for (const [name, value] of Object.entries(stored.response_headers ?? {})) reply.header(name, value)
+    reply.header('idempotent-replayed', 'true')
     return reply.send(stored.response_body ?? undefined)
   }
 
   // The answer is written in the request's transaction, which then commits: the work and its
   // answer together, before a byte of the answer leaves. A commit that fails turns the answer
   // into an error (thrown from here), and nothing of the request stays.
-  async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+  const keepFor = (secrets: Map<number, string[]>) => async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const claim = request.idempotency
     if (!claim) return payload
     // An answer no one will read (the client went away; an aborted upload's 400 is one) is not
@@ -187,7 +190,8 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
           const value = reply.getHeader(name)
           if (value !== undefined) headers[name] = String(value)
         }
-        const body = typeof payload === 'string' && !isSecret(headers) ? payload : null
+        const fields = secrets.get(reply.statusCode)
+        const body = typeof payload !== 'string' ? null : fields ? withoutSecrets(payload, fields) : payload
         await keys.keepAnswer(claim.owner, claim.key, { status: reply.statusCode, headers, body })
       }
       await claim.transaction.end(true)
@@ -209,6 +213,14 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   }
 }
 
+/** The onSend hook of a route whose answers of some statuses carry secrets: those answers are `no-store`. */
+function noStoreFor(secrets: Map<number, string[]>) {
+  return async function noStore(_request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+    if (secrets.has(reply.statusCode)) reply.header('cache-control', 'no-store')
+    return payload
+  }
+}
+
 /** Whether the client of `request` is gone: its request was aborted, or its connection closed before the answer. */
 function clientGone(request: FastifyRequest, reply: FastifyReply): boolean {
   return request.raw.aborted === true || request.raw.socket?.destroyed === true || reply.raw.destroyed === true
@@ -224,14 +236,10 @@ function toArray<T>(value: T | T[] | undefined): T[] {
  * (1 to 255 characters, else a 400 naming it) and documented in /openapi.json by the same schema.
  */
 function acceptKeyHeader(schema: Record<string, any>) {
-  const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer; another body is a 409' }
+  const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409' }
   if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
   else if (schema.headers.type === 'object') schema.headers.properties = { 'idempotency-key': header, ...schema.headers.properties }
   else throw new Error('A POST or PUT route that takes Idempotency-Key needs an object headers schema')
-}
-
-function isSecret(headers: Record<string, string>): boolean {
-  return /no-store/.test(headers['cache-control'] ?? '')
 }
 
 function requestHash(request: FastifyRequest): string {

@@ -1,4 +1,5 @@
 import { exampleOf } from './openapi-examples.ts'
+import { secretFieldsOf } from './secret-fields.ts'
 
 /**
  * The last pass over the generated OpenAPI document (run once; @fastify/swagger caches the
@@ -6,6 +7,8 @@ import { exampleOf } from './openapi-examples.ts'
  * client generator and a linter expect:
  * - an example on every request body and every 2xx answer (the shape's own `examples` first);
  * - `Location` on the answers that create something (every 201, and the 202 of a POST);
+ * - `Idempotent-Replayed` on the answers of every operation that takes `Idempotency-Key`, and
+ *   `Cache-Control: no-store` on the answers that carry a secret (src/http/secret-fields.ts);
  * - every titled schema lifted into `components.schemas` under its title and referenced by
  *   `$ref`, so a generated client has a `Team` type; two different shapes with one title are an
  *   error when the document is built (its first read; every contract test reads it), not a
@@ -30,10 +33,13 @@ export function finishDocument(doc: Doc): Doc {
       const op = item[method]
       if (!op) continue
       for (const media of Object.values((op.requestBody?.content ?? {}) as Record<string, Schema>)) addExample(media)
+      const keyed = ((op.parameters ?? []) as Schema[]).some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key')
       for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, Schema>)) {
         const success = /^2\d\d$/.test(status)
         for (const media of Object.values((response.content ?? {}) as Record<string, Schema>)) if (success) addExample(media)
         if (status === '201' || (status === '202' && method === 'post')) addLocation(response)
+        if (success && keyed) addReplayed(response)
+        if (success && Object.values((response.content ?? {}) as Record<string, Schema>).some((media) => secretFieldsOf(media.schema).length > 0)) addNoStore(response)
         if (success && response.description === 'Default Response') response.description = successDescription(response)
       }
       for (const media of Object.values((op.requestBody?.content ?? {}) as Record<string, Schema>)) if (media.schema) media.schema = lift(media.schema)
@@ -61,6 +67,23 @@ function addLocation(response: Schema) {
     description: 'The URL of the created resource (a path on this server), to read it back with GET',
     required: true,
     schema: { type: 'string', format: 'uri-reference' },
+  }
+}
+
+function addReplayed(response: Schema) {
+  response.headers ??= {}
+  response.headers['Idempotent-Replayed'] ??= {
+    description: 'Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again',
+    schema: { type: 'string', const: 'true' },
+  }
+}
+
+function addNoStore(response: Schema) {
+  response.headers ??= {}
+  response.headers['Cache-Control'] ??= {
+    description: 'The answer carries a secret: no cache may keep it',
+    required: true,
+    schema: { type: 'string', const: 'no-store' },
   }
 }
 

@@ -87,7 +87,7 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
   }, async (request, reply) => {
     const principal = principalOf(request)
     const client = await service.createCompanyClient(request.params.company_id, request.body, principal.companyId === null ? null : principal.scopes)
-    reply.code(201).header('location', `${base.replace(':company_id', request.params.company_id)}/${client.client_id}`).header('cache-control', 'no-store')
+    reply.code(201).header('location', `${base.replace(':company_id', request.params.company_id)}/${client.client_id}`)
     return client
   })
 

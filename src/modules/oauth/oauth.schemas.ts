@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Name, Uuid } from '../../http/schemas.ts'
+import { SecretString } from '../../http/secret-fields.ts'
 
 export const TokenRequest = Type.Object({
   grant_type: Type.Optional(Type.String({ description: 'client_credentials' })),
@@ -36,7 +37,7 @@ export type ClientInput = Static<typeof ClientInput>
 
 export const CreatedClient = Type.Object({
   client_id: Type.String(),
-  client_secret: Type.String({ description: 'Shown once; only its hash is stored' }),
+  client_secret: SecretString('The secret; only its hash is stored'),
   name: Type.String(),
   scopes: Type.Array(Type.String()),
 }, { additionalProperties: false, title: 'CreatedClient' })

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
+import { SecretString } from '../../http/secret-fields.ts'
 import { pageFieldsWithDefault } from '../../http/pagination.ts'
 import { EVENTS_PAGE } from '../events/events.schemas.ts'
 import { ATTEMPT_ERROR_PATTERN } from './attempt-errors.ts'
@@ -54,7 +55,7 @@ export type WebhookEndpoint = Static<typeof WebhookEndpoint>
 
 export const CreatedWebhookEndpoint = Type.Object({
   ...endpointFields,
-  secret: Type.String({ description: 'The signing secret (`whsec_` + base64): shown once, in this answer only' }),
+  secret: SecretString('The signing secret (`whsec_` + base64)'),
 }, { additionalProperties: false, title: 'CreatedWebhookEndpoint', examples: [{ ...EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo=' }] })
 
 export const DeliveryAttempt = Type.Object({
