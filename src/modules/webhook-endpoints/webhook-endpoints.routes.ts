@@ -1,14 +1,20 @@
 import { Type } from 'typebox'
+import type { FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import type { Access } from '../../http/auth.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import { Event, EVENTS_PAGE } from '../events/events.schemas.ts'
-import type { WebhookEndpointsService } from './webhook-endpoints.service.ts'
+import type { Caller, WebhookEndpointsService } from './webhook-endpoints.service.ts'
 import { resourcesReadableBy } from '../events/event-access.ts'
 import { CompanyEndpointParams, CreatedWebhookEndpoint, DeliveriesQuery, DeliveryAttempt, EndpointParams, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
 import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const NoContent = Type.Null({ description: 'Deleted' })
+
+/** The token's client and what it may read; every route here needs a token, so a principal is there. */
+function callerOf(request: FastifyRequest): Caller {
+  return { clientId: request.principal!.clientId, readable: resourcesReadableBy(request.principal) }
+}
 
 /**
  * Outgoing webhooks (decisions §8.3; docs/webhooks.md): the platform's endpoints, which hear
@@ -43,7 +49,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         ...params, body: WebhookEndpointInput, response: { 201: CreatedWebhookEndpoint },
       },
     }, async (request, reply) => {
-      const created = await service.create(v.owner(request.params), request.body, resourcesReadableBy(request.principal))
+      const created = await service.create(v.owner(request.params), request.body, callerOf(request))
       reply.header('location', `${request.url.replace(/\/+$/, '').split('?')[0]}/${created.id}`)
       return reply.code(201).send(created)
     })
@@ -65,7 +71,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         description: `${v.who} Changes the fields given and answers 200 with the endpoint. \`enabled: true\` re-enables an endpoint disabled after three days of failed deliveries (its \`disabled_reason\` is cleared); events written while it was disabled are not sent (read them from the event log with \`created_after\`). \`enabled: false\` stops sending; its pending deliveries are not sent. \`url\` and \`event_types\` are checked as at creation (400).`,
         params: v.idParams, body: WebhookEndpointUpdate, response: { 200: WebhookEndpoint },
       },
-    }, async (request) => service.update(v.owner(request.params), (request.params as { id: string }).id, request.body, resourcesReadableBy(request.principal)))
+    }, async (request) => service.update(v.owner(request.params), (request.params as { id: string }).id, request.body, callerOf(request)))
 
     app.post(`${one}/rotate_secret`, {
       config: { access: v.access },
@@ -76,7 +82,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
         description: `${v.who} A new \`secret\`, shown in this answer only. The replaced one keeps signing beside it for \`previous_secret_expires_in\` seconds (default a day): each delivery then carries both signatures (\`webhook-signature: v1,<new> v1,<old>\`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.`,
         params: v.idParams, body: SecretRotation, response: { 200: CreatedWebhookEndpoint },
       },
-    }, async (request) => service.rotateSecret(v.owner(request.params), (request.params as { id: string }).id, request.body))
+    }, async (request) => service.rotateSecret(v.owner(request.params), (request.params as { id: string }).id, request.body, callerOf(request)))
 
     app.delete(one, {
       config: { access: v.access },
@@ -107,7 +113,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
       },
     }, async (request, reply) => {
       const owner = v.owner(request.params)
-      const event = await service.ping(owner, (request.params as { id: string }).id)
+      const event = await service.ping(owner, (request.params as { id: string }).id, callerOf(request))
       reply.header('location', owner === null ? `/api/v1/events/${event.id}` : `/api/v1/companies/${owner}/events/${event.id}`)
       return reply.code(202).send(event)
     })
