@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, contract } from './helpers/factories.ts'
 import { companyEndpoints, endpointSteps, type Receiver } from './helpers/webhook-endpoints.ts'
+import { createWebhookEndpointsRepository } from '../src/modules/webhook-endpoints/webhook-endpoints.repository.ts'
 
 /**
  * Who may point an endpoint somewhere, and who answers for it (decisions §9.1; docs/webhooks.md,
@@ -170,6 +171,24 @@ for (const engine of engines) {
       // Enabling the company enables no endpoint: it is re-enabled explicitly.
       assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/enable` })).statusCode, 202)
       assert.equal((await t.json<any>(200, { url: `${companyEndpoints(c.id)}/${ofCompany.id}` })).enabled, false)
+    })
+
+    it('sends a stopped endpoint what it is owed through the queue too, when its slots were full at the fan-out', async () => {
+      const c = await company(t)
+      const r = await listen()
+      const created = await endpoint(c.id, { url: r.url }, c.token)
+      const before = await contract(t, c.id)
+      assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}` })).statusCode, 202)
+      const after = await contract(t, c.id)
+      // No free slot: every event the fan-out finds for the endpoint becomes a queued delivery, which the claim takes.
+      const now = new Date(Date.now() + 1000)
+      await createWebhookEndpointsRepository(t.app.database.db).fanOutDue({ now, leaseUntil: new Date(now.getTime() + 60_000), bound: 0, busy: [], batch: 1000 })
+      const queued = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${created.id} AND status = 'pending'`.execute(t.app.database.db)
+      assert.equal(queued.rows[0]!.n, 2)
+      await deliverNow()
+      assert.deepEqual(typesAt(r).sort(), ['company.disabled', 'contract.created'])
+      const ids = r.received.map((got) => JSON.parse(got.body).data.object.id)
+      assert.ok(ids.includes(before) && !ids.includes(after), JSON.stringify(ids))
     })
 
     it('re-enables a stopped endpoint for a client that may read all it is sent, which then answers for it; never while its company is disabled', async () => {
