@@ -32,7 +32,7 @@ function view(row: EndpointRow): WebhookEndpoint {
  * The resources whose events an endpoint is sent: those its types name (every one when empty),
  * among those its creator could read (`resources`; null: every one).
  */
-export function resourcesSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }): string[] {
+function resourcesSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }): string[] {
   const named = (resource: string) => endpoint.event_types.length === 0 || endpoint.event_types.some((type) => type.split('.')[0] === resource)
   return EVENT_RESOURCES.filter((resource) => named(resource) && (endpoint.resources === null || endpoint.resources.includes(resource)))
 }
