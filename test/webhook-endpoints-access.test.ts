@@ -141,8 +141,9 @@ for (const engine of engines) {
       assert.deepEqual(ids(rb).sort(), [before, after].sort())
       assert.deepEqual(ids(rp).sort(), [before, after].sort())
       for (const other of [ofB, ofPlatform]) assert.equal((await t.json<any>(200, { url: `${companyEndpoints(c.id)}/${other.id}` })).enabled, true)
-      // A ping to it is refused: it sends nothing.
+      // A ping to it is refused: it sends nothing. Disabling it again keeps the reason it stopped for.
       assert.equal((await t.call({ method: 'POST', url: `${companyEndpoints(c.id)}/${ofA.id}/test` })).statusCode, 409)
+      assert.equal((await t.json<any>(200, { method: 'PATCH', url: `${companyEndpoints(c.id)}/${ofA.id}`, body: { enabled: false } })).disabled_reason, 'client_revoked')
     })
 
     it('stops a company\'s endpoints when it is disabled (company_disabled): company.disabled is the last event they are sent', async () => {
