@@ -39,7 +39,8 @@ for (const engine of engines) {
       const updated = await t.json<any>(200, { method: 'PATCH', url: one, token: c.token, body: { enabled: true, url: r.url, event_types: ['team.*'], description: 'Fixed' } })
       assert.deepEqual({ ...updated, created_at: undefined }, {
         id: created.id, company_id: c.id, url: r.url, event_types: ['team.*'], description: 'Fixed', enabled: true, disabled_reason: null,
-        previous_secret_expires_at: null, created_at: undefined,
+        // Re-enabled by the company's client, which now answers for it.
+        created_by: c.client.client_id, previous_secret_expires_at: null, created_at: undefined,
       })
       assert.deepEqual(await t.json(200, { url: one, token: c.token }), updated)
       const got = await ping(c.id, created.id, r)

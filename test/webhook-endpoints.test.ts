@@ -50,7 +50,7 @@ for (const engine of engines) {
       assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+=*$/)
       assert.equal(Buffer.from(created.secret.slice(6), 'base64').length, 32)
       assert.deepEqual({ ...created, secret: undefined, id: undefined, created_at: undefined }, {
-        id: undefined, secret: undefined, created_at: undefined, company_id: c.id, url: r.url, event_types: [], description: 'HR sync', enabled: true, disabled_reason: null, previous_secret_expires_at: null,
+        id: undefined, secret: undefined, created_at: undefined, company_id: c.id, url: r.url, event_types: [], description: 'HR sync', enabled: true, disabled_reason: null, created_by: c.client.client_id, previous_secret_expires_at: null,
       })
       // The secret is shown once.
       const listed = await t.json<any[]>(200, { url: companyEndpoints(c.id), token: c.token })

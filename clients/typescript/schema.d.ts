@@ -1666,7 +1666,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint that hears every company's events
-         * @description A platform token (`write:company` to change). Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. At most 16 endpoints (409).
+         * @description A platform token (`write:company` to change). Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. The token's client is recorded as `created_by`: the endpoint stops (`disabled_reason: client_revoked`) when that client is revoked, and when the company is disabled (`company_disabled`). At most 16 endpoints, and none for a disabled company (409).
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1697,7 +1697,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description A platform token (`write:company` to change). Its pending deliveries are dropped; answers 204.
+         * @description A platform token (`write:company` to change). Its pending deliveries are dropped; answers 204. `write:company` alone suffices.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1706,7 +1706,7 @@ export interface paths {
         head?: never;
         /**
          * Update or re-enable a webhook endpoint
-         * @description A platform token (`write:company` to change). Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables an endpoint disabled after three days of failed deliveries (its `disabled_reason` is cleared); events written while it was disabled are not sent (read them from the event log with `created_after`). `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400).
+         * @description A platform token (`write:company` to change). Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables a disabled endpoint (its `disabled_reason` is cleared, and the token's client becomes its `created_by`); events written while it was disabled are not sent (read them from the event log with `created_after`); while the company is disabled it is 409. `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400). A change of `url` or `event_types`, or re-enabling: A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope. `description` and `enabled: false` need `write:company` alone.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1724,7 +1724,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret of a webhook endpoint
-         * @description A platform token (`write:company` to change). A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.
+         * @description A platform token (`write:company` to change). A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out. A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1770,7 +1770,7 @@ export interface paths {
         put?: never;
         /**
          * Send a ping event to a webhook endpoint
-         * @description A platform token (`write:company` to change). Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409.
+         * @description A platform token (`write:company` to change). Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409. A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1800,7 +1800,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint that hears the company's events
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. At most 16 endpoints (409).
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Answers 201 with the endpoint and its signing `secret`, shown this once. `url` must be https and must not be a loopback, private or link-local address (400); `event_types` lists types or `<resource>.*` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need `read:contract`, team events `read:team`, ...); naming a type of another area is 403 insufficient_scope. The token's client is recorded as `created_by`: the endpoint stops (`disabled_reason: client_revoked`) when that client is revoked, and when the company is disabled (`company_disabled`). At most 16 endpoints, and none for a disabled company (409).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1831,7 +1831,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Its pending deliveries are dropped; answers 204.
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Its pending deliveries are dropped; answers 204. `write:company` alone suffices.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1840,7 +1840,7 @@ export interface paths {
         head?: never;
         /**
          * Update or re-enable a webhook endpoint
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables an endpoint disabled after three days of failed deliveries (its `disabled_reason` is cleared); events written while it was disabled are not sent (read them from the event log with `created_after`). `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400).
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Changes the fields given and answers 200 with the endpoint. `enabled: true` re-enables a disabled endpoint (its `disabled_reason` is cleared, and the token's client becomes its `created_by`); events written while it was disabled are not sent (read them from the event log with `created_after`); while the company is disabled it is 409. `enabled: false` stops sending; its pending deliveries are not sent. `url` and `event_types` are checked as at creation (400). A change of `url` or `event_types`, or re-enabling: A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope. `description` and `enabled: false` need `write:company` alone.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1858,7 +1858,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret of a webhook endpoint
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out.
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. A new `secret`, shown in this answer only. The replaced one keeps signing beside it for `previous_secret_expires_in` seconds (default a day): each delivery then carries both signatures (`webhook-signature: v1,<new> v1,<old>`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out. A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1904,7 +1904,7 @@ export interface paths {
         put?: never;
         /**
          * Send a ping event to a webhook endpoint
-         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409.
+         * @description `read:company` to read, `write:company` to change: the company's token, or a platform token. Sends this endpoint alone a `ping` event, signed and retried as any other; answers 202 with the event (its `id` is the `webhook-id`) and its `Location`. A disabled endpoint: 409. A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -2464,9 +2464,10 @@ export interface components {
             /** @description Empty: every type */
             event_types: string[];
             description: string | null;
-            /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
+            /** @description False once a delivery has failed for three days, once its creator client is revoked or its company disabled (see disabled_reason), or when created or set disabled */
             enabled: boolean;
             disabled_reason: string | null;
+            created_by: string | null;
             previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -3417,6 +3418,7 @@ export interface components {
          *       "description": "HR sync",
          *       "enabled": true,
          *       "disabled_reason": null,
+         *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
          *       "previous_secret_expires_at": null,
          *       "created_at": "2026-11-26T09:00:00.000Z"
          *     }
@@ -3432,9 +3434,10 @@ export interface components {
             /** @description Empty: every type */
             event_types: string[];
             description: string | null;
-            /** @description False once a delivery has failed for three days (see disabled_reason), or when created disabled */
+            /** @description False once a delivery has failed for three days, once its creator client is revoked or its company disabled (see disabled_reason), or when created or set disabled */
             enabled: boolean;
             disabled_reason: string | null;
+            created_by: string | null;
             previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -8253,6 +8256,7 @@ export interface operations {
                      *         "description": "HR sync",
                      *         "enabled": true,
                      *         "disabled_reason": null,
+                     *         "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-26T09:00:00.000Z"
                      *       }
@@ -8319,6 +8323,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
@@ -8329,7 +8334,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -8368,6 +8387,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
@@ -8448,6 +8468,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
@@ -8457,8 +8478,37 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
+            /** @description Re-enabling an endpoint of a disabled company */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "A team with the code WH already exists",
+                     *       "code": "conflict"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -8511,6 +8561,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
@@ -8521,7 +8572,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8634,7 +8699,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8676,6 +8755,7 @@ export interface operations {
                      *         "description": "HR sync",
                      *         "enabled": true,
                      *         "disabled_reason": null,
+                     *         "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *         "previous_secret_expires_at": null,
                      *         "created_at": "2026-11-26T09:00:00.000Z"
                      *       }
@@ -8747,6 +8827,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
@@ -8757,7 +8838,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8800,6 +8895,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
@@ -8884,6 +8980,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z"
                      *     }
@@ -8893,8 +8990,37 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
+            /** @description Re-enabling an endpoint of a disabled company */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "A team with the code WH already exists",
+                     *       "code": "conflict"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -8949,6 +9075,7 @@ export interface operations {
                      *       "description": "HR sync",
                      *       "enabled": true,
                      *       "disabled_reason": null,
+                     *       "created_by": "company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01",
                      *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-26T09:00:00.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3gkS+fvRvQo="
@@ -8959,7 +9086,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -9076,7 +9217,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];

@@ -488,6 +488,10 @@ export interface WebhookEndpointsTable {
   previous_secret_expires_at: Date | null
   /** The event resources its creator could read (migration 0032); null: every resource. */
   resources: string[] | null
+  /** The client whose token made it or last re-enabled it (migration 0040); null: made before creators were recorded. */
+  created_by: string | null
+  /** Stopped with its client or company: the last event (events.seq) it is still sent (migration 0040). */
+  last_event_seq: number | null
   enabled: Generated<boolean>
   disabled_reason: string | null
   created_at: CreatedAt

@@ -56,7 +56,8 @@ export interface RecordedOutcome {
  * costs one index probe. FOR UPDATE SKIP LOCKED keeps instances' claims apart. Each claimed
  * delivery has its attempt counted, its seq bumped and its lease set; an attempt of it still
  * 'pending' was lost with its instance; the new attempts are inserted. A disabled endpoint's
- * deliveries are given up (what was pending when it was disabled is not sent).
+ * deliveries are given up (what was pending when it was disabled is not sent), but for the first
+ * attempts of events up to the last one an endpoint stopped with its client or company is owed.
  */
 export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<ClaimedDelivery[]> {
   const ids = c.busy.map((b) => b.endpointId)
@@ -71,12 +72,17 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
     ),
     busy AS (SELECT * FROM unnest(${ids}::uuid[], ${calls}::int[]) AS b(endpoint_id, calls)),
     shares AS (
-      SELECT w.id, w.enabled, CASE WHEN w.enabled THEN greatest(0, ${c.bound}::int - coalesce(b.calls, 0)) ELSE ${c.dropBatch}::int END AS share
+      SELECT w.id, w.enabled, w.last_event_seq,
+        CASE WHEN w.enabled OR w.last_event_seq IS NOT NULL THEN greatest(0, ${c.bound}::int - coalesce(b.calls, 0)) ELSE ${c.dropBatch}::int END AS share
       FROM pending_endpoints p JOIN webhook_endpoints w ON w.id = p.endpoint_id LEFT JOIN busy b ON b.endpoint_id = w.id
     ),
     picked AS (
-      SELECT d.id, s.enabled FROM shares s CROSS JOIN LATERAL (
-        SELECT d.id FROM webhook_deliveries d
+      SELECT d.id, d.sent FROM shares s CROSS JOIN LATERAL (
+        -- A disabled endpoint stopped with its client or company still gets the first attempt of
+        -- an event up to its last (migration 0040); the event is looked up for those alone.
+        SELECT d.id, CASE WHEN s.enabled THEN true
+          ELSE coalesce(d.attempts = 0 AND (SELECT e.seq FROM events e WHERE e.id = d.event_id) <= s.last_event_seq, false) END AS sent
+        FROM webhook_deliveries d
         WHERE d.endpoint_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= ${c.now}::timestamptz
         ORDER BY d.next_attempt_at LIMIT s.share
         FOR UPDATE SKIP LOCKED
@@ -84,11 +90,11 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
       WHERE s.share > 0
     ),
     dropped AS (
-      UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL FROM picked p WHERE d.id = p.id AND NOT p.enabled RETURNING d.id, d.attempts
+      UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL FROM picked p WHERE d.id = p.id AND NOT p.sent RETURNING d.id, d.attempts
     ),
     claimed AS (
       UPDATE webhook_deliveries d SET attempts = d.attempts + 1, seq = d.seq + 1, next_attempt_at = ${c.leaseUntil}::timestamptz
-      FROM picked p WHERE d.id = p.id AND p.enabled
+      FROM picked p WHERE d.id = p.id AND p.sent
       RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.seq
     ),
     lost AS (
@@ -173,10 +179,10 @@ export interface DirectOutcome {
 
 /**
  * Fans out, in one statement, the due events of webhook_fanouts (migration 0034), SKIP LOCKED as
- * the claim. For an event fanned out for the first time: every enabled endpoint that wants it
- * (and existed when it was written) with a free slot here is called at once, in event order, and
- * the event's row is leased for those calls; the others get a pending delivery due now, which
- * claimDue() takes like any. An event whose lease ran out (its instance died during the calls,
+ * the claim. For an event fanned out for the first time: every endpoint that wants it (enabled,
+ * or stopped with its client or company after it: migration 0040) and existed when it was
+ * written, with a free slot here, is called at once, in event order, and the event's row is
+ * leased for those calls; the others get a pending delivery due now, which claimDue() takes like any. An event whose lease ran out (its instance died during the calls,
  * or its outcomes were never written) has the delivery of every direct call still on its list
  * (still awaiting its outcome: migration 0036) written as a claim leaves it: pending at seq 1 and due now (failed when its endpoint is now
  * disabled), its attempt 1 'lost'. Rows with no direct call left go.
@@ -208,7 +214,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
       SELECT e.id AS event_id, e.company_id, w.id AS endpoint_id,
         row_number() OVER (PARTITION BY w.id ORDER BY e.seq) <= greatest(0, ${c.bound}::int - coalesce(b.calls, 0)) AS direct
       FROM fan f JOIN events e ON e.id = f.event_id
-      JOIN webhook_endpoints w ON webhook_endpoint_wants(w, e.type, e.company_id) AND date_trunc('milliseconds', w.created_at) <= e.created_at
+      JOIN webhook_endpoints w ON webhook_endpoint_sent(w, e) AND date_trunc('milliseconds', w.created_at) <= e.created_at
       LEFT JOIN busy b ON b.endpoint_id = w.id
       WHERE f.direct IS NULL
     ),

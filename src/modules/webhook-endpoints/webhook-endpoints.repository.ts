@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 import type { Executor } from '../../db/executor.ts'
@@ -24,7 +24,62 @@ interface AttemptRow {
   next_retry_at: Date | null
 }
 
-export const ENDPOINT_COLUMNS = ['id', 'company_id', 'url', 'event_types', 'description', 'enabled', 'disabled_reason', 'previous_secret_expires_at', 'created_at'] as const
+export const ENDPOINT_COLUMNS = [
+  'id', 'company_id', 'url', 'event_types', 'resources', 'description', 'enabled', 'disabled_reason', 'created_by', 'previous_secret_expires_at', 'created_at',
+] as const
+
+export interface EndpointChanges {
+  url?: string
+  event_types?: string[]
+  description?: string | null
+  enabled?: boolean
+  disabled_reason?: string | null
+  created_by?: string
+}
+
+/**
+ * The writes of endpoints, on one transaction (`transaction` below): `lock` and `companyDisabled`
+ * hold what they read until it ends, so that a change changes what it was checked against, and
+ * a company's disabling (which stops its endpoints: migration 0040) waits for it, or it for the
+ * disabling.
+ */
+function endpointWrites(trx: Transaction<DB>) {
+  const owned = (companyId: string | null) => companyId === null
+    ? trx.selectFrom('webhook_endpoints').where('company_id', 'is', null)
+    : trx.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
+  return {
+    lock: (companyId: string | null, id: string) => owned(companyId).select(ENDPOINT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst(),
+
+    /** Whether the company is disabled (false for the platform's endpoints); its row is share-locked. */
+    async companyDisabled(companyId: string | null): Promise<boolean> {
+      if (companyId === null) return false
+      const row = await trx.selectFrom('companies').select('disabled_at').where('id', '=', companyId).forShare().executeTakeFirst()
+      return row?.disabled_at != null
+    },
+
+    count: async (companyId: string | null) =>
+      Number((await owned(companyId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
+
+    insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean; resources: string[] | null; created_by: string }) =>
+      trx.insertInto('webhook_endpoints').values(row).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
+
+    /** Changes what is given; enabling forgets the last event of a stop (migration 0040). */
+    update: (id: string, changes: EndpointChanges) =>
+      trx.updateTable('webhook_endpoints').set({ ...changes, ...(changes.enabled ? { last_event_seq: null } : {}), updated_at: new Date() })
+        .where('id', '=', id).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
+
+    /** A new secret; the one it replaces signs beside it until `previousUntil` (null: not at all). */
+    rotateSecret: (id: string, secret: string, previousUntil: Date | null) =>
+      trx.updateTable('webhook_endpoints').set((eb) => ({
+        secret,
+        previous_secret: previousUntil ? eb.ref('secret') : null,
+        previous_secret_expires_at: previousUntil,
+        updated_at: new Date(),
+      })).where('id', '=', id).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
+  }
+}
+
+export type EndpointWrites = ReturnType<typeof endpointWrites>
 
 /** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
@@ -33,15 +88,12 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
 
   return {
-    insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean; resources: string[] | null }) =>
-      db.insertInto('webhook_endpoints').values(row).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
+    /** `work` on one transaction, committed when it returns (endpointWrites above). */
+    transaction: <T>(work: (writes: EndpointWrites) => Promise<T>) => db.transaction().execute((trx) => work(endpointWrites(trx))),
 
     /** Whether any endpoint, of any owner, is enabled (a write's events have deliveries only then). */
     anyEnabled: async () =>
       (await db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', true).limit(1).executeTakeFirst()) !== undefined,
-
-    count: async (companyId: string | null) =>
-      Number((await owned(companyId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n),
 
     list: (companyId: string | null) => owned(companyId).select(ENDPOINT_COLUMNS).orderBy('created_at').orderBy('id').execute(),
 
@@ -51,25 +103,6 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       let query = db.deleteFrom('webhook_endpoints').where('id', '=', id)
       query = companyId === null ? query.where('company_id', 'is', null) : query.where('company_id', '=', companyId)
       return Number((await query.executeTakeFirst()).numDeletedRows) > 0
-    },
-
-    /** Changes what is given; enabling clears the reason of a disabling. Answers the endpoint, or nothing when it is not the owner's. */
-    update: (companyId: string | null, id: string, changes: { url?: string; event_types?: string[]; description?: string | null; enabled?: boolean; disabled_reason?: string | null }) => {
-      let query = db.updateTable('webhook_endpoints').set({ ...changes, updated_at: new Date() }).where('id', '=', id)
-      query = companyId === null ? query.where('company_id', 'is', null) : query.where('company_id', '=', companyId)
-      return query.returning(ENDPOINT_COLUMNS).executeTakeFirst()
-    },
-
-    /** A new secret; the one it replaces signs beside it until `previousUntil` (null: not at all). */
-    rotateSecret: (companyId: string | null, id: string, secret: string, previousUntil: Date | null) => {
-      let query = db.updateTable('webhook_endpoints').set((eb) => ({
-        secret,
-        previous_secret: previousUntil ? eb.ref('secret') : null,
-        previous_secret_expires_at: previousUntil,
-        updated_at: new Date(),
-      })).where('id', '=', id)
-      query = companyId === null ? query.where('company_id', 'is', null) : query.where('company_id', '=', companyId)
-      return query.returning(ENDPOINT_COLUMNS).executeTakeFirst()
     },
 
     /**

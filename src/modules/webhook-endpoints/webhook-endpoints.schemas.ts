@@ -40,14 +40,15 @@ const endpointFields = {
   url: Type.String(),
   event_types: Type.Array(Type.String(), { description: 'Empty: every type' }),
   description: Nullable(Type.String()),
-  enabled: Type.Boolean({ description: 'False once a delivery has failed for three days (see disabled_reason), or when created disabled' }),
-  disabled_reason: Nullable(Type.String()),
+  enabled: Type.Boolean({ description: 'False once a delivery has failed for three days, once its creator client is revoked or its company disabled (see disabled_reason), or when created or set disabled' }),
+  disabled_reason: Nullable(Type.String({ description: '`client_revoked`: the client in `created_by` was revoked; `company_disabled`: the company was disabled; otherwise a sentence (three days of failed deliveries, or disabled through the API). Null while enabled' })),
+  created_by: Nullable(Type.String({ description: 'The client whose token made the endpoint, or last re-enabled it: it answers for the endpoint, which stops when that client is revoked. Null: made before creators were recorded' })),
   previous_secret_expires_at: Nullable(Type.String({ format: 'date-time', description: 'After a secret rotation: until when the replaced secret still signs beside the new one; null when only one secret signs' })),
   created_at: Type.String({ format: 'date-time' }),
 }
 const EXAMPLE = {
   id: EXAMPLE_ID, company_id: COMPANY_ID, url: 'https://hr.example.com/hooks/company-admin', event_types: ['subscription.*', 'team.member_added'],
-  description: 'HR sync', enabled: true, disabled_reason: null, previous_secret_expires_at: null, created_at: '2026-11-26T09:00:00.000Z',
+  description: 'HR sync', enabled: true, disabled_reason: null, created_by: 'company_7d1e0c4a-2f6b-4c1d-9e8a-3b5f2a6c9d01', previous_secret_expires_at: null, created_at: '2026-11-26T09:00:00.000Z',
 }
 
 export const WebhookEndpoint = Type.Object(endpointFields, { additionalProperties: false, title: 'WebhookEndpoint', examples: [EXAMPLE] })

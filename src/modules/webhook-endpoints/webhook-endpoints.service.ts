@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../http/errors.ts'
 import { areaOf } from '../events/event-access.ts'
-import { isEventTypePattern } from '../events/outbox.ts'
+import { EVENT_RESOURCES, isEventTypePattern } from '../events/outbox.ts'
 import { eventView } from '../events/events.service.ts'
 import { EVENTS_PAGE, type Event } from '../events/events.schemas.ts'
 import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
 import { shownError } from './attempt-errors.ts'
-import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
+import type { EndpointChanges, WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
 
 /** How long a rotated-out secret keeps signing by default: a day to roll the new one out. */
@@ -23,11 +23,35 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null)
 function view(row: EndpointRow): WebhookEndpoint {
   return {
     id: row.id, company_id: row.company_id, url: row.url, event_types: row.event_types, description: row.description,
-    enabled: row.enabled, disabled_reason: row.disabled_reason, created_at: new Date(row.created_at).toISOString(),
+    enabled: row.enabled, disabled_reason: row.disabled_reason, created_by: row.created_by, created_at: new Date(row.created_at).toISOString(),
     // Past its time, the replaced secret signs nothing (delivery.ts): not shown either.
     previous_secret_expires_at: row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date() ? iso(row.previous_secret_expires_at) : null,
   }
 }
+
+/**
+ * The resources whose events an endpoint is sent: those its types name (every one when empty),
+ * among those its creator could read (`resources`; null: every one).
+ */
+function resourcesSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }): string[] {
+  const named = (resource: string) => endpoint.event_types.length === 0 || endpoint.event_types.some((type) => type.split('.')[0] === resource)
+  return EVENT_RESOURCES.filter((resource) => named(resource) && (endpoint.resources === null || endpoint.resources.includes(resource)))
+}
+
+/**
+ * Whoever points an endpoint somewhere, or keeps it sending there, must be able to read all it is
+ * sent: else a token could route to itself events it may not read (`readable` undefined: a
+ * platform token, which reads every one).
+ */
+function checkMayReadSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }, readable: readonly string[] | undefined) {
+  const unreadable = readable && resourcesSent(endpoint).find((resource) => !readable.includes(resource))
+  if (unreadable) throw new InsufficientScope(`read:${areaOf(unreadable)}`)
+}
+
+const CompanyDisabled = () => new Conflict('The company is disabled: its webhook endpoints send nothing until it is enabled')
+
+/** Who asks: the client of the token, and the event resources it may read (undefined: a platform token, every one). */
+export interface Caller { clientId: string; readable?: readonly string[] }
 
 /**
  * Webhook endpoints of the platform (owner null: every company's events) and of each company
@@ -64,49 +88,67 @@ export function createWebhookEndpointsService(deps: {
 
   return {
     /**
-     * `readable`: the event resources the creating token may read (a company token's); the
-     * endpoint is sent only those, whatever it asks for (docs/webhooks.md). Undefined: every one.
+     * The endpoint answers to the caller's client (`created_by`). A company token's endpoint is
+     * sent only the resources that token may read, whatever it asks for (docs/webhooks.md).
      */
-    async create(owner: string | null, input: WebhookEndpointInput, readable?: readonly string[]): Promise<WebhookEndpoint & { secret: string }> {
+    async create(owner: string | null, input: WebhookEndpointInput, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
-      const types = checkTypes(input.event_types ?? [], readable)
-      if (await repo.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
+      const types = checkTypes(input.event_types ?? [], caller.readable)
       const secret = newSecret()
-      const row = await repo.insert({
-        id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
-        resources: readable ? [...readable] : null,
+      const row = await repo.transaction(async (writes) => {
+        if (await writes.companyDisabled(owner)) throw CompanyDisabled()
+        if (await writes.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
+        return writes.insert({
+          id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
+          resources: caller.readable ? [...caller.readable] : null, created_by: caller.clientId,
+        })
       })
       deps.changed?.()
       return { ...view(row), secret }
     },
 
     /**
-     * Changes the fields given. `enabled: true` re-enables an endpoint (the disabling reason is
-     * cleared); what was written while it was disabled stays unsent (the event log has it).
+     * Changes the fields given. A new `url` or `event_types`, or re-enabling, needs a caller that
+     * may read all the endpoint is then sent (403); a description or a disabling does not.
+     * Re-enabling clears the reason and makes the caller's client its `created_by`; what was
+     * written while it was disabled stays unsent (the event log has it).
      */
-    async update(owner: string | null, id: string, input: WebhookEndpointUpdate, readable?: readonly string[]): Promise<WebhookEndpoint> {
-      const changes: Parameters<WebhookEndpointsRepository['update']>[2] = {}
-      if (input.url !== undefined) changes.url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
-      // The resources recorded at creation stay: a change of types cannot widen what is sent.
-      if (input.event_types !== undefined) changes.event_types = checkTypes(input.event_types, readable)
-      if (input.description !== undefined) changes.description = input.description
-      if (input.enabled !== undefined) {
-        changes.enabled = input.enabled
-        changes.disabled_reason = input.enabled ? null : `Disabled through the API at ${new Date().toISOString()}`
-      }
-      const row = Object.keys(changes).length > 0 ? await repo.update(owner, id, changes) : await repo.find(owner, id)
-      if (!row) throw new NotFound('Webhook endpoint')
-      if (changes.enabled) deps.changed?.()
+    async update(owner: string | null, id: string, input: WebhookEndpointUpdate, caller: Caller): Promise<WebhookEndpoint> {
+      const url = input.url === undefined ? undefined : checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
+      const types = input.event_types === undefined ? undefined : checkTypes(input.event_types, caller.readable)
+      const { row, enabled } = await repo.transaction(async (writes) => {
+        const current = await writes.lock(owner, id)
+        if (!current) throw new NotFound('Webhook endpoint')
+        const enabling = input.enabled === true && !current.enabled
+        const changes: EndpointChanges = {}
+        if (url !== undefined) changes.url = url
+        // The resources recorded at creation stay: a change of types cannot widen what is sent.
+        if (types !== undefined) changes.event_types = types
+        if (url !== undefined || types !== undefined || enabling) checkMayReadSent({ event_types: types ?? current.event_types, resources: current.resources }, caller.readable)
+        if (input.description !== undefined) changes.description = input.description
+        if (enabling) {
+          if (await writes.companyDisabled(owner)) throw CompanyDisabled()
+          Object.assign(changes, { enabled: true, disabled_reason: null, created_by: caller.clientId })
+        }
+        // Disabling a disabled endpoint keeps the reason it stopped for.
+        if (input.enabled === false && current.enabled) Object.assign(changes, { enabled: false, disabled_reason: `Disabled through the API at ${new Date().toISOString()}` })
+        return { row: Object.keys(changes).length > 0 ? await writes.update(id, changes) : current, enabled: enabling }
+      })
+      if (enabled) deps.changed?.()
       return view(row)
     },
 
     /** A new secret, shown in this answer only; the replaced one signs beside it for `previous_secret_expires_in` seconds. */
-    async rotateSecret(owner: string | null, id: string, input: SecretRotation): Promise<WebhookEndpoint & { secret: string }> {
+    async rotateSecret(owner: string | null, id: string, input: SecretRotation, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
       const grace = input.previous_secret_expires_in ?? DEFAULT_ROTATION_GRACE_S
       const secret = newSecret()
-      // Real time, as the deliveries that sign with it (delivery.ts).
-      const row = await repo.rotateSecret(owner, id, secret, grace > 0 ? new Date(Date.now() + grace * 1000) : null)
-      if (!row) throw new NotFound('Webhook endpoint')
+      const row = await repo.transaction(async (writes) => {
+        const current = await writes.lock(owner, id)
+        if (!current) throw new NotFound('Webhook endpoint')
+        checkMayReadSent(current, caller.readable)
+        // Real time, as the deliveries that sign with it (delivery.ts).
+        return writes.rotateSecret(id, secret, grace > 0 ? new Date(Date.now() + grace * 1000) : null)
+      })
       return { ...view(row), secret }
     },
 
@@ -133,8 +175,9 @@ export function createWebhookEndpointsService(deps: {
     },
 
     /** Sends a `ping` event to this endpoint only; answers the event. */
-    async ping(owner: string | null, id: string): Promise<Event> {
+    async ping(owner: string | null, id: string, caller: Caller): Promise<Event> {
       const endpoint = await find(owner, id)
+      checkMayReadSent(endpoint, caller.readable)
       if (!endpoint.enabled) throw new Conflict('The endpoint is disabled: it sends nothing, a ping included')
       const event = await repo.ping(endpoint)
       deps.wake?.()
