@@ -86,7 +86,7 @@ for (const engine of engines) {
       assert.equal(unknown.statusCode, 400)
       assert.match(unknown.json().errors, /body\/vat_number_status.*valid.*invalid.*not_validated/)
       // The change is in the change_log and in the company.updated event.
-      const events = await json<any[]>(200, { url: `/api/v1/companies/${c.id}/events`, query: { type: 'company.updated' } })
+      const events = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query: { type: 'company.updated' } })
       assert.ok(events.some((e) => e.data.previous_attributes?.vat_number_status === 'not_validated' && e.data.object.vat_number_status === 'valid'), JSON.stringify(events.map((e) => e.data.previous_attributes)))
     })
 
@@ -140,7 +140,7 @@ for (const engine of engines) {
       const orphan = await call(t, { method: 'POST', url: '/api/v1/companies', body: body({ vat_number_status: 'valid' }) })
       assert.equal(orphan.statusCode, 400)
       assert.match(orphan.json().errors, /^body\/vat_number_status/)
-      const listed = await json<any[]>(200, { url: '/api/v1/companies', query: { q: 'Acme', limit: '500' } })
+      const listed = await json<any[]>(t, 200, { url: '/api/v1/companies', query: { q: 'Acme', limit: '500' } })
       assert.ok(listed.every((c) => 'vat_number_status' in c))
     })
 
@@ -167,19 +167,21 @@ for (const engine of engines) {
       // The trial's conversion invoice, while the number is invalid: 30.00 + 19 %.
       await setCard(t, c.id)
       await at(t, '2027-04-01T00:00:00.000Z')
-      const [first] = await json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+      const [first] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
       assert.deepEqual([first.total, first.taxes], [3570, VAT])
       // Marked valid: the renewal is reverse-charged.
       assert.equal((await patch(c, { vat_number_status: 'valid' })).statusCode, 202)
       await at(t, '2027-05-01T00:00:00.000Z')
-      const [renewal] = await json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+      const [renewal] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
       assert.deepEqual([renewal.total, renewal.taxes, renewal.line_items.map((l: any) => l.tax_exempt_reason)], [3000, REVERSE, ['reverse_charge']])
     })
 
     it('documents vat_number_status, the 403 and the platform-only fields in the OpenAPI document', async () => {
       const doc = await t.json<any>(200, { url: '/openapi.json', token: null })
       const company = doc.components.schemas.Company
-      assert.deepEqual(company.properties.vat_number_status.anyOf.flatMap((s: any) => s.enum ?? (s.const !== undefined ? [s.const] : [])).sort(), ['invalid', 'not_validated', 'valid'])
+      const values = (s: any): unknown[] => s.anyOf ? s.anyOf.flatMap(values) : s.enum ?? (s.const !== undefined ? [s.const] : s.type === 'null' ? [null] : [])
+      assert.deepEqual(values(company.properties.vat_number_status), ['valid', 'invalid', 'not_validated', null])
+      assert.deepEqual(values(doc.components.schemas.CompanyInput.properties.vat_number_status), ['valid', 'invalid', 'not_validated'])
       const patchOp = doc.paths['/api/v1/companies/{company_id}'].patch
       assert.ok(patchOp.responses['403'], 'PATCH documents its 403')
       assert.match(patchOp.description, /country, vat_number and vat_number_status/)

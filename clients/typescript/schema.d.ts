@@ -524,7 +524,7 @@ export interface paths {
         head?: never;
         /**
          * Change a company's fields (JSON merge patch)
-         * @description A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company's change_log. 202, no body.
+         * @description A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. country, vat_number and vat_number_status decide whether the company is reverse-charged: only a platform client changes them (a company token sending another value than the company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). A vat_number must have the shape of a number of the company's country (400 naming `body/vat_number` otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status not_validated unless its status is sent with it; null clears both. Recorded in the company's change_log. 202, no body.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -2197,6 +2197,7 @@ export interface components {
             phone: string | null;
             vat: string | null;
             vat_number: string | null;
+            vat_number_status: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code: string | null;
             pec: string | null;
             codice_destinatario: string | null;
@@ -2234,11 +2235,13 @@ export interface components {
             city?: string | null;
             province?: string | null;
             zip?: string | null;
-            /** @description ISO 3166-1 alpha-2, such as IT */
+            /** @description ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
             country: string;
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
+            /** @description Only with a vat_number (400 otherwise); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
+            vat_number_status?: "valid" | "invalid" | "not_validated";
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -2283,7 +2286,7 @@ export interface components {
         };
         /**
          * CompanyPatch
-         * @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it).
+         * @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has).
          */
         CompanyPatch: {
             name?: string;
@@ -2291,11 +2294,13 @@ export interface components {
             city?: string | null;
             province?: string | null;
             zip?: string | null;
-            /** @description ISO 3166-1 alpha-2, such as IT */
+            /** @description ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
             country?: string;
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
+            /** @description Only with a vat_number (400 otherwise); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
+            vat_number_status?: "valid" | "invalid" | "not_validated";
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -4793,6 +4798,7 @@ export interface operations {
                      *         "phone": "+39 02 1234567",
                      *         "vat": "IT12345678901",
                      *         "vat_number": "example",
+                     *         "vat_number_status": "valid",
                      *         "fiscal_code": "12345678901",
                      *         "pec": "acme@pec.example.it",
                      *         "codice_destinatario": "ABC1234",
@@ -4856,6 +4862,7 @@ export interface operations {
                  *       "phone": "+39 02 1234567",
                  *       "vat": "IT12345678901",
                  *       "vat_number": "example",
+                 *       "vat_number_status": "valid",
                  *       "fiscal_code": "12345678901",
                  *       "pec": "acme@pec.example.it",
                  *       "codice_destinatario": "ABC1234",
@@ -4931,6 +4938,7 @@ export interface operations {
                      *       "phone": "+39 02 1234567",
                      *       "vat": "IT12345678901",
                      *       "vat_number": "example",
+                     *       "vat_number_status": "valid",
                      *       "fiscal_code": "12345678901",
                      *       "pec": "acme@pec.example.it",
                      *       "codice_destinatario": "ABC1234",
@@ -5017,7 +5025,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). */
+        /** @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has). */
         requestBody: {
             content: {
                 /**
@@ -5045,7 +5053,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks write:company, its company is disabled, or a company token would change country, vat_number or vat_number_status (code forbidden, `details` naming each field) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];

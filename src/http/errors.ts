@@ -65,7 +65,8 @@ export class InsufficientScope extends AppError {
 }
 
 export class Forbidden extends AppError {
-  constructor(message: string) { super('forbidden', 403, message) }
+  /** `details` when the refusal is about fields the token may not change. */
+  constructor(message: string, details?: ErrorDetail[]) { super('forbidden', 403, message, {}, details) }
 }
 
 export class RateLimited extends AppError {
