@@ -3,6 +3,8 @@ import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
 import { SUB, at, billedCompany, call, estimate, json, setCard } from './subscriptions-helpers.ts'
+import { readMigrations } from '../src/db/migrate.ts'
+import { sql } from 'kysely'
 
 /**
  * A company's tax identity (decisions §9.1; docs/billing.md, "Taxes and currencies"): its
@@ -187,5 +189,31 @@ for (const engine of engines) {
       assert.match(patchOp.description, /country, vat_number and vat_number_status/)
     })
   })
-}
 
+  describe(`migration 0041 on ${engine}`, () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp(engine) })
+    after(async () => { await t?.close() })
+
+    it('gives the companies that had a vat_number not_validated (taxed until a platform client marks it valid), the others none', async () => {
+      const business = await billedCompany(t, { company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' } })
+      const consumer = await billedCompany(t, { company: { country: 'DE', timezone: 'Europe/Berlin' } })
+      // The database as it was before 0041, then 0041 as a deploy applies it.
+      const db = t.app.database.db
+      await sql`ALTER TABLE companies DROP CONSTRAINT companies_vat_number_status_check, DROP COLUMN vat_number_status`.execute(db)
+      await sql.raw(readMigrations().find((m) => m.version === '0041_vat_number_status')!.sql).execute(db)
+      const read = async (c: { id: string }) => {
+        const got = await json(t, 200, { url: `/api/v1/companies/${c.id}` })
+        return [got.vat_number, got.vat_number_status]
+      }
+      assert.deepEqual([await read(business), await read(consumer)], [['DE123456789', 'not_validated'], [null, null]])
+      const taxes = async () => (await estimate(t, business.subscriptionId, { company_id: business.id, product_sku: business.productSku, subscription_plan: business.planSku, plan_quantity: '5' })).json().estimate.invoice_estimate.taxes
+      assert.deepEqual(await taxes(), [{ name: 'DE VAT', rate: 19, amount: 2841 }])
+      assert.equal((await call(t, { method: 'PATCH', url: `/api/v1/companies/${business.id}`, body: { vat_number_status: 'valid' } })).statusCode, 202)
+      assert.deepEqual(await taxes(), [{ name: 'Reverse charge', rate: 0, amount: 0 }])
+      // The database refuses a status without a number, or a number without one.
+      await assert.rejects(sql`UPDATE companies SET vat_number_status = NULL WHERE id = ${business.id}`.execute(db), /companies_vat_number_status_check/)
+      await assert.rejects(sql`UPDATE companies SET vat_number_status = 'valid' WHERE id = ${consumer.id}`.execute(db), /companies_vat_number_status_check/)
+    })
+  })
+}

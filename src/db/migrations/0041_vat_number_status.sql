@@ -10,4 +10,4 @@
 ALTER TABLE companies ADD COLUMN vat_number_status text;
 UPDATE companies SET vat_number_status = 'not_validated' WHERE vat_number IS NOT NULL;
 ALTER TABLE companies ADD CONSTRAINT companies_vat_number_status_check
-  CHECK (vat_number_status IN ('valid', 'invalid', 'not_validated') AND vat_number IS NOT NULL OR vat_number_status IS NULL AND vat_number IS NULL);
+  CHECK ((vat_number IS NULL) = (vat_number_status IS NULL) AND vat_number_status IN ('valid', 'invalid', 'not_validated'));
