@@ -133,7 +133,7 @@ for (const engine of engines) {
       assert.equal((await patch(c, { country: 'IT', vat_number: null })).statusCode, 202)
     })
 
-    it('takes vat_number_status at creation (platform) only with a vat_number', async () => {
+    it('takes vat_number_status at creation (platform) only with a vat_number, null only without one', async () => {
       const setup = await company(t)
       const body = (fields: Record<string, unknown>) => ({ name: 'Acme', country: 'DE', timezone: 'Europe/Berlin', product_sku: setup.productSku, subscription_plan: setup.planSku, ...fields })
       const valid = await call(t, { method: 'POST', url: '/api/v1/companies', body: body({ vat_number: 'DE123456789', vat_number_status: 'valid' }) })
@@ -142,6 +142,11 @@ for (const engine of engines) {
       const orphan = await call(t, { method: 'POST', url: '/api/v1/companies', body: body({ vat_number_status: 'valid' }) })
       assert.equal(orphan.statusCode, 400)
       assert.match(orphan.json().errors, /^body\/vat_number_status/)
+      // A company as read, posted back: null beside no number; beside a number, null is a 400.
+      assert.equal((await call(t, { method: 'POST', url: '/api/v1/companies', body: body({ vat_number: null, vat_number_status: null }) })).statusCode, 202)
+      const nulled = await call(t, { method: 'POST', url: '/api/v1/companies', body: body({ vat_number: 'DE123456789', vat_number_status: null }) })
+      assert.equal(nulled.statusCode, 400)
+      assert.match(nulled.json().errors, /^body\/vat_number_status/)
       const listed = await json<any[]>(t, 200, { url: '/api/v1/companies', query: { q: 'Acme', limit: '500' } })
       assert.ok(listed.every((c) => 'vat_number_status' in c))
     })
@@ -183,7 +188,7 @@ for (const engine of engines) {
       const company = doc.components.schemas.Company
       const values = (s: any): unknown[] => s.anyOf ? s.anyOf.flatMap(values) : s.enum ?? (s.const !== undefined ? [s.const] : s.type === 'null' ? [null] : [])
       assert.deepEqual(values(company.properties.vat_number_status), ['valid', 'invalid', 'not_validated', null])
-      assert.deepEqual(values(doc.components.schemas.CompanyInput.properties.vat_number_status), ['valid', 'invalid', 'not_validated'])
+      assert.deepEqual(values(doc.components.schemas.CompanyInput.properties.vat_number_status), ['valid', 'invalid', 'not_validated', null])
       const patchOp = doc.paths['/api/v1/companies/{company_id}'].patch
       assert.ok(patchOp.responses['403'], 'PATCH documents its 403')
       assert.match(patchOp.description, /country, vat_number and vat_number_status/)

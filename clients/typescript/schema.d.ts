@@ -2240,8 +2240,7 @@ export interface components {
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
-            /** @description Only with a vat_number (400 otherwise); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
-            vat_number_status?: "valid" | "invalid" | "not_validated";
+            vat_number_status?: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -2299,8 +2298,7 @@ export interface components {
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
-            /** @description Only with a vat_number (400 otherwise); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
-            vat_number_status?: "valid" | "invalid" | "not_validated";
+            vat_number_status?: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;

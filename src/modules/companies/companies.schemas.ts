@@ -64,7 +64,7 @@ export const CompanyInput = Type.Object({
     maxLength: 30,
     description: 'VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB… or XI…). Spaces, dots and hyphens are dropped, then it must have the shape of a number of the company\'s country (the EU\'s VIES formats, CH, NO and GB; elsewhere the country code and 2 to 13 letters or digits), no checksum and no VIES call (400 otherwise). Set by a platform client: a company token may only send back the value it has (403 otherwise). Null for a consumer',
   }))),
-  vat_number_status: Type.Optional(vatNumberStatus('Only with a vat_number (400 otherwise); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise)')),
+  vat_number_status: Type.Optional(Nullable(vatNumberStatus('Only with a vat_number (400 otherwise), null only without one (a company read and sent back); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise)'))),
   fiscal_code: OptionalText(50),
   pec: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
   codice_destinatario: OptionalText(20),

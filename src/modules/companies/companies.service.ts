@@ -239,7 +239,7 @@ function contractValues(input: ContractInput) {
 export type CompaniesService = ReturnType<typeof createCompaniesService>
 
 interface TaxIdentity { country: string; vat_number: string | null; vat_number_status: VatNumberStatus | null }
-type TaxInput = { country?: string; vat_number?: string | null; vat_number_status?: VatNumberStatus }
+type TaxInput = { country?: string; vat_number?: string | null; vat_number_status?: VatNumberStatus | null }
 
 /** A VAT number as stored (compact), null for none (null, empty or only white space). */
 function compactOrNull(input: string | null | undefined): string | null {
@@ -263,8 +263,11 @@ function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
       throw new ValidationError(`body/vat_number ${vatNumber} is not a VAT number of ${country}: ${problem}${sent}`)
     }
   }
-  if (input.vat_number_status !== undefined && vatNumber === null) {
+  if (input.vat_number_status != null && vatNumber === null) {
     throw new ValidationError('body/vat_number_status can only be given with a vat_number: the company has none')
+  }
+  if (input.vat_number_status === null && vatNumber !== null) {
+    throw new ValidationError('body/vat_number_status is null only without a vat_number: send vat_number null to clear both')
   }
   if (vatNumber === null) return { country, vat_number: null, vat_number_status: null }
   const status = input.vat_number_status ?? (numberChanged ? 'not_validated' : current.vat_number_status ?? 'not_validated')
