@@ -61,7 +61,7 @@ for (const engine of engines) {
     })
 
     it('taxes by the seller\'s country: a business in Italy is reverse-charged, a customer in Japan is not taxed', async () => {
-      const italian = await billedCompany(t, { plans: yen, company: { country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890' } })
+      const italian = await billedCompany(t, { plans: yen, company: { country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890', vat_number_status: 'valid' } })
       const it = (await estimate(t, italian.id, query(italian))).json().estimate.invoice_estimate
       assert.deepEqual([it.taxes, it.total], [[{ name: 'Reverse charge', rate: 0, amount: 0 }], 1000])
       // The manager page's estimate says so in the customer's language, amounts in whole yen.

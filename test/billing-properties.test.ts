@@ -27,7 +27,7 @@ const GOOD = { number: '4242 4242 4242 4242', expiry_month: 12, expiry_year: 209
 
 const CUSTOMERS = {
   IT: { rateBp: 2200, company: { country: 'IT', timezone: 'Europe/Rome' } },
-  DE_business: { rateBp: 0, company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' } },
+  DE_business: { rateBp: 0, company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' } },
   DE_consumer: { rateBp: 1900, company: { country: 'DE', timezone: 'Europe/Berlin' } },
   US: { rateBp: null, company: { country: 'US', timezone: 'America/New_York' } },
 } as const
@@ -49,7 +49,7 @@ const action = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel_now' as const) }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('card' as const), card: fc.constantFrom<'good' | 'fails'>('good', 'good', 'fails') }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('nothing' as const) }) },
-  // A German customer gives or withdraws its VAT number (PATCH): reverse charge ↔ 19 %; others keep their tax.
+  // A platform client gives a German customer a valid VAT number or withdraws it (PATCH): reverse charge ↔ 19 %; others keep their tax.
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('vat_number' as const) }) },
 )
 const story = fc.record({
@@ -144,7 +144,7 @@ for (const engine of engines) {
             await card(a.card)
           } else if (a.kind === 'vat_number' && s.customer.startsWith('DE')) {
             const business = model.rateBp === 0
-            const res = await call(t, { method: 'PATCH', url: `/api/v1/companies/${c.id}`, body: { vat_number: business ? null : 'DE123456789' } })
+            const res = await call(t, { method: 'PATCH', url: `/api/v1/companies/${c.id}`, body: business ? { vat_number: null } : { vat_number: 'DE123456789', vat_number_status: 'valid' } })
             assert.equal(res.statusCode, 202, res.body)
             model.rateBp = business ? 1900 : 0
           }

@@ -70,9 +70,9 @@ for (const engine of engines) {
       assert.deepEqual([discounted.sub_total, discounted.discounts[0].amount, discounted.taxes[0].amount, discounted.total], [2004, 200, 396, 2200])
     })
 
-    it('reverse-charges a business with a VAT number in another EU country: rate 0, the line named "Reverse charge"', async () => {
-      // A German company with a VAT number, the seller in Italy: no VAT, 149.50 due (19 % would be 28.41).
-      const { c, invoice } = await invoiceOf({ country: 'DE', timezone: 'Europe/Berlin', vat_number: 'de 123.456-789' })
+    it('reverse-charges a business with a valid VAT number in another EU country: rate 0, the line named "Reverse charge"', async () => {
+      // A German company with a VAT number a platform client marked valid, the seller in Italy: no VAT, 149.50 due (19 % would be 28.41).
+      const { c, invoice } = await invoiceOf({ country: 'DE', timezone: 'Europe/Berlin', vat_number: 'de 123.456-789', vat_number_status: 'valid' })
       assert.deepEqual([invoice.sub_total, invoice.taxes, invoice.total, invoice.amount_due], [14950, [{ name: 'Reverse charge', rate: 0, amount: 0 }], 14950, 14950])
       assert.deepEqual(invoice.line_items.map((l: { tax_exempt_reason?: string }) => l.tax_exempt_reason), ['reverse_charge'])
       // Stored as normalised, and read back so.
@@ -84,25 +84,25 @@ for (const engine of engines) {
       assert.equal((await json(t, 200, { url: `/api/v1/companies/${(await billedCompany(t)).id}` })).vat_number, null)
 
       // Greece's VAT numbers carry EL, its country code is GR: reverse-charged as well.
-      const greek = (await invoiceOf({ country: 'GR', timezone: 'Europe/Athens', vat_number: 'EL094259216' })).invoice
+      const greek = (await invoiceOf({ country: 'GR', timezone: 'Europe/Athens', vat_number: 'EL094259216', vat_number_status: 'valid' })).invoice
       assert.deepEqual(greek.taxes, [{ name: 'Reverse charge', rate: 0, amount: 0 }])
     })
 
     it('still taxes a business with a VAT number in the seller\'s own country', async () => {
       // Italian seller, Italian business: a domestic sale, 149.50 × 22 % = 32.89.
-      const { invoice } = await invoiceOf({ country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890' })
+      const { invoice } = await invoiceOf({ country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890', vat_number_status: 'valid' })
       assert.deepEqual([invoice.taxes, invoice.total], [[{ name: 'IT VAT', rate: 22, amount: 3289 }], 18239])
       assert.equal(invoice.line_items[0].tax_exempt_reason, undefined)
     })
 
     it('outside the EU: CH, NO and GB businesses are reverse-charged, other countries are exports without a tax line', async () => {
-      const swiss = (await invoiceOf({ country: 'CH', timezone: 'Europe/Zurich', vat_number: 'CHE-123.456.789' })).invoice
+      const swiss = (await invoiceOf({ country: 'CH', timezone: 'Europe/Zurich', vat_number: 'CHE-123.456.789', vat_number_status: 'valid' })).invoice
       assert.deepEqual([swiss.taxes, swiss.total], [[{ name: 'Reverse charge', rate: 0, amount: 0 }], 14950])
-      const british = (await invoiceOf({ country: 'GB', timezone: 'Europe/London', vat_number: 'GB123456789' })).invoice
+      const british = (await invoiceOf({ country: 'GB', timezone: 'Europe/London', vat_number: 'GB123456789', vat_number_status: 'valid' })).invoice
       assert.deepEqual(british.taxes, [{ name: 'Reverse charge', rate: 0, amount: 0 }])
       // A US customer, business or not: no VAT, no tax line, each line marked as an export.
       for (const vat_number of [undefined, 'US123456789']) {
-        const us = (await invoiceOf({ country: 'US', timezone: 'America/New_York', vat_number })).invoice
+        const us = (await invoiceOf({ country: 'US', timezone: 'America/New_York', vat_number, ...(vat_number ? { vat_number_status: 'valid' } : {}) })).invoice
         assert.deepEqual([us.taxes, us.total, us.line_items.map((l: { tax_exempt_reason?: string }) => l.tax_exempt_reason)], [[], 14950, ['export']])
       }
     })
@@ -133,10 +133,10 @@ for (const engine of engines) {
     it('reverse-charges by the seller\'s country, and VAT_RATES overrides the table', async () => {
       const query = (c: Awaited<ReturnType<typeof billedCompany>>) => ({ company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '5' })
       // A German business, the seller in Germany: taxed at VAT_RATES' 7 % (not the table's 19): 149.50 × 7 % = 10.465 → 10.47.
-      const german = await billedCompany(t, { company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' } })
+      const german = await billedCompany(t, { company: { country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' } })
       assert.deepEqual((await estimate(t, german.id, query(german))).json().estimate.invoice_estimate.taxes, [{ name: 'DE VAT', rate: 7, amount: 1047 }])
       // An Italian business is now abroad: reverse charge.
-      const italian = await billedCompany(t, { company: { country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890' } })
+      const italian = await billedCompany(t, { company: { country: 'IT', timezone: 'Europe/Rome', vat_number: 'IT01234567890', vat_number_status: 'valid' } })
       assert.deepEqual((await estimate(t, italian.id, query(italian))).json().estimate.invoice_estimate.taxes, [{ name: 'Reverse charge', rate: 0, amount: 0 }])
     })
   })

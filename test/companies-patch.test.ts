@@ -2,12 +2,12 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company, companyClient, type CompanyFixture } from './helpers/factories.ts'
-import { WRITABLE_FIELDS } from '../src/modules/companies/company-patch.ts'
+import { PLATFORM_ONLY, WRITABLE_FIELDS } from '../src/modules/companies/company-patch.ts'
 
 /** A value for each writable field, different from what the factory's company has. */
 const SAMPLES: Record<string, unknown> = {
   name: 'Acme Italia S.r.l.', address: 'Via Roma 1', city: 'Milano', province: 'MI', zip: '20121', country: 'SM',
-  phone: '+39 02 1234567', vat: 'IT01234567890', vat_number: 'SM12345', fiscal_code: 'RSSMRA80A01H501U', pec: 'acme@pec.example.it',
+  phone: '+39 02 1234567', vat: 'IT01234567890', vat_number: 'SM12345', vat_number_status: 'valid', fiscal_code: 'RSSMRA80A01H501U', pec: 'acme@pec.example.it',
   codice_destinatario: 'M5UXCR1', billing_email: 'billing@acme.example', admin_user_id: '5b0f5a4e-8a4e-4d1e-9f53-0c8c0e6b1a11',
   admin_user_email: 'admin@acme.example', timezone: 'Europe/San_Marino', number_of_employees: 42,
   location_info: { long: '9.19', lat: '45.46' }, preferences: { stamping_enabled: 'true' },
@@ -30,7 +30,8 @@ for (const engine of engines) {
       assert.deepEqual(WRITABLE_FIELDS.filter((f) => !(f in SAMPLES)), [], 'every writable field has a sample value in this test')
       const c = await company(t)
       for (const field of WRITABLE_FIELDS) {
-        const res = await patch(c, { [field]: SAMPLES[field] })
+        // The fields that decide the company's tax: a platform client's (companies-tax-identity.test.ts).
+        const res = await patch(c, { [field]: SAMPLES[field] }, PLATFORM_ONLY.includes(field) ? t.platformToken : c.token)
         assert.equal(res.statusCode, 202, `${field}: ${res.body}`)
         assert.equal(res.body, '')
         const got = await t.json(200, { url: url(c), token: c.token })

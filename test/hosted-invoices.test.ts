@@ -24,7 +24,7 @@ for (const engine of engines) {
     let t: TestApp
     /** An Italian company (22 % VAT), Gold €30 → Silver €15 on Apr 5: two invoices, one credit note, €15.86 of credits left. */
     let c: BillingFixture
-    /** A German business with a VAT number: reverse-charged. */
+    /** A German business with a VAT number the platform marked valid: reverse-charged. */
     let de: BillingFixture
     /** A card whose charges fail: its first invoice waits for payment, retried on Apr 2. */
     let failing: BillingFixture
@@ -36,7 +36,7 @@ for (const engine of engines) {
         start: '2027-03-02T00:00:00.000Z', plans,
         company: { name: HOSTILE, plan_quantity: 1, address: 'Via Verdi 2', city: 'Torino', zip: '10121', province: 'TO', fiscal_code: 'RSSMRA80A01L219X' },
       })
-      de = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' } })
+      de = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' } })
       failing = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1 } })
       await setCard(t, c.id)
       await setCard(t, de.id)

@@ -23,11 +23,11 @@ for (const engine of engines) {
     after(async () => { await t?.close() })
 
     it('credits the unused part with the tax it was billed with, not the customer\'s tax of today', async () => {
-      // A German business with a VAT number (seller IT): the April term, 30.00, is reverse-charged (0 %).
+      // A German business with a valid VAT number (seller IT): the April term, 30.00, is reverse-charged (0 %).
       const c = await billedCompany(t, {
         start: '2027-03-02T00:00:00.000Z',
         plans: { gold: { price: 30, features: ['stamping'] }, silver: { price: 15, features: ['stamping'] } },
-        company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789' },
+        company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' },
       })
       await setCard(t, c.id)
       await at(t, '2027-04-01T00:00:00.000Z')

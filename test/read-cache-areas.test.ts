@@ -123,15 +123,15 @@ for (const engine of engines) {
       assert.ok(!(await page()).includes(teamId), 'left')
     })
 
-    it('shows a change of the company\'s country in all_holidays, with and without a year', async () => {
+    it('shows a change of the company\'s country (a platform client\'s) in all_holidays, with and without a year', async () => {
       const names = async (url: string) => (await t.json<Array<{ name: string; source: string }>>(200, { url, token: w.c.token })).filter((h) => h.source === 'public').map((h) => h.name).join('|')
       const thisYear = `/api/v1/companies/${w.c.id}/all_holidays`
       const italian = [await names(w.reads.all_holidays), await names(thisYear)]
-      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: w.c.token, body: { country: 'FR', province: null, timezone: 'Europe/Paris' } })
+      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: t.platformToken, body: { country: 'FR', province: null, timezone: 'Europe/Paris' } })
       const french = [await names(w.reads.all_holidays), await names(thisYear)]
       assert.notEqual(french[0], italian[0])
       assert.notEqual(french[1], italian[1])
-      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: w.c.token, body: { country: 'IT', timezone: 'Europe/Rome' } })
+      await t.json(202, { method: 'PATCH', url: `/api/v1/companies/${w.c.id}`, token: t.platformToken, body: { country: 'IT', timezone: 'Europe/Rome' } })
       assert.equal(await names(w.reads.all_holidays), italian[0])
     })
 

@@ -524,7 +524,7 @@ export interface paths {
         head?: never;
         /**
          * Change a company's fields (JSON merge patch)
-         * @description A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company's change_log. 202, no body.
+         * @description A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. country, vat_number and vat_number_status decide whether the company is reverse-charged: only a platform client changes them (a company token sending another value than the company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). A vat_number must have the shape of a number of the company's country (400 naming `body/vat_number` otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status not_validated unless its status is sent with it; null clears both. Recorded in the company's change_log. 202, no body.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -2197,6 +2197,7 @@ export interface components {
             phone: string | null;
             vat: string | null;
             vat_number: string | null;
+            vat_number_status: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code: string | null;
             pec: string | null;
             codice_destinatario: string | null;
@@ -2234,11 +2235,12 @@ export interface components {
             city?: string | null;
             province?: string | null;
             zip?: string | null;
-            /** @description ISO 3166-1 alpha-2, such as IT */
+            /** @description ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
             country: string;
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
+            vat_number_status?: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -2283,7 +2285,7 @@ export interface components {
         };
         /**
          * CompanyPatch
-         * @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it).
+         * @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has).
          */
         CompanyPatch: {
             name?: string;
@@ -2291,11 +2293,12 @@ export interface components {
             city?: string | null;
             province?: string | null;
             zip?: string | null;
-            /** @description ISO 3166-1 alpha-2, such as IT */
+            /** @description ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise) */
             country?: string;
             phone?: string | null;
             vat?: string | null;
             vat_number?: string | null;
+            vat_number_status?: ("valid" | "invalid" | "not_validated") | null;
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
@@ -2547,7 +2550,7 @@ export interface components {
              * @enum {string}
              */
             code: "validation_failed" | "unauthorized" | "insufficient_scope" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "provider_error" | "internal";
-            /** @description On a validation error that names fields: every problem at once (at most 100); the first is the one `errors` says */
+            /** @description On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with */
             details?: {
                 /** @description The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year */
                 field: string;
@@ -4810,6 +4813,7 @@ export interface operations {
                      *         "phone": "+39 02 1234567",
                      *         "vat": "IT12345678901",
                      *         "vat_number": "example",
+                     *         "vat_number_status": "valid",
                      *         "fiscal_code": "12345678901",
                      *         "pec": "acme@pec.example.it",
                      *         "codice_destinatario": "ABC1234",
@@ -4873,6 +4877,7 @@ export interface operations {
                  *       "phone": "+39 02 1234567",
                  *       "vat": "IT12345678901",
                  *       "vat_number": "example",
+                 *       "vat_number_status": "valid",
                  *       "fiscal_code": "12345678901",
                  *       "pec": "acme@pec.example.it",
                  *       "codice_destinatario": "ABC1234",
@@ -4950,6 +4955,7 @@ export interface operations {
                      *       "phone": "+39 02 1234567",
                      *       "vat": "IT12345678901",
                      *       "vat_number": "example",
+                     *       "vat_number_status": "valid",
                      *       "fiscal_code": "12345678901",
                      *       "pec": "acme@pec.example.it",
                      *       "codice_destinatario": "ABC1234",
@@ -5038,7 +5044,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). */
+        /** @description A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has). */
         requestBody: {
             content: {
                 /**
@@ -5066,7 +5072,21 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description The token lacks write:company, its company is disabled, or a company token would change country, vat_number or vat_number_status (code forbidden, `details` naming each field) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The token lacks the scope write:team",
+                     *       "code": "insufficient_scope"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];

@@ -21,6 +21,9 @@ export interface SigningKeysTable {
   retire_at: Date | null
 }
 
+/** What a platform client found of a company's VAT number (it sets it; a new number starts not_validated). */
+export type VatNumberStatus = 'valid' | 'invalid' | 'not_validated'
+
 export interface CompaniesTable {
   id: string
   name: string
@@ -33,6 +36,8 @@ export interface CompaniesTable {
   vat: string | null
   /** The VAT identification number with its country prefix (migration 0016): reverse charge. */
   vat_number: ColumnType<string | null, string | null | undefined, string | null>
+  /** Whether a platform client checked vat_number (migration 0041): reverse charge only while `valid`; null without a number. */
+  vat_number_status: ColumnType<VatNumberStatus | null, VatNumberStatus | null | undefined, VatNumberStatus | null>
   fiscal_code: string | null
   pec: string | null
   codice_destinatario: string | null

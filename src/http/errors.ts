@@ -19,7 +19,7 @@ export class AppError extends Error {
     readonly statusCode: number,
     message: string,
     readonly headers: Record<string, string> = {},
-    /** Every problem, when the refusal is about fields (a 400 validation_failed); sent as `details`. */
+    /** Every problem, when the refusal is about fields (a 400 validation_failed, a 403 forbidden); sent as `details`. */
     readonly details?: ErrorDetail[],
   ) {
     super(message)
@@ -65,7 +65,8 @@ export class InsufficientScope extends AppError {
 }
 
 export class Forbidden extends AppError {
-  constructor(message: string) { super('forbidden', 403, message) }
+  /** `details` when the refusal is about fields the token may not change. */
+  constructor(message: string, details?: ErrorDetail[]) { super('forbidden', 403, message, {}, details) }
 }
 
 export class RateLimited extends AppError {

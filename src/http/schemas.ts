@@ -12,7 +12,7 @@ export const ErrorBody = Type.Object(
         field: Type.String({ description: 'The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year' }),
         message: Type.String({ description: 'The problem, as a sentence naming the field' }),
       }, { additionalProperties: false }),
-      { maxItems: 100, description: 'On a validation error that names fields: every problem at once (at most 100); the first is the one `errors` says' },
+      { maxItems: 100, description: 'On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with' },
     )),
   },
   {

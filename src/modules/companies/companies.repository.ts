@@ -117,7 +117,7 @@ function companiesQuery(db: Kysely<DB>) {
     .leftJoin('subscriptions as s', 's.company_id', 'c.id')
     .leftJoin('plans as p', 'p.sku', 's.plan_sku')
     .select([
-      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.vat_number', 'c.fiscal_code',
+      'c.id', 'c.name', 'c.address', 'c.city', 'c.province', 'c.zip', 'c.country', 'c.phone', 'c.vat', 'c.vat_number', 'c.vat_number_status', 'c.fiscal_code',
       'c.pec', 'c.codice_destinatario', 'c.billing_email', 'c.admin_user_id', 'c.admin_user_email', 'c.timezone',
       'c.number_of_employees', 'c.location_info', 'c.preferences', 'c.disabled_at',
       's.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',

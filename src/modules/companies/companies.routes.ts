@@ -6,7 +6,7 @@ import { replyCached } from '../../http/cached-reads.ts'
 import { accepted } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
 import { ValidationError } from '../../http/errors.ts'
-import { Accepted, CompanyParams, Uuid } from '../../http/schemas.ts'
+import { Accepted, CompanyParams, ErrorBody, Uuid } from '../../http/schemas.ts'
 import type { CompaniesService } from './companies.service.ts'
 import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import { SubscriptionStatusValue } from '../subscriptions/subscriptions.schemas.ts'
@@ -71,11 +71,15 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     config: { access: { area: 'company' }, changes: ['companies'] },
     schema: {
       operationId: 'updateCompany', tags, summary: 'Change a company\'s fields (JSON merge patch)',
-      description: 'A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company\'s writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. Recorded in the company\'s change_log. 202, no body.',
-      params: CompanyParams, body: CompanyPatch, response: { 202: Accepted },
+      description: 'A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company\'s writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. country, vat_number and vat_number_status decide whether the company is reverse-charged: only a platform client changes them (a company token sending another value than the company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). A vat_number must have the shape of a number of the company\'s country (400 naming `body/vat_number` otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status not_validated unless its status is sent with it; null clears both. Recorded in the company\'s change_log. 202, no body.',
+      params: CompanyParams, body: CompanyPatch,
+      response: {
+        202: Accepted,
+        403: { ...ErrorBody, description: 'The token lacks write:company, its company is disabled, or a company token would change country, vat_number or vat_number_status (code forbidden, `details` naming each field)' },
+      },
     },
   }, async (request, reply) => {
-    await service.patchCompany(request.params.company_id, request.body as Record<string, unknown>, principalOf(request).clientId)
+    await service.patchCompany(request.params.company_id, request.body as Record<string, unknown>, principalOf(request))
     return accepted(reply)
   })
 

@@ -10,6 +10,10 @@ const Preferences = Type.Object(
   { additionalProperties: true, maxProperties: 50, description: 'stamping_enabled is a string; other keys are open' },
 )
 
+/** What a platform client found of a company's VAT number; reverse charge only while `valid`. */
+const vatNumberStatus = (description: string) => Type.Union([Type.Literal('valid'), Type.Literal('invalid'), Type.Literal('not_validated')], { description })
+export const VatNumberStatus = vatNumberStatus('Set by a platform client once it has checked the number (VIES, or the country\'s register): reverse charge applies only while valid. A new or changed vat_number starts not_validated; null without a vat_number')
+
 /** The Company of the spec; its subscription_* fields mirror the current subscription. */
 export const Company = Type.Object({
   id: Uuid(),
@@ -21,7 +25,8 @@ export const Company = Type.Object({
   country: Type.String({ description: 'ISO 3166-1 alpha-2' }),
   phone: Nullable(Type.String()),
   vat: Nullable(Type.String()),
-  vat_number: Nullable(Type.String({ description: 'VAT identification number with its country prefix (DE123456789), as stored: without spaces, dots or hyphens, upper case. With it, a company in another country than the seller\'s is reverse-charged' })),
+  vat_number: Nullable(Type.String({ description: 'VAT identification number with its country prefix (DE123456789), as stored: without spaces, dots or hyphens, upper case. With it and vat_number_status valid, a company in another country than the seller\'s is reverse-charged' })),
+  vat_number_status: Nullable(VatNumberStatus),
   fiscal_code: Nullable(Type.String()),
   pec: Nullable(Type.String()),
   codice_destinatario: Nullable(Type.String()),
@@ -52,13 +57,14 @@ export const CompanyInput = Type.Object({
   city: OptionalText(),
   province: OptionalText(50),
   zip: OptionalText(20),
-  country: Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, such as IT' }),
+  country: Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise)' }),
   phone: OptionalText(50),
   vat: OptionalText(50),
   vat_number: Type.Optional(Nullable(Type.String({
     maxLength: 30,
-    description: 'VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB…). Checked loosely: spaces, dots and hyphens are dropped, then two letters and 2 to 13 letters or digits; whether it exists is not checked (no VIES call). Null for a consumer',
+    description: 'VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB… or XI…). Spaces, dots and hyphens are dropped, then it must have the shape of a number of the company\'s country (the EU\'s VIES formats, CH, NO and GB; elsewhere the country code and 2 to 13 letters or digits), no checksum and no VIES call (400 otherwise). Set by a platform client: a company token may only send back the value it has (403 otherwise). Null for a consumer',
   }))),
+  vat_number_status: Type.Optional(Nullable(vatNumberStatus('Only with a vat_number (400 otherwise), null only without one (a company read and sent back); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise)'))),
   fiscal_code: OptionalText(50),
   pec: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
   codice_destinatario: OptionalText(20),

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
-import type { ChangeLogEntry, DB } from '../../db/tables.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { ChangeLogEntry, DB, VatNumberStatus } from '../../db/tables.ts'
+import { Conflict, Forbidden, NotFound, ValidationError, type ErrorDetail } from '../../http/errors.ts'
 import { CustomerIdSpent } from '../subscriptions/billing/provider.ts'
 import { isTimeZone } from '../../days.ts'
 import { isCountry } from './countries.ts'
-import { normaliseVatNumber } from '../subscriptions/billing/vat.ts'
+import { compactVatNumber, vatNumberShapeProblem } from './vat-numbers.ts'
 import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
@@ -16,7 +16,7 @@ import type { CompaniesRepository, CompanyFilter, ContractFilter } from './compa
 import type { KeysetPage } from '../../db/keyset.ts'
 import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import { loggedValue } from '../communications/communications.service.ts'
-import { checkMergedObject, mergeValue, OBJECT_FIELDS, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
+import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
 /** The routes that change a contract's teams, named where a client tries to change them on the contract. */
@@ -80,10 +80,10 @@ export function createCompaniesService(deps: {
       if (!plan) throw new ValidationError(`body/subscription_plan names an unknown plan: ${input.subscription_plan}`)
       const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
       if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
-      const vatNumber = vatNumberOf(input.vat_number, 'body/vat_number')
+      const tax = taxIdentity({ country: input.country, vat_number: null, vat_number_status: null }, input)
       const values = {
         name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
-        zip: input.zip ?? null, country: input.country, phone: input.phone ?? null, vat: input.vat ?? null, vat_number: vatNumber,
+        zip: input.zip ?? null, phone: input.phone ?? null, vat: input.vat ?? null, ...tax,
         fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
         billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
         admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
@@ -122,17 +122,20 @@ export function createCompaniesService(deps: {
     /**
      * PATCH (decisions §8.2): a JSON merge patch of the writable fields, checked as creation
      * checks them, applied under the company's row lock (an object field merges with what is
-     * stored, so two patches must not both read the old value), recorded in change_log.
+     * stored, so two patches must not both read the old value), recorded in change_log. A
+     * company token (`by.companyId` set) may not change the fields that decide its tax (§9.1).
      */
-    async patchCompany(companyId: string, patch: CompanyPatchBody, actor: string) {
+    async patchCompany(companyId: string, patch: CompanyPatchBody, by: { clientId: string; companyId: string | null }) {
       refuseNotWritable(patch)
       if (typeof patch.country === 'string' && !isCountry(patch.country)) throw new ValidationError(`body/country ${patch.country} is not an ISO 3166-1 alpha-2 country code`)
       if (typeof patch.timezone === 'string' && !isTimeZone(patch.timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
-      // The VAT number is normalised and checked as at creation (it decides reverse charge).
-      if ('vat_number' in patch) patch = { ...patch, vat_number: vatNumberOf(patch.vat_number as string | null | undefined, 'body/vat_number') }
+      const actor = by.clientId
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.lockForPatch(trx, companyId)
         if (!current) throw new NotFound('Company')
+        if (by.companyId !== null) refuseTaxChanges(patch, current)
+        // The VAT number is normalised and checked against the country it will have, as at creation.
+        if (PLATFORM_ONLY.some((key) => key in patch)) patch = { ...patch, ...taxIdentity(current, patch as TaxInput) }
         const stored = current as unknown as Record<string, unknown>
         const values: Record<string, unknown> = {}
         const changes: Record<string, [unknown, unknown]> = {}
@@ -235,19 +238,63 @@ function contractValues(input: ContractInput) {
 
 export type CompaniesService = ReturnType<typeof createCompaniesService>
 
-/** A VAT number as stored (normalised), null when none is given; a 400 naming `field` when it has not the shape of one. */
-export function vatNumberOf(input: string | null | undefined, field: string): string | null {
-  if (input === undefined || input === null || input.trim() === '') return null
-  const normalised = normaliseVatNumber(input)
-  if (!normalised) throw new ValidationError(`${field} must be a VAT number with its country prefix: two letters, then 2 to 13 letters or digits (DE123456789)`)
-  return normalised
+interface TaxIdentity { country: string; vat_number: string | null; vat_number_status: VatNumberStatus | null }
+type TaxInput = { country?: string; vat_number?: string | null; vat_number_status?: VatNumberStatus | null }
+
+/** A VAT number as stored (compact), null for none (null, empty or only white space). */
+function compactOrNull(input: string | null | undefined): string | null {
+  return input === undefined || input === null || input.trim() === '' ? null : compactVatNumber(input)
+}
+
+/**
+ * The company's country, VAT number and status once `input` (a creation or a patch) applies
+ * to `current`: a number checked against the country it will have, whenever either changes;
+ * a status only with a number; a new or changed number not_validated unless its status comes
+ * with it (a platform client that checked it first).
+ */
+function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
+  const country = input.country ?? current.country
+  const vatNumber = 'vat_number' in input ? compactOrNull(input.vat_number) : current.vat_number
+  const numberChanged = vatNumber !== current.vat_number
+  if (vatNumber !== null && (numberChanged || country !== current.country)) {
+    const problem = vatNumberShapeProblem(country, vatNumber)
+    if (problem) {
+      const sent = 'vat_number' in input ? '' : ' (send the company\'s vat_number, or null, with its new country)'
+      throw new ValidationError(`body/vat_number ${vatNumber} is not a VAT number of ${country}: ${problem}${sent}`)
+    }
+  }
+  if (input.vat_number_status != null && vatNumber === null) {
+    throw new ValidationError('body/vat_number_status can only be given with a vat_number: the company has none')
+  }
+  if (input.vat_number_status === null && vatNumber !== null) {
+    throw new ValidationError('body/vat_number_status is null only without a vat_number: send vat_number null to clear both')
+  }
+  if (vatNumber === null) return { country, vat_number: null, vat_number_status: null }
+  const status = input.vat_number_status ?? (numberChanged ? 'not_validated' : current.vat_number_status ?? 'not_validated')
+  return { country, vat_number: vatNumber, vat_number_status: status }
+}
+
+/** A company token sends back its country, VAT number and status as they are, or gets a 403 naming each it would change. */
+function refuseTaxChanges(patch: CompanyPatchBody, current: TaxIdentity) {
+  const input = patch as TaxInput
+  const changed = PLATFORM_ONLY.filter((key) => {
+    if (!(key in patch)) return false
+    if (key === 'vat_number') return compactOrNull(input.vat_number) !== current.vat_number
+    return patch[key] !== current[key as keyof TaxIdentity]
+  })
+  if (changed.length === 0) return
+  const details: ErrorDetail[] = changed.map((key) => ({
+    field: `body/${key}`,
+    message: `body/${key} is set by a platform client only: a company token may send back the value the company has, ${JSON.stringify(current[key as keyof TaxIdentity])}`,
+  }))
+  throw new Forbidden(details.map((d) => d.message).join('; '), details)
 }
 
 function companyView(row: CompanyRecord): Company {
   const iso = (d: Date | null) => (d ? d.toISOString() : null)
   return {
     id: row.id, name: row.name, address: row.address, city: row.city, province: row.province, zip: row.zip,
-    country: row.country, phone: row.phone, vat: row.vat, vat_number: row.vat_number, fiscal_code: row.fiscal_code, pec: row.pec,
+    country: row.country, phone: row.phone, vat: row.vat, vat_number: row.vat_number, vat_number_status: row.vat_number_status, fiscal_code: row.fiscal_code, pec: row.pec,
     codice_destinatario: row.codice_destinatario, billing_email: row.billing_email, admin_user_id: row.admin_user_id,
     admin_user_email: row.admin_user_email, timezone: row.timezone, number_of_employees: row.number_of_employees,
     location_info: row.location_info as Company['location_info'], preferences: row.preferences as Company['preferences'],

@@ -33,6 +33,13 @@ export const NOT_WRITABLE: Readonly<Record<string, string>> = {
   ...CREATION_ONLY,
 }
 
+/**
+ * Fields only a platform client changes (decisions §9.1): they decide whether the company is
+ * reverse-charged, so a company token may send them back as they are (a company read and
+ * written back), never another value (403).
+ */
+export const PLATFORM_ONLY: readonly string[] = ['country', 'vat_number', 'vat_number_status']
+
 type Schema = TSchema & { anyOf?: TSchema[]; type?: string; properties?: Record<string, TSchema>; required?: string[]; additionalProperties?: unknown }
 
 const inputProperties = CompanyInput.properties as unknown as Record<string, Schema>
@@ -81,7 +88,7 @@ export const CompanyPatch = Type.Object({
 }, {
   additionalProperties: false,
   title: 'CompanyPatch',
-  description: 'A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it).',
+  description: 'A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has).',
   examples: [{ name: 'Acme Italia S.r.l.', city: 'Milano', zip: '20121', province: 'MI', phone: null, preferences: { stamping_enabled: 'true' } }],
 })
 export type CompanyPatchBody = Record<string, unknown>

@@ -3,7 +3,7 @@ import { Conflict, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { taxFor } from './billing/vat.ts'
+import { taxFor, type TaxCustomer } from './billing/vat.ts'
 
 /** What a client asks a subscription to become (estimate 9, update 6), before the catalogue prices it. */
 export interface WantedSelection { planSku: string; quantity: number; addonIds: string[]; couponCode: string | null }
@@ -73,8 +73,8 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
       return { plan, quantity: s.plan_quantity, addons, coupon: (await coupon(executor, s.coupon_code)) ?? null }
     },
 
-    /** The customer's tax: the VAT table by country, reverse charge with a VAT number abroad (billing/vat.ts). */
-    tax(customer: { country: string; vat_number: string | null }): TaxRate {
+    /** The customer's tax: the VAT table by country, reverse charge abroad with a VAT number marked valid (billing/vat.ts). */
+    tax(customer: TaxCustomer): TaxRate {
       return taxFor(customer, deps.sellerCountry, deps.vatRates)
     },
   }

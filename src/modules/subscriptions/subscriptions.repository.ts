@@ -31,9 +31,9 @@ export function createSubscriptionsRepository() {
     insertEvent: (executor: Executor, event: Insertable<SubscriptionEventsTable>) =>
       executor.insertInto('subscription_events').values(event).execute(),
 
-    /** Who is billed: the company's name, e-mail, country and VAT number (for VAT) and time zone (for "today"). */
+    /** Who is billed: the company's name, e-mail, country, VAT number and its status (for VAT) and time zone (for "today"). */
     findCustomer: (executor: Executor, companyId: string) =>
-      executor.selectFrom('companies').select(['id', 'name', 'billing_email', 'country', 'vat_number', 'timezone'])
+      executor.selectFrom('companies').select(['id', 'name', 'billing_email', 'country', 'vat_number', 'vat_number_status', 'timezone'])
         .where('id', '=', companyId).executeTakeFirst(),
 
     findPlan: (executor: Executor, sku: string) => executor.selectFrom('plans').selectAll().where('sku', '=', sku).executeTakeFirst(),

@@ -10,9 +10,10 @@ import { detailsView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
 import { TERM_END_JOB } from './subscriptions.jobs.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
+import type { TaxCustomer } from './billing/vat.ts'
 
-/** The company as its subscription's customer, with what pricing needs (VAT number, time zone). */
-export type SubscriptionCustomer = BillingCustomer & { vat_number: string | null; timezone: string }
+/** The company as its subscription's customer, with what pricing needs (VAT number and its status, time zone). */
+export type SubscriptionCustomer = BillingCustomer & TaxCustomer & { timezone: string }
 
 /**
  * The steps every operation on a company's subscription shares, whatever its provider: find it,
@@ -56,7 +57,7 @@ export function createSubscriptionSteps(deps: {
   async function customerOf(executor: Executor, companyId: string): Promise<SubscriptionCustomer> {
     const row = await repo.findCustomer(executor, companyId)
     if (!row) throw new NotFound('Company')
-    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, vat_number: row.vat_number, timezone: row.timezone }
+    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, vat_number: row.vat_number, vat_number_status: row.vat_number_status, timezone: row.timezone }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: SubscriptionCustomer) {
@@ -65,7 +66,7 @@ export function createSubscriptionSteps(deps: {
     ])
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
-    const { timezone: _, vat_number: __, ...billingCustomer } = customer
+    const { timezone: _, vat_number: __, vat_number_status: ___, ...billingCustomer } = customer
     return detailsView(s, plan, product, billingCustomer, currency, credits)
   }
 

@@ -1,3 +1,4 @@
+import type { VatNumberStatus } from '../../../db/tables.ts'
 import type { TaxRate } from './estimate.ts'
 
 /**
@@ -42,30 +43,25 @@ export function vatTable(overrides: string): Map<string, number> {
   return new Map([...Object.entries(STANDARD_VAT_BP), ...parseVatRates(overrides)])
 }
 
-/**
- * A VAT number as stored: spaces, dots and hyphens dropped, upper case, then checked loosely as
- * a two-letter prefix and 2 to 13 letters or digits (the shapes of the EU's VIES, CHE…, NO…MVA,
- * GB…). Null when it has not that shape. Whether the number exists is not checked (no VIES call).
- */
-export function normaliseVatNumber(input: string): string | null {
-  const compact = input.replace(/[\s.\-]/g, '').toUpperCase()
-  return /^[A-Z]{2}[A-Z0-9]{2,13}$/.test(compact) ? compact : null
-}
+/** What decides a customer's tax. */
+export interface TaxCustomer { country: string; vat_number: string | null; vat_number_status: VatNumberStatus | null }
 
 /**
  * The tax of a customer, as Chargebee decides it with the EU VAT configuration and reverse
  * charge enabled for CH, NO and GB (docs/billing.md, "Taxes and currencies"):
  * - in the seller's country: that country's rate, VAT number or not (a domestic sale);
- * - in another country of the table with a VAT number: reverse-charged, rate 0, the line named
- *   "Reverse charge" and the lines' exempt reason `reverse_charge` (the buyer accounts for it);
- * - in another country of the table without one (a consumer): the customer country's rate
+ * - in another country of the table with a VAT number a platform client marked `valid`:
+ *   reverse-charged, rate 0, the line named "Reverse charge" and the lines' exempt reason
+ *   `reverse_charge` (the buyer accounts for it);
+ * - in another country of the table without one, or with one not marked valid (a number nobody
+ *   checked is no proof of a business): the customer country's rate
  *   (destination principle of the EU's One-Stop Shop; CH, NO and GB likewise tax consumers);
  * - elsewhere: no tax line, the lines' exempt reason `export` (`tax_not_configured` in the
  *   seller's own country when the table has no rate for it, a seller outside Europe).
  */
-export function taxFor(customer: { country: string; vat_number: string | null }, seller: string, table: ReadonlyMap<string, number>): TaxRate {
+export function taxFor(customer: TaxCustomer, seller: string, table: ReadonlyMap<string, number>): TaxRate {
   const rate = table.get(customer.country)
   if (rate === undefined) return { name: null, rate_bp: 0, exempt_reason: customer.country === seller ? 'tax_not_configured' : 'export' }
-  if (customer.country !== seller && customer.vat_number) return { name: REVERSE_CHARGE, rate_bp: 0, exempt_reason: 'reverse_charge' }
+  if (customer.country !== seller && customer.vat_number && customer.vat_number_status === 'valid') return { name: REVERSE_CHARGE, rate_bp: 0, exempt_reason: 'reverse_charge' }
   return { name: `${customer.country} VAT`, rate_bp: rate, exempt_reason: null }
 }
