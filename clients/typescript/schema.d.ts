@@ -1937,16 +1937,20 @@ export interface components {
              */
             id: string;
             name: string;
-            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+            /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code: string;
             period_unit: "month" | "year";
         };
         /** AddonInput */
         AddonInput: {
             id?: string;
             name: string;
-            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+            /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code?: string;
             period_unit: "month" | "year";
         };
         /** Attachment */
@@ -2384,6 +2388,7 @@ export interface components {
          *       "name": "Three months at 20 % off the plan",
          *       "discount_type": "percentage",
          *       "discount_value": 20,
+         *       "currency_code": null,
          *       "valid_till": "2027-12-31",
          *       "max_redemptions": 500,
          *       "redemptions": 12,
@@ -2406,8 +2411,9 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency's decimals) */
             discount_value: number;
+            currency_code: string | null;
             valid_till: string | null;
             max_redemptions: number | null;
             /** @description How many companies redeemed it (each once, however often it re-applies it); server-owned */
@@ -2429,8 +2435,10 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency's decimals) */
             discount_value: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code?: string;
             valid_till?: string | null;
             max_redemptions?: number | null;
             redemptions?: number;
@@ -2896,8 +2904,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -2910,8 +2920,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code?: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features?: string[];
@@ -3051,8 +3063,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -3183,8 +3197,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -4120,6 +4136,7 @@ export interface operations {
                      *           "sku": "business-monthly",
                      *           "name": "Business monthly",
                      *           "price": 49,
+                     *           "currency_code": "EUR",
                      *           "plan_family": "business",
                      *           "period_unit": "month",
                      *           "features": [
@@ -4158,6 +4175,7 @@ export interface operations {
                  *         "sku": "business-monthly",
                  *         "name": "Acme Logistics",
                  *         "price": 49,
+                 *         "currency_code": "EUR",
                  *         "plan_family": "business",
                  *         "period_unit": "month",
                  *         "features": [
@@ -4214,6 +4232,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Business monthly",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -4258,6 +4277,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Business monthly",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -4510,6 +4530,7 @@ export interface operations {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                      *         "name": "Extra storage",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "period_unit": "month"
                      *       }
                      *     ]
@@ -4541,6 +4562,7 @@ export interface operations {
                  *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                  *       "name": "Acme Logistics",
                  *       "price": 49,
+                 *       "currency_code": "EUR",
                  *       "period_unit": "month"
                  *     }
                  */
@@ -4590,6 +4612,7 @@ export interface operations {
                      *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                      *       "name": "Extra storage",
                      *       "price": 49,
+                     *       "currency_code": "EUR",
                      *       "period_unit": "month"
                      *     }
                      */
@@ -4635,6 +4658,7 @@ export interface operations {
                      *         "name": "Three months at 20 % off the plan",
                      *         "discount_type": "percentage",
                      *         "discount_value": 20,
+                     *         "currency_code": null,
                      *         "valid_till": "2027-12-31",
                      *         "max_redemptions": 500,
                      *         "redemptions": 12,
@@ -4728,6 +4752,7 @@ export interface operations {
                      *       "name": "Three months at 20 % off the plan",
                      *       "discount_type": "percentage",
                      *       "discount_value": 20,
+                     *       "currency_code": null,
                      *       "valid_till": "2027-12-31",
                      *       "max_redemptions": 500,
                      *       "redemptions": 12,
@@ -6312,6 +6337,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -6463,6 +6489,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -6709,6 +6736,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
