@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../src/config.ts'
 import { migrate, readMigrations } from '../src/db/migrate.ts'
 import { buildTestApp, engines, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
+import { ALLOWED, PageSession, pathOf } from './hosted-helpers.ts'
 import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, json, setCard, update, type BillingFixture } from './subscriptions-helpers.ts'
 
 /**
@@ -49,7 +50,7 @@ async function restartedWith(t: TestApp, overrides: Partial<Config>) {
 for (const engine of engines) {
   describe(`currency on each price on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, REDIRECT_ALLOWED_HOSTS: ALLOWED }) })
     after(async () => { await t?.close() })
 
     it('gives plans, addons and fixed-amount coupons CURRENCY_CODE by default, or the currency_code sent; a percentage has none', async () => {
@@ -171,6 +172,11 @@ for (const engine of engines) {
       const invoice = (await estimate(t, c.id, { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' })).json().estimate.invoice_estimate
       // 1000 yen, Italian VAT 22 % = 220.
       assert.deepEqual([invoice.sub_total, invoice.total, invoice.currency_code], [1000, 1220, 'JPY'])
+      // The manager page writes the plan in its own currency, not in CURRENCY_CODE's.
+      const page = await new PageSession(t, await pathOf(t, 'manager', c.id, c.token)).get()
+      assert.equal(page.statusCode, 200)
+      assert.ok(page.body.includes('JP¥1,000'), 'the manager page shows the plan at JP¥1,000')
+      assert.ok(!page.body.includes('€'), 'and nothing in euros')
       await setCard(t, c.id)
       await at(t, '2027-04-01T00:00:00.000Z')
       const [activation] = await json(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
