@@ -14,7 +14,7 @@ try {
   tuneV8ForMemory(config)
   const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
   try {
-    const applied = await migrate(database.db)
+    const applied = await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
     const total = readMigrations().length
     process.stdout.write(applied.length
       ? `Applied ${applied.length} migration(s): ${applied.join(', ')}. The database is current (${total} migrations).\n`

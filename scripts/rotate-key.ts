@@ -24,7 +24,7 @@ const config = loadConfig()
 tuneV8ForMemory(config)
 const database = await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: 1 })
 try {
-  await migrate(database.db)
+  await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const keys = createTokenKeys(createOauthRepository(database.db), tokenSettings(config), systemClock)
   const key = await keys.rotate({ immediately: args.includes('--now') })
   process.stdout.write(args.includes('--now')

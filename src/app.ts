@@ -113,7 +113,7 @@ export async function buildApp(options: AppOptions) {
   const realClock = options.realClock ?? systemClock
   const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE })
   const ownsDatabase = !options.database
-  await migrate(database.db)
+  await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
   // The business clock (src/clock.ts says which time is which): the test clock's shared offset
   // on top of the base clock when enabled (docs/test-clock.md), else the base clock itself.
@@ -195,7 +195,7 @@ export async function buildApp(options: AppOptions) {
   const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, currency: config.CURRENCY_CODE, providers, ledger: invoices })
+  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
   // Chargebee's invoices and credit notes, kept in the ledger from its webhooks (docs/chargebee.md).
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
@@ -261,7 +261,7 @@ export async function buildApp(options: AppOptions) {
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
   await app.register(hostedRoutes, {
-    service: hosted, currency: config.CURRENCY_CODE, publicBaseUrl: config.PUBLIC_BASE_URL,
+    service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL,
     seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
   })
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })

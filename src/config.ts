@@ -78,7 +78,7 @@ const ConfigSchema = Type.Object({
   SELLER_NAME: Type.String({ default: '', maxLength: 200 }),
   SELLER_ADDRESS: Type.String({ default: '', maxLength: 500 }),
   SELLER_VAT_NUMBER: Type.String({ default: '', pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$' }),
-  // ISO 4217; its exponent gives prices their decimals (EUR 2, JPY 0, KWD 3: src/money.ts).
+  // ISO 4217: the currency a new plan, addon or fixed-amount coupon gets when it names none; each price keeps its own.
   CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),
   HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),
   CHARGEBEE_SITE: Type.Optional(Type.String()),

@@ -33,7 +33,7 @@ for (const engine of engines) {
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/plans/${id}`)
         assert.notEqual(id, 'ignored')
-        const expected = { plan: { id, sku, name: 'Gold', price: 49.9, plan_family: 'core', period_unit: 'year', features: ['stamping', 'expense'] } }
+        const expected = { plan: { id, sku, name: 'Gold', price: 49.9, currency_code: 'EUR', plan_family: 'core', period_unit: 'year', features: ['stamping', 'expense'] } }
         assert.deepEqual(await t.json(200, { url: `${BASE}/plans/${id}`, token: null }), expected)
         assert.deepEqual(await t.json(200, { url: `${BASE}/plans/by_sku/${sku}`, token: null }), expected)
         const list = await t.json(200, { url: `${BASE}/plans`, token: null })
@@ -151,7 +151,7 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/addons/${id}`)
-        assert.deepEqual(await t.json(200, { url: `${BASE}/addons/${id}`, token: null }), { id, name: 'Extra storage', price: 4.5, period_unit: 'month' })
+        assert.deepEqual(await t.json(200, { url: `${BASE}/addons/${id}`, token: null }), { id, name: 'Extra storage', price: 4.5, currency_code: 'EUR', period_unit: 'month' })
         assert.ok((await t.json(200, { url: `${BASE}/addons`, token: null })).some((x: { id: string }) => x.id === id))
         assert.equal((await t.call({ url: `${BASE}/addons/${randomUUID()}`, token: null })).statusCode, 404)
         await expect400('POST', `${BASE}/addons`, { name: 'X', price: 1.001, period_unit: 'month' }, 'body/price')
@@ -166,7 +166,7 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/coupons/${id}`)
-        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, redemptions: 0, duration_type: 'forever', duration_month: null, apply_on: 'invoice_amount', plan_ids: [], addon_ids: [] })
+        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, currency_code: null, redemptions: 0, duration_type: 'forever', duration_month: null, apply_on: 'invoice_amount', plan_ids: [], addon_ids: [] })
         assert.ok((await t.json(200, { url: `${BASE}/coupons` })).some((x: { id: string }) => x.id === id))
         assert.equal((await t.call({ url: `${BASE}/coupons/${randomUUID()}`, token: null })).statusCode, 404)
 

@@ -983,7 +983,7 @@ export interface paths {
         get?: never;
         /**
          * Change plan, quantity, addons or coupon (6)
-         * @description Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. The body is optional as a whole (none reads as {}); omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, or a coupon expired or used up.
+         * @description Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. The body is optional as a whole (none reads as {}); omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, a coupon expired or used up, or an addon, fixed-amount coupon or plan in another currency than the subscription's plan (a subscription bills in one currency).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1056,7 +1056,7 @@ export interface paths {
         };
         /**
          * Estimate a change of the subscription (9)
-         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in cents, rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up; 409 for a cancelled subscription (own or platform token). 404 when the path and company_id do not name a company's subscription.
+         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan's currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another currency than the subscription's; 409 for a cancelled subscription (own or platform token). 404 when the path and company_id do not name a company's subscription.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          *
@@ -1937,16 +1937,20 @@ export interface components {
              */
             id: string;
             name: string;
-            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+            /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code: string;
             period_unit: "month" | "year";
         };
         /** AddonInput */
         AddonInput: {
             id?: string;
             name: string;
-            /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+            /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
             price: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code?: string;
             period_unit: "month" | "year";
         };
         /** Attachment */
@@ -2387,6 +2391,7 @@ export interface components {
          *       "name": "Three months at 20 % off the plan",
          *       "discount_type": "percentage",
          *       "discount_value": 20,
+         *       "currency_code": null,
          *       "valid_till": "2027-12-31",
          *       "max_redemptions": 500,
          *       "redemptions": 12,
@@ -2409,8 +2414,9 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency's decimals) */
             discount_value: number;
+            currency_code: string | null;
             valid_till: string | null;
             max_redemptions: number | null;
             /** @description How many companies redeemed it (each once, however often it re-applies it); server-owned */
@@ -2432,8 +2438,10 @@ export interface components {
             code: string;
             name: string;
             discount_type: "percentage" | "fixed_amount";
-            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency's decimals) */
+            /** @description Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency's decimals) */
             discount_value: number;
+            /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+            currency_code?: string;
             valid_till?: string | null;
             max_redemptions?: number | null;
             redemptions?: number;
@@ -2900,8 +2908,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -2914,8 +2924,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code?: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features?: string[];
@@ -3055,8 +3067,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -3187,8 +3201,10 @@ export interface components {
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
-                /** @description Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
+                /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
                 price: number;
+                /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
+                currency_code: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
@@ -4130,6 +4146,7 @@ export interface operations {
                      *           "sku": "business-monthly",
                      *           "name": "Business monthly",
                      *           "price": 49,
+                     *           "currency_code": "EUR",
                      *           "plan_family": "business",
                      *           "period_unit": "month",
                      *           "features": [
@@ -4168,6 +4185,7 @@ export interface operations {
                  *         "sku": "business-monthly",
                  *         "name": "Acme Logistics",
                  *         "price": 49,
+                 *         "currency_code": "EUR",
                  *         "plan_family": "business",
                  *         "period_unit": "month",
                  *         "features": [
@@ -4226,6 +4244,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Business monthly",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -4270,6 +4289,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Business monthly",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -4526,6 +4546,7 @@ export interface operations {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                      *         "name": "Extra storage",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "period_unit": "month"
                      *       }
                      *     ]
@@ -4557,6 +4578,7 @@ export interface operations {
                  *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                  *       "name": "Acme Logistics",
                  *       "price": 49,
+                 *       "currency_code": "EUR",
                  *       "period_unit": "month"
                  *     }
                  */
@@ -4608,6 +4630,7 @@ export interface operations {
                      *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                      *       "name": "Extra storage",
                      *       "price": 49,
+                     *       "currency_code": "EUR",
                      *       "period_unit": "month"
                      *     }
                      */
@@ -4653,6 +4676,7 @@ export interface operations {
                      *         "name": "Three months at 20 % off the plan",
                      *         "discount_type": "percentage",
                      *         "discount_value": 20,
+                     *         "currency_code": null,
                      *         "valid_till": "2027-12-31",
                      *         "max_redemptions": 500,
                      *         "redemptions": 12,
@@ -4748,6 +4772,7 @@ export interface operations {
                      *       "name": "Three months at 20 % off the plan",
                      *       "discount_type": "percentage",
                      *       "discount_value": 20,
+                     *       "currency_code": null,
                      *       "valid_till": "2027-12-31",
                      *       "max_redemptions": 500,
                      *       "redemptions": 12,
@@ -6377,6 +6402,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -6528,6 +6554,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [
@@ -6776,6 +6803,7 @@ export interface operations {
                      *         "sku": "business-monthly",
                      *         "name": "Acme Logistics",
                      *         "price": 49,
+                     *         "currency_code": "EUR",
                      *         "plan_family": "business",
                      *         "period_unit": "month",
                      *         "features": [

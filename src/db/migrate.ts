@@ -18,9 +18,17 @@ export function readMigrations(): Migration[] {
     .map((f) => ({ version: f.replace(/\.sql$/, ''), sql: fs.readFileSync(path.join(MIGRATIONS_DIR, f), 'utf8') }))
 }
 
-/** Applies, in order and each in its own transaction, the migrations not applied yet. */
-export async function migrate(db: Kysely<any>): Promise<string[]> {
+/**
+ * Applies, in order and each in its own transaction, the migrations not applied yet.
+ * `currencyCode` (CURRENCY_CODE) is what a migration reads as `company_admin.currency_code`:
+ * the currency that prices stored without one were written in (0042).
+ */
+export async function migrate(db: Kysely<any>, options: { currencyCode?: string } = {}): Promise<string[]> {
   const applied: string[] = []
+  const { currencyCode } = options
+  // Inlined into the migration's text, so it must be the three letters a code is, nothing else.
+  if (currencyCode !== undefined && !/^[A-Z]{3}$/.test(currencyCode)) throw new Error(`migrate: currencyCode must be an ISO 4217 code, not ${JSON.stringify(currencyCode)}`)
+  const settings = currencyCode === undefined ? '' : `SELECT set_config('company_admin.currency_code', '${currencyCode}', true);\n`
   await db.connection().execute(async (conn) => {
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn)
     try {
@@ -28,7 +36,7 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
       const done = new Set((await sql<{ version: string }>`SELECT version FROM schema_migrations`.execute(conn)).rows.map((r) => r.version))
       for (const migration of readMigrations()) {
         if (done.has(migration.version)) continue
-        await sql.raw(`BEGIN;\n${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${migration.version}');\nCOMMIT;`).execute(conn)
+        await sql.raw(`BEGIN;\n${settings}${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${migration.version}');\nCOMMIT;`).execute(conn)
           .catch(async (err) => {
             await sql.raw('ROLLBACK').execute(conn).catch(() => {})
             throw new Error(`Migration ${migration.version} failed: ${(err as Error).message}`)

@@ -73,6 +73,8 @@ export interface PlansTable {
   plan_family: string
   period_unit: 'month' | 'year'
   features: string[]
+  /** 0042: the ISO 4217 code price_cents counts minor units of. */
+  currency_code: string
   created_at: CreatedAt
   updated_at: UpdatedAt
 }
@@ -95,6 +97,8 @@ export interface AddonsTable {
   name: string
   price_cents: number
   period_unit: 'month' | 'year'
+  /** 0042: the ISO 4217 code price_cents counts minor units of. */
+  currency_code: string
   created_at: CreatedAt
 }
 
@@ -104,6 +108,8 @@ export interface CouponsTable {
   name: string
   discount_type: 'percentage' | 'fixed_amount'
   discount_value_minor: number
+  /** 0042: a fixed amount's ISO 4217 code; null for a percentage. */
+  currency_code: string | null
   valid_till: string | null
   max_redemptions: number | null
   redemptions: Generated<number>

@@ -4,7 +4,12 @@ import { Code, Day, Name as NameOf, Nullable, Uuid } from '../../http/schemas.ts
 
 const Sku = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9_.\\-]*$', description: 'Letters, digits, "_", "-" and "."' })
 const Name = NameOf(200)
-const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units of CURRENCY_CODE (EUR 29.90, JPY 1000), with at most the currency\'s decimals (ISO 4217: EUR 2, JPY 0, KWD 3)' })
+const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units of the price\'s currency_code (EUR 29.90, JPY 1000), with at most the currency\'s decimals (ISO 4217: EUR 2, JPY 0, KWD 3)' })
+/** A price's currency (decisions §9.1): set when the price is made, never changed after. */
+const ISO_4217 = '^[A-Z]{3}$'
+const CurrencyCode = Type.String({
+  pattern: ISO_4217, description: 'ISO 4217 code of the price\'s currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards.',
+})
 const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
 const Feature = Code(100, 'An area name of the scope list, such as "stamping"')
 
@@ -13,6 +18,7 @@ export const PlanFields = Type.Object({
   sku: Sku,
   name: Name,
   price: Price,
+  currency_code: CurrencyCode,
   plan_family: Code(100),
   period_unit: PeriodUnit,
   features: Type.Array(Feature, { maxItems: 100 }),
@@ -20,7 +26,9 @@ export const PlanFields = Type.Object({
 
 export const Plan = Type.Object({ plan: PlanFields }, { additionalProperties: false, title: 'Plan' })
 export const PlanInput = Type.Object({
-  plan: Type.Object({ ...PlanFields.properties, id: Type.Optional(Type.String()), features: Type.Optional(PlanFields.properties.features) }, { additionalProperties: false }),
+  plan: Type.Object({
+    ...PlanFields.properties, id: Type.Optional(Type.String()), currency_code: Type.Optional(CurrencyCode), features: Type.Optional(PlanFields.properties.features),
+  }, { additionalProperties: false }),
 }, { additionalProperties: false, title: 'PlanInput' })
 export type PlanInput = Static<typeof PlanInput>['plan']
 export type Plan = Static<typeof Plan>
@@ -55,9 +63,10 @@ export const Addon = Type.Object({
   id: Uuid('Server-made; ignored when sent'),
   name: Name,
   price: Price,
+  currency_code: CurrencyCode,
   period_unit: PeriodUnit,
 }, { additionalProperties: false, title: 'Addon' })
-export const AddonInput = Type.Object({ ...Addon.properties, id: Type.Optional(Type.String()) }, { additionalProperties: false, title: 'AddonInput' })
+export const AddonInput = Type.Object({ ...Addon.properties, id: Type.Optional(Type.String()), currency_code: Type.Optional(CurrencyCode) }, { additionalProperties: false, title: 'AddonInput' })
 export type Addon = Static<typeof Addon>
 export type AddonInput = Static<typeof AddonInput>
 
@@ -66,7 +75,8 @@ export const Coupon = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 50, pattern: '^[A-Za-z0-9_\\-]+$', description: 'Unique; what coupon_code names' }),
   name: Name,
   discount_type: Type.Union([Type.Literal('percentage'), Type.Literal('fixed_amount')]),
-  discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of CURRENCY_CODE (at most the currency\'s decimals)' }),
+  discount_value: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency\'s decimals)' }),
+  currency_code: Nullable(Type.String({ pattern: ISO_4217, description: 'ISO 4217 code of a fixed_amount\'s currency, null for a percentage. In a request: fixed_amount only, the CURRENCY_CODE setting by default.' })),
   valid_till: Nullable(Day('Last day the coupon applies, or null')),
   max_redemptions: Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
   redemptions: Type.Integer({ minimum: 0, description: 'How many companies redeemed it (each once, however often it re-applies it); server-owned' }),
@@ -84,13 +94,14 @@ export const Coupon = Type.Object({
   additionalProperties: false, title: 'Coupon',
   examples: [{
     id: '6f1c2b1e-8d4a-4c3e-9b7a-2f5d8e9a1c30', code: 'WELCOME3', name: 'Three months at 20 % off the plan', discount_type: 'percentage',
-    discount_value: 20, valid_till: '2027-12-31', max_redemptions: 500, redemptions: 12, duration_type: 'limited_period', duration_month: 3,
+    discount_value: 20, currency_code: null, valid_till: '2027-12-31', max_redemptions: 500, redemptions: 12, duration_type: 'limited_period', duration_month: 3,
     apply_on: 'each_specified_item', plan_ids: ['workforce-basic-monthly'], addon_ids: [],
   }],
 })
 export const CouponInput = Type.Object({
   ...Coupon.properties,
   id: Type.Optional(Type.String()),
+  currency_code: Type.Optional(CurrencyCode),
   valid_till: Type.Optional(Coupon.properties.valid_till),
   max_redemptions: Type.Optional(Coupon.properties.max_redemptions),
   redemptions: Type.Optional(Type.Integer()),

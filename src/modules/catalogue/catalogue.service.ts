@@ -4,15 +4,25 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
-import { basisPointsToPercent, fromMinor, percentToBasisPoints, toMinor } from '../../money.ts'
+import { basisPointsToPercent, fromMinor, isCurrency, percentToBasisPoints, toMinor } from '../../money.ts'
 import { isArea } from '../oauth/scopes.ts'
 import { isRealDay } from '../../days.ts'
 import type { CatalogueRepository } from './catalogue.repository.ts'
 import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
 
-/** `currency` (CURRENCY_CODE) gives prices their decimals: 29.9 EUR is 2990 minor units, 1000 JPY is 1000. */
+/**
+ * Each price keeps the currency it was made in (its `currency_code`), which gives it its
+ * decimals: 29.9 EUR is 2990 minor units, 1000 JPY is 1000. `currency` (CURRENCY_CODE) is only
+ * the default of a new price, so changing the setting never changes what a stored amount means.
+ */
 export function createCatalogueService(deps: { repo: CatalogueRepository; currency: string }) {
-  const { repo, currency } = deps
+  const { repo } = deps
+
+  function currencyOf(code: string | undefined, field: string): string {
+    const currency = code ?? deps.currency
+    if (!isCurrency(currency)) throw new ValidationError(`${field} ${currency} is not an ISO 4217 currency code`)
+    return currency
+  }
 
   return {
     async createPlan(input: PlanInput): Promise<string> {
@@ -20,26 +30,27 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       const unknown = features.find((f) => !isArea(f))
       if (unknown !== undefined) throw new ValidationError(`body/plan/features names an unknown area: ${unknown}`)
       if (await repo.findPlanBySku(input.sku)) throw new Conflict(`A plan with sku ${input.sku} already exists`)
+      const currency = currencyOf(input.currency_code, 'body/plan/currency_code')
       const id = randomUUID()
       await repo.insertPlan({
-        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price', currency),
+        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price', currency), currency_code: currency,
         plan_family: input.plan_family, period_unit: input.period_unit, features,
       })
       return id
     },
     async listPlans(filter: { name?: string }, page: KeysetPage = {}): Promise<Paged<Plan>> {
       const paged = await repo.listPlans(filter, page)
-      return { ...paged, items: paged.items.map((row) => planView(row, currency)) }
+      return { ...paged, items: paged.items.map(planView) }
     },
     async getPlan(id: string): Promise<Plan> {
       const row = await repo.findPlan(id)
       if (!row) throw new NotFound('Plan')
-      return planView(row, currency)
+      return planView(row)
     },
     async getPlanBySku(sku: string): Promise<Plan> {
       const row = await repo.findPlanBySku(sku)
       if (!row) throw new NotFound('Plan')
-      return planView(row, currency)
+      return planView(row)
     },
 
     async createProduct(input: ProductInput): Promise<string> {
@@ -67,23 +78,27 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     },
 
     async createAddon(input: AddonInput): Promise<string> {
+      const currency = currencyOf(input.currency_code, 'body/currency_code')
       const id = randomUUID()
-      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price', currency), period_unit: input.period_unit })
+      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price', currency), currency_code: currency, period_unit: input.period_unit })
       return id
     },
     async listAddons(page: KeysetPage = {}): Promise<Paged<Addon>> {
       const paged = await repo.listAddons(page)
-      return { ...paged, items: paged.items.map((row) => addonView(row, currency)) }
+      return { ...paged, items: paged.items.map(addonView) }
     },
     async getAddon(id: string): Promise<Addon> {
       const row = await repo.findAddon(id)
       if (!row) throw new NotFound('Addon')
-      return addonView(row, currency)
+      return addonView(row)
     },
 
     async createCoupon(input: CouponInput): Promise<string> {
       if (input.discount_type === 'percentage' && input.discount_value > 100) throw new ValidationError('body/discount_value must be at most 100 for a percentage')
       if (input.valid_till && !isRealDay(input.valid_till)) throw new ValidationError('body/valid_till must be a real calendar day')
+      // A percentage is no amount: it has no currency and fits a plan in any.
+      if (input.discount_type === 'percentage' && input.currency_code !== undefined) throw new ValidationError('body/currency_code applies only to discount_type "fixed_amount"')
+      const currency = input.discount_type === 'fixed_amount' ? currencyOf(input.currency_code, 'body/currency_code') : null
       const terms = await couponTerms(input)
       if (await repo.findCouponByCode(input.code)) throw new Conflict(`A coupon with code ${input.code} already exists`)
       const id = randomUUID()
@@ -92,19 +107,20 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
         // Percent in basis points, amounts in minor units of the currency: both integers.
         discount_value_minor: input.discount_type === 'percentage'
           ? percentToBasisPoints(input.discount_value, 'body/discount_value')
-          : toMinor(input.discount_value, 'body/discount_value', currency),
+          : toMinor(input.discount_value, 'body/discount_value', currency!),
+        currency_code: currency,
         valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null, ...terms,
       })
       return id
     },
     async listCoupons(page: KeysetPage = {}): Promise<Paged<Coupon>> {
       const paged = await repo.listCoupons(page)
-      return { ...paged, items: paged.items.map((row) => couponView(row, currency)) }
+      return { ...paged, items: paged.items.map(couponView) }
     },
     async getCoupon(id: string): Promise<Coupon> {
       const row = await repo.findCoupon(id)
       if (!row) throw new NotFound('Coupon')
-      return couponView(row, currency)
+      return couponView(row)
     },
   }
 
@@ -150,8 +166,8 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
 
 export type CatalogueService = ReturnType<typeof createCatalogueService>
 
-export function planView(row: PlanRow, currency: string): Plan {
-  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents, currency), plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
+export function planView(row: PlanRow): Plan {
+  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents, row.currency_code), currency_code: row.currency_code, plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
 }
 
 export function productView(row: ProductRow): Product {
@@ -163,14 +179,15 @@ export function productView(row: ProductRow): Product {
   }
 }
 
-function addonView(row: Selectable<AddonsTable>, currency: string): Addon {
-  return { id: row.id, name: row.name, price: fromMinor(row.price_cents, currency), period_unit: row.period_unit }
+function addonView(row: Selectable<AddonsTable>): Addon {
+  return { id: row.id, name: row.name, price: fromMinor(row.price_cents, row.currency_code), currency_code: row.currency_code, period_unit: row.period_unit }
 }
 
-function couponView(row: Selectable<CouponsTable>, currency: string): Coupon {
+function couponView(row: Selectable<CouponsTable>): Coupon {
   return {
     id: row.id, code: row.code, name: row.name, discount_type: row.discount_type,
-    discount_value: row.discount_type === 'percentage' ? basisPointsToPercent(row.discount_value_minor) : fromMinor(row.discount_value_minor, currency), valid_till: row.valid_till,
+    discount_value: row.discount_type === 'percentage' ? basisPointsToPercent(row.discount_value_minor) : fromMinor(row.discount_value_minor, row.currency_code!),
+    currency_code: row.currency_code, valid_till: row.valid_till,
     max_redemptions: row.max_redemptions, redemptions: row.redemptions,
     duration_type: row.duration_type, duration_month: row.duration_month, apply_on: row.apply_on, plan_ids: row.plan_ids, addon_ids: row.addon_ids,
   }

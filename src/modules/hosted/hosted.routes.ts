@@ -31,7 +31,7 @@ class CsrfRefused extends AppError {
  * Their own scope: they take forms, answer every error as an HTML page, and send the security
  * headers (no script, no framing, no referrer: the token in the URL never leaves the page).
  */
-export async function hostedRoutes(app: App, deps: { service: HostedService; currency: string; publicBaseUrl: string | undefined; seller: Seller }) {
+export async function hostedRoutes(app: App, deps: { service: HostedService; publicBaseUrl: string | undefined; seller: Seller }) {
   const { service } = deps
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
@@ -73,7 +73,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; cur
 
   function viewContext(request: FastifyRequest<{ Params: { token: string } }>, kind: HostedPageKind): ViewContext {
     const token = request.params.token
-    return { ...language(request), base: pagePath(kind, token), csrf: csrfFor(token), currency: deps.currency }
+    return { ...language(request), base: pagePath(kind, token), csrf: csrfFor(token) }
   }
 
   /** A page with forms: it sets the CSRF cookie, scoped to this page's path. */

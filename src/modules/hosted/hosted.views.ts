@@ -10,7 +10,7 @@ import { toMinor } from '../../money.ts'
 import { dateOf, form, html, invoiceTable, layout, periodOf, type Html, type PageContext } from './hosted.html.ts'
 
 /** The four hosted pages, as HTML strings; `base` is the page's own path (/hosted/<kind>/<token>). */
-export interface ViewContext extends PageContext { base: string; csrf: string; currency: string }
+export interface ViewContext extends PageContext { base: string; csrf: string }
 
 type PlanFields = Plan['plan']
 
@@ -22,7 +22,7 @@ type PlanFields = Plan['plan']
 const DASH = '\u2014'
 
 const price = (ctx: ViewContext, plan: PlanFields) =>
-  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', ctx.currency), ctx.currency)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
+  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
 
 const leaveForm = (ctx: ViewContext, label: string) =>
   form(`${ctx.base}/leave`, ctx.csrf, html`<button type="submit" class="secondary">${label}</button>`)
@@ -95,7 +95,7 @@ ${canUndo ? button('undo', t('portal.undo')) : null}
 ${button('logout', t('portal.logout'), 'secondary')}
 </div>
 ${invoicesSection(ctx, ledger.invoices)}
-${creditsSection(ctx, details.customer, ledger.creditNotes)}`, true)
+${creditsSection(ctx, details.customer, details.plan.currency_code, ledger.creditNotes)}`, true)
 }
 
 const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
@@ -140,9 +140,10 @@ function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
 }
 
 /** The customer's credit balances, then the credit notes they come from. */
-function creditsSection(ctx: ViewContext, customer: SubscriptionDetails['customer'], list: Paged<CreditNoteBody>): Html {
+function creditsSection(ctx: ViewContext, customer: SubscriptionDetails['customer'], currency: string, list: Paged<CreditNoteBody>): Html {
   const { t } = ctx
-  const money = (minor: number) => formatMoney(ctx.locale, minor, ctx.currency)
+  // The balances are in the subscription's currency, its plan's.
+  const money = (minor: number) => formatMoney(ctx.locale, minor, currency)
   const notes = list.items.length === 0 ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>` : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
 <thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.reason')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
 <tbody>${list.items.map((n) => html`<tr data-credit-note="${n.id}">

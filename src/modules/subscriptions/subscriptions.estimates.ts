@@ -29,12 +29,11 @@ export function createSubscriptionEstimates(deps: {
   providers: ProviderRegistry
   pricing: Pick<Pricing, 'selection' | 'current' | 'tax'>
   ledger: Pick<Ledger, 'credits' | 'billedTax'>
-  currency: string
   trialDays: number
   steps: Pick<SubscriptionSteps, 'customerOf'>
   known: ReturnType<typeof createRemoteChanges>['known']
 }) {
-  const { db, repo, clock, providers, pricing, ledger, currency, known } = deps
+  const { db, repo, clock, providers, pricing, ledger, known } = deps
   const { customerOf } = deps.steps
 
   /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
@@ -49,7 +48,7 @@ export function createSubscriptionEstimates(deps: {
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
     const [{ refundable_credits: credits }, termTax] = await Promise.all([ledger.credits(executor, s.company_id), ledger.billedTax(executor, s)])
-    return { change: { selection, current, tax: pricing.tax(customer), currency, now, couponHistory, credits, termTax }, today }
+    return { change: { selection, current, tax: pricing.tax(customer), currency: selection.plan.currency_code, now, couponHistory, credits, termTax }, today }
   }
 
   /**
@@ -73,7 +72,7 @@ export function createSubscriptionEstimates(deps: {
     return {
       estimate: {
         subscription_estimate: { status: 'in_trial', next_billing_at: unixSeconds(trialEnd) },
-        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer), currency),
+        invoice_estimate: invoiceFor(selection, WHOLE, pricing.tax(customer), selection.plan.currency_code),
       },
     }
   }
@@ -118,7 +117,7 @@ export function createSubscriptionEstimates(deps: {
     const at = nextBillingAt(s)
     if (at === null) return null
     const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
-    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, credits.refundable_credits, { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
+    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, credits.refundable_credits, { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
   }
 
   return { priceChange, estimate, estimateFor, nextCharge }

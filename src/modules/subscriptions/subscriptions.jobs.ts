@@ -25,10 +25,9 @@ export function createSubscriptionJobs(deps: {
   providers: ProviderRegistry
   pricing: Pick<Pricing, 'current' | 'tax'>
   ledger: Pick<Ledger, 'bill' | 'retry' | 'credits'>
-  currency: string
   steps: Pick<SubscriptionSteps, 'save' | 'customerOf'>
 }) {
-  const { repo, providers, pricing, ledger, currency } = deps
+  const { repo, providers, pricing, ledger } = deps
   const { save, customerOf } = deps.steps
 
   /** The end of dunning: every retry of an invoice failed, the subscription is cancelled then (Chargebee's cancel_reason not_paid). */
@@ -67,7 +66,7 @@ export function createSubscriptionJobs(deps: {
       const selection = await pricing.current(ctx.trx, next)
       const period = { periodStart: next.current_term_start, usage: usageOf(next) }
       const { refundable_credits: credits } = await ledger.credits(ctx.trx, s.company_id)
-      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), currency, credits, period)
+      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), selection.plan.currency_code, credits, period)
       // The coupon discounted this period: counted (its duration runs on periods discounted).
       if (selection.coupon && next.current_term_start) {
         const used = couponDiscount(selection.coupon, invoice.line_items, period)

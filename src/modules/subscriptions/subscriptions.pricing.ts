@@ -15,7 +15,7 @@ export interface WantedSelection { planSku: string; quantity: number; addonIds: 
 export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: ReadonlyMap<string, number>; sellerCountry: string }) {
   const { repo } = deps
 
-  async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { id: string; valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
+  async function coupon(executor: Executor, code: string | null): Promise<(PricedCoupon & { id: string; currency_code: string | null; valid_till: string | null; max_redemptions: number | null; redemptions: number }) | undefined> {
     return code === null ? undefined : repo.findCoupon(executor, code)
   }
 
@@ -27,6 +27,9 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
      * product's allowed_plans. A new coupon must be valid `today` (in the company's time zone)
      * and, unless `companyId` redeemed it before (a company redeems a coupon once), not used up.
      * `current` is null for a new subscription (the anonymous estimate).
+     * A subscription bills in its plan's currency: an addon or fixed-amount coupon in another is
+     * refused, and so is a new plan in another currency than the held one's (as Chargebee
+     * refuses to change a subscription's currency).
      */
     async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
       const { field } = ctx
@@ -34,6 +37,12 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
       if (!plan) throw new ValidationError(`${field('subscription_plan')} names an unknown plan: ${wanted.planSku}`)
       if (plan.sku !== ctx.current?.plan && !ctx.product.allowed_plans.includes(plan.sku)) {
         throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is not among the allowed_plans of product ${ctx.product.sku}`)
+      }
+      if (ctx.current && plan.sku !== ctx.current.plan) {
+        const held = await repo.findPlan(executor, ctx.current.plan)
+        if (held && held.currency_code !== plan.currency_code) {
+          throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is priced in ${plan.currency_code}, and the subscription bills in ${held.currency_code}: a subscription's currency does not change`)
+        }
       }
       if (new Set(wanted.addonIds).size !== wanted.addonIds.length) throw new ValidationError(`${field('addons')} must not name an addon twice`)
       const addonRows = await repo.findAddons(executor, wanted.addonIds)
@@ -43,10 +52,16 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
         if (row.period_unit !== plan.period_unit) {
           throw new ValidationError(`${field('addons')}: addon ${id} is billed per ${row.period_unit}, the plan per ${plan.period_unit}`)
         }
+        if (row.currency_code !== plan.currency_code) {
+          throw new ValidationError(`${field('addons')}: addon ${id} is priced in ${row.currency_code}, the plan in ${plan.currency_code}`)
+        }
         return { id: row.id, name: row.name, price_cents: row.price_cents, quantity: 1 }
       })
       const row = await coupon(executor, wanted.couponCode)
       if (wanted.couponCode !== null && !row) throw new ValidationError(`${field('coupon_code')} names an unknown coupon: ${wanted.couponCode}`)
+      if (row && row.currency_code !== null && row.currency_code !== plan.currency_code) {
+        throw new ValidationError(`${field('coupon_code')} ${row.code} takes off an amount in ${row.currency_code}, and the plan is priced in ${plan.currency_code}`)
+      }
       if (row && row.code !== ctx.current?.coupon) {
         if (row.valid_till !== null && row.valid_till < ctx.today) throw new ValidationError(`${field('coupon_code')} ${row.code} expired on ${row.valid_till}`)
         if (row.max_redemptions !== null && row.redemptions >= row.max_redemptions

@@ -41,18 +41,16 @@ export function createSubscriptionsService(deps: {
   vatRates?: string
   /** SELLER_COUNTRY: where the seller is established, for reverse charge. */
   sellerCountry?: string
-  currency?: string
   /** The local engine's invoices, credits and payments (src/modules/invoices). */
   ledger: Ledger
 }) {
   const { db, repo, clock, providers, ledger } = deps
-  const currency = deps.currency ?? 'EUR'
   const pricing = createPricing({ repo, vatRates: vatTable(deps.vatRates ?? ''), sellerCountry: deps.sellerCountry ?? 'IT' })
-  const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger, currency })
+  const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger })
   const { customerOf, details, findOwn } = steps
   const remote = createRemoteChanges({ repo, change: steps.change })
-  const jobs = createSubscriptionJobs({ repo, providers, pricing, ledger, currency, steps })
-  const estimates = createSubscriptionEstimates({ db, repo, clock, providers, pricing, ledger, currency, trialDays: deps.trialDays, steps, known: remote.known })
+  const jobs = createSubscriptionJobs({ repo, providers, pricing, ledger, steps })
+  const estimates = createSubscriptionEstimates({ db, repo, clock, providers, pricing, ledger, trialDays: deps.trialDays, steps, known: remote.known })
   const changes = createSubscriptionChanges({ db, repo, clock, ledger, steps, remote, priceChange: estimates.priceChange, bill: jobs.bill })
 
   return {

@@ -27,9 +27,8 @@ export function createSubscriptionSteps(deps: {
   clock: Clock
   providers: ProviderRegistry
   ledger: Pick<Ledger, 'credits'>
-  currency: string
 }) {
-  const { db, repo, clock, providers, ledger, currency } = deps
+  const { db, repo, clock, providers, ledger } = deps
 
   /** Saves a provider's new state with its event, and schedules the end of its term when this service drives time. */
   async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }): Promise<boolean> {
@@ -67,7 +66,7 @@ export function createSubscriptionSteps(deps: {
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
     const { timezone: _, vat_number: __, vat_number_status: ___, ...billingCustomer } = customer
-    return detailsView(s, plan, product, billingCustomer, currency, credits)
+    return detailsView(s, plan, product, billingCustomer, credits)
   }
 
   async function findOwn(companyId: string) {

@@ -30,7 +30,7 @@ export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): strin
 /** The customer's balances (minor units), from the ledger. */
 export interface CustomerCredits { promotional_credits: number; refundable_credits: number; excess_payments: number }
 
-export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, currency: string, credits: CustomerCredits): SubscriptionDetails {
+export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, credits: CustomerCredits): SubscriptionDetails {
   const card = s.payment_source
   return {
     subscription: {
@@ -46,7 +46,7 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
       cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
       created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
     },
-    plan: planView(plan, currency).plan,
+    plan: planView(plan).plan,
     product: productView(product).product,
     customer: {
       id: customer.id, company_id: customer.company_id, name: customer.name, email: customer.email, country: customer.country,

@@ -11,7 +11,8 @@ import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type Co
  * of whole seconds (seconds left in the term / seconds in the term), exactly, in BigInt.
  */
 
-export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year' }
+/** `currency_code`: the plan's, which the whole subscription bills in (its addons and fixed amounts are in it too). */
+export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year'; currency_code: string }
 export interface PricedAddon { id: string; name: string; price_cents: number; quantity: number }
 export interface PricedCoupon extends CouponTerms { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
 
