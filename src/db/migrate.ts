@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql, type Kysely } from 'kysely'
+import { withStatementTimeout } from './database.ts'
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations')
 // Any constant: it only keeps two starting instances from migrating at the same time.
@@ -18,10 +19,19 @@ export function readMigrations(): Migration[] {
     .map((f) => ({ version: f.replace(/\.sql$/, ''), sql: fs.readFileSync(path.join(MIGRATIONS_DIR, f), 'utf8') }))
 }
 
-/** Applies, in order and each in its own transaction, the migrations not applied yet. */
-export async function migrate(db: Kysely<any>): Promise<string[]> {
+/**
+ * Applies, in order and each in its own transaction, the migrations not applied yet. Without a
+ * bound on their statements: a migration that rewrites a large table, or the wait for another
+ * instance's migrations, takes what it takes, and the start waits for it.
+ */
+export function migrate(db: Kysely<any>): Promise<string[]> {
+  return withStatementTimeout(0, () => migrateUnbounded(db))
+}
+
+async function migrateUnbounded(db: Kysely<any>): Promise<string[]> {
   const applied: string[] = []
   await db.connection().execute(async (conn) => {
+    await sql`SET statement_timeout = 0`.execute(conn)
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn)
     try {
       await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(conn)
@@ -37,6 +47,8 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
       }
     } finally {
       await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.execute(conn)
+      // Back to the pool's bound, for whoever has the connection next.
+      await sql`RESET statement_timeout`.execute(conn)
     }
   })
   return applied
