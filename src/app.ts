@@ -111,7 +111,7 @@ const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
 export async function buildApp(options: AppOptions) {
   const { config } = options
   const realClock = options.realClock ?? systemClock
-  const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE })
+  const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS })
   const ownsDatabase = !options.database
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
@@ -163,10 +163,10 @@ export async function buildApp(options: AppOptions) {
   const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
   await installLoadShedding(app, { maxInFlight: config.SHED_MAX_IN_FLIGHT, maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
 
-  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed })
+  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
   // Beside the scheduler: the queues' tables grow fastest, and their plans suffer first from stale statistics.
-  const tableStatistics = createTableStatistics({ db, log: app.log })
+  const tableStatistics = createTableStatistics({ db, log: app.log, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
   // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
 
@@ -249,7 +249,7 @@ export async function buildApp(options: AppOptions) {
   const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged() })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
-  await app.register(operationsRoutes, { db, readiness })
+  await app.register(operationsRoutes, { db, readiness, probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS) })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })

@@ -36,6 +36,12 @@ const ConfigSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ default: './data' }),
   DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10 }),
+  // How long one statement of a request may take on PostgreSQL (the server cancels it), and, a
+  // second more, how long this process waits for its answer or for a pooled connection before
+  // answering 503 `unavailable`: a network that hangs instead of failing holds a request no longer.
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
+  // The same bound for the scheduler's jobs (a retention sweep deletes thousands of rows at once).
+  DATABASE_JOB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000 }),
   // V8 tuned for memory rather than speed (src/v8-memory.ts): 'auto' is on for PGlite, off for PostgreSQL.
   V8_SMALL_HEAP: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
   // Spelled out: a mapped array loses the literal types, and Config['LOG_LEVEL'] with them.

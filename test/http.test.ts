@@ -530,7 +530,7 @@ for (const engine of engines) {
     })
     after(async () => { await t?.close() })
 
-    it('answers 503 with Retry-After, never 500, while the database is unavailable', async () => {
+    it('answers 503 unavailable with Retry-After, never 500, while the database is unavailable', async () => {
       await t.json(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
       await t.app.database.close()
       const calls = [
@@ -546,6 +546,7 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 503, `${call.method ?? 'GET'} ${call.url}: ${res.body}`)
         assert.ok(Number(res.headers['retry-after']) >= 1, call.url)
         assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'errors'])
+        assert.equal(res.json().code, 'unavailable', `${call.method ?? 'GET'} ${call.url}`)
         assert.doesNotMatch(res.body, /pool|PGlite|closed|destroy/i, 'no internals leak')
       }
       assert.equal((await t.call({ url: '/health', token: null })).statusCode, 200)

@@ -1,12 +1,15 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
 import { sql, type Transaction } from 'kysely'
 import type { BuiltApp } from '../src/app.ts'
 import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/db/read-cache.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, secondInstance, type TestApp } from './helpers/app.ts'
-import { openTestDatabase } from './helpers/databases.ts'
+import { openTestDatabase, withDatabase } from './helpers/databases.ts'
+import { parseChange } from '../src/db/read-areas.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
@@ -148,6 +151,31 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'Two', code: 'TW' } })
     const seen = await eventually(readOnSecond, (list) => list.some((x) => x.name === 'Two'))
     assert.equal(seen.find((x) => x.id === id)?.name, 'Two')
+  })
+
+  // The listener's own statement is the yardstick: PostgreSQL hands a session every notification
+  // committed before that session's statement, ahead of its result. An instance that announced
+  // after answering would have sent nothing yet when the client holds its 2xx.
+  it('announces a write to every instance before its answer leaves: a listener has it once the client has the 2xx', requires('postgres'), async () => {
+    const c = await company(t)
+    const leader = await contract(t, c.id)
+    const id = await team(t, c.id, { name: 'Announced', code: 'AN', team_leader_ids: [leader] })
+    const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+    const listener = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, name) })
+    await listener.connect()
+    const heard: string[] = []
+    listener.on('notification', (n) => { if (n.channel === COMPANY_CHANGED) heard.push(n.payload ?? '') })
+    try {
+      await listener.query(`LISTEN ${COMPANY_CHANGED}`)
+      for (const [i, headers] of ([{}, { 'idempotency-key': randomUUID() }] as Array<Record<string, string>>).entries()) {
+        heard.length = 0
+        await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: `Announced ${i}`, code: 'AN' }, headers })
+        await listener.query('SELECT 1')
+        assert.ok(heard.some((payload) => parseChange(payload).companyId === c.id), `${Object.keys(headers).join() || 'unkeyed'}: heard ${JSON.stringify(heard)}`)
+      }
+    } finally {
+      await listener.end()
+    }
   })
 
   // A writer that dies right after its commit runs nothing more: what it wrote in the service's

@@ -87,6 +87,14 @@ describe('a bad setting stops the start with a sentence naming it', () => {
     await refused({ TRUST_PROXY: '10.0.0.0/8,proxy.local' }, /TRUST_PROXY entry "proxy.local" must be a hop count, or addresses or CIDRs/)
   })
 
+  it('the database bounds: a few seconds for requests and a minute for jobs by default, never none', () => {
+    const defaults = loadConfig({})
+    assert.deepEqual([defaults.DATABASE_STATEMENT_TIMEOUT_MS, defaults.DATABASE_JOB_STATEMENT_TIMEOUT_MS], [5000, 60_000])
+    assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '800' }).DATABASE_STATEMENT_TIMEOUT_MS, 800)
+    assert.throws(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }), /Invalid configuration: DATABASE_STATEMENT_TIMEOUT_MS /)
+    assert.throws(() => loadConfig({ DATABASE_JOB_STATEMENT_TIMEOUT_MS: 'soon' }), /Invalid configuration: DATABASE_JOB_STATEMENT_TIMEOUT_MS /)
+  })
+
   it('a number out of range names the setting', async () => {
     await refused({ PORT: '70000' }, /Invalid configuration: PORT /)
   })

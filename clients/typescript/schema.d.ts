@@ -64,7 +64,7 @@ export interface paths {
         };
         /**
          * The database answers and every migration is applied
-         * @description For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer, or when a migration is pending. No token.
+         * @description For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer within 2 s (less when DATABASE_STATEMENT_TIMEOUT_MS is shorter), or when a migration is pending. No token.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
          *
@@ -2557,7 +2557,7 @@ export interface components {
              * @description A machine code, stable across versions (the sentence may change)
              * @enum {string}
              */
-            code: "validation_failed" | "unauthorized" | "insufficient_scope" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "provider_error" | "internal";
+            code: "validation_failed" | "unauthorized" | "insufficient_scope" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "provider_error" | "unavailable" | "internal";
             /** @description On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with */
             details?: {
                 /** @description The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year */
@@ -3582,8 +3582,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "The database is unavailable; retry",
-                 *       "code": "internal"
+                 *       "errors": "The database is unavailable; retry shortly",
+                 *       "code": "unavailable"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3689,8 +3689,8 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "errors": "The database is unavailable; retry",
-                 *       "code": "internal"
+                 *       "errors": "The database is unavailable; retry shortly",
+                 *       "code": "unavailable"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3787,8 +3787,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "The database is unavailable; retry",
-                     *       "code": "internal"
+                     *       "errors": "The database is unavailable; retry shortly",
+                     *       "code": "unavailable"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3889,8 +3889,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "errors": "The database is unavailable; retry",
-                     *       "code": "internal"
+                     *       "errors": "The database is unavailable; retry shortly",
+                     *       "code": "unavailable"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
@@ -50,13 +51,56 @@ export interface DatabaseOptions {
   databaseUrl?: string
   dataDir?: string
   poolSize?: number
+  /**
+   * PostgreSQL only: how long one statement may run (the server's `statement_timeout`), how long
+   * a connection of the pool is waited for, and, NETWORK_GRACE_MS more, how long this process
+   * waits for a statement's answer before it gives the connection up. Default 5,000.
+   */
+  statementTimeoutMs?: number
   /** An in-memory PGlite started from a dumped data directory (tests). */
   pgliteDump?: Blob
 }
 
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return createPostgres(options.databaseUrl, options.poolSize ?? 10)
+  if (options.databaseUrl) return createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 5_000)
   return createPglite(options)
+}
+
+/**
+ * The server cancels a statement past its bound and answers with an error, on a connection that
+ * stays usable; this process gives a statement up only this much later, when no answer came at
+ * all (a network that holds bytes without failing), and then closes its connection.
+ */
+const NETWORK_GRACE_MS = 1_000
+/** TCP keepalive on every connection: a peer that vanished is noticed on an idle connection too. */
+const KEEPALIVE_DELAY_MS = 10_000
+
+const statementBound = new AsyncLocalStorage<number>()
+
+/**
+ * Runs `work` with another bound on its statements than the pool's (0: none): migrations, the
+ * scheduler's jobs. This bounds how long this process waits for an answer; the work sets the
+ * server's own (`statement_timeout`) in its transactions, since a connection of the pool keeps
+ * the pool's.
+ */
+export function withStatementTimeout<T>(ms: number, work: () => T): T {
+  return statementBound.run(ms, work)
+}
+
+/** How long this process waits for a statement's answer in the current scope, 0 for ever. */
+function answerWaitMs(poolBoundMs: number): number {
+  const ms = statementBound.getStore() ?? poolBoundMs
+  return ms > 0 ? ms + NETWORK_GRACE_MS : 0
+}
+
+/** Whether `err` is pg's own "no answer in time" (query_timeout), after which the connection's state is unknown. */
+function isAnswerTimeout(err: unknown): boolean {
+  return (err as Error | undefined)?.message === 'Query read timeout'
+}
+
+/** Closes a connection whose answer never came: its protocol state is unknown, so it is never reused. */
+function abandonConnection(client: pg.ClientBase) {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
 /** host:port/database of a URL, without its credentials, for a sentence an operator reads. */
@@ -69,8 +113,12 @@ function serverOf(connectionString: string): string {
   }
 }
 
-async function createPostgres(connectionString: string, max: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 5_000, options: SESSION_OPTIONS })
+async function createPostgres(connectionString: string, max: number, statementTimeoutMs: number): Promise<Database> {
+  // connectionTimeoutMillis bounds both a new connection and the wait for a free one.
+  const pool = new pg.Pool({
+    connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: statementTimeoutMs, options: SESSION_OPTIONS,
+    statement_timeout: statementTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  })
   keepErrorsQuiet(pool)
   // One connection first, so that a wrong host, port, password or database stops the start with
   // a sentence naming the setting rather than a bare ECONNREFUSED from the first migration.
@@ -81,7 +129,7 @@ async function createPostgres(connectionString: string, max: number): Promise<Da
     throw new Error(`Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ${(err as Error).message}`)
   }
   const listeners: pg.Client[] = []
-  const pooled = preparingPool(pool, MAX_NAMED.postgres)
+  const pooled = preparingPool(pool, MAX_NAMED.postgres, () => answerWaitMs(statementTimeoutMs))
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
@@ -105,22 +153,32 @@ async function createPostgres(connectionString: string, max: number): Promise<Da
         }, delay).unref()
       }
       const open = async () => {
-        const client = new pg.Client({ connectionString })
+        const client = new pg.Client({
+          connectionString, connectionTimeoutMillis: statementTimeoutMs, query_timeout: statementTimeoutMs + NETWORK_GRACE_MS,
+          keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+        })
         client.on('error', () => {})
         client.on('notification', (n) => { if (n.channel === channel) onMessage(n.payload ?? '') })
         try {
           await client.connect()
           await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
         } catch (err) {
+          abandonConnection(client)
           client.end().catch(() => {})
           throw err
         }
         let lost = false
-        const onLost = () => {
+        // A connection that only waits hears nothing when the network holds its bytes, and would
+        // never know: a statement now and then must be answered in time, or it counts as lost.
+        const heartbeat = setInterval(() => { client.query('SELECT 1').catch(onLost) }, Math.max(1_000, statementTimeoutMs))
+        heartbeat.unref()
+        function onLost() {
           if (lost) return
           lost = true
+          clearInterval(heartbeat)
           const at = listeners.indexOf(client)
           if (at >= 0) listeners.splice(at, 1)
+          abandonConnection(client)
           client.end().catch(() => {})
           onListening?.(false)
           reconnectLater()
@@ -173,7 +231,7 @@ const PREPARING = Symbol('preparing')
  * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
  * `maxNamed` ones (an IN list of every length) go unnamed, as before.
  */
-function preparingPool(pool: pg.Pool, maxNamed: number) {
+function preparingPool(pool: pg.Pool, maxNamed: number, answerWait: () => number = () => 0) {
   const names = new Map<string, string>()
   function statementName(text: string): string | undefined {
     let name = names.get(text)
@@ -187,12 +245,22 @@ function preparingPool(pool: pg.Pool, maxNamed: number) {
     const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
     if (!client[PREPARING]) {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown
-      client.query = ((text: unknown, values?: unknown) => {
+      const unbounded = (text: unknown, values?: unknown) => {
         if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
           const name = statementName(text)
           if (name !== undefined) return query({ name, text, values })
         }
         return values === undefined ? query(text) : query(text, values)
+      }
+      client.query = ((text: unknown, values?: unknown) => {
+        const waitMs = answerWait()
+        if (waitMs === 0 || typeof text !== 'string') return unbounded(text, values)
+        const name = Array.isArray(values) && values.length > 0 ? statementName(text) : undefined
+        const config = { text, ...(values === undefined ? {} : { values }), ...(name === undefined ? {} : { name }), query_timeout: waitMs }
+        return (query(config) as Promise<unknown>).catch((err: unknown) => {
+          if (isAnswerTimeout(err)) abandonConnection(client)
+          throw err
+        })
       }) as typeof client.query
       client[PREPARING] = true
     }

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql, type Kysely } from 'kysely'
+import { withStatementTimeout } from './database.ts'
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations')
 // Any constant: it only keeps two starting instances from migrating at the same time.
@@ -19,17 +20,24 @@ export function readMigrations(): Migration[] {
 }
 
 /**
- * Applies, in order and each in its own transaction, the migrations not applied yet.
+ * Applies, in order and each in its own transaction, the migrations not applied yet. Without a
+ * bound on their statements: a migration that rewrites a large table, or the wait for another
+ * instance's migrations, takes what it takes, and the start waits for it.
  * `currencyCode` (CURRENCY_CODE) is what a migration reads as `company_admin.currency_code`:
  * the currency that prices stored without one were written in (0042).
  */
-export async function migrate(db: Kysely<any>, options: { currencyCode?: string } = {}): Promise<string[]> {
+export function migrate(db: Kysely<any>, options: { currencyCode?: string } = {}): Promise<string[]> {
+  return withStatementTimeout(0, () => migrateUnbounded(db, options))
+}
+
+async function migrateUnbounded(db: Kysely<any>, options: { currencyCode?: string }): Promise<string[]> {
   const applied: string[] = []
   const { currencyCode } = options
   // Inlined into the migration's text, so it must be the three letters a code is, nothing else.
   if (currencyCode !== undefined && !/^[A-Z]{3}$/.test(currencyCode)) throw new Error(`migrate: currencyCode must be an ISO 4217 code, not ${JSON.stringify(currencyCode)}`)
   const settings = currencyCode === undefined ? '' : `SELECT set_config('company_admin.currency_code', '${currencyCode}', true);\n`
   await db.connection().execute(async (conn) => {
+    await sql`SET statement_timeout = 0`.execute(conn)
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn)
     try {
       await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(conn)
@@ -45,6 +53,8 @@ export async function migrate(db: Kysely<any>, options: { currencyCode?: string 
       }
     } finally {
       await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.execute(conn)
+      // Back to the pool's bound, for whoever has the connection next.
+      await sql`RESET statement_timeout`.execute(conn)
     }
   })
   return applied

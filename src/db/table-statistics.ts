@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import { outsideRequestScope } from './request-transaction.ts'
+import { withStatementTimeout } from './database.ts'
 
 /** How often the tables' sizes are compared with their statistics. */
 const CHECK_EVERY_MS = 1000
@@ -37,7 +38,12 @@ export const ANALYZE_LOCK = 7_420_190_019
  * blocks no read or write; only another ANALYZE, a VACUUM or a schema change of the same table
  * waits, for the table's sample (30,000 rows at most).
  */
-export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseLogger }) {
+export function createTableStatistics(deps: {
+  db: Kysely<any>
+  log: FastifyBaseLogger
+  /** The bound on an ANALYZE (the jobs' bound: a large table's sample outlasts a request's); unset: the pool's. */
+  statementTimeoutMs?: number
+}) {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<string[]> | undefined
   let stopped = true
@@ -68,6 +74,7 @@ export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseL
         // Another instance analyzes a table now; this one looks again in a second. Under the
         // lock, the table is looked at again: the other may have just analyzed it.
         if (!rows[0]?.locked || (await grown(trx, name)).length === 0) return false
+        if (deps.statementTimeoutMs !== undefined) await sql`SELECT set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`.execute(trx)
         await sql`ANALYZE ${sql.id(schema, name)}`.execute(trx)
         return true
       }).catch((err: unknown) => { failure ??= err; return false })
@@ -80,7 +87,8 @@ export function createTableStatistics(deps: { db: Kysely<any>; log: FastifyBaseL
 
   /** One look now, outside any request's transaction; answers the tables it analyzed. */
   function runOnce(): Promise<string[]> {
-    running ??= outsideRequestScope(() => check()).finally(() => { running = undefined })
+    const bounded = () => (deps.statementTimeoutMs === undefined ? check() : withStatementTimeout(deps.statementTimeoutMs, check))
+    running ??= outsideRequestScope(bounded).finally(() => { running = undefined })
     return running
   }
 

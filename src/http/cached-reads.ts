@@ -36,13 +36,16 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 /**
  * Before it answers a write, an instance forgets the cached reads the write changes: those that
  * show a table the route's `changes` names, or, when it names none, every read of the company
- * the write was about; as it answers, it announces the change to every instance
- * (src/db/read-cache.ts, sent within a few milliseconds together with other writes'
- * announcements; the service's own sessions leave announcing to it, migration 0008 says why).
- * Forgetting locally first is what lets a client read its own writes: the announcement comes
- * back to this process on another connection, possibly after the client's next read. A write
- * outside a company's paths (the catalogue, a webhook, a hosted page) concerns every company;
- * issuing a token changes none. A refused request (4xx) wrote nothing and announces nothing.
+ * the write was about; then, after the write's commit and before its answer leaves, it announces
+ * the change to every instance (src/db/read-cache.ts, together with other writes' announcements
+ * of the same few milliseconds; the service's own sessions leave announcing to it, migration 0008
+ * says why). So once a client has a write's success, the notice is on its way to every instance:
+ * a read elsewhere is stale only for the notice's travel to that instance. Forgetting locally
+ * first is what lets a client read its own writes: the announcement comes back to this process
+ * on another connection, possibly after the client's next read. A write outside a company's
+ * paths (the catalogue, a webhook, a hosted page) concerns every company; issuing a token
+ * changes none. A refused request (4xx) wrote nothing and announces nothing; a failed one (5xx)
+ * announces without holding its answer back, the database being likely unwell.
  *
  * A route's `changes` that leaves out a table it writes would leave other instances' answers
  * stale until the record of the commit is read (200 ms), and this instance's too:
@@ -59,10 +62,11 @@ export function installCacheForgetting(app: FastifyInstance, cache: Pick<ReadCac
       const companyId = (request.params as { company_id?: string } | undefined)?.company_id
       cache.forget(companyId, areas)
       if (reply.statusCode >= 400 && reply.statusCode < 500) return
-      cache.announce(companyId, areas).catch((err: unknown) => {
-        // The write stands; other instances lose their LISTEN connection with the database, and with it their cache.
+      const sent = cache.announce(companyId, areas).catch((err: unknown) => {
+        // The write stands: the others hear of it from the record its commit left (read-cache-changes.ts).
         request.log.warn({ err }, 'could not announce a change to cached reads')
       })
+      if (reply.statusCode < 500) await sent
     }
     route.onSend = [...[route.onSend ?? []].flat(), announce]
   })

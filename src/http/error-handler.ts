@@ -74,8 +74,9 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited',
 }
 
-// Error classes of PostgreSQL (SQLSTATE) and of the network that mean "the database is not there".
-const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/
+// Error classes of PostgreSQL (SQLSTATE) and of the network that mean "the database is not there",
+// or too slow: 57014 is a statement cancelled at its bound (DATABASE_STATEMENT_TIMEOUT_MS).
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3]|57014)/
 const UNAVAILABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])
 
 export function toAppError(err: FastifyError & { code?: string }): AppError {
@@ -109,8 +110,9 @@ export function isDatabaseUnavailable(err: { code?: string; message?: string }):
   const code = err.code ?? ''
   if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NET.has(code)) return true
   const message = err.message ?? ''
-  // The last two: the database was closed under the app (shutdown in progress, PGlite stopped).
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(message)
+  // "Query read timeout": no answer within the bound (a network that holds bytes). The last
+  // two: the database was closed under the app (shutdown in progress, PGlite stopped).
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(message)
 }
 
 /**

@@ -5,7 +5,7 @@
 export const ERROR_CODES = [
   'validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found',
   'conflict', 'payload_too_large', 'unsupported_media_type', 'rate_limited',
-  'provider_error', 'internal',
+  'provider_error', 'unavailable', 'internal',
 ] as const
 /** Every `code` an error answer can carry: the Error schema's enum is this list. */
 export type ErrorCode = typeof ERROR_CODES[number]
@@ -80,8 +80,12 @@ export class ProviderError extends AppError {
   constructor(message: string, statusCode = 502) { super('provider_error', statusCode, message) }
 }
 
+/**
+ * Temporarily unable to answer (the database unreachable or too slow, the service overloaded or
+ * shutting down): retrying after Retry-After is the remedy, unlike `internal`.
+ */
 export class ServiceUnavailable extends AppError {
   constructor(message: string, retryAfterSeconds = 5) {
-    super('internal', 503, message, { 'retry-after': String(retryAfterSeconds) })
+    super('unavailable', 503, message, { 'retry-after': String(retryAfterSeconds) })
   }
 }

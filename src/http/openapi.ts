@@ -163,7 +163,7 @@ const ERROR_EXAMPLES: Record<number, { errors: string; code: string }> = {
   429: { errors: 'Too many requests; retry in 12 s', code: 'rate_limited' },
   500: { errors: 'Internal error', code: 'internal' },
   502: { errors: 'The billing provider failed: Chargebee answered 500', code: 'provider_error' },
-  503: { errors: 'The database is unavailable; retry', code: 'internal' },
+  503: { errors: 'The database is unavailable; retry shortly', code: 'unavailable' },
 }
 const RETRY_AFTER = { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } }
 

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
 import { outsideRequestScope } from '../db/request-transaction.ts'
-import { ANNOUNCE_SETTING } from '../db/database.ts'
+import { ANNOUNCE_SETTING, withStatementTimeout } from '../db/database.ts'
 import type { Clock } from '../clock.ts'
 import type { JobHandler, JobPreparer, Lane } from './job.ts'
 
@@ -29,6 +29,8 @@ export function createJobRunner(deps: {
   realKinds: ReadonlySet<string>
   preparers: ReadonlyMap<string, JobPreparer>
   businessKinds: () => string[]
+  /** The bound on a job's statements, longer than a request's (a sweep deletes thousands of rows); unset: the pool's. */
+  statementTimeoutMs?: number
 }) {
   const { handlers, realKinds, preparers, businessKinds, realClock } = deps
 
@@ -61,7 +63,9 @@ export function createJobRunner(deps: {
   async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown): Promise<void> {
     // A job's changes to cached reads are announced by the tables' triggers, in its transaction
     // (migration 0008): no request answers for them, and no code here knows which company they touch.
-    await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)`.execute(trx)
+    // Its statements get the jobs' bound on the server too (the connection keeps the pool's).
+    const bound = deps.statementTimeoutMs === undefined ? sql`` : sql`, set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`
+    await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)${bound}`.execute(trx)
     try {
       await sql`SAVEPOINT job`.execute(trx)
       await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared })
@@ -77,7 +81,11 @@ export function createJobRunner(deps: {
    * kind with a `prepare` is claimed by a lease (its run_at moved PREPARE_LEASE_MS ahead, committed),
    * prepared with no transaction open, then run in a transaction of its own that locks it again.
    */
-  async function runOne(lane: Lane): Promise<boolean> {
+  function runOne(lane: Lane): Promise<boolean> {
+    return deps.statementTimeoutMs === undefined ? runOneBounded(lane) : withStatementTimeout(deps.statementTimeoutMs, () => runOneBounded(lane))
+  }
+
+  async function runOneBounded(lane: Lane): Promise<boolean> {
     const now = deps.clock.now()
     const realNow = realClock.now()
     const nowOf = (kind: string) => (realKinds.has(kind) ? realNow : now)

@@ -49,6 +49,8 @@ export function createScheduler(deps: {
   concurrency?: number
   /** Told the kind of each failed job (the metrics count failures by kind). */
   onFailure?: (kind: string) => void
+  /** The bound on a job's statements (DATABASE_JOB_STATEMENT_TIMEOUT_MS); unset: the pool's own. */
+  statementTimeoutMs?: number
 }) {
   const handlers = new Map<string, JobHandler>()
   // Kinds due by real time, not by the business clock: the platform's own housekeeping (the

@@ -6,9 +6,30 @@ import { migrationsApplied } from '../../db/migrate.ts'
 import type { DB } from '../../db/tables.ts'
 import type { Readiness } from '../../http/shutdown.ts'
 
-/** Liveness, readiness and the OpenAPI document; none needs a token. */
-export async function operationsRoutes(app: App, { db, readiness }: { db: Kysely<DB>; readiness: Readiness }) {
+/**
+ * Liveness, readiness and the OpenAPI document; none needs a token. `/ready` gives the database
+ * `probeTimeoutMs` to answer: a balancer's check must get its 503 quickly when the database
+ * hangs, not after the pool's own bounds.
+ */
+export async function operationsRoutes(app: App, { db, readiness, probeTimeoutMs }: { db: Kysely<DB>; readiness: Readiness; probeTimeoutMs: number }) {
   const tags = ['Operations']
+
+  // One probe at a time, shared by the checks that arrive meanwhile: while the database hangs,
+  // frequent checks hold one pooled connection between them, not one each.
+  let probing: Promise<void> | undefined
+  const probe = () => probing ??= (async () => {
+    await sql`SELECT 1`.execute(db)
+    if (!(await migrationsApplied(db))) throw new Error('migrations pending')
+  })().finally(() => { probing = undefined })
+  async function databaseReady() {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('no answer in time')), probeTimeoutMs) })
+    try {
+      await Promise.race([probe(), late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
 
   app.get('/health', {
     config: { access: 'none' },
@@ -18,13 +39,12 @@ export async function operationsRoutes(app: App, { db, readiness }: { db: Kysely
   app.get('/ready', {
     config: { access: 'none' },
     schema: { operationId: 'ready', tags, summary: 'The database answers and every migration is applied',
-      description: 'For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer, or when a migration is pending. No token.',
+      description: 'For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer within 2 s (less when DATABASE_STATEMENT_TIMEOUT_MS is shorter), or when a migration is pending. No token.',
       response: { 200: Type.Object({ status: Type.Literal('ready') }, { title: 'Readiness' }) } },
   }, async () => {
     if (readiness.stopping) throw new ServiceUnavailable('The instance is shutting down', 1)
     try {
-      await sql`SELECT 1`.execute(db)
-      if (!(await migrationsApplied(db))) throw new Error('migrations pending')
+      await databaseReady()
     } catch {
       throw new ServiceUnavailable('The database is not ready')
     }
