@@ -35,7 +35,7 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
         for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
         if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
         const message = mapped.statusCode === 413 ? `The request body is larger than the limit of ${limit} bytes` : mapped.message
-        return reply.code(mapped.statusCode).send({ errors: message, code: mapped.code })
+        return reply.code(mapped.statusCode).header('cache-control', 'no-store').send({ errors: message, code: mapped.code })
       }
     }
     const error = oauth?.error ?? 'invalid_request'
