@@ -129,6 +129,19 @@ for (const engine of engines) {
       assert.deepEqual(statuses.filter((s) => s !== 401 && s !== 503 && s !== 429), [], 'the right secret, checked after the tenth wrong one, is not told apart')
     })
 
+    it('/openapi.json documents the lock (429 + Retry-After), the 401 of an anonymous coupon_code and the platform-only coupon', async () => {
+      const doc = (await t.call({ url: '/openapi.json', token: null })).json()
+      const token = doc.paths['/oauth/token'].post
+      assert.match(token.responses['429'].description, /10 wrong secrets for this client_id within a minute/)
+      assert.deepEqual(token.responses['429'].headers['Retry-After'].schema, { type: 'integer', minimum: 1 })
+      assert.match(token.description, /whatever the secret/)
+      const estimate = doc.paths['/api/v1/subscription/{subscription_id}/estimate'].get
+      assert.match(estimate.responses['401'].description, /coupon_code was sent without a token/)
+      const coupon = doc.paths['/api/v1/subscription/coupons/{id}'].get
+      assert.deepEqual(coupon.security, [{ platform: [] }])
+      assert.ok(coupon.responses['403'])
+    })
+
     it('a flood of wrong secrets at other and unknown clients never makes the platform client\'s right secret wait or fail', async () => {
       const other = await unconfiguredPlatformClient('the-others-secret-0123')
       // A start-up (or the secret settled anew) makes every instance forget the platform secret it
