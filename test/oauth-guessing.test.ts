@@ -129,6 +129,21 @@ for (const engine of engines) {
       assert.deepEqual(statuses.filter((s) => s !== 401 && s !== 503 && s !== 429), [], 'the right secret, checked after the tenth wrong one, is not told apart')
     })
 
+    it('the configured platform client whose hash another instance stored anew is checked in a lane that guesses at other clients never fill', async () => {
+      const id = `admin-${randomUUID().slice(0, 8)}`
+      const secret = 'configured-chosen-secret-0123'
+      await t.app.services.oauth.ensureAdminClient({ id, secret })
+      // Another instance stored the same secret anew (a new salt, as when scrypt's parameters rise):
+      // this one no longer knows the stored hash and must run scrypt for the right secret.
+      await t.app.database.db.updateTable('oauth_clients').set({ secret_hash: await hashChosenSecret(secret) }).where('client_id', '=', id).execute()
+      const other = await unconfiguredPlatformClient('the-others-secret-0123')
+      const flood = Array.from({ length: MAX_WAITING_HASHES + 4 }, (_, i) => token(other, `guess-${i}`))
+      await Promise.any(flood.map((p) => p.then((res) => res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))))
+      const right = await token(id, secret)
+      assert.equal(right.statusCode, 200, right.body)
+      await Promise.all(flood)
+    })
+
     it('/openapi.json documents the lock (429 + Retry-After), the 401 of an anonymous coupon_code and the platform-only coupon', async () => {
       const doc = (await t.call({ url: '/openapi.json', token: null })).json()
       const token = doc.paths['/oauth/token'].post
