@@ -143,6 +143,17 @@ for (const engine of engines) {
       await Promise.all(flood)
     })
 
+    it('a start-up that settles the configured secret during a flood at another client does not fail', async () => {
+      const id = `admin-${randomUUID().slice(0, 8)}`
+      const secret = 'settled-during-a-flood-0123'
+      const other = await unconfiguredPlatformClient('the-others-secret-0123')
+      const flood = Array.from({ length: MAX_WAITING_HASHES + 4 }, (_, i) => token(other, `guess-${i}`))
+      await Promise.any(flood.map((p) => p.then((res) => res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))))
+      await t.app.services.oauth.ensureAdminClient({ id, secret })
+      assert.equal((await token(id, secret)).statusCode, 200)
+      await Promise.all(flood)
+    })
+
     it('/openapi.json documents the lock (429 + Retry-After), the 401 of an anonymous coupon_code and the platform-only coupon', async () => {
       const doc = (await t.call({ url: '/openapi.json', token: null })).json()
       const token = doc.paths['/oauth/token'].post

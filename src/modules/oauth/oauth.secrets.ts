@@ -26,10 +26,13 @@ const MAX_MEMORY = 64 * 1024 * 1024
 const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
 const SHA256 = /^[0-9a-f]{64}$/
 
+/** Which scrypt queue a check waits in: `reserved` is the configured platform client's alone. */
+export type HashLane = 'shared' | 'reserved'
+
 /** The stored form of a secret a person may have chosen. */
-export async function hashChosenSecret(secret: string): Promise<string> {
+export async function hashChosenSecret(secret: string, lane: HashLane = 'shared'): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const hash = await slowHash(secret, salt, N, R, P, shared)
+  const hash = await slowHash(secret, salt, N, R, P, lanes[lane])
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64url')}$${hash.toString('base64url')}`
 }
 
@@ -45,14 +48,14 @@ export function needsUpgrade(stored: string): boolean {
 }
 
 /** Whether the secret is the one stored, in either format; the comparison takes constant time. */
-export async function secretMatches(secret: string, stored: string, lane: Lane = shared): Promise<boolean> {
+export async function secretMatches(secret: string, stored: string, lane: HashLane = 'shared'): Promise<boolean> {
   const m = FORMAT.exec(stored)
   if (m) {
     const expected = Buffer.from(m[5]!, 'base64url')
     const n = Number(m[1]); const r = Number(m[2]); const p = Number(m[3])
     // Parameters come from our own rows; bounds keep a corrupted row from asking for gigabytes.
     if (expected.length !== KEY_BYTES || n > 2 ** 20 || r > 32 || p > 16) return false
-    return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p, lane), expected)
+    return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p, lanes[lane]), expected)
   }
   if (!SHA256.test(stored)) return false
   return timingSafeEqual(Buffer.from(hashGeneratedSecret(secret), 'hex'), Buffer.from(stored, 'hex'))
@@ -68,9 +71,9 @@ const lane = (slots: number, maxWaiting: number): Lane => ({ slots, maxWaiting, 
 // rather than waiting behind seconds of strangers' guesses, and the queue holds no more memory.
 export const MAX_WAITING_HASHES = 16
 const shared = lane(Math.max(1, Math.floor(availableParallelism() / 2)), MAX_WAITING_HASHES)
-// The configured platform client's own slot: guesses at other clients fill only the shared lane,
-// so the operator's right secret never waits behind them (docs/adr/0005).
-const reserved = lane(1, 4)
+// The configured platform client's own slot (its start-up's hashing too): guesses at other clients
+// fill only the shared lane, so the operator's right secret never waits behind them (docs/adr/0005).
+const lanes: Record<HashLane, Lane> = { shared, reserved: lane(1, 4) }
 
 /** A platform secret could not be checked now: too many checks are queued. */
 export class SecretChecksBusy extends ServiceUnavailable {
@@ -120,7 +123,7 @@ export function createSecretChecker() {
       const known = mine?.stored === stored ? mine : verified.get(clientId)
       if (known && known.stored === stored) return timingSafeEqual(digest(secret), known.digest)
       // A hash stored by another instance (another configured secret) is checked in the reserved lane.
-      if (!(await secretMatches(secret, stored, configured.has(clientId) ? reserved : shared))) return false
+      if (!(await secretMatches(secret, stored, configured.has(clientId) ? 'reserved' : 'shared'))) return false
       verified.set(clientId, { stored, digest: digest(secret) })
       return true
     },

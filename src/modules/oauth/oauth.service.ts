@@ -119,8 +119,8 @@ export function createOauthService(deps: {
           // The configuration is the truth for this client: a rotated secret takes effect at start-up.
           // A hash that still fits it is kept; one of an older format or another secret is made anew.
           const stored = (await repo.findClientForToken(id))?.secret_hash
-          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored)
-          const secret_hash = keep ? stored : await hashChosenSecret(secret)
+          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored, 'reserved')
+          const secret_hash = keep ? stored : await hashChosenSecret(secret, 'reserved')
           await repo.upsertPlatformClient({ client_id: id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
           // Other instances forget what they keep of it (its old secret).
           await deps.access.changed(id)
