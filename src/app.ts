@@ -26,6 +26,7 @@ import { installIdempotency } from './http/idempotency.ts'
 import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
 import { createTokenKeys, tokenSettings } from './modules/oauth/oauth.tokens.ts'
 import { createSecretChecker } from './modules/oauth/oauth.secrets.ts'
+import { createSecretGuesses } from './modules/oauth/oauth.guesses.ts'
 import { createAccessState } from './modules/oauth/oauth.access.ts'
 import { createOauthService } from './modules/oauth/oauth.service.ts'
 import { createTokenClients } from './modules/oauth/oauth.token-clients.ts'
@@ -247,7 +248,7 @@ export async function buildApp(options: AppOptions) {
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
   const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged() })
-  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
+  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, guesses: createSecretGuesses(realClock), keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness, probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS) })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })

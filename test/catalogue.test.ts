@@ -166,13 +166,13 @@ for (const engine of engines) {
         assert.equal(res.statusCode, 202, res.body)
         const id = locationId(res)
         assert.equal(res.headers.location, `${BASE}/coupons/${id}`)
-        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}`, token: null }), { ...body, id, currency_code: null, redemptions: 0, duration_type: 'forever', duration_month: null, apply_on: 'invoice_amount', plan_ids: [], addon_ids: [] })
+        assert.deepEqual(await t.json(200, { url: `${BASE}/coupons/${id}` }), { ...body, id, currency_code: null, redemptions: 0, duration_type: 'forever', duration_month: null, apply_on: 'invoice_amount', plan_ids: [], addon_ids: [] })
         assert.ok((await t.json(200, { url: `${BASE}/coupons` })).some((x: { id: string }) => x.id === id))
-        assert.equal((await t.call({ url: `${BASE}/coupons/${randomUUID()}`, token: null })).statusCode, 404)
+        assert.equal((await t.call({ url: `${BASE}/coupons/${randomUUID()}` })).statusCode, 404)
 
         const fixed = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('FIX'), name: 'Fixed', discount_type: 'fixed_amount', discount_value: 150 } })
         assert.equal(fixed.statusCode, 202)
-        const got = await t.json(200, { url: String(fixed.headers.location), token: null })
+        const got = await t.json(200, { url: String(fixed.headers.location) })
         assert.equal(got.valid_till, null)
         assert.equal(got.max_redemptions, null)
 
@@ -210,7 +210,7 @@ for (const engine of engines) {
         assert.notEqual(addonAgain.headers.location, addon.headers.location, 'a new addon, not the one read')
 
         const coupon = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('RT'), name: 'R', discount_type: 'fixed_amount', discount_value: 5 } })
-        const readCoupon = await t.json(200, { url: String(coupon.headers.location), token: null })
+        const readCoupon = await t.json(200, { url: String(coupon.headers.location) })
         const couponAgain = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { ...readCoupon, code: uniq('RT') } })
         assert.equal(couponAgain.statusCode, 202)
         assert.notEqual(couponAgain.headers.location, coupon.headers.location, 'a new coupon, not the one read')
@@ -218,7 +218,7 @@ for (const engine of engines) {
     })
 
     describe('who may write', () => {
-      it('refuses catalogue writes to a company token (403) and to no token (401); anyone reads', async () => {
+      it('refuses catalogue writes to a company token (403) and to no token (401); anyone reads all but coupons, which only the platform reads', async () => {
         const p = await plan(t)
         const pr = await product(t, [p.sku])
         const writes: Array<[string, string, unknown]> = [
@@ -240,9 +240,18 @@ for (const engine of engines) {
           await t.json(200, { url, token: null })
           await t.json(200, { url, token: c.token })
         }
-        // The coupon list is the platform's (codes are given to customers, not listed to them).
-        assert.equal((await t.call({ url: `${BASE}/coupons`, token: c.token })).statusCode, 403)
-        assert.equal((await t.call({ url: `${BASE}/coupons`, token: null })).statusCode, 401)
+        // Coupons are the platform's, listed or one by one: a code is given to a customer, never shown to one.
+        const code = await t.call({ method: 'POST', url: `${BASE}/coupons`, body: { code: uniq('HIDDEN'), name: 'H', discount_type: 'percentage', discount_value: 5 } })
+        for (const url of [`${BASE}/coupons`, String(code.headers.location), `${BASE}/coupons/${randomUUID()}`]) {
+          const asCompany = await t.call({ url, token: c.token })
+          assert.equal(asCompany.statusCode, 403, url)
+          assert.equal(asCompany.json().code, 'forbidden')
+          assert.doesNotMatch(asCompany.body, /HIDDEN/)
+          const anonymous = await t.call({ url, token: null })
+          assert.equal(anonymous.statusCode, 401, url)
+          assert.equal(anonymous.json().code, 'unauthorized')
+        }
+        assert.equal((await t.call({ url: String(code.headers.location) })).statusCode, 200)
       })
     })
   })

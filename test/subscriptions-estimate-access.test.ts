@@ -61,9 +61,12 @@ for (const engine of engines) {
 
     it('a catalogue-only estimate prices the addons and coupon the query names, and no other', async () => {
       const { a, code, extra } = await activeWithState('2041-01-01T00:00:00.000Z')
-      const named = (await call(t, { url: `${SUB}/${a.id}/estimate`, query: query(a, { addons: [extra], coupon_code: code }), token: null })).json().estimate.invoice_estimate
+      const stranger = await billedCompany(t)
+      const named = (await call(t, { url: `${SUB}/${a.id}/estimate`, query: query(a, { addons: [extra], coupon_code: code }), token: stranger.token })).json().estimate.invoice_estimate
       assert.deepEqual(named.line_items.map((l: any) => l.entity_type), ['plan', 'addon'])
       assert.deepEqual([named.sub_total, named.discounts[0].amount, named.credits_applied], [6500, 3250, 0])
+      const addonsOnly = (await call(t, { url: `${SUB}/${a.id}/estimate`, query: query(a, { addons: [extra] }), token: null })).json().estimate.invoice_estimate
+      assert.deepEqual([addonsOnly.sub_total, addonsOnly.discounts, addonsOnly.credits_applied], [6500, [], 0])
       // Any product of the catalogue may be priced: which product the company holds is not shown.
       const other = await billedCompany(t)
       const res = await call(t, { url: `${SUB}/${a.id}/estimate`, query: query(a, { product_sku: other.productSku, subscription_plan: other.planSku }), token: null })
@@ -71,6 +74,28 @@ for (const engine of engines) {
       const refused = await call(t, { url: `${SUB}/${a.id}/estimate`, query: query(a, { product_sku: other.productSku }), token: null })
       assert.equal(refused.statusCode, 400)
       assert.match(refused.json().errors, /querystring\/subscription_plan .* not among the allowed_plans/)
+    })
+
+    it('without a token, coupon_code is refused with 401 whether or not the code exists: no one can try codes anonymously', async () => {
+      const { a, code } = await activeWithState('2043-01-01T00:00:00.000Z')
+      const answers = []
+      for (const coupon_code of [code, 'NO-SUCH-CODE', '']) {
+        const res = await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a, { coupon_code }), token: null })
+        assert.equal(res.statusCode, 401, `${coupon_code}: ${res.body}`)
+        assert.equal(res.json().code, 'unauthorized')
+        assert.match(res.json().errors, /coupon_code/)
+        answers.push([res.body, res.headers['www-authenticate']])
+      }
+      assert.deepEqual(answers[1], answers[0], 'an existing and an unknown code answer alike')
+      assert.deepEqual(answers[2], answers[0])
+      // Checked before anything else: an unknown product does not tell a code apart either.
+      const unknownProduct = await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a, { coupon_code: code, product_sku: 'no-such-product' }), token: null })
+      assert.equal(unknownProduct.statusCode, 401)
+      // A token (any company's, or the platform's) may name a code.
+      const stranger = await billedCompany(t)
+      assert.equal((await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a, { coupon_code: code }), token: stranger.token })).statusCode, 200)
+      assert.equal((await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a, { coupon_code: 'NO-SUCH-CODE' }), token: stranger.token })).statusCode, 400)
+      assert.equal((await call(t, { url: `${SUB}/${a.subscriptionId}/estimate`, query: query(a, { coupon_code: code }) })).statusCode, 200)
     })
 
     it('a cancelled subscription is 409 to its own token, a new subscription\'s price to anyone else', async () => {

@@ -90,11 +90,9 @@ export interface paths {
         put?: never;
         /**
          * Get an access token (client credentials)
-         * @description Get an access token (client credentials).
+         * @description A token for the client's id and secret (HTTP Basic or the body). After 10 wrong secrets within a minute for one client_id (an unknown id counts alike), that client_id answers 429 with Retry-After for a minute, whatever the secret, the right one too; tokens issued before keep working.
          *
          *     **Who may call:** Anyone: no token is needed or looked at.
-         *
-         *     **Changes:** Applies the change at once; the answer has no body.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -443,14 +441,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a coupon
-         * @description Get a coupon.
+         * Get a coupon (platform only)
+         * @description Get a coupon (platform only).
          *
-         *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
          *
          *     **Changes:** Reads only; changes nothing.
          *
-         *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
          */
         get: operations["getCoupon"];
         put?: never;
@@ -1056,7 +1054,7 @@ export interface paths {
         };
         /**
          * Estimate a change of the subscription (9)
-         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan's currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another currency than the subscription's; 409 for a cancelled subscription (own or platform token). 404 when the path and company_id do not name a company's subscription.
+         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. Without a token, coupon_code is refused with 401 (any value, before anything else is looked at), so that codes cannot be tried anonymously. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan's currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another currency than the subscription's; 409 for a cancelled subscription (own or platform token). 401 for coupon_code without a token. 404 when the path and company_id do not name a company's subscription.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          *
@@ -3879,11 +3877,29 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description 10 wrong secrets for this client_id within a minute (then every request for it, for a minute), or the rate limit of the caller's address; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "Too many requests; retry in 12 s",
+                     *       "code": "rate_limited"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             /** @description The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4790,6 +4806,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
@@ -6724,7 +6741,21 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            /** @description A token was sent and is invalid, expired or revoked; or coupon_code was sent without a token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "The access token has expired",
+                     *       "code": "unauthorized"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];

@@ -40,8 +40,9 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'GET /api/v1/subscription/products/{id}': 'catalogue', 'PUT /api/v1/subscription/products/{id}': 'catalogue',
   'GET /api/v1/subscription/addons': 'catalogue', 'POST /api/v1/subscription/addons': 'catalogue',
   'GET /api/v1/subscription/addons/{id}': 'catalogue',
+  // Coupons too, but only the platform reads them (test/catalogue.test.ts: 403 to a company token).
   'GET /api/v1/subscription/coupons': 'catalogue', 'POST /api/v1/subscription/coupons': 'catalogue',
-  'GET /api/v1/subscription/coupons/{id}': 'catalogue',
+  'GET /api/v1/subscription/coupons/{id}': 'catalogue, platform only',
   // The platform's event log and webhook endpoints: platform tokens only (test/events.test.ts and
   // test/webhook-endpoints.test.ts: 403 to a company token); a company's are under its path.
   'GET /api/v1/events': 'platform only', 'GET /api/v1/events/{event_id}': 'platform only',

@@ -13,7 +13,7 @@ const tags = ['Catalogue']
 
 const PAGING = 'Pages with `limit` and `cursor`; without `limit`, the whole list.'
 
-/** Plans, products, addons and coupons: platform clients write, anyone reads (except the coupon list). */
+/** Plans, products, addons and coupons: platform clients write, anyone reads (except coupons, the platform's alone). */
 export async function catalogueRoutes(app: App, { service }: { service: CatalogueService }) {
   app.post(`${BASE}/plans`, {
     config: { access: 'platform' },
@@ -109,8 +109,9 @@ export async function catalogueRoutes(app: App, { service }: { service: Catalogu
     return answerPage(request, reply, page, await service.listCoupons(page))
   })
 
+  // One by one as in the list: a company token could otherwise read a code it was never given.
   app.get(`${BASE}/coupons/:id`, {
-    config: { access: 'public' },
-    schema: { operationId: 'getCoupon', tags, summary: 'Get a coupon', params: IdParams, response: { 200: Coupon } },
+    config: { access: 'platform' },
+    schema: { operationId: 'getCoupon', tags, summary: 'Get a coupon (platform only)', params: IdParams, response: { 200: Coupon } },
   }, async (request) => service.getCoupon(request.params.id))
 }

@@ -7,7 +7,10 @@ import { lingerOnRefusedBody, toAppError } from '../../http/error-handler.ts'
 import { principalOf } from '../../http/auth.ts'
 import { OAuthError, type OauthService } from './oauth.service.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
+import { WRONG_SECRETS_LIMIT } from './oauth.guesses.ts'
 import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, TokenRequest, TokenResponse } from './oauth.schemas.ts'
+
+const RETRY_AFTER_HEADER = { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying' }
 
 /** What a token request may weigh: four short parameters, 1.3 KB with a scope naming every scope of the service. */
 export const TOKEN_BODY_LIMIT_BYTES = 8192
@@ -35,7 +38,7 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
         for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
         if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
         const message = mapped.statusCode === 413 ? `The request body is larger than the limit of ${limit} bytes` : mapped.message
-        return reply.code(mapped.statusCode).send({ errors: message, code: mapped.code })
+        return reply.code(mapped.statusCode).header('cache-control', 'no-store').send({ errors: message, code: mapped.code })
       }
     }
     const error = oauth?.error ?? 'invalid_request'
@@ -54,7 +57,12 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
       operationId: 'issueToken', tags: ['OAuth'], summary: 'Get an access token (client credentials)',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: TokenRequest,
-      response: { 200: TokenResponse, 400: TokenError, 401: TokenError, 413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` }, 503: { ...ErrorBody, description: 'The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After' } },
+      description: `A token for the client's id and secret (HTTP Basic or the body). After ${WRONG_SECRETS_LIMIT} wrong secrets within a minute for one client_id (an unknown id counts alike), that client_id answers 429 with Retry-After for a minute, whatever the secret, the right one too; tokens issued before keep working.`,
+      response: {
+        200: TokenResponse, 400: TokenError, 401: TokenError, 413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` },
+        429: { ...ErrorBody, description: `${WRONG_SECRETS_LIMIT} wrong secrets for this client_id within a minute (then every request for it, for a minute), or the rate limit of the caller's address; see Retry-After`, headers: { 'Retry-After': RETRY_AFTER_HEADER } },
+        503: { ...ErrorBody, description: 'The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After', headers: { 'Retry-After': RETRY_AFTER_HEADER } },
+      },
     },
   }, async (request, reply) => {
     const body = (request.body ?? {}) as Static<typeof TokenRequest>

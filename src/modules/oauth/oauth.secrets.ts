@@ -26,10 +26,13 @@ const MAX_MEMORY = 64 * 1024 * 1024
 const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
 const SHA256 = /^[0-9a-f]{64}$/
 
+/** Which scrypt queue a check waits in: `reserved` is the configured platform client's alone. */
+export type HashLane = 'shared' | 'reserved'
+
 /** The stored form of a secret a person may have chosen. */
-export async function hashChosenSecret(secret: string): Promise<string> {
+export async function hashChosenSecret(secret: string, lane: HashLane = 'shared'): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const hash = await slowHash(secret, salt, N, R, P)
+  const hash = await slowHash(secret, salt, N, R, P, lanes[lane])
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64url')}$${hash.toString('base64url')}`
 }
 
@@ -45,47 +48,52 @@ export function needsUpgrade(stored: string): boolean {
 }
 
 /** Whether the secret is the one stored, in either format; the comparison takes constant time. */
-export async function secretMatches(secret: string, stored: string): Promise<boolean> {
+export async function secretMatches(secret: string, stored: string, lane: HashLane = 'shared'): Promise<boolean> {
   const m = FORMAT.exec(stored)
   if (m) {
     const expected = Buffer.from(m[5]!, 'base64url')
     const n = Number(m[1]); const r = Number(m[2]); const p = Number(m[3])
     // Parameters come from our own rows; bounds keep a corrupted row from asking for gigabytes.
     if (expected.length !== KEY_BYTES || n > 2 ** 20 || r > 32 || p > 16) return false
-    return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p), expected)
+    return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p, lanes[lane]), expected)
   }
   if (!SHA256.test(stored)) return false
   return timingSafeEqual(Buffer.from(hashGeneratedSecret(secret), 'hex'), Buffer.from(stored, 'hex'))
 }
 
+/** Hashes that may run at once, and how many more may wait; past that, SecretChecksBusy. */
+interface Lane { slots: number; maxWaiting: number; running: number; waiting: Array<() => void> }
+const lane = (slots: number, maxWaiting: number): Lane => ({ slots, maxWaiting, running: 0, waiting: [] })
+
 // At most half the cores hash at once (one on a two-core machine): a flood of wrong secrets for a
 // platform client queues here instead of taking every core (and libuv's four threads) from the rest.
-const slots = Math.max(1, Math.floor(availableParallelism() / 2))
 // And the queue is short: past it, a token request is told to come back (503 + Retry-After)
 // rather than waiting behind seconds of strangers' guesses, and the queue holds no more memory.
 export const MAX_WAITING_HASHES = 16
-let running = 0
-const waiting: Array<() => void> = []
+const shared = lane(Math.max(1, Math.floor(availableParallelism() / 2)), MAX_WAITING_HASHES)
+// The configured platform client's own slot (its start-up's hashing too): guesses at other clients
+// fill only the shared lane, so the operator's right secret never waits behind them (docs/adr/0005).
+const lanes: Record<HashLane, Lane> = { shared, reserved: lane(1, 4) }
 
 /** A platform secret could not be checked now: too many checks are queued. */
 export class SecretChecksBusy extends ServiceUnavailable {
   constructor() { super('Too many client secrets are being checked; retry shortly', 1) }
 }
 
-async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
-  if (running >= slots) {
-    if (waiting.length >= MAX_WAITING_HASHES) throw new SecretChecksBusy()
-    await new Promise<void>((resolve) => waiting.push(resolve))
-  } else running++
+async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: number, lane: Lane): Promise<Buffer> {
+  if (lane.running >= lane.slots) {
+    if (lane.waiting.length >= lane.maxWaiting) throw new SecretChecksBusy()
+    await new Promise<void>((resolve) => lane.waiting.push(resolve))
+  } else lane.running++
   try {
     // The asynchronous form: the work runs on libuv's pool, never on the event loop.
     return await new Promise<Buffer>((resolve, reject) => {
       scrypt(secret, salt, KEY_BYTES, { N: n, r, p, maxmem: MAX_MEMORY }, (err, key) => err ? reject(err) : resolve(key))
     })
   } finally {
-    const next = waiting.shift()
+    const next = lane.waiting.shift()
     if (next) next()
-    else running--
+    else lane.running--
   }
 }
 
@@ -102,17 +110,27 @@ const LIMIT = 10_000
 export function createSecretChecker() {
   const key = randomBytes(32)
   const verified = new BoundedMap<string, { stored: string; digest: Buffer }>(LIMIT)
+  // The configured platform client's secret, known from the configuration rather than learnt from
+  // a success: kept across forget(), since it is tied to the stored hash it was checked against.
+  const configured = new Map<string, { stored: string; digest: Buffer }>()
   const digest = (secret: string) => createHmac('sha256', key).update(secret).digest()
 
   return {
     async matches(clientId: string, secret: string, stored: string): Promise<boolean> {
       // SHA-256 rows are as fast to check as the memory itself.
       if (!FORMAT.test(stored)) return secretMatches(secret, stored)
-      const known = verified.get(clientId)
+      const mine = configured.get(clientId)
+      const known = mine?.stored === stored ? mine : verified.get(clientId)
       if (known && known.stored === stored) return timingSafeEqual(digest(secret), known.digest)
-      if (!(await secretMatches(secret, stored))) return false
+      // A hash stored by another instance (another configured secret) is checked in the reserved lane.
+      if (!(await secretMatches(secret, stored, configured.has(clientId) ? 'reserved' : 'shared'))) return false
       verified.set(clientId, { stored, digest: digest(secret) })
       return true
+    },
+
+    /** The platform client of the configuration, whose secret `stored` was just made from or checked against. */
+    configured(clientId: string, secret: string, stored: string) {
+      configured.set(clientId, { stored, digest: digest(secret) })
     },
 
     /** A client changed (or, without one, any client may have). */

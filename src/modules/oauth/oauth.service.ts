@@ -8,6 +8,7 @@ import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
 import type { TokenClients } from './oauth.token-clients.ts'
 import { hashChosenSecret, hashGeneratedSecret, needsUpgrade, secretMatches, type SecretChecker } from './oauth.secrets.ts'
+import type { SecretGuesses } from './oauth.guesses.ts'
 import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from './scopes.ts'
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
@@ -36,7 +37,9 @@ export function createOauthService(deps: {
   /** The token endpoint's read of a client, cached (oauth.token-clients.ts). */
   clients: Pick<TokenClients, 'find'>
   /** Secret checks, remembering the slow ones that succeeded (oauth.secrets.ts). */
-  secrets: Pick<SecretChecker, 'matches'>
+  secrets: Pick<SecretChecker, 'matches' | 'configured'>
+  /** Wrong secrets counted per client id, which lock it for a minute (oauth.guesses.ts). */
+  guesses: Pick<SecretGuesses, 'check' | 'wrong'>
   keys: Pick<TokenKeys, 'sign'>
   access: Pick<AccessState, 'changed' | 'get'>
   clock: Clock
@@ -71,9 +74,18 @@ export function createOauthService(deps: {
         // Not settled (the process is about to stop): the stored secret may be the one rotated away.
         if (await settling.done.then(() => false, () => true)) throw new ServiceUnavailable('The platform client\'s configured secret could not be stored; retry shortly')
       }
+      // A locked id costs neither a read nor a hash.
+      deps.guesses.check(request.client_id)
       // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
-      if (!client || client.revoked_at !== null || !(await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash))) {
+      // Unknown ids are answered without a hash: the id is not the secret (RFC 6749 §2.2), and a
+      // hash for them would hand strangers the slots that known clients need (docs/adr/0005).
+      const matched = client !== undefined && client.revoked_at === null && await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash)
+      // Checks that waited for a hash while the tenth wrong secret locked the id answer as it does
+      // now, whatever they found: no more than ten answers a minute tell a guess apart.
+      deps.guesses.check(request.client_id)
+      if (!matched) {
+        deps.guesses.wrong(request.client_id, client !== undefined)
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
       if (client.company_id === null && needsUpgrade(client.secret_hash)) await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
@@ -107,11 +119,13 @@ export function createOauthService(deps: {
           // The configuration is the truth for this client: a rotated secret takes effect at start-up.
           // A hash that still fits it is kept; one of an older format or another secret is made anew.
           const stored = (await repo.findClientForToken(id))?.secret_hash
-          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored)
-          const secret_hash = keep ? stored : await hashChosenSecret(secret)
+          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored, 'reserved')
+          const secret_hash = keep ? stored : await hashChosenSecret(secret, 'reserved')
           await repo.upsertPlatformClient({ client_id: id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
           // Other instances forget what they keep of it (its old secret).
           await deps.access.changed(id)
+          // Its right secret then never waits for a hash behind guesses at other clients.
+          deps.secrets.configured(id, secret, secret_hash)
         })()
         const mine = { clientId: id, done }
         settling = mine

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
 import type { DB, SubscriptionRow } from '../../db/tables.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import { Conflict, NotFound, Unauthorized, ValidationError } from '../../http/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../days.ts'
 import { invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
@@ -106,6 +106,9 @@ export function createSubscriptionEstimates(deps: {
    * a new subscription.
    */
   async function estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
+    // Before any read, so that the answer is the same for a code that exists and one that does not:
+    // anonymous estimates would otherwise test coupon codes for anyone.
+    if (principal === null && query.coupon_code !== undefined) throw new Unauthorized('querystring/coupon_code needs a bearer token: an estimate without one prices no coupon')
     if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
       return estimate(ref, query, principal.companyId)
     }

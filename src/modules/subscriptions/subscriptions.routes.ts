@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
-import { CompanyParams } from '../../http/schemas.ts'
+import { CompanyParams, ErrorBody } from '../../http/schemas.ts'
 import type { SubscriptionsService } from './subscriptions.service.ts'
 import {
   CancelQuery, CompanyOrSubscriptionParams, CompanySubscriptionParams, EstimateParams, EstimateQuery, EstimateResponse,
@@ -80,8 +80,9 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
     config: { access: 'public', billingProvider: true },
     schema: {
       operationId: 'estimateSubscription', tags, summary: 'Estimate a change of the subscription (9)',
-      description: 'Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company\'s own token or a platform token. Without a token, or with another company\'s, the query\'s choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query\'s plan, addons and coupon, no credit; any product of the catalogue may be named. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan\'s currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product\'s allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan\'s, or (own or platform token) a plan in another currency than the subscription\'s; 409 for a cancelled subscription (own or platform token). 404 when the path and company_id do not name a company\'s subscription.',
-      params: EstimateParams, querystring: EstimateQuery, response: { 200: EstimateResponse },
+      description: 'Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company\'s own token or a platform token. Without a token, or with another company\'s, the query\'s choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query\'s plan, addons and coupon, no credit; any product of the catalogue may be named. Without a token, coupon_code is refused with 401 (any value, before anything else is looked at), so that codes cannot be tried anonymously. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan\'s currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product\'s allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan\'s, or (own or platform token) a plan in another currency than the subscription\'s; 409 for a cancelled subscription (own or platform token). 401 for coupon_code without a token. 404 when the path and company_id do not name a company\'s subscription.',
+      params: EstimateParams, querystring: EstimateQuery,
+      response: { 200: EstimateResponse, 401: { ...ErrorBody, description: 'A token was sent and is invalid, expired or revoked; or coupon_code was sent without a token' } },
     },
     // `addons=` (empty) asks for no addons, as `[]` does in 6's body; left out, the subscription's stay.
     preValidation: async (request) => {
