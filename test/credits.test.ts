@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { SUB, at, billedCompany, call, cancel, coupon, detailsOf, estimate, json, moveTo, setCard, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
+import { SUB, at, billedCompany, cancel, coupon, detailsOf, estimate, json, moveTo, setCard, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
 
 /**
  * Credit never exceeds payment (decisions §9.1), through HTTP and the test clock: a credit note
@@ -82,7 +82,7 @@ for (const engine of engines) {
       const up = await update(t, c.id, c.subscriptionId, { plan_quantity: 4, coupon_code: ten }, c.token)
       assert.equal(up.statusCode, 200, up.body)
       const [upInvoice] = await invoicesOf(t, c)
-      assert.deepEqual([upInvoice.sub_total, upInvoice.total, upInvoice.credits_applied, upInvoice.amount_due], [6000, 5000, 1500, 3500])
+      assert.deepEqual([upInvoice.sub_total, upInvoice.total, upInvoice.credits_applied, upInvoice.amount_paid], [6000, 5000, 1500, 3500])
       // At once back to one seat: the unused share of the 50.00 just charged is all of it, 50.00, not 60.00.
       const down = await update(t, c.id, c.subscriptionId, { plan_quantity: 1 }, c.token)
       assert.equal(down.statusCode, 200, down.body)
