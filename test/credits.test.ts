@@ -163,11 +163,11 @@ for (const engine of engines) {
       assert.deepEqual(await creditNotesOf(t, c), [])
     })
 
-    it('percentages not exact in binary round half-up to the cent: 4.35 % of 30.00 is 1.31, 8.45 % of 10.00 is 0.85', async () => {
-      // 30.00 × 4.35 % = 1.305 exactly, and 10.00 × 8.45 % = 0.845: half-up gives 1.31 and 0.85. In
-      // floating point 3000 × 4.35 / 100 is 130.4999… and 1000 × (8.45 / 100) is 84.4999…: rounding
-      // those, or rounding down, or half to even, gives 1.30 and 0.84.
-      const cases: [number, number, number][] = [[4.35, 30, 131], [8.45, 10, 85]]
+    it('percentages not exact in binary round half-up to the cent: 4.35 % of 30.00 is 1.31, 1.13 % of 50.00 is 0.57', async () => {
+      // 30.00 × 4.35 % = 1.305 exactly, and 50.00 × 1.13 % = 0.565: half-up gives 1.31 and 0.57. In
+      // floating point 3000 × 4.35 / 100 is 130.4999…, and 5000 × 0.0113 and 5000 × 1.13 / 100 are
+      // 56.4999…: rounding those, or rounding down, or half to even, gives 1.30 and 0.56.
+      const cases: [number, number, number][] = [[4.35, 30, 131], [1.13, 50, 57]]
       for (const [percent, price, off] of cases) {
         const code = await coupon(t, { name: `${percent} %`, discount_type: 'percentage', discount_value: percent })
         const c = await billedCompany(t, { start: '2068-03-02T00:00:00.000Z', plans: { only: { price } }, company: american })
