@@ -19,8 +19,9 @@ export type PlanKey = keyof typeof PLANS
 export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
 
 /**
- * Coupons: a percentage (of every invoice it applies to, and of the credit of charges it
- * discounted) and fixed amounts (whole, once per billing period and target, never off a credit),
+ * Coupons: a percentage (of every invoice it applies to) and fixed amounts (whole, once per
+ * billing period and target; a credit gives back the unused share of what was charged, so of
+ * what they took off too),
  * forever, one_time or limited_period (3 months); on the invoice amount, or on specified items
  * (`on`: the plans and addons it names; each named line is discounted and taxed on its own).
  */
@@ -72,18 +73,18 @@ function spread(total: number, amounts: number[]): number[] {
   return shares
 }
 
-/** How the coupon stands for one invoice: whether it applies, what a fixed amount has taken in the period (by target), whether the invoice is a credit. */
-export interface CouponTerms { applies: boolean; taken: Record<string, number>; credit: boolean }
-export const NO_COUPON: CouponTerms = { applies: false, taken: {}, credit: false }
+/** How the coupon stands for one invoice: whether it applies, what a fixed amount has taken in the period (by target). */
+export interface CouponTerms { applies: boolean; taken: Record<string, number> }
+export const NO_COUPON: CouponTerms = { applies: false, taken: {} }
 
 /**
  * An invoice of a selection for `left` of `len` seconds of a term: each line prorated, half-up;
  * the coupon, when it applies, off the sub-total or off each named line (a percentage half-up; a
- * fixed amount what its target has not taken in the period, never off a credit); each line taxed
+ * fixed amount what its target has not taken in the period); each line taxed
  * on its amount less its part of the discount (rate in basis points; null: no tax line).
  * `taken`: what a fixed amount took, by target.
  */
-export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number; taken: Record<string, number> } {
+export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number; taken: Record<string, number>; lines: number[]; shares: number[] } {
   const plan = PLANS[sel.plan]
   const targets = [`plan:${sel.plan}`, ...(sel.addon ? [`addon:${plan.unit}`] : [])]
   const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) => roundHalfUp(line, left, len))
@@ -93,7 +94,6 @@ export function invoiceOf(sel: Selection, left: number, len: number, rateBp: num
   const off = (base: number, target: string) => {
     if (!coupon) return 0
     if (coupon.type === 'percentage') return roundHalfUp(base, coupon.value, 10_000)
-    if (terms.credit) return 0
     const amount = Math.min(base, Math.max(0, coupon.value - (terms.taken[target] ?? 0)))
     if (amount > 0) taken[target] = amount
     return amount
@@ -107,7 +107,20 @@ export function invoiceOf(sel: Selection, left: number, len: number, rateBp: num
     : spread(off(subTotal, 'invoice'), lines)
   const discount = shares.reduce((a, b) => a + b, 0)
   const tax = rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
-  return { total: subTotal - discount + tax, discount, taken }
+  return { total: subTotal - discount + tax, discount, taken, lines, shares }
+}
+
+/**
+ * A credit: the unused share of what an invoice charged (decisions §9.1, docs/billing.md "Credit"):
+ * each line's amount and what was charged for it (amount less its discount) prorated by `left`
+ * of the invoice period's `len` seconds, half-up; each line taxed on what is credited for it at
+ * the invoice's rate.
+ */
+export function creditOf(invoice: { lines: number[]; shares: number[]; rateBp: number | null }, left: number, len: number): number {
+  return invoice.lines.reduce((sum, line, i) => {
+    const charged = roundHalfUp(line - invoice.shares[i]!, left, len)
+    return sum + charged + (invoice.rateBp === null ? 0 : roundHalfUp(charged, invoice.rateBp, 10_000))
+  }, 0)
 }
 
 /** Whether a coupon on specified items names none of a selection's items (it is then refused when put on). */

@@ -8,13 +8,16 @@
  * line, half-up, to the minor unit). Changed mid-term at x, the part from x on is priced at the
  * time left: the old selection's use is its price of the time left at its start less its price
  * of the time left at x; a change of billing period ends the term at x and starts a new one, billed
- * whole. A cancellation gives nothing back (the term stays paid), as the docs say. Coupons
- * take their part off each invoice and each credit they apply to (docs/billing.md, "Coupons:
- * duration and targets"): the cost is the periods' price without coupons less what they took.
+ * whole. A cancellation now ends the term's use there when it credits the unused share of the
+ * term's paid invoice (`credit_option` prorate, the default); otherwise the term stays paid. A
+ * change of coupon alone bills nothing: the coupon applies from the next invoice. Coupons take
+ * their part off each invoice, and a credit (the unused share of what an invoice charged, so
+ * after its discounts) gives that part back in proportion (docs/billing.md, "Coupons: duration
+ * and targets"): the cost is the periods' price without coupons less what they took.
  */
 
 import {
-  COUPONS, DAY_MS, LIMITED_MONTHS, NO_COUPON, PLANS, RETRY_DAYS, invoiceOf, monthsAfter, namesNoneOf, nextTermEnd, priceOf,
+  COUPONS, DAY_MS, LIMITED_MONTHS, NO_COUPON, PLANS, RETRY_DAYS, creditOf, invoiceOf, monthsAfter, namesNoneOf, nextTermEnd, priceOf,
   type CardKind, type CouponKey, type CouponTerms, type CouponUse, type Selection, type Status,
 } from './billing-model-prices.ts'
 
@@ -24,7 +27,11 @@ const seconds = (ms: number) => Math.floor(ms / 1000)
 
 /** A term and the selections it was billed for, each from `from` at the tax rate of the invoice that billed it. */
 interface Term { start: number; end: number; segments: { sel: Selection; from: number; rateBp: number | null }[]; cutAt: number | null }
-export interface ModelInvoice { total: number; applied: number; paid: number; due: number; status: 'paid' | 'payment_due' | 'not_paid'; date: number; retry: number }
+export interface ModelInvoice {
+  total: number; applied: number; paid: number; due: number; status: 'paid' | 'payment_due' | 'not_paid'; date: number; retry: number
+  /** What a credit is computed from: the lines, each line's discount, the tax rate and the period billed (ms). */
+  lines: number[]; shares: number[]; rateBp: number | null; periodStart: number; periodEnd: number
+}
 
 export class BillingModel {
   status: Status = 'in_trial'
@@ -69,7 +76,7 @@ export class BillingModel {
   }
 
   /** How `sel`'s coupon stands for an invoice of the period starting at `periodStart`. */
-  private couponTerms(sel: Selection, periodStart: number, credit: boolean): CouponTerms {
+  private couponTerms(sel: Selection, periodStart: number): CouponTerms {
     if (sel.coupon === null) return NO_COUPON
     const coupon = COUPONS[sel.coupon]
     const use = this.use(sel.coupon)
@@ -77,20 +84,30 @@ export class BillingModel {
     const applies = samePeriod || coupon.duration === 'forever'
       || (coupon.duration === 'one_time' && use.count === 0)
       || (coupon.duration === 'limited_period' && (use.till === null ? use.count === 0 : periodStart < use.till))
-    return { applies, taken: samePeriod ? use.taken : {}, credit }
+    return { applies, taken: samePeriod ? use.taken : {} }
   }
 
-  /** The unused part of the current term, credited: its price at the time left, with the coupon and the tax it was billed with. */
+  /**
+   * The unused part of the current term at `now`, credited: the unused share of what the term's
+   * latest invoice charged for its period (`creditOf`); `sel` is the selection it billed, `left`
+   * of `len` the term's seconds, for what the coupon took back. Recorded as a credit note.
+   */
   private credit(sel: Selection, left: number, len: number): number {
-    const rateBp = this.terms.at(-1)!.segments.at(-1)!.rateBp
-    const { total } = invoiceOf(sel, left, len, rateBp, this.couponTerms(sel, this.termStart, true))
-    this.couponOff -= priceOf(sel, left, len, rateBp) - total
+    const invoice = this.invoices.at(-1)
+    if (!invoice) return 0
+    const invoiceLen = Math.max(1, seconds(invoice.periodEnd - invoice.periodStart))
+    const total = creditOf(invoice, Math.min(invoiceLen, Math.max(0, seconds(invoice.periodEnd - this.now))), invoiceLen)
+    this.couponOff -= priceOf(sel, left, len, invoice.rateBp) - total
+    if (total > 0) {
+      this.notes.push(total)
+      this.credits += total
+    }
     return total
   }
 
   /** Bills `sel` for `left` of `len` seconds of the period starting at `periodStart`, with the customer's credits. */
   private bill(sel: Selection, left: number, len: number, at: number, periodStart: number) {
-    const { total, discount, taken } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart, false))
+    const { total, discount, taken, lines, shares } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart))
     this.couponOff += priceOf(sel, left, len, this.rateBp) - total
     if (sel.coupon !== null && discount > 0) {
       // The coupon discounted this period: counted once per period, its duration running from the first.
@@ -107,7 +124,7 @@ export class BillingModel {
     const applied = Math.min(this.credits, total)
     this.credits -= applied
     const due = total - applied
-    const invoice: ModelInvoice = { total, applied, paid: 0, due, status: 'paid', date: at, retry: 0 }
+    const invoice: ModelInvoice = { total, applied, paid: 0, due, status: 'paid', date: at, retry: 0, lines, shares, rateBp: this.rateBp, periodStart: at, periodEnd: this.termEnd }
     if (due > 0 && this.card === 'good') Object.assign(invoice, { paid: due, due: 0 })
     else if (due > 0) invoice.status = 'payment_due'
     this.invoices.push(invoice)
@@ -183,20 +200,17 @@ export class BillingModel {
     if (this.status === 'cancelled') return 409
     if (this.invoices.some((i) => i.status === 'payment_due')) return 409
     if (next.coupon !== this.sel.coupon && namesNoneOf(next)) return 400
-    const same = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon && next.coupon === this.sel.coupon
-    if (same) return 200
+    const items = next.plan === this.sel.plan && next.quantity === this.sel.quantity && next.addon === this.sel.addon
+    if (items && next.coupon === this.sel.coupon) return 200
     const before = this.sel
     this.sel = { ...next }
-    if (this.status === 'in_trial') return 200
+    // In trial nothing is billed; a coupon alone applies from the next invoice.
+    if (this.status === 'in_trial' || items) return 200
     const now = this.now
     const term = this.terms.at(-1)!
     const len = seconds(this.termEnd - this.termStart)
     const left = Math.min(len, Math.max(0, seconds(this.termEnd - now)))
-    const unused = this.credit(before, left, len)
-    if (unused > 0) {
-      this.notes.push(unused)
-      this.credits += unused
-    }
+    this.credit(before, left, len)
     if (PLANS[next.plan].unit !== PLANS[before.plan].unit) {
       term.cutAt = now
       this.startTerm(now, new Date(now).getUTCDate())
@@ -221,8 +235,15 @@ export class BillingModel {
     return 200
   }
 
-  cancelNow(): number {
+  /** An immediate cancellation; `creditOption` prorate credits the unused share of the term's invoice when it was paid. */
+  cancelNow(creditOption: 'prorate' | 'none' = 'prorate'): number {
     if (this.status === 'cancelled') return 409
+    const paidTerm = (this.status === 'active' || this.status === 'non_renewing') && this.invoices.at(-1)?.status === 'paid'
+    if (paidTerm && creditOption === 'prorate') {
+      const len = seconds(this.termEnd - this.termStart)
+      this.credit(this.sel, Math.min(len, Math.max(0, seconds(this.termEnd - this.now))), len)
+      this.terms.at(-1)!.cutAt = this.now
+    }
     this.cancel(this.now)
     return 200
   }

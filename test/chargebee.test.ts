@@ -142,8 +142,11 @@ for (const engine of engines) {
       assert.deepEqual([d.subscription.status, d.subscription.scheduled_cancellation_at, d.subscription.cancellation_reason], ['in_trial', null, null])
       assert.equal(fake.subscriptions.get(c.subscriptionId)!.cancelled_at, undefined)
 
+      // Cancelled now: Chargebee is told to credit the unused charges (credit_option prorate, the default) or not.
+      const refused = await call(t, { method: 'PUT', url: `${SUB}/${c.subscriptionId}/cancel?end_of_term=false`, token: c.token, body: { credit_option: 'full' } })
+      assert.deepEqual([refused.statusCode, fake.requests.at(-1)!.path], [400, `/subscriptions/${c.subscriptionId}/remove_scheduled_cancellation`], refused.body)
       assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.subscriptionId}/cancel?end_of_term=false`, token: c.token })).statusCode, 200)
-      assert.deepEqual(fake.requests.at(-1)!.params, { cancel_option: 'immediately' })
+      assert.deepEqual(fake.requests.at(-1)!.params, { cancel_option: 'immediately', credit_option_for_current_term_charges: 'prorate' })
       const now = unixOf(t.clock.now())
       assert.deepEqual(await statusOf(t, c), {
         subscription_id: c.subscriptionId, status: 'cancelled', plan: c.plans.basic, current_term_end: now, trial_end: trialEnd,
@@ -152,6 +155,15 @@ for (const engine of engines) {
       const m = await mirrorOf(t, c.id)
       assert.deepEqual([m.subscription_status, m.subscription_expiration_date, m.subscribed_features], ['cancelled', new Date(now * 1000).toISOString(), []])
       assert.deepEqual((await eventsOf(t, c.id)).map((e) => [e.type, e.to]), [['created', 'in_trial'], ['cancellation_scheduled', 'in_trial'], ['scheduled_cancellation_removed', 'in_trial'], ['cancelled', 'cancelled']])
+    })
+
+    it('cancel now with credit_option none: Chargebee is told to credit nothing', async () => {
+      const c = await chargebeeCompany(t, fake)
+      const res = await call(t, { method: 'PUT', url: `${SUB}/${c.id}/cancel?end_of_term=false`, token: c.token, body: { credit_option: 'none' } })
+      assert.equal(res.statusCode, 200, res.body)
+      const { idempotencyKey: _, ...cancelCall } = fake.requests.at(-1)!
+      assert.deepEqual(cancelCall, { method: 'POST', path: `/subscriptions/${c.subscriptionId}/cancel_for_items`, params: { cancel_option: 'immediately', credit_option_for_current_term_charges: 'none' }, apiKey: API_KEY })
+      assert.equal((await statusOf(t, c)).status, 'cancelled')
     })
 
     it('Chargebee\'s errors: 400 → 400, 409 → 409, 404 and 500 → 502, 429 → 503 with Retry-After; nothing stored', async () => {

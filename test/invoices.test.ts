@@ -76,6 +76,7 @@ for (const engine of engines) {
       const [note] = await creditNotesOf(t, c)
       assert.deepEqual(note, {
         id: note.id, subscription_id: c.subscriptionId, reference_invoice_id: activation.id, type: 'refundable', reason_code: 'subscription_change',
+        line_items: [{ ...activation.line_items[0], amount: 2600 }], discounts: [], sub_total: 2600, taxes: [],
         total: 2600, amount_allocated: 1300, amount_available: 1300, currency_code: 'USD', date: unix('2027-04-05T00:00:00Z'),
       })
       const customer = (await detailsOf(t, c)).customer

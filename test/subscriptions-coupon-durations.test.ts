@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
-import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, eventsOf, moveTo, setCard, unix, update } from './subscriptions-helpers.ts'
+import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, eventsOf, json, moveTo, setCard, unix, update } from './subscriptions-helpers.ts'
 
 /**
  * Coupon durations and targets on the local engine (issue 16, decisions §8.4), against
@@ -46,16 +46,17 @@ for (const engine of engines) {
       assert.equal(res.statusCode, 200, res.body)
       assert.deepEqual(res.json().estimate.invoice_estimate, est)
       // Once per period: a second change in April takes nothing more off. Back to gold with 5 of 30
-      // days left (Apr 26): 30.00 × 5/30 = 5.00 charged, no discount; 100.00 × 5/30 = 16.67 credited.
+      // days left (Apr 26): 30.00 × 5/30 = 5.00 charged, no discount. Credited: the unused share of
+      // what the Apr 16 invoice charged for its 15 days, 5 of 15 of 40.00 = 13.33 (not 100.00 × 5/30 = 16.67).
       await moveTo(t, '2045-04-26T00:00:00.000Z')
       const down = (await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.gold }, c.token)).json().estimate.invoice_estimate
       assert.deepEqual([down.sub_total, down.discounts, down.total, down.credits_applied, down.amount_due], [500, [], 500, 500, 0])
       // Each renewal gets it whole again: 30.00 − 10.00. May also takes the credit the April 26
-      // downgrade left (16.67 credited − 5.00 charged = 11.67, kept as Chargebee keeps prorated
-      // credits): 20.00 − 11.67 = 8.33 due; June 20.00.
+      // downgrade left (13.33 credited − 5.00 charged = 8.33, kept as Chargebee keeps prorated
+      // credits): 20.00 − 8.33 = 11.67 due; June 20.00.
       await at(t, '2045-05-01T00:00:00.000Z')
       await at(t, '2045-06-01T00:00:00.000Z')
-      assert.deepEqual(await termInvoices(c.id), [['2045-04-01', 3000, [], 3000], ['2045-05-01', 3000, [1000], 833], ['2045-06-01', 3000, [1000], 2000]])
+      assert.deepEqual(await termInvoices(c.id), [['2045-04-01', 3000, [], 3000], ['2045-05-01', 3000, [1000], 1167], ['2045-06-01', 3000, [1000], 2000]])
     })
 
     it('a fixed amount larger than the invoice keeps its surplus for a change in the same period', async () => {
@@ -66,11 +67,11 @@ for (const engine of engines) {
       // April: 30.00, all of it discounted (20.00 of the 50.00 left for April).
       await at(t, '2045-04-01T00:00:00.000Z')
       await moveTo(t, '2045-04-16T00:00:00.000Z')
-      // Platinum for the last 15 days: 50.00, less the 20.00 surplus = 30.00, less the 15.00
-      // credit of the unused gold (a fixed amount is not given back with it): 15.00 due.
+      // Platinum for the last 15 days: 50.00, less the 20.00 surplus = 30.00 due. Nothing is credited
+      // for the unused gold: the coupon paid all of it, and a credit never exceeds what was paid.
       const up = (await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.platinum }, c.token)).json().estimate.invoice_estimate
-      assert.deepEqual([up.sub_total, up.discounts.map((d: any) => d.amount), up.total, up.credits_applied, up.amount_due], [5000, [2000], 3000, 1500, 1500])
-      // April cost 15.00 of gold + 50.00 of platinum − 50.00 once = 15.00: what was billed (0 + 15.00).
+      assert.deepEqual([up.sub_total, up.discounts.map((d: any) => d.amount), up.total, up.credits_applied, up.amount_due], [5000, [2000], 3000, 0, 3000])
+      assert.deepEqual(await json(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token }), [])
       await at(t, '2045-05-01T00:00:00.000Z')
       assert.deepEqual((await termInvoices(c.id)).map((i) => i.slice(1)), [[3000, [3000], 0], [10000, [5000], 5000]])
     })

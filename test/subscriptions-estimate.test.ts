@@ -31,9 +31,10 @@ for (const engine of engines) {
           subscription_estimate: { status: 'in_trial', next_billing_at: unix('2035-01-31T00:00:00Z') },
           invoice_estimate: {
             line_items: [
-              { entity_type: 'plan', entity_id: c.plans.basic, description: 'Plan basic', unit_amount: 2990, quantity: 5, amount: 14950 },
-              { entity_type: 'addon', entity_id: a1, description: 'Badge', unit_amount: 500, quantity: 1, amount: 500 },
-              { entity_type: 'addon', entity_id: a2, description: 'Kiosk', unit_amount: 125, quantity: 1, amount: 125 },
+              // Each line's part of the discount, in proportion (largest remainder), is what its tax is computed without.
+              { entity_type: 'plan', entity_id: c.plans.basic, description: 'Plan basic', unit_amount: 2990, quantity: 5, amount: 14950, discount_amount: 2242 },
+              { entity_type: 'addon', entity_id: a1, description: 'Badge', unit_amount: 500, quantity: 1, amount: 500, discount_amount: 75 },
+              { entity_type: 'addon', entity_id: a2, description: 'Kiosk', unit_amount: 125, quantity: 1, amount: 125, discount_amount: 19 },
             ],
             discounts: [{ description: `Spring (${code})`, amount: 2336 }],
             sub_total: 15575, taxes: [{ name: 'IT VAT', rate: 22, amount: 2913 }], total: 16152,

@@ -937,7 +937,7 @@ export interface paths {
         get?: never;
         /**
          * Cancel the subscription (2), at the end of the term by default
-         * @description The path names the company or its subscription. end_of_term=true (default): an active subscription becomes non_renewing and ends at current_term_end; one in trial stays in_trial and ends cancelled at trial_end. end_of_term=false: cancelled now. 409 when already cancelled, or (at end of term) when a cancellation is already scheduled. The body is optional as a whole (none reads as {}).
+         * @description The path names the company or its subscription. end_of_term=true (default): an active subscription becomes non_renewing and ends at current_term_end; one in trial stays in_trial and ends cancelled at trial_end. end_of_term=false: cancelled now, and the unused share of the current term's paid invoice is credited, tax included, as one refundable credit note (reason subscription_cancellation) unless the body says credit_option: none (a trial or an unpaid term credits nothing). 400 naming the field for a credit_option other than prorate or none. 409 when already cancelled, or (at end of term) when a cancellation is already scheduled. The body is optional as a whole (none reads as {}).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -981,7 +981,7 @@ export interface paths {
         get?: never;
         /**
          * Change plan, quantity, addons or coupon (6)
-         * @description Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused part credited. The body is optional as a whole (none reads as {}); omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, a coupon expired or used up, or an addon, fixed-amount coupon or plan in another currency than the subscription's plan (a subscription bills in one currency).
+         * @description Applies exactly what the estimate (9) of the same selection shows: for an active subscription, prorated against the current term with the unused share of what the term's invoice charged credited (never more than it charged). A change of coupon alone bills and credits nothing: the coupon applies from the next invoice, which the estimate then shows. The body is optional as a whole (none reads as {}); omitted fields keep their value. Answers the details (8) and the estimate applied. 409 for a cancelled subscription; 400 for an unknown or not allowed plan, addon or coupon, a coupon expired or used up, or an addon, fixed-amount coupon or plan in another currency than the subscription's plan (a subscription bills in one currency).
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
          */
@@ -1054,7 +1054,7 @@ export interface paths {
         };
         /**
          * Estimate a change of the subscription (9)
-         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. Without a token, coupon_code is refused with 401 (any value, before anything else is looked at), so that codes cannot be tried anonymously. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused part of the current term as credits_applied. Amounts in minor units of the plan's currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another currency than the subscription's; 409 for a cancelled subscription (own or platform token). 401 for coupon_code without a token. 404 when the path and company_id do not name a company's subscription.
+         * @description Public. The stored subscription (its status, trial, addons, coupon and credits) is priced only for the company's own token or a platform token. Without a token, or with another company's, the query's choice is priced from the catalogue as a new subscription: status in_trial, next_billing_at at the end of a new trial, the first full-term invoice of the query's plan, addons and coupon, no credit; any product of the catalogue may be named. Without a token, coupon_code is refused with 401 (any value, before anything else is looked at), so that codes cannot be tried anonymously. For the own or platform token: in trial: the first full-term invoice at trial_end. Active: the immediate invoice of the change, prorated by the seconds left in the term, with the unused share of what the term's invoice charged as credits_applied; for a change of coupon alone, the next renewal's invoice (next_billing_at), nothing being billed now. Amounts in minor units of the plan's currency_code (cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another currency than the subscription's; 409 for a cancelled subscription (own or platform token). 401 for coupon_code without a token. 404 when the path and company_id do not name a company's subscription.
          *
          *     **Who may call:** Anyone, without a token; a token that is sent must be valid (401 otherwise).
          *
@@ -1148,7 +1148,7 @@ export interface paths {
         };
         /**
          * The company's credit notes
-         * @description Credits issued to the customer: the unused part of a term changed mid-way (refundable, reason subscription_change), applied to the next invoices; amount_available is what is left. Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, copied from its webhooks and the reconciliation (ids derived from Chargebee's). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
+         * @description Credits issued to the customer: the unused share of what a term's invoice charged, when the term is changed mid-way (refundable, reason subscription_change) or cancelled now (reason subscription_cancellation), with its lines, discounts and tax as invoices carry them, never more than the reference invoice charged; applied to the next invoices; amount_available is what is left. Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400. The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, copied from its webhooks and the reconciliation (ids derived from Chargebee's). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the company has no subscription.
          *
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          *
@@ -2491,6 +2491,19 @@ export interface components {
          *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
          *       "type": "refundable",
          *       "reason_code": "subscription_change",
+         *       "line_items": [
+         *         {
+         *           "entity_type": "plan",
+         *           "entity_id": "gold-monthly",
+         *           "description": "Gold",
+         *           "unit_amount": 3000,
+         *           "quantity": 1,
+         *           "amount": 2600
+         *         }
+         *       ],
+         *       "discounts": [],
+         *       "sub_total": 2600,
+         *       "taxes": [],
          *       "total": 2600,
          *       "amount_allocated": 1300,
          *       "amount_available": 1300,
@@ -2506,9 +2519,41 @@ export interface components {
             reference_invoice_id: string | null;
             /** @description refundable: the customer's credit, applied to the next invoices */
             type: "adjustment" | "refundable";
-            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term */
+            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now */
             reason_code: string;
-            /** @description The credit, in minor units (cents) */
+            /** @description What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded */
+            line_items: {
+                entity_type: "plan" | "addon";
+                /** @description The plan's sku or the addon's id */
+                entity_id: string;
+                description: string;
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                unit_amount: number;
+                quantity: number;
+                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                amount: number;
+                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
+                /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
+                discount_amount?: number;
+            }[];
+            /** @description The reference invoice's discounts, in the unused share: not credited */
+            discounts: {
+                description: string;
+                amount: number;
+            }[];
+            /** @description Sum of the line items, in minor units (cents) */
+            sub_total: number;
+            /** @description The tax of what is credited, at the reference invoice's rate, computed and rounded per line as on invoices; empty for an export or a note issued before tax was recorded apart */
+            taxes: {
+                /** @description "IT VAT", or "Reverse charge" (rate 0) */
+                name: string;
+                /** @description Percent */
+                rate: number;
+                /** @description Sum of each line's tax, each rounded half-up */
+                amount: number;
+            }[];
+            /** @description The credit: sub_total − discounts + taxes; at most what the reference invoice charged, in minor units (cents) */
             total: number;
             /** @description Already applied to invoices, in minor units (cents) */
             amount_allocated: number;
@@ -2585,6 +2630,8 @@ export interface components {
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
+                        /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
+                        discount_amount?: number;
                     }[];
                     discounts: {
                         description: string;
@@ -2836,6 +2883,8 @@ export interface components {
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
+                /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
+                discount_amount?: number;
             }[];
             discounts: {
                 description: string;
@@ -3016,6 +3065,8 @@ export interface components {
         SubscriptionCancellationData: {
             cancellation_reason?: string;
             cancellation_message?: string;
+            /** @description For a cancellation now (end_of_term=false), Chargebee's credit_option_for_current_term_charges: prorate (default) credits the unused share of the current term's invoice, tax included, as one refundable credit note; none credits nothing. Ignored at the end of the term (nothing is unused then) */
+            credit_option?: "prorate" | "none";
         };
         /** SubscriptionDetails */
         SubscriptionDetails: {
@@ -3267,6 +3318,8 @@ export interface components {
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
+                        /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
+                        discount_amount?: number;
                     }[];
                     discounts: {
                         description: string;
@@ -6267,7 +6320,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "cancellation_reason": "example",
-                 *       "cancellation_message": "example"
+                 *       "cancellation_message": "example",
+                 *       "credit_option": "prorate"
                  *     }
                  */
                 "application/json": components["schemas"]["SubscriptionCancellationData"];
@@ -6469,7 +6523,8 @@ export interface operations {
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
-                     *               "tax_exempt_reason": "reverse_charge"
+                     *               "tax_exempt_reason": "reverse_charge",
+                     *               "discount_amount": 1
                      *             }
                      *           ],
                      *           "discounts": [
@@ -6712,7 +6767,8 @@ export interface operations {
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
-                     *               "tax_exempt_reason": "reverse_charge"
+                     *               "tax_exempt_reason": "reverse_charge",
+                     *               "discount_amount": 1
                      *             }
                      *           ],
                      *           "discounts": [
@@ -7065,6 +7121,19 @@ export interface operations {
                      *         "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
                      *         "type": "refundable",
                      *         "reason_code": "subscription_change",
+                     *         "line_items": [
+                     *           {
+                     *             "entity_type": "plan",
+                     *             "entity_id": "gold-monthly",
+                     *             "description": "Gold",
+                     *             "unit_amount": 3000,
+                     *             "quantity": 1,
+                     *             "amount": 2600
+                     *           }
+                     *         ],
+                     *         "discounts": [],
+                     *         "sub_total": 2600,
+                     *         "taxes": [],
                      *         "total": 2600,
                      *         "amount_allocated": 1300,
                      *         "amount_available": 1300,

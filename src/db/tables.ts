@@ -387,6 +387,11 @@ export interface CreditNotesTable {
   reference_invoice_id: string | null
   type: 'adjustment' | 'refundable'
   reason_code: string
+  /** What it credits, line by line, and its tax, as an invoice carries them (0043; rows before it: none, sub_total = total). */
+  line_items: JsonWithDefault<unknown[]>
+  discounts: JsonWithDefault<unknown[]>
+  taxes: JsonWithDefault<unknown[]>
+  sub_total: number
   total: number
   amount_allocated: number
   currency_code: string

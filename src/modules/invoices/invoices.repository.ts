@@ -25,7 +25,7 @@ export function createInvoicesRepository() {
       executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
     /** The subscription's newest invoice (the one a change's credit note refers to). */
     latestInvoice: (executor: Executor, companyId: string, subscriptionId: string) =>
-      executor.selectFrom('invoices').select(['id', 'taxes', 'line_items']).where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
+      executor.selectFrom('invoices').select(['id', 'status', 'line_items', 'discounts', 'taxes', 'currency_code', 'period_start', 'period_end']).where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
         .orderBy('date', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst(),
     /** The subscription's invoices still waiting for payment, oldest first, locked. */
     dueInvoices: (executor: Executor, companyId: string, subscriptionId: string) =>

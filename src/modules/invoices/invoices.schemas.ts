@@ -54,7 +54,8 @@ export const InvoiceList = Type.Array(InvoiceBody, { title: 'InvoiceList', descr
 const CREDIT_NOTE_EXAMPLE = {
   id: '2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f', subscription_id: '0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c',
   reference_invoice_id: '6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f', type: 'refundable', reason_code: 'subscription_change',
-  total: 2600, amount_allocated: 1300, amount_available: 1300, currency_code: 'EUR', date: 1800835200,
+  line_items: [{ entity_type: 'plan', entity_id: 'gold-monthly', description: 'Gold', unit_amount: 3000, quantity: 1, amount: 2600 }],
+  discounts: [], sub_total: 2600, taxes: [], total: 2600, amount_allocated: 1300, amount_available: 1300, currency_code: 'EUR', date: 1800835200,
 }
 
 export const CreditNoteBody = Type.Object({
@@ -62,8 +63,12 @@ export const CreditNoteBody = Type.Object({
   subscription_id: Uuid(),
   reference_invoice_id: Nullable(Uuid('The invoice of the term whose unused part it credits')),
   type: Type.Union([Type.Literal('adjustment'), Type.Literal('refundable')], { description: 'refundable: the customer\'s credit, applied to the next invoices' }),
-  reason_code: Type.String({ description: 'Chargebee\'s reason codes: subscription_change for the unused part of a changed term' }),
-  total: Minor('The credit'),
+  reason_code: Type.String({ description: 'Chargebee\'s reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now' }),
+  line_items: Type.Array(InvoiceEstimate.properties.line_items.items, { description: 'What it credits of each line of its reference invoice: amount the line\'s unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded' }),
+  discounts: Type.Array(InvoiceEstimate.properties.discounts.items, { description: 'The reference invoice\'s discounts, in the unused share: not credited' }),
+  sub_total: Minor('Sum of the line items'),
+  taxes: Type.Array(InvoiceEstimate.properties.taxes.items, { description: 'The tax of what is credited, at the reference invoice\'s rate, computed and rounded per line as on invoices; empty for an export or a note issued before tax was recorded apart' }),
+  total: Minor('The credit: sub_total − discounts + taxes; at most what the reference invoice charged'),
   amount_allocated: Minor('Already applied to invoices'),
   amount_available: Minor('Still to apply: total − amount_allocated'),
   currency_code: Type.String(),

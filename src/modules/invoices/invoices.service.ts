@@ -1,11 +1,9 @@
-import type { TaxRate } from '../subscriptions/billing/estimate.ts'
-import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
 import { NotFound } from '../../http/errors.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
-import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
+import { creditFor, type ChargedInvoice, type CreditFigures, type InvoiceEstimate, type LineItem } from '../subscriptions/billing/estimate.ts'
 import { usableCard } from '../subscriptions/billing/lifecycle.ts'
 import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
@@ -70,6 +68,28 @@ export function createInvoicesService(deps: {
     return usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
   }
 
+  /** A refundable credit note of `figures` (nothing when they credit nothing), referring to the invoice they credit. */
+  async function issueCredit(trx: Executor, s: SubscriptionRow, credit: { figures: CreditFigures; referenceInvoiceId: string }, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {
+    const { figures } = credit
+    if (figures.total <= 0) return
+    await repo.insertCreditNote(trx, {
+      company_id: s.company_id, id: randomUUID(), subscription_id: s.id, reference_invoice_id: credit.referenceInvoiceId,
+      type: 'refundable', reason_code: reason, line_items: JSON.stringify(figures.line_items), discounts: JSON.stringify(figures.discounts),
+      sub_total: figures.sub_total, taxes: JSON.stringify(figures.taxes), total: figures.total, amount_allocated: 0,
+      currency_code: figures.currency_code, date,
+    })
+  }
+
+  /** The subscription's newest invoice as a credit is computed from it, with its status. */
+  async function latestCharged(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<(ChargedInvoice & { status: InvoiceRow['status'] }) | undefined> {
+    const row = await repo.latestInvoice(executor, s.company_id, s.id)
+    if (!row) return undefined
+    return {
+      id: row.id, status: row.status, line_items: row.line_items as LineItem[], discounts: row.discounts as ChargedInvoice['discounts'],
+      taxes: row.taxes as ChargedInvoice['taxes'], currency_code: row.currency_code, period_start: row.period_start, period_end: row.period_end,
+    }
+  }
+
   async function markPaid(trx: Executor, invoice: InvoiceRow, at: Date) {
     await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
       status: 'paid', amount_paid: invoice.amount_paid + invoice.amount_due, amount_due: 0, paid_at: at,
@@ -90,16 +110,9 @@ export function createInvoicesService(deps: {
      * is charged to the card. A failed charge leaves it payment_due with its first retry
      * scheduled. Nothing due: paid at once.
      */
-    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: number }): Promise<InvoiceRow> {
+    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: { figures: CreditFigures; referenceInvoiceId: string } }): Promise<InvoiceRow> {
       const { subscription: s, invoice: inv, date } = input
-      if (input.unusedCredit && input.unusedCredit > 0) {
-        const reference = await repo.latestInvoice(trx, s.company_id, s.id)
-        await repo.insertCreditNote(trx, {
-          company_id: s.company_id, id: randomUUID(), subscription_id: s.id, reference_invoice_id: reference?.id ?? null,
-          type: 'refundable', reason_code: 'subscription_change', total: input.unusedCredit, amount_allocated: 0,
-          currency_code: inv.currency_code, date,
-        })
-      }
+      if (input.unusedCredit) await issueCredit(trx, s, input.unusedCredit, 'subscription_change', date)
       const id = randomUUID()
       const row = await repo.insertInvoice(trx, {
         company_id: s.company_id, id, subscription_id: s.id, kind: input.kind, status: 'payment_due', date, due_date: date,
@@ -156,18 +169,24 @@ export function createInvoicesService(deps: {
     },
 
     /**
-     * The tax the current term was billed with (its latest invoice's), for the credit of its
-     * unused part: what was charged comes back, whatever the customer's tax is today (a VAT
-     * number or country changed since). undefined: no invoice yet, the caller uses today's.
+     * The current term's latest invoice, which a change's credit is computed from (the unused share
+     * of what it charged, with its tax: a VAT number or country changed since neither invents nor
+     * loses VAT). undefined: no invoice yet, nothing to credit.
      */
-    async billedTax(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<TaxRate | null | undefined> {
-      const invoice = await repo.latestInvoice(executor, s.company_id, s.id)
-      if (!invoice) return undefined
-      const taxes = invoice.taxes as Array<{ name: string; rate: number }>
-      const tax = taxes[0]
-      if (tax) return { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: tax.name === REVERSE_CHARGE ? 'reverse_charge' : null }
-      const exempt = (invoice.line_items as Array<{ tax_exempt_reason?: TaxRate['exempt_reason'] }>)[0]?.tax_exempt_reason ?? null
-      return exempt ? { name: null, rate_bp: 0, exempt_reason: exempt } : null
+    async termInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
+      return latestCharged(executor, s)
+    },
+
+    /**
+     * An immediate cancellation's credit (decisions §9.1): the unused share at `at` of the term's
+     * invoice, tax included, as one refundable credit note (reason subscription_cancellation).
+     * Nothing when that invoice is not paid (a credit would be money never received) or its
+     * period is over.
+     */
+    async creditUnused(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
+      const invoice = await latestCharged(trx, s)
+      if (!invoice || invoice.status !== 'paid' || invoice.period_end.getTime() <= at.getTime()) return
+      await issueCredit(trx, s, { figures: creditFor(invoice, at), referenceInvoiceId: invoice.id }, 'subscription_cancellation', at)
     },
 
     /** Whether an invoice of the subscription waits for payment (locked: a payment cannot slip in meanwhile). */
@@ -198,4 +217,4 @@ const listKey = (row: { date: Date; seq: number | string }) => [row.date.toISOSt
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 /** What the subscriptions service needs of the ledger. */
-export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'billedTax'>
+export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'>

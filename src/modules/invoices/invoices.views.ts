@@ -20,7 +20,8 @@ export function invoiceView(row: InvoiceRow): InvoiceBody {
 export function creditNoteView(row: CreditNoteRow): CreditNoteBody {
   return {
     id: row.id, subscription_id: row.subscription_id, reference_invoice_id: row.reference_invoice_id, type: row.type,
-    reason_code: row.reason_code, total: row.total, amount_allocated: row.amount_allocated,
+    reason_code: row.reason_code, line_items: row.line_items as CreditNoteBody['line_items'], discounts: row.discounts as CreditNoteBody['discounts'],
+    sub_total: row.sub_total, taxes: row.taxes as CreditNoteBody['taxes'], total: row.total, amount_allocated: row.amount_allocated,
     amount_available: row.total - row.amount_allocated, currency_code: row.currency_code, date: unixSeconds(row.date)!,
   }
 }

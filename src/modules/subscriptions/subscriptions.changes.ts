@@ -25,7 +25,7 @@ export function createSubscriptionChanges(deps: {
   db: Kysely<DB>
   repo: Pick<SubscriptionsRepository, 'findByCompanyOrId' | 'findByCompany' | 'findCoupon' | 'redeemCoupon' | 'keepRedemptionUsage'>
   clock: Clock
-  ledger: Pick<Ledger, 'hasUnpaid' | 'collectNow'>
+  ledger: Pick<Ledger, 'hasUnpaid' | 'collectNow' | 'creditUnused'>
   steps: Pick<SubscriptionSteps, 'save' | 'change' | 'details'>
   remote: ReturnType<typeof createRemoteChanges>
   priceChange: ReturnType<typeof createSubscriptionEstimates>['priceChange']
@@ -55,20 +55,27 @@ export function createSubscriptionChanges(deps: {
   return {
     /**
      * Spec 2. `ref` is the company's id or its subscription's; `tenant` the token's company
-     * (null for a platform client): another company's subscription is not found.
+     * (null for a platform client): another company's subscription is not found. A cancellation
+     * now credits the unused share of the term's invoice unless `credit_option` is `none`
+     * (the local engine's ledger here; a remote provider is told the option and issues its own).
      */
     async cancel(ref: string, tenant: string | null, body: SubscriptionCancellationData | undefined, endOfTerm: boolean, actor: string) {
       const found = await repo.findByCompanyOrId(db, ref)
       if (!found || (tenant !== null && tenant !== found.company_id)) throw new NotFound('Subscription')
       const reason = { cancellation_reason: body?.cancellation_reason ?? null, cancellation_message: body?.cancellation_message ?? null }
+      const creditOption = body?.credit_option ?? 'prorate'
       const event = endOfTerm ? 'cancellation_scheduled' : 'cancelled'
       await remoteChange(found.company_id, found.id, async (trx, s, provider, applied) => {
         const refusal = lifecycle.cancelRefusal(s, endOfTerm)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
-        const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message }, now)
+        const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message, creditOption }, now)
         applied()
-        await save(trx, s, next, { event, actor, at: now })
+        const saved = await save(trx, s, next, { event, actor, at: now })
+        // Only a paid term has an unused part (a trial has no invoice; creditUnused checks it was paid).
+        if (saved && provider.drivesTime && !endOfTerm && creditOption === 'prorate' && (s.status === 'active' || s.status === 'non_renewing')) {
+          await ledger.creditUnused(trx, next, now)
+        }
       }, async (trx, s, provider) => {
         await save(trx, s, await provider.retrieve({ ...s, ...reason }), { event, actor, at: clock.now() })
       })
@@ -116,15 +123,15 @@ export function createSubscriptionChanges(deps: {
         if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
           throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
         }
-        const { state, estimate, unusedCredit } = await provider.changeSubscription(own.held, request)
+        const { state, estimate, billNow, unusedCredit } = await provider.changeSubscription(own.held, request)
         applied = { estimate, couponCode: coupon?.code ?? null, at: request.now, today }
         markApplied()
         // A coupon taken off keeps what it discounted with the company's redemption, for when it comes back.
         if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
         const saved = await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
         // A change in a paid term is billed now (the immediate invoice of the estimate), its unused part credited.
-        if (saved && unusedCredit !== undefined) {
-          await bill(trx, state, { kind: 'change', invoice: estimate.invoice_estimate, date: request.now, periodStart: request.now, periodEnd: state.current_term_end!, unusedCredit })
+        if (saved && billNow) {
+          await bill(trx, state, { kind: 'change', invoice: estimate.invoice_estimate, date: request.now, periodStart: request.now, periodEnd: state.current_term_end!, ...(unusedCredit ? { unusedCredit } : {}) })
         }
         const after = (await repo.findByCompany(trx, companyId))!
         return { ...(await details(trx, after)), estimate }

@@ -28,7 +28,7 @@ export function createSubscriptionEstimates(deps: {
   clock: Clock
   providers: ProviderRegistry
   pricing: Pick<Pricing, 'selection' | 'current' | 'tax'>
-  ledger: Pick<Ledger, 'credits' | 'billedTax'>
+  ledger: Pick<Ledger, 'credits' | 'termInvoice'>
   trialDays: number
   steps: Pick<SubscriptionSteps, 'customerOf'>
   known: ReturnType<typeof createRemoteChanges>['known']
@@ -47,8 +47,8 @@ export function createSubscriptionEstimates(deps: {
     const current = await pricing.current(executor, s)
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
-    const [{ refundable_credits: credits }, termTax] = await Promise.all([ledger.credits(executor, s.company_id), ledger.billedTax(executor, s)])
-    return { change: { selection, current, tax: pricing.tax(customer), currency: selection.plan.currency_code, now, couponHistory, credits, termTax }, today }
+    const [{ refundable_credits: credits }, termInvoice] = await Promise.all([ledger.credits(executor, s.company_id), ledger.termInvoice(executor, s)])
+    return { change: { selection, current, tax: pricing.tax(customer), currency: selection.plan.currency_code, now, couponHistory, credits, termInvoice: termInvoice ?? null }, today }
   }
 
   /**

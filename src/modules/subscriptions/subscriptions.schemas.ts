@@ -44,6 +44,9 @@ export type PaymentSourceInput = Static<typeof PaymentSourceInput>
 export const SubscriptionCancellationData = Type.Object({
   cancellation_reason: Type.Optional(Type.String({ maxLength: 200 })),
   cancellation_message: Type.Optional(Type.String({ maxLength: 2000 })),
+  credit_option: Type.Optional(Type.Union([Type.Literal('prorate'), Type.Literal('none')], {
+    description: 'For a cancellation now (end_of_term=false), Chargebee\'s credit_option_for_current_term_charges: prorate (default) credits the unused share of the current term\'s invoice, tax included, as one refundable credit note; none credits nothing. Ignored at the end of the term (nothing is unused then)',
+  })),
 }, { additionalProperties: false, title: 'SubscriptionCancellationData' })
 export type SubscriptionCancellationData = Static<typeof SubscriptionCancellationData>
 
@@ -80,6 +83,7 @@ export const InvoiceEstimate = Type.Object({
     tax_exempt_reason: Type.Optional(Type.Union([Type.Literal('reverse_charge'), Type.Literal('export'), Type.Literal('tax_not_configured')], {
       description: 'Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller\'s), export (a country without VAT in the table), tax_not_configured (the seller\'s own country has no rate)',
     })),
+    discount_amount: Type.Optional(Type.Integer({ description: 'Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount' })),
   }, { additionalProperties: false })),
   discounts: Type.Array(Type.Object({ description: Type.String(), amount: Type.Integer() }, { additionalProperties: false })),
   sub_total: Type.Integer({ description: 'Sum of the line items' }),

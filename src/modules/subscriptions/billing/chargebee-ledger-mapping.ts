@@ -53,6 +53,11 @@ export interface CbCreditNote {
   amount_allocated?: number
   amount_refunded?: number
   amount_available?: number
+  sub_total?: number
+  line_items?: CbLineItem[]
+  discounts?: { description?: string; amount?: number }[]
+  taxes?: { name: string; amount?: number; description?: string }[]
+  line_item_taxes?: { tax_name: string; tax_rate?: number }[]
   resource_version?: number
   updated_at?: number
   deleted?: boolean
@@ -145,9 +150,12 @@ export function creditNoteRowFrom(n: CbCreditNote, ids: { companyId: string; sub
   const total = n.total ?? 0
   if (total <= 0) return null
   const available = n.status === 'voided' ? 0 : Math.min(total, Math.max(0, n.amount_available ?? total - (n.amount_allocated ?? 0) - (n.amount_refunded ?? 0)))
+  // Lines, discounts and taxes mapped as an invoice's; a copy without them shows none, its sub_total its total.
+  const priced = estimateFrom({ invoice_estimate: n }, { status: 'active', currency: n.currency_code ?? 'EUR' }).invoice_estimate
   return {
     company_id: ids.companyId, id: ledgerId('credit_note', n.id), subscription_id: ids.subscriptionId, reference_invoice_id: ids.referenceInvoiceId,
     type: n.type === 'adjustment' ? 'adjustment' : 'refundable', reason_code: n.reason_code ?? 'other',
-    total, amount_allocated: total - available, currency_code: n.currency_code ?? 'EUR', date: date(n.date, at),
+    line_items: JSON.stringify(priced.line_items), discounts: JSON.stringify(priced.discounts), taxes: JSON.stringify(priced.taxes),
+    sub_total: n.sub_total ?? total, total, amount_allocated: total - available, currency_code: n.currency_code ?? 'EUR', date: date(n.date, at),
   }
 }

@@ -149,8 +149,11 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async cancel(s, cancellation) {
       const endOfTerm = cancellation.endOfTerm
+      // Now, Chargebee credits the term's unused charges as it is told (its own credit note, copied
+      // back by webhook); at the end of the term nothing is unused, so nothing is sent.
+      const params = endOfTerm ? { cancel_option: 'end_of_term' as const } : { cancel_option: 'immediately' as const, credit_option_for_current_term_charges: cancellation.creditOption }
       const cancelled = await write('cancel the subscription', randomUUID(), (headers) =>
-        cb.subscription.cancelForItems(s.id, { cancel_option: endOfTerm ? 'end_of_term' : 'immediately' }, headers).then(answer), async () => {
+        cb.subscription.cancelForItems(s.id, params, headers).then(answer), async () => {
         const now = await current(s.id)
         const done = now && (now.subscription.status === 'cancelled' || (endOfTerm && typeof now.subscription.cancelled_at === 'number'))
         return done ? now : null

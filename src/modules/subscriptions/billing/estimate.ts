@@ -37,6 +37,8 @@ export interface LineItem {
   entity_type: 'plan' | 'addon'; entity_id: string; description: string; unit_amount: number; quantity: number; amount: number
   /** Present only on a line that bears no tax. */
   tax_exempt_reason?: TaxExemptReason
+  /** Present only on a discounted line: its part of the invoice's discounts (Chargebee's line item `discount_amount`). */
+  discount_amount?: number
 }
 
 export interface InvoiceEstimate {
@@ -75,13 +77,8 @@ export function remainingShare(termStart: Date, termEnd: Date, now: Date): Fract
   return { num: BigInt(left), den: BigInt(length) }
 }
 
-/**
- * The billing period an invoice belongs to and what the subscription's coupon has done so far
- * (coupons.ts). `credit`: the invoice is the unused part of charges already billed, to be
- * credited: a fixed amount applies whole once per period and is not given back, so only a
- * percentage discounts it.
- */
-export interface CouponContext { periodStart: Date | null; usage: CouponUsage; credit?: boolean }
+/** The billing period an invoice belongs to and what the subscription's coupon has done so far (coupons.ts). */
+export interface CouponContext { periodStart: Date | null; usage: CouponUsage }
 
 /** A new subscription's first period: a coupon that has discounted nothing yet. */
 export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsage(null) }
@@ -101,7 +98,6 @@ export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem
   const taken: Record<string, number> = {}
   const off = (base: number, key: string): number => {
     if (coupon.discount_type === 'percentage') return Math.min(base, roundHalfUp(BigInt(base), BigInt(coupon.discount_value_minor), 10_000n))
-    if (ctx.credit) return 0
     const used = discountsPeriod(ctx.usage, ctx.periodStart) ? ctx.usage.period_discounts[key] ?? 0 : 0
     const amount = Math.min(base, Math.max(0, coupon.discount_value_minor - used))
     if (amount > 0) taken[key] = (taken[key] ?? 0) + amount
@@ -136,6 +132,7 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   // Each line is taxed on its amount less its own part of the discount.
   const taxes = taxLines(lineItems, perLine, tax)
   if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
+  lineItems.forEach((l, i) => { if (perLine[i]! > 0) l.discount_amount = perLine[i]! })
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
   return {
@@ -175,6 +172,56 @@ export function allocate(total: number, amounts: number[]): number[] {
     left -= 1
   }
   return shares
+}
+
+/** What a credit note carries: its lines (each with what is credited of its discount), discounts, tax and total, as an invoice carries them. */
+export interface CreditFigures {
+  line_items: LineItem[]
+  discounts: { description: string; amount: number }[]
+  sub_total: number
+  taxes: InvoiceEstimate['taxes']
+  total: number
+  currency_code: string
+}
+
+/** The part of an invoice a credit is computed from: what it charged per line, its tax and the period it billed. */
+export interface ChargedInvoice {
+  id: string
+  line_items: LineItem[]
+  discounts: { description: string; amount: number }[]
+  taxes: InvoiceEstimate['taxes']
+  currency_code: string
+  period_start: Date
+  period_end: Date
+}
+
+/**
+ * The unused share, at `now`, of what `invoice` charged for its period (decisions §9.1: a credit
+ * never exceeds what was paid for the time it credits). Per line, half-up: the line's amount and
+ * what was charged for it (amount less its `discount_amount`) are each prorated by the seconds
+ * left in the invoice's period over its seconds; the difference is the discount credited back.
+ * Each line's tax is computed on what is credited for it, at the invoice's rate: every credited
+ * line, its tax and so the total are at most the invoice's.
+ */
+export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
+  const share = remainingShare(invoice.period_start, invoice.period_end, now)
+  // An invoice billed before lines carried their discount: its discounts spread over its lines, as a coupon on the invoice amount is.
+  const recorded = invoice.line_items.some((l) => l.discount_amount !== undefined)
+  const spread = allocate(invoice.discounts.reduce((sum, d) => sum + d.amount, 0), invoice.line_items.map((l) => l.amount))
+  const lines: LineItem[] = invoice.line_items.map((l, i) => {
+    const amount = prorate(l.amount, share)
+    const charged = prorate(l.amount - (recorded ? l.discount_amount ?? 0 : spread[i]!), share)
+    const { discount_amount: _, ...line } = l
+    return { ...line, amount, ...(amount > charged ? { discount_amount: amount - charged } : {}) }
+  })
+  const perLine = lines.map((l) => l.discount_amount ?? 0)
+  const discount = perLine.reduce((sum, d) => sum + d, 0)
+  const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
+  const tax = invoice.taxes[0]
+  const taxes = tax ? taxLines(lines, perLine, { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: null }) : []
+  const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
+  const description = invoice.discounts.map((d) => d.description).join(', ')
+  return { line_items: lines, discounts: discount > 0 ? [{ description, amount: discount }] : [], sub_total: subTotal, taxes, total, currency_code: invoice.currency_code }
 }
 
 /** No invoice: what an estimate shows when the choice bills nothing (a trial set to end cancelled). */

@@ -15,7 +15,11 @@ import { termEnd, type PeriodUnit } from './terms.ts'
  */
 export type BillingState = SubscriptionRow
 
-export interface Cancellation { endOfTerm: boolean; reason: string | null; message: string | null }
+/**
+ * `creditOption` (Chargebee's credit_option_for_current_term_charges) applies to a cancellation
+ * now: `prorate` credits the unused share of the term's invoice, `none` credits nothing.
+ */
+export interface Cancellation { endOfTerm: boolean; reason: string | null; message: string | null; creditOption: 'prorate' | 'none' }
 
 export function cancelRefusal(s: BillingState, endOfTerm: boolean): string | null {
   if (s.status === 'cancelled') return 'The subscription is already cancelled'

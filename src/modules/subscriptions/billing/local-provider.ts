@@ -1,11 +1,17 @@
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
 import { afterInvoice, freshUsage, usageColumns, usageOf } from './coupons.ts'
-import { couponDiscount, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate } from './estimate.ts'
+import { couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection } from './estimate.ts'
 import * as lifecycle from './lifecycle.ts'
 import type { BillingState } from './lifecycle.ts'
-import type { BillingProvider, ChangeRequest } from './provider.ts'
+import type { BillingProvider, ChangeRequest, UnusedCredit } from './provider.ts'
 import { termEnd, unixSeconds } from './terms.ts'
+
+/** Whether `next` differs from `current` by its coupon alone (same plan, quantity and addons). */
+function onlyTheCoupon(next: PricedSelection, current: PricedSelection): boolean {
+  const addons = (sel: PricedSelection) => sel.addons.map((a) => `${a.id}×${a.quantity}`).join(',')
+  return next.plan.sku === current.plan.sku && next.quantity === current.quantity && addons(next) === addons(current)
+}
 
 /** The hosted pages of the built-in engine, served by this service under `/hosted/` (src/modules/hosted). */
 export type LocalHostedPages = Pick<BillingProvider, 'managerPage' | 'portalSession' | 'paymentPage'>
@@ -21,7 +27,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     return deps.hostedPages
   }
 
-  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; unusedCredit?: number } {
+  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit } {
     const { selection, current, tax, currency, now } = change
     // The same coupon keeps its history; another is put on now, resuming where it stood if the company had it before.
     const couponCode = selection.coupon?.code ?? null
@@ -49,11 +55,23 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         },
       }
     }
-    // A paid term: the unused part of what was billed comes back as credit against the new charge;
-    // what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
+    if (onlyTheCoupon(selection, current) && selection.coupon?.code !== current.coupon?.code) {
+      // A coupon put on or taken off alone bills and credits nothing: it applies from the next
+      // invoice, the renewal, which is what the estimate shows (none when the subscription ends instead).
+      const renews = state.status !== 'non_renewing'
+      return {
+        state,
+        estimate: {
+          subscription_estimate: { status: state.status, next_billing_at: renews ? unixSeconds(state.current_term_end) : null },
+          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.current_term_end, usage }) : noInvoice(currency),
+        },
+      }
+    }
+    // A paid term: the unused share of what its invoice charged comes back as credit against the
+    // new charge; what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const unused = invoiceFor(current, share, change.termTax === undefined ? tax : change.termTax, currency, 0, { periodStart: s.current_term_start, usage: usageOf(s), credit: true }).total
-    const credit = unused + credits
+    const unusedCredit = change.termInvoice ? { figures: creditFor(change.termInvoice, now), referenceInvoiceId: change.termInvoice.id } : undefined
+    const credit = (unusedCredit?.figures.total ?? 0) + credits
     let invoice
     let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
@@ -79,7 +97,8 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         subscription_estimate: { status: state.status, next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end) },
         invoice_estimate: invoice,
       },
-      unusedCredit: unused,
+      billNow: true,
+      ...(unusedCredit ? { unusedCredit } : {}),
     }
   }
 

@@ -1,6 +1,6 @@
 import type { PaymentSource } from '../../../db/tables.ts'
 import { ProviderError } from '../../../http/errors.ts'
-import type { Estimate, PricedSelection, TaxRate } from './estimate.ts'
+import type { ChargedInvoice, CreditFigures, Estimate, PricedSelection, TaxRate } from './estimate.ts'
 import type { CouponUsage } from './coupons.ts'
 import type { BillingState, Cancellation } from './lifecycle.ts'
 import type { PeriodUnit } from './terms.ts'
@@ -21,9 +21,15 @@ export interface ChangeRequest {
   couponHistory?: CouponUsage | null
   /** The customer's refundable credits (minor units) that the local engine applies to the invoice; remote providers keep their own. */
   credits?: number
-  /** The tax the current term was billed with (local engine): its unused part is credited with it. */
-  termTax?: TaxRate | null
+  /**
+   * The current term's latest invoice (local engine): what a change credits is the unused share of
+   * what it charged, with its tax. Absent: nothing was charged for the term, nothing is credited.
+   */
+  termInvoice?: ChargedInvoice | null
 }
+
+/** The credit of the unused part of a paid term: its figures and the invoice it refers to. */
+export interface UnusedCredit { figures: CreditFigures; referenceInvoiceId: string }
 
 /** Who a hosted page is for. */
 export interface HostedPageSubject { subscription: BillingState; customer: BillingCustomer }
@@ -83,10 +89,11 @@ export interface BillingProvider {
   estimate(subscription: BillingState, change: ChangeRequest): Promise<Estimate>
   /**
    * Applies a change; answers the new state and the estimate it applied (the same as `estimate`'s).
-   * `unusedCredit` (local engine, a change in a paid term): the credit of the current term's unused
-   * part, which the ledger issues as a credit note; left out when nothing is billed now here.
+   * `billNow` (local engine): the change is billed now, the immediate invoice of the estimate;
+   * `unusedCredit` the credit of the current term's unused part, which the ledger issues as a
+   * credit note first. Neither when nothing is billed now here (a trial, a change of coupon alone).
    */
-  changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate; unusedCredit?: number }>
+  changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit }>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
   /**
    * Undoes `createSubscription` when the company's creation failed here after the provider
