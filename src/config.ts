@@ -77,7 +77,7 @@ const ConfigSchema = Type.Object({
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),
   // Rates over the built-in VAT table of the EU-27, CH, NO and GB (src/modules/subscriptions/billing/vat.ts): IT:22,DE:19.
   VAT_RATES: Type.String({ default: '' }),
-  // Where the seller is established (ISO 3166-1 alpha-2): a business customer with a VAT number elsewhere is reverse-charged.
+  // Where the seller is established (ISO 3166-1 alpha-2): a business customer elsewhere whose VAT number is marked valid is reverse-charged.
   SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$' }),
   // The seller as its invoices name it (the portal's printable invoices, docs/hosted-pages.md):
   // name, address (lines separated by "|") and VAT identification number with its country prefix.

@@ -2532,7 +2532,7 @@ export interface components {
                 quantity: number;
                 /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                 amount: number;
-                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                 /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
                 discount_amount?: number;
@@ -2628,7 +2628,7 @@ export interface components {
                         quantity: number;
                         /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                         amount: number;
-                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                         /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
                         discount_amount?: number;
@@ -2881,7 +2881,7 @@ export interface components {
                 quantity: number;
                 /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                 amount: number;
-                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                 /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
                 discount_amount?: number;
@@ -3316,7 +3316,7 @@ export interface components {
                         quantity: number;
                         /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
                         amount: number;
-                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
+                        /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
                         /** @description Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount */
                         discount_amount?: number;
