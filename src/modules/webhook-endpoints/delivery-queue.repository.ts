@@ -208,7 +208,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
     ),
     lost AS (
       INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_id, attempt, started_at, outcome, error)
-      SELECT id, endpoint_id, event_id, 1, created_at, 'lost', 'No outcome recorded: the delivering instance stopped' FROM expired
+      SELECT id, endpoint_id, event_id, 1, created_at, 'lost', NULL FROM expired
     ),
     pairs AS (
       SELECT e.id AS event_id, e.company_id, w.id AS endpoint_id,
