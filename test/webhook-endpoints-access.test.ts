@@ -192,6 +192,25 @@ for (const engine of engines) {
       assert.ok(ids.includes(before) && !ids.includes(after), JSON.stringify(ids))
     })
 
+    it('makes the client that points an endpoint elsewhere, or changes what it is sent, the one it answers to', async () => {
+      const c = await company(t)
+      const a = await clientWith(c.id, ['read:company', 'write:company', 'read:contract'])
+      const b = await clientWith(c.id, ['read:company', 'write:company', 'read:contract'])
+      const created = await endpoint(c.id, { url: 'https://example.com/a', event_types: ['contract.*'] }, a.token)
+      const one = `${companyEndpoints(c.id)}/${created.id}`
+      assert.equal((await t.json<any>(200, { method: 'PATCH', url: one, token: b.token, body: { description: 'only words' } })).created_by, a.id)
+      assert.equal((await t.json<any>(200, { method: 'PATCH', url: one, token: b.token, body: { url: 'https://example.com/b' } })).created_by, b.id)
+      assert.equal((await t.json<any>(200, { method: 'PATCH', url: one, token: a.token, body: { event_types: ['contract.created'] } })).created_by, a.id)
+      assert.equal((await t.json<any>(200, { method: 'PATCH', url: one, token: b.token, body: { url: 'https://example.com/b2' } })).created_by, b.id)
+      // Revoking the client it answered to before changes nothing; revoking the one that pointed it stops it.
+      assert.equal((await t.call({ method: 'DELETE', url: `/api/v1/companies/${c.id}/clients/${a.id}` })).statusCode, 204)
+      assert.equal((await t.json<any>(200, { url: one })).enabled, true)
+      assert.equal((await t.call({ method: 'DELETE', url: `/api/v1/companies/${c.id}/clients/${b.id}` })).statusCode, 204)
+      const stopped = await t.json<any>(200, { url: one })
+      assert.equal(stopped.enabled, false)
+      assert.equal(stopped.disabled_reason, 'client_revoked')
+    })
+
     it('re-enables a stopped endpoint for a client that may read all it is sent, which then answers for it; never while its company is disabled', async () => {
       const c = await company(t)
       const a = await clientWith(c.id, ['read:company', 'write:company', 'read:contract'])

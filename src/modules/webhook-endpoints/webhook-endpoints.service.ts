@@ -109,8 +109,8 @@ export function createWebhookEndpointsService(deps: {
 
     /**
      * Changes the fields given. A new `url` or `event_types`, or re-enabling, needs a caller that
-     * may read all the endpoint is then sent (403); a description or a disabling does not.
-     * Re-enabling clears the reason and makes the caller's client its `created_by`; what was
+     * may read all the endpoint is then sent (403), and makes the caller's client its `created_by`;
+     * a description or a disabling does not. Re-enabling clears the reason; what was
      * written while it was disabled stays unsent (the event log has it).
      */
     async update(owner: string | null, id: string, input: WebhookEndpointUpdate, caller: Caller): Promise<WebhookEndpoint> {
@@ -124,11 +124,15 @@ export function createWebhookEndpointsService(deps: {
         if (url !== undefined) changes.url = url
         // The resources recorded at creation stay: a change of types cannot widen what is sent.
         if (types !== undefined) changes.event_types = types
-        if (url !== undefined || types !== undefined || enabling) checkMayReadSent({ event_types: types ?? current.event_types, resources: current.resources }, caller.readable)
+        if (url !== undefined || types !== undefined || enabling) {
+          checkMayReadSent({ event_types: types ?? current.event_types, resources: current.resources }, caller.readable)
+          // Whoever decides where it sends, or what, answers for it: revoking that client stops it.
+          changes.created_by = caller.clientId
+        }
         if (input.description !== undefined) changes.description = input.description
         if (enabling) {
           if (await writes.companyDisabled(owner)) throw CompanyDisabled()
-          Object.assign(changes, { enabled: true, disabled_reason: null, created_by: caller.clientId })
+          Object.assign(changes, { enabled: true, disabled_reason: null })
         }
         // Disabling a disabled endpoint keeps the reason it stopped for.
         if (input.enabled === false && current.enabled) Object.assign(changes, { enabled: false, disabled_reason: `Disabled through the API at ${new Date().toISOString()}` })
