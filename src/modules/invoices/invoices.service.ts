@@ -171,10 +171,11 @@ export function createInvoicesService(deps: {
     /**
      * The current term's latest invoice, which a change's credit is computed from (the unused share
      * of what it charged, with its tax: a VAT number or country changed since neither invents nor
-     * loses VAT). undefined: no invoice yet, nothing to credit.
+     * loses VAT). undefined: no paid invoice, nothing to credit (money never received is never credited).
      */
     async termInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
-      return latestCharged(executor, s)
+      const invoice = await latestCharged(executor, s)
+      return invoice?.status === 'paid' ? invoice : undefined
     },
 
     /**
