@@ -2,10 +2,15 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { LightMyRequestResponse } from 'fastify'
+import { sql } from 'kysely'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
 import { company } from './helpers/factories.ts'
 import { ALL_SCOPE_STRINGS } from '../src/modules/oauth/scopes.ts'
 import { hashChosenSecret, MAX_WAITING_HASHES } from '../src/modules/oauth/oauth.secrets.ts'
+import { buildApp, type BuiltApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { createDatabase, type Database } from '../src/db/database.ts'
 
 /**
  * Guessing client secrets (docs/decisions.md, "Guessing"): after 10 wrong secrets within a
@@ -42,6 +47,26 @@ for (const engine of engines) {
       assert.equal(res.headers['cache-control'], 'no-store')
     }
 
+    /**
+     * Another instance of the service on the test app's database and clocks: on PostgreSQL with a
+     * pool of its own, as a second process has; PGlite is one process's database, so it shares it.
+     */
+    async function instanceOnSameDatabase(): Promise<{ app: BuiltApp; close(): Promise<void> }> {
+      let database: Database | undefined
+      if (t.engine === 'postgres') {
+        const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+        database = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
+      }
+      const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0 })
+      const app = await buildApp({ config, database: database ?? t.app.database, clock: t.clock, realClock: t.realClock, logger: false })
+      await app.ready()
+      let closed: Promise<void> | undefined
+      return { app, close: () => closed ??= app.close().then(() => database?.close()) }
+    }
+
+    const tokenOn = (app: BuiltApp, client_id: string, client_secret: string) =>
+      app.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', client_id, client_secret } })
+
     /** A platform client that no start-up configured: its secret is checked with scrypt, as a guess at it is. */
     async function unconfiguredPlatformClient(secret: string) {
       const id = `platform-${randomUUID().slice(0, 8)}`
@@ -75,6 +100,31 @@ for (const engine of engines) {
       assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'the minute has passed')
       await wrong(a.client.client_id, 1)
       assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'the count starts again after a lock')
+    })
+
+    it('counts wrong secrets across the instances on one database, exactly, and keeps the lock over a restart', async (ctx) => {
+      const a = await company(t)
+      const id = a.client.client_id
+      const other = await instanceOnSameDatabase()
+      ctx.after(() => other.close())
+      await wrong(id, 5)
+      for (let i = 0; i < 4; i++) assert.equal((await tokenOn(other.app, id, `wrong-${i}`)).statusCode, 401)
+      assert.equal((await tokenOn(other.app, id, a.client.client_secret)).statusCode, 200, 'nine wrong secrets between the two lock nothing')
+      assert.equal((await tokenOn(other.app, id, 'the-tenth')).statusCode, 401)
+
+      assertLocked(await token(id, a.client.client_secret), 60)
+      assertLocked(await tokenOn(other.app, id, a.client.client_secret), 60)
+      assertLocked(await tokenOn(other.app, id, 'an-eleventh'), 60)
+
+      // A restart: a new instance on the same database, whose memory holds nothing.
+      await other.close()
+      t.realClock.advance(MINUTE / 2)
+      const restarted = await instanceOnSameDatabase()
+      ctx.after(() => restarted.close())
+      assertLocked(await tokenOn(restarted.app, id, a.client.client_secret), 30)
+      t.realClock.advance(MINUTE / 2)
+      assert.equal((await tokenOn(restarted.app, id, a.client.client_secret)).statusCode, 200, 'the minute has passed')
+      assert.equal((await token(id, a.client.client_secret)).statusCode, 200)
     })
 
     it('counts the wrong secrets of the last minute only', async () => {
