@@ -157,6 +157,34 @@ for (const engine of engines) {
       assert.equal((await token(unknown, 'anything')).statusCode, 401)
     })
 
+    it('keeps the rows of made-up ids bounded: each wrong secret deletes rows whose window and lock are past', async () => {
+      const db = t.app.database.db
+      const stale = async () => Number((await db.selectFrom('client_secret_guesses').select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('stale_at', '<=', t.realClock.now()).executeTakeFirstOrThrow()).n)
+      const rowOf = async (id: string) => db.selectFrom('client_secret_guesses').select('client_id').where('client_id', '=', id).executeTakeFirst()
+      const counted = `nobody-${randomUUID()}`
+      const locked = `nobody-${randomUUID()}`
+      await wrong(counted, 1)
+      await wrong(locked, 10)
+      t.realClock.advance(MINUTE - 1000)
+      const recent = `nobody-${randomUUID()}`
+      await wrong(recent, 1)
+      assert.ok(await rowOf(counted), 'a wrong secret within the minute is kept')
+      assertLocked(await token(locked, 'anything'), 1)
+
+      t.realClock.advance(1000)
+      assert.ok(await stale() >= 2)
+      while (await stale() > 0) {
+        const before = await stale()
+        await wrong(`nobody-${randomUUID()}`, 1)
+        assert.equal(await stale(), Math.max(0, before - 2), 'a wrong secret deletes two rows that are past')
+      }
+      assert.equal(await rowOf(counted), undefined)
+      assert.equal(await rowOf(locked), undefined)
+      assert.ok(await rowOf(recent), 'a row whose window still holds a wrong secret stays')
+      assert.equal((await token(locked, 'anything')).statusCode, 401, 'its count starts again')
+    })
+
     it('refuses bad input before counting: a request without a client id or secret counts for no one', async () => {
       const a = await company(t)
       for (let i = 0; i < 12; i++) {
