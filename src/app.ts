@@ -248,7 +248,7 @@ export async function buildApp(options: AppOptions) {
     observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
   })
   const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged() })
-  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, guesses: createSecretGuesses(realClock), keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
+  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, guesses: createSecretGuesses({ repo: oauthRepo, clock: realClock }), keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness, probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS) })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })

@@ -2,10 +2,15 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { LightMyRequestResponse } from 'fastify'
+import { sql } from 'kysely'
 import { ADMIN, buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import { withDatabase } from './helpers/databases.ts'
 import { company } from './helpers/factories.ts'
 import { ALL_SCOPE_STRINGS } from '../src/modules/oauth/scopes.ts'
 import { hashChosenSecret, MAX_WAITING_HASHES } from '../src/modules/oauth/oauth.secrets.ts'
+import { buildApp, type BuiltApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { createDatabase, type Database } from '../src/db/database.ts'
 
 /**
  * Guessing client secrets (docs/decisions.md, "Guessing"): after 10 wrong secrets within a
@@ -42,6 +47,26 @@ for (const engine of engines) {
       assert.equal(res.headers['cache-control'], 'no-store')
     }
 
+    /**
+     * Another instance of the service on the test app's database and clocks: on PostgreSQL with a
+     * pool of its own, as a second process has; PGlite is one process's database, so it shares it.
+     */
+    async function instanceOnSameDatabase(): Promise<{ app: BuiltApp; close(): Promise<void> }> {
+      let database: Database | undefined
+      if (t.engine === 'postgres') {
+        const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+        database = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
+      }
+      const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0 })
+      const app = await buildApp({ config, database: database ?? t.app.database, clock: t.clock, realClock: t.realClock, logger: false })
+      await app.ready()
+      let closed: Promise<void> | undefined
+      return { app, close: () => closed ??= app.close().then(() => database?.close()) }
+    }
+
+    const tokenOn = (app: BuiltApp, client_id: string, client_secret: string) =>
+      app.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', client_id, client_secret } })
+
     /** A platform client that no start-up configured: its secret is checked with scrypt, as a guess at it is. */
     async function unconfiguredPlatformClient(secret: string) {
       const id = `platform-${randomUUID().slice(0, 8)}`
@@ -77,6 +102,31 @@ for (const engine of engines) {
       assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'the count starts again after a lock')
     })
 
+    it('counts wrong secrets across the instances on one database, exactly, and keeps the lock over a restart', async (ctx) => {
+      const a = await company(t)
+      const id = a.client.client_id
+      const other = await instanceOnSameDatabase()
+      ctx.after(() => other.close())
+      await wrong(id, 5)
+      for (let i = 0; i < 4; i++) assert.equal((await tokenOn(other.app, id, `wrong-${i}`)).statusCode, 401)
+      assert.equal((await tokenOn(other.app, id, a.client.client_secret)).statusCode, 200, 'nine wrong secrets between the two lock nothing')
+      assert.equal((await tokenOn(other.app, id, 'the-tenth')).statusCode, 401)
+
+      assertLocked(await token(id, a.client.client_secret), 60)
+      assertLocked(await tokenOn(other.app, id, a.client.client_secret), 60)
+      assertLocked(await tokenOn(other.app, id, 'an-eleventh'), 60)
+
+      // A restart: a new instance on the same database, whose memory holds nothing.
+      await other.close()
+      t.realClock.advance(MINUTE / 2)
+      const restarted = await instanceOnSameDatabase()
+      ctx.after(() => restarted.close())
+      assertLocked(await tokenOn(restarted.app, id, a.client.client_secret), 30)
+      t.realClock.advance(MINUTE / 2)
+      assert.equal((await tokenOn(restarted.app, id, a.client.client_secret)).statusCode, 200, 'the minute has passed')
+      assert.equal((await token(id, a.client.client_secret)).statusCode, 200)
+    })
+
     it('counts the wrong secrets of the last minute only', async () => {
       const a = await company(t)
       await wrong(a.client.client_id, 6)
@@ -105,6 +155,34 @@ for (const engine of engines) {
       t.realClock.advance(MINUTE)
       assert.equal((await token(id, secret)).statusCode, 200)
       assert.equal((await token(unknown, 'anything')).statusCode, 401)
+    })
+
+    it('keeps the rows of made-up ids bounded: each wrong secret deletes rows whose window and lock are past', async () => {
+      const db = t.app.database.db
+      const stale = async () => Number((await db.selectFrom('client_secret_guesses').select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('stale_at', '<=', t.realClock.now()).executeTakeFirstOrThrow()).n)
+      const rowOf = async (id: string) => db.selectFrom('client_secret_guesses').select('client_id').where('client_id', '=', id).executeTakeFirst()
+      const counted = `nobody-${randomUUID()}`
+      const locked = `nobody-${randomUUID()}`
+      await wrong(counted, 1)
+      await wrong(locked, 10)
+      t.realClock.advance(MINUTE - 1000)
+      const recent = `nobody-${randomUUID()}`
+      await wrong(recent, 1)
+      assert.ok(await rowOf(counted), 'a wrong secret within the minute is kept')
+      assertLocked(await token(locked, 'anything'), 1)
+
+      t.realClock.advance(1000)
+      assert.ok(await stale() >= 2)
+      while (await stale() > 0) {
+        const before = await stale()
+        await wrong(`nobody-${randomUUID()}`, 1)
+        assert.equal(await stale(), Math.max(0, before - 2), 'a wrong secret deletes two rows that are past')
+      }
+      assert.equal(await rowOf(counted), undefined)
+      assert.equal(await rowOf(locked), undefined)
+      assert.ok(await rowOf(recent), 'a row whose window still holds a wrong secret stays')
+      assert.equal((await token(locked, 'anything')).statusCode, 401, 'its count starts again')
     })
 
     it('refuses bad input before counting: a request without a client id or secret counts for no one', async () => {

@@ -255,6 +255,16 @@ export interface HostedPagesTable {
   expires_at: Timestamp
 }
 
+/** Wrong secrets sent for one client_id, known or not, counted for every instance (oauth.guesses.ts). */
+export interface ClientSecretGuessesTable {
+  client_id: string
+  /** The wrong secrets within the last minute, oldest first; emptied when they lock the id. */
+  wrong_at: Date[]
+  locked_until: Date | null
+  /** When neither the window nor the lock holds anything more. */
+  stale_at: Date
+}
+
 export interface IdempotencyKeysTable {
   owner: string
   key: string
@@ -427,6 +437,7 @@ export interface DB {
   subscription_events: SubscriptionEventsTable
   hosted_pages: HostedPagesTable
   idempotency_keys: IdempotencyKeysTable
+  client_secret_guesses: ClientSecretGuessesTable
   jobs: JobsTable
   communications: CommunicationsTable
   communication_occurrences: CommunicationOccurrencesTable

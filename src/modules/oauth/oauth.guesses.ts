@@ -1,17 +1,16 @@
 import type { Clock } from '../../clock.ts'
 import { BoundedMap } from '../../bounded-map.ts'
 import { RateLimited } from '../../http/errors.ts'
+import type { OauthRepository } from './oauth.repository.ts'
 
 /** Wrong secrets for one client id within WINDOW_MS that lock it. */
 export const WRONG_SECRETS_LIMIT = 10
 const WINDOW_MS = 60_000
 /** How long a locked client id answers 429, whatever the secret. */
 const LOCK_MS = 60_000
-// Ids with no client can be made up without end: their memory is bounded, and losing one only
-// gives back guesses at a secret that does not exist. Known clients are kept apart, so a flood of
-// made-up ids cannot push a real client's count out.
-const UNKNOWN_LIMIT = 10_000
-const KNOWN_SWEEP_AT = 10_000
+// Locks this instance has seen, so a locked id's requests skip the read until the lock ends.
+// Made-up ids can be locked without end: forgetting one only costs its next request a read.
+const KNOWN_LOCKS_LIMIT = 10_000
 
 /** A client id that received too many wrong secrets answers this until its lock ends. */
 export class TooManyWrongSecrets extends RateLimited {
@@ -21,54 +20,66 @@ export class TooManyWrongSecrets extends RateLimited {
   }
 }
 
-interface Guesses {
-  /** Unix milliseconds of the wrong secrets within the window, oldest first. */
-  wrong: number[]
-  lockedUntil: number
-}
-
 /**
- * Counts wrong secrets per client id, in this process, by the injected real-time clock: after
- * WRONG_SECRETS_LIMIT within a minute the id is locked for a minute (docs/adr/0005). Unknown ids
- * are counted alike, so the answers do not tell which ids exist.
+ * Counts wrong secrets per client id in PostgreSQL, shared by every instance on the database and
+ * kept over restarts, by the injected real-time clock: after WRONG_SECRETS_LIMIT within a minute
+ * the id is locked for a minute (docs/adr/0005). Unknown ids are counted alike, so the answers do
+ * not tell which ids exist.
  */
-export function createSecretGuesses(clock: Clock) {
-  const known = new Map<string, Guesses>()
-  const unknown = new BoundedMap<string, Guesses>(UNKNOWN_LIMIT)
-  const now = () => clock.now().getTime()
+export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretLockedUntil' | 'countWrongSecret'>; clock: Clock }) {
+  const { repo, clock } = deps
+  /** Unix milliseconds until which an id is locked, as this instance last saw it in the database. */
+  const locks = new BoundedMap<string, number>(KNOWN_LOCKS_LIMIT)
 
-  function entry(clientId: string): Guesses | undefined {
-    return known.get(clientId) ?? unknown.get(clientId)
+  function knownLock(clientId: string, at: number): number | undefined {
+    const until = locks.get(clientId)
+    if (until === undefined) return undefined
+    if (until > at) return until
+    locks.delete(clientId)
+    return undefined
   }
 
-  function sweep(at: number) {
-    for (const [id, g] of known) if (g.lockedUntil <= at && (g.wrong.at(-1) ?? 0) <= at - WINDOW_MS) known.delete(id)
+  function locked(clientId: string, until: number, at: number): TooManyWrongSecrets {
+    locks.set(clientId, until)
+    return new TooManyWrongSecrets(Math.ceil((until - at) / 1000))
   }
 
   return {
-    /** Throws TooManyWrongSecrets while the id is locked. */
-    check(clientId: string) {
-      const g = entry(clientId)
-      const at = now()
-      if (g && g.lockedUntil > at) throw new TooManyWrongSecrets(Math.ceil((g.lockedUntil - at) / 1000))
+    /** Throws TooManyWrongSecrets while the id is locked: from this instance's memory, else one read by primary key. */
+    async check(clientId: string) {
+      const now = clock.now()
+      const at = now.getTime()
+      const known = knownLock(clientId, at)
+      if (known !== undefined) throw locked(clientId, known, at)
+      const until = await repo.secretLockedUntil(clientId, now)
+      if (until) throw locked(clientId, until.getTime(), at)
     },
 
-    /** A wrong secret (or a revoked or unknown client) for this id, now; `exists`: the id names a client. */
-    wrong(clientId: string, exists: boolean) {
-      const at = now()
-      const map = exists ? known : unknown
-      let g = map.get(clientId)
-      if (!g) {
-        if (exists && known.size >= KNOWN_SWEEP_AT) sweep(at)
-        map.set(clientId, g = { wrong: [], lockedUntil: 0 })
+    /** Throws TooManyWrongSecrets while this instance knows the id is locked; reads nothing. */
+    checkKnown(clientId: string) {
+      const at = clock.now().getTime()
+      const known = knownLock(clientId, at)
+      if (known !== undefined) throw locked(clientId, known, at)
+    },
+
+    /**
+     * A wrong secret (or a revoked or unknown client) for this id, now. Throws TooManyWrongSecrets
+     * when the id was locked meanwhile (by any instance): that one is not counted, and its answer
+     * is the lock's, so no more than WRONG_SECRETS_LIMIT answers a minute tell a guess apart.
+     */
+    async wrong(clientId: string) {
+      const now = clock.now()
+      const at = now.getTime()
+      const counted = await repo.countWrongSecret(clientId, WRONG_SECRETS_LIMIT, {
+        at: now, windowStart: new Date(at - WINDOW_MS), windowEnd: new Date(at + WINDOW_MS), lockUntil: new Date(at + LOCK_MS),
+      })
+      if (counted === undefined) {
+        // Locked by the time this one was counted: its lock is read for Retry-After.
+        const until = await repo.secretLockedUntil(clientId, now)
+        throw locked(clientId, until?.getTime() ?? at + 1000, at)
       }
-      g.wrong = g.wrong.filter((t) => t > at - WINDOW_MS)
-      g.wrong.push(at)
-      if (g.wrong.length >= WRONG_SECRETS_LIMIT) {
-        g.lockedUntil = at + LOCK_MS
-        // The count starts again once the lock ends.
-        g.wrong = []
-      }
+      // The one that reached the limit is answered as a wrong secret; the next ones meet the lock.
+      if (counted.lockedUntil) locks.set(clientId, counted.lockedUntil.getTime())
     },
   }
 }

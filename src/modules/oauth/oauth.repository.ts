@@ -44,6 +44,20 @@ export interface ClientForToken extends ClientRow {
   plan_features: string[] | null
 }
 
+/** The times a wrong secret is counted with: `at` (now) and the bounds derived from it. */
+export interface WrongSecretTimes {
+  at: Date
+  /** Wrong secrets at or before it are out of the window. */
+  windowStart: Date
+  /** The newest wrong secret leaves the window then. */
+  windowEnd: Date
+  /** Until when the wrong secret that reaches the limit locks the id. */
+  lockUntil: Date
+}
+
+/** Stale rows of client_secret_guesses one wrong secret deletes: more than the one it may add. */
+const GUESSES_PRUNED_PER_WRITE = 2
+
 export function createOauthRepository(db: Kysely<DB>) {
   // The token endpoint's one read: the client and its company's plan in one statement.
   const clientForToken = prepared(db, (clientId: string) => db.selectFrom('oauth_clients as c')
@@ -57,7 +71,49 @@ export function createOauthRepository(db: Kysely<DB>) {
     .select(['c.revoked_at', 'co.disabled_at'])
     .where('c.client_id', '=', clientId))
 
+  const secretLock = prepared(db, (clientId: string, at: Date) => db.selectFrom('client_secret_guesses')
+    .select('locked_until').where('client_id', '=', clientId).where('locked_until', '>', at))
+  // One statement, so wrong secrets sent to several instances at once are each counted once: the
+  // row is locked while it is read and written. An id locked already is left as it is (no row
+  // comes back). The prune runs after the count (PostgreSQL runs a WITH's statement that nothing
+  // reads last) and skips locked rows, so a statement never waits while it holds a row it prunes.
+  const countWrong = prepared(db, (clientId: string, limit: number, at: Date, windowStart: Date, windowEnd: Date, lockUntil: Date) => sql<{ locked_until: Date | null }>`
+    WITH pruned AS (
+      DELETE FROM client_secret_guesses
+      WHERE client_id IN (
+        SELECT client_id FROM client_secret_guesses
+        WHERE stale_at <= ${at}::timestamptz AND client_id <> ${clientId}
+        LIMIT ${sql.lit(GUESSES_PRUNED_PER_WRITE)}
+        FOR UPDATE SKIP LOCKED))
+    INSERT INTO client_secret_guesses AS g (client_id, wrong_at, locked_until, stale_at)
+    VALUES (${clientId}, ARRAY[${at}::timestamptz], NULL, ${windowEnd}::timestamptz)
+    ON CONFLICT (client_id) DO UPDATE
+    SET (wrong_at, locked_until, stale_at) = (
+      SELECT
+        CASE WHEN reached THEN '{}' ELSE recent END,
+        CASE WHEN reached THEN ${lockUntil}::timestamptz END,
+        greatest(g.stale_at, CASE WHEN reached THEN ${lockUntil}::timestamptz ELSE ${windowEnd}::timestamptz END)
+      FROM (SELECT recent, cardinality(recent) >= ${limit}::int AS reached
+            FROM (SELECT ARRAY(SELECT w FROM unnest(g.wrong_at || ${at}::timestamptz) AS w
+                               WHERE w > ${windowStart}::timestamptz ORDER BY w) AS recent) AS r) AS counted)
+    WHERE g.locked_until IS NULL OR g.locked_until <= ${at}::timestamptz
+    RETURNING locked_until`)
+
   return {
+    /** Until when the client id is locked by wrong secrets, if it is at `at`. */
+    secretLockedUntil: async (clientId: string, at: Date): Promise<Date | undefined> => (await secretLock(clientId, at))[0]?.locked_until ?? undefined,
+
+    /**
+     * Counts a wrong secret for the id at `times.at`: the `limit`-th within the window locks it
+     * until `times.lockUntil` (then its count starts again). Answers until when the id is locked
+     * after this one counted (null: not locked), or `undefined` when it was locked already and
+     * this one did not count. Deletes a few rows whose window and lock are past.
+     */
+    async countWrongSecret(clientId: string, limit: number, times: WrongSecretTimes): Promise<{ lockedUntil: Date | null } | undefined> {
+      const [row] = await countWrong(clientId, limit, times.at, times.windowStart, times.windowEnd, times.lockUntil)
+      return row && { lockedUntil: row.locked_until }
+    },
+
     findClientForToken: async (clientId: string): Promise<ClientForToken | undefined> => (await clientForToken(clientId))[0],
 
     async insertClient(client: Omit<ClientRow, 'created_at' | 'revoked_at'>): Promise<ClientRow> {

@@ -38,8 +38,8 @@ export function createOauthService(deps: {
   clients: Pick<TokenClients, 'find'>
   /** Secret checks, remembering the slow ones that succeeded (oauth.secrets.ts). */
   secrets: Pick<SecretChecker, 'matches' | 'configured'>
-  /** Wrong secrets counted per client id, which lock it for a minute (oauth.guesses.ts). */
-  guesses: Pick<SecretGuesses, 'check' | 'wrong'>
+  /** Wrong secrets counted per client id for every instance, which lock it for a minute (oauth.guesses.ts). */
+  guesses: Pick<SecretGuesses, 'check' | 'checkKnown' | 'wrong'>
   keys: Pick<TokenKeys, 'sign'>
   access: Pick<AccessState, 'changed' | 'get'>
   clock: Clock
@@ -74,20 +74,21 @@ export function createOauthService(deps: {
         // Not settled (the process is about to stop): the stored secret may be the one rotated away.
         if (await settling.done.then(() => false, () => true)) throw new ServiceUnavailable('The platform client\'s configured secret could not be stored; retry shortly')
       }
-      // A locked id costs neither a read nor a hash.
-      deps.guesses.check(request.client_id)
+      // A locked id costs no hash, nor the client's read: its lock is known here or read first.
+      await deps.guesses.check(request.client_id)
       // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
       // Unknown ids are answered without a hash: the id is not the secret (RFC 6749 §2.2), and a
       // hash for them would hand strangers the slots that known clients need (docs/adr/0005).
       const matched = client !== undefined && client.revoked_at === null && await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash)
-      // Checks that waited for a hash while the tenth wrong secret locked the id answer as it does
-      // now, whatever they found: no more than ten answers a minute tell a guess apart.
-      deps.guesses.check(request.client_id)
       if (!matched) {
-        deps.guesses.wrong(request.client_id, client !== undefined)
+        // Counted, or answered with the lock if the tenth wrong secret came while this one hashed.
+        await deps.guesses.wrong(request.client_id)
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
+      // A right secret that waited for a hash while this instance locked the id answers as it does
+      // now: no more than ten answers a minute tell a guess apart.
+      deps.guesses.checkKnown(request.client_id)
       if (client.company_id === null && needsUpgrade(client.secret_hash)) await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
       // Said only to who holds the secret. The access state is what refuses the company's
       // tokens (auth.ts), cached per process and forgotten on every instance when it changes.
