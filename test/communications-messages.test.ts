@@ -231,9 +231,12 @@ for (const engine of engines) {
         const c = await company(t)
         const s = await subsidiary(t, c.id)
         // The recipients are made by SQL: 100,000 HTTP calls would test nothing more. Bulk set-up,
-        // not a request: free of the requests' statement bound, which a loaded machine may pass.
-        await withStatementTimeout(0, () => sql`INSERT INTO contracts (company_id, id, first_name, last_name, subsidiary_id)
-          SELECT ${c.id}::uuid, gen_random_uuid(), 'Bulk', 'Contract ' || g, ${s}::uuid FROM generate_series(1, 100000) g`.execute(t.app.database.db))
+        // not a request: free of the requests' statement bound (the server's and this process's).
+        await withStatementTimeout(0, () => t.app.database.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL statement_timeout = 0`.execute(trx)
+          await sql`INSERT INTO contracts (company_id, id, first_name, last_name, subsidiary_id)
+            SELECT ${c.id}::uuid, gen_random_uuid(), 'Bulk', 'Contract ' || g, ${s}::uuid FROM generate_series(1, 100000) g`.execute(trx)
+        }))
         const sendAt = '2087-01-01T08:00:00.000Z'
         const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s] })
         await runAt(t, sendAt)
