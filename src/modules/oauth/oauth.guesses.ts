@@ -39,6 +39,11 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
     return undefined
   }
 
+  function checkKnown(clientId: string, at: number) {
+    const known = knownLock(clientId, at)
+    if (known !== undefined) throw locked(clientId, known, at)
+  }
+
   function locked(clientId: string, until: number, at: number): TooManyWrongSecrets {
     locks.set(clientId, until)
     return new TooManyWrongSecrets(Math.ceil((until - at) / 1000))
@@ -48,19 +53,13 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
     /** Throws TooManyWrongSecrets while the id is locked: from this instance's memory, else one read by primary key. */
     async check(clientId: string) {
       const now = clock.now()
-      const at = now.getTime()
-      const known = knownLock(clientId, at)
-      if (known !== undefined) throw locked(clientId, known, at)
+      checkKnown(clientId, now.getTime())
       const until = await repo.secretLockedUntil(clientId, now)
-      if (until) throw locked(clientId, until.getTime(), at)
+      if (until) throw locked(clientId, until.getTime(), now.getTime())
     },
 
     /** Throws TooManyWrongSecrets while this instance knows the id is locked; reads nothing. */
-    checkKnown(clientId: string) {
-      const at = clock.now().getTime()
-      const known = knownLock(clientId, at)
-      if (known !== undefined) throw locked(clientId, known, at)
-    },
+    checkKnown: (clientId: string) => checkKnown(clientId, clock.now().getTime()),
 
     /**
      * A wrong secret (or a revoked or unknown client) for this id, now. Throws TooManyWrongSecrets

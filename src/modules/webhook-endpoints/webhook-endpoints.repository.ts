@@ -37,6 +37,11 @@ export interface EndpointChanges {
   created_by?: string
 }
 
+/** The endpoints of one owner: the platform's (null) or a company's. */
+const ownedBy = (db: Kysely<DB>, companyId: string | null) => companyId === null
+  ? db.selectFrom('webhook_endpoints').where('company_id', 'is', null)
+  : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
+
 /**
  * The writes of endpoints, on one transaction (`transaction` below): `lock` and `companyDisabled`
  * hold what they read until it ends, so that a change changes what it was checked against, and
@@ -44,9 +49,7 @@ export interface EndpointChanges {
  * disabling.
  */
 function endpointWrites(trx: Transaction<DB>) {
-  const owned = (companyId: string | null) => companyId === null
-    ? trx.selectFrom('webhook_endpoints').where('company_id', 'is', null)
-    : trx.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
+  const owned = (companyId: string | null) => ownedBy(trx, companyId)
   return {
     lock: (companyId: string | null, id: string) => owned(companyId).select(ENDPOINT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst(),
 
@@ -83,9 +86,7 @@ export type EndpointWrites = ReturnType<typeof endpointWrites>
 
 /** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
-  const owned = (companyId: string | null) => companyId === null
-    ? db.selectFrom('webhook_endpoints').where('company_id', 'is', null)
-    : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
+  const owned = (companyId: string | null) => ownedBy(db, companyId)
 
   return {
     /** `work` on one transaction, committed when it returns (endpointWrites above). */
