@@ -43,8 +43,8 @@ export function createSubscriptionEstimates(deps: {
     const customer = await customerOf(executor, s.company_id)
     const now = clock.now()
     const today = todayIn(customer.timezone, now)
-    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const current = await pricing.current(executor, s)
+    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, currency: current.plan.currency_code, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
     const [{ refundable_credits: credits }, termInvoice] = await Promise.all([ledger.credits(executor, s.company_id), ledger.termInvoice(executor, s)])

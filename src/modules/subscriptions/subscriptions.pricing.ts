@@ -31,18 +31,15 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
      * refused, and so is a new plan in another currency than the held one's (as Chargebee
      * refuses to change a subscription's currency).
      */
-    async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
+    async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; currency: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
       const { field } = ctx
       const plan = await repo.findPlan(executor, wanted.planSku)
       if (!plan) throw new ValidationError(`${field('subscription_plan')} names an unknown plan: ${wanted.planSku}`)
       if (plan.sku !== ctx.current?.plan && !ctx.product.allowed_plans.includes(plan.sku)) {
         throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is not among the allowed_plans of product ${ctx.product.sku}`)
       }
-      if (ctx.current && plan.sku !== ctx.current.plan) {
-        const held = await repo.findPlan(executor, ctx.current.plan)
-        if (held && held.currency_code !== plan.currency_code) {
-          throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is priced in ${plan.currency_code}, and the subscription bills in ${held.currency_code}: a subscription's currency does not change`)
-        }
+      if (ctx.current && ctx.current.currency !== plan.currency_code) {
+        throw new ValidationError(`${field('subscription_plan')} ${plan.sku} is priced in ${plan.currency_code}, and the subscription bills in ${ctx.current.currency}: a subscription's currency does not change`)
       }
       if (new Set(wanted.addonIds).size !== wanted.addonIds.length) throw new ValidationError(`${field('addons')} must not name an addon twice`)
       const addonRows = await repo.findAddons(executor, wanted.addonIds)
