@@ -3,7 +3,8 @@ import type { Kysely } from 'kysely'
 import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
 import { NotFound } from '../../http/errors.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
-import { creditFor, type ChargedInvoice, type CreditFigures, type InvoiceEstimate, type LineItem } from '../subscriptions/billing/estimate.ts'
+import { creditFor, type ChargedInvoice, type InvoiceEstimate, type LineItem } from '../subscriptions/billing/estimate.ts'
+import type { UnusedCredit } from '../subscriptions/billing/provider.ts'
 import { usableCard } from '../subscriptions/billing/lifecycle.ts'
 import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
@@ -69,7 +70,7 @@ export function createInvoicesService(deps: {
   }
 
   /** A refundable credit note of `figures` (nothing when they credit nothing), referring to the invoice they credit. */
-  async function issueCredit(trx: Executor, s: SubscriptionRow, credit: { figures: CreditFigures; referenceInvoiceId: string }, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {
+  async function issueCredit(trx: Executor, s: SubscriptionRow, credit: UnusedCredit, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {
     const { figures } = credit
     if (figures.total <= 0) return
     await repo.insertCreditNote(trx, {
@@ -80,12 +81,12 @@ export function createInvoicesService(deps: {
     })
   }
 
-  /** The subscription's newest invoice as a credit is computed from it, with its status. */
-  async function latestCharged(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<(ChargedInvoice & { status: InvoiceRow['status'] }) | undefined> {
+  /** The subscription's newest invoice as a credit is computed from it, when it was paid (money never received is never credited). */
+  async function paidTermInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
     const row = await repo.latestInvoice(executor, s.company_id, s.id)
-    if (!row) return undefined
+    if (row?.status !== 'paid') return undefined
     return {
-      id: row.id, status: row.status, line_items: row.line_items as LineItem[], discounts: row.discounts as ChargedInvoice['discounts'],
+      id: row.id, line_items: row.line_items as LineItem[], discounts: row.discounts as ChargedInvoice['discounts'],
       taxes: row.taxes as ChargedInvoice['taxes'], currency_code: row.currency_code, period_start: row.period_start, period_end: row.period_end,
     }
   }
@@ -110,7 +111,7 @@ export function createInvoicesService(deps: {
      * is charged to the card. A failed charge leaves it payment_due with its first retry
      * scheduled. Nothing due: paid at once.
      */
-    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: { figures: CreditFigures; referenceInvoiceId: string } }): Promise<InvoiceRow> {
+    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: UnusedCredit }): Promise<InvoiceRow> {
       const { subscription: s, invoice: inv, date } = input
       if (input.unusedCredit) await issueCredit(trx, s, input.unusedCredit, 'subscription_change', date)
       const id = randomUUID()
@@ -173,10 +174,7 @@ export function createInvoicesService(deps: {
      * of what it charged, with its tax: a VAT number or country changed since neither invents nor
      * loses VAT). undefined: no paid invoice, nothing to credit (money never received is never credited).
      */
-    async termInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
-      const invoice = await latestCharged(executor, s)
-      return invoice?.status === 'paid' ? invoice : undefined
-    },
+    termInvoice: paidTermInvoice,
 
     /**
      * An immediate cancellation's credit (decisions §9.1): the unused share at `at` of the term's
@@ -185,8 +183,8 @@ export function createInvoicesService(deps: {
      * period is over.
      */
     async creditUnused(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
-      const invoice = await latestCharged(trx, s)
-      if (!invoice || invoice.status !== 'paid' || invoice.period_end.getTime() <= at.getTime()) return
+      const invoice = await paidTermInvoice(trx, s)
+      if (!invoice || invoice.period_end.getTime() <= at.getTime()) return
       await issueCredit(trx, s, { figures: creditFor(invoice, at), referenceInvoiceId: invoice.id }, 'subscription_cancellation', at)
     },
 
