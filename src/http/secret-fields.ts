@@ -8,7 +8,7 @@ import { Type } from 'typebox'
  */
 
 /** The schema keyword that marks a field as a secret (OpenAPI 3.1 allows `x-` keywords in a schema). */
-export const SECRET_KEYWORD = 'x-secret'
+const SECRET_KEYWORD = 'x-secret'
 
 /** A secret field of an answer: the string in the answer that made it, `null` in a replay of that answer. */
 export const SecretString = (description: string) => Type.Union([Type.String(), Type.Null()], {

@@ -24,7 +24,7 @@ interface AttemptRow {
   next_retry_at: Date | null
 }
 
-export const ENDPOINT_COLUMNS = [
+const ENDPOINT_COLUMNS = [
   'id', 'company_id', 'url', 'event_types', 'resources', 'description', 'enabled', 'disabled_reason', 'created_by', 'previous_secret_expires_at', 'created_at',
 ] as const
 
@@ -82,7 +82,7 @@ function endpointWrites(trx: Transaction<DB>) {
   }
 }
 
-export type EndpointWrites = ReturnType<typeof endpointWrites>
+type EndpointWrites = ReturnType<typeof endpointWrites>
 
 /** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
