@@ -32,8 +32,8 @@ export function errorCodeOf(err: unknown): AttemptError {
 }
 
 /**
- * The `error` an attempt shows. Attempts recorded before the codes kept the error's text; it is
- * shown as the code its outcome and status mean, or its text's, so no stored text is shown.
+ * The `error` an attempt shows: a stored code as it is; any other stored text (a network message
+ * naming hosts or ports) as the code its outcome and status mean, or its text's, never itself.
  */
 export function shownError(outcome: AttemptOutcome, statusCode: number | null, stored: string | null): string | null {
   if (stored === null || ATTEMPT_ERROR.test(stored)) return stored
