@@ -1,6 +1,13 @@
 // Plain JavaScript: the summary reporter (loaded before tsx's hooks apply) and the test helpers
 // read the same selection of engines.
 
+/**
+ * The skip reason of a test that needs PostgreSQL when the run chose other engines on purpose
+ * (TEST_ENGINES=pglite): not a missing requirement, and a file of such tests alone ran nothing
+ * the run asked for.
+ */
+export const LEFT_OUT = 'PostgreSQL left out of this run by TEST_ENGINES'
+
 /** Every engine the suites run on. */
 export const ALL_ENGINES = ['pglite', 'postgres']
 

@@ -1,6 +1,9 @@
 import fs from 'node:fs'
 import type { Engine } from '../../src/db/database.ts'
 import { engines } from './databases.ts'
+// PostgreSQL is there but the run chose other engines: not a missing requirement, so CI=true
+// neither throws nor fails the run for it (its reason does not start with "needs ").
+import { LEFT_OUT } from './engine-selection.mjs'
 
 /**
  * Tests that need something the machine may lack (a PostgreSQL server, Chromium) are always
@@ -23,12 +26,6 @@ function missing(need: Need): string | null {
   return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'
 }
 
-/**
- * PostgreSQL is there but the run chose other engines (TEST_ENGINES=pglite: CI runs a second
- * Node line on PGlite only, after a run of both). Not a missing requirement: the skip says so and
- * does not start with "needs ", so CI=true neither throws nor fails the run for it.
- */
-const LEFT_OUT = 'PostgreSQL left out of this run by TEST_ENGINES'
 
 /** True when the need is met; for hooks, which run even when every test of their suite is skipped. */
 export const has = (need: Need) => missing(need) === null
