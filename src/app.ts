@@ -180,7 +180,11 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, { keys, access })
   installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys, metrics.rateLimited)
   installIdempotency(app, { db, database, clock: realClock, scheduler })
-  const readCache = createReadCache({ maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer })
+  const readCache = createReadCache({
+    maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer,
+    // The write stands: the others hear of it from the record its commit left (read-cache-changes.ts).
+    failedToAnnounce: (err) => app.log.warn({ err }, 'could not announce a change to cached reads'),
+  })
   await readCache.listen()
   installCacheForgetting(app, readCache)
 

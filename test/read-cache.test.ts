@@ -13,6 +13,7 @@ import { parseChange } from '../src/db/read-areas.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
+import { asWriterThatDied } from './helpers/unannounced.ts'
 
 /**
  * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
@@ -178,9 +179,8 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     }
   })
 
-  // A writer that dies right after its commit runs nothing more: what it wrote in the service's
-  // own session is all the others get to hear of. So the write here goes through the first
-  // instance's connections and nothing of its HTTP path runs after it.
+  // A writer that dies right after its commit runs nothing more: the record its commit left is all
+  // the others get to hear of (test/helpers/unannounced.ts).
   it('an instance hears a write whose writer died right after its commit', requires('postgres'), async () => {
     const c = await company(t)
     const leader = await contract(t, c.id)
@@ -192,7 +192,7 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     }
     assert.equal((await readOnSecond()).find((x) => x.id === id)?.name, 'Before the crash')
     assert.equal((await readOnSecond()).find((x) => x.id === id)?.name, 'Before the crash', 'kept by the second instance')
-    await t.app.database.db.updateTable('teams').set({ name: 'Committed, then the crash' }).where('company_id', '=', c.id).where('id', '=', id).execute()
+    await asWriterThatDied(t.app.database, (trx) => trx.updateTable('teams').set({ name: 'Committed, then the crash' }).where('company_id', '=', c.id).where('id', '=', id).execute())
     const seen = await eventually(readOnSecond, (list) => list.some((x) => x.name === 'Committed, then the crash'))
     assert.equal(seen.find((x) => x.id === id)?.name, 'Committed, then the crash')
   })
@@ -201,7 +201,7 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
     const c = await company(t)
     const readOnSecond = () => second.inject({ url: `/api/v1/companies/${c.id}`, headers: { authorization: `Bearer ${c.token}` } })
     assert.equal((await readOnSecond()).statusCode, 200, 'the second instance now keeps the client\'s access state')
-    await t.app.database.db.updateTable('companies').set({ disabled_at: t.clock.now() }).where('id', '=', c.id).execute()
+    await asWriterThatDied(t.app.database, (trx) => trx.updateTable('companies').set({ disabled_at: t.clock.now() }).where('id', '=', c.id).execute())
     const refused = await eventually(readOnSecond, (res) => res.statusCode === 403)
     assert.equal(refused.statusCode, 403)
   })
@@ -262,11 +262,14 @@ for (const engine of engines) {
       await listener.listen()
       for (const id of ['a', 'b', 'c']) await read(listener, id, async () => id)
       const announcer = createReadCache({ maxBytes: 1 << 20, database })
-      await Promise.all([announcer.announce('a'), announcer.announce('b'), announcer.announce('a')])
+      announcer.written(['a', 'b'])
+      announcer.written(['a'])
+      await announcer.announced()
       await eventually(async () => listener.stats().companies, (n) => n === 1)
       assert.equal(await read(listener, 'c', async () => 'reloaded'), 'c', 'c was not announced')
       assert.equal(await read(listener, 'a', async () => 'reloaded'), 'reloaded')
-      await announcer.announce()
+      announcer.written([''])
+      await announcer.announced()
       assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
     })
 

@@ -23,20 +23,29 @@ export interface Database {
    * Kysely instance of this database (request-transaction.ts); `settings` run right after BEGIN.
    */
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
+  /**
+   * Calls `handler` with the changes this process's own work made to the tables cached reads
+   * show, as their triggers told the writing connection (migration 0047), once that work has
+   * ended: when its connection goes back to the pool, after the commit. A change named and then
+   * rolled back is handed over too; it costs a forgotten answer, nothing more.
+   */
+  onChangesWritten(handler: (changes: string[]) => void): void
   /** The pool's connections now, for the metrics. */
   poolStats(): { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
 /**
- * The service's sessions announce their changes to cached reads right after commit, themselves
- * (migration 0008 says why); the tables' triggers NOTIFY everyone else's. Every session's
- * changes, the service's included, are also recorded by their own commit in `company_changes`
- * (migration 0010), which every instance reads: a change whose writer died before announcing it
- * is heard that way.
+ * In the service's sessions the tables' triggers tell the writing connection what each statement
+ * changed, and the service announces it once the work has committed (migration 0047 says why);
+ * in everyone else's they NOTIFY at commit. Every session's changes, the service's included, are
+ * also recorded by their own commit in `company_changes` (migration 0010), which every instance
+ * reads: a change whose writer died before announcing it is heard that way.
  */
 export const ANNOUNCE_SETTING = 'company_admin.announce'
 const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit`
+/** The message of the triggers' notices that name a statement's changes (migration 0047). */
+const CHANGES_NOTICE = 'company_changed'
 
 const DATE_OID = 1082
 const INT8_OID = 20
@@ -129,7 +138,8 @@ async function createPostgres(connectionString: string, max: number, statementTi
     throw new Error(`Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ${(err as Error).message}`)
   }
   const listeners: pg.Client[] = []
-  const pooled = preparingPool(pool, MAX_NAMED.postgres, () => answerWaitMs(statementTimeoutMs))
+  const written = changesWritten()
+  const pooled = preparingPool(pool, MAX_NAMED.postgres, written.handOver, () => answerWaitMs(statementTimeoutMs))
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
   // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
@@ -194,6 +204,7 @@ async function createPostgres(connectionString: string, max: number, statementTi
       const client = await outsideRequestScope(() => pooled.connectOwn())
       return pin(client, (err) => client.release(err), settings)
     },
+    onChangesWritten: written.subscribe,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return
@@ -223,6 +234,17 @@ function keepErrorsQuiet(pool: pg.Pool) {
 const MAX_NAMED = { postgres: 2000, pglite: 200 } as const
 
 const PREPARING = Symbol('preparing')
+/** The changes a connection's triggers have named since it was taken from the pool. */
+const TOLD = Symbol('told')
+
+/** Who hears of the changes the pool's connections were told of, and how they are handed over. */
+function changesWritten() {
+  const handlers: Array<(changes: string[]) => void> = []
+  return {
+    subscribe: (handler: (changes: string[]) => void) => { handlers.push(handler) },
+    handOver: (changes: string[]) => { for (const handler of handlers) handler(changes) },
+  }
+}
 
 /**
  * Every parameterised statement becomes a named prepared statement on its connection: PostgreSQL
@@ -231,7 +253,7 @@ const PREPARING = Symbol('preparing')
  * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
  * `maxNamed` ones (an IN list of every length) go unnamed, as before.
  */
-function preparingPool(pool: pg.Pool, maxNamed: number, answerWait: () => number = () => 0) {
+function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: string[]) => void, answerWait: () => number = () => 0) {
   const names = new Map<string, string>()
   function statementName(text: string): string | undefined {
     let name = names.get(text)
@@ -242,8 +264,23 @@ function preparingPool(pool: pg.Pool, maxNamed: number, answerWait: () => number
     return name
   }
   async function connectOwn() {
-    const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true }
+    const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true; [TOLD]: string[] }
+    // The notices of a statement arrive before its answer, so by the time the connection goes back
+    // (after its work's commit or rollback) it has heard every change its work made.
+    const giveBack = client.release
+    client.release = (err?: Error | boolean) => {
+      const told = client[TOLD]
+      if (told.length > 0) {
+        client[TOLD] = []
+        handOver(told)
+      }
+      return giveBack.call(client, err)
+    }
     if (!client[PREPARING]) {
+      client[TOLD] = []
+      client.on('notice', (notice) => {
+        if (notice.message === CHANGES_NOTICE && notice.detail) client[TOLD].push(...notice.detail.split('\n'))
+      })
       const query = client.query.bind(client) as (...args: unknown[]) => unknown
       const unbounded = (text: unknown, values?: unknown) => {
         if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
@@ -317,7 +354,8 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   // session's prepared statements stay known to the one connection object that made them.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })
   keepErrorsQuiet(pool)
-  const pooled = preparingPool(pool, MAX_NAMED.pglite)
+  const written = changesWritten()
+  const pooled = preparingPool(pool, MAX_NAMED.pglite, written.handOver)
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
   let closed = false
   const hearing: Array<(listening: boolean) => void> = []
@@ -338,6 +376,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
       // The pool's one client is never thrown away: PGlite has no other session to replace it.
       return pin(client, () => client.release(), settings)
     },
+    onChangesWritten: written.subscribe,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return

@@ -39,14 +39,11 @@ export function changeShowsIn(read: CachedRead, areas: readonly string[] | undef
 }
 
 /**
- * A change as announced and recorded: '<company>:<table,...>' for some tables of one company,
- * ':<table,...>' for some tables of every company; without ':', every table ('' every company).
+ * A change as the triggers name it, announce it and record it: '<company>:<table,...>' for some
+ * tables of one company, ':<table,...>' for some tables of every company; without ':', every
+ * table ('' every company).
  */
 export interface Change { companyId?: string; areas?: string[] }
-
-export function changePayload(companyId: string | undefined, areas: readonly string[] | undefined): string {
-  return areas === undefined ? (companyId ?? '') : `${companyId ?? ''}:${areas.join(',')}`
-}
 
 export function parseChange(payload: string): Change {
   const colon = payload.indexOf(':')

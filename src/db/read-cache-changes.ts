@@ -1,8 +1,9 @@
 /**
  * How the read cache (src/db/read-cache.ts) hears that something changed, apart from what it
  * keeps: whether its answers may be kept at all depends only on this, and this never looks at
- * an answer. Three ways, each covering what the one before can miss: this instance's own
- * announcements (gathered, sent after their commits), the announcements every instance hears on
+ * an answer. Three ways, each covering what the one before can miss: what this instance's own
+ * work wrote, as the database named it to the writing connection (`written`, forgotten here at
+ * once and announced after the commits, gathered), the announcements every instance hears on
  * `company_changed` (LISTEN/NOTIFY), and the record the commits themselves leave in
  * `company_changes`, read every RECORDED_EVERY_MS. What is heard is handed to `forget`; while
  * the LISTEN connection is down or the record cannot be read, `listening()` is false and the
@@ -11,7 +12,7 @@
 import { sql } from 'kysely'
 import type { Database } from './database.ts'
 import { outsideRequestScope } from './request-transaction.ts'
-import { changePayload, parseChange } from './read-areas.ts'
+import { parseChange } from './read-areas.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
 
@@ -33,6 +34,8 @@ export function createReadCacheChanges(options: {
   database: Pick<Database, 'db' | 'listen'>
   /** Told of every change heard: `areas` (undefined: every area) of a company (undefined: every company). */
   forget: (companyId?: string, areas?: readonly string[]) => void
+  /** Told when an announcement could not be sent. */
+  failed?: (err: unknown) => void
 }) {
   const forgetChange = options.forget
   let heard = false
@@ -45,7 +48,7 @@ export function createReadCacheChanges(options: {
   }
 
   // What is announced: change payloads (src/db/read-areas.ts), '' for every area of every company.
-  interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
+  interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void }
   let gathering: Batch | undefined
   let sending = false
   let inFlight: Promise<void> | undefined
@@ -53,7 +56,7 @@ export function createReadCacheChanges(options: {
 
   function newBatch(): Batch {
     const batch = { ids: new Set<string>() } as Batch
-    batch.sent = new Promise<void>((resolve, reject) => { batch.resolve = resolve; batch.reject = reject })
+    batch.sent = new Promise<void>((resolve) => { batch.resolve = resolve })
     return batch
   }
 
@@ -71,7 +74,7 @@ export function createReadCacheChanges(options: {
     // listeners are told at commit, and a database that crashes drops their connections, and so
     // their caches, anyway.
     sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`.execute(options.database.db)
-      .then(() => batch.resolve(), batch.reject)
+      .then(() => batch.resolve(), (err: unknown) => { options.failed?.(err); batch.resolve() })
       .finally(() => { sending = false; sendGathered() })
   }
 
@@ -140,21 +143,28 @@ export function createReadCacheChanges(options: {
     listening: () => listening,
 
     /**
-     * Tells every instance that `areas` (undefined: every area) of a company (undefined: every
-     * company) changed: what the
-     * service does after a request's work has committed, its own sessions being the ones the
-     * tables' triggers leave to it (migration 0008). Its statement commits without waiting for
-     * a WAL flush. Announcements gather for GATHER_MS, and while one statement
-     * is on its way, and then go together in one statement: concurrent writes cost one round
-     * trip between them, not one each. Resolves once the announcement is sent.
+     * Takes the changes a piece of this process's work made, as the database named them, once
+     * that work has ended (after its commit): forgets them here at once, then announces them to
+     * every instance. Announcements gather for GATHER_MS, and while one statement is on its way,
+     * and then go together in one statement: concurrent writes cost one round trip between them,
+     * not one each. A failed announcement is reported to `failed`; the others hear of the change
+     * from the record its commit left.
      */
-    announce(companyId?: string, areas?: readonly string[]): Promise<void> {
+    written(changes: readonly string[]): void {
+      for (const change of changes) heardChange(change)
       gathering ??= newBatch()
       const batch = gathering
-      batch.ids.add(changePayload(companyId, areas))
+      for (const change of changes) batch.ids.add(change)
       // Outside the request's scope: the announcement is every write's, sent after their commits.
       timer ??= outsideRequestScope(() => setTimeout(sendGathered, GATHER_MS))
-      return batch.sent
+    },
+
+    /**
+     * Resolves once every change taken so far has been announced, or its announcement has failed:
+     * a write's answer waits for it, so that a client holding it knows every instance is being told.
+     */
+    async announced(): Promise<void> {
+      await Promise.allSettled([inFlight, gathering?.sent])
     },
 
     /** Subscribes to the database's change announcements and records; caching starts once both are heard. */

@@ -37,11 +37,12 @@ interface Shelf {
  * (src/db/read-areas.ts); a change names the tables it touched, and forgets only the answers
  * that show one of them (a change that names none forgets the whole company).
  *
- * What tells it that something changed is the database: every committed change to the tables
- * these reads show is announced on `company_changed` with its tables (migrations 0008 and 0031:
- * by the tables' triggers, or by the service after a request or in a job), heard by every
- * instance on the database; an instance also forgets what a write changes before it answers it
- * (`forget`), so a client always reads its own writes. Every change is also recorded by its own
+ * What tells it that something changed is the database, never a route: the tables' triggers
+ * name what each statement changed (migration 0047). A writer of this service is told on its own
+ * connection; the instance forgets those answers as soon as the work has committed, before it
+ * answers, so a client always reads its own writes, and announces them on `company_changed`.
+ * Any other writer's triggers announce there at its commit. Every instance on the database
+ * hears the announcements. Every change is also recorded by its own
  * commit in `company_changes` with its table (migrations 0010 and 0031), which each instance
  * reads every RECORDED_EVERY_MS: a change whose writer died between its commit and its
  * announcement is forgotten that way. While the LISTEN connection is down, or the record cannot
@@ -58,7 +59,9 @@ interface Shelf {
  */
 export function createReadCache(options: {
   maxBytes: number
-  database: Pick<Database, 'db' | 'listen'>
+  database: Pick<Database, 'db' | 'listen' | 'onChangesWritten'>
+  /** Told when the changes of this instance's work could not be announced to the others. */
+  failedToAnnounce?: (err: unknown) => void
   /** Told of every answer: from the cache, read, or read with the cache off or not listening (the metrics). */
   observe?: (read: CachedRead, outcome: 'hit' | 'miss' | 'uncached') => void
 }) {
@@ -134,7 +137,8 @@ export function createReadCache(options: {
     }
   }
 
-  const changes = createReadCacheChanges({ database: options.database, forget: forgetChange })
+  const changes = createReadCacheChanges({ database: options.database, forget: forgetChange, failed: options.failedToAnnounce })
+  options.database.onChangesWritten(changes.written)
 
   return {
     /**
@@ -180,7 +184,8 @@ export function createReadCache(options: {
     listening: changes.listening,
 
     // How changes are told and heard: src/db/read-cache-changes.ts.
-    announce: changes.announce,
+    written: changes.written,
+    announced: changes.announced,
     listen: changes.listen,
     heardUpToNow: changes.heardUpToNow,
     stop: changes.stop,

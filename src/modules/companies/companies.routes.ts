@@ -68,7 +68,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   })
 
   app.patch(`${BASE}/:company_id`, {
-    config: { access: { area: 'company' }, changes: ['companies'] },
+    config: { access: { area: 'company' } },
     schema: {
       operationId: 'updateCompany', tags, summary: 'Change a company\'s fields (JSON merge patch)',
       description: 'A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company\'s writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. country, vat_number and vat_number_status decide whether the company is reverse-charged: only a platform client changes them (a company token sending another value than the company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). A vat_number must have the shape of a number of the company\'s country (400 naming `body/vat_number` otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status not_validated unless its status is sent with it; null clears both. Recorded in the company\'s change_log. 202, no body.',
@@ -92,7 +92,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   })
 
   app.put(`${BASE}/:company_id`, {
-    config: { access: { area: 'company' }, changes: ['companies'] },
+    config: { access: { area: 'company' } },
     preValidation: takesNoBody('This route disables the company and takes no body; company fields cannot be changed through it'),
     schema: {
       operationId: 'disableCompany', tags, summary: 'Disable a company (33); no body',
@@ -105,7 +105,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   })
 
   app.put(`${BASE}/:company_id/enable`, {
-    config: { access: 'platform', changes: ['companies'] },
+    config: { access: 'platform' },
     preValidation: takesNoBody('This route enables the company and takes no body'),
     schema: {
       operationId: 'enableCompany', tags, summary: 'Enable a disabled company',
@@ -131,7 +131,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
 
   const subsidiaries = `${BASE}/:company_id/subsidiaries`
   app.post(subsidiaries, {
-    config: { access: { area: 'company' }, changes: ['subsidiaries'] },
+    config: { access: { area: 'company' } },
     schema: { operationId: 'createSubsidiary', tags, summary: 'Create a subsidiary', params: CompanyParams, body: SubsidiaryInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     const { company_id } = request.params
@@ -158,7 +158,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   const contracts = `${BASE}/:company_id/contracts`
   const contractTags = ['Contracts']
   app.post(contracts, {
-    config: { access: { area: 'contract' }, changes: ['contracts'] },
+    config: { access: { area: 'contract' } },
     schema: { operationId: 'createContract', tags: contractTags, summary: 'Create a contract (an employee)', params: CompanyParams, body: ContractInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     const { company_id } = request.params
@@ -187,7 +187,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
   }, async (request) => service.getContract(request.params.company_id, request.params.contract_id))
 
   app.put(`${contracts}/:contract_id`, {
-    config: { access: { area: 'contract' }, changes: ['contracts'] },
+    config: { access: { area: 'contract' } },
     schema: { operationId: 'updateContract', tags: contractTags, summary: 'Replace a contract', params: ContractParams, body: ContractInput, response: { 202: Accepted } },
   }, async (request, reply) => {
     await service.updateContract(request.params.company_id, request.params.contract_id, request.body)

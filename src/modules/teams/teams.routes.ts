@@ -19,14 +19,11 @@ const TeamsQuery = pageQuery({
 export async function teamsRoutes(app: App, { service, cache }: { service: TeamsService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Teams']
   const access = { area: 'team' }
-  // What the writes change among the tables cached reads show (src/db/read-areas.ts).
-  const teamsAndMembers = ['teams', 'team_members'] as const
-  const members = ['team_members'] as const
   const teams = `${BASE}/:company_id/teams`
   const team = `${teams}/:team_id`
 
   app.post(teams, {
-    config: { access, changes: teamsAndMembers },
+    config: { access },
     schema: {
       operationId: 'createTeam', tags, summary: 'Create a team (18)',
       description: '`code` is unique within the company (409). Every `team_leader_ids` entry must be a contract of the company (400) and becomes a member and a leader. `subsidiary_id`, when given, must be a subsidiary of the company (400). Answers 202 with `Location` of the new team.',
@@ -57,7 +54,7 @@ export async function teamsRoutes(app: App, { service, cache }: { service: Teams
 
   // A static segment: the router prefers it over `:team_id`, so no team id is ever read as it.
   app.put(`${teams}/add_contract`, {
-    config: { access, changes: members },
+    config: { access },
     schema: {
       operationId: 'addContractToTeams', tags, summary: 'Add a contract to several teams (35)',
       description: 'The contract joins every listed team, all or nothing. A team or contract that is not the company\'s: 404. A team the contract is already a member of is left unchanged (idempotent).',
@@ -74,7 +71,7 @@ export async function teamsRoutes(app: App, { service, cache }: { service: Teams
   }, async (request) => service.getTeam(request.params.company_id, request.params.team_id))
 
   app.put(team, {
-    config: { access, changes: teamsAndMembers },
+    config: { access },
     schema: {
       operationId: 'updateTeam', tags, summary: 'Replace a team (24)',
       description: 'Replaces name, code and subsidiary_id (left out: none). `team_leader_ids`, when sent, replaces the leader set: new leaders become members, former leaders stay members; left out, the leaders are unchanged. Same checks as the creation.',
@@ -104,7 +101,7 @@ export async function teamsRoutes(app: App, { service, cache }: { service: Teams
   ]
   for (const move of moves) {
     app.put(`${team}/${move.path}`, {
-      config: { access, changes: members },
+      config: { access },
       schema: {
         operationId: move.operationId, tags, summary: move.summary,
         description: `${move.description} The contract and the team must be the company's (404 otherwise); team_id in the body, when sent, must equal the path's (400).`,
