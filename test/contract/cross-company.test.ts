@@ -1,8 +1,8 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
 import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
-import { company, contract, subsidiary, team, type CompanyFixture } from '../helpers/factories.ts'
+import { company } from '../helpers/factories.ts'
+import { isPlatformOnly, isPublic, key, pdfForm, routeWalk, tenantOf, type Creation, type Route, type Tenant } from '../helpers/route-walk.ts'
 import { READ_WRITE_AREAS } from '../../src/modules/oauth/scopes.ts'
 
 /**
@@ -57,204 +57,17 @@ const COMPANY_PATH = /\{company_id[^}]*\}|\{subscription_customer_id\}|\{subscri
 /** A path parameter other than the company: an id of one of its resources. */
 const CHILD_IN_PATH = /\{(?!company_id|subscription_customer_id)[^}]+\}/
 
-const key = (route: { method: string; path: string }) => `${route.method} ${route.path}`
-
-/** A minimal PDF as a multipart form: what the upload routes (the only multipart ones) take. */
-function pdfForm() {
-  const boundary = '----cross-company'
-  const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(64, 0x20), Buffer.from('\n%%EOF\n')])
-  const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.pdf"\r\nContent-Type: application/pdf\r\n\r\n`),
-    pdf, Buffer.from(`\r\n--${boundary}--\r\n`),
-  ])
-  return { body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }
-}
-
-type Schema = {
-  $ref?: string
-  type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]
-  enum?: unknown[]; const?: unknown; default?: unknown; format?: string; pattern?: string; minLength?: number; minItems?: number
-  minimum?: number; exclusiveMinimum?: number; description?: string
-}
-type Operation = {
-  security?: Array<Record<string, string[]>>; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
-  requestBody?: { content: Record<string, { schema: Schema }> }; responses?: Record<string, unknown>
-}
-interface Route { method: string; path: string; op: Operation }
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch']
-
-/** The ids of one company's resources, by resource name (`team`, `contract`, ...) and by collection path template. */
-interface Tenant {
-  company: CompanyFixture
-  byName: Map<string, string>
-  byCollection: Map<string, string>
-}
-
-const singular = (word: string) => word.replace(/ies$/, 'y').replace(/s$/, '')
-// Id fields whose name does not say the resource they point to.
-const ALIASES: Record<string, string> = { team_leader: 'contract', sender: 'contract', destination_team: 'team', destination_subsidiary: 'subsidiary', addon: 'addon' }
-
-/** The resource a field or parameter named like `team_id`, `team_ids`, `destination_team_ids` points to. */
-function resourceOf(name: string): string | undefined {
-  const match = /^(.*?)_ids?$/.exec(name)
-  if (!match) return undefined
-  return ALIASES[match[1]!] ?? match[1]!
-}
-
-function isPublic(op: Operation) {
-  return (op.security ?? []).some((s) => Object.keys(s).length === 0)
-}
-
-function isPlatformOnly(op: Operation) {
-  return (op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2)
-}
-
 for (const engine of engines) {
   describe(`cross-company isolation on ${engine}`, () => {
     let t: TestApp
     let routes: Route[]
-    let schemas: Record<string, Schema> = {}
+    let walk: ReturnType<typeof routeWalk>
     let a: Tenant
     let b: Tenant
     /** What the seeding POSTs answered: every creation says where its resource is. */
-    const creations: Array<{ route: string; status: number; location: unknown }> = []
-    const today = () => t.clock.now().toISOString().slice(0, 10)
-
-    /** The path with its parameters filled from the tenant's ids; `known` says whether every one was. */
-    function fill(path: string, owner: Tenant, children: Tenant): { url: string; known: boolean; usesChild: boolean } {
-      let known = true
-      let usesChild = false
-      const url = path.replace(/\{([^}]+)\}/g, (_whole, name: string, offset: number) => {
-        if (name === 'company_id' || name.startsWith('company_id_or_')) return owner.company.id
-        const collection = path.slice(0, offset - 1)
-        const id = children.byCollection.get(collection) ?? children.byName.get(resourceOf(name) ?? name)
-        if (id !== undefined) {
-          if (children !== owner) usesChild = true
-          return id
-        }
-        known = false
-        return randomUUID()
-      })
-      return { url, known, usesChild }
-    }
-
-    /** A value that satisfies the schema, with id fields pointing at `ids`; `used` says when one was, and which were unknown. */
-    function sample(given: Schema | undefined, name: string, ids: Tenant, used: { child: boolean; unknown?: string[] }): unknown {
-      // Named shapes are $refs to components.schemas.
-      const schema = given?.$ref ? schemas[given.$ref.split('/').pop()!] : given
-      if (!schema) return undefined
-      const choices = schema.anyOf ?? schema.oneOf
-      if (choices) return sample(choices.find((c) => c.type !== 'null') ?? choices[0], name, ids, used)
-      if (schema.const !== undefined) return schema.const
-      if (schema.enum) return schema.enum[0]
-      const type = Array.isArray(schema.type) ? schema.type.find((x) => x !== 'null') : schema.type
-      const resource = resourceOf(name)
-      const id = resource ? ids.byName.get(resource) : undefined
-      if (resource && !id && (type === 'string' || type === 'array')) used.unknown?.push(name)
-      switch (type) {
-        case 'object': {
-          const out: Record<string, unknown> = {}
-          for (const [key, sub] of Object.entries(schema.properties ?? {})) {
-            const idField = resourceOf(key) !== undefined && ids.byName.has(resourceOf(key)!)
-            if (!(schema.required ?? []).includes(key) && !idField) continue
-            const value = sample(sub, key, ids, used)
-            if (value !== undefined) out[key] = value
-          }
-          return out
-        }
-        case 'array': {
-          if (id) { used.child = true; return [id] }
-          return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items, singular(name), ids, used))
-        }
-        case 'integer': case 'number':
-          return schema.default ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : schema.minimum ?? 1)
-        case 'boolean': return schema.default ?? true
-        case 'string': {
-          if (id) { used.child = true; return id }
-          if (schema.default !== undefined) return schema.default
-          if (schema.format === 'uuid') return randomUUID()
-          if (schema.format === 'date' || schema.pattern?.includes('\\d{4}-\\d{2}-\\d{2}')) return today()
-          if (schema.format === 'date-time') return t.clock.now().toISOString()
-          if (schema.format === 'email') return 'someone@example.com'
-          if (schema.format === 'uri') return 'https://localhost/back'
-          if (schema.pattern === '^[A-Z]{2}$') return 'IT'
-          if (schema.pattern?.startsWith('^(read|write):')) return 'read:company'
-          const text = `${name || 'x'}-${randomUUID().slice(0, 8)}`.replace(/[^A-Za-z0-9_-]/g, '')
-          return text.padEnd(schema.minLength ?? 1, 'x')
-        }
-        default: return undefined
-      }
-    }
-
-    function request(route: Route, owner: Tenant, children: Tenant, token: string) {
-      const { url, known, usesChild } = fill(route.path, owner, children)
-      const used = { child: false, unknown: [] as string[] }
-      const json = route.op.requestBody?.content['application/json']
-      const body = json ? sample(json.schema, '', children, used) : undefined
-      const query: Record<string, string> = {}
-      for (const p of route.op.parameters ?? []) {
-        if (p.in === 'query' && p.required) query[p.name] = String(sample(p.schema, p.name, children, used))
-      }
-      return {
-        call: { method: route.method as 'GET', url, token, body, query },
-        known: known && used.unknown.length === 0, unknown: used.unknown, usesChild: usesChild || (children !== owner && used.child),
-        multipart: !json && route.op.requestBody !== undefined,
-      }
-    }
-
-    /** B's resources: the ones of the factories, then one of every collection its POST routes create. */
-    async function seed(tenant: Tenant) {
-      const { id } = tenant.company
-      tenant.byName.set('client', tenant.company.client.client_id)
-      tenant.byCollection.set(`/api/v1/companies/{company_id}/clients`, tenant.company.client.client_id)
-      const sub = await subsidiary(t, id)
-      tenant.byName.set('subsidiary', sub)
-      tenant.byCollection.set('/api/v1/companies/{company_id}/subsidiaries', sub)
-      const k = await contract(t, id, { subsidiary_id: sub })
-      tenant.byName.set('contract', k)
-      tenant.byCollection.set('/api/v1/companies/{company_id}/contracts', k)
-      if (routes.some((r) => r.method === 'POST' && r.path === '/api/v1/companies/{company_id}/teams')) {
-        const tm = await team(t, id, { team_leader_ids: [k] })
-        tenant.byName.set('team', tm)
-        tenant.byCollection.set('/api/v1/companies/{company_id}/teams', tm)
-      }
-      const got = await t.json(200, { url: `/api/v1/companies/${id}` })
-      if (got.subscription_id) tenant.byName.set('subscription', got.subscription_id)
-      if (got.subscription_customer_id) tenant.byName.set('subscription_customer', got.subscription_customer_id)
-
-      const pending = routes
-        .filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !tenant.byCollection.has(r.path))
-        .sort((x, y) => x.path.split('/').length - y.path.split('/').length || x.path.localeCompare(y.path))
-      for (const route of pending) {
-        const { call, known, multipart } = request(route, tenant, tenant, t.platformToken)
-        if (!known) continue
-        const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
-        const location = res.headers.location
-        if (res.statusCode < 300) creations.push({ route: `POST ${route.path}`, status: res.statusCode, location })
-        if (res.statusCode < 300 && typeof location === 'string') {
-          const created = location.split('/').pop()!
-          tenant.byCollection.set(route.path, created)
-          tenant.byName.set(singular(route.path.split('/').pop()!), created)
-        }
-      }
-      // What the creations set in motion (deliveries of communications, the trial's end and its invoice, ...).
-      await t.app.services.scheduler.runDue()
-      // Resources that no POST makes (delivered messages, ...): the first one a list shows.
-      const listed = (path: string) => path.startsWith('/api/v1/companies/{company_id}/') || path.startsWith('/api/v1/subscription/{company_id}/')
-      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op) && listed(r.path))) {
-        const last = route.path.split('/').pop()!
-        if (last.startsWith('{') || tenant.byName.has(singular(last))) continue
-        const { call, known } = request(route, tenant, tenant, t.platformToken)
-        if (!known) continue
-        const res = await t.call(call)
-        if (res.statusCode !== 200) continue
-        const body = res.json()
-        const items = Array.isArray(body) ? body : Array.isArray(body?.[last]) ? body[last] : []
-        const first = items.find((item: unknown) => typeof (item as { id?: unknown })?.id === 'string')
-        if (first) tenant.byName.set(singular(last), first.id)
-      }
-    }
+    const creations: Creation[] = []
+    const request: ReturnType<typeof routeWalk>['request'] = (...args) => walk.request(...args)
+    const fill: ReturnType<typeof routeWalk>['fill'] = (...args) => walk.fill(...args)
 
     /** Every GET of the tenant's own path that it can fill with its ids: what it reads. */
     async function snapshot(tenant: Tenant) {
@@ -273,19 +86,18 @@ for (const engine of engines) {
       // No trial: the subscriptions are active at once and have an invoice to cross (the ledger's routes).
       t = await buildTestApp(engine, { TRIAL_DAYS: 0 })
       const doc = await t.json(200, { url: '/openapi.json', token: null })
-      schemas = doc.components.schemas
-      routes = Object.entries<Record<string, Operation>>(doc.paths).flatMap(([path, item]) =>
-        METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })))
+      walk = routeWalk(t, doc)
+      routes = walk.routes
       // Every area in the plan: the tokens hold every scope, so a refusal can only be about the company.
       const features = [...READ_WRITE_AREAS, 'calendar']
-      a = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
-      b = { company: await company(t, {}, { features }), byName: new Map(), byCollection: new Map() }
+      a = tenantOf(await company(t, {}, { features }))
+      b = tenantOf(await company(t, {}, { features }))
       // Cards, so that the trials' end (now: TRIAL_DAYS is 0 here) bills a first invoice at the seeds' runDue.
       for (const tenant of [a, b]) {
         await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 } })
       }
-      await seed(a)
-      await seed(b)
+      await walk.seed(a, (creation) => creations.push(creation))
+      await walk.seed(b, (creation) => creations.push(creation))
     })
     after(async () => { await t?.close() })
 
