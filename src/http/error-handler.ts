@@ -24,7 +24,7 @@ export function installErrorHandler(app: FastifyInstance, validation?: Pick<Vali
   })
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0]!
+    const path = request.url.split('?')[0]
     const allowed = routes?.of(request.url) ?? []
     // A route of this method that found nothing (a CORS preflight refused, a missing /docs file) stays a 404.
     if (allowed.length > 0 && !allowed.includes(request.method)) {
