@@ -12,6 +12,7 @@ import { installValidation } from './http/validation.ts'
 import { installRequestLimits } from './http/request-limits.ts'
 import { installUuidCase } from './http/uuids.ts'
 import { createLazyCompilers } from './http/schema-compilers.ts'
+import { indexRouteMethods } from './http/route-methods.ts'
 import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
 import { installMetrics } from './http/metrics.ts'
 import { installOpenApi } from './http/openapi.ts'
@@ -107,6 +108,8 @@ export interface AppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
+/** Fastify's router options; the index of each path's methods (http/route-methods.ts) matches paths with the same. */
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 }
 
 /** The whole service: HTTP plumbing, then every module. Tests call this; server.ts listens. */
 export async function buildApp(options: AppOptions) {
@@ -138,7 +141,7 @@ export async function buildApp(options: AppOptions) {
     // Node checks these timeouts every connectionsCheckingInterval (30 s by default): a slow client
     // would hold its connection that much longer than the timeout says.
     http: { headersTimeout: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: ROUTER_OPTIONS,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id']
@@ -150,6 +153,8 @@ export async function buildApp(options: AppOptions) {
     schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // Before any route is added, CORS's preflight route included: a wrong method's 405 lists them all.
+  const routeMethods = indexRouteMethods(app, ROUTER_OPTIONS)
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
   // First of the request hooks: a preflight is answered before auth and limits (http/cors.ts).
   await installCors(app, corsOrigins(config.CORS_ORIGINS))
@@ -157,7 +162,7 @@ export async function buildApp(options: AppOptions) {
   const validation = installValidation(app, compilers)
   installRequestLimits(app)
   installUuidCase(app)
-  installErrorHandler(app, validation)
+  installErrorHandler(app, validation, routeMethods)
   installDraining(app)
   const readiness = createReadiness(app)
   await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })

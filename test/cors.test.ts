@@ -106,6 +106,24 @@ for (const engine of engines) {
       assert.deepEqual(corsHeaders(pre), [])
     })
 
+    it('lists OPTIONS in the Allow of a wrong method, and keeps the 404 of a refused preflight', async () => {
+      const wrong = await t.call({ method: 'DELETE', url: '/api/v1/companies', token: null, headers: { origin: ALLOWED } })
+      assert.equal(wrong.statusCode, 405, wrong.body)
+      assert.equal(wrong.headers.allow, 'GET, HEAD, POST, OPTIONS')
+      // The browser reads the refusal: it carries the CORS headers as every other answer does.
+      assert.equal(wrong.headers['access-control-allow-origin'], ALLOWED)
+      // The preflight route (`OPTIONS *`) makes no path known: an unknown one stays 404.
+      const unknown = await t.call({ method: 'DELETE', url: '/api/v1/nothing', token: null, headers: { origin: ALLOWED } })
+      assert.equal(unknown.statusCode, 404, unknown.body)
+      assert.equal(unknown.headers.allow, undefined)
+      // A preflight CORS refuses ends in the not-found handler with a method the path has: 404, as before.
+      for (const url of ['/api/v1/companies', '/api/v1/nothing']) {
+        const refused = await preflight(t, url, STRANGER)
+        assert.equal(refused.statusCode, 404, refused.body)
+        assert.equal(refused.headers.allow, undefined)
+      }
+    })
+
     it('leaves /openapi.json without the preflight route', async () => {
       const doc = await t.json(200, { url: '/openapi.json' })
       for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
@@ -147,9 +165,12 @@ for (const engine of engines) {
       const res = await t.call({ method: 'GET', url: '/api/v1/subscription/plans', token: null, headers: { origin: ALLOWED } })
       assert.equal(res.statusCode, 200)
       assert.deepEqual(corsHeaders(res), [])
+      // Nothing answers OPTIONS: a known path's preflight is a wrong method (405), an unknown path's a 404.
       const pre = await preflight(t, '/api/v1/companies', ALLOWED)
-      assert.equal(pre.statusCode, 404)
+      assert.equal(pre.statusCode, 405)
+      assert.equal(pre.headers.allow, 'GET, HEAD, POST')
       assert.deepEqual(corsHeaders(pre), [])
+      assert.equal((await preflight(t, '/api/v1/nothing', ALLOWED)).statusCode, 404)
     })
   })
 }

@@ -67,7 +67,10 @@ for (const engine of engines) {
 
     it('answers errors as {errors, code} with the status of their kind', async () => {
       assertError(await t.call({ url: '/api/v1/nowhere' }), 404, 'not_found')
-      assertError(await t.call({ method: 'DELETE', url: `/api/v1/companies/${c.id}` }), 404, 'not_found')
+      // A path the service has, with a method it lacks (test/method-not-allowed.test.ts walks every path).
+      const wrongMethod = await t.call({ method: 'DELETE', url: `/api/v1/companies/${c.id}` })
+      assertError(wrongMethod, 405, 'method_not_allowed')
+      assert.equal(wrongMethod.headers.allow, 'GET, HEAD, PUT, PATCH')
       assertError(await t.call({ url: `/api/v1/companies/${randomUUID()}` }), 404, 'not_found')
       assertError(await t.call({ url: `/api/v1/companies/${c.id}`, token: null }), 401, 'unauthorized')
       assertError(await t.call({ method: 'POST', url: '/api/v1/subscription/addons', token: c.token, body: { name: 'x', price: 1, period_unit: 'month' } }), 403, 'forbidden')

@@ -2600,7 +2600,7 @@ export interface components {
              * @description A machine code, stable across versions (the sentence may change)
              * @enum {string}
              */
-            code: "validation_failed" | "unauthorized" | "insufficient_scope" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "provider_error" | "unavailable" | "internal";
+            code: "validation_failed" | "unauthorized" | "insufficient_scope" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "provider_error" | "unavailable" | "internal";
             /** @description On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with */
             details?: {
                 /** @description The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year */

@@ -24,8 +24,9 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600
  *
  * An origin not listed, a request without Origin, and any request to the hosted pages (browser
  * forms served and posted on their own origin, protected by a CSRF token) get no CORS header
- * at all; their preflight is not answered by CORS and ends as any OPTIONS request does without
- * it: 404 `{errors, code: "not_found"}`. The browser then refuses the cross-origin request.
+ * at all; their preflight is not answered by CORS and ends in the not-found handler: 404
+ * `{errors, code: "not_found"}` (not a 405: the preflight route gives every path OPTIONS). The
+ * browser then refuses the cross-origin request.
  */
 export async function installCors(app: FastifyInstance, origins: readonly string[]) {
   if (origins.length === 0) return

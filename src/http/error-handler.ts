@@ -1,15 +1,19 @@
 import { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
+import { AppError, MethodNotAllowed, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
 import { DETAILS_MAX, type Validation } from './validation.ts'
+import type { RouteMethods } from './route-methods.ts'
 
 /** The body of every refusal: `{errors, code}`, and `details` when the refusal names fields. */
 export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; details?: ErrorDetail[] } {
   return mapped.details && mapped.details.length > 0 ? { errors: mapped.message, code: mapped.code, details: mapped.details } : { errors: mapped.message, code: mapped.code }
 }
 
-/** Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors. */
-export function installErrorHandler(app: FastifyInstance, validation?: Pick<Validation, 'problemsAfter'>) {
+/**
+ * Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors.
+ * A request no route took is a 405 when its path has routes for other methods (`routes`), else a 404.
+ */
+export function installErrorHandler(app: FastifyInstance, validation?: Pick<Validation, 'problemsAfter'>, routes?: RouteMethods) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = withOtherParts(toAppError(err), err, request, validation)
     if (mapped.statusCode >= 500) request.log.error({ err }, 'request failed')
@@ -21,6 +25,13 @@ export function installErrorHandler(app: FastifyInstance, validation?: Pick<Vali
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]
+    const allowed = routes?.of(request.url) ?? []
+    // A route of this method that found nothing (a CORS preflight refused, a missing /docs file) stays a 404.
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      const mapped = new MethodNotAllowed(request.method, path, allowed)
+      for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
+      return reply.code(mapped.statusCode).send(errorBody(mapped))
+    }
     return reply.code(404).send({ errors: `No route ${request.method} ${path}`, code: 'not_found' })
   })
 }
@@ -70,7 +81,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
 }
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
-  400: 'validation_failed', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
+  400: 'validation_failed', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed',
   409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited',
 }
 

@@ -4,7 +4,7 @@
  */
 export const ERROR_CODES = [
   'validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found',
-  'conflict', 'payload_too_large', 'unsupported_media_type', 'rate_limited',
+  'method_not_allowed', 'conflict', 'payload_too_large', 'unsupported_media_type', 'rate_limited',
   'provider_error', 'unavailable', 'internal',
 ] as const
 /** Every `code` an error answer can carry: the Error schema's enum is this list. */
@@ -44,6 +44,13 @@ export class ValidationError extends AppError {
 
 export class NotFound extends AppError {
   constructor(what: string) { super('not_found', 404, `${what} not found`) }
+}
+
+/** A path the service has, called with a method it does not have; `Allow` lists the ones it has. */
+export class MethodNotAllowed extends AppError {
+  constructor(method: string, path: string, allowed: readonly string[]) {
+    super('method_not_allowed', 405, `${method} is not allowed on ${path}; its methods are ${allowed.join(', ')}`, { allow: allowed.join(', ') })
+  }
 }
 
 export class Conflict extends AppError {

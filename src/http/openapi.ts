@@ -45,7 +45,7 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
       info: {
         title: API_TITLE,
         version: '1.0.0',
-        description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`.',
+        description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`. A path called with a method it does not have answers `405` (`code: "method_not_allowed"`) with `Allow` listing its methods; an unknown path answers `404`.',
         contact: { name: 'Company Admin API maintainers' },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
