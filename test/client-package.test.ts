@@ -47,7 +47,10 @@ describe('the client package (clients/typescript)', () => {
 
   before(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'client-package-'))
-    const [result] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], PACKAGE)) as { filename: string; files: { path: string }[] }[]
+    // --offline: packing needs nothing from the registry (the build's tsc is the root's).
+    const out = npm(['pack', '--json', '--offline', '--pack-destination', work], PACKAGE)
+    // The JSON report follows whatever the build printed.
+    const [result] = JSON.parse(out.slice(out.search(/^\[/m))) as { filename: string; files: { path: string }[] }[]
     packed = result!.files.map((f) => f.path).sort()
     consumer = path.join(work, 'consumer')
     fs.cpSync(CONSUMER, consumer, { recursive: true })
