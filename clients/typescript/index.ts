@@ -9,7 +9,7 @@
  * body of a 4xx/5xx (its `code` one of the documented codes).
  */
 import createFetchClient from 'openapi-fetch'
-import type { components, paths } from './schema.d.ts'
+import type { components, paths } from './schema.js'
 
 export type { components, paths }
 export type Schemas = components['schemas']
