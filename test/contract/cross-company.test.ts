@@ -77,7 +77,7 @@ type Schema = {
   minimum?: number; exclusiveMinimum?: number; description?: string
 }
 type Operation = {
-  security?: Array<Record<string, string[]>>; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
+  security?: Array<Record<string, string[]>>; 'x-platform-only'?: boolean; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
   requestBody?: { content: Record<string, { schema: Schema }> }; responses?: Record<string, unknown>
 }
 interface Route { method: string; path: string; op: Operation }
@@ -107,7 +107,7 @@ function isPublic(op: Operation) {
 }
 
 function isPlatformOnly(op: Operation) {
-  return (op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2)
+  return op['x-platform-only'] === true || ((op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2))
 }
 
 for (const engine of engines) {
