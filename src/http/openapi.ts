@@ -123,9 +123,9 @@ function documentRoute(route: RouteOptions, usedScopes: Set<string>) {
   // Every route but the probes: load shedding (http/load-shedding.ts), or the database gone.
   if (route.url === '/ready') responses[503] ??= { ...ErrorBody, description: 'Not ready: the database does not answer, a migration is pending, or the instance is stopping; see Retry-After' }
   else if (!NEVER_SHED.has(route.url)) add(503)
-  // `none` looks at no token: the route is public in the document's words (`security: []`).
   const scope = scopeNeeded(access, method)
   if (scope) usedScopes.add(scope)
+  // `none` looks at no token: the route is public in the document's words (`security: []`).
   if (access === 'none') schema.security ??= []
   // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).
   else if (access === 'public') schema.security ??= [{}, { oauth2: [] }]
