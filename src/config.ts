@@ -22,7 +22,7 @@ const OPERATIONS_SETTINGS = {
   // balancer's time to notice), then the listener closes and requests in flight get up to
   // SHUTDOWN_TIMEOUT_MS to finish before the process exits anyway.
   SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0, description: 'After SIGTERM, how long requests are still served while /ready answers 503 (the balancer\'s time to notice)' }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000, description: 'After that, how long requests in flight may take before the process exits 1' }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000, description: 'After SHUTDOWN_DELAY_MS, how long requests in flight may take before the process exits 1' }),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'When set (16+ characters), /metrics needs Authorization: Bearer <METRICS_TOKEN>' })),
 }
 
@@ -67,7 +67,7 @@ const ConfigSchema = Type.Object({
   VAT_RATES: Type.String({ default: '', description: 'VAT rates over the built-in table of the EU-27, CH, NO and GB, like IT:22,DE:19' }),
   SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$', description: 'Where the seller is established (ISO 3166-1 alpha-2): valid VAT numbers elsewhere are reverse-charged' }),
   SELLER_NAME: Type.String({ default: '', maxLength: 200, description: 'The seller\'s name on the invoices the portal prints' }),
-  SELLER_ADDRESS: Type.String({ default: '', maxLength: 500, description: 'The seller\'s address on those invoices, lines separated by |' }),
+  SELLER_ADDRESS: Type.String({ default: '', maxLength: 500, description: 'The seller\'s address on the invoices the portal prints, lines separated by |' }),
   SELLER_VAT_NUMBER: Type.String({ default: '', pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$', description: 'The seller\'s VAT number with its country prefix (IT01234567890), printed on every invoice' }),
   CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$', description: 'The ISO 4217 currency of a new plan, addon or fixed-amount coupon that names none' }),
   HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600, description: 'The lifetime of hosted pages and portal sessions' }),
@@ -82,7 +82,7 @@ const ConfigSchema = Type.Object({
   CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000, description: 'The timeout of one attempt of a Chargebee call (a timeout is retried)' }),
   CHARGEBEE_RECONCILE_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 604800, default: 3600, description: 'How often Chargebee-managed subscriptions, invoices and credit notes are compared with Chargebee (0: never)' }),
   CHARGEBEE_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 3, description: 'Retries of a Chargebee call on a network error, timeout, 429 or 5xx (a write keeps its idempotency key)' }),
-  CHARGEBEE_RETRY_DELAY_MS: Type.Integer({ minimum: 0, maximum: 10000, default: 200, description: 'The pause before the first retry, doubling up to 2 s' }),
+  CHARGEBEE_RETRY_DELAY_MS: Type.Integer({ minimum: 0, maximum: 10000, default: 200, description: 'The pause before a Chargebee call\'s first retry, doubling up to 2 s' }),
   ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024, description: 'The largest communication attachment' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'The browser origins allowed to call the API, comma-separated (https://app.example.com); empty: no CORS headers' }),
   DUNNING_RETRY_DAYS: Type.String({ default: '1,3,5', description: 'Days after a failed invoice\'s date on which its charge is retried; after the last, not_paid and cancelled' }),
