@@ -19,7 +19,7 @@ await build({
   outfile: path.join(outdir, 'server.js'),
   bundle: true,
   platform: 'node',
-  target: 'node20.19',
+  target: 'node22.12',
   format: 'esm',
   external: [
     // Loaded only when used, from node_modules: PGlite finds its WebAssembly files beside its own

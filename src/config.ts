@@ -7,115 +7,115 @@ import { isIP } from 'node:net'
 
 /**
  * Running behind a load balancer and being watched (docs/operations.md): a block of its own so
- * that settings other areas add stay apart from these.
+ * that settings other areas add stay apart from these. Each setting's description is the line
+ * .env.example shows above it (envExample below).
  */
 const OPERATIONS_SETTINGS = {
-  // Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): unset none, a hop count,
-  // or addresses/CIDRs comma-separated; see trustProxy() below.
-  TRUST_PROXY: Type.String({ default: '' }),
-  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 (the default) turns a check off.
-  // Requests worked on at once per instance beyond which a new one gets 503 + Retry-After: 1; 0 turns the bound off.
-  SHED_MAX_IN_FLIGHT: Type.Integer({ minimum: 0, default: 64 }),
-  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0 }),
-  SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
-  SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  // See trustProxy() below for why a hop count is trusted only behind proxies nothing bypasses.
+  TRUST_PROXY: Type.String({ default: '', description: 'The proxies whose X-Forwarded-For gives the client\'s address: addresses or CIDRs (10.0.0.0/8,127.0.0.1), or a hop count; empty: the connection\'s address' }),
+  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 turns a check off.
+  SHED_MAX_IN_FLIGHT: Type.Integer({ minimum: 0, default: 64, description: 'Requests worked on at once per instance; the next gets 503 and Retry-After: 1 (0: no bound; never /health, /ready, /metrics)' }),
+  SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0, description: 'API requests get 503 and Retry-After while the mean event-loop delay is above this (0: not checked)' }),
+  SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'API requests get 503 and Retry-After while the V8 heap in use is above this (0: not checked)' }),
+  SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10, description: 'The Retry-After of a request shed on the event-loop delay or the heap' }),
   // SIGTERM: /ready answers 503 at once, requests are still served for SHUTDOWN_DELAY_MS (the
   // balancer's time to notice), then the listener closes and requests in flight get up to
   // SHUTDOWN_TIMEOUT_MS to finish before the process exits anyway.
-  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0 }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000 }),
-  // When set, /metrics answers only a request with `Authorization: Bearer <METRICS_TOKEN>`.
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0, description: 'After SIGTERM, how long requests are still served while /ready answers 503 (the balancer\'s time to notice)' }),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000, description: 'After SHUTDOWN_DELAY_MS, how long requests in flight may take before the process exits 1' }),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'When set (16+ characters), /metrics needs Authorization: Bearer <METRICS_TOKEN>' })),
 }
 
-/** Every setting the service reads, with its default. The one place that reads process.env. */
+/** Every setting the service reads, with its default and description. The one place that reads process.env. */
 const ConfigSchema = Type.Object({
-  ...OPERATIONS_SETTINGS,
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
-  HOST: Type.String({ default: '0.0.0.0' }),
-  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
-  DATA_DIR: Type.String({ default: './data' }),
-  DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10 }),
-  // How long one statement of a request may take on PostgreSQL (the server cancels it), and, a
-  // second more, how long this process waits for its answer or for a pooled connection before
-  // answering 503 `unavailable`: a network that hangs instead of failing holds a request no longer.
-  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000 }),
-  // The same bound for the scheduler's jobs (a retention sweep deletes thousands of rows at once).
-  DATABASE_JOB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000 }),
-  // V8 tuned for memory rather than speed (src/v8-memory.ts): 'auto' is on for PGlite, off for PostgreSQL.
-  V8_SMALL_HEAP: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'The TCP port the API listens on' }),
+  HOST: Type.String({ default: '0.0.0.0', description: 'The address the API listens on' }),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: 'A PostgreSQL server (postgres://user:password@host:5432/db); unset: the embedded PGlite in DATA_DIR' })),
+  DATA_DIR: Type.String({ default: './data', description: 'The embedded database\'s directory (locked against a second process)' }),
+  DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10, description: 'Connections to PostgreSQL per instance' }),
+  // A network that hangs instead of failing holds a request no longer than this bound and a second more.
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000, description: 'PostgreSQL: the longest a request\'s statement runs, or a free connection is waited for (then 503 unavailable)' }),
+  // A retention sweep deletes thousands of rows at once: jobs get a bound of their own.
+  DATABASE_JOB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000, description: 'The same bound for the scheduler\'s jobs and ANALYZE; migrations have none' }),
+  V8_SMALL_HEAP: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto', description: 'V8 set for memory rather than speed (src/v8-memory.ts): auto is on with PGlite, off with DATABASE_URL' }),
   // Spelled out: a mapped array loses the literal types, and Config['LOG_LEVEL'] with them.
   LOG_LEVEL: Type.Union([
     Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
     Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent'),
-  ], { default: 'info' }),
-  PUBLIC_BASE_URL: Type.Optional(Type.String()),
-  ADMIN_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
-  ADMIN_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 16 })),
-  TOKEN_ISSUER: Type.String({ default: 'company-admin-api' }),
-  TOKEN_AUDIENCE: Type.String({ default: 'company-admin-api' }),
-  TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 3600 }),
-  // Signing-key rotation (docs/operations.md, "Signing keys"): every N days, 0 for only by hand
-  // (npm run rotate-key); the next key is published this long before it signs.
-  SIGNING_KEY_ROTATION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 90 }),
-  SIGNING_KEY_PUBLISH_AHEAD_SECONDS: Type.Integer({ minimum: 600, default: 86400 }),
-  TRIAL_DAYS: Type.Integer({ minimum: 0, maximum: 365, default: 30 }),
-  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576 }),
-  RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000 }),
-  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
-  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000 }),
-  // A client must have sent all its headers within this time (slow-header clients are closed).
-  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000 }),
-  SCHEDULER_ENABLED: Type.Boolean({ default: true }),
-  SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
-  SCHEDULER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
-  // The test clock's routes (docs/test-clock.md): never in production, where they would let a
-  // platform client renew and charge every subscription ahead of time.
-  TEST_CLOCK_ENABLED: Type.Boolean({ default: false }),
-  /** Memory for the answers of hot reads kept per process (src/db/read-cache.ts); 0 turns the cache off. */
-  READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024 }),
-  REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1' }),
-  // Rates over the built-in VAT table of the EU-27, CH, NO and GB (src/modules/subscriptions/billing/vat.ts): IT:22,DE:19.
-  VAT_RATES: Type.String({ default: '' }),
-  // Where the seller is established (ISO 3166-1 alpha-2): a business customer elsewhere whose VAT number is marked valid is reverse-charged.
-  SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$' }),
-  // The seller as its invoices name it (the portal's printable invoices, docs/hosted-pages.md):
-  // name, address (lines separated by "|") and VAT identification number with its country prefix.
-  SELLER_NAME: Type.String({ default: '', maxLength: 200 }),
-  SELLER_ADDRESS: Type.String({ default: '', maxLength: 500 }),
-  SELLER_VAT_NUMBER: Type.String({ default: '', pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$' }),
-  // ISO 4217: the currency a new plan, addon or fixed-amount coupon gets when it names none; each price keeps its own.
-  CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$' }),
-  HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600 }),
-  CHARGEBEE_SITE: Type.Optional(Type.String()),
-  CHARGEBEE_API_KEY: Type.Optional(Type.String()),
-  CHARGEBEE_WEBHOOK_USER: Type.Optional(Type.String()),
-  CHARGEBEE_WEBHOOK_PASSWORD: Type.Optional(Type.String()),
-  // Overrides of the Chargebee SDK's host (https://<site>.chargebee.com:443), for a test server; see docs/chargebee.md.
-  CHARGEBEE_PROTOCOL: Type.Union([Type.Literal('https'), Type.Literal('http')], { default: 'https' }),
-  CHARGEBEE_HOST_SUFFIX: Type.String({ default: '.chargebee.com' }),
-  CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443 }),
-  CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000 }),
-  // How often every Chargebee-managed subscription, its invoices and credit notes are compared
-  // with Chargebee and corrected (docs/chargebee.md "Reconciliation"); 0 turns it off.
-  CHARGEBEE_RECONCILE_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 604800, default: 3600 }),
-  // Retries of a Chargebee call on a network error, timeout, 429 or 5xx (writes with the same idempotency key), the first after CHARGEBEE_RETRY_DELAY_MS, doubling.
-  CHARGEBEE_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 3 }),
-  CHARGEBEE_RETRY_DELAY_MS: Type.Integer({ minimum: 0, maximum: 10000, default: 200 }),
-  ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024 }),
-  // The browser origins allowed to call the API (CORS), comma-separated; none by default (src/http/cors.ts).
-  CORS_ORIGINS: Type.String({ default: '' }),
-  // Dunning of the local billing engine: days after an invoice's failed first charge on which it
-  // is retried; after the last failure the invoice is not_paid and the subscription cancelled.
-  DUNNING_RETRY_DAYS: Type.String({ default: '1,3,5' }),
-  // Events and outgoing webhooks (docs/webhooks.md): how long the event log keeps an event, how
-  // long a receiver has to answer, and whether loopback/private targets (and http) are allowed.
-  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
-  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 10000 }),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false }),
+  ], { default: 'info', description: 'The pino log level (silent to mute)' }),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ description: 'The service\'s public http(s) URL, for the OpenAPI servers and hosted pages; set it behind a proxy' })),
+  ADMIN_CLIENT_ID: Type.Optional(Type.String({ minLength: 1, description: 'The platform client to create at start-up, with ADMIN_CLIENT_SECRET; unset: one is made and printed once' })),
+  ADMIN_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 16, description: 'The secret of ADMIN_CLIENT_ID (16+ characters)' })),
+  TOKEN_ISSUER: Type.String({ default: 'company-admin-api', description: 'The iss of the access tokens' }),
+  TOKEN_AUDIENCE: Type.String({ default: 'company-admin-api', description: 'The aud of the access tokens' }),
+  TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400, default: 3600, description: 'The lifetime of an access token' }),
+  SIGNING_KEY_ROTATION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 90, description: 'A new token-signing key every N days (0: only with npm run rotate-key; docs/operations.md, "Signing keys")' }),
+  SIGNING_KEY_PUBLISH_AHEAD_SECONDS: Type.Integer({ minimum: 600, default: 86400, description: 'How long a new signing key is published in the key set before it signs' }),
+  TRIAL_DAYS: Type.Integer({ minimum: 0, maximum: 365, default: 30, description: 'The length of a new company\'s trial' }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1048576, description: 'The largest JSON body (413 above); the token endpoint takes 8 KiB at most' }),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per token (or address) per window (0: no limit)' }),
+  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 60, description: 'The window of RATE_LIMIT_MAX' }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000, description: 'A request that has not arrived whole by then is closed' }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 10000, description: 'A client that has not sent all its headers by then gets 408 and is closed (at most REQUEST_TIMEOUT_MS)' }),
+  SCHEDULER_ENABLED: Type.Boolean({ default: true, description: 'Whether this process runs the job runner (deliveries, renewals)' }),
+  SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000, description: 'How often the job runner looks for due jobs' }),
+  SCHEDULER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Jobs claimed at once on PostgreSQL (1 on PGlite); at most half of DB_POOL_SIZE' }),
+  // Never in production, where they would let a platform client renew and charge every subscription ahead of time.
+  TEST_CLOCK_ENABLED: Type.Boolean({ default: false, description: 'Test environments only: the test clock\'s routes that move the business time forward (docs/test-clock.md)' }),
+  READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024, description: 'Memory for the cached answers of hot reads, per process (0: no cache)' }),
+  REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1', description: 'The hosts a redirect_url of the billing pages may name, comma-separated' }),
+  VAT_RATES: Type.String({ default: '', description: 'VAT rates over the built-in table of the EU-27, CH, NO and GB, like IT:22,DE:19' }),
+  SELLER_COUNTRY: Type.String({ default: 'IT', pattern: '^[A-Z]{2}$', description: 'Where the seller is established (ISO 3166-1 alpha-2): valid VAT numbers elsewhere are reverse-charged' }),
+  SELLER_NAME: Type.String({ default: '', maxLength: 200, description: 'The seller\'s name on the invoices the portal prints' }),
+  SELLER_ADDRESS: Type.String({ default: '', maxLength: 500, description: 'The seller\'s address on the invoices the portal prints, lines separated by |' }),
+  SELLER_VAT_NUMBER: Type.String({ default: '', pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$', description: 'The seller\'s VAT number with its country prefix (IT01234567890), printed on every invoice' }),
+  CURRENCY_CODE: Type.String({ default: 'EUR', pattern: '^[A-Z]{3}$', description: 'The ISO 4217 currency of a new plan, addon or fixed-amount coupon that names none' }),
+  HOSTED_PAGE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 3600, description: 'The lifetime of hosted pages and portal sessions' }),
+  CHARGEBEE_SITE: Type.Optional(Type.String({ description: 'The Chargebee site, for products whose subscription_manager is chargebee' })),
+  CHARGEBEE_API_KEY: Type.Optional(Type.String({ description: 'The API key of CHARGEBEE_SITE' })),
+  CHARGEBEE_WEBHOOK_USER: Type.Optional(Type.String({ description: 'The HTTP Basic user Chargebee\'s webhooks must send' })),
+  CHARGEBEE_WEBHOOK_PASSWORD: Type.Optional(Type.String({ description: 'The HTTP Basic password Chargebee\'s webhooks must send' })),
+  // Only tests change where the SDK connects (a local fake Chargebee); see docs/chargebee.md.
+  CHARGEBEE_PROTOCOL: Type.Union([Type.Literal('https'), Type.Literal('http')], { default: 'https', description: 'The scheme of the Chargebee API (tests only)' }),
+  CHARGEBEE_HOST_SUFFIX: Type.String({ default: '.chargebee.com', description: 'What follows the site in the Chargebee API\'s host name (tests only)' }),
+  CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443, description: 'The port of the Chargebee API (tests only)' }),
+  CHARGEBEE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15000, description: 'The timeout of one attempt of a Chargebee call (a timeout is retried)' }),
+  CHARGEBEE_RECONCILE_INTERVAL_SECONDS: Type.Integer({ minimum: 0, maximum: 604800, default: 3600, description: 'How often Chargebee-managed subscriptions, invoices and credit notes are compared with Chargebee (0: never)' }),
+  CHARGEBEE_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 3, description: 'Retries of a Chargebee call on a network error, timeout, 429 or 5xx (a write keeps its idempotency key)' }),
+  CHARGEBEE_RETRY_DELAY_MS: Type.Integer({ minimum: 0, maximum: 10000, default: 200, description: 'The pause before a Chargebee call\'s first retry, doubling up to 2 s' }),
+  ATTACHMENT_MAX_BYTES: Type.Integer({ minimum: 1, default: 10 * 1024 * 1024, description: 'The largest communication attachment' }),
+  CORS_ORIGINS: Type.String({ default: '', description: 'The browser origins allowed to call the API, comma-separated (https://app.example.com); empty: no CORS headers' }),
+  DUNNING_RETRY_DAYS: Type.String({ default: '1,3,5', description: 'Days after a failed invoice\'s date on which its charge is retried; after the last, not_paid and cancelled' }),
+  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30, description: 'How long the event log keeps an event, with its deliveries (docs/webhooks.md)' }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60000, default: 10000, description: 'How long a webhook receiver has to answer an attempt' }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Boolean({ default: false, description: 'Development and tests only: webhook endpoints may use http and loopback or private addresses' }),
+  ...OPERATIONS_SETTINGS,
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
+
+/** Every setting's schema (its default, bounds and description), by name. */
+export const SETTINGS = ConfigSchema.properties as unknown as Readonly<Record<string, { default?: unknown; description?: string }>>
+
+/**
+ * The text of .env.example (`npm run generate:env-example`): every setting in the schema's order,
+ * its description on the line above, and its default, commented out, so that a copy of the file
+ * changes nothing until a line is uncommented. A setting without a description stops the
+ * generation: the file is where an operator learns what a setting is for.
+ */
+export function envExample(): string {
+  const lines = [
+    '# The settings of company-admin-api: environment variables, read once at start-up.',
+    '# Generated from src/config.ts by `npm run generate:env-example`: edit the schema there, not this file.',
+    '# Each line shows the default; uncomment and change the ones you need (an empty value is the default too).',
+    '# README.md, "Configuration", and docs/operations.md say more about each.',
+  ]
+  for (const [name, schema] of Object.entries(SETTINGS)) {
+    if (!schema.description || /\n/.test(schema.description)) throw new Error(`The setting ${name} needs a one-line description in src/config.ts`)
+    lines.push('', `# ${schema.description}`, `# ${name}=${schema.default === undefined ? '' : String(schema.default)}`)
+  }
+  return `${lines.join('\n')}\n`
+}
 
 /** Parses the environment once; an invalid setting stops the start with a sentence naming it. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {

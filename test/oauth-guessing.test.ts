@@ -241,7 +241,8 @@ for (const engine of engines) {
       const estimate = doc.paths['/api/v1/subscription/{subscription_id}/estimate'].get
       assert.match(estimate.responses['401'].description, /coupon_code was sent without a token/)
       const coupon = doc.paths['/api/v1/subscription/coupons/{id}'].get
-      assert.deepEqual(coupon.security, [{ platform: [] }])
+      assert.deepEqual(coupon.security, [{ oauth2: [] }])
+      assert.equal(coupon['x-platform-only'], true)
       assert.ok(coupon.responses['403'])
     })
 

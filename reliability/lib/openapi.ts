@@ -9,7 +9,7 @@ export type Schema = {
 }
 export type Parameter = { in: string; name: string; required?: boolean; schema: Schema }
 export type Operation = {
-  operationId?: string; security?: Array<Record<string, string[]>>; parameters?: Parameter[]
+  operationId?: string; security?: Array<Record<string, string[]>>; 'x-platform-only'?: boolean; parameters?: Parameter[]
   requestBody?: { content: Record<string, { schema: Schema }> }
   responses?: Record<string, { content?: Record<string, { schema: Schema }> }>
 }

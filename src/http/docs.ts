@@ -21,17 +21,31 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 // Our own start-up script, a file rather than inline so the policy can forbid inline scripts.
 // validatorUrl: null, else Swagger UI shows a badge loaded from validator.swagger.io. The
 // document's license is an identifier of our own (LicenseRef-Proprietary), which Swagger UI would
-// link to spdx.org, where no such page exists: its name is shown, not linked.
+// link to spdx.org, where no such page exists: its name is shown, not linked. The Authorize dialog
+// offers the client-credentials flow only: the document's other scheme is the HTTP Basic that
+// Chargebee sends to its webhook, which no integrator authorizes with.
 const START = `const licenseName = (system) => ({
   components: {
     OAS31License: ({ specSelectors }) => system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
+  },
+});
+const clientCredentialsOnly = () => ({
+  statePlugins: {
+    spec: {
+      wrapSelectors: {
+        securityDefinitions: (original) => (state, ...args) => {
+          const schemes = original(...args);
+          return schemes ? schemes.filter((_scheme, name) => name === 'oauth2') : schemes;
+        },
+      },
+    },
   },
 });
 window.ui = SwaggerUIBundle({
   url: '/openapi.json',
   dom_id: '#reference',
   presets: [SwaggerUIBundle.presets.apis],
-  plugins: [licenseName],
+  plugins: [licenseName, clientCredentialsOnly],
   layout: 'BaseLayout',
   validatorUrl: null,
   deepLinking: true,

@@ -2,9 +2,10 @@ import type { FastifyInstance, RouteOptions } from 'fastify'
 import swagger from '@fastify/swagger'
 import { ErrorBody } from './schemas.ts'
 import { scopeNeeded, type Access } from './auth.ts'
-import { ALL_SCOPE_STRINGS } from '../modules/oauth/scopes.ts'
+import { scopeDescription } from '../modules/oauth/scopes.ts'
 import { finishDocument } from './openapi-document.ts'
 import { NEVER_SHED } from './load-shedding.ts'
+import { PACKAGE_VERSION } from '../version.ts'
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input: `errors` names the field',
@@ -38,13 +39,16 @@ export const API_TITLE = 'Company Administration and Subscription Management API
  * answers it can give and its security requirement, so the document says what the code does.
  */
 export async function installOpenApi(app: FastifyInstance, options: { serverUrl?: string }) {
-  app.addHook('onRoute', (route) => documentRoute(route))
+  // The scopes the routes check, gathered as they are registered: the token form of /docs offers
+  // these and no others, so a scope no route needs is never asked for.
+  const usedScopes = new Set<string>()
+  app.addHook('onRoute', (route) => documentRoute(route, usedScopes))
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: API_TITLE,
-        version: '1.0.0',
+        version: PACKAGE_VERSION,
         description: 'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`. A path called with a method it does not have answers `405` (`code: "method_not_allowed"`) with `Allow` listing its methods; an unknown path answers `404`.',
         contact: { name: 'Company Admin API maintainers' },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
@@ -70,29 +74,35 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         { name: 'Operations', description: 'Health, readiness and metrics' },
       ],
       components: {
+        // One way to authorize, the one every caller uses: a token from /oauth/token with the
+        // client's id and secret. Its scopes are filled in once every route is known
+        // (offerUsedScopes). The Chargebee webhook is not for integrators; /docs leaves its
+        // scheme out of the Authorize dialog (docs/adr/0011-versions-and-offered-scopes.md).
         securitySchemes: {
           oauth2: {
             type: 'oauth2',
-            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: Object.fromEntries(ALL_SCOPE_STRINGS.map((s) => [s, s.replace(/^(\w+):(.*)$/, '$2 $1')])) } },
+            description: 'A token from POST /oauth/token for your client\'s id and secret (client credentials): a company\'s client sees only its company, a platform client every company',
+            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
           },
-          // The same tokens; the routes of the platform (catalogue writes, companies, enable)
-          // refuse a company's token whatever its scopes, so they name a scheme of their own.
-          platform: {
-            type: 'oauth2',
-            description: 'A token of a platform client (not of a company); writes need `write:company`',
-            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { 'write:company': 'Platform writes: catalogue, companies, enabling, payment sources' } } },
-          },
-          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           chargebeeBasic: { type: 'http', scheme: 'basic', description: 'CHARGEBEE_WEBHOOK_USER and CHARGEBEE_WEBHOOK_PASSWORD, as configured in Chargebee\'s webhook settings' },
         },
       },
     },
     // Once: @fastify/swagger caches the result (named schemas, examples, Location; openapi-document.ts).
-    transformObject: (documentObject) => 'openapiObject' in documentObject ? shareErrorResponses(finishDocument(documentObject.openapiObject)) : documentObject.swaggerObject,
+    transformObject: (documentObject) => 'openapiObject' in documentObject
+      ? offerUsedScopes(shareErrorResponses(finishDocument(documentObject.openapiObject)), usedScopes)
+      : documentObject.swaggerObject,
   })
 }
 
-function documentRoute(route: RouteOptions) {
+/** The client-credentials flow offers exactly the scopes some route checks, each with its one-line description. */
+function offerUsedScopes(doc: Record<string, any>, usedScopes: ReadonlySet<string>) {
+  const flow = doc.components.securitySchemes.oauth2.flows.clientCredentials
+  flow.scopes = Object.fromEntries([...usedScopes].sort().map((scope) => [scope, scopeDescription(scope)]))
+  return doc
+}
+
+function documentRoute(route: RouteOptions, usedScopes: Set<string>) {
   const schema = (route.schema ??= {}) as Record<string, any>
   if (schema.hide) return
   const methods = Array.isArray(route.method) ? route.method : [route.method]
@@ -113,12 +123,16 @@ function documentRoute(route: RouteOptions) {
   // Every route but the probes: load shedding (http/load-shedding.ts), or the database gone.
   if (route.url === '/ready') responses[503] ??= { ...ErrorBody, description: 'Not ready: the database does not answer, a migration is pending, or the instance is stopping; see Retry-After' }
   else if (!NEVER_SHED.has(route.url)) add(503)
+  const scope = scopeNeeded(access, method)
+  if (scope) usedScopes.add(scope)
   // `none` looks at no token: the route is public in the document's words (`security: []`).
   if (access === 'none') schema.security ??= []
   // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).
-  else if (access === 'public') schema.security ??= [{}, { bearer: [] }]
-  else if (access === 'platform') schema.security ??= [{ platform: method === 'GET' ? [] : [scopeNeeded(access, method)!] }]
-  else if (typeof access === 'object') schema.security ??= [{ oauth2: [scopeNeeded(access, method)] }, { bearer: [] }]
+  else if (access === 'public') schema.security ??= [{}, { oauth2: [] }]
+  else schema.security ??= [{ oauth2: scope ? [scope] : [] }]
+  // The same tokens, but a company's is refused whatever its scopes: a scheme cannot say that,
+  // so the operation carries it (and its description says it in words).
+  if (access === 'platform') schema['x-platform-only'] = true
   schema.description = describe(schema, access, method)
 }
 

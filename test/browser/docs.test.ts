@@ -108,11 +108,15 @@ describe('the /docs page in a browser', () => {
       await page.goto(`${origin}/docs`)
       await page.locator('.opblock').first().waitFor()
 
-      // A platform client's credentials, in the document's `platform` scheme (client credentials):
-      // the dialog posts them to /oauth/token.
+      // A platform client's credentials, in the one scheme the dialog offers (client credentials,
+      // with the scopes the routes use): the dialog posts them to /oauth/token.
       await page.getByRole('button', { name: 'Authorize' }).first().click()
-      const scheme = page.locator('.modal-ux .auth-container', { hasText: 'A token of a platform client' })
-      // (Swagger UI gives both schemes' fields the same ids, so their labels name the first scheme's.)
+      const scheme = page.locator('.modal-ux .auth-container', { hasText: 'A token from POST /oauth/token' })
+      await scheme.waitFor()
+      assert.equal(await page.locator('.modal-ux .auth-container').count(), 1, 'the dialog offers the client-credentials flow only')
+      assert.equal(await page.locator('.modal-ux').getByText('Basic authorization').count(), 0)
+      assert.equal(await scheme.locator('.scopes input[type=checkbox], .checkbox input').count() > 0, true, 'the scopes are offered')
+      assert.equal(await scheme.getByText('write:stamping').count(), 0, 'a scope no route uses is not offered')
       await scheme.locator('#client_id_clientCredentials').fill(ADMIN.client_id)
       await scheme.locator('#client_secret_clientCredentials').fill(ADMIN.client_secret)
       const token = page.waitForResponse((res) => new URL(res.url()).pathname === '/oauth/token')

@@ -29,7 +29,7 @@ export type Schema = {
   minimum?: number; exclusiveMinimum?: number; description?: string
 }
 export type Operation = {
-  security?: Array<Record<string, string[]>>; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
+  security?: Array<Record<string, string[]>>; 'x-platform-only'?: boolean; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
   requestBody?: { content: Record<string, { schema: Schema }> }; responses?: Record<string, unknown>
 }
 export interface Route { method: string; path: string; op: Operation }
@@ -59,7 +59,7 @@ export function isPublic(op: Operation) {
 }
 
 export function isPlatformOnly(op: Operation) {
-  return (op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2)
+  return op['x-platform-only'] === true || ((op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2))
 }
 
 /** What a seeding POST answered. */

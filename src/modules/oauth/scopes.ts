@@ -58,6 +58,30 @@ export function scopeStrings(scopes: readonly Scope[]): string[] {
 
 export const ALL_SCOPE_STRINGS: readonly string[] = ALL_AREAS.flatMap((area) => modesOf(area).map((m) => `${m}:${area}`))
 
+/** What each scope a route checks lets a token do, in one line: the token form of /docs shows them. */
+const SCOPE_DESCRIPTIONS: Record<string, string> = {
+  'read:company': 'Read the company, its subsidiaries, clients, events, webhook endpoints, subscription, invoices and credit notes',
+  'write:company': 'Change the company, its subsidiaries, clients, webhook endpoints and subscription; a platform client\'s also the catalogue and companies',
+  'read:team': 'Read the company\'s teams, their members and leaders',
+  'write:team': 'Create and change teams; add, remove, promote and demote their members',
+  'read:contract': 'Read the company\'s contracts (its employees)',
+  'write:contract': 'Create and change contracts',
+  'read:holiday': 'Read the holidays of the company and its subsidiaries, merged with public calendars',
+  'write:holiday': 'Create, change and delete holidays of the company and its subsidiaries',
+  'read:company_communication': 'Read communications, their attachments and delivery reports',
+  'write:company_communication': 'Create and change communications and upload their attachments',
+  'read:company_communication_message': 'Read the messages a communication delivered, and an employee\'s inbox',
+  'write:company_communication_message': 'Mark a message opened, or acknowledge it',
+}
+
+/** The one-line description of a scope: its own, or one made from its area's name. */
+export function scopeDescription(scope: string): string {
+  const own = SCOPE_DESCRIPTIONS[scope]
+  if (own) return own
+  const [mode, area = ''] = scope.split(':')
+  return `${mode === 'write' ? 'Create and change' : 'Read'} ${area.split('_').join(' ')}`
+}
+
 function displayName(area: string): string {
   const words = area.split('_').join(' ')
   return words.charAt(0).toUpperCase() + words.slice(1)
