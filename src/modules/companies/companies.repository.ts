@@ -108,6 +108,20 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       return cutPage(await keyset(query, CONTRACT_ORDER, page).execute(), page, keyOf)
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
+
+    /** The mirror of the company's subscription a Company shows (none: undefined). */
+    findSubscriptionMirror: (companyId: string) => db.selectFrom('subscriptions as s')
+      .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+      .select(['s.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+        's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features'])
+      .where('s.company_id', '=', companyId)
+      .executeTakeFirst(),
+
+    /** The teams a contract is a member of, by id. */
+    async teamIdsOf(companyId: string, contractId: string): Promise<string[]> {
+      const rows = await db.selectFrom('team_members').select('team_id').where('company_id', '=', companyId).where('contract_id', '=', contractId).orderBy('team_id').execute()
+      return rows.map((row) => row.team_id)
+    },
   }
 }
 

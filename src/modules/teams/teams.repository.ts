@@ -210,6 +210,12 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     },
     findTeam: async (companyId: string, teamId: string): Promise<Team | undefined> => (await oneTeam(companyId, teamId))[0],
 
+    /** The contracts leading a team, by id. */
+    async leaderIdsOf(companyId: string, teamId: string): Promise<string[]> {
+      const rows = await db.selectFrom('team_members').select('contract_id').where('company_id', '=', companyId).where('team_id', '=', teamId).where('is_leader', '=', true).orderBy('contract_id').execute()
+      return rows.map((row) => row.contract_id)
+    },
+
     /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
     listMembers: async (companyId: string, teamId: string, page: KeysetPage) => cutPage(await keyset(
       db.selectFrom('team_members as m')
