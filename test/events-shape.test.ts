@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { addToTeams, company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
 import { commsUrl, createComm, getComm, messagesOf, putComm } from './communications.fixtures.ts'
-import { at, billedCompany, cancel, detailsOf, json, removeCancellation, setCard, SUB } from './subscriptions-helpers.ts'
+import { at, billedCompany, cancel, detailsOf, json, removeCancellation, setCard, SUB, update } from './subscriptions-helpers.ts'
 import { EVENT_TYPES, type EventType } from '../src/modules/events/outbox.ts'
 
 /**
@@ -221,10 +221,15 @@ const CASES: Record<EventType, Case | { notCausedOverHttp: string } | { todo: st
     assert.equal((await cancel(t, c.id, c.token, '?end_of_term=false')).statusCode, 200)
     return { companyId: c.id, expected: await subscriptionOf(t, c) }
   },
-  'subscription.changed': { todo: 'a plan change through PUT .../update has no case yet' },
-  'subscription.reactivated': { todo: 'a reactivation has no case yet' },
-  'subscription.paused': { todo: 'a pause has no case yet' },
-  'subscription.resumed': { todo: 'a resumption has no case yet' },
+  'subscription.changed': async (t) => {
+    const c = await billedCompany(t, { plans: { basic: { price: 29.9 }, gold: { price: 49.9 } } })
+    const res = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.gold, plan_quantity: 7 }, c.token)
+    assert.equal(res.statusCode, 200, res.body)
+    return { companyId: c.id, expected: await subscriptionOf(t, c) }
+  },
+  'subscription.reactivated': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
+  'subscription.paused': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
+  'subscription.resumed': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
   'subscription.started': { notCausedOverHttp: CHARGEBEE },
   'subscription.trial_extended': { notCausedOverHttp: CHARGEBEE },
   'subscription.deleted': { notCausedOverHttp: CHARGEBEE },
@@ -247,7 +252,11 @@ const CASES: Record<EventType, Case | { notCausedOverHttp: string } | { todo: st
     const c = await activated(t, FAILING)
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
-  'invoice.not_paid': { todo: 'exhausted dunning has no case yet' },
+  'invoice.not_paid': async (t) => {
+    const c = await activated(t, FAILING)
+    for (const day of ['2027-02-01', '2027-02-03', '2027-02-05']) await at(t, `${day}T10:00:00.000Z`)
+    return { companyId: c.id, expected: await invoiceOf(t, c) }
+  },
   'invoice.voided': { todo: 'a void has no case yet' },
   'invoice.updated': { todo: 'an invoice update has no case yet' },
   'credit_note.created': async (t) => {
