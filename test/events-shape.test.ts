@@ -4,6 +4,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { addToTeams, company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
 import { commsUrl, createComm, getComm, messagesOf, putComm } from './communications.fixtures.ts'
 import { at, billedCompany, cancel, detailsOf, json, removeCancellation, setCard, SUB, update } from './subscriptions-helpers.ts'
+import { endpointSteps } from './helpers/webhook-endpoints.ts'
 import { EVENT_TYPES, type EventType } from '../src/modules/events/outbox.ts'
 
 /**
@@ -283,8 +284,26 @@ describe('events shape catalogue', () => {
 for (const engine of engines) {
   describe(`event objects as their GET answers them on ${engine}`, () => {
     let t: TestApp
-    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true }) })
-    after(async () => { await t?.close() })
+    const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
+    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }) })
+    after(async () => {
+      await Promise.all(receivers.map((r) => r.close()))
+      await t?.close()
+    })
+
+    it('a webhook delivery carries the event as the log answers it', async () => {
+      const c = await company(t)
+      const r = await listen('ok')
+      await endpoint(c.id, { url: r.url }, c.token)
+      const k = await contract(t, c.id)
+      await addToTeams(t, c.id, k, [await team(t, c.id, { team_leader_ids: [k] })])
+      await deliverNow()
+      assert.ok(r.received.length >= 3, `${r.received.length} deliveries`)
+      for (const got of r.received) {
+        const sent = JSON.parse(got.body)
+        assert.deepEqual(sent, await t.json(200, { url: `/api/v1/events/${sent.id}` }), sent.type)
+      }
+    })
 
     for (const type of EVENT_TYPES) {
       const spec = CASES[type]
