@@ -117,10 +117,17 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       .where('s.company_id', '=', companyId)
       .executeTakeFirst(),
 
-    /** The teams a contract is a member of, by id. */
-    async teamIdsOf(companyId: string, contractId: string): Promise<string[]> {
-      const rows = await db.selectFrom('team_members').select('team_id').where('company_id', '=', companyId).where('contract_id', '=', contractId).orderBy('team_id').execute()
-      return rows.map((row) => row.team_id)
+    /** The teams each contract is a member of, by id; keyed `<company_id>/<contract_id>`, a contract in no team absent. */
+    async teamIdsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
+      const rows = await db.selectFrom('team_members').select(['company_id', 'contract_id', 'team_id'])
+        .where((eb) => eb(eb.refTuple('company_id', 'contract_id'), 'in', contracts.map((contract) => eb.tuple(contract.companyId, contract.id))))
+        .orderBy('team_id').execute()
+      const teams = new Map<string, string[]>()
+      for (const row of rows) {
+        const key = `${row.company_id}/${row.contract_id}`
+        teams.set(key, [...(teams.get(key) ?? []), row.team_id])
+      }
+      return teams
     },
   }
 }

@@ -17,7 +17,7 @@ import type { KeysetPage } from '../../db/keyset.ts'
 import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import { loggedValue } from '../communications/communications.service.ts'
 import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
-import { storedTime, type StoredObject } from '../events/event-objects.ts'
+import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
 /** The routes that change a contract's teams, named where a client tries to change them on the contract. */
@@ -47,6 +47,7 @@ export function createCompaniesService(deps: {
   clock: Clock
 }) {
   const { repo, clock } = deps
+  const teamIdsOf = batchedByResource(repo.teamIdsOf, [])
 
   async function requireCompany(companyId: string) {
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
@@ -242,7 +243,7 @@ export function createCompaniesService(deps: {
 
     /** A contract event's object: the stored row with its teams read now, as GET .../contracts/{id} answers. */
     async contractEventObject(stored: StoredObject): Promise<Contract> {
-      return contractView({ ...(stored as Contract), team_ids: await repo.teamIdsOf(stored.company_id, stored.id) })
+      return contractView({ ...(stored as Contract), team_ids: await teamIdsOf(stored.company_id, stored.id) })
     },
   }
 

@@ -22,6 +22,24 @@ export type ObjectPresenters = Readonly<Partial<Record<string, ObjectPresenter>>
 /** A stored timestamp as the Date a repository would answer. */
 export const storedTime = (value: unknown): Date | null => (value === null || value === undefined ? null : new Date(value as string))
 
+/**
+ * A read of many resources' related rows in one statement: the calls made in the same turn of
+ * the event loop (a delivery pass presents its events together) share one `loadMany`.
+ */
+export function batchedByResource<V>(loadMany: (keys: ReadonlyArray<{ companyId: string; id: string }>) => Promise<Map<string, V>>, missing: V) {
+  let pending: Array<{ companyId: string; id: string; resolve: (value: V) => void; reject: (err: unknown) => void }> = []
+  return (companyId: string, id: string): Promise<V> => new Promise<V>((resolve, reject) => {
+    if (pending.length === 0) {
+      setImmediate(() => {
+        const batch = pending
+        pending = []
+        loadMany(batch).then((found) => { for (const p of batch) p.resolve(found.get(`${p.companyId}/${p.id}`) ?? missing) }, (err) => { for (const p of batch) p.reject(err) })
+      })
+    }
+    pending.push({ companyId, id, resolve, reject })
+  })
+}
+
 export interface StoredEvent { id: string; type: string; company_id: string | null; data: unknown; created_at: Date | string }
 
 /** Turns stored events into events as clients read them, in the log and in webhooks. */

@@ -1,4 +1,4 @@
-import type { StoredObject } from '../events/event-objects.ts'
+import { batchedByResource, type StoredObject } from '../events/event-objects.ts'
 import type { Contract } from '../companies/companies.schemas.ts'
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
@@ -16,6 +16,7 @@ import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember 
  */
 export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }) {
   const { repo, clock } = deps
+  const leaderIdsOf = batchedByResource(repo.leaderIdsOf, [])
 
   async function requireCompany(companyId: string) {
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
@@ -96,7 +97,7 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
 
     /** A team event's object: the stored row with its leaders read now, as GET .../teams/{id} answers. */
     async teamEventObject(stored: StoredObject): Promise<Team> {
-      return teamView({ ...(stored as Team), team_leader_ids: await repo.leaderIdsOf(stored.company_id, stored.id) })
+      return teamView({ ...(stored as Team), team_leader_ids: await leaderIdsOf(stored.company_id, stored.id) })
     },
 
     /**
