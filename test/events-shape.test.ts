@@ -5,6 +5,8 @@ import { addToTeams, company, contract, subsidiary, team, type CompanyFixture } 
 import { commsUrl, createComm, getComm, messagesOf, putComm } from './communications.fixtures.ts'
 import { at, billedCompany, cancel, detailsOf, json, removeCancellation, setCard, SUB, update } from './subscriptions-helpers.ts'
 import { endpointSteps } from './helpers/webhook-endpoints.ts'
+import type { FakeChargebee } from './helpers/fake-chargebee.ts'
+import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 import { EVENT_TYPES, type EventType } from '../src/modules/events/outbox.ts'
 
 /**
@@ -16,6 +18,8 @@ import { EVENT_TYPES, type EventType } from '../src/modules/events/outbox.ts'
 
 interface Caused { companyId: string; token?: string; expected: unknown }
 type Case = (t: TestApp) => Promise<Caused>
+/** A case on an app whose subscriptions Chargebee manages (its webhooks are HTTP requests too). */
+type ChargebeeCase = { chargebee: (t: TestApp, fake: FakeChargebee) => Promise<Caused> }
 
 const companyUrl = (id: string) => `/api/v1/companies/${id}`
 const getCompany = (t: TestApp, c: CompanyFixture) => t.json(200, { url: companyUrl(c.id) })
@@ -24,7 +28,7 @@ const getTeam = (t: TestApp, c: CompanyFixture, id: string) => t.json(200, { url
 const getHoliday = (t: TestApp, c: CompanyFixture, id: string) => t.json(200, { url: `${companyUrl(c.id)}/holidays/${id}`, token: c.token })
 const member = async (t: TestApp, c: CompanyFixture, teamId: string, contractId: string) =>
   (await t.json<any[]>(200, { url: `${companyUrl(c.id)}/teams/${teamId}/contracts`, token: c.token })).find((m) => m.id === contractId)
-const subscriptionOf = async (t: TestApp, c: CompanyFixture) => (await detailsOf(t, c)).subscription
+const subscriptionOf = async (t: TestApp, c: { id: string; token: string }) => (await detailsOf(t, c)).subscription
 
 async function accepted(t: TestApp, request: Parameters<TestApp['call']>[0]) {
   const res = await t.call(request)
@@ -69,7 +73,30 @@ const invoiceOf = async (t: TestApp, c: CompanyFixture) => {
 const NO_ROUTE = 'no route deletes it'
 const CHARGEBEE = 'reported by Chargebee only (docs/chargebee.md)'
 
-const CASES: Record<EventType, Case | { notCausedOverHttp: string } | { todo: string }> = {
+/** A Chargebee-managed company, its subscription moved at Chargebee by `change`, then reported by `type`. */
+function reported(type: string, change: (s: any, fake: FakeChargebee) => void, options: { active?: boolean } = {}): ChargebeeCase {
+  return {
+    async chargebee(t, fake) {
+      const c = await chargebeeCompany(t, fake)
+      if (options.active) {
+        fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))
+        assert.equal((await deliver(t, fake.event('subscription_activated', { subscriptionId: c.subscriptionId }))).json().outcome, 'applied')
+      }
+      fake.change(c.subscriptionId, (s) => change(s, fake))
+      assert.equal((await deliver(t, fake.event(type, { subscriptionId: c.subscriptionId }))).json().outcome, 'applied', type)
+      return { companyId: c.id, expected: await subscriptionOf(t, c) }
+    },
+  }
+}
+
+async function chargebeeCard(t: TestApp, fake: FakeChargebee) {
+  const c = await chargebeeCompany(t, fake)
+  const source = { ...fake.addCard(c.id, { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }), resource_version: 1000 }
+  assert.equal((await deliver(t, fake.event('payment_source_added', { customerId: c.id, payment_source: source }))).json().outcome, 'applied')
+  return { c, source }
+}
+
+const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: string } | { todo: string }> = {
   'company.created': async (t) => { const c = await company(t); return { companyId: c.id, expected: await getCompany(t, c) } },
   'company.updated': async (t) => {
     const c = await company(t)
@@ -228,14 +255,43 @@ const CASES: Record<EventType, Case | { notCausedOverHttp: string } | { todo: st
     assert.equal(res.statusCode, 200, res.body)
     return { companyId: c.id, expected: await subscriptionOf(t, c) }
   },
-  'subscription.reactivated': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
-  'subscription.paused': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
-  'subscription.resumed': { todo: 'written for a Chargebee webhook; no case with the fake Chargebee yet' },
-  'subscription.started': { notCausedOverHttp: CHARGEBEE },
-  'subscription.trial_extended': { notCausedOverHttp: CHARGEBEE },
-  'subscription.deleted': { notCausedOverHttp: CHARGEBEE },
-  'subscription.payment_source_updated': { notCausedOverHttp: CHARGEBEE },
-  'subscription.payment_source_deleted': { notCausedOverHttp: CHARGEBEE },
+  'subscription.reactivated': {
+    async chargebee(t, fake) {
+      const caused = await reported('subscription_cancelled', (s) => Object.assign(s, { status: 'cancelled', cancelled_at: s.current_term_start + 86_400 }), { active: true }).chargebee(t, fake)
+      const id = (caused.expected as { id: string }).id
+      fake.change(id, (s) => { s.status = 'active'; delete s.cancelled_at })
+      assert.equal((await deliver(t, fake.event('subscription_reactivated', { subscriptionId: id }))).json().outcome, 'applied')
+      return { companyId: caused.companyId, expected: (await t.json(200, { url: `${SUB}/${caused.companyId}/details` })).subscription }
+    },
+  },
+  'subscription.paused': reported('subscription_paused', (s) => { s.status = 'paused' }, { active: true }),
+  'subscription.resumed': {
+    async chargebee(t, fake) {
+      const caused = await reported('subscription_paused', (s) => { s.status = 'paused' }, { active: true }).chargebee(t, fake)
+      const id = (caused.expected as { id: string }).id
+      fake.change(id, (s) => { s.status = 'active' })
+      assert.equal((await deliver(t, fake.event('subscription_resumed', { subscriptionId: id }))).json().outcome, 'applied')
+      return { companyId: caused.companyId, expected: (await t.json(200, { url: `${SUB}/${caused.companyId}/details` })).subscription }
+    },
+  },
+  'subscription.started': reported('subscription_started', (s) => { s.status = 'active'; s.subscription_items[0].quantity = 3 }),
+  'subscription.trial_extended': reported('subscription_trial_extended', (s) => Object.assign(s, { trial_end: s.trial_end + 7 * 86_400, current_term_end: s.trial_end + 7 * 86_400 })),
+  'subscription.deleted': reported('subscription_deleted', () => {}),
+  'subscription.payment_source_updated': {
+    async chargebee(t, fake) {
+      const { c, source } = await chargebeeCard(t, fake)
+      const renewed = { ...source, resource_version: 3000, card: { ...source.card, expiry_year: 2100 } }
+      assert.equal((await deliver(t, fake.event('payment_source_updated', { customerId: c.id, payment_source: renewed }))).json().outcome, 'applied')
+      return { companyId: c.id, expected: await subscriptionOf(t, c) }
+    },
+  },
+  'subscription.payment_source_deleted': {
+    async chargebee(t, fake) {
+      const { c, source } = await chargebeeCard(t, fake)
+      assert.equal((await deliver(t, fake.event('payment_source_deleted', { customerId: c.id, payment_source: { ...source, resource_version: 5000 } }))).json().outcome, 'applied')
+      return { companyId: c.id, expected: await subscriptionOf(t, c) }
+    },
+  },
   'subscription.reconciled': { notCausedOverHttp: CHARGEBEE },
   // The engine inserts the invoice, then charges it in the same transaction: no GET ever shows
   // it as created. Its object is the GET's answer with the charge's changes undone (the
@@ -318,6 +374,24 @@ for (const engine of engines) {
         assert.deepEqual(event.data.object, caused.expected)
         // The log's single event and its list agree.
         assert.deepEqual(await t.json(200, { url: `/api/v1/events/${event.id}` }), event)
+      })
+    }
+  })
+
+  describe(`event objects of Chargebee-managed subscriptions as their GET answers them on ${engine}`, () => {
+    let t: TestApp
+    let fake: FakeChargebee
+    before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
+    after(async () => { await t?.close(); await fake?.close() })
+
+    for (const type of EVENT_TYPES) {
+      const spec = CASES[type]
+      if (typeof spec === 'function' || !('chargebee' in spec)) continue
+      it(`${type}: data.object equals the resource's GET`, async () => {
+        const caused = await spec.chargebee(t, fake)
+        const [event] = await t.json<any[]>(200, { url: `${companyUrl(caused.companyId)}/events`, query: { type, limit: '1' } })
+        assert.ok(event, `no ${type} event`)
+        assert.deepEqual(event.data.object, caused.expected)
       })
     }
   })
