@@ -71,7 +71,6 @@ const invoiceOf = async (t: TestApp, c: CompanyFixture) => {
 }
 
 const NO_ROUTE = 'no route deletes it'
-const CHARGEBEE = 'reported by Chargebee only (docs/chargebee.md)'
 
 /** A Chargebee-managed company, its subscription moved at Chargebee by `change`, then reported by `type`. */
 function reported(type: string, change: (s: any, fake: FakeChargebee) => void, options: { active?: boolean } = {}): ChargebeeCase {
@@ -94,6 +93,27 @@ async function chargebeeCard(t: TestApp, fake: FakeChargebee) {
   const source = { ...fake.addCard(c.id, { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }), resource_version: 1000 }
   assert.equal((await deliver(t, fake.event('payment_source_added', { customerId: c.id, payment_source: source }))).json().outcome, 'applied')
   return { c, source }
+}
+
+/** A Chargebee-managed company with one invoice copied from Chargebee (payment_due), read as GET .../invoices/{id} answers it. */
+async function chargebeeInvoice(t: TestApp, fake: FakeChargebee) {
+  const c = await chargebeeCompany(t, fake)
+  fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))
+  const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
+  assert.equal((await deliver(t, fake.event('invoice_generated', { invoice }))).json().outcome, 'applied')
+  const read = async () => {
+    const [latest] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+    return latest ? json(t, 200, { url: `${SUB}/${c.id}/invoices/${latest.id}`, token: c.token }) : undefined
+  }
+  return { c, invoice, read }
+}
+
+async function chargebeeCreditNote(t: TestApp, fake: FakeChargebee) {
+  const { c, invoice } = await chargebeeInvoice(t, fake)
+  const note = fake.addCreditNote(invoice.id, { total: 1200, amount_available: 1200 })
+  assert.equal((await deliver(t, fake.event('credit_note_created', { credit_note: note }))).json().outcome, 'applied')
+  const read = async () => (await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token }))[0]
+  return { c, note, read }
 }
 
 const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: string } | { todo: string }> = {
@@ -292,7 +312,7 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
       return { companyId: c.id, expected: await subscriptionOf(t, c) }
     },
   },
-  'subscription.reconciled': { notCausedOverHttp: CHARGEBEE },
+  'subscription.reconciled': { notCausedOverHttp: 'written by the reconciliation job with Chargebee, not by a request' },
   // The engine inserts the invoice, then charges it in the same transaction: no GET ever shows
   // it as created. Its object is the GET's answer with the charge's changes undone (the
   // payment_failed event's previous_attributes, in the API's fields and units too).
@@ -314,17 +334,54 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
     for (const day of ['2027-02-01', '2027-02-03', '2027-02-05']) await at(t, `${day}T10:00:00.000Z`)
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
-  'invoice.voided': { todo: 'a void has no case yet' },
-  'invoice.updated': { todo: 'an invoice update has no case yet' },
+  'invoice.voided': {
+    async chargebee(t, fake) {
+      const { c, invoice, read } = await chargebeeInvoice(t, fake)
+      const voided = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600 }))
+      assert.equal((await deliver(t, fake.event('invoice_updated', { invoice: voided }))).json().outcome, 'applied')
+      return { companyId: c.id, expected: await read() }
+    },
+  },
+  'invoice.updated': {
+    async chargebee(t, fake) {
+      const { c, invoice, read } = await chargebeeInvoice(t, fake)
+      const moved = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { due_date: i.date + 14 * 86_400 }))
+      assert.equal((await deliver(t, fake.event('invoice_updated', { invoice: moved }))).json().outcome, 'applied')
+      return { companyId: c.id, expected: await read() }
+    },
+  },
   'credit_note.created': async (t) => {
     const c = await activated(t)
     assert.equal((await cancel(t, c.id, c.token, '?end_of_term=false')).statusCode, 200)
     const [note] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
     return { companyId: c.id, expected: note }
   },
-  'credit_note.updated': { todo: 'a credit note update has no case yet' },
-  'invoice.deleted': { notCausedOverHttp: CHARGEBEE },
-  'credit_note.deleted': { notCausedOverHttp: CHARGEBEE },
+  'credit_note.updated': {
+    async chargebee(t, fake) {
+      const { c, note, read } = await chargebeeCreditNote(t, fake)
+      const used = { ...note, amount_allocated: 200, amount_available: 1000, resource_version: note.resource_version + 1 }
+      assert.equal((await deliver(t, fake.event('credit_note_updated', { credit_note: used }))).json().outcome, 'applied')
+      return { companyId: c.id, expected: await read() }
+    },
+  },
+  'invoice.deleted': {
+    async chargebee(t, fake) {
+      const { c, invoice, read } = await chargebeeInvoice(t, fake)
+      const before = await read()
+      assert.equal((await deliver(t, fake.event('invoice_deleted', { invoice: { ...invoice, deleted: true, resource_version: invoice.resource_version + 1 } }))).json().outcome, 'applied')
+      assert.equal(await read(), undefined)
+      return { companyId: c.id, expected: before }
+    },
+  },
+  'credit_note.deleted': {
+    async chargebee(t, fake) {
+      const { c, note, read } = await chargebeeCreditNote(t, fake)
+      const before = await read()
+      assert.equal((await deliver(t, fake.event('credit_note_deleted', { credit_note: { ...note, deleted: true, resource_version: note.resource_version + 2 } }))).json().outcome, 'applied')
+      assert.equal(await read(), undefined)
+      return { companyId: c.id, expected: before }
+    },
+  },
   ping: { notCausedOverHttp: 'a ping stands for no resource: its object is the endpoint and a message (webhook-endpoints tests)' },
 }
 
