@@ -85,6 +85,7 @@ import { createTestClockService } from './modules/test-clock/test-clock.service.
 import { testClockRoutes } from './modules/test-clock/test-clock.routes.ts'
 import { createEventsRepository } from './modules/events/events.repository.ts'
 import { createEventsService } from './modules/events/events.service.ts'
+import { createEventPresenter, type StoredEvent, type StoredObject } from './modules/events/event-objects.ts'
 import { createEventPruning } from './modules/events/events.pruning.ts'
 import { eventsRoutes } from './modules/events/events.routes.ts'
 import { createWebhookEndpointsRepository } from './modules/webhook-endpoints/webhook-endpoints.repository.ts'
@@ -247,16 +248,34 @@ export async function buildApp(options: AppOptions) {
   access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
   // Events are written by the tables' triggers (migration 0019); these read, prune and send them.
   const eventsRepo = createEventsRepository(db)
-  const events = createEventsService({ repo: eventsRepo })
+  // Each event's object as its resource's GET answers it, by the serializer of the resource's module.
+  const presenter = createEventPresenter({
+    company: companies.companyEventObject,
+    subsidiary: companies.subsidiaryEventObject,
+    contract: companies.contractEventObject,
+    team: teams.teamEventObject,
+    'team.member_added': memberObject, 'team.member_updated': memberObject, 'team.member_removed': memberObject,
+    holiday: holidays.holidayEventObject,
+    communication: communications.communications.communicationEventObject,
+    'communication.occurrence_delivered': communications.communications.occurrenceEventObject,
+    message: communications.messages.messageEventObject,
+    subscription: subscriptions.subscriptionEventObject,
+    invoice: invoices.invoiceEventObject,
+    credit_note: invoices.creditNoteEventObject,
+  })
+  async function memberObject(stored: StoredObject, event: StoredEvent) {
+    return teams.memberEventObject(stored, event, await companies.getContract(stored.company_id, stored.contract_id))
+  }
+  const events = createEventsService({ repo: eventsRepo, presenter })
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const eventPruning = createEventPruning({
     repo: eventsRepo, alsoPrune: [endpointsRepo.pruneDelivered], scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS,
   })
   const webhookDelivery = createWebhookDelivery({
     repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
+    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()), presenter,
   })
-  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged() })
+  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged(), presenter })
   const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, guesses: createSecretGuesses({ repo: oauthRepo, clock: realClock }), keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
 
   await app.register(operationsRoutes, { db, readiness, probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS) })

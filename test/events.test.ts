@@ -62,8 +62,8 @@ for (const engine of engines) {
       assert.match(latest.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
       const [cancelled] = await t.json<any[]>(200, { url: eventsUrl(c.id), query: { type: 'subscription.cancellation_scheduled' } })
       // In trial, a cancellation at the end of the term keeps the status and schedules the end.
-      assert.ok(cancelled.data.object.cancel_scheduled_at)
-      assert.equal(cancelled.data.previous_attributes.cancel_scheduled_at, null)
+      assert.ok(cancelled.data.object.scheduled_cancellation_at)
+      assert.equal(cancelled.data.previous_attributes.scheduled_cancellation_at, null)
     })
 
     it('a change that fails writes no event; a write of the same values writes none either', async () => {

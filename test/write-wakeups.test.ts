@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import pino from 'pino'
 import { manualClock } from '../src/clock.ts'
+import { createEventPresenter } from '../src/modules/events/event-objects.ts'
 import { createWebhookDelivery } from '../src/modules/webhook-endpoints/delivery.ts'
 import { createWebhookEndpointsRepository, type WebhookEndpointsRepository } from '../src/modules/webhook-endpoints/webhook-endpoints.repository.ts'
 import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
@@ -120,7 +121,7 @@ for (const engine of engines) {
         anyEnabled: () => { counts.looks++; return repo.anyEnabled() },
       }
       const clock = manualClock(new Date())
-      const loop = createWebhookDelivery({ repo: counted, clock, log: pino({ level: 'silent' }), timeoutMs: 1000, allowPrivateTargets: true, pollMs: POLL_MS })
+      const loop = createWebhookDelivery({ repo: counted, clock, log: pino({ level: 'silent' }), timeoutMs: 1000, allowPrivateTargets: true, pollMs: POLL_MS, presenter: createEventPresenter({}) })
       return { loop, counts, clock }
     }
 

@@ -2668,11 +2668,16 @@ export interface components {
          *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
          *       "data": {
          *         "object": {
-         *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-         *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-         *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-         *           "is_leader": false,
-         *           "created_at": "2026-11-26T09:15:02.114+00:00"
+         *           "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *           "first_name": "Mario",
+         *           "last_name": "Rossi",
+         *           "email": "mario@example.com",
+         *           "subsidiary_id": null,
+         *           "team_ids": [
+         *             "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+         *           ],
+         *           "active": true,
+         *           "is_leader": false
          *         }
          *       }
          *     }
@@ -2695,9 +2700,9 @@ export interface components {
             created_at: string;
             company_id: string | null;
             data: {
-                /** @description The resource as it is after the change (before it, for a deletion) */
+                /** @description The resource after the change (before it, for a deletion), in the shape, fields and units its own GET answers: `company.*` a Company, `subsidiary.*` a Subsidiary, `contract.*` a Contract, `team.*` a Team, `team.member_*` a TeamMember, `holiday.*` a Holiday, `communication.*` a Communication, `message.*` a CommunicationMessage, `subscription.*` the `subscription` of GET .../details, `invoice.*` an Invoice, `credit_note.*` a CreditNote; `ping`: the endpoint's id and a message */
                 object: unknown;
-                /** @description On an update: the fields that moved, with their values before it */
+                /** @description On an update: the fields of `object` that moved, with their values before it */
                 previous_attributes?: {
                     [key: string]: unknown;
                 };
@@ -8196,11 +8201,16 @@ export interface operations {
                      *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *         "data": {
                      *           "object": {
-                     *             "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *             "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *             "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *             "is_leader": false,
-                     *             "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *             "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *             "first_name": "Mario",
+                     *             "last_name": "Rossi",
+                     *             "email": "mario@example.com",
+                     *             "subsidiary_id": null,
+                     *             "team_ids": [
+                     *               "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *             ],
+                     *             "active": true,
+                     *             "is_leader": false
                      *           }
                      *         }
                      *       }
@@ -8255,11 +8265,16 @@ export interface operations {
                      *         "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *         "data": {
                      *           "object": {
-                     *             "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *             "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *             "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *             "is_leader": false,
-                     *             "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *             "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *             "first_name": "Mario",
+                     *             "last_name": "Rossi",
+                     *             "email": "mario@example.com",
+                     *             "subsidiary_id": null,
+                     *             "team_ids": [
+                     *               "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *             ],
+                     *             "active": true,
+                     *             "is_leader": false
                      *           }
                      *         }
                      *       }
@@ -8304,11 +8319,16 @@ export interface operations {
                      *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *       "data": {
                      *         "object": {
-                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *           "is_leader": false,
-                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "first_name": "Mario",
+                     *           "last_name": "Rossi",
+                     *           "email": "mario@example.com",
+                     *           "subsidiary_id": null,
+                     *           "team_ids": [
+                     *             "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *           ],
+                     *           "active": true,
+                     *           "is_leader": false
                      *         }
                      *       }
                      *     }
@@ -8354,11 +8374,16 @@ export interface operations {
                      *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *       "data": {
                      *         "object": {
-                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *           "is_leader": false,
-                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "first_name": "Mario",
+                     *           "last_name": "Rossi",
+                     *           "email": "mario@example.com",
+                     *           "subsidiary_id": null,
+                     *           "team_ids": [
+                     *             "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *           ],
+                     *           "active": true,
+                     *           "is_leader": false
                      *         }
                      *       }
                      *     }
@@ -8833,11 +8858,16 @@ export interface operations {
                      *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *       "data": {
                      *         "object": {
-                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *           "is_leader": false,
-                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "first_name": "Mario",
+                     *           "last_name": "Rossi",
+                     *           "email": "mario@example.com",
+                     *           "subsidiary_id": null,
+                     *           "team_ids": [
+                     *             "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *           ],
+                     *           "active": true,
+                     *           "is_leader": false
                      *         }
                      *       }
                      *     }
@@ -9351,11 +9381,16 @@ export interface operations {
                      *       "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
                      *       "data": {
                      *         "object": {
-                     *           "company_id": "0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10",
-                     *           "team_id": "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-                     *           "contract_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *           "is_leader": false,
-                     *           "created_at": "2026-11-26T09:15:02.114+00:00"
+                     *           "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "first_name": "Mario",
+                     *           "last_name": "Rossi",
+                     *           "email": "mario@example.com",
+                     *           "subsidiary_id": null,
+                     *           "team_ids": [
+                     *             "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+                     *           ],
+                     *           "active": true,
+                     *           "is_leader": false
                      *         }
                      *       }
                      *     }

@@ -1,3 +1,4 @@
+import { storedTime, type StoredObject } from '../events/event-objects.ts'
 import { createHash, randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { KeysetPage } from '../../db/keyset.ts'
@@ -195,6 +196,19 @@ export function createCommunicationsService(deps: {
 
     async get(companyId: string, id: string): Promise<Communication> {
       const row = await repo.find(companyId, id)
+      if (!row) throw new NotFound('Communication')
+      return view(row)
+    },
+
+    /** A communication event's object, as GET .../communications/{id} answers. */
+    communicationEventObject: (stored: StoredObject): Communication => view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! }),
+
+    /**
+     * An occurrence's event: its resource is the communication, read now (an occurrence has no
+     * GET of its own; the report and the messages of `send_at` tell what was delivered).
+     */
+    async occurrenceEventObject(stored: StoredObject): Promise<Communication> {
+      const row = await repo.find(stored.company_id, stored.communication_id)
       if (!row) throw new NotFound('Communication')
       return view(row)
     },

@@ -1,3 +1,4 @@
+import { storedTime, type StoredObject } from '../events/event-objects.ts'
 import type { Clock } from '../../clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
 import type { CommunicationsRepository } from './communications.repository.ts'
@@ -9,6 +10,13 @@ interface PageQuery { page?: number; page_size?: number }
 
 const DEFAULT_PAGE_SIZE = 20
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
+
+function messageView(row: { id: string; communication_id: string; contract_id: string; send_at: Date; delivered_at: Date; opened_at: Date | null; action_done_at: Date | null }): Message {
+  return {
+    id: row.id, communication_id: row.communication_id, contract_id: row.contract_id, send_at: row.send_at.toISOString(),
+    delivered_at: row.delivered_at.toISOString(), opened_at: iso(row.opened_at), action_done_at: iso(row.action_done_at),
+  }
+}
 
 /** The recipients' side of communications: messages per occurrence, inboxes, openings and acknowledgements. */
 export function createMessagesService(deps: {
@@ -33,14 +41,13 @@ export function createMessagesService(deps: {
     return { page, page_size: pageSize, paging: { limit: pageSize, offset: (page - 1) * pageSize } }
   }
 
-  function messageView(row: { id: string; communication_id: string; contract_id: string; send_at: Date; delivered_at: Date; opened_at: Date | null; action_done_at: Date | null }): Message {
-    return {
-      id: row.id, communication_id: row.communication_id, contract_id: row.contract_id, send_at: row.send_at.toISOString(),
-      delivered_at: row.delivered_at.toISOString(), opened_at: iso(row.opened_at), action_done_at: iso(row.action_done_at),
-    }
-  }
-
   return {
+    /** A message event's object, as the message lists answer it. */
+    messageEventObject: (stored: StoredObject): Message => messageView({
+      ...(stored as Message), send_at: storedTime(stored.send_at)!, delivered_at: storedTime(stored.delivered_at)!,
+      opened_at: storedTime(stored.opened_at), action_done_at: storedTime(stored.action_done_at),
+    }),
+
     /** Endpoint 32: the messages of one occurrence, a page at a time. */
     async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }, cursorPage?: Page) {
       if (!(await deps.communications.exists(companyId, communicationId))) throw new NotFound('Communication')

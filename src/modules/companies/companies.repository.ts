@@ -108,6 +108,27 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       return cutPage(await keyset(query, CONTRACT_ORDER, page).execute(), page, keyOf)
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
+
+    /** The mirror of the company's subscription a Company shows (none: undefined). */
+    findSubscriptionMirror: (companyId: string) => db.selectFrom('subscriptions as s')
+      .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+      .select(['s.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+        's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features'])
+      .where('s.company_id', '=', companyId)
+      .executeTakeFirst(),
+
+    /** The teams each contract is a member of, by id; keyed `<company_id>/<contract_id>`, a contract in no team absent. */
+    async teamIdsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
+      const rows = await db.selectFrom('team_members').select(['company_id', 'contract_id', 'team_id'])
+        .where((eb) => eb(eb.refTuple('company_id', 'contract_id'), 'in', contracts.map((contract) => eb.tuple(contract.companyId, contract.id))))
+        .orderBy('team_id').execute()
+      const teams = new Map<string, string[]>()
+      for (const row of rows) {
+        const key = `${row.company_id}/${row.contract_id}`
+        teams.set(key, [...(teams.get(key) ?? []), row.team_id])
+      }
+      return teams
+    },
   }
 }
 

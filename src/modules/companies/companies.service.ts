@@ -17,6 +17,7 @@ import type { KeysetPage } from '../../db/keyset.ts'
 import { pageInMemory, type Paged } from '../../http/pagination.ts'
 import { loggedValue } from '../communications/communications.service.ts'
 import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
+import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
 /** The routes that change a contract's teams, named where a client tries to change them on the contract. */
@@ -46,6 +47,7 @@ export function createCompaniesService(deps: {
   clock: Clock
 }) {
   const { repo, clock } = deps
+  const teamIdsOf = batchedByResource(repo.teamIdsOf, [])
 
   async function requireCompany(companyId: string) {
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
@@ -192,7 +194,7 @@ export function createCompaniesService(deps: {
     async getSubsidiary(companyId: string, subsidiaryId: string): Promise<Subsidiary> {
       const row = await repo.findSubsidiary(companyId, subsidiaryId)
       if (!row) throw new NotFound('Subsidiary')
-      return row
+      return subsidiaryView(row)
     },
 
     async createContract(companyId: string, input: ContractInput): Promise<string> {
@@ -221,7 +223,27 @@ export function createCompaniesService(deps: {
     async getContract(companyId: string, contractId: string): Promise<Contract> {
       const row = await repo.findContract(companyId, contractId)
       if (!row) throw new NotFound('Contract')
-      return row
+      return contractView(row)
+    },
+
+    /** A company event's object: the stored row with the subscription's mirror read now, as GET /companies/{id} answers. */
+    async companyEventObject(stored: StoredObject): Promise<Company> {
+      const mirror = await repo.findSubscriptionMirror(stored.id)
+      return companyView({
+        ...(stored as CompanyRecord), disabled_at: storedTime(stored.disabled_at),
+        subscription_id: mirror?.subscription_id ?? null, subscription_customer_id: mirror?.subscription_customer_id ?? null,
+        subscription_plan: mirror?.subscription_plan ?? null, subscription_status: mirror?.subscription_status ?? null,
+        current_term_end: mirror?.current_term_end ?? null, trial_end: mirror?.trial_end ?? null,
+        plan_quantity: mirror?.plan_quantity ?? null, features: mirror?.features ?? null,
+      })
+    },
+
+    /** A subsidiary event's object, as GET .../subsidiaries/{id} answers. */
+    subsidiaryEventObject: (stored: StoredObject): Subsidiary => subsidiaryView(stored as Subsidiary),
+
+    /** A contract event's object: the stored row with its teams read now, as GET .../contracts/{id} answers. */
+    async contractEventObject(stored: StoredObject): Promise<Contract> {
+      return contractView({ ...(stored as Contract), team_ids: await teamIdsOf(stored.company_id, stored.id) })
     },
   }
 
@@ -288,6 +310,14 @@ function refuseTaxChanges(patch: CompanyPatchBody, current: TaxIdentity) {
     message: `body/${key} is set by a platform client only: a company token may send back the value the company has, ${JSON.stringify(current[key as keyof TaxIdentity])}`,
   }))
   throw new Forbidden(details.map((d) => d.message).join('; '), details)
+}
+
+function subsidiaryView(row: Subsidiary): Subsidiary {
+  return { id: row.id, name: row.name, city: row.city, country: row.country }
+}
+
+function contractView(row: Contract): Contract {
+  return { id: row.id, first_name: row.first_name, last_name: row.last_name, email: row.email, subsidiary_id: row.subsidiary_id, team_ids: row.team_ids, active: row.active }
 }
 
 function companyView(row: CompanyRecord): Company {

@@ -13,8 +13,8 @@ const EXAMPLE = {
   company_id: '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10',
   data: {
     object: {
-      company_id: '0f9d3c52-6a7e-4bb1-9a8f-2f4c1d7e9b10', team_id: '8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f',
-      contract_id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', is_leader: false, created_at: '2026-11-26T09:15:02.114+00:00',
+      id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', first_name: 'Mario', last_name: 'Rossi', email: 'mario@example.com',
+      subsidiary_id: null, team_ids: ['8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f'], active: true, is_leader: false,
     },
   },
 }
@@ -30,8 +30,8 @@ export const Event = Type.Object({
   created_at: Type.String({ format: 'date-time', description: 'When the change committed its transaction (UTC)' }),
   company_id: Nullable(Uuid('The company the change belongs to')),
   data: Type.Object({
-    object: Type.Unknown({ description: 'The resource as it is after the change (before it, for a deletion)' }),
-    previous_attributes: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'On an update: the fields that moved, with their values before it' })),
+    object: Type.Unknown({ description: 'The resource after the change (before it, for a deletion), in the shape, fields and units its own GET answers: `company.*` a Company, `subsidiary.*` a Subsidiary, `contract.*` a Contract, `team.*` a Team, `team.member_*` a TeamMember, `holiday.*` a Holiday, `communication.*` a Communication, `message.*` a CommunicationMessage, `subscription.*` the `subscription` of GET .../details, `invoice.*` an Invoice, `credit_note.*` a CreditNote; `ping`: the endpoint\'s id and a message' }),
+    previous_attributes: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'On an update: the fields of `object` that moved, with their values before it' })),
   }, { additionalProperties: false }),
 }, { additionalProperties: false, title: 'Event', description: 'A change, as the event log keeps it for EVENTS_RETENTION_DAYS and webhooks send it', examples: [EXAMPLE] })
 export type Event = Static<typeof Event>

@@ -2,23 +2,17 @@ import { NotFound, ValidationError } from '../../http/errors.ts'
 import type { Event, EventsQuery } from './events.schemas.ts'
 import type { EventsRepository } from './events.repository.ts'
 import { isEventTypePattern } from './outbox.ts'
+import type { EventPresenter } from './event-objects.ts'
 import type { Page, Paged } from '../../http/pagination.ts'
 
-export type EventRow = Awaited<ReturnType<EventsRepository['list']>>['items'][number]
-
-/** The event as clients see it, in the log and in webhooks. */
-export function eventView(row: Pick<EventRow, 'id' | 'type' | 'company_id' | 'data' | 'created_at'>): Event {
-  return { id: row.id, type: row.type as Event['type'], created_at: new Date(row.created_at).toISOString(), company_id: row.company_id, data: row.data as Event['data'] }
-}
-
 /** The event log, newest first (docs/webhooks.md). */
-export function createEventsService(deps: { repo: EventsRepository }) {
+export function createEventsService(deps: { repo: EventsRepository; presenter: EventPresenter }) {
   return {
     /** One event; of the company when one is given (another company's is not found), of the readable resources when they are given. */
     async get(id: string, companyId?: string, resources?: readonly string[]): Promise<Event> {
       const row = await deps.repo.find(id, companyId, resources)
       if (!row) throw new NotFound('Event')
-      return eventView(row)
+      return deps.presenter.event(row)
     },
 
     /** One page of events, and the key to continue after when more remain. */
@@ -29,7 +23,7 @@ export function createEventsService(deps: { repo: EventsRepository }) {
         type = query.type.endsWith('.*') ? { prefix: query.type.slice(0, -1) } : { exact: query.type }
       }
       const paged = await deps.repo.list({ companyId: query.company_id, type, createdAfter: query.created_after ? new Date(query.created_after) : undefined, resources }, page)
-      return { items: paged.items.map(eventView), next: paged.next }
+      return { items: await Promise.all(paged.items.map(deps.presenter.event)), next: paged.next }
     },
   }
 }

@@ -1,3 +1,4 @@
+import type { StoredObject } from '../events/event-objects.ts'
 import { randomUUID } from 'node:crypto'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { pageInMemory, type Paged } from '../../http/pagination.ts'
@@ -65,8 +66,11 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     async get(companyId: string, holidayId: string): Promise<Holiday> {
       const row = await repo.find(companyId, holidayId)
       if (!row) throw new NotFound('Holiday')
-      return row
+      return holidayView(row)
     },
+
+    /** A holiday event's object, as GET .../holidays/{id} answers. */
+    holidayEventObject: (stored: StoredObject): Holiday => holidayView(stored as Holiday),
 
     /**
      * The year it is now in every time zone (from UTC-12 to UTC+14), so in the company's whatever
@@ -141,3 +145,7 @@ function byDaySourceName(a: DatedHoliday, b: DatedHoliday): number {
 }
 
 export type HolidaysService = ReturnType<typeof createHolidaysService>
+
+function holidayView(row: Holiday): Holiday {
+  return { id: row.id, name: row.name, day: row.day, is_worker_holiday: row.is_worker_holiday, recurrent: row.recurrent, recurrent_until: row.recurrent_until, subsidiary_id: row.subsidiary_id }
+}

@@ -1,3 +1,4 @@
+import { storedTime, type StoredObject } from '../events/event-objects.ts'
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
@@ -203,6 +204,15 @@ export function createInvoicesService(deps: {
       if (!row) throw new NotFound('Invoice')
       return invoiceView(row)
     },
+
+    /** An invoice event's object, as GET .../invoices/{id} answers. */
+    invoiceEventObject: (stored: StoredObject) => invoiceView({
+      ...(stored as InvoiceRow), date: storedTime(stored.date)!, due_date: storedTime(stored.due_date)!, period_start: storedTime(stored.period_start)!,
+      period_end: storedTime(stored.period_end)!, paid_at: storedTime(stored.paid_at), next_retry_at: storedTime(stored.next_retry_at),
+    }),
+
+    /** A credit note event's object, as GET .../credit_notes lists it. */
+    creditNoteEventObject: (stored: StoredObject) => creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
 
     async listCreditNotes(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof creditNoteView>>> {
       const paged = cutPage<CreditNoteRow>(await repo.listCreditNotes(db, companyId, page), page, listKey)

@@ -1,3 +1,4 @@
+import { storedTime, type StoredObject } from '../events/event-objects.ts'
 import { uuidFromName } from '../../db/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../clock.ts'
@@ -9,7 +10,7 @@ import { vatTable } from './billing/vat.ts'
 import type { BillingProvider, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
 import { createPricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { statusView } from './subscriptions.views.ts'
+import { statusView, subscriptionView } from './subscriptions.views.ts'
 import { createRemoteChanges } from './subscriptions.remote.ts'
 import { createSubscriptionSteps } from './subscriptions.steps.ts'
 import { createSubscriptionJobs, TRIAL_END_JOB } from './subscriptions.jobs.ts'
@@ -101,6 +102,25 @@ export function createSubscriptionsService(deps: {
 
     async details(companyId: string) {
       return details(db, await findOwn(companyId))
+    },
+
+    /**
+     * A subscription event's object, as GET .../details answers it under `subscription`. The
+     * stored row leaves out updated_at (every change moves it): it is read now, or taken from
+     * the event's time once the subscription is gone.
+     */
+    async subscriptionEventObject(stored: StoredObject, event: { created_at?: Date | string }) {
+      const t = (key: string) => storedTime(stored[key])
+      let updatedAt = t('updated_at')
+      if (updatedAt === null) {
+        const current = await repo.findByCompany(db, stored.company_id)
+        updatedAt = current && current.id === stored.id ? current.updated_at : new Date(event.created_at ?? stored.created_at)
+      }
+      return subscriptionView({
+        ...(stored as SubscriptionRow), trial_start: t('trial_start'), trial_end: t('trial_end'), current_term_start: t('current_term_start'),
+        current_term_end: t('current_term_end'), cancelled_at: t('cancelled_at'), cancel_scheduled_at: t('cancel_scheduled_at'),
+        coupon_applied_at: t('coupon_applied_at'), coupon_apply_till: t('coupon_apply_till'), created_at: t('created_at')!, updated_at: updatedAt,
+      })
     },
 
     async status(companyId: string) {

@@ -30,10 +30,9 @@ export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): strin
 /** The customer's balances (minor units), from the ledger. */
 export interface CustomerCredits { promotional_credits: number; refundable_credits: number; excess_payments: number }
 
-export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, credits: CustomerCredits): SubscriptionDetails {
-  const card = s.payment_source
+/** The subscription as GET .../details answers it under `subscription`: times in Unix seconds. */
+export function subscriptionView(s: SubscriptionRow): SubscriptionDetails['subscription'] {
   return {
-    subscription: {
       id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,
       plan_id: s.plan_sku, plan_quantity: s.plan_quantity, addons: s.addons, coupon_code: s.coupon_code,
       coupons: s.coupon_code === null ? [] : [{
@@ -45,7 +44,13 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
       scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
       cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
       created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
-    },
+  }
+}
+
+export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, credits: CustomerCredits): SubscriptionDetails {
+  const card = s.payment_source
+  return {
+    subscription: subscriptionView(s),
     plan: planView(plan).plan,
     product: productView(product).product,
     customer: {

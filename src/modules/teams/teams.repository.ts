@@ -210,6 +210,19 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     },
     findTeam: async (companyId: string, teamId: string): Promise<Team | undefined> => (await oneTeam(companyId, teamId))[0],
 
+    /** The contracts leading each team, by id; keyed `<company_id>/<team_id>`, a team without leaders absent. */
+    async leaderIdsOf(teams: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
+      const rows = await db.selectFrom('team_members').select(['company_id', 'team_id', 'contract_id'])
+        .where((eb) => eb(eb.refTuple('company_id', 'team_id'), 'in', teams.map((team) => eb.tuple(team.companyId, team.id))))
+        .where('is_leader', '=', true).orderBy('contract_id').execute()
+      const leaders = new Map<string, string[]>()
+      for (const row of rows) {
+        const key = `${row.company_id}/${row.team_id}`
+        leaders.set(key, [...(leaders.get(key) ?? []), row.contract_id])
+      }
+      return leaders
+    },
+
     /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
     listMembers: async (companyId: string, teamId: string, page: KeysetPage) => cutPage(await keyset(
       db.selectFrom('team_members as m')

@@ -1,3 +1,5 @@
+import { batchedByResource, type StoredObject } from '../events/event-objects.ts'
+import type { Contract } from '../companies/companies.schemas.ts'
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
@@ -14,6 +16,7 @@ import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember 
  */
 export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }) {
   const { repo, clock } = deps
+  const leaderIdsOf = batchedByResource(repo.leaderIdsOf, [])
 
   async function requireCompany(companyId: string) {
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
@@ -89,7 +92,22 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     async getTeam(companyId: string, teamId: string): Promise<Team> {
       const team = await repo.findTeam(companyId, teamId)
       if (!team) throw new NotFound('Team')
-      return team
+      return teamView(team)
+    },
+
+    /** A team event's object: the stored row with its leaders read now, as GET .../teams/{id} answers. */
+    async teamEventObject(stored: StoredObject): Promise<Team> {
+      return teamView({ ...(stored as Team), team_leader_ids: await leaderIdsOf(stored.company_id, stored.id) })
+    },
+
+    /**
+     * A membership event's object: the contract as the team's member list shows it (the
+     * contract read now, the leadership as stored). A removal keeps the team among its team_ids,
+     * the member as it was listed last.
+     */
+    memberEventObject(stored: StoredObject, event: { type: string }, contract: Contract): TeamMember {
+      const teamIds = event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id) ? [...contract.team_ids, stored.team_id].sort() : contract.team_ids
+      return { ...contract, team_ids: teamIds, is_leader: stored.is_leader }
     },
 
     /** A page or a filtered view of the teams (listTeams is the whole list, cached). */
@@ -137,3 +155,7 @@ function teamValues(input: TeamInput) {
 const unique = (ids: string[]) => [...new Set(ids)]
 
 export type TeamsService = ReturnType<typeof createTeamsService>
+
+function teamView(row: Team): Team {
+  return { id: row.id, name: row.name, code: row.code, company_id: row.company_id, subsidiary_id: row.subsidiary_id, team_leader_ids: row.team_leader_ids }
+}

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../clock.ts'
 import { outsideRequestScope } from '../../db/request-transaction.ts'
-import { eventView } from '../events/events.service.ts'
+import type { EventPresenter } from '../events/event-objects.ts'
 import type { DirectTarget, FannedEvent } from './delivery-queue.repository.ts'
 import { createOutcomeRecorder, type DeliveryObserver, type Started } from './outcome-recorder.ts'
 import { createWebhookSender } from './sender.ts'
@@ -77,6 +77,8 @@ export function createWebhookDelivery(deps: {
   allowPrivateTargets: boolean
   observer?: DeliveryObserver
   pollMs?: number
+  /** The event's body as the log answers it. */
+  presenter: EventPresenter
 }) {
   const pollMs = deps.pollMs ?? DELIVERY_POLL_MS
   const sender = createWebhookSender({ timeoutMs: deps.timeoutMs, allowPrivateTargets: deps.allowPrivateTargets })
@@ -120,6 +122,7 @@ export function createWebhookDelivery(deps: {
       .catch((err: unknown) => { deps.log.warn({ err }, 'webhook delivery claim failed'); return [] })
     // The endpoints with free slots that want an event get it in the same pass: its body is built once.
     const bodies = new Map<string, string>()
+    await prepareBodies(claimed, bodies)
     for (const d of claimed) {
       // One delivery that cannot be started (its body not built) must not keep the others of the
       // pass from starting: it stays leased, and its lease brings it back.
@@ -128,6 +131,7 @@ export function createWebhookDelivery(deps: {
       } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
     }
     const fanned = await deps.repo.fanOutDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), batch: FAN_OUT_BATCH })
+    await prepareBodies(fanned, bodies)
     let direct = 0
     for (const e of fanned) {
       // As above: a call not started leaves its event leased, and the lease writes its delivery.
@@ -148,12 +152,21 @@ export function createWebhookDelivery(deps: {
 
   const busy = () => [...calls].map(([endpointId, n]) => ({ endpointId, calls: n }))
 
-  function bodyOf(e: Pick<FannedEvent, 'event_id' | 'type' | 'event_company_id' | 'data' | 'created_at'>, bodies: Map<string, string>): string {
-    let body = bodies.get(e.event_id)
-    if (body === undefined) {
-      body = JSON.stringify(eventView({ id: e.event_id, type: e.type, company_id: e.event_company_id, data: e.data, created_at: e.created_at }))
-      bodies.set(e.event_id, body)
-    }
+  type BodySource = Pick<FannedEvent, 'event_id' | 'type' | 'event_company_id' | 'data' | 'created_at'>
+
+  /** Each event's body, built once per pass; one that cannot be built is left out, and bodyOf() then refuses its calls. */
+  async function prepareBodies(events: readonly BodySource[], bodies: Map<string, string>) {
+    await Promise.all(events.map(async (e) => {
+      if (bodies.has(e.event_id)) return
+      try {
+        bodies.set(e.event_id, JSON.stringify(await deps.presenter.event({ id: e.event_id, type: e.type, company_id: e.event_company_id, data: e.data, created_at: e.created_at })))
+      } catch (err) { deps.log.error({ err, event_id: e.event_id }, 'webhook event body not built') }
+    }))
+  }
+
+  function bodyOf(e: BodySource, bodies: Map<string, string>): string {
+    const body = bodies.get(e.event_id)
+    if (body === undefined) throw new Error(`The body of event ${e.event_id} was not built`)
     return body
   }
 

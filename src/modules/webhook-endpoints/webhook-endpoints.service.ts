@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../http/errors.ts'
 import { areaOf } from '../events/event-access.ts'
 import { EVENT_RESOURCES, isEventTypePattern } from '../events/outbox.ts'
-import { eventView } from '../events/events.service.ts'
+import type { EventPresenter } from '../events/event-objects.ts'
 import { EVENTS_PAGE, type Event } from '../events/events.schemas.ts'
 import type { Page, Paged } from '../../http/pagination.ts'
 import { newSecret } from './signing.ts'
@@ -64,6 +64,7 @@ export function createWebhookEndpointsService(deps: {
   wake?: () => void
   /** An endpoint was created or enabled: the delivery loop takes one for enabled without a look. */
   changed?: () => void
+  presenter: EventPresenter
 }) {
   const { repo } = deps
 
@@ -185,7 +186,7 @@ export function createWebhookEndpointsService(deps: {
       if (!endpoint.enabled) throw new Conflict('The endpoint is disabled: it sends nothing, a ping included')
       const event = await repo.ping(endpoint)
       deps.wake?.()
-      return eventView(event)
+      return deps.presenter.event(event)
     },
   }
 }
