@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import type { BuiltApp } from '../src/app.ts'
 import type { CachedRead } from '../src/db/read-areas.ts'
 import { READ_WRITE_AREAS } from '../src/modules/oauth/scopes.ts'
@@ -136,7 +137,10 @@ for (const engine of engines) {
         const { call, multipart, known, unknown } = walk.request(route, tenant, tenant, t.platformToken)
         if (!known) failures.push(`${key(route)}: no id for ${unknown.join(', ') || 'its path'} (seed one)`)
         await PREPARED[key(route)]?.(t, tenant, call)
-        const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
+        // Keyed where the route takes a key: the request's work is then one transaction, committed as its answer is kept.
+        const keyHeader: Record<string, string> = route.method === 'POST' || route.method === 'PUT' ? { 'idempotency-key': randomUUID() } : {}
+        const form = multipart ? pdfForm() : undefined
+        const res = await t.call({ ...call, ...(form ? { body: form.body } : {}), headers: { ...form?.headers, ...keyHeader } })
         if (res.statusCode >= 300) {
           failures.push(`${key(route)}: ${res.statusCode} ${res.body}`)
           continue
@@ -149,7 +153,8 @@ for (const engine of engines) {
           if (seen[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on the instance that wrote`)
         }
         if (second) {
-          const heard = await eventually(() => readAll(onSecond(tenant), tenant), (bodies) => JSON.stringify(bodies) === JSON.stringify(truth))
+          // The bound is the announcement's travel to the other instance's LISTEN connection; a second leaves room for a loaded machine.
+          const heard = await eventually(() => readAll(onSecond(tenant), tenant), (bodies) => JSON.stringify(bodies) === JSON.stringify(truth), 1_000)
           for (const read of Object.keys(truth)) {
             if (heard[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on another instance`)
           }

@@ -43,7 +43,9 @@ export interface Database {
  * reads: a change whose writer died before announcing it is heard that way.
  */
 export const ANNOUNCE_SETTING = 'company_admin.announce'
-const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit`
+// Notices must reach the service whatever the role's or the database's default: they carry what
+// each statement changed (migration 0047), and a setting sent at connection start overrides both.
+const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit -c client_min_messages=notice`
 /** The message of the triggers' notices that name a statement's changes (migration 0047). */
 const CHANGES_NOTICE = 'company_changed'
 
@@ -242,7 +244,12 @@ function changesWritten() {
   const handlers: Array<(changes: string[]) => void> = []
   return {
     subscribe: (handler: (changes: string[]) => void) => { handlers.push(handler) },
-    handOver: (changes: string[]) => { for (const handler of handlers) handler(changes) },
+    handOver: (changes: string[]) => {
+      for (const handler of handlers) {
+        // A handler's failure must neither keep the connection from the pool nor the others from hearing.
+        try { handler(changes) } catch { /* the commits' record tells every instance within its interval */ }
+      }
+    },
   }
 }
 
@@ -270,11 +277,12 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
     const giveBack = client.release
     client.release = (err?: Error | boolean) => {
       const told = client[TOLD]
-      if (told.length > 0) {
-        client[TOLD] = []
-        handOver(told)
+      client[TOLD] = []
+      try {
+        if (told.length > 0) handOver(told)
+      } finally {
+        giveBack.call(client, err)
       }
-      return giveBack.call(client, err)
     }
     if (!client[PREPARING]) {
       client[TOLD] = []
@@ -341,7 +349,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   }
   try {
     await pglite.waitReady
-    await pglite.exec(`SET ${ANNOUNCE_SETTING} = 'after_commit'`)
+    await pglite.exec(`SET ${ANNOUNCE_SETTING} = 'after_commit'; SET client_min_messages = notice`)
   } catch (err) {
     release()
     throw err
