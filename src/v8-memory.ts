@@ -9,10 +9,8 @@ import type { Config } from './config.ts'
 export const WASM_TIERING_FLAG = '--wasm-tiering-budget=2000000000'
 
 /**
- * V8 flags trading some CPU for memory, set from inside the process so every way of starting gets
- * them (V8 reads these at run time). The heap grows by a small factor after each collection and the
- * young generation keeps its first size. 'auto' turns them on for PGlite only, the small
- * single-instance setup; on PostgreSQL V8 keeps its throughput defaults. Figures: bench/README.md.
+ * V8 flags trading some CPU for memory, set at run time so every way of starting gets them. 'auto'
+ * turns them on for PGlite only, the small single-instance setup (bench/README.md).
  */
 export const SMALL_HEAP_FLAGS = ['--heap-growing-percent=20', '--semi-space-growth-factor=1', WASM_TIERING_FLAG] as const
 

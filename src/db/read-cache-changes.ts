@@ -1,9 +1,6 @@
-/**
- * How the read cache hears of changes, three ways each covering what the one before can miss:
- * this instance's own writes (`written`), the `company_changed` announcements (LISTEN/NOTIFY),
- * and the `company_changes` record left by each commit. While any is unavailable, `listening()`
- * is false and the cache keeps nothing.
- */
+// How the read cache hears of changes, three ways each covering what the one before can miss: this
+// instance's own writes, the `company_changed` announcements, and the `company_changes` record each
+// commit leaves. While any is unavailable, `listening()` is false and nothing is kept.
 import { sql } from 'kysely'
 import type { Database } from './database.ts'
 import { outsideRequestScope } from './request-transaction.ts'

@@ -25,11 +25,9 @@ interface Shelf {
 }
 
 /**
- * Answers of hot company-scoped reads, kept serialized and sent again while nothing they show has
- * changed. Each read declares its tables (read-areas.ts); a change forgets only answers showing one
- * of them. The database's triggers name the changes, so a client always reads its own writes and
- * other instances hear them (read-cache-changes.ts). A read that began before a change and ended
- * after it is sent but never kept. Past `maxBytes` the companies cached first are dropped first.
+ * Hot company-scoped answers, kept serialized while nothing they show changed: each read declares its
+ * tables (read-areas.ts), and the database's triggers name what changed. A read that overlaps a change
+ * is sent but never kept. Past `maxBytes` the companies cached first go first.
  */
 export function createReadCache(options: {
   maxBytes: number

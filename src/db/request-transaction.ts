@@ -2,10 +2,9 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import type pg from 'pg'
 
 /**
- * One transaction for a whole request, on whichever Kysely instance or repository, committed once
- * the answer is known: idempotency.ts commits a request's work and its kept answer together. In a
- * request's scope the pool hands out the pinned connection, one borrower at a time; a borrower's own
- * BEGIN, COMMIT and ROLLBACK become savepoints, so a failing statement fails alone.
+ * One transaction for a whole request, committed once the answer is known (idempotency.ts keeps
+ * the answer in it). The pool hands out the pinned connection one borrower at a time; a borrower's
+ * own BEGIN, COMMIT and ROLLBACK become savepoints, so a failing statement fails alone.
  */
 export interface RequestTransaction {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>

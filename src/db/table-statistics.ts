@@ -13,11 +13,9 @@ export const SLACK_PAGES = 8
 export const ANALYZE_LOCK = 7_420_190_019
 
 /**
- * Keeps table statistics in step with growth, as autovacuum's analyze would, without depending on it
- * (it may be off). Cached plans (prepared statements, foreign-key checks) keep the plan made for a
- * table's old size until its statistics change, and a plan made for a tiny table can read all of a
- * grown one. Only growth is looked for; churn is autovacuum's. Each ANALYZE runs under a
- * non-waiting advisory lock, so instances do not repeat it, and blocks no read or write.
+ * Keeps table statistics in step with growth without relying on autovacuum: cached plans keep the
+ * plan made for a table's old size until its statistics change. Each ANALYZE runs under a
+ * non-waiting advisory lock, so instances do not repeat it; it blocks no read or write.
  */
 export function createTableStatistics(deps: {
   db: Kysely<any>

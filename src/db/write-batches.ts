@@ -1,10 +1,9 @@
 import { inRequestTransaction, outsideRequestScope } from './request-transaction.ts'
 
 /**
- * Writes that arrive together share one statement and one commit (group commit, one level up);
- * each item still gets its own outcome. Nothing waits for a batch to fill: a lone request goes at
- * once. A batch that fails as a whole is run again one item at a time, so an error reaches only its
- * own request.
+ * Writes that arrive together share one statement and one commit; each item gets its own outcome.
+ * Nothing waits for a batch to fill. A batch that fails whole is rerun item by item, so an error
+ * reaches only its own request.
  */
 export interface WriteBatchOptions {
   name: string

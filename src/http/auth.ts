@@ -5,13 +5,8 @@ import type { AccessState } from '../modules/oauth/oauth.access.ts'
 import type { ClientAccessState } from '../modules/oauth/oauth.repository.ts'
 import { bearerToken, verifiedBearer } from './bearer.ts'
 
-/**
- * Who may call a route:
- * - `none`: no token is looked at (operations, documents, the token endpoint);
- * - `public`: no token, or a valid one;
- * - `platform`: a platform client's token (holding `write:company` for anything but GET);
- * - `{ area }`: a token holding `read:<area>` for GET, `write:<area>` otherwise (or `mode`).
- */
+// Who may call a route: `none` looks at no token; `public` takes none or a valid one; `platform`
+// a platform token (with `write:company` beyond GET); `{ area }` `read:<area>` for GET, else `write:<area>`.
 export type Access = 'none' | 'public' | 'platform' | { area: string; mode?: 'read' | 'write' }
 
 declare module 'fastify' {

@@ -30,14 +30,9 @@ const CLAIM_LOCK_TIMEOUT_MS = 50
 const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
 
 /**
- * `Idempotency-Key` on POST and PUT, as Stripe's: the first answer is kept for 24 h of real time;
- * the same key and JSON body replays it (`Idempotent-Replayed: true`), another body is a 409. A 5xx
- * or an answer to a client that went away is not kept. Secret fields are kept as `null`
- * (docs/adr/0002-secrets-shown-once.md).
- *
- * The claim, the work and the answer are one transaction (request-transaction.ts), so a key is
- * either answered with its work committed or not claimed at all. A request finding its key held
- * retries with a short lock_timeout, holding no pool connection, for up to WAIT_FOR_FIRST_MS.
+ * `Idempotency-Key` on POST and PUT, as Stripe's: the same key and body replays the kept answer for
+ * 24 h, another body is a 409; a 5xx is not kept, secrets are kept as `null`. Claim, work and answer
+ * share one transaction, so a key is answered with its work committed or not claimed at all.
  */
 export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
   const { db, database, clock, scheduler } = deps

@@ -4,12 +4,9 @@ import { Type, type TProperties, type TSchema } from 'typebox'
 import { ValidationError } from './errors.ts'
 import { isRealDay } from '../days.ts'
 
-/**
- * Cursor paging for every list route. Without `limit` a list answers whole; with it, a page and,
- * when more remain, `Link: <url>; rel="next"` (relative: the request's Host is never trusted). The
- * opaque cursor carries the last sort key and a fingerprint of the list, so one altered or carried
- * to another list is a 400 naming `cursor`. Repositories read by keyset (db/keyset.ts), never OFFSET.
- */
+// Cursor paging: without `limit` a list answers whole; with it, a page and a relative `Link` rel="next".
+// The opaque cursor carries the last sort key and a fingerprint of the list, so one altered or carried
+// to another list is a 400 naming `cursor`. Repositories read by keyset (db/keyset.ts), never OFFSET.
 
 export const MAX_LIMIT = 500
 

@@ -92,10 +92,9 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * Delivers one occurrence in one statement: a message to every active contract in a destination
-     * team or subsidiary (each once), and adds their number to the occurrence's `recipients`. Runs only
-     * after recordOccurrence inserted the occurrence in this transaction, so no message of it exists
-     * yet: a plain INSERT, no per-row foreign-key checks, rows in contract order for index locality.
+     * Delivers one occurrence in one statement: a message per active contract of a destination team or
+     * subsidiary, counted in `recipients`. The occurrence was just recorded, so no message of it exists:
+     * a plain INSERT without per-row foreign-key checks, in contract order for index locality.
      */
     async insertMessages(trx: Transaction<DB>, d: { companyId: string; communicationId: string; sendAt: Date; now: Date; teamIds: string[]; subsidiaryIds: string[] }): Promise<number> {
       const result = await sql<{ inserted: number }>`

@@ -2,10 +2,8 @@ import { sql } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 
 /**
- * The outbox: events are written by triggers on the resources' tables (write_event()), in the
- * change's transaction, so no path commits a change without its event or the reverse. writeEvent()
- * is the same outbox for an event no table change stands for; its types join INVOICE_EVENT_TYPES,
- * which the OpenAPI document lists.
+ * The outbox: triggers write events in the change's transaction, so no change commits without its
+ * event or the reverse. writeEvent() serves events no table change stands for (INVOICE_EVENT_TYPES).
  */
 export async function writeEvent(executor: Executor, event: { type: EventType; companyId: string | null; object: unknown; previousAttributes?: Record<string, unknown> }): Promise<string> {
   const data = { object: event.object, ...(event.previousAttributes ? { previous_attributes: event.previousAttributes } : {}) }

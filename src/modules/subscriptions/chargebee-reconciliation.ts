@@ -21,11 +21,9 @@ export type DriftKind = 'subscription' | 'invoice' | 'credit_note' | 'missing_su
 export type DriftObserver = (kind: DriftKind) => void
 
 /**
- * Chargebee is the truth for its subscriptions, and webhooks can be lost: a periodic job compares
- * each Chargebee-managed subscription, in its company's lane. Chargebee is read with no transaction
- * open, then differences are applied under the row's lock; a newer webhook applied meanwhile wins.
- * A subscription Chargebee does not know is reported, never cancelled: a wrong site or key must not
- * end every customer's service. By real time: a test clock does not move Chargebee.
+ * Chargebee is the truth and webhooks can be lost: a periodic job reads each subscription with no
+ * transaction open, then applies differences under the row's lock (a newer webhook wins). An unknown
+ * subscription is reported, never cancelled: a wrong key must not end every customer's service.
  */
 export function createChargebeeReconciliation(deps: {
   scheduler: Pick<Scheduler, 'schedule' | 'reschedule' | 'register'>

@@ -17,10 +17,8 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
 
   return {
     /**
-     * Checks and prices a selection; `field(name)` names the request's field in errors. A held plan or
-     * coupon keeps applying even if the product no longer offers it; new ones must be allowed, valid
-     * `today` and not used up. A subscription bills in its plan's currency, which, as at Chargebee,
-     * never changes.
+     * `field(name)` names the request's field in errors. A held plan or coupon keeps applying; new ones
+     * must be allowed, valid `today` and not used up. The currency, as at Chargebee, never changes.
      */
     async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; currency: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
       const { field } = ctx

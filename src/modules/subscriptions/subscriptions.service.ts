@@ -19,10 +19,9 @@ import { createSubscriptionChanges } from './subscriptions.changes.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
 
 /**
- * Company subscriptions over a billing provider port. The service checks requests against the
- * catalogue and lifecycle, asks the provider for the next state, and saves it with its event in one
- * transaction. This file holds creation and reads; steps, jobs, estimates, changes and the remote
- * protocol live in their own subscriptions.*.ts files.
+ * Company subscriptions over a billing provider port: requests are checked against catalogue and
+ * lifecycle, the provider gives the next state, saved with its event in one transaction. Creation
+ * and reads here; changes, jobs and estimates in subscriptions.*.ts.
  */
 export function createSubscriptionsService(deps: {
   db: Kysely<DB>

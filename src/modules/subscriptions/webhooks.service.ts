@@ -89,10 +89,8 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
   !!a && !!b && a.last4 === b.last4 && a.expiry_month === b.expiry_month && a.expiry_year === b.expiry_year
 
 /**
- * Changes reported by Chargebee's webhooks: each event applies at most once (its id kept in the
- * change's transaction), and nothing moves backwards: a copy applies only when its
- * `resource_version` is newer than the last applied. A copy older than this API's last change of the
- * row is not trusted: the subscription is read from Chargebee instead.
+ * Chargebee's webhooks: each event applies once, and a copy only when its `resource_version` is newer.
+ * A copy older than this API's last change of the row is not trusted: Chargebee is read instead.
  */
 export function createWebhooksService(deps: {
   db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock

@@ -33,10 +33,9 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     FROM companies c WHERE c.id = ${companyId}::uuid`)
   const oneTeam = prepared(db, (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId))
   /**
-   * Creates many teams in one statement (write-batches.ts). A team is written only if every check
-   * passes; a taken code skips that team, never the batch. A team already there with its own id
-   * counts as created, since a batch whose answer was lost runs again. Inserts go in (company, code)
-   * order so concurrent batches never deadlock. One answer row per team, in order.
+   * Many teams in one statement: a failed check or taken code skips that team, never the batch; a team
+   * already there with its own id counts as created (a rerun batch). Inserts go in (company, code) order
+   * against deadlocks. One answer row per team, in order.
    */
   const createTeamsStatement = prepared(db, (teams: string, leaders: string) => sql<CreateTeamOutcome & { n: number }>`
     WITH wanted AS (

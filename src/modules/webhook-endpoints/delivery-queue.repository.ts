@@ -162,10 +162,9 @@ export interface DirectOutcome {
 }
 
 /**
- * Fans out due events of webhook_fanouts in one statement, SKIP LOCKED. A new event is called at
- * once for endpoints that want it and have a free slot (its row leased); the others get a pending
- * delivery. An event whose lease ran out has each unrecorded direct call written as a pending
- * delivery with a 'lost' first attempt.
+ * Fans out due events in one statement, SKIP LOCKED: endpoints with a free slot are called at once
+ * (the event leased), the others get a pending delivery. When the lease runs out, each unrecorded
+ * direct call becomes a pending delivery with a 'lost' first attempt.
  */
 export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedEvent[]> {
   const ids = c.busy.map((b) => b.endpointId)

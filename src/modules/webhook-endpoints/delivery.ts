@@ -32,10 +32,9 @@ const ENDPOINTS_KNOWN_MS = 1000
 const SLOT_WAKE_MS = 2
 
 /**
- * At-least-once delivery across instances; webhook_fanouts and webhook_deliveries are the queue.
- * Each pass claims due deliveries up to free slots (leasing them), then fans out new events, calling
- * endpoints with free slots and queueing the rest. Calls run outside transactions; an instance that
- * dies mid-call lets the lease expire, and another pass retries with the same `webhook-id`.
+ * At-least-once delivery across instances, with the tables as the queue: each pass claims due
+ * deliveries up to free slots, then fans out new events. Calls run outside transactions; a lease
+ * that expires after a crash brings a retry with the same `webhook-id`.
  */
 export function createWebhookDelivery(deps: {
   repo: WebhookEndpointsRepository

@@ -102,10 +102,9 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * A page of ended attempts, newest first: attempt rows merged with the items of batch rows (first
-     * calls that succeeded at once). Each side reads limit + 1 rows after the cursor and only the page's
-     * rows look up their event, so a deep page costs what the first does. An item whose event the
-     * retention deleted is dropped after the cut, so it cannot end the list early.
+     * Ended attempts, newest first: attempt rows merged with items of batch rows. Each side reads
+     * limit + 1 rows after the cursor, so a deep page costs what the first does; an item whose event
+     * was pruned is dropped after the cut, so it cannot end the list early.
      */
     async attempts(endpointId: string, page: KeysetPage & { limit: number }) {
       const [key, position] = page.after ?? []

@@ -1,8 +1,7 @@
 /**
- * Retries of Chargebee calls on temporary failures (no answer, 429, 5xx); writes keep their
- * idempotency key, so Chargebee applies them once. No answer or a 5xx leaves the outcome
- * **uncertain**, for the caller to settle by reading back. Waits are short (the subscription's row
- * is locked): a longer Retry-After goes to the client as a 503.
+ * Retries of Chargebee calls on temporary failures (no answer, 429, 5xx) with the same idempotency
+ * key. No answer or a 5xx leaves the outcome **uncertain**, settled by reading back. Waits are short
+ * (a row is locked): a longer Retry-After goes to the client as a 503.
  */
 export interface RetryPolicy {
   /** The first included (1: no retry). */

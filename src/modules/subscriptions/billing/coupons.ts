@@ -1,11 +1,8 @@
 import type { SubscriptionRow } from '../../../db/tables.ts'
 
-/**
- * Coupon durations and targets as Chargebee has them: which periods a coupon discounts, and what
- * the subscription remembers of it. `limited_period` counts N months from the first period it
- * discounts, not from when it was put on, so a coupon added in a trial gives N whole periods. A
- * period it discounts keeps it for every change within that period.
- */
+// Coupon durations and targets as Chargebee has them. `limited_period` counts from the first period
+// discounted, so a coupon added in a trial gives N whole periods; a discounted period keeps the coupon
+// for every change within it.
 
 export type DurationType = 'one_time' | 'forever' | 'limited_period'
 export type ApplyOn = 'invoice_amount' | 'each_specified_item'

@@ -46,10 +46,9 @@ export interface HostedPage {
 }
 
 /**
- * The port every billing engine implements. The service owns the stored subscription, refuses
- * what is invalid and records events; a provider only turns a valid request into the next state.
- * A remote provider creates its objects with our ids (company id as customer id), so no mapping
- * table is needed. With `drivesTime` false, changes arrive by webhook (webhooks.service.ts).
+ * The port every billing engine implements: the service owns the stored subscription, refuses what
+ * is invalid and records events; a provider turns a valid request into the next state. Remote objects
+ * carry our ids, so no mapping table is needed.
  */
 export interface BillingProvider {
   readonly name: ProviderName
