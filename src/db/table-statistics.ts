@@ -45,7 +45,7 @@ export function createTableStatistics(deps: {
     for (const { schema, name } of await grown(deps.db)) {
       const done = await deps.db.transaction().execute(async (trx) => {
         const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(trx)
-        // Another instance is analyzing it; under the lock the table is looked at again, as it may have just been analyzed.
+        // Another instance is analyzing it; under the lock, look again: it may have just been analyzed.
         if (!rows[0]?.locked || (await grown(trx, name)).length === 0) return false
         if (deps.statementTimeoutMs !== undefined) await sql`SELECT set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`.execute(trx)
         await sql`ANALYZE ${sql.id(schema, name)}`.execute(trx)

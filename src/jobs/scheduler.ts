@@ -16,7 +16,7 @@ const WAKE_COALESCE_MS = 25
 const REQUEST_START_MARGIN_MS = 100
 /** Node's timers hold 2^31-1 ms at most; a longer delay fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1
-/** How often a pass looks again for companies with due work: one company's backlog holds another back by this at most. */
+/** How often a pass looks again for companies with due work: the most one backlog holds another back. */
 const LANES_REFRESH_MS = 200
 
 /**
@@ -74,7 +74,7 @@ export function createScheduler(deps: {
     wakeFor(job.runAt, job.kind)
   }
 
-  // Besides every pollMs, the poll runs when the earliest pending job falls due, so a job waits for its time, not the poll.
+  // Besides every pollMs, the poll runs when the earliest pending job falls due.
   function wakeIn(delayMs: number) {
     if (stopped) return
     delayMs = Math.min(Math.max(0, delayMs), deps.pollMs, MAX_TIMER_MS)

@@ -61,7 +61,7 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     update: (executor: Executor, companyId: string, id: string, values: Omit<Updateable<CommunicationsTable>, 'company_id' | 'id'>) =>
       executor.updateTable('communications').set(values).where('company_id', '=', companyId).where('id', '=', id).execute(),
 
-    /** Newest send_at first, [from, to). The cursor keeps PostgreSQL's text of send_at: a Date would drop microseconds. */
+    /** Newest send_at first, [from, to); the cursor keeps PostgreSQL's text of send_at (microseconds). */
     async list(companyId: string, filter: { from?: Date; to?: Date; status?: CommunicationStatus }, page: KeysetPage) {
       let query = db.selectFrom('communications').select(COLUMNS).select(sql<string>`send_at::text`.as('send_at_key')).where('company_id', '=', companyId)
       if (filter.status) query = query.where('status', '=', filter.status)

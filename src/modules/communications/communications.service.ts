@@ -138,7 +138,7 @@ export function createCommunicationsService(deps: {
       return id
     },
 
-    /** Changes what the body names. Once delivered, only `status: discontinued` is accepted; submitted and discontinued are final. */
+    /** Once delivered, only `status: discontinued` is accepted; submitted and discontinued are final. */
     async update(companyId: string, id: string, input: CommunicationUpdate, actor: string): Promise<void> {
       const timeZone = await timezoneOf(companyId)
       const found = await repo.find(companyId, id)

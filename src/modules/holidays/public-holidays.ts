@@ -40,7 +40,7 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
   const places = new BoundedMap<string, Place | null>(maxKept)
   const years = new BoundedMap<string, readonly PublicHoliday[]>(maxKept)
 
-  /** The country, narrowed to the company's province where the data knows it (DE "BY", IT "RM"); null for an unknown country. */
+  /** Narrowed to the company's province where the data knows it (DE "BY", IT "RM"); null: unknown country. */
   function place(country: string, province: string | null): Place | null {
     const key = `${country}|${province ?? ''}`
     let found = places.get(key)

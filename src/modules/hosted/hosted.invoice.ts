@@ -8,7 +8,7 @@ import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
 /** SELLER_ADDRESS separates lines with "|". */
 export interface Seller { name: string; address: string; country: string; vatNumber: string }
 
-/** `portal` null for a downloaded file, which links nowhere: the portal's address is a capability and files get forwarded. */
+/** `portal` null for a downloaded file, which links nowhere: files get forwarded, capabilities must not. */
 export interface DocumentContext extends PageContext { seller: Seller; portal: string | null }
 
 // Inside the document, so a downloaded file prints the same offline; the CSP allows it by hash.

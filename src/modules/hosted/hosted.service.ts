@@ -146,7 +146,7 @@ export function createHostedService(deps: {
       return { page }
     },
 
-    /** A test card, kept as brand, last 4 digits and expiry; a wrong card answers the problems to show with the form. */
+    /** Kept as brand, last 4 digits and expiry; a wrong card answers the problems to show with the form. */
     async paymentSubmit(token: string, form: { number?: string; expiry_month?: string; expiry_year?: string }): Promise<{ redirect: string } | { problem: CardProblem; page: HostedPageRow }> {
       const page = await open('payment', token)
       const read = readCard(form, clock.now())

@@ -152,7 +152,7 @@ export function createInvoicesService(deps: {
       }
     },
 
-    /** The current term's latest paid invoice, which a change's credit is computed from; undefined: nothing to credit. */
+    /** The current term's latest paid invoice, a change's credit base; undefined: nothing to credit. */
     termInvoice: paidTermInvoice,
 
     /**

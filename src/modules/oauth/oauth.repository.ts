@@ -165,7 +165,7 @@ export function createOauthRepository(db: Kysely<DB>) {
       return db.selectFrom('signing_keys').selectAll().orderBy('generation').execute() as Promise<SigningKeyRow[]>
     },
 
-    /** False when another instance made that generation first; `drop` deletes the earlier keys at once (a leaked key). */
+    /** False when another instance made that generation first; `drop` deletes earlier keys at once. */
     async addSigningKey(key: NewSigningKey, others: { retireAt: Date } | { drop: true }): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         const inserted = await trx.insertInto('signing_keys')

@@ -47,7 +47,7 @@ export function createOauthService(deps: {
   // a token request for it meanwhile waits rather than meeting the old stored secret.
   let settling: { clientId: string; done: Promise<unknown> } | undefined
 
-  /** Re-hashes a matched platform secret stored in an older format or weaker parameters, unless it changed meanwhile. */
+  /** Re-hashes a matched platform secret stored in an older format, unless it changed meanwhile. */
   async function upgradeSecret(clientId: string, secret: string, stored: string) {
     if (await repo.replaceSecretHash(clientId, stored, await hashChosenSecret(secret))) {
       await deps.access.changed(clientId)

@@ -34,7 +34,7 @@ export function createSubscriptionChanges(deps: {
   const { save, change, details } = deps.steps
   const { remoteChange, known } = deps.remote
 
-  /** Never the card number; the hosted payment page calls this too. Due invoices are charged to the new card at once. */
+  /** Never the card number. Due invoices are charged to the new card at once. */
   async function setPaymentSource(companyId: string, card: PaymentSource, actor: string) {
     const now = clock.now()
     if (!lifecycle.usableCard(card, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')

@@ -114,7 +114,7 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       return Number(result.numUpdatedRows) > 0
     },
 
-    /** Locks the company's teams (in id order, against deadlocks) and answers those found; every membership write locks first. */
+    /** Locks the teams in id order (no deadlocks) and answers those found; membership writes lock first. */
     async lockTeams(trx: Executor, companyId: string, teamIds: string[]): Promise<string[]> {
       if (teamIds.length === 0) return []
       const rows = await trx.selectFrom('teams').select('id')

@@ -185,7 +185,7 @@ export function createWebhookDelivery(deps: {
       wakeIn(0)
     },
     wake() { wakeIn(WRITE_WAKE_MS) },
-    /** After a write request here: a pass soon, if an enabled endpoint exists (looked up at most once per ENDPOINTS_KNOWN_MS). */
+    /** After a write request here: a pass soon, if an enabled endpoint exists. */
     afterWrite() {
       if (stopped) return
       if (endpointsSeen && deps.clock.now().getTime() - endpointsSeen.at < ENDPOINTS_KNOWN_MS) {

@@ -57,7 +57,7 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     return loading
   }
 
-  // Each target URL parsed once: its origin and path, or why it is refused (a name's addresses are checked as it connects).
+  // Each target URL parsed once: its origin and path, or why it is refused.
   const parsedTargets = new BoundedMap<string, Parsed>(PARSED_TARGETS_KEPT)
   function parsedTarget(target: string): Parsed {
     let parsed = parsedTargets.get(target)

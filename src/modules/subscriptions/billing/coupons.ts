@@ -15,7 +15,7 @@ export interface CouponTerms {
   addon_ids: string[]
 }
 
-/** Chargebee's subscription.coupons[] (`applied_count`, `apply_till`), plus what fixed amounts took this period, by `lineKey`. */
+/** Chargebee's subscription.coupons[], plus what fixed amounts took this period, by `lineKey`. */
 export interface CouponUsage {
   applied_at: Date | null
   applied_count: number
