@@ -2,12 +2,9 @@ import http from 'node:http'
 import { Agent, type Dispatcher } from 'undici'
 import { newSecret, signatureHeaders } from '../src/modules/webhook-endpoints/signing.ts'
 
-/**
- * The events workload's ceiling: a raw node:http server answering each POST from memory (ANSWER),
- * then making the change's ten deliveries as the service's sender does (signed, through undici, same
- * per-receiver bound and first retry), with no database. An event id is `ceiling_<ms>_<n>`;
- * `GET /__changes` answers how many changes it has answered.
- */
+// The events workload's ceiling: a raw node:http server answering each POST from memory (ANSWER), then
+// making the change's ten deliveries as the service's sender does, with no database. An event id is
+// `ceiling_<ms>_<n>`; `GET /__changes` answers how many changes it has answered.
 const MAX_IN_FLIGHT_PER_RECEIVER = 256
 const RETRY_AFTER_MS = 5000
 const TIMEOUT_MS = 10_000

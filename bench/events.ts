@@ -6,15 +6,10 @@ import { againstCeiling, ceilingPhase, type CeilingFigures } from './events-ceil
 import { CORES, coreCpuMs, cpuMs, LOAD_CORE, machineCpuMs, postgresCpuMs, runLoad, SERVER_CORE, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
-/**
- * The events workload, PostgreSQL. Target: 1,000 changes/s sustained while 10 local receivers take
- * them (one always answering 500, one after 5 s), every event delivered to the healthy ones within
- * 2 s at p99, and write throughput within 15 % of the same run without endpoints. A change is a POST
- * .../teams: one event, ten deliveries. Phases: 1. fixed-rate writes, then a drain until every event
- * reached the healthy receivers; 2. the same without endpoints; 3. unthrottled throughput, with and
- * without endpoints (for information); 4. the ceiling: the same deliveries from a raw node:http
- * server with no database (bench/events-ceiling.ts), so the service's own cost shows on top.
- */
+// The events workload on PostgreSQL (its target: bench/README.md): fixed-rate team creations, each
+// one event and ten deliveries to local receivers (one failing, one slow). Phases: 1. writes, then a
+// drain until the healthy receivers got every event; 2. the same without endpoints; 3. unthrottled
+// throughput with and without; 4. the ceiling (bench/events-ceiling.ts), the same deliveries without a database.
 export interface EventFigures {
   receivers: number
   healthy: number

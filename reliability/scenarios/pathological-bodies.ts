@@ -25,12 +25,9 @@ interface Body {
   html?: boolean
 }
 
-/**
- * 12. Bodies that cost the parser much for their size. How long each holds the event loop is
- * measured from outside (`/health` probed meanwhile, loose on a shared machine) and from inside
- * (the loop thread's CPU time from /proc schedstat, free of the machine's noise). Fails when a
- * median exceeds its bound, or an answer is 5xx or unexpected.
- */
+// 12. Bodies that cost the parser much for their size. The event loop's hold is measured from outside
+// (`/health` probed, loose on a shared machine) and inside (the loop thread's CPU time, /proc schedstat).
+// Fails when a median exceeds its bound, or an answer is 5xx or unexpected.
 export const pathologicalBodies: Scenario = {
   id: 12,
   title: 'Pathological bodies',
