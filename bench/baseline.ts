@@ -1,14 +1,9 @@
 import http from 'node:http'
 
 /**
- * The ceiling: a raw node:http server answering, from memory, the status, content type and body
- * that the real server answered for the workload being measured. The harness sets that answer
- * with `PUT /__answer` before each ceiling round. Request bodies are read to the end, as the
- * real server does, so that a POST costs the same bytes on the wire.
- *
- * A workload of several kinds of request (the mix, bench/mix.ts) sets one answer per kind with
- * `PUT /__answers`: `[{ method, pattern, status, contentType, body }]`, the first whose method
- * and path pattern (a regular expression) match a request answers it.
+ * The ceiling: a raw node:http server answering from memory what the real server answered,
+ * set by `PUT /__answer` (or per kind by `PUT /__answers`, first matching method and pattern).
+ * Bodies are read to the end, so a POST costs the same bytes on the wire.
  */
 interface Answer { status: number; contentType: string; body: Buffer }
 let answer: Answer = { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from('{}') }

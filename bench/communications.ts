@@ -12,12 +12,8 @@ interface Db { exec: (t: string) => Promise<unknown>; count: (t: string) => Prom
 const RECIPIENTS = 10_000
 const OCCURRENCES = 10
 
-/**
- * The communications workloads (PostgreSQL), in the writer company: 10,000 contracts in one
- * team (set-based SQL), then a communication to that team created through the API and due
- * 3 s later; the harness polls the message count. Then a communication with 10 delivered
- * daily occurrences of 10,000 messages each (100,000, written with SQL) and its report (29).
- */
+// The communications workloads on PostgreSQL: a communication to a team of 10,000 contracts, due
+// seconds later, the harness polling the message count; then a report over 100,000 delivered messages.
 export async function measureCommunications(server: Running, seeded: Seeded, db: Db, log: (s: string) => void): Promise<CommunicationFigures | { skipped: string }> {
   const tables = await db.count(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('communications', 'communication_messages', 'communication_occurrences')`)
   if (tables < 3) return { skipped: 'the communications tables are not in the migrations yet' }

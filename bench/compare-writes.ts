@@ -3,18 +3,10 @@ import pg from 'pg'
 import { startServer, runLoad, pinSelf, postgresCpuMs, cpuMs, sleep } from './processes.ts'
 import { ADMIN, seedThroughApi } from './seed.ts'
 
-/**
- * Two or more builds of the server alternated on two writes, in the same minutes: POST teams
- * (creations, batched) and PUT teams (updates, one commit each, 64 teams in turn).
- *
- *   node scripts/build.mjs scratch/old   (on the code of before)   node scripts/build.mjs scratch/new
- *   COMPARE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/compare ROUNDS=3 SECONDS=10 \
- *     node --import tsx bench/compare-writes.ts scratch/old scratch/new
- *
- * Each build gets its own database (the name with `_0`, `_1`, ...: two builds may carry different
- * versions of one migration), dropped and made again first. One JSON line per build and round. `pgMs` counts
- * every postgres process of the machine: meaningful only when nothing else uses the server.
- */
+// Builds of the server alternated on POST teams (batched) and PUT teams (one commit each):
+//   COMPARE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/compare ROUNDS=3 SECONDS=10 \
+//     node --import tsx bench/compare-writes.ts scratch/old scratch/new
+// Each build gets its own database; `pgMs` counts every postgres process of the machine.
 const url = new URL(process.env.COMPARE_DATABASE_URL ?? '')
 const name = url.pathname.slice(1)
 if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error('COMPARE_DATABASE_URL must name a database (letters, digits, _)')
@@ -43,7 +35,6 @@ for (let round = 0; round < rounds; round++) {
     let pg0 = postgresCpuMs(); let s0 = cpuMs(server.child.pid!)
     const post = await runLoad({ url: `${server.url}/api/v1/companies/${w.id}/teams`, method: 'POST', headers, body: JSON.stringify({ name: 'Load', code: 'x', team_leader_ids: [w.leaders[0]] }), uniqueCode: `R${round}${builds.indexOf(build)}-`, connections: 32, seconds })
     const postPg = (postgresCpuMs() - pg0) / post.total; const postSrv = (cpuMs(server.child.pid!) - s0) / post.total
-    // 64 teams, each PUT to its own in turn (updates one by one: one commit each, no batching).
     const ids: string[] = []
     for (let i = 0; i < 64; i++) {
       const res = await fetch(`${server.url}/api/v1/companies/${w.id}/teams`, { method: 'POST', headers, body: JSON.stringify({ name: `P${i}`, code: `P${round}-${builds.indexOf(build)}-${i}`, team_leader_ids: [] }) })

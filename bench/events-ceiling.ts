@@ -2,23 +2,9 @@ import http from 'node:http'
 import { Agent, type Dispatcher } from 'undici'
 import { newSecret, signatureHeaders } from '../src/modules/webhook-endpoints/signing.ts'
 
-/**
- * The events workload's ceiling (bench/events-ceiling-phase.ts): what a change and its ten
- * deliveries cost this machine with no database, in one implementation. A raw node:http server
- * that answers each POST from memory with the real server's answer (ANSWER: its status, Location
- * and body), then makes the change's deliveries at once: to each receiver (RECEIVERS, comma-separated URLs) one POST of an event body shaped as the
- * service's (EVENT_TEMPLATE: the real event's type, company and data), with the Standard Webhooks
- * headers signed by the service's own code with each receiver's secret, through undici's
- * dispatcher as the service's sender does (src/modules/webhook-endpoints/sender.ts), each call
- * bounded by a timer of 10 s. As in the service, a receiver has 256 calls under way at most; the
- * deliveries beyond wait, here in memory (the service's queue is its database), and a call that
- * fails is made once more 5 s later, signed again (the service's first retry; its later ones
- * fall after the phase). Left out: the change's own write, its event, the fan-out's and every
- * outcome's record, all in the service's database.
- *
- * An event's id is `ceiling_<ms>_<n>`, the time its change was answered: the harness reads each
- * delivery's latency from it. `GET /__changes` answers how many changes it has answered.
- */
+// The events workload's ceiling: a raw node:http server answering each POST from memory (ANSWER), then
+// making the change's ten deliveries as the service's sender does, with no database. An event id is
+// `ceiling_<ms>_<n>`; `GET /__changes` answers how many changes it has answered.
 const MAX_IN_FLIGHT_PER_RECEIVER = 256
 const RETRY_AFTER_MS = 5000
 const TIMEOUT_MS = 10_000
@@ -46,7 +32,6 @@ function deliver(receiver: Receiver, call: Call) {
   let status = 0
   let controller: Dispatcher.DispatchController | undefined
   let timedOut = false
-  // As the service's sender: a call still waiting for its connection is aborted as it starts.
   const timer = setTimeout(() => { timedOut = true; controller?.abort(new Error('timeout')) }, TIMEOUT_MS)
   const done = () => {
     clearTimeout(timer)
@@ -59,10 +44,9 @@ function deliver(receiver: Receiver, call: Call) {
     'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
     ...signatureHeaders(receiver.secrets, call.id, call.body, Math.floor(Date.now() / 1000)),
   }
-  // onRequestStart marks undici's current handler interface (without it the legacy one is assumed).
+  // onRequestStart marks undici's current handler interface.
   const handler: Dispatcher.DispatchHandler = {
     onRequestStart(c) { controller = c; if (timedOut) c.abort(new Error('timeout')) },
-    // An informational answer (1xx) is not the answer.
     onResponseStart(_c, statusCode) { if (statusCode >= 200) status = statusCode },
     onResponseData() {}, onResponseEnd: done, onResponseError: done,
   }
@@ -72,7 +56,6 @@ function deliver(receiver: Receiver, call: Call) {
 const server = http.createServer((request, response) => {
   request.resume()
   request.on('end', () => {
-    // The changes answered so far: the harness's count of the deliveries owed.
     if (request.url === '/__changes') return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ changes }))
     response.writeHead(answer.status, answerHeaders).end(answerBody)
     const now = Date.now()
@@ -85,7 +68,6 @@ const server = http.createServer((request, response) => {
 server.keepAliveTimeout = 72_000
 server.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write('listening\n'))
 process.on('SIGTERM', () => {
-  // The calls that fail as the dispatcher closes start no others.
   stopping = true
   server.closeAllConnections()
   void agent.destroy().finally(() => process.exit(0))

@@ -6,46 +6,19 @@ import { againstCeiling, ceilingPhase, type CeilingFigures } from './events-ceil
 import { CORES, coreCpuMs, cpuMs, LOAD_CORE, machineCpuMs, postgresCpuMs, runLoad, SERVER_CORE, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, token, type Seeded } from './seed.ts'
 
-/**
- * The events workload (issue 15), PostgreSQL: "1,000 changes/s sustained while 10 local receivers
- * take them (one always answering 500, one answering after 5 s): every event delivered to the
- * healthy receivers within 2 s at p99; API write throughput within 15 % of the same run without
- * endpoints."
- *
- * A server of its own (WEBHOOK_ALLOW_PRIVATE_TARGETS=true, so it may POST to 127.0.0.1), and 10
- * receivers in this harness (load core), each a company endpoint of the writer company hearing
- * `team.created`. A change is a POST .../teams with no leaders: one team, one event, ten deliveries.
- *
- * 1. Delivery: autocannon at a fixed rate (BENCH_EVENTS_RATE, default 1,000/s) for
- *    BENCH_EVENTS_SECONDS (default 10); then up to BENCH_EVENTS_DRAIN seconds (default 60) for the
- *    healthy receivers to get every event the phase wrote (read back from the events table). The
- *    latency of a delivery is its first arrival at a receiver minus the event's `created_at` (the
- *    writing transaction's time, to the millisecond; both clocks are this machine's).
- * 2. The same run without endpoints (the issue's "same run"): the same fixed rate for the same
- *    seconds with the endpoints disabled (write_event finds none); the write rate achieved with
- *    the endpoints against this one is the target's ratio.
- * 3. Throughput, for information: POST .../teams unthrottled at 32 connections, rounds alternated
- *    between endpoints disabled and enabled, each round after the backlog of the one before is
- *    cleared with SQL; medians of the rounds, and their ratio. Saturated, every delivery's CPU is
- *    taken from the writes on the server's one core: this shows that cost, not the target.
- * 4. The ceiling, for information (bench/events-ceiling-phase.ts): the same fixed-rate writes to
- *    bench/events-ceiling.ts, a raw node:http server with no database, pinned to the server's
- *    core, that answers each from memory and makes the same ten signed deliveries to the same
- *    receivers. What a change costs the whole machine there is what the load generator, the
- *    receivers, the kernel and one implementation of the deliveries' HTTP take: the service's
- *    database and bookkeeping come on top.
- */
+// The events workload on PostgreSQL (its target: bench/README.md): fixed-rate team creations, each
+// one event and ten deliveries to local receivers (one failing, one slow). Phases: 1. writes, then a
+// drain until the healthy receivers got every event; 2. the same without endpoints; 3. unthrottled
+// throughput with and without; 4. the ceiling (bench/events-ceiling.ts), the same deliveries without a database.
 export interface EventFigures {
   receivers: number
   healthy: number
   rate: number
   seconds: number
   sustained: { offered: number; achieved: number; p99WriteMs: number; non2xx: number }
-  /** The same fixed-rate writes with the endpoints disabled, and what a change cost then. */
   sustainedWithout: { achieved: number; p99WriteMs: number; non2xx: number; serverCpuMsPerChange: number; postgresCpuMsPerChange: number; machineCpuMsPerChange: number; machineBusy: number }
   delivery: {
     events: number
-    /** Events × healthy receivers. */
     expected: number
     delivered: number
     missing: number
@@ -53,25 +26,22 @@ export interface EventFigures {
     p50Ms: number
     p99Ms: number
     maxMs: number
-    /** Healthy deliveries per second while the writes ran, and from the phase's start to the last one. */
     perSecondDuringLoad: number
     perSecondOverall: number
-    /** From the end of the writes to the last healthy event's arrival (or the drain's end). */
+    /** From the end of the writes to the last healthy arrival (or the drain's end). */
     drainMs: number
     serverCpuMsPerDelivery: number
     serverCpuMsPerChange: number
     postgresCpuMsPerChange: number
-    /** The whole machine's busy CPU per change over the writes and the drain: the service, PostgreSQL, the receivers, the load generator, the kernel. */
+    /** The whole machine's busy CPU per change over the writes and the drain. */
     machineCpuMsPerChange: number
-    /** The machine's busy share of its CPU while the writes ran (1: every core busy). */
+    /** 1: every core busy. */
     machineBusyDuringWrites: number
-    /** The same for the server's core alone (PostgreSQL's backends run there too at times). */
     serverCoreBusyDuringWrites: number
-    /** The same for the other core: the load generator, the receivers and this harness (and PostgreSQL at times). */
     loadCoreBusyDuringWrites: number
     failingReceiverCalls: number
     slowReceiverCalls: number
-    /** Deliveries of the phase written as rows of the queue, by receiver: a failed first call, or no free slot at the fan-out. */
+    /** Deliveries that went through the queue: a failed first call, or no free slot at the fan-out. */
     queuedHealthy: number
     queuedFailing: number
     queuedSlow: number
@@ -89,10 +59,8 @@ const HEALTHY = 8
 
 type Kind = 'ok' | 'fail' | 'slow'
 export type Receiver = Awaited<ReturnType<typeof receiver>>
-/** The writes of a phase: POST .../teams at `rate` changes/s (unthrottled without), every team code new. */
 export type Writes = (prefix: string, seconds: number, rate?: number) => LoadSpec
 
-/** A receiver that keeps the first arrival time of each event id. */
 export async function receiver(kind: Kind) {
   const arrivals = new Map<string, number>()
   let calls = 0
@@ -125,7 +93,7 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
   try {
     const company = seeded.writer.id
     const headers = { authorization: `Bearer ${seeded.writer.token}`, 'content-type': 'application/json' }
-    // Endpoints are the company's settings: write:company, which the company's bench client lacks; the platform's token.
+    // Endpoints need write:company, which the company's bench client lacks: the platform's token.
     const admin = { authorization: `Bearer ${await token(server.url, ADMIN.client_id, ADMIN.client_secret)}`, 'content-type': 'application/json' }
     for (const r of receivers) {
       const res = await fetch(`${server.url}/api/v1/companies/${company}/webhook_endpoints`, {
@@ -139,7 +107,6 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
       body: JSON.stringify({ name: 'Event', code: 'x', team_leader_ids: [] }), uniqueCode: `${prefix}${Date.now()}-`, connections: 32, seconds,
       ...(rate ? { rate } : {}),
     })
-    // Warm-up with the endpoints on, then a clean start.
     await runLoad(writes('ew', 2, 200))
     await clearBacklog(db, company, true)
     await sleep(6000)
@@ -151,7 +118,6 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
     const before = { server: cpuMs(server.child.pid!), postgres: postgresCpuMs(), machine: machineCpuMs() }
     const plain = await runLoad(writes('en', PHASE_SECONDS, RATE))
     const machine = machineCpuMs()
-    // The changes written: the 2xx answers (rps is per second of the load's own duration).
     const changes = Math.max(1, Object.entries(plain.statusCodes).reduce((n, [code, count]) => n + (code.startsWith('2') ? count : 0), 0))
     const sustainedWithout = {
       achieved: plain.rps, p99WriteMs: plain.p99, non2xx: plain.non2xx,
@@ -175,12 +141,10 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
   }
 }
 
-/** Stops what the endpoints still owe (pending deliveries, events not fanned out yet), and turns them on or off. */
 async function clearBacklog(db: Db, company: string, enabled: boolean) {
   await db.query('UPDATE webhook_endpoints SET enabled = $2 WHERE company_id = $1', [company, enabled])
   await db.query('DELETE FROM webhook_fanouts f USING events e WHERE e.id = f.event_id AND e.company_id = $1', [company])
-  // Thousands of rows at once, in no set order, while the server's outcome batches update some of
-  // them: PostgreSQL may choose this statement as a deadlock's victim. It is run again then.
+  // Thousands of rows in no set order, while outcome batches update some: a deadlock victim is run again.
   for (let attempt = 1; ; attempt++) {
     try {
       await db.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE status = 'pending' AND company_id = $1`, [company])
@@ -211,8 +175,6 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
   const arrived = () => healthy.reduce((n, r) => n + events.filter((e) => r.arrivals.has(e.id)).length, 0)
   const drainUntil = loadEnd + DRAIN_SECONDS * 1000
   while (Date.now() < drainUntil && arrived() < expected) await sleep(250)
-  // The deliveries of the phase that went through the queue (a delivery row): a failed first
-  // call, or an event that found no free slot at its endpoint when it was fanned out.
   const queuedRows = await db.query('SELECT endpoint_id, count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND created_at >= $2 GROUP BY endpoint_id', [company, startedAt])
   const queued = (kind: Kind) => queuedRows.filter((row) => receivers.some((r) => r.kind === kind && r.endpointId === row.endpoint_id)).reduce((n, row) => n + Number(row.n), 0)
   const cpu = cpuMs(server.child.pid!) - cpuBefore
@@ -239,7 +201,6 @@ async function deliveryPhase(server: Running, db: Db, company: string, receivers
       p50Ms: pct(0.5), p99Ms: expected > delivered ? Infinity : pct(0.99), maxMs: latencies.at(-1) ?? NaN,
       perSecondDuringLoad: duringLoad / PHASE_SECONDS, perSecondOverall: delivered / Math.max(0.001, (last - startedAt.getTime()) / 1000),
       drainMs: last - loadEnd, serverCpuMsPerDelivery: cpu / Math.max(1, delivered),
-      // Per change (its write and its ten deliveries): what one change costs the two processes in all.
       serverCpuMsPerChange: cpu / Math.max(1, events.length), postgresCpuMsPerChange: pgCpu / Math.max(1, events.length),
       machineCpuMsPerChange: machineCpu / Math.max(1, events.length),
       machineBusyDuringWrites: (machineAtLoadEnd.busy - machineBefore.busy) / Math.max(1, machineAtLoadEnd.total - machineBefore.total),
@@ -278,18 +239,13 @@ async function throughputPhase(db: Db, company: string, writes: Writes, log: (s:
 
 /**
  * The most changes a second this machine could take with the endpoints, from what a change cost
- * it: its cores over the whole machine's CPU per change (the writes' and the deliveries' drain's,
- * every process's), and the server's one core over the server's CPU per change (the server is
- * pinned to it). Meant for a machine busy all through the writes: there, writes that stop near
- * this rate are bound by the CPU, not by a wait; on a machine that idled meanwhile the bound
- * says nothing. A run whose deliveries were still owed at the drain's end counts less than its
- * cost, and its bound is too high.
+ * its cores and the server's core. Meaningful only for a machine busy all through the writes; a
+ * run with deliveries still owed at the drain's end under-counts its cost.
  */
 function bounds(e: Pick<EventFigures, 'delivery'>) {
   return { machine: (CORES * 1000) / e.delivery.machineCpuMsPerChange, serverCore: 1000 / e.delivery.serverCpuMsPerChange }
 }
 
-/** Each core's busy share during the writes, where the server and the load generator have a core each. */
 function coreShares(d: EventFigures['delivery']): string {
   if (LOAD_CORE === SERVER_CORE) return ''
   return ` (core ${SERVER_CORE}, the server's, ${(100 * d.serverCoreBusyDuringWrites).toFixed(0)} %; core ${LOAD_CORE}, the load generator's, receivers' and harness's, `
@@ -307,7 +263,7 @@ function budget(e: Pick<EventFigures, 'delivery' | 'sustainedWithout'>): string 
     + (d.missing > 0 ? ` (${whole(d.missing)} deliveries still owed at the drain's end: the cost is undercounted, the bound too high)` : '')
 }
 
-/** The rows of bench/RESULTS.md's targets table: `| workload | target | measured | verdict |`. */
+/** The rows of bench/README.md's targets table: `| workload | target | measured | verdict |`. */
 export function eventTargetRows(e: EventFigures | undefined, verdict: (ok: boolean | undefined) => string): string[] {
   if (!e) return ['| events: 1,000 changes/s to 10 receivers (one 500, one after 5 s) | every event at the 8 healthy ones within 2 s at p99 | - | not measured |',
     '| events: the writes of that run against the same run without endpoints | within 15 % | - | not measured |',

@@ -3,13 +3,9 @@ import { MIX_WARMUP_SECONDS, runMix } from './mix.ts'
 import type { MixCompany, MixResult } from './mix-load.ts'
 import { sleep, type Running } from './processes.ts'
 
-/**
- * Issue 19's fan-out: a communication due to 100,000 recipients (one team of one company of the
- * mix database, its contracts written with set-based SQL), created through the API and due 4 s
- * later, while the mix runs at 16 connections; the harness polls the message count. The API's
- * p99 is the mix's over the whole run, the delivery included, on a server warmed up by the mix as
- * the mix's own rounds are (MIX_WARMUP_SECONDS): a fresh server's first seconds are its own figure.
- */
+// The fan-out workload: a communication to 100,000 recipients due seconds later while the mix runs;
+// the harness polls the message count. The API's p99 is the mix's over the whole run, on a server
+// warmed up as the mix's rounds are.
 export const FANOUT_RECIPIENTS = 100_000
 const MIX_CONNECTIONS = 16
 

@@ -4,11 +4,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { ROOT } from './processes.ts'
 
-/**
- * Issue 19's last row: the peak RSS of a PGlite server under the reliability suite's hostile
- * input (scenario 5: 10,000 requests generated from /openapi.json, mutated), as that scenario
- * samples it (every 100 requests); the suite runs with its report in a temporary file.
- */
+// The peak RSS of a PGlite server under the reliability suite's hostile input (scenario 5), as that
+// scenario samples it; the suite's report goes to a temporary file.
 export interface HostileFigure { peakMb?: number; warmMb?: number; endMb?: number; passed: boolean; detail: string }
 
 export async function measureHostileRss(log: (s: string) => void): Promise<HostileFigure> {

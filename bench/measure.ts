@@ -17,9 +17,8 @@ export interface HttpFigure {
   connections: number
   ceiling: { rps: number; p99: number; rounds: number[] }
   /**
-   * cpuPerRequestMs: the server process's own CPU time per request served (steadier than req/s
-   * on a shared machine); postgresCpuPerRequestMs: the local PostgreSQL's, all its processes
-   * (0 on PGlite, which runs inside the server); machineBusy: the share of both cores in use.
+   * cpuPerRequestMs: the server's own CPU per request (steadier than req/s on a shared machine);
+   * postgresCpuPerRequestMs: all PostgreSQL processes' (0 on PGlite); machineBusy: both cores' share.
    */
   server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number; cpuPerRequestMs: number; postgresCpuPerRequestMs: number; machineBusy: number }
   ratio: number
@@ -35,7 +34,6 @@ export interface Workload {
   connections: number
 }
 
-/** One request to the real server, to learn the answer the ceiling must give. */
 async function sample(server: Running, w: Workload) {
   const body = w.uniqueCode ? JSON.stringify({ ...JSON.parse(w.body!), code: `${w.uniqueCode}sample` }) : w.body
   const res = await fetch(`${server.url}${w.path}`, { method: w.method, headers: w.headers, ...(body !== undefined ? { body } : {}) })
@@ -44,10 +42,7 @@ async function sample(server: Running, w: Workload) {
   return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8', body: text }
 }
 
-/**
- * Warm both up, then 3 rounds of (ceiling, server), alternated so that a drift of the machine
- * touches both alike; the figure of each is the median of its rounds.
- */
+/** Rounds of ceiling and server alternated, so the machine's drift touches both alike; medians. */
 export async function measureHttp(server: Running, baseline: Running, w: Workload, log: (s: string) => void): Promise<HttpFigure> {
   const answer = await sample(server, w)
   await fetch(`${baseline.url}/__answer`, { method: 'PUT', body: JSON.stringify(answer) })
@@ -58,11 +53,7 @@ export async function measureHttp(server: Running, baseline: Running, w: Workloa
   return (await measureRounds(server, baseline, w.name, w.connections, (url, seconds, prefix) => runLoad(spec(url, seconds, prefix)), log)).figure
 }
 
-/**
- * The rounds of a throughput figure, whatever the load: `load(url, seconds, prefix)` runs one
- * round against `url` (the server's or the ceiling's, set up to answer alike beforehand).
- * Also returns every server round's own result, for what a workload reports besides.
- */
+/** `load(url, seconds, prefix)` runs one round against the server or the ceiling, set up to answer alike. */
 export async function measureRounds<R extends LoadResult>(server: Running, baseline: Running, name: string, connections: number,
   load: (url: string, seconds: number, prefix: string) => Promise<R>, log: (s: string) => void,
   warmupSeconds = WARMUP_SECONDS): Promise<{ figure: HttpFigure; rounds: R[] }> {
@@ -121,10 +112,7 @@ function once(url: URL, headers: Record<string, string>): Promise<number> {
   })
 }
 
-/**
- * Latency of one request at a time (no queueing: what one client sees), timed by this harness on
- * the load core: `count` requests per round after a warm-up, 3 rounds, medians of the rounds.
- */
+/** One request at a time (no queueing: what one client sees), timed on the load core; medians of rounds. */
 export async function measureLatency(urlText: string, headers: Record<string, string>, count = 300, warmup = 100): Promise<LatencyFigure> {
   const url = new URL(urlText)
   for (let i = 0; i < warmup; i++) await once(url, headers)
@@ -142,10 +130,7 @@ export async function measureLatency(urlText: string, headers: Record<string, st
   return { p50: median(p50s), p99: median(p99s), mean: median(means), rounds: p50s }
 }
 
-/**
- * Two latencies compared (the growth workload): rounds of A and B alternated, so that the
- * machine's drift over the minutes of a run touches both alike.
- */
+/** Rounds of A and B alternated, so the machine's drift touches both alike. */
 export async function measureLatencyPair(a: { url: string; headers: Record<string, string> }, b: { url: string; headers: Record<string, string> }, count = 1000, warmup = 1000): Promise<[LatencyFigure, LatencyFigure]> {
   const urlA = new URL(a.url)
   const urlB = new URL(b.url)
@@ -167,5 +152,4 @@ export async function measureLatencyPair(a: { url: string; headers: Record<strin
   return [figure(rounds[0]), figure(rounds[1])]
 }
 
-/** A count or rate in whole units, with thousands separated (1,000). */
 export const whole = (n: number) => Math.round(n).toLocaleString('en-US')

@@ -2,12 +2,8 @@ import fs from 'node:fs'
 import autocannon from 'autocannon'
 import type { LoadResult } from './load.ts'
 
-/**
- * The load generator of the mix (bench/mix.ts), run like bench/load.ts in its own process on the
- * load core: every request picks a company uniformly and a kind by the mix's weights. Reads the
- * MixSpec from the JSON file named in argv (too big for an argument: a token per company) and
- * prints one MixResult as JSON on stdout.
- */
+// The mix's load generator, in its own process on the load core: each request picks a company
+// uniformly and a kind by weight. Reads its MixSpec from the JSON file named in argv; prints a MixResult.
 export interface MixCompany { id: string; token: string; client_id: string; client_secret: string; teams: string[]; contracts: string[] }
 
 export interface MixSpec {
@@ -41,7 +37,7 @@ const pick = <T>(list: T[]) => list[Math.floor(Math.random() * list.length)]!
 const base = (c: MixCompany) => `/api/v1/companies/${c.id}`
 const day = () => `2027-${String(1 + Math.floor(Math.random() * 12)).padStart(2, '0')}-${String(1 + Math.floor(Math.random() * 28)).padStart(2, '0')}`
 
-/** 70 % reads, 20 % writes, 10 % token issues (issue 19), the reads and the writes shared equally by their kinds. */
+/** 70 % reads, 20 % writes, 10 % token issues, each shared equally by its kinds. */
 export function mixKinds(prefix: string): Kind[] {
   return [
     { name: 'read company', weight: 14, build: (c) => ({ method: 'GET', path: base(c), headers: bearer(c) }) },

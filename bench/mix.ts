@@ -11,11 +11,8 @@ import { measureFanout, type FanoutFigure } from './fanout.ts'
 import { measureOverload, type OverloadFigure } from './overload.ts'
 import { measureHostileRss, type HostileFigure } from './hostile-rss.ts'
 
-/**
- * Issue 19's workloads on PostgreSQL, in a database of their own: the mix of reads, writes and
- * token issues over 1,000 companies (read cache on, then off), the contracts list of a
- * 10,000-contract company walked page by page, and the server's RSS over a long run of the mix.
- */
+// The mix workloads on PostgreSQL, in a database of their own: reads, writes and token issues over
+// 1,000 companies (read cache on, then off), a 10,000-contract list walked page by page, and RSS over a long run.
 export const COMPANIES = 1000
 const CONTRACTS_EACH = 50
 const TEAMS_EACH = 5
@@ -24,26 +21,19 @@ const HOLIDAYS_EACH = 5
 export const PAGING_CONTRACTS = 10_000
 const PAGE = 100
 export const MIX_CONNECTIONS = 32
-/** The first seconds of the mix's warm-up, reported beside the rounds (`cold`): what a deploy costs. */
 export const COLD_SECONDS = 5
 /**
- * The mix's warm-up, longer than the other workloads' (BENCH_WARMUP), its first COLD_SECONDS
- * included: a fresh server runs its first seconds of the mix at a half to a quarter of its steady
- * rate (V8 compiling the code of ten kinds of request on the server's one core: the process, not
- * the 1,000 companies), and 2 s measured that start rather than the steady state
- * (bench/findings.md, "The mix's warm-up, and what a write wakes").
+ * The mix's warm-up, its first COLD_SECONDS included: a fresh server runs its first seconds far
+ * below its steady rate (V8 compiling ten kinds of request), so a short warm-up measures the start.
  */
 export const MIX_WARMUP_SECONDS = Math.max(COLD_SECONDS + 1, Number(process.env.BENCH_MIX_WARMUP ?? 20) || 20)
-/** The parts of `npm run bench` this file runs (BENCH_ONLY or `npm run bench -- mix paging soak`). */
 export const MIX_PARTS = ['mix', 'paging', 'soak', 'overload', 'fanout', 'hostile']
 
-/** `cold`: a fresh server's first seconds of the mix (the start of the warm-up), for information. */
 export interface MixRun { figure: HttpFigure; byKind: Record<string, KindFigure>; cold?: { rps: number; p99: number; errors: number } }
 export interface PagingFigure { pages: number; walks: number; firstP50: number; firstP99: number; lastP50: number; lastP99: number; worstP99: number; worstPage: number; p99s: number[] }
 export interface SoakFigure { seconds: number; rssAt60Mb: number; rssEndMb: number; peakMb: number; growth: number; samples: Array<[number, number]>; rps: number; non2xx: number; errors: number }
 export interface MixFigures { cached?: MixRun; uncached?: MixRun; paging?: PagingFigure; soak?: SoakFigure; overload?: OverloadFigure; fanout?: FanoutFigure; hostile?: HostileFigure }
 
-/** One part's own database: a copy of the seeded one (MixSeed.copy). */
 export interface MixDatabase {
   url: string
   pool: pg.Pool
@@ -54,12 +44,8 @@ export interface MixDatabase {
 }
 
 /**
- * The seeded database, kept as a template that no part runs on: each part runs on a copy of it
- * (`copy`), so that no figure depends on what the parts before it wrote. The mix's writes add
- * teams, holidays and memberships that every later read answers in full: the 10-minute soak left
- * 21 times the seeded teams and holidays (106,580 teams against 5,000 seeded, in one run), and
- * the overload and fan-out parts then measured that database while, run alone, they measured the
- * seeded one (bench/findings.md, "Every part on a copy of the seeded database").
+ * The seeded database as a template no part runs on: each part runs on a copy, so no figure depends
+ * on what earlier parts wrote (the soak alone multiplies the teams and holidays every read answers).
  */
 export interface MixSeed {
   companies: MixCompany[]
@@ -70,7 +56,6 @@ export interface MixSeed {
 
 type Log = (s: string) => void
 
-/** Runs `work` over `items`, `width` at a time. */
 async function inParallel<T, R>(items: T[], width: number, work: (item: T, i: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length)
   let next = 0
@@ -80,11 +65,8 @@ async function inParallel<T, R>(items: T[], width: number, work: (item: T, i: nu
   return out
 }
 
-/**
- * The database of the mix: 1,000 companies made through the API (each with its subscription, a
- * client and a token), then in set-based SQL 50 contracts, 5 teams of 5 members (one leading) and
- * 5 holidays each; and a company of 10,000 contracts for the paging workload.
- */
+// 1,000 companies made through the API, then in set-based SQL their contracts, teams and holidays;
+// and a company of 10,000 contracts for the paging workload.
 export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> {
   const name = `bench_${process.pid}_${Date.now()}_mix`
   const admin = new pg.Client({ connectionString: adminUrl })
@@ -95,7 +77,6 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 })
   pool.on('error', () => {})
   const env = { ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, DATABASE_URL: url.toString() }
-  /** Whether `db` is gone; a failure is logged, and the seed's drop() tries that copy again. */
   const dropDatabase = (db: string) => admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`)
     .then(() => true, (err) => { log(`could not drop ${db}: ${err.message}`); return false })
   let poolEnded = false
@@ -137,9 +118,7 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
     await pool.query(`
       INSERT INTO contracts (company_id, id, first_name, last_name, email)
       SELECT $1, gen_random_uuid(), 'Worker', 'P' || lpad(g::text, 5, '0'), 'p' || g || '@example.com' FROM generate_series(1, ${PAGING_CONTRACTS}) g`, [pagingCompany.id])
-    // Vacuumed as well as analyzed: autovacuum may never finish on the template (each copy made
-    // of it stops it), and each copy would then start unvacuumed, its autovacuum running during
-    // the part measured on it.
+    // Vacuumed too: each copy would otherwise start unvacuumed, its autovacuum running during the part.
     await pool.query('VACUUM (ANALYZE)')
     const { rows } = await pool.query<{ id: string; teams: string[]; contracts: string[] }>(`
       SELECT c.id, (SELECT json_agg(id) FROM teams WHERE company_id = c.id) AS teams,
@@ -148,7 +127,7 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
     const byId = new Map(rows.map((r) => [r.id, r]))
     const companies = made.map((c) => ({ id: c.id, token: c.token, client_id: c.client_id, client_secret: c.client_secret, teams: byId.get(c.id)!.teams, contracts: byId.get(c.id)!.contracts }))
     const paging = { id: pagingCompany.id, token: pagingCompany.token }
-    // A template must have no connection while it is copied; the copies carry its statistics.
+    // A template must have no connection while it is copied.
     await endPool()
     const copy = async (label: string): Promise<MixDatabase> => {
       const copyName = `${name}_${label}`
@@ -177,7 +156,6 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
 const specFile = path.join(os.tmpdir(), `bench-mix-${process.pid}.json`)
 process.on('exit', () => fs.rmSync(specFile, { force: true }))
 
-/** One run of the mix generator (bench/mix-load.ts) against `url`. */
 export function runMix(db: Pick<MixDatabase, 'companies'>, url: string, connections: number, seconds: number, prefix: string, only?: string): Promise<MixResult> {
   const spec: MixSpec = { url, connections, seconds, companies: db.companies, prefix: `${prefix}${Date.now().toString(36)}-`, ...(only ? { only } : {}) }
   const file = `${specFile}.${prefix}`
@@ -185,7 +163,6 @@ export function runMix(db: Pick<MixDatabase, 'companies'>, url: string, connecti
   return runGenerator<MixResult>('bench/mix-load.ts', file).finally(() => fs.rmSync(file, { force: true }))
 }
 
-/** One answer of each kind from the server, for the ceiling to answer alike (bench/baseline.ts). */
 async function teachCeiling(server: Running, baseline: Running, db: MixDatabase) {
   const company = db.companies[0]!
   const answers = []
@@ -200,11 +177,9 @@ async function teachCeiling(server: Running, baseline: Running, db: MixDatabase)
   await fetch(`${baseline.url}/__answers`, { method: 'PUT', body: JSON.stringify(answers) })
 }
 
-/** The mix against its ceiling: warm-up, 3 alternated rounds, medians (measureRounds). */
 export async function measureMix(server: Running, baseline: Running, db: MixDatabase, name: string, log: Log): Promise<MixRun> {
   await teachCeiling(server, baseline, db)
   const cacheBefore = await cacheAnswers(server)
-  // The warm-up's first seconds on their own, then the rest of it: the rounds come after both.
   const cold = await runMix(db, server.url, MIX_CONNECTIONS, COLD_SECONDS, 'cold')
   log(`  ${name}, a fresh server's first ${COLD_SECONDS} s: ${cold.rps.toFixed(0)} req/s, p99 ${cold.p99} ms`)
   const { figure, rounds } = await measureRounds(server, baseline, name, MIX_CONNECTIONS, (url, seconds, prefix) => runMix(db, url, MIX_CONNECTIONS, seconds, prefix), log,
@@ -227,7 +202,6 @@ export async function measureMix(server: Running, baseline: Running, db: MixData
   return { figure, byKind, cold: { rps: cold.rps, p99: cold.p99, errors: cold.non2xx + cold.errors } }
 }
 
-/** The read cache's hits and misses by read, from the server's /metrics (`read_cache_answers_total`). */
 async function cacheAnswers(server: Running): Promise<Record<string, { hit: number; miss: number }>> {
   const text = await (await fetch(`${server.url}/metrics`)).text()
   const out: Record<string, { hit: number; miss: number }> = {}
@@ -254,10 +228,8 @@ function getPage(url: URL, headers: Record<string, string>): Promise<{ ms: numbe
 }
 
 /**
- * The contracts of the 10,000-contract company, `limit=100` pages followed by their Link to the
- * end, one request at a time; `walks` walks after 3 warm-up ones; the p99 of each page's position.
- * 300 walks by default: with 100, the p99 of a page was its single slowest request, so one
- * collector pause anywhere in the run decided a page's figure.
+ * The 10,000-contract company's pages followed by their Link to the end, one request at a time; the
+ * p99 of each page's position. Enough walks that one collector pause cannot decide a page's figure.
  */
 export async function measurePaging(server: Running, db: MixDatabase, walks: number): Promise<PagingFigure> {
   const headers = { authorization: `Bearer ${db.paging.token}` }
@@ -281,7 +253,7 @@ export async function measurePaging(server: Running, db: MixDatabase, walks: num
   }
 }
 
-/** The mix for `seconds` at 32 connections, the server's RSS sampled every 5 s; growth after the first minute (second minute's median to the last minute's). */
+/** The mix at 32 connections with RSS sampled; growth after the first minute, median to median. */
 export async function measureSoak(server: Running, db: MixDatabase, seconds: number, log: Log): Promise<SoakFigure> {
   const samples: Array<[number, number]> = []
   const started = performance.now()
@@ -294,9 +266,8 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
   }
   const result = await load
   samples.push([Math.round((performance.now() - started) / 1000), rssMb(server.child.pid!)])
-  // Medians of a minute's samples, not single samples: the RSS follows the heap's reserved size,
-  // which swings by tens of MB between collections, so two single samples compared phases of
-  // that sawtooth rather than the process's footprint (bench/findings.md, issue 19).
+  // Medians of a minute's samples: RSS follows the heap's reserved size, which swings between
+  // collections, so single samples would compare phases of that sawtooth.
   const last = samples.at(-1)![0]
   const firstMinute = samples.filter(([t]) => t >= 60 && t < 120).map(([, r]) => r)
   const lastMinute = samples.filter(([t]) => t > last - 60).map(([, r]) => r)
@@ -308,27 +279,22 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
   return figure
 }
 
-/** Every part of issue 19 that runs on the mix database, as `want` selects them; a part that fails is logged and left out. */
+/** Every part that runs on the mix database, as `want` selects; a failing part is logged and left out. */
 export async function runMixWorkloads(adminUrl: string, baseline: Running, want: (part: string) => boolean, log: Log): Promise<MixFigures> {
   const figures: MixFigures = {}
   const hostile = async () => {
     if (want('hostile')) figures.hostile = await measureHostileRss(log).catch((err) => { log(`  hostile failed, left out: ${err.message}`); return undefined })
   }
-  // The hostile-input part needs no mix database.
   if (!MIX_PARTS.filter((p) => p !== 'hostile').some(want)) { await hostile(); return figures }
   const seed = await mixDatabase(adminUrl, log)
-  /**
-   * Runs one part on a copy of the seeded database (MixSeed) and a freshly started server (with
-   * `env` added); the server stopped and the copy dropped after it.
-   */
+  /** One part on a copy of the seeded database and a fresh server, both gone after it. */
   const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running, db: MixDatabase) => Promise<MixFigures[K]>) => {
     if (!want(name)) return
     let server: Running | undefined
     let db: MixDatabase | undefined
     try {
       db = await seed.copy(String(key))
-      // Only the mix's own rounds are profiled: a profile's samples stay in the server's memory,
-      // which would count in the soak's RSS growth and the hostile part's peak.
+      // Only the mix's rounds are profiled: profile samples stay in memory and would count in RSS figures.
       server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
       figures[key] = await work(server, db)
       await db.pool.query<{ teams: number; holidays: number }>('SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays').then(
@@ -349,8 +315,7 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   try {
     await part('mix', 'cached', {}, (s, db) => measureMix(s, baseline, db, 'mix (read cache on)', log))
     await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s, db) => measureMix(s, baseline, db, 'mix (read cache off)', log))
-    // The read cache off: pages are cached since issue 19 (src/db/read-areas.ts), and a walk
-    // repeated 300 times would then time the cache, not the keyset query the target is about.
+    // The read cache off: a walk repeated hundreds of times would time the cache, not the keyset query.
     await part('paging', 'paging', { READ_CACHE_MAX_BYTES: '0' }, async (s, db) => {
       const p = await measurePaging(s, db, Number(process.env.BENCH_PAGING_WALKS ?? 300))
       log(`  contracts paging: ${p.pages} pages; first p50 ${p.firstP50.toFixed(2)} p99 ${p.firstP99.toFixed(2)} ms, last p50 ${p.lastP50.toFixed(2)} p99 ${p.lastP99.toFixed(2)} ms, worst p99 ${p.worstP99.toFixed(2)} ms (page ${p.worstPage})`)
@@ -358,7 +323,6 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
     })
     await part('soak', 'soak', {}, (s, db) => measureSoak(s, db, Number(process.env.BENCH_SOAK_SECONDS ?? 600), log))
     await part('overload', 'overload', {}, (s, db) => measureOverload(s, db, log))
-    // It adds 100,000 contracts to one company of its copy.
     await part('fanout', 'fanout', {}, (s, db) => measureFanout(s, db, log))
     await hostile()
     return figures

@@ -2,12 +2,8 @@ import { runMix } from './mix.ts'
 import type { MixCompany, MixResult } from './mix-load.ts'
 import type { Running } from './processes.ts'
 
-/**
- * Issue 19's overload: the mix at 2, 4, 8, ... connections (5 s each) until the served requests
- * stop growing by 10 %; the smallest count within 10 % of the best is what saturates the
- * server. Then twice that many connections for 3 rounds: every answer must be a 2xx or a
- * 503/429 with Retry-After, and the accepted requests' p99 at most 100 ms.
- */
+// The overload workload: the mix at doubling connection counts until throughput stops growing, then
+// twice the saturating count: every answer a 2xx or a 503/429 with Retry-After, and a bounded p99.
 export interface OverloadFigure { saturating: number; ladder: Array<[number, number]>; connections: number; rounds: Array<Pick<MixResult, 'rps' | 'p99' | 'acceptedP99' | 'non2xx' | 'errors' | 'refused' | 'refusedWithoutRetryAfter' | 'statusCodes'>> }
 
 export async function measureOverload(server: Running, db: { companies: MixCompany[] }, log: (s: string) => void): Promise<OverloadFigure> {

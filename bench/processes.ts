@@ -13,16 +13,11 @@ export const CORES = os.availableParallelism()
 export const SERVER_CORE = 0
 export const LOAD_CORE = CORES > 1 ? 1 : 0
 
-/** `taskset -c <core>` in front of a command when the machine has cores to separate. */
 function pinned(core: number, command: string[]): string[] {
   return CORES > 1 ? ['taskset', '-c', String(core), ...command] : command
 }
 
-/**
- * Pins this process (the harness, which also times the sequential requests) to the load core:
- * every thread of it (`-a`), V8's and libuv's included, which were started before this call and
- * would otherwise still run on the server's core.
- */
+// Every thread of this process, V8's and libuv's included (started before this call), moves to the load core.
 export function pinSelf() {
   if (CORES > 1) spawnSyncQuiet('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)])
 }
@@ -35,7 +30,6 @@ export interface Running {
   child: ChildProcess
   port: number
   url: string
-  /** Milliseconds from spawn to the first 200 of /ready. */
   startMs: number
   stderr: () => string
   stop(): Promise<void>
@@ -43,17 +37,12 @@ export interface Running {
 
 const children = new Set<ChildProcess>()
 
-/** Kills every process the harness started (on exit, Ctrl-C or a failure). */
 export function killAll() {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
 }
 process.on('exit', killAll)
 
-/**
- * A port nothing listens on now, as the kernel hands out: a fixed range met other services of the
- * machine (RabbitMQ's 25672) at random. Closed before the child takes it; nothing else of ours
- * binds meanwhile.
- */
+// A port the kernel hands out: a fixed range met other services of the machine at random.
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer()
@@ -65,15 +54,12 @@ export function freePort(): Promise<number> {
   })
 }
 
-/**
- * BENCH_PROFILE=1: the PostgreSQL servers of the HTTP and events workloads and of the mix's rounds run with
- * --cpu-prof (profiles in $TMPDIR/company-admin-api-profiles; summarize one with bench/profile.ts).
- */
+/** BENCH_PROFILE=1: the servers of the HTTP, events and mix workloads run with --cpu-prof (see bench/profile.ts). */
 export function profileArgs(): string[] {
   return process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', path.join(os.tmpdir(), 'company-admin-api-profiles')] : []
 }
 
-/** BENCH_SERVER_NODE_ARGS: Node options for every server started here (experiments: `--max-semi-space-size=64`). */
+/** Node options for every server started here (experiments). */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)
 
 /** Starts the real server as a user would (`npm start`), pinned to the server core, and waits for /ready. */
@@ -101,7 +87,7 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
   return {
     child, port, url, startMs, stderr: () => err,
     async stop() {
-      // Exited, or killed by a signal (its exitCode then stays null): no 'exit' is coming.
+      // Exited or killed by a signal: no 'exit' is coming.
       if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
@@ -113,12 +99,11 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
   }
 }
 
-/** Starts the raw node:http ceiling on the server core. */
 export function startBaseline(): Promise<Running> {
   return startCeiling('bench/baseline.ts')
 }
 
-/** Starts a ceiling script (it prints a line once it listens on PORT) on the server core. */
+/** It prints a line once it listens on PORT. */
 export async function startCeiling(script: string, env: Record<string, string> = {}): Promise<Running> {
   const port = await freePort()
   const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', script])
@@ -132,11 +117,11 @@ export async function startCeiling(script: string, env: Record<string, string> =
   return {
     child, port, url: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stderr: () => '',
     async stop() {
-      // Exited, or killed by a signal (its exitCode then stays null): no 'exit' is coming.
+      // Exited or killed by a signal: no 'exit' is coming.
       if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
-      // A ceiling that hangs at its exit (the events' closing its connections) must not hang the bench.
+      // A ceiling that hangs at its exit must not hang the bench.
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
       await exited
       clearTimeout(timer)
@@ -145,14 +130,13 @@ export async function startCeiling(script: string, env: Record<string, string> =
   }
 }
 
-/** Resident set size of a process in MB (Linux /proc). */
 export function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
   return kb / 1024
 }
 
-/** CPU time a process has used so far, user and system, in ms (fields 14 and 15 of /proc/<pid>/stat, in 100 Hz ticks). */
+/** User and system, in ms (fields 14 and 15 of /proc/<pid>/stat). */
 export function cpuMs(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
@@ -160,11 +144,8 @@ export function cpuMs(pid: number): number {
 }
 
 /**
- * CPU time used so far by every process named `postgres` (the local server's backends, WAL writer
- * and the rest), in ms: what PostgreSQL spends per request next to the service's own figure.
- * A backend that has exited is counted too, through the postmaster's reaped children's time
- * (fields 16 and 17 of its stat): without it, a connection closed or an autovacuum worker ended
- * during a round took its CPU time out of the sum, which could then fall.
+ * CPU time of every `postgres` process, in ms, including the postmaster's reaped children (fields 16
+ * and 17), so a backend that exits during a round does not make the sum fall.
  */
 export function postgresCpuMs(): number {
   let total = 0
@@ -180,10 +161,10 @@ export function postgresCpuMs(): number {
   return total
 }
 
-/** Busy and total CPU time so far, in ms, of the /proc/stat line named `name` (`cpu`: the whole machine; `cpu<N>`: one core). */
+/** Busy and total CPU time of a /proc/stat line (`cpu`: the machine; `cpu<N>`: one core), in ms. */
 function statCpuMs(name: string): { busy: number; total: number } {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`${name} `))
-  // Unknown, not idle: a share computed from it reads NaN in the report.
+  // Unknown, not idle: a share computed from it reads NaN.
   if (line === undefined) return { busy: NaN, total: NaN }
   const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
   const total = fields.reduce((a, b) => a + b, 0) * 10
@@ -191,17 +172,15 @@ function statCpuMs(name: string): { busy: number; total: number } {
   return { busy: total - idle, total }
 }
 
-/** Busy and total CPU time of the whole machine so far, in ms. */
 export function machineCpuMs(): { busy: number; total: number } {
   return statCpuMs('cpu')
 }
 
-/** The same for one core: whether the server's core or the load generator's was the one full, where the machine's figure averages the two. */
+/** Shows which core was the full one, where the machine's figure averages them. */
 export function coreCpuMs(core: number): { busy: number; total: number } {
   return statCpuMs(`cpu${core}`)
 }
 
-/** The core a process last ran on (field 39 of /proc/<pid>/stat) and its allowed list. */
 export function coreOf(pid: number): string {
   try {
     const allowed = /Cpus_allowed_list:\s+(\S+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
@@ -209,12 +188,11 @@ export function coreOf(pid: number): string {
   } catch { return '?' }
 }
 
-/** Runs the load generator, pinned to the load core, and returns what it measured. */
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   return runGenerator<LoadResult>('bench/load.ts', JSON.stringify(spec))
 }
 
-/** Runs a load generator script (its last line of output is its JSON result), pinned to the load core. */
+/** Its last line of output is its JSON result. */
 export function runGenerator<T>(script: string, arg: string): Promise<T> {
   const command = pinned(LOAD_CORE, [process.execPath, '--import', 'tsx', script, arg])
   return new Promise((resolve, reject) => {

@@ -1,10 +1,8 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-/**
- * Summarizes a V8 .cpuprofile (from `node --cpu-prof`): self time by function and by package,
- * the figures bench/findings.md quotes. Usage: node --import tsx bench/profile.ts <file.cpuprofile> [top] [skip seconds]
- */
+// Summarizes a V8 .cpuprofile (from `node --cpu-prof`): self time by function and by package.
+// Usage: node --import tsx bench/profile.ts <file.cpuprofile> [top] [skip seconds]
 interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
 

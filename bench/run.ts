@@ -11,11 +11,8 @@ import { writeResults } from './report.ts'
 import { measureEvents, type EventFigures } from './events.ts'
 import { MIX_PARTS, runMixWorkloads, type MixFigures } from './mix.ts'
 
-/**
- * `npm run bench`: every workload of bench/RESULTS.md, on PostgreSQL then PGlite, each HTTP
- * figure a ratio to a raw node:http ceiling measured in the same run. Loopback only; stops by
- * itself and drops what it created (databases, data directories, processes).
- */
+// `npm run bench`: every workload of bench/README.md on PostgreSQL then PGlite, each HTTP figure a
+// ratio to a raw node:http ceiling measured in the same run. Loopback only; drops what it created.
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 // Parts chosen by BENCH_ONLY or on the command line (`npm run bench -- mix paging`).
 const ONLY = new Set([...(process.env.BENCH_ONLY ?? '').split(','), ...process.argv.slice(2)].filter(Boolean))

@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto'
 
-/**
- * What the benchmarks read and write. Small data goes through the API, as a client would;
- * bulk volumes (thousands of companies, 10,000 contracts, 100,000 messages) are written with
- * set-based SQL (generate_series) straight into the bench database, since going through the
- * API would take longer than the benchmarks themselves.
- */
+// What the benchmarks read and write: small data through the API as a client would, bulk volumes
+// with set-based SQL (generate_series), since the API would take longer than the benchmarks.
 
 export const ADMIN = { client_id: 'bench-admin', client_secret: 'bench-admin-secret-0123456789' }
 

@@ -8,12 +8,9 @@ import { agent } from './lib/http.ts'
 import type { EngineName } from './lib/server.ts'
 import { scenarios } from './scenarios/index.ts'
 
-/**
- * The reliability and security suite (issue 7): every scenario against the real server started as
- * a user starts it, on a private PostgreSQL cluster and on PGlite; a report under results/.
- * RELIABILITY_SCALE (default 1) shrinks durations and counts; RELIABILITY_ONLY=1,5 and
- * RELIABILITY_ENGINES=postgres pick a subset. Exits 1 when a scenario fails.
- */
+// The reliability and security suite: every scenario against the real server started as a user
+// starts it, on PostgreSQL and on PGlite, with a report under results/. RELIABILITY_SCALE shrinks
+// durations and counts; RELIABILITY_ONLY=1,5 and RELIABILITY_ENGINES=postgres pick a subset.
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const scale = Number(process.env.RELIABILITY_SCALE ?? 1)
 const only = process.env.RELIABILITY_ONLY?.split(',').map(Number)

@@ -1,8 +1,6 @@
-// `npm run migrate`: applies the migrations not applied yet to the database of the configuration
-// (DATABASE_URL, or DATA_DIR's PGlite, which no running service may hold open meanwhile), then
-// exits: the deploy step that runs before new instances roll out (docs/operations.md,
-// "Deploying"). Instances also migrate at start; after this step they find nothing to do.
-// Exit code 0 when the database is current, 1 with a sentence on stderr otherwise.
+// `npm run migrate`: applies pending migrations to the configured database and exits, the deploy
+// step before new instances roll out (docs/operations.md, "Deploying"). Exit code 1 with a
+// sentence on stderr when the database cannot be made current.
 import { loadConfig } from '../src/config.ts'
 import { tuneV8ForMemory } from '../src/v8-memory.ts'
 import { createDatabase } from '../src/db/database.ts'

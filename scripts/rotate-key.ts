@@ -1,10 +1,7 @@
-// `npm run rotate-key [-- --now]`: a new token-signing key, on the database of the configuration
-// (DATABASE_URL, or DATA_DIR's PGlite, which the service must not hold open meanwhile).
-// Planned (the default): published at once, signing after SIGNING_KEY_PUBLISH_AHEAD_SECONDS; the
-// current key verifies until its last token expires. `--now`, for a key that leaked: the new key
-// signs at once and every other key is deleted, so every token they signed is refused.
-// Running instances learn of it within a moment (NOTIFY signing_keys_changed).
-// docs/operations.md, "Signing keys".
+// `npm run rotate-key [-- --now]`: a new token-signing key on the configured database (a PGlite
+// DATA_DIR must not be held open by the service meanwhile). Planned by default: published now,
+// signing after the publication lead. `--now`, for a leaked key: signs at once and deletes every
+// other key. Running instances hear of it by NOTIFY (docs/operations.md, "Signing keys").
 import { loadConfig } from '../src/config.ts'
 import { tuneV8ForMemory } from '../src/v8-memory.ts'
 import { createDatabase } from '../src/db/database.ts'

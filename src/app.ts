@@ -96,23 +96,18 @@ import { webhookEndpointsRoutes } from './modules/webhook-endpoints/webhook-endp
 
 export interface AppOptions {
   config: Config
-  /** A database opened by the caller (tests); otherwise opened from the configuration and closed with the app. */
+  /** A database opened by the caller (tests); otherwise opened from the configuration. */
   database?: Database
-  /**
-   * The business clock's base (tests move it instead of sleeping): billing, communications, hosted
-   * pages, records' timestamps. With TEST_CLOCK_ENABLED the database's offset is added to it.
-   */
+  /** The business clock's base (tests move it instead of sleeping); the test clock's offset is added when enabled. */
   clock?: Clock
-  /** Real time: tokens, signing keys, idempotency keys (rate limits read Date.now()). Never moved by the test clock. */
+  /** Real time: tokens, signing keys, idempotency keys; never moved by the test clock. */
   realClock?: Clock
   logger?: FastifyBaseLogger | boolean
 }
 
 const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
-/** Fastify's router options; the index of each path's methods (http/route-methods.ts) matches paths with the same. */
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 }
 
-/** The whole service: HTTP plumbing, then every module. Tests call this; server.ts listens. */
 export async function buildApp(options: AppOptions) {
   const { config } = options
   const realClock = options.realClock ?? systemClock
@@ -120,8 +115,7 @@ export async function buildApp(options: AppOptions) {
   const ownsDatabase = !options.database
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
-  // The business clock (src/clock.ts says which time is which): the test clock's shared offset
-  // on top of the base clock when enabled (docs/test-clock.md), else the base clock itself.
+  // The business clock (src/clock.ts says which time is which).
   const testClockRepo = createTestClockRepository(db)
   const clock = config.TEST_CLOCK_ENABLED
     ? createBusinessClock({ base: options.clock ?? systemClock, repo: testClockRepo, database })
@@ -133,14 +127,12 @@ export async function buildApp(options: AppOptions) {
     loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
     logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
     bodyLimit: config.BODY_LIMIT_BYTES,
-    // The client's address (request.ip: rate limit, logs) from X-Forwarded-For of these proxies only.
     trustProxy: trustProxy(config.TRUST_PROXY),
     requestTimeout: config.REQUEST_TIMEOUT_MS,
-    // Draining answers and parser refusals in the service's own error shape (http/error-handler.ts).
+    // Draining answers in the service's own error shape (http/error-handler.ts).
     return503OnClosing: false,
     clientErrorHandler,
-    // Node checks these timeouts every connectionsCheckingInterval (30 s by default): a slow client
-    // would hold its connection that much longer than the timeout says.
+    // Node checks these timeouts only every connectionsCheckingInterval.
     http: { headersTimeout: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
     routerOptions: ROUTER_OPTIONS,
     requestIdHeader: false,
@@ -149,15 +141,15 @@ export async function buildApp(options: AppOptions) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     frameworkErrors,
-    // Hosted page tokens never reach the log, whatever the request (src/http/log-redaction.ts).
+    // Hosted page tokens never reach the log.
     childLoggerFactory: redactingChildLogger,
     schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  // Before any route is added, CORS's preflight route included: a wrong method's 405 lists them all.
+  // Before any route, so a wrong method's 405 lists every method, the preflight's included.
   const routeMethods = indexRouteMethods(app, ROUTER_OPTIONS)
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
-  // First of the request hooks: a preflight is answered before auth and limits (http/cors.ts).
+  // First of the request hooks: a preflight is answered before auth and limits.
   await installCors(app, corsOrigins(config.CORS_ORIGINS))
 
   const validation = installValidation(app, compilers)
@@ -172,9 +164,8 @@ export async function buildApp(options: AppOptions) {
 
   const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
-  // Beside the scheduler: the queues' tables grow fastest, and their plans suffer first from stale statistics.
+  // The queues' tables grow fastest, and their plans suffer first from stale statistics.
   const tableStatistics = createTableStatistics({ db, log: app.log, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
-  // Another instance's advance made jobs due here too.
   clock.onChange(() => scheduler.wake())
 
   const oauthRepo = createOauthRepository(db)
@@ -188,7 +179,7 @@ export async function buildApp(options: AppOptions) {
   installIdempotency(app, { db, database, clock: realClock, scheduler })
   const readCache = createReadCache({
     maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer,
-    // The write stands: the others hear of it from the record its commit left (read-cache-changes.ts).
+    // The write stands: others hear of it from the record its commit left.
     failedToAnnounce: (err) => app.log.warn({ err }, 'could not announce a change to cached reads'),
   })
   await readCache.listen()
@@ -196,24 +187,19 @@ export async function buildApp(options: AppOptions) {
 
   const catalogueRepo = createCatalogueRepository(db)
   const catalogue = createCatalogueService({ repo: catalogueRepo, currency: config.CURRENCY_CODE })
-  // The local provider's hosted pages (spec 1, 10, 11), stored in the database (docs/hosted-pages.md).
   const hostedRepo = createHostedRepository(db)
   const hostedPages = createHostedPageStore(hostedRepo)
-  // Chargebee joins the local engine when its site and key are configured (docs/chargebee.md).
-  // Every provider call is timed for the metrics (billing_provider_call_duration_seconds).
   const configured = chargebeeFromConfig(config)
   const chargebee = configured && observedProvider(configured, metrics.observeProvider)
   const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
   const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
-  // Chargebee's invoices and credit notes, kept in the ledger from its webhooks (docs/chargebee.md).
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
   const webhooksRepo = createWebhooksRepository()
   const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
   subscriptions.registerJobs(scheduler)
-  // Every Chargebee-managed subscription compared with Chargebee now and then (docs/chargebee.md).
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
     ? createChargebeeReconciliation({
       scheduler, clock: realClock, intervalSeconds: config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS,
@@ -242,13 +228,11 @@ export async function buildApp(options: AppOptions) {
   access.onForget(tokenClients.forgetClient)
   readCache.onForget((companyId, areas) => { if (changeShowsIn('token_client', areas)) tokenClients.forgetCompany(companyId) })
   const secrets = createSecretChecker()
-  // A remembered secret is tied to the stored hash it matched, so only a client's own change
-  // needs forgetting: a company's disabling or a lost LISTEN must not make every platform
-  // secret cost a scrypt again (a flood of wrong secrets would then queue before the right one).
+  // A remembered secret is tied to its stored hash, so only the client's own change needs forgetting;
+  // otherwise every platform secret would cost a scrypt again.
   access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
-  // Events are written by the tables' triggers (migration 0019); these read, prune and send them.
+  // Events are written by the tables' triggers; these read, prune and send them.
   const eventsRepo = createEventsRepository(db)
-  // Each event's object as its resource's GET answers it, by the serializer of the resource's module.
   const presenter = createEventPresenter({
     company: companies.companyEventObject,
     subsidiary: companies.subsidiaryEventObject,
@@ -286,7 +270,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
-  // Hosted page URLs: PUBLIC_BASE_URL, else the address this service listens on (never the request's Host).
+  // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
   await app.register(hostedRoutes, {
@@ -296,14 +280,12 @@ export async function buildApp(options: AppOptions) {
   await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })
-  // Only where the setting is on: elsewhere the routes do not exist (404), whoever asks.
+  // Elsewhere the routes do not exist (404).
   if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
-  // A change's jobs and its event's fan-out are written by its own transaction (the event by
-  // trigger): a pass after a write runs them now rather than at the next poll, when there can be
-  // any (the request scheduled a job; an endpoint is enabled somewhere). Whatever the status: a
-  // keyed request's 5xx keeps what it committed (http/idempotency.ts), and each check is cheap.
+  // A write's jobs and event fan-out are committed by its own transaction: a pass now runs them
+  // without waiting for the next poll. Whatever the status: a keyed 5xx keeps what it committed.
   app.addHook('onResponse', async (request, reply) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') {
       scheduler.wakeAfterRequest(performance.now() - reply.elapsedTime)
@@ -318,16 +300,14 @@ export async function buildApp(options: AppOptions) {
     if (config.SCHEDULER_ENABLED) {
       scheduler.start()
       webhookDelivery.start()
-      // Not on PGlite: its memory, once grown, is never given back, and ANALYZE's samples took the
-      // growth of a PGlite server's RSS under the reliability suite's hostile input from +22–36 MB
-      // to +53 MB, past that scenario's bound of 50 (docs/decisions.md).
+      // Not on PGlite: its memory, once grown, is never given back, and ANALYZE's samples grow it.
       if (database.engine !== 'pglite') tableStatistics.start()
     }
   })
   app.addHook('preClose', async () => {
     await scheduler.stop()
     await tableStatistics.stop()
-    // No more claims; the HTTP calls under way end within WEBHOOK_TIMEOUT_MS and their outcomes are recorded first.
+    // No more claims; calls under way end within WEBHOOK_TIMEOUT_MS and their outcomes are recorded first.
     await webhookDelivery.stop()
     await webhookDelivery.settled()
     await webhookDelivery.close()

@@ -1,9 +1,6 @@
 /**
- * A process's memory of what it worked out once (docs/architecture.md lists them): it keeps at
- * most `limit` entries, whatever clients send. Past it, a new key drops the one that came first
- * (a Map's own order), not the whole memory: emptied at once, every entry would be worked out
- * again together, and under load that is when it costs most. A key already kept is replaced in
- * place and drops nothing.
+ * A process's memory of what it worked out once, bounded whatever clients send: past `limit` a new
+ * key drops the oldest one, not the whole map, which would make every entry be worked out again at once.
  */
 export class BoundedMap<K, V> extends Map<K, V> {
   constructor(readonly limit: number) {

@@ -5,40 +5,35 @@ import { vatTable } from './modules/subscriptions/billing/vat.ts'
 import { isCurrency } from './money.ts'
 import { isIP } from 'node:net'
 
-/**
- * Running behind a load balancer and being watched (docs/operations.md): a block of its own so
- * that settings other areas add stay apart from these. Each setting's description is the line
- * .env.example shows above it (envExample below).
- */
+// Settings for running behind a load balancer (docs/operations.md). Each description is the line
+// .env.example shows above the setting.
 const OPERATIONS_SETTINGS = {
-  // See trustProxy() below for why a hop count is trusted only behind proxies nothing bypasses.
+  // A hop count is trusted only behind proxies nothing bypasses (trustProxy()).
   TRUST_PROXY: Type.String({ default: '', description: 'The proxies whose X-Forwarded-For gives the client\'s address: addresses or CIDRs (10.0.0.0/8,127.0.0.1), or a hop count; empty: the connection\'s address' }),
-  // Load shedding (@fastify/under-pressure): API routes answer 503 + Retry-After beyond these; 0 turns a check off.
+  // API routes answer 503 + Retry-After beyond these; 0 turns a check off.
   SHED_MAX_IN_FLIGHT: Type.Integer({ minimum: 0, default: 64, description: 'Requests worked on at once per instance; the next gets 503 and Retry-After: 1 (0: no bound; never /health, /ready, /metrics)' }),
   SHED_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 0, description: 'API requests get 503 and Retry-After while the mean event-loop delay is above this (0: not checked)' }),
   SHED_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'API requests get 503 and Retry-After while the V8 heap in use is above this (0: not checked)' }),
   SHED_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10, description: 'The Retry-After of a request shed on the event-loop delay or the heap' }),
-  // SIGTERM: /ready answers 503 at once, requests are still served for SHUTDOWN_DELAY_MS (the
-  // balancer's time to notice), then the listener closes and requests in flight get up to
-  // SHUTDOWN_TIMEOUT_MS to finish before the process exits anyway.
+  // SIGTERM: /ready answers 503 at once, requests are served for SHUTDOWN_DELAY_MS, then those in
+  // flight get SHUTDOWN_TIMEOUT_MS before the process exits.
   SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0, description: 'After SIGTERM, how long requests are still served while /ready answers 503 (the balancer\'s time to notice)' }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 1000, maximum: 600_000, default: 9000, description: 'After SHUTDOWN_DELAY_MS, how long requests in flight may take before the process exits 1' }),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'When set (16+ characters), /metrics needs Authorization: Bearer <METRICS_TOKEN>' })),
 }
 
-/** Every setting the service reads, with its default and description. The one place that reads process.env. */
+/** Every setting the service reads; the one place that reads process.env. */
 const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'The TCP port the API listens on' }),
   HOST: Type.String({ default: '0.0.0.0', description: 'The address the API listens on' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: 'A PostgreSQL server (postgres://user:password@host:5432/db); unset: the embedded PGlite in DATA_DIR' })),
   DATA_DIR: Type.String({ default: './data', description: 'The embedded database\'s directory (locked against a second process)' }),
   DB_POOL_SIZE: Type.Integer({ minimum: 1, default: 10, description: 'Connections to PostgreSQL per instance' }),
-  // A network that hangs instead of failing holds a request no longer than this bound and a second more.
   DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5000, description: 'PostgreSQL: the longest a request\'s statement runs, or a free connection is waited for (then 503 unavailable)' }),
-  // A retention sweep deletes thousands of rows at once: jobs get a bound of their own.
+  // Retention sweeps delete thousands of rows at once: jobs get a bound of their own.
   DATABASE_JOB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000, description: 'The same bound for the scheduler\'s jobs and ANALYZE; migrations have none' }),
   V8_SMALL_HEAP: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto', description: 'V8 set for memory rather than speed (src/v8-memory.ts): auto is on with PGlite, off with DATABASE_URL' }),
-  // Spelled out: a mapped array loses the literal types, and Config['LOG_LEVEL'] with them.
+  // Spelled out: a mapped array loses the literal types.
   LOG_LEVEL: Type.Union([
     Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
     Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent'),
@@ -60,7 +55,7 @@ const ConfigSchema = Type.Object({
   SCHEDULER_ENABLED: Type.Boolean({ default: true, description: 'Whether this process runs the job runner (deliveries, renewals)' }),
   SCHEDULER_POLL_MS: Type.Integer({ minimum: 10, default: 1000, description: 'How often the job runner looks for due jobs' }),
   SCHEDULER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Jobs claimed at once on PostgreSQL (1 on PGlite); at most half of DB_POOL_SIZE' }),
-  // Never in production, where they would let a platform client renew and charge every subscription ahead of time.
+  // It would let a platform client renew and charge every subscription ahead of time.
   TEST_CLOCK_ENABLED: Type.Boolean({ default: false, description: 'Test environments only: the test clock\'s routes that move the business time forward (docs/test-clock.md)' }),
   READ_CACHE_MAX_BYTES: Type.Integer({ minimum: 0, default: 32 * 1024 * 1024, description: 'Memory for the cached answers of hot reads, per process (0: no cache)' }),
   REDIRECT_ALLOWED_HOSTS: Type.String({ default: 'localhost,127.0.0.1', description: 'The hosts a redirect_url of the billing pages may name, comma-separated' }),
@@ -75,7 +70,7 @@ const ConfigSchema = Type.Object({
   CHARGEBEE_API_KEY: Type.Optional(Type.String({ description: 'The API key of CHARGEBEE_SITE' })),
   CHARGEBEE_WEBHOOK_USER: Type.Optional(Type.String({ description: 'The HTTP Basic user Chargebee\'s webhooks must send' })),
   CHARGEBEE_WEBHOOK_PASSWORD: Type.Optional(Type.String({ description: 'The HTTP Basic password Chargebee\'s webhooks must send' })),
-  // Only tests change where the SDK connects (a local fake Chargebee); see docs/chargebee.md.
+  // Only tests change where the SDK connects (a local fake Chargebee).
   CHARGEBEE_PROTOCOL: Type.Union([Type.Literal('https'), Type.Literal('http')], { default: 'https', description: 'The scheme of the Chargebee API (tests only)' }),
   CHARGEBEE_HOST_SUFFIX: Type.String({ default: '.chargebee.com', description: 'What follows the site in the Chargebee API\'s host name (tests only)' }),
   CHARGEBEE_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 443, description: 'The port of the Chargebee API (tests only)' }),
@@ -94,14 +89,11 @@ const ConfigSchema = Type.Object({
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
 
-/** Every setting's schema (its default, bounds and description), by name. */
 export const SETTINGS = ConfigSchema.properties as unknown as Readonly<Record<string, { default?: unknown; description?: string }>>
 
 /**
- * The text of .env.example (`npm run generate:env-example`): every setting in the schema's order,
- * its description on the line above, and its default, commented out, so that a copy of the file
- * changes nothing until a line is uncommented. A setting without a description stops the
- * generation: the file is where an operator learns what a setting is for.
+ * The text of .env.example: each setting's description above its default, commented out, so a
+ * copy changes nothing. A setting without a description stops the generation.
  */
 export function envExample(): string {
   const lines = [
@@ -149,10 +141,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze(config)
 }
 
-/**
- * DUNNING_RETRY_DAYS as days after the invoice's date, strictly increasing: `1,3,5`. Empty: no
- * retry (a failed charge leaves the invoice not_paid at once). At most 10 retries within a year.
- */
+/** DUNNING_RETRY_DAYS as days after the invoice's date, strictly increasing; empty: no retry. */
 export function dunningRetryDays(setting: string): number[] {
   const entries = setting.split(',').map((s) => s.trim()).filter(Boolean)
   const days = entries.map(Number)
@@ -162,10 +151,7 @@ export function dunningRetryDays(setting: string): number[] {
   return days
 }
 
-/**
- * The checks a type cannot say, each refusing the start with a sentence naming the setting: a
- * wrong URL would otherwise surface later as a 500 or a bare getaddrinfo error.
- */
+// Checks a type cannot say: a wrong URL would otherwise surface later as a 500.
 function checkOperationsSettings(config: Config) {
   if (config.PUBLIC_BASE_URL !== undefined && !isHttpUrl(config.PUBLIC_BASE_URL)) {
     throw new Error(`Invalid configuration: PUBLIC_BASE_URL "${config.PUBLIC_BASE_URL}" must be an absolute http(s) URL like https://api.example.com`)
@@ -180,9 +166,8 @@ function checkOperationsSettings(config: Config) {
   if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     throw new Error(`Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`)
   }
-  // Each scheduler worker holds a pooled connection for its whole job (a sweep, a slow Chargebee):
-  // at most half the pool, so that API requests always find the other half (docs/operations.md).
-  // PGlite runs one job at a time in its one session, so the check is PostgreSQL's.
+  // Each scheduler worker holds a connection for its whole job: at most half the pool, so API
+  // requests always find the other half. PGlite runs one job at a time.
   if (config.DATABASE_URL !== undefined && config.SCHEDULER_ENABLED && config.SCHEDULER_CONCURRENCY > Math.floor(config.DB_POOL_SIZE / 2)) {
     throw new Error(`Invalid configuration: SCHEDULER_CONCURRENCY (${config.SCHEDULER_CONCURRENCY}) must be at most half of DB_POOL_SIZE (${config.DB_POOL_SIZE}), so that API requests keep connections while jobs run; lower SCHEDULER_CONCURRENCY or raise DB_POOL_SIZE`)
   }
@@ -199,11 +184,8 @@ function isHttpUrl(value: string): boolean {
 }
 
 /**
- * TRUST_PROXY as Fastify's trustProxy: '' trusts no proxy (the socket's address is the client's);
- * addresses or CIDRs of the proxies (the safe form); or a hop count N, the number of proxies in
- * front of the service, whose addresses are then trusted whatever they are. Fastify 5.12 refuses
- * a bare number (it cannot check the immediate peer), so the count is a function here: safe only
- * when nothing reaches the service except through those proxies (docs/operations.md).
+ * TRUST_PROXY as Fastify's trustProxy: '' trusts none; addresses or CIDRs (the safe form); or a hop
+ * count, safe only when nothing reaches the service except through those proxies.
  */
 export function trustProxy(setting: string): false | string[] | ((address: string, hop: number) => boolean) {
   const value = setting.trim()
@@ -225,10 +207,8 @@ export function trustProxy(setting: string): false | string[] | ((address: strin
 }
 
 /**
- * The origins of CORS_ORIGINS, each as a browser sends it in Origin: `scheme://host[:port]`,
- * lower case, without the scheme's default port. Blank entries are skipped; an entry with a
- * path, query, credentials, another scheme than http(s), or `*`, is refused with a sentence
- * naming the setting (an origin is compared whole, so a path would silently never match).
+ * CORS_ORIGINS as browsers send Origin: `scheme://host[:port]`, lower case, no default port.
+ * A path, query, credentials, another scheme or `*` is refused: an origin is compared whole.
  */
 export function corsOrigins(setting: string): string[] {
   const origins: string[] = []

@@ -3,10 +3,9 @@ import { buildApp } from './app.ts'
 import { installShutdown } from './http/shutdown.ts'
 import { tuneV8ForMemory } from './v8-memory.ts'
 
-/** Starts the service: configuration, database and migrations, then listen; SIGTERM drains and closes (http/shutdown.ts). */
 async function main() {
   const config = loadConfig()
-  // Before buildApp: PGlite is imported, compiled and booted inside it (src/db/database.ts).
+  // Before buildApp, which imports and boots PGlite.
   tuneV8ForMemory(config)
   const app = await buildApp({ config })
   const admin = app.services.oauth.ensureAdminClient({ id: config.ADMIN_CLIENT_ID, secret: config.ADMIN_CLIENT_SECRET })
@@ -14,17 +13,15 @@ async function main() {
   if (config.ADMIN_CLIENT_ID === undefined) {
     const created = await admin
     if (created) {
-      // Shown once: only the hash is stored. On stderr as plain text, outside the JSON log lines of
-      // stdout, so a log collector does not keep it and LOG_LEVEL does not hide it.
+      // Shown once: only the hash is stored. On stderr, outside the JSON log, so no collector keeps it.
       process.stderr.write(
         `\nA platform client was created for this new database. Keep its secret now; it is not shown again.\n` +
         `  client_id:     ${created.client_id}\n  client_secret: ${created.client_secret}\n\n`,
       )
     }
   }
-  // A configured platform client's secret is settled while the server already listens: its scrypt
-  // is about a third of a start on one core, and the token endpoint makes a request for that
-  // client wait until it is done (oauth.service.ts). If settling fails, the start fails as before.
+  // The configured platform client's secret is settled after listen (scrypt is slow); token requests
+  // for that client wait for it. If settling fails, the start fails.
   await app.listen({ port: config.PORT, host: config.HOST })
   installShutdown(app, app.readiness, { delayMs: config.SHUTDOWN_DELAY_MS, timeoutMs: config.SHUTDOWN_TIMEOUT_MS })
   await admin

@@ -7,13 +7,9 @@ import { sleep, startServer } from '../lib/server.ts'
 const MAX_WAIT_MS = 1000
 
 /**
- * 13. Scheduler fairness under one company's backlog. Company A makes a backlog through the API
- * as a client can (past occurrences now collapse, so one communication can no longer make
- * hundreds of jobs): hundreds of communications, each to hundreds of contracts, all due at the
- * same instant. While the server works through them, company B schedules one communication due
- * at once. Measured: how long B's delivery waited after it was due (its message's delivered_at
- * minus its send_at), and how many of A's deliveries came after B's (B did not queue behind the
- * backlog). Before the fair scheduler, jobs ran oldest first and B waited for the whole backlog.
+ * 13. Scheduler fairness: company A makes a backlog of deliveries all due at one instant; meanwhile
+ * B schedules one due at once. Measured: how long B's delivery waited after it was due, and how
+ * many of A's came after it (B did not queue behind the backlog).
  */
 export const schedulerFairness: Scenario = {
   id: 13,
@@ -31,8 +27,7 @@ export const schedulerFairness: Scenario = {
       const post = (api: Client, companyId: string, body: Record<string, unknown>) =>
         api.expect(202, { method: 'POST', url: `/api/v1/companies/${companyId}/communications`, body: { subject: uniq('backlog'), message: 'Fairness', ...body } })
 
-      // How fast A can write, to make all of its communications fall due together just after the last one is written.
-      // (Drafts, never delivered; the first few warm the server up and are not timed.)
+      // How fast A writes, so all its communications fall due just after the last is written (drafts warm up).
       for (let i = 0; i < 5; i++) await post(a.api, a.id, { status: 'draft', send_at: '2099-01-01T00:00:00Z' })
       const started = Date.now()
       for (let i = 0; i < 20; i++) await post(a.api, a.id, { status: 'draft', send_at: '2099-01-01T00:00:00Z' })
@@ -55,7 +50,6 @@ export const schedulerFairness: Scenario = {
       if (!c.check(deliveredB !== undefined, 'B\'s communication was not delivered within 120 s')) return { pass: false, figures: {}, notes: c.notes }
       const waitedMs = deliveredB!.getTime() - dueB.getTime()
 
-      // Let A's backlog finish, then read when each of A's communications was delivered (its change_log).
       let listed: Array<{ status: string; change_log: Array<{ action: string; at: string }> }> = []
       while (Date.now() < deadline) {
         listed = (await a.api.expect(200, { url: `/api/v1/companies/${a.id}/communications` })).json()

@@ -11,11 +11,8 @@ const WORKERS = 12
 interface Keyed { key: string; kind: 'team' | 'contract' | 'communication'; url: string; body: unknown; marker: string; before?: Response }
 
 /**
- * 14. `kill -9` while many requests carrying an `Idempotency-Key` are in flight (teams, contracts,
- * and communications with a 45 KB message), 12 at a time,, then a restart
- * and a retry of every key with its body: each key either runs or replays, none stays 409 for
- * longer than 60 s, none runs twice (one row per key), and a key answered before the kill
- * replays that answer.
+ * 14. kill -9 with keyed requests in flight, then a restart and a retry of every key: each runs or
+ * replays, none stays 409 past SETTLE_WITHIN_MS, none runs twice, and an answered key replays.
  */
 export const idempotencyKill: Scenario = {
   id: 14,
@@ -35,8 +32,7 @@ export const idempotencyKill: Scenario = {
       const admin = client(server.base, await platformToken(server.base))
       const t = await tenant(server.base, admin, 1)
       for (let round = 1; round <= rounds; round++) {
-        // Workers send keyed requests one after the other until the kill, at a random moment:
-        // some answered, some committed with their answer lost, some not committed yet.
+        // Keyed requests until the kill: some answered, some committed with the answer lost, some not committed.
         const planned = requests(t, perKind)
         const keyed: Keyed[] = []
         const base = server.base

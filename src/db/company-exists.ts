@@ -9,14 +9,9 @@ const REMEMBERED_LIMIT = 200_000
 const perDatabase = new WeakMap<Kysely<any>, (companyId: string) => Promise<boolean>>()
 
 /**
- * Whether a company exists: asked before most reads and writes of a company's things (its
- * contracts, holidays, teams), so that an unknown company is a 404 rather than an empty list.
- * No route, job or migration ever deletes a company, so a company once seen committed exists for
- * good: each process remembers the ids it has seen and asks the database only about the others
- * (bench/findings.md, issue 19: a round trip less for half of the requests of a mix spread over
- * 1,000 companies). A company seen inside a request's own transaction (Idempotency-Key) is not
- * remembered: that transaction could still roll back. One memory per Kysely instance, shared by
- * the repositories that use it.
+ * Whether a company exists, so an unknown company is a 404 rather than an empty list. Companies are
+ * never deleted, so each process remembers the ids it saw committed; one seen inside a request's own
+ * transaction is not remembered, as that could still roll back.
  */
 export function companyExistsOn(db: Kysely<any>): (companyId: string) => Promise<boolean> {
   const existing = perDatabase.get(db)

@@ -13,48 +13,35 @@ export type Engine = 'postgres' | 'pglite'
 export interface Database {
   db: Kysely<DB>
   engine: Engine
-  /**
-   * Subscribes to a NOTIFY channel. `onListening(false)` says notifications may be missed from
-   * now on (the LISTEN connection is lost), `onListening(true)` that they are heard again.
-   */
+  /** Subscribes to a NOTIFY channel; `onListening(false)` says notifications may be missed until `true`. */
   listen(channel: string, onMessage: (payload: string) => void, onListening?: (listening: boolean) => void): Promise<void>
-  /**
-   * Begins a transaction that every statement of the current request joins from now on, on any
-   * Kysely instance of this database (request-transaction.ts); `settings` run right after BEGIN.
-   */
+  /** Begins a transaction every statement of the current request joins (request-transaction.ts). */
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
   /**
-   * Calls `handler` with the changes this process's own work made to the tables cached reads
-   * show, as their triggers told the writing connection (migration 0047), once that work has
-   * ended: when its connection goes back to the pool, after the commit. A change named and then
-   * rolled back is handed over too; it costs a forgotten answer, nothing more.
+   * Calls `handler` with the changes this process's own work made to cached tables, once that work
+   * has ended (after the commit). A rolled-back change is handed over too: it only costs a cache entry.
    */
   onChangesWritten(handler: (changes: string[]) => void): void
-  /** The pool's connections now, for the metrics. */
   poolStats(): { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
 /**
- * In the service's sessions the tables' triggers tell the writing connection what each statement
- * changed, and the service announces it once the work has committed (migration 0047 says why);
- * in everyone else's they NOTIFY at commit. Every session's changes, the service's included, are
- * also recorded by their own commit in `company_changes` (migration 0010), which every instance
- * reads: a change whose writer died before announcing it is heard that way.
+ * In the service's sessions triggers tell the writing connection what changed and the service
+ * announces it after commit; in other sessions they NOTIFY at commit. `company_changes` records
+ * every change too, so a writer that died before announcing is still heard.
  */
 export const ANNOUNCE_SETTING = 'company_admin.announce'
 // Notices must reach the service whatever the role's or the database's default: they carry what
 // each statement changed (migration 0047), and a setting sent at connection start overrides both.
 const SESSION_OPTIONS = `-c ${ANNOUNCE_SETTING}=after_commit -c client_min_messages=notice`
-/** The message of the triggers' notices that name a statement's changes (migration 0047). */
 const CHANGES_NOTICE = 'company_changed'
 
 const DATE_OID = 1082
 const INT8_OID = 20
 
-// Days stay 'YYYY-MM-DD' strings (a Date would shift them by the process time zone), and
-// counts (bigint) become numbers: no table holds more than 2^53 rows. On both engines: PGlite's
-// rows come through pg too (createPglite).
+// Days stay 'YYYY-MM-DD' strings (a Date would shift them by the process time zone); counts
+// (bigint) become numbers. PGlite's rows come through pg too.
 pg.types.setTypeParser(DATE_OID, (v) => v)
 pg.types.setTypeParser(INT8_OID, (v) => Number(v))
 
@@ -62,13 +49,8 @@ export interface DatabaseOptions {
   databaseUrl?: string
   dataDir?: string
   poolSize?: number
-  /**
-   * PostgreSQL only: how long one statement may run (the server's `statement_timeout`), how long
-   * a connection of the pool is waited for, and, NETWORK_GRACE_MS more, how long this process
-   * waits for a statement's answer before it gives the connection up. Default 5,000.
-   */
+  /** PostgreSQL only: the statement timeout and pool wait; the answer wait is NETWORK_GRACE_MS longer. */
   statementTimeoutMs?: number
-  /** An in-memory PGlite started from a dumped data directory (tests). */
   pgliteDump?: Blob
 }
 
@@ -78,43 +60,38 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
 }
 
 /**
- * The server cancels a statement past its bound and answers with an error, on a connection that
- * stays usable; this process gives a statement up only this much later, when no answer came at
- * all (a network that holds bytes without failing), and then closes its connection.
+ * The server cancels a statement past its bound on a usable connection; this process gives up
+ * only later, when no answer came at all (a network holding bytes), and closes the connection.
  */
 const NETWORK_GRACE_MS = 1_000
-/** TCP keepalive on every connection: a peer that vanished is noticed on an idle connection too. */
+/** TCP keepalive: a vanished peer is noticed on an idle connection too. */
 const KEEPALIVE_DELAY_MS = 10_000
 
 const statementBound = new AsyncLocalStorage<number>()
 
 /**
- * Runs `work` with another bound on its statements than the pool's (0: none): migrations, the
- * scheduler's jobs. This bounds how long this process waits for an answer; the work sets the
- * server's own (`statement_timeout`) in its transactions, since a connection of the pool keeps
- * the pool's.
+ * Runs `work` with another answer-wait bound than the pool's (0: none), e.g. migrations and jobs.
+ * The work sets the server's own `statement_timeout` in its transactions.
  */
 export function withStatementTimeout<T>(ms: number, work: () => T): T {
   return statementBound.run(ms, work)
 }
 
-/** How long this process waits for a statement's answer in the current scope, 0 for ever. */
 function answerWaitMs(poolBoundMs: number): number {
   const ms = statementBound.getStore() ?? poolBoundMs
   return ms > 0 ? ms + NETWORK_GRACE_MS : 0
 }
 
-/** Whether `err` is pg's own "no answer in time" (query_timeout), after which the connection's state is unknown. */
+/** pg's query_timeout: the connection's protocol state is unknown afterwards. */
 function isAnswerTimeout(err: unknown): boolean {
   return (err as Error | undefined)?.message === 'Query read timeout'
 }
 
-/** Closes a connection whose answer never came: its protocol state is unknown, so it is never reused. */
+/** A connection whose answer never came is never reused. */
 function abandonConnection(client: pg.ClientBase) {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
-/** host:port/database of a URL, without its credentials, for a sentence an operator reads. */
 function serverOf(connectionString: string): string {
   try {
     const url = new URL(connectionString)
@@ -125,14 +102,12 @@ function serverOf(connectionString: string): string {
 }
 
 async function createPostgres(connectionString: string, max: number, statementTimeoutMs: number): Promise<Database> {
-  // connectionTimeoutMillis bounds both a new connection and the wait for a free one.
   const pool = new pg.Pool({
     connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: statementTimeoutMs, options: SESSION_OPTIONS,
     statement_timeout: statementTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   })
   keepErrorsQuiet(pool)
-  // One connection first, so that a wrong host, port, password or database stops the start with
-  // a sentence naming the setting rather than a bare ECONNREFUSED from the first migration.
+  // Connect once first, so a wrong setting stops the start with a sentence naming it.
   try {
     (await pool.connect()).release()
   } catch (err) {
@@ -143,21 +118,16 @@ async function createPostgres(connectionString: string, max: number, statementTi
   const written = changesWritten()
   const pooled = preparingPool(pool, MAX_NAMED.postgres, written.handOver, () => answerWaitMs(statementTimeoutMs))
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pooled }) })
-  // Closing twice (the app on shutdown, then its owner) is harmless.
   let closed = false
   return {
     db,
     engine: 'postgres',
-    /**
-     * A LISTEN connection that the server drops (a restart, a failover, a killed backend) is
-     * opened again, with a growing delay while the server is away. Notifications sent meanwhile
-     * are lost, so once back it calls onMessage('') ("forget everything").
-     */
+    /** A dropped LISTEN connection is reopened with backoff; once back it calls onMessage('') ("forget everything"). */
     async listen(channel, onMessage, onListening) {
       let attempt = 0
       const reconnectLater = () => {
         if (closed) return
-        // Short: while it is away, caches that rely on it ask the database instead (read-cache.ts, oauth.access.ts).
+        // Short: while it is away, caches that rely on it ask the database instead.
         const delay = Math.min(1_000, 100 * 2 ** attempt++)
         setTimeout(() => {
           if (closed) return
@@ -180,8 +150,8 @@ async function createPostgres(connectionString: string, max: number, statementTi
           throw err
         }
         let lost = false
-        // A connection that only waits hears nothing when the network holds its bytes, and would
-        // never know: a statement now and then must be answered in time, or it counts as lost.
+        // A waiting connection hears nothing when the network holds its bytes: a periodic statement
+        // must be answered in time, or it counts as lost.
         const heartbeat = setInterval(() => { client.query('SELECT 1').catch(onLost) }, Math.max(1_000, statementTimeoutMs))
         heartbeat.unref()
         function onLost() {
@@ -217,29 +187,22 @@ async function createPostgres(connectionString: string, max: number, statementTi
   }
 }
 
-/**
- * A client that loses its server (or PGlite, closed under it) emits 'error', idle (the pool's
- * event) or checked out (its own; the query in flight fails on its own). Without a listener
- * either would end the process.
- */
+// A client that loses its server emits 'error' (idle: the pool's; checked out: its own);
+// without a listener either would end the process.
 function keepErrorsQuiet(pool: pg.Pool) {
   pool.on('error', () => {})
   pool.on('connect', (client) => { client.on('error', () => {}) })
 }
 
 /**
- * How many distinct texts become named statements. On PostgreSQL each lives in its connection's
- * backend. PGlite keeps them in this process's own memory (about 35 KB each, measured), and the
- * reliability suite's hostile input, every length of IN list, grew a PGlite server past its
- * memory bound with 2,000: the hot queries of prepared.ts are a few dozen texts.
+ * How many distinct texts become named statements. PGlite keeps them in this process's memory,
+ * and every length of an IN list would grow it past its bound: the hot queries are a few dozen texts.
  */
 const MAX_NAMED = { postgres: 2000, pglite: 200 } as const
 
 const PREPARING = Symbol('preparing')
-/** The changes a connection's triggers have named since it was taken from the pool. */
 const TOLD = Symbol('told')
 
-/** Who hears of the changes the pool's connections were told of, and how they are handed over. */
 function changesWritten() {
   const handlers: Array<(changes: string[]) => void> = []
   return {
@@ -254,11 +217,9 @@ function changesWritten() {
 }
 
 /**
- * Every parameterised statement becomes a named prepared statement on its connection: PostgreSQL
- * parses and plans a query's text once per connection instead of at every call (the statements
- * of this service are a fixed set of texts; prepared.ts keeps the hot ones' text identical).
- * Statements without parameters (migrations, BEGIN, COMMIT) and texts beyond the first
- * `maxNamed` ones (an IN list of every length) go unnamed, as before.
+ * Parameterised statements become named prepared statements per connection, so PostgreSQL plans
+ * each text once (prepared.ts keeps hot texts identical). Statements without parameters and texts
+ * beyond `maxNamed` go unnamed.
  */
 function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: string[]) => void, answerWait: () => number = () => 0) {
   const names = new Map<string, string>()
@@ -272,8 +233,7 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
   }
   async function connectOwn() {
     const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true; [TOLD]: string[] }
-    // The notices of a statement arrive before its answer, so by the time the connection goes back
-    // (after its work's commit or rollback) it has heard every change its work made.
+    // A statement's notices arrive before its answer, so by release the connection has heard every change.
     const giveBack = client.release
     client.release = (err?: Error | boolean) => {
       const told = client[TOLD]
@@ -312,7 +272,7 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
     return client
   }
   return {
-    /** A connection of the pool, or, for a request that holds a transaction, that one (request-transaction.ts). */
+    /** A pool connection, or the current request's transaction (request-transaction.ts). */
     connect: () => pinnedBorrow() ?? connectOwn(),
     connectOwn,
     end: () => pool.end(),
@@ -320,16 +280,12 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
 }
 
 async function createPglite(options: DatabaseOptions): Promise<Database> {
-  // Loaded only for PGlite: a server on PostgreSQL starts faster and smaller without it.
+  // Loaded only for PGlite: a PostgreSQL server starts faster and smaller without it.
   const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')])
   let release = () => {}
   let pglite: PGlite
-  // PGlite's PostgreSQL keeps 128 MB of shared buffers in the process's memory by default, which
-  // doubled the idle RSS of a server on PGlite (bench/RESULTS.md). PGlite touches all of them at
-  // its start, so each MB is a MB of idle RSS: 16 MB (2,048 pages) holds the hot pages of a small
-  // deployment; a page beyond them is read again from the data directory, which the OS caches
-  // (bench/findings.md, "Issue 19": 32 → 16 MB took ~20 MB off the idle RSS, the PGlite
-  // workloads of the bench unchanged).
+  // PGlite touches all its shared buffers at start, so each MB is idle RSS; 16 MB holds a small
+  // deployment's hot pages, and the OS caches the rest of the data directory.
   const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
   if (options.pgliteDump) {
     pglite = new PGlite({ loadDataDir: options.pgliteDump, startParams })
@@ -342,7 +298,6 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     } catch (err) {
       release()
       const { code, message } = err as NodeJS.ErrnoException
-      // takeLock's and initdb's own refusals already name the setting.
       throw code ? new Error(`DATA_DIR ${dataDir} cannot be used for the embedded database: ${message}`) : err
     }
     pglite = new PGlite({ dataDir: path.join(dataDir, 'pgdata'), startParams })
@@ -354,12 +309,8 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     release()
     throw err
   }
-  // node-postgres over PGlite's one session, through PGlite's own adapter: the driver, type
-  // parsers and named prepared statements of the PostgreSQL engine, so a hot query is parsed
-  // and planned once instead of at every call (PGlite's query() keeps no prepared statements:
-  // 3.4-5.8 ms of CPU per uncached read before, bench/findings.md). One client that never
-  // idles out: a transaction holds it and every other statement waits its turn, and the
-  // session's prepared statements stay known to the one connection object that made them.
+  // node-postgres over PGlite's one session: named prepared statements work (PGlite's query()
+  // keeps none). One client that never idles out: a transaction holds it and others wait their turn.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })
   keepErrorsQuiet(pool)
   const written = changesWritten()
@@ -370,8 +321,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   return {
     db,
     engine: 'pglite',
-    // One process and one session: its own NOTIFYs reach it at commit, and none can be missed
-    // until the database is closed.
+    // One process, one session: its own NOTIFYs arrive at commit and none can be missed.
     async listen(channel, onMessage, onListening) {
       await pglite.listen(channel, onMessage)
       if (onListening) {
@@ -381,7 +331,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
     },
     async requestTransaction(settings = []) {
       const client = await outsideRequestScope(() => pooled.connectOwn())
-      // The pool's one client is never thrown away: PGlite has no other session to replace it.
+      // PGlite has no other session to replace the one client.
       return pin(client, () => client.release(), settings)
     },
     onChangesWritten: written.subscribe,
@@ -397,10 +347,7 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   }
 }
 
-/**
- * mkdir -p, one level at a time: Node 20's recursive mkdirSync spins forever on a path it cannot
- * create under a pseudo file system (DATA_DIR=/proc/x hung the start), instead of failing.
- */
+// mkdir -p one level at a time: Node 20's recursive mkdirSync can spin forever on a pseudo file system.
 function makeDirectory(dir: string) {
   if (fs.existsSync(dir)) {
     if (!fs.statSync(dir).isDirectory()) throw Object.assign(new Error('it is not a directory'), { code: 'ENOTDIR' })
@@ -412,8 +359,8 @@ function makeDirectory(dir: string) {
 }
 
 /**
- * PGlite has no guard against two processes opening one data directory, which corrupts it.
- * The lock file holds the owner's pid; a lock whose process is gone (kill -9) is taken over.
+ * PGlite has no guard against two processes opening one data directory. The lock file holds the
+ * owner's pid; a lock whose process is gone is taken over.
  */
 function takeLock(file: string): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {

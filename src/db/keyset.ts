@@ -2,16 +2,13 @@ import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBoo
 import { prepared } from './prepared.ts'
 
 /**
- * Keyset paging for repositories (src/http/pagination.ts holds the HTTP side): a list's order
- * as columns, the rows after a cursor's key, and limit + 1 rows (the extra one tells that
- * another page follows). WHERE (key) > (cursor) walks the index a list is sorted by, so a page
- * deep into a long list costs what the first one does, unlike OFFSET.
+ * Keyset paging for repositories: WHERE (key) > (cursor) walks the list's index, so a deep page
+ * costs what the first does, unlike OFFSET. limit + 1 rows tell whether another page follows.
  */
 export interface SortColumn {
-  /** A column reference as Kysely writes it: 'c.last_name'. */
   column: string
   desc?: boolean
-  /** The SQL type the cursor's value is cast to (a timestamp travels as text to keep its microseconds). */
+  /** A timestamp travels as text to keep its microseconds. */
   cast?: 'timestamptz' | 'uuid' | 'date'
 }
 
@@ -20,7 +17,6 @@ export interface KeysetPage {
   after?: ReadonlyArray<string | number>
 }
 
-/** Orders `query` by `order`, keeps the rows after `page.after` and reads limit + 1 of them. */
 export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, order: readonly SortColumn[], page: KeysetPage | undefined): SelectQueryBuilder<DB, TB, O> {
   let q = query
   if (page?.after) q = q.where(after(order, page.after))
@@ -30,12 +26,8 @@ export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB,
 }
 
 /**
- * A list without filters, compiled once (prepared.ts): the whole list, its first page and its
- * pages after a cursor are each one SQL text whatever the scope (the company) and the cursor,
- * where building the query per request cost a hot list's read a few per cent of its CPU
- * (bench/findings.md, "Session of 2026-11-28 (afternoon)"). Answers undefined for what it does
- * not cover (a cursor without a limit, or of another length than the order): the caller builds
- * that query as before.
+ * A list without filters compiled once: each page shape is one SQL text whatever the company and
+ * cursor. Answers undefined for what it does not cover; the caller then builds the query.
  */
 export function preparedPages<O>(db: Kysely<any>, order: readonly SortColumn[], list: (scope: string) => SelectQueryBuilder<any, any, O>) {
   const whole = prepared(db, (scope: string) => keyset(list(scope), order, undefined))
@@ -47,10 +39,7 @@ export function preparedPages<O>(db: Kysely<any>, order: readonly SortColumn[], 
   }
 }
 
-/**
- * The rows that sort after `values`. All columns in one direction: a row comparison, which
- * PostgreSQL answers from an index on those columns. Mixed directions: the expanded form.
- */
+// One direction: a row comparison, answered from the index. Mixed directions: the expanded form.
 export function after(order: readonly SortColumn[], values: ReadonlyArray<string | number>): RawBuilder<SqlBool> {
   const value = (i: number) => {
     const cast = order[i]!.cast
@@ -69,5 +58,5 @@ export function after(order: readonly SortColumn[], values: ReadonlyArray<string
   return sql<SqlBool>`(${sql.join(alternatives, sql` OR `)})`
 }
 
-/** `text` as an ILIKE pattern that matches it literally anywhere (the `q` filters). */
+/** `text` as an ILIKE pattern matching it literally anywhere. */
 export const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`

@@ -20,11 +20,8 @@ export function readMigrations(): Migration[] {
 }
 
 /**
- * Applies, in order and each in its own transaction, the migrations not applied yet. Without a
- * bound on their statements: a migration that rewrites a large table, or the wait for another
- * instance's migrations, takes what it takes, and the start waits for it.
- * `currencyCode` (CURRENCY_CODE) is what a migration reads as `company_admin.currency_code`:
- * the currency that prices stored without one were written in (0042).
+ * Applies pending migrations in order, each in its own transaction, with no statement bound.
+ * `currencyCode` is the currency of prices stored without one (`company_admin.currency_code`).
  */
 export function migrate(db: Kysely<any>, options: { currencyCode?: string } = {}): Promise<string[]> {
   return withStatementTimeout(0, () => migrateUnbounded(db, options))

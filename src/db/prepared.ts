@@ -1,16 +1,10 @@
 import type { CompiledQuery, Kysely } from 'kysely'
 
 /**
- * A query that Kysely builds and compiles once, then runs with new values. Building a query
- * (immutable nodes, then the compiler's visit) costs a hot read about as much CPU as the rest of
- * its request (bench/RESULTS.md); the SQL text of a query is the same at every call, only the
- * values change. On PostgreSQL the same text also reuses one server-side prepared statement per
- * connection (database.ts).
- *
- * `build` is called once with placeholders; every argument must reach the SQL as a parameter,
- * and every parameter must be an argument (constants belong in the SQL text).
+ * A query Kysely builds and compiles once, then runs with new values: building costs a hot read as
+ * much CPU as the rest of its request. `build` gets placeholders once, so every argument must reach
+ * the SQL as a parameter (constants belong in the SQL text).
  */
-/** A query builder, or a raw `sql` template (which compiles against a Kysely instance). */
 interface Compiles<R> { compile(db: Kysely<any>): CompiledQuery<R> }
 
 export function prepared<A extends unknown[], R>(db: Kysely<any>, build: (...args: A) => Compiles<R>) {

@@ -1,76 +1,45 @@
-/**
- * The read cache's keeping of answers: the shelves per company and area, their sizes and bound,
- * their ages, and what each answer tells the metrics. How it hears that something changed lives
- * apart (src/db/read-cache-changes.ts): this file only trusts `listening()` and is told what to
- * forget; the public API (`createReadCache`, `ReadCache`, `Answer`) stays here.
- */
+// The read cache's keeping of answers: shelves per company and area, their sizes, bound and ages.
+// How it hears of changes is read-cache-changes.ts.
 import type { Database } from './database.ts'
 import { CACHED_READS, type Area, type CachedRead } from './read-areas.ts'
 import { createReadCacheChanges } from './read-cache-changes.ts'
 
 export { COMPANY_CHANGED } from './read-cache-changes.ts'
 
-/** Past this age an answer is read again even if no change was heard: a net under the net. */
+/** Past this age an answer is read again even if no change was heard. */
 const MAX_AGE_MS = 60_000
 
-/** What a company's shelf costs besides its answers (its maps and key), counted against maxBytes. */
 const SHELF_BYTES = 256
-/** What an answer costs besides its strings. */
 const ANSWER_BYTES = 64
 
-/** An answer as sent: its body, and its Link header when it is a page with a next one. */
 export interface Answer { body: string; link?: string }
 
 interface Kept extends Answer { at: number; read: CachedRead; size: number }
 
 interface Shelf {
-  /** The answers of one company, by read and query ('teams', 'contracts /api/...?limit=50'), as the bytes sent. */
+  /** Keyed by read and query, as the bytes sent. */
   answers: Map<string, Kept>
-  /** Moves for an area at each change of it heard: a read that saw one of its areas move keeps nothing. */
+  /** Counts changes heard per area: a read that saw one of its areas move keeps nothing. */
   generations: Map<string, number>
   bytes: number
 }
 
 /**
- * Answers of hot company-scoped reads, kept serialized in this process and sent again without a
- * query while nothing they show has changed. Each read declares the tables it shows
- * (src/db/read-areas.ts); a change names the tables it touched, and forgets only the answers
- * that show one of them (a change that names none forgets the whole company).
- *
- * What tells it that something changed is the database, never a route: the tables' triggers
- * name what each statement changed (migration 0047). A writer of this service is told on its own
- * connection; the instance forgets those answers as soon as the work has committed, before it
- * answers, so a client always reads its own writes, and announces them on `company_changed`.
- * Any other writer's triggers announce there at its commit. Every instance on the database
- * hears the announcements. Every change is also recorded by its own
- * commit in `company_changes` with its table (migrations 0010 and 0031), which each instance
- * reads every RECORDED_EVERY_MS: a change whose writer died between its commit and its
- * announcement is forgotten that way. While the LISTEN connection is down, or the record cannot
- * be read, nothing is cached. All this hearing is src/db/read-cache-changes.ts.
- *
- * A read that loses a race keeps nothing: each company's answers sit on a shelf that a change of
- * the whole company replaces, and that counts the changes of each area it has heard of; an
- * answer is put back only on the shelf its read started from, and only if none of the areas it
- * shows moved meanwhile, so a read that began before a change and ended after it is sent but
- * never kept.
- *
- * Bounded by `maxBytes`: past it, the companies cached first are dropped first (and a company
- * whose answers alone fill it loses its oldest answers).
+ * Hot company-scoped answers, kept serialized while nothing they show changed: each read declares its
+ * tables (read-areas.ts), and the database's triggers name what changed. A read that overlaps a change
+ * is sent but never kept. Past `maxBytes` the companies cached first go first.
  */
 export function createReadCache(options: {
   maxBytes: number
   database: Pick<Database, 'db' | 'listen' | 'onChangesWritten'>
-  /** Told when the changes of this instance's work could not be announced to the others. */
   failedToAnnounce?: (err: unknown) => void
-  /** Told of every answer: from the cache, read, or read with the cache off or not listening (the metrics). */
   observe?: (read: CachedRead, outcome: 'hit' | 'miss' | 'uncached') => void
 }) {
   const shelves = new Map<string, Shelf>()
   let bytes = 0
-  // Others that keep what a company's change makes stale (the token endpoint's clients).
+  // Others that keep what a company's change makes stale.
   const alsoForget: Array<(companyId: string | undefined, areas: readonly string[] | undefined) => void> = []
 
-  /** Forgets what a change of `areas` (undefined: every area) of a company (undefined: every company) makes stale. */
   function forgetChange(companyId?: string, areas?: readonly string[]) {
     if (areas === undefined) {
       if (companyId) drop(companyId)
@@ -114,18 +83,14 @@ export function createReadCache(options: {
     if (size + SHELF_BYTES > options.maxBytes) return
     const before = shelf.answers.get(key)
     if (before) remove(shelf, key, before)
-    // Spelled out, not spread: on Node 20's V8 each property added after a spread costs over a
-    // microsecond (docs/performance.md), and every miss keeps an answer.
+    // Spelled out, not spread: adding properties after a spread is slow on V8, and every miss keeps an answer.
     shelf.answers.set(key, { body: answer.body, link: answer.link, at: Date.now(), read, size })
     shelf.bytes += size
     bytes += size
     makeRoom(shelf)
   }
 
-  /**
-   * Drops the companies cached first until the whole fits in maxBytes again, sparing `current`;
-   * then, if `current` alone is too big (one company's many pages), its oldest answers.
-   */
+  /** Drops the companies cached first until all fits in maxBytes, sparing `current`; then its own oldest answers. */
   function makeRoom(current: Shelf) {
     for (const [companyId, oldest] of shelves) {
       if (bytes <= options.maxBytes) break
@@ -141,11 +106,7 @@ export function createReadCache(options: {
   options.database.onChangesWritten(changes.written)
 
   return {
-    /**
-     * The cached answer of `read` for the company, or what `load` answers (kept when it safely
-     * can be). `query`: what else the answer depends on (its URL's query, the year it shows);
-     * answers of one read with different queries are kept apart and forgotten together.
-     */
+    /** The cached answer of `read`, or what `load` answers; `query` separates answers forgotten together. */
     async get(companyId: string, read: CachedRead, query: string, load: () => Promise<Answer>): Promise<Answer> {
       if (!changes.listening() || options.maxBytes <= 0) {
         options.observe?.(read, 'uncached')
@@ -174,16 +135,12 @@ export function createReadCache(options: {
       return answer
     },
 
-    /** Forgets what a change of `areas` (undefined: every area) of a company (undefined: every company) makes stale. */
     forget: forgetChange,
 
-    /** Calls `forget` whenever something is forgotten here: on this instance's writes and on the changes it hears. */
     onForget(forget: (companyId: string | undefined, areas: readonly string[] | undefined) => void) { alsoForget.push(forget) },
 
-    /** Whether changes are being heard (nothing may be cached otherwise). */
     listening: changes.listening,
 
-    // How changes are told and heard: src/db/read-cache-changes.ts.
     written: changes.written,
     announced: changes.announced,
     listen: changes.listen,

@@ -2,26 +2,15 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import type pg from 'pg'
 
 /**
- * One transaction for a whole request: every statement the request runs, on whichever Kysely
- * instance or repository, goes to one connection inside one transaction, which the request's
- * owner commits (or rolls back) once it knows the answer. The `Idempotency-Key` layer uses it
- * to commit a request's work and its kept answer together (src/http/idempotency.ts): an
- * instance that dies before that commit leaves neither behind.
- *
- * How: a request that may own one runs in a scope (`enterRequestScope`); once it `pin`s a
- * transaction, the pool (database.ts) hands every connection asked for in that scope out as
- * the pinned one, one borrower at a time (a second waits for the first to give it back, as it
- * would wait for a pooled connection). A borrower's own BEGIN, COMMIT and ROLLBACK become a
- * savepoint, its release and a rollback to it; a statement outside a transaction of its own
- * gets a savepoint too, so a failing statement fails alone, as it would have in autocommit.
+ * One transaction for a whole request, committed once the answer is known (idempotency.ts keeps
+ * the answer in it). The pool hands out the pinned connection one borrower at a time; a borrower's
+ * own BEGIN, COMMIT and ROLLBACK become savepoints, so a failing statement fails alone.
  */
 export interface RequestTransaction {
-  /** A statement on the pinned connection, outside any borrower's savepoint (waits for the borrower). */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>
   /**
-   * Commits, or rolls back on `false`; the connection goes back to the pool either way. With
-   * `closeScope`, a statement the request still runs afterwards fails instead of going to the
-   * pool on its own (a request abandoned while its handler runs must not commit half its work).
+   * Commits, or rolls back on `false`. With `closeScope`, later statements of the request fail
+   * instead of running alone: an abandoned request must not commit half its work.
    */
   end(commit: boolean, closeScope?: boolean): Promise<void>
 }
@@ -30,32 +19,26 @@ interface Scope { pinned?: Pinned | 'closed' }
 
 const scope = new AsyncLocalStorage<Scope>()
 
-/** Runs `next` (and what it leads to: the rest of the request) in a scope that may pin a transaction. */
 export function enterRequestScope(next: () => void) {
   scope.run({}, next)
 }
 
-/** Runs `work` outside any request's scope: for work shared by requests (a timer, a batch). */
+/** For work shared by requests (a timer, a batch). */
 export function outsideRequestScope<T>(work: () => T): T {
   return scope.exit(work)
 }
 
-/** Whether the current request's statements go to a pinned transaction. */
 export function inRequestTransaction(): boolean {
   return scope.getStore()?.pinned !== undefined
 }
 
-/** The connection the pool hands out in the current scope instead of one of its own, if any. */
 export function pinnedBorrow(): Promise<pg.PoolClient> | undefined {
   const pinned = scope.getStore()?.pinned
   if (pinned === 'closed') return Promise.reject(new Error('This request ended before its work did; its transaction was rolled back'))
   return pinned?.borrow()
 }
 
-/**
- * Begins a transaction on `client` (taken from the pool by the caller, who gives it back through
- * `release`) and pins it to the current request's scope. Throws outside a request's scope.
- */
+/** Throws outside a request's scope. */
 export async function pin(client: pg.PoolClient, release: (err?: Error) => void, settings: string[]): Promise<RequestTransaction> {
   const current = scope.getStore()
   if (!current) throw new Error('pin() outside a request scope')
@@ -94,14 +77,12 @@ class Pinned {
 
   constructor(private readonly client: pg.PoolClient) {}
 
-  /** Runs `work` once every earlier borrower is done. */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
     const run = this.queue.then(work, work)
     this.queue = run.catch(() => undefined)
     return run
   }
 
-  /** The pinned connection for one borrower (one Kysely connection checkout), as a pool client. */
   borrow(): Promise<pg.PoolClient> {
     return new Promise((handed) => {
       void this.exclusive(() => new Promise<void>((returned) => handed(this.borrower(returned))))

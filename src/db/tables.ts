@@ -73,7 +73,7 @@ export interface PlansTable {
   plan_family: string
   period_unit: 'month' | 'year'
   features: string[]
-  /** 0042: the ISO 4217 code price_cents counts minor units of. */
+  /** The ISO 4217 code price_cents counts minor units of. */
   currency_code: string
   created_at: CreatedAt
   updated_at: UpdatedAt
@@ -97,7 +97,7 @@ export interface AddonsTable {
   name: string
   price_cents: number
   period_unit: 'month' | 'year'
-  /** 0042: the ISO 4217 code price_cents counts minor units of. */
+  /** The ISO 4217 code price_cents counts minor units of. */
   currency_code: string
   created_at: CreatedAt
 }
@@ -108,12 +108,12 @@ export interface CouponsTable {
   name: string
   discount_type: 'percentage' | 'fixed_amount'
   discount_value_minor: number
-  /** 0042: a fixed amount's ISO 4217 code; null for a percentage. */
+  /** A fixed amount's ISO 4217 code; null for a percentage. */
   currency_code: string | null
   valid_till: string | null
   max_redemptions: number | null
   redemptions: Generated<number>
-  /** 0015: how long and on what the discount applies (Chargebee's coupon fields). */
+  /** Chargebee's coupon fields: how long and on what the discount applies. */
   duration_type: Generated<'one_time' | 'forever' | 'limited_period'>
   duration_month: number | null
   apply_on: Generated<'invoice_amount' | 'each_specified_item'>
@@ -122,12 +122,12 @@ export interface CouponsTable {
   created_at: CreatedAt
 }
 
-/** A company that applied a coupon (once, whatever how often it re-applies it): 0012. */
+/** A company that applied a coupon (once, however often it re-applies it). */
 export interface CouponRedemptionsTable {
   coupon_id: string
   company_id: string
   redeemed_at: CreatedAt
-  /** 0015: what it had discounted when the company took it off (billing/coupons.ts `usageToJson`). */
+  /** What it had discounted when the company took it off (billing/coupons.ts `usageToJson`). */
   usage: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
 }
 
@@ -186,10 +186,7 @@ export interface HolidaysTable {
 export type SubscriptionStatus = 'future' | 'in_trial' | 'active' | 'non_renewing' | 'paused' | 'cancelled'
 
 export interface SubscriptionAddon { id: string; quantity: number }
-/**
- * A card as kept: never its number. `test_behaviour` is what the local engine's test mode
- * derived from the number when it was entered (absent: charges succeed).
- */
+/** A card as kept: never its number. `test_behaviour` is what test mode derived from the number. */
 export interface PaymentSource { brand: string; last4: string; expiry_month: number; expiry_year: number; test_behaviour?: CardTestBehaviour }
 /** `succeeds`: every charge goes through; `charge_fails`: the card is accepted but every charge fails (4000 0000 0000 0341). */
 export type CardTestBehaviour = 'succeeds' | 'charge_fails'
@@ -215,7 +212,7 @@ export interface SubscriptionsTable {
   billing_anchor_day: number | null
   cancellation_reason: string | null
   cancellation_message: string | null
-  /** 0015: what the coupon has discounted (billing/coupons.ts `CouponUsage`). */
+  /** What the coupon has discounted (billing/coupons.ts `CouponUsage`). */
   coupon_applied_at: Timestamp | null
   coupon_applied_count: Generated<number>
   coupon_apply_till: Timestamp | null
@@ -248,7 +245,7 @@ export interface HostedPagesTable {
   token_hash: string
   state: HostedPageState
   redirect_url: string
-  /** The client whose token asked for the page (migration 0011); null on older pages. */
+  /** The client whose token asked for the page; null on older pages. */
   client_id: string | null
   created_at: Timestamp
   updated_at: Timestamp
@@ -326,7 +323,7 @@ export interface CommunicationOccurrencesTable {
   communication_id: string
   send_at: Timestamp
   delivered_at: Timestamp
-  /** Counters of the report (29), kept in the statements that write the messages (0007). */
+  /** Counters of the report, kept by the statements that write the messages. */
   recipients: Generated<number>
   opened: Generated<number>
   actions_done: Generated<number>
@@ -377,7 +374,7 @@ export interface InvoicesTable {
   total: number
   credits_applied: number
   amount_paid: number
-  /** Settled by adjustment credit notes, and written off (a provider's; 0 for the local engine's, 0029). */
+  /** Settled by adjustment credit notes and written off (a provider's; 0 for the local engine's). */
   amount_adjusted: ColumnType<number, number | undefined, number>
   write_off_amount: ColumnType<number, number | undefined, number>
   amount_due: number
@@ -397,7 +394,7 @@ export interface CreditNotesTable {
   reference_invoice_id: string | null
   type: 'adjustment' | 'refundable'
   reason_code: string
-  /** What it credits, line by line, and its tax, as an invoice carries them (0043; rows before it: none, sub_total = total). */
+  /** What it credits, line by line, and its tax (older rows: none, sub_total = total). */
   line_items: JsonWithDefault<unknown[]>
   discounts: JsonWithDefault<unknown[]>
   taxes: JsonWithDefault<unknown[]>
@@ -462,7 +459,6 @@ export type NewSubscription = Insertable<SubscriptionsTable>
 export type SubscriptionUpdate = Updateable<SubscriptionsTable>
 export type HostedPageRow = Selectable<HostedPagesTable>
 
-/** A billing provider's webhook event, kept by id so that a repeated delivery changes nothing (migration 0006). */
 export type WebhookOutcome = 'applied' | 'unchanged' | 'stale' | 'ignored'
 export interface WebhookEventsTable {
   provider: 'chargebee'
@@ -492,7 +488,7 @@ export interface ProviderObjectVersionsTable {
 
 export type InvoiceRow = Selectable<InvoicesTable>
 export type CreditNoteRow = Selectable<CreditNotesTable>
-/** The event log (migration 0019): written by the tables' triggers through write_event(), never by the service's code. */
+/** The event log: written by the tables' triggers through write_event(), never by the service's code. */
 export interface EventsTable {
   seq: Generated<number>
   id: string
@@ -502,7 +498,7 @@ export interface EventsTable {
   created_at: CreatedAt
 }
 
-/** Where events are sent (migration 0019); a null company_id is a platform endpoint. */
+/** Where events are sent; a null company_id is a platform endpoint. */
 export interface WebhookEndpointsTable {
   id: string
   company_id: string | null
@@ -510,14 +506,14 @@ export interface WebhookEndpointsTable {
   event_types: string[]
   description: string | null
   secret: string
-  /** The secret the last rotation replaced, still signing until previous_secret_expires_at (migration 0025). */
+  /** The secret the last rotation replaced, still signing until previous_secret_expires_at. */
   previous_secret: string | null
   previous_secret_expires_at: Date | null
-  /** The event resources its creator could read (migration 0032); null: every resource. */
+  /** The event resources its creator could read; null: every resource. */
   resources: string[] | null
-  /** The client whose token made it or last re-enabled it (migration 0040); null: made before creators were recorded. */
+  /** The client whose token made it or last re-enabled it; null: made before creators were recorded. */
   created_by: string | null
-  /** Stopped with its client or company: the last event (events.seq) it is still sent (migration 0040). */
+  /** Stopped with its client or company: the last event (events.seq) it is still sent. */
   last_event_seq: number | null
   enabled: Generated<boolean>
   disabled_reason: string | null
@@ -533,7 +529,7 @@ export interface WebhookDeliveriesTable {
   company_id: string | null
   status: Generated<DeliveryStatus>
   attempts: Generated<number>
-  /** Bumped by every claim: an outcome carrying an older one decides nothing (migration 0030). */
+  /** Bumped by every claim: an outcome carrying an older one decides nothing. */
   seq: Generated<number>
   /** When a pending delivery is due: its next attempt, or the end of its current attempt's lease. */
   next_attempt_at: Timestamp | null
@@ -541,7 +537,7 @@ export interface WebhookDeliveriesTable {
   delivered_at: Timestamp | null
 }
 
-/** An event owed to the webhook endpoints that want it, until it is fanned out and its direct calls have their outcomes (migrations 0034, 0036). */
+/** An event owed to the endpoints that want it, until fanned out and its direct calls have outcomes. */
 export interface WebhookFanoutsTable {
   event_id: string
   company_id: string | null
@@ -551,7 +547,7 @@ export interface WebhookFanoutsTable {
   direct: string[] | null
 }
 
-/** Direct calls that succeeded, one row per endpoint and outcome batch; item i of every array is one delivery (migration 0036). */
+/** Direct calls that succeeded, one row per endpoint and outcome batch; item i of each array is one delivery. */
 export interface WebhookDeliveredBatchesTable {
   id: number
   endpoint_id: string

@@ -1,33 +1,18 @@
 import { inRequestTransaction, outsideRequestScope } from './request-transaction.ts'
 
 /**
- * Writes that arrive together go to the database together: one statement and one commit for
- * many requests, the way PostgreSQL's own group commit shares one WAL flush between
- * transactions, one level up. Each request still gets its own outcome: `run` answers one per
- * item, in order, and decides per item (a missing reference, a taken code) without failing the
- * others.
- *
- * Nothing waits for a batch to fill: an item starts a batch as soon as fewer than `maxInFlight`
- * are running, so a lone request goes at once. Under load the items that arrive while the
- * batches in flight run, commit and flush make up the next one (bench/findings.md measured
- * ten teams per statement at a quarter of the database's CPU per team; docs/decisions.md,
- * "Team creations share statements").
- *
- * A batch that fails as a whole (an error the statement cannot decide per item, such as a
- * deadlock or a lost connection) is run again one item at a time, so an error reaches only the
- * requests it belongs to.
+ * Writes that arrive together share one statement and one commit; each item gets its own outcome.
+ * Nothing waits for a batch to fill. A batch that fails whole is rerun item by item, so an error
+ * reaches only its own request.
  */
 export interface WriteBatchOptions {
-  /** What the batches write, for the metrics (`team_creation`). */
   name: string
-  /** The most items one statement carries. */
   maxItems: number
-  /** How many batches may run at once (each holds a connection of the pool while it runs). */
+  /** Each batch holds a pool connection while it runs. */
   maxInFlight: number
   observer?: WriteBatchObserver
 }
 
-/** Told of every batch: how many items it carried, and whether it failed as a whole (then run again item by item). */
 export type WriteBatchObserver = (name: string, items: number, outcome: 'written' | 'failed') => void
 
 interface Waiting<I, O> { item: I; resolve: (outcome: O) => void; reject: (err: unknown) => void }
@@ -45,8 +30,7 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
     } catch (err) {
       observe(batch.length, 'failed')
       if (batch.length === 1) return batch[0]!.reject(err)
-      // Alone, each item meets only its own error; one after the other, as the batch would have
-      // run, so a failed batch does not become a burst of statements on every connection.
+      // One at a time, so a failed batch does not become a burst of statements.
       for (const waiting of batch) await runBatch([waiting])
       return
     }
@@ -58,7 +42,6 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
     try {
       options.observer?.(options.name, items, outcome)
     } catch {
-      // Metrics never decide a write's fate.
     }
   }
 
@@ -75,7 +58,7 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
   }
 
   return (item: I) => {
-    // A request whose statements are one transaction of its own (an Idempotency-Key) writes alone, in it.
+    // A request with a transaction of its own (an Idempotency-Key) writes alone, in it.
     if (inRequestTransaction()) return run([item]).then((outcomes) => outcomes[0]!)
     return queued(item)
   }
@@ -83,8 +66,7 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
   function queued(item: I) {
     return new Promise<O>((resolve, reject) => {
       queue.push({ item, resolve, reject })
-      // After the current turn's other writes have queued too: they join this batch. Outside the
-      // request's scope: the batch is every request's, not this one's.
+      // Writes queued in the current turn join this batch, which belongs to no single request's scope.
       if (!scheduled) {
         scheduled = true
         outsideRequestScope(() => queueMicrotask(startBatches))

@@ -5,13 +5,8 @@ import type { AccessState } from '../modules/oauth/oauth.access.ts'
 import type { ClientAccessState } from '../modules/oauth/oauth.repository.ts'
 import { bearerToken, verifiedBearer } from './bearer.ts'
 
-/**
- * Who may call a route:
- * - `none`: no token is looked at (operations, documents, the token endpoint);
- * - `public`: no token, or a valid one;
- * - `platform`: a platform client's token (holding `write:company` for anything but GET);
- * - `{ area }`: a token holding `read:<area>` for GET, `write:<area>` otherwise (or `mode`).
- */
+// Who may call a route: `none` looks at no token; `public` takes none or a valid one; `platform`
+// a platform token (with `write:company` beyond GET); `{ area }` `read:<area>` for GET, else `write:<area>`.
 export type Access = 'none' | 'public' | 'platform' | { area: string; mode?: 'read' | 'write' }
 
 declare module 'fastify' {
@@ -21,8 +16,7 @@ declare module 'fastify' {
 
 export function scopeNeeded(access: Access, method: string): string | undefined {
   const reads = method === 'GET' || method === 'HEAD'
-  // The platform's own writes (catalogue, companies, enable, payment source) need write:company
-  // too: a platform token narrowed to read scopes changes nothing.
+  // A platform token narrowed to read scopes changes nothing.
   if (access === 'platform') return reads ? undefined : PLATFORM_WRITE_SCOPE
   if (typeof access !== 'object') return undefined
   return `${access.mode ?? (reads ? 'read' : 'write')}:${access.area}`
@@ -39,8 +33,7 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
     const method = Array.isArray(route.method) ? route.method[0]! : route.method
     const needed = scopeNeeded(access, method)
     const optional = access === 'public'
-    // Callback style, so that a token and client seen before (the common case) are checked
-    // without a promise: the cache lookups are synchronous, only a miss waits for verify().
+    // Callback style: a token seen before is checked synchronously, only a miss waits for verify().
     const hook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
       let known: Principal | null | undefined
       try {
@@ -69,7 +62,6 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
     route.onRequest = [hook, ...toArray(route.onRequest)]
   })
 
-  /** The answer of authenticate() when the caches know it; undefined when they do not. */
   function authenticateCached(request: FastifyRequest): Principal | null | undefined {
     const header = request.headers.authorization
     if (header === undefined || !header.startsWith('Bearer ')) return undefined
@@ -95,18 +87,13 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
   }
 }
 
-/**
- * The request's later log lines (its errors, "request completed") name the client and its
- * company (null for a platform client), so an operator can follow one integrator's requests.
- * Bound before the checks below, so that a refusal is logged with who was refused.
- */
+// Later log lines name the client and company, bound before the checks so a refusal names who was refused.
 function logAs(request: FastifyRequest, reply: FastifyReply, principal: Principal) {
   const log = request.log.child({ client_id: principal.clientId, company_id: principal.companyId })
   request.log = log
   reply.log = log
 }
 
-/** A verified token's client may act unless it is revoked (or unknown) or its company disabled. */
 function admit(state: ClientAccessState | undefined) {
   if (!state || state.revoked) throw new Unauthorized('The token\'s client has been revoked')
   if (state.companyDisabled) throw new Forbidden('The company is disabled')
@@ -117,7 +104,6 @@ function toArray<T>(value: T | T[] | undefined): T[] {
   return Array.isArray(value) ? value : [value]
 }
 
-/** The principal of a route whose access rule guarantees one. */
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Unauthorized()
   return request.principal

@@ -5,25 +5,19 @@ import type { FastifyInstance } from 'fastify'
 import { API_TITLE } from './openapi.ts'
 
 /**
- * The API reference page at /docs: Swagger UI's prebuilt browser bundle (swagger-ui-dist), reading
- * /openapi.json, every file served by this service. Nothing is fetched from elsewhere (no fonts,
- * no validator badge, no analytics), and a Content-Security-Policy holds the browser to that.
- * Why Swagger UI and not Scalar: docs/decisions.md, "The API reference page".
+ * The API reference page at /docs: Swagger UI's prebuilt bundle reading /openapi.json, every file
+ * served here; nothing is fetched elsewhere, and a Content-Security-Policy holds the browser to that.
  */
 
-/** The files of swagger-ui-dist the page uses, by the name it asks for them, with their type. */
 const ASSETS: Record<string, { file: string; type: string }> = {
   'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'text/javascript; charset=utf-8' },
   'swagger-ui.css': { file: 'swagger-ui.css', type: 'text/css; charset=utf-8' },
   'favicon.png': { file: 'favicon-32x32.png', type: 'image/png' },
 }
 
-// Our own start-up script, a file rather than inline so the policy can forbid inline scripts.
-// validatorUrl: null, else Swagger UI shows a badge loaded from validator.swagger.io. The
-// document's license is an identifier of our own (LicenseRef-Proprietary), which Swagger UI would
-// link to spdx.org, where no such page exists: its name is shown, not linked. The Authorize dialog
-// offers the client-credentials flow only: the document's other scheme is the HTTP Basic that
-// Chargebee sends to its webhook, which no integrator authorizes with.
+// A file, not inline, so the policy can forbid inline scripts. No validator badge; our license
+// identifier has no spdx.org page, so its name is not linked. Authorize offers client credentials
+// only: the other scheme is Chargebee's webhook Basic auth.
 const START = `const licenseName = (system) => ({
   components: {
     OAS31License: ({ specSelectors }) => system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
@@ -72,18 +66,16 @@ const PAGE = `<!doctype html>
 </html>
 `
 
-// Swagger UI sets inline styles and draws icons as data: images; requests ("Try it out", the
-// token form) go to this service only.
+// Swagger UI sets inline styles and draws icons as data: images; requests go to this service only.
 const POLICY = [
   "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
   "connect-src 'self'", "form-action 'self'", "base-uri 'none'", "frame-ancestors 'none'",
 ].join('; ')
 
-/** The assets change only with the package's version, which a deployment changes with a restart. */
+/** The assets change only with the package's version, which comes with a restart. */
 const CACHE = 'public, max-age=3600'
 
 export function installDocs(app: FastifyInstance) {
-  // Resolved at the first visit: a service that never shows /docs never looks for the package.
   let folder: string | undefined
   const assetFolder = () => (folder ??= path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json')))
 

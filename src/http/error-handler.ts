@@ -10,8 +10,8 @@ export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; 
 }
 
 /**
- * Turns anything thrown into `{errors, code}` with its status; the only place that knows status codes of errors.
- * A request no route took is a 405 when its path has routes for other methods (`routes`), else a 404.
+ * Turns anything thrown into `{errors, code}` with its status: the only place that knows error status codes.
+ * An unrouted request is a 405 when its path has routes for other methods, else a 404.
  */
 export function installErrorHandler(app: FastifyInstance, validation?: Pick<Validation, 'problemsAfter'>, routes?: RouteMethods) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -26,7 +26,7 @@ export function installErrorHandler(app: FastifyInstance, validation?: Pick<Vali
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0]
     const allowed = routes?.of(request.url) ?? []
-    // A route of this method that found nothing (a CORS preflight refused, a missing /docs file) stays a 404.
+    // A route of this method that found nothing (a refused preflight, a missing /docs file) stays a 404.
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       const mapped = new MethodNotAllowed(request.method, path, allowed)
       for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
@@ -36,7 +36,6 @@ export function installErrorHandler(app: FastifyInstance, validation?: Pick<Vali
   })
 }
 
-/** Fastify stops at the first part of a request that fails validation; the other parts' problems join its details. */
 function withOtherParts(mapped: AppError, err: FastifyError, request: FastifyRequest, validation?: Pick<Validation, 'problemsAfter'>): AppError {
   if (!err.validation || !validation) return mapped
   const more = validation.problemsAfter(request, err.validationContext)
@@ -47,16 +46,13 @@ function withOtherParts(mapped: AppError, err: FastifyError, request: FastifyReq
 const LINGER_MS = 5_000
 
 /**
- * A body refused for its size may still be arriving. Fastify answers it with `Connection: close`,
- * and closing a connection with unread data makes the kernel answer the rest with a reset,
- * which a client still sending often gets instead of the 413 (seen by the reliability suite's
- * chunked 2 MiB body). So the connection stays open while Node reads and drops the rest of the
- * body, and is closed if that takes more than LINGER_MS: a client that sends forever wastes
- * only that.
+ * A body refused for its size may still be arriving; closing with unread data makes the kernel
+ * reset the connection, and the client often loses the 413. So Node reads and drops the rest for
+ * at most LINGER_MS before closing.
  */
 export function lingerOnRefusedBody(request: FastifyRequest, reply: FastifyReply) {
   const socket = request.raw.socket
-  // Not a connection (a request injected in tests): nothing to keep open.
+  // An injected request has no connection to keep open.
   if (!(socket instanceof Socket)) return
   reply.removeHeader('connection')
   const timer = setTimeout(() => socket.destroy(), LINGER_MS)
@@ -65,10 +61,7 @@ export function lingerOnRefusedBody(request: FastifyRequest, reply: FastifyReply
   socket.once('close', () => clearTimeout(timer))
 }
 
-/**
- * Errors Fastify raises before a route is found (a malformed URL, an over-long path segment):
- * they bypass the error handler, so they get the same `{errors, code}` here.
- */
+// Errors Fastify raises before a route is found bypass the error handler: same body here.
 export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const mapped = err.code === 'FST_ERR_BAD_URL'
     ? new AppError('validation_failed', 400, 'The URL is malformed: a percent-encoding does not decode')
@@ -85,15 +78,13 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited',
 }
 
-// Error classes of PostgreSQL (SQLSTATE) and of the network that mean "the database is not there",
-// or too slow: 57014 is a statement cancelled at its bound (DATABASE_STATEMENT_TIMEOUT_MS).
+// SQLSTATE classes meaning the database is unavailable or too slow (57014: cancelled at its bound).
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3]|57014)/
 const UNAVAILABLE_NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])
 
 export function toAppError(err: FastifyError & { code?: string }): AppError {
   if (err instanceof AppError) return err
   if (err.validation) {
-    // The validator's formatter (http/validation.ts) lists every problem beside the first's sentence.
     const details = (err as { details?: ErrorDetail[] }).details
     return new AppError('validation_failed', 400, err.message, {}, details)
   }
@@ -105,7 +96,7 @@ export function toAppError(err: FastifyError & { code?: string }): AppError {
     return new AppError('validation_failed', 400, 'The body is not valid JSON')
   }
   if (isDatabaseUnavailable(err)) return new ServiceUnavailable('The database is unavailable; retry shortly')
-  // Constraint checks are done by the services; these only catch a race between two writers.
+  // The services check constraints; these only catch a race between two writers.
   if (code === '23505') return new AppError('conflict', 409, 'A resource with the same unique value already exists')
   if (code === '23503') return new AppError('validation_failed', 400, 'A referenced resource does not exist')
   if (/^22/.test(code)) return new AppError('validation_failed', 400, 'A value is out of range or malformed')
@@ -121,16 +112,13 @@ export function isDatabaseUnavailable(err: { code?: string; message?: string }):
   const code = err.code ?? ''
   if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NET.has(code)) return true
   const message = err.message ?? ''
-  // "Query read timeout": no answer within the bound (a network that holds bytes). The last
-  // two: the database was closed under the app (shutdown in progress, PGlite stopped).
+  // "Query read timeout": no answer within the bound. The last two: the database was closed under the app.
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(message)
 }
 
 /**
- * A request that arrives while the server drains (SIGTERM) gets `503 {errors, code}` with
- * Retry-After, like every other refusal. Fastify's own drain answer (return503OnClosing) has
- * another body and no Retry-After, so the app turns it off and answers here instead; Fastify
- * still marks those answers `Connection: close`, so busy keep-alive connections end too.
+ * While draining (SIGTERM) a request gets `503 {errors, code}` with Retry-After, like every other
+ * refusal, instead of Fastify's own answer; Fastify still marks them `Connection: close`.
  */
 export function installDraining(app: FastifyInstance) {
   let draining = false
@@ -150,14 +138,9 @@ const CLIENT_ERRORS: Record<string, [number, string, ErrorCode, string]> = {
 const refused = new WeakSet<import('node:net').Socket>()
 
 /**
- * Requests Node's parser refuses before Fastify sees them (headers too large, malformed HTTP,
- * a client too slow to send its request): the same `{errors, code}` body as every other refusal,
- * then the connection is closed.
- *
- * Closed gently: the answer goes out with a FIN, and what the client still sends is read and
- * dropped for at most LINGER_MS, as lingerOnRefusedBody does for bodies. Destroying the socket at
- * once, with the rest of a large request unread, makes the kernel reset the connection, and the
- * client loses the answer before reading it (on Node 24 every time).
+ * Requests Node's parser refuses before Fastify sees them get the same `{errors, code}` body, then
+ * the connection is closed gently (FIN, the rest drained for at most LINGER_MS): destroying it with
+ * unread data makes the kernel reset it and the client lose the answer.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
@@ -169,7 +152,6 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('n
     socket.destroy()
     return
   }
-  // The HTTP parser no longer reads this connection: what arrives now is only drained.
   socket.removeAllListeners('data')
   socket.on('data', () => {})
   socket.on('end', () => socket.destroy())

@@ -1,16 +1,12 @@
-/**
- * Typed errors that services throw. Only the error handler turns them into HTTP answers, so a
- * service says what went wrong, never which status code it is.
- */
+// Typed errors services throw; only the error handler knows their status codes.
 export const ERROR_CODES = [
   'validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found',
   'method_not_allowed', 'conflict', 'payload_too_large', 'unsupported_media_type', 'rate_limited',
   'provider_error', 'unavailable', 'internal',
 ] as const
-/** Every `code` an error answer can carry: the Error schema's enum is this list. */
+/** The Error schema's enum. */
 export type ErrorCode = typeof ERROR_CODES[number]
 
-/** One problem of a refused request: the field's path (`body/team_leader_ids/2`) and a sentence naming it. */
 export interface ErrorDetail { field: string; message: string }
 
 export class AppError extends Error {
@@ -19,7 +15,7 @@ export class AppError extends Error {
     readonly statusCode: number,
     message: string,
     readonly headers: Record<string, string> = {},
-    /** Every problem, when the refusal is about fields (a 400 validation_failed, a 403 forbidden); sent as `details`. */
+    /** Every problem, when the refusal is about fields; sent as `details`. */
     readonly details?: ErrorDetail[],
   ) {
     super(message)
@@ -27,13 +23,11 @@ export class AppError extends Error {
   }
 }
 
-/** The path a sentence starts with, such as `body/plan/features` or `querystring/send_at`. */
 const FIELD_FIRST = /^((?:body|querystring|params|headers)(?:\/[^\s:]+)?)[\s:]/
 
 /**
- * A refusal of the request's content. A check outside the schema names one field (a sentence
- * starting with its path): that sentence is also its one detail, so `details` is there whichever
- * check refused. A sentence about the request as a whole has none.
+ * A refusal of the request's content. A sentence starting with a field's path is also its one
+ * detail, so `details` is there whichever check refused.
  */
 export class ValidationError extends AppError {
   constructor(message: string, details?: ErrorDetail[]) {
@@ -46,7 +40,6 @@ export class NotFound extends AppError {
   constructor(what: string) { super('not_found', 404, `${what} not found`) }
 }
 
-/** A path the service has, called with a method it does not have; `Allow` lists the ones it has. */
 export class MethodNotAllowed extends AppError {
   constructor(method: string, path: string, allowed: readonly string[]) {
     super('method_not_allowed', 405, `${method} is not allowed on ${path}; its methods are ${allowed.join(', ')}`, { allow: allowed.join(', ') })
@@ -72,7 +65,6 @@ export class InsufficientScope extends AppError {
 }
 
 export class Forbidden extends AppError {
-  /** `details` when the refusal is about fields the token may not change. */
   constructor(message: string, details?: ErrorDetail[]) { super('forbidden', 403, message, {}, details) }
 }
 
@@ -82,15 +74,11 @@ export class RateLimited extends AppError {
   }
 }
 
-/** The billing provider failed (502), or refused the request for a reason of its own (4xx). */
 export class ProviderError extends AppError {
   constructor(message: string, statusCode = 502) { super('provider_error', statusCode, message) }
 }
 
-/**
- * Temporarily unable to answer (the database unreachable or too slow, the service overloaded or
- * shutting down): retrying after Retry-After is the remedy, unlike `internal`.
- */
+/** Retrying after Retry-After is the remedy, unlike `internal`. */
 export class ServiceUnavailable extends AppError {
   constructor(message: string, retryAfterSeconds = 5) {
     super('unavailable', 503, message, { 'retry-after': String(retryAfterSeconds) })

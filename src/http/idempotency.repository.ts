@@ -5,40 +5,31 @@ export type KeptKey = Selectable<IdempotencyKeysTable>
 
 const LOCK_NOT_AVAILABLE = '55P03'
 
-/** Whether `err` is PostgreSQL's "lock not available" (a lock_timeout that ran out). */
 export function isLockNotAvailable(err: unknown): boolean {
   return (err as { code?: string }).code === LOCK_NOT_AVAILABLE
 }
 
 /**
- * The settings of a request's transaction while it claims its key: a short lock_timeout, so a
- * request whose key another request holds gives its connection back rather than wait on it
- * (src/http/idempotency.ts waits without one and tries again); on PostgreSQL, the end of a
- * transaction left idle by a hung instance.
+ * A short lock_timeout while claiming, so a request whose key is held gives its connection back
+ * instead of waiting; on PostgreSQL, a hung instance's idle transaction is ended.
  */
 export function claimSettings(engine: 'postgres' | 'pglite', lockTimeoutMs: number, idleTimeoutMs: number): string[] {
   return [
     `SET LOCAL lock_timeout = '${lockTimeoutMs}ms'`,
-    // PGlite's one session is this process itself.
     ...(engine === 'postgres' ? [`SET LOCAL idle_in_transaction_session_timeout = '${idleTimeoutMs}ms'`] : []),
   ]
 }
 
-/** Puts lock_timeout back to the session's own once the key is claimed: the request's work waits on locks as without a key. */
+/** Once claimed, the request's work waits on locks as without a key. */
 export const AFTER_CLAIM = 'SET LOCAL lock_timeout TO DEFAULT'
 
-/** The statements of the Idempotency-Key layer, on `db` (a request's statements join its pinned transaction). */
 export function idempotencyRepository(db: Kysely<DB>) {
   return {
     find(owner: string, key: string): Promise<KeptKey | undefined> {
       return db.selectFrom('idempotency_keys').selectAll().where('owner', '=', owner).where('key', '=', key).executeTakeFirst()
     },
 
-    /**
-     * Claims the key, or takes over one answered before `expiredBefore` or claimed without an
-     * answer before `abandonedBefore`. False when another request holds it; waits (up to the
-     * transaction's lock_timeout) while another request's transaction holds its row.
-     */
+    /** Claims the key, or takes over an expired or abandoned one; false when another request holds it. */
     async claim(claim: { owner: string; key: string; hash: string; now: Date; expiredBefore: Date; abandonedBefore: Date }): Promise<boolean> {
       const { owner, key, hash, now } = claim
       const row = await db.insertInto('idempotency_keys').values({ owner, key, request_hash: hash, created_at: now })
@@ -64,7 +55,6 @@ export function idempotencyRepository(db: Kysely<DB>) {
   }
 }
 
-/** Deletes the keys made before `before` (the hourly purge, in the job's transaction). */
 export async function purgeKeys(trx: Transaction<DB> | Kysely<DB>, before: Date) {
   await trx.deleteFrom('idempotency_keys').where('created_at', '<', before).execute()
 }

@@ -14,56 +14,25 @@ import { secretsByStatus, withoutSecrets } from './secret-fields.ts'
 declare module 'fastify' {
   interface FastifyRequest {
     idempotency: { owner: string; key: string; transaction: RequestTransaction } | null
-    /**
-     * A digest of a body that is not in `request.body` (an uploaded file, read before the
-     * claim by the route's own preValidation hook): part of the request's hash, so another
-     * file under the same key is a 409, not a replay.
-     */
+    /** A digest of a body not in `request.body` (an uploaded file): another file under the same key is a 409. */
     idempotencyDigest: string | null
   }
 }
 
 const REPLAYED_HEADERS = ['location', 'content-type', 'cache-control']
 const KEY_LIFETIME_MS = 24 * 3_600_000
-/** A claim kept without an answer this long is abandoned (see the comment of installIdempotency). */
 const ABANDONED_AFTER_MS = 60_000
 const PURGE_JOB = 'idempotency.purge'
 const PURGE_EVERY_MS = 3_600_000
-/** How long a request waits, in all, for the request that holds its key. */
 const WAIT_FOR_FIRST_MS = 10_000
-/** How long one attempt at the claim waits on the key's row before giving its connection back. */
+/** How long one claim attempt waits on the key's row before giving its connection back. */
 const CLAIM_LOCK_TIMEOUT_MS = 50
-/** The pauses between attempts, without a connection: growing, to at most the last. */
 const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
 
 /**
- * `Idempotency-Key` on POST and PUT: the first request with a key runs and its answer is kept
- * for 24 h (of real time, never moved by a test clock); the same key and body (compared as JSON values: key order
- * and white space do not matter; an uploaded file by its name, type and bytes) replays that
- * answer; another body is a 409. A 5xx is not kept, so the client may retry; nor is an answer
- * to a client that went away before it (an aborted upload's 400, or any answer its connection
- * closed before): the request rolls back and the key is free. Every replay carries
- * `Idempotent-Replayed: true`, as Stripe's do. A field the route's answer schema declares a
- * secret (`SecretString`, src/http/secret-fields.ts) is kept as `null`: the answer that made the
- * secret is the only one that shows it, and is `Cache-Control: no-store`, as its replays are. So
- * a retry gets the same status and resource without the secret, and creates nothing twice.
- * Routes that look at no token (the token endpoint, operations) make no resources and ignore the header.
- *
- * The claim, the request's work and its answer are one transaction (src/db/request-transaction.ts):
- * the claim's row is written first in it, every statement of the request joins it, and the
- * answer is written to the row just before the commit. So a key is either answered, with its
- * work committed, or it is not claimed at all: an instance that dies mid-request (kill -9, a lost
- * connection) leaves nothing, PostgreSQL rolls its transaction back as soon as the connection
- * drops, and the retry runs as if it were the first. The claim happens in a preHandler hook, once
- * the whole body has been read (a JSON body is parsed before preValidation; an upload is read by
- * its route's preValidation hook), so no transaction is held while a client is still sending.
- * A request that arrives while the first holds the key tries its claim with a short
- * lock_timeout and, on "locked", gives its connection back and tries again after a pause, for up
- * to 10 s in all (then a 409 "still running"): waiters hold no connection of the pool. Once the
- * first ends, a waiter replays its answer (or runs, if the first rolled back). An instance that
- * hangs without dying loses its transaction after 60 s idle (`idle_in_transaction_session_timeout`).
- * A claim without an answer that was committed anyway (by an earlier version of the service,
- * which claimed in a transaction of its own) is abandoned 60 s after it was made: the retry runs.
+ * `Idempotency-Key` on POST and PUT, as Stripe's: the same key and body replays the kept answer for
+ * 24 h, another body is a 409; a 5xx is not kept, secrets are kept as `null`. Claim, work and answer
+ * share one transaction, so a key is answered with its work committed or not claimed at all.
  */
 export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
   const { db, database, clock, scheduler } = deps
@@ -72,10 +41,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   app.decorateRequest('idempotencyDigest', null)
   const settings = claimSettings(database.engine, CLAIM_LOCK_TIMEOUT_MS, ABANDONED_AFTER_MS)
 
-  // Keys past their 24 hours are deleted hourly; one job per hour (its key), each scheduling the next.
+  // Expired keys are purged hourly: one job per hour (its key), each scheduling the next.
   const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
-  // Real time, not the business clock a test clock moves (docs/test-clock.md): keys live 24 hours
-  // of real time, and an advance of a year must not run the purge 8,760 times on its way.
+  // Real time: keys live 24 real hours, and a test clock's advance must not run the purge on its way.
   scheduler.register(PURGE_JOB, async ({ trx, now }) => {
     await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
     const next = new Date(now.getTime() + PURGE_EVERY_MS)
@@ -85,12 +53,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(clock.now()), runAt: clock.now() })
   })
 
-  // The hooks go on the POST and PUT routes only: a read pays nothing for them (three async
-  // hooks on every request were a visible share of a read's CPU in the profile, bench/RESULTS.md).
-  // preHandler: after the body is read and validated, and after the route's own preValidation
-  // hooks (an upload is read there).
+  // Hooks only on POST and PUT, so reads pay nothing. preHandler: after the body is read and
+  // validated and after a route's own preValidation (an upload is read there).
   app.addHook('onRoute', (route) => {
-    // An answer carrying a secret is never cached, whether or not the route takes a key.
     const secrets = secretsByStatus((route.schema as { response?: unknown } | undefined)?.response)
     if (secrets.size > 0) route.onSend = [...toArray(route.onSend), noStoreFor(secrets)]
     const methods = Array.isArray(route.method) ? route.method : [route.method]
@@ -103,8 +68,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     route.onResponse = [...toArray(route.onResponse), abandon]
   })
 
-  // The rest of a keyed request runs in a scope that can hold its transaction (callback style:
-  // the scope must enclose the handler and the onSend hooks that follow).
+  // The scope must enclose the handler and the onSend hooks, hence callback style.
   function scopeKeyed(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
     if (typeof request.headers['idempotency-key'] === 'string') enterRequestScope(done)
     else done()
@@ -112,7 +76,6 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   async function claimKey(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST' && request.method !== 'PUT') return
-    // Its length was checked with the route's headers (acceptKeyHeader).
     const key = request.headers['idempotency-key']
     if (typeof key !== 'string') return
     const owner = request.principal?.clientId ?? `ip:${request.ip}`
@@ -123,11 +86,9 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     const live = (row: KeptKey | undefined): row is KeptKey =>
       row !== undefined && row.created_at.getTime() >= (row.status_code === null ? abandonedBefore : expiredBefore).getTime()
 
-    // An answer kept already is replayed without a transaction.
     const kept = await keys.find(owner, key)
     if (live(kept)) return answerFrom(kept, hash, reply)
 
-    // Waits measure real time, not the service's clock: they are about other requests running.
     const deadline = performance.now() + WAIT_FOR_FIRST_MS
     for (let attempt = 0; ; attempt++) {
       const transaction = await database.requestTransaction(settings)
@@ -138,7 +99,6 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
       } catch (err) {
         await transaction.end(false).catch(() => {})
         if (!isLockNotAvailable(err)) throw err
-        // Another request's transaction holds the key: wait without a connection, then try again.
         const pause = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]!
         if (performance.now() + pause >= deadline) throw new Conflict('A request with this Idempotency-Key is still running')
         await sleep(pause)
@@ -146,7 +106,6 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
       }
       if (claimed) {
         request.idempotency = { owner, key, transaction }
-        // A client that goes away before its answer: the request's work is rolled back (below).
         reply.raw.once('close', () => { if (!reply.raw.writableFinished) void abandon(request) })
         return
       }
@@ -167,14 +126,12 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     return reply.send(stored.response_body ?? undefined)
   }
 
-  // The answer is written in the request's transaction, which then commits: the work and its
-  // answer together, before a byte of the answer leaves. A commit that fails turns the answer
-  // into an error (thrown from here), and nothing of the request stays.
+  // The answer is written in the request's transaction, which then commits: a failing commit
+  // turns the answer into an error and nothing of the request stays.
   const keepFor = (secrets: Map<number, string[]>) => async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const claim = request.idempotency
     if (!claim) return payload
-    // An answer no one will read (the client went away; an aborted upload's 400 is one) is not
-    // kept: the retry must run.
+    // An answer no one will read is not kept: the retry must run.
     if (clientGone(request, reply)) {
       await abandon(request)
       return payload
@@ -182,7 +139,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     request.idempotency = null
     try {
       if (reply.statusCode >= 500) {
-        // What committed before the failure stays committed, as without a key; the key is free again.
+        // What committed before the failure stays committed, as without a key.
         await keys.release(claim.owner, claim.key)
       } else {
         const headers: Record<string, string> = {}
@@ -202,9 +159,7 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     return payload
   }
 
-  // A request that ended before it answered (a closed connection; onResponse too, as a last
-  // resort) rolls its work back and frees its key; what its handler still tries to write
-  // afterwards fails rather than commit alone.
+  // A request that ended before its answer rolls back and frees its key; later writes of its handler fail.
   async function abandon(request: FastifyRequest) {
     const claim = request.idempotency
     if (!claim) return
@@ -213,7 +168,6 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   }
 }
 
-/** The onSend hook of a route whose answers of some statuses carry secrets: those answers are `no-store`. */
 function noStoreFor(secrets: Map<number, string[]>) {
   return async function noStore(_request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (secrets.has(reply.statusCode)) reply.header('cache-control', 'no-store')
@@ -221,7 +175,6 @@ function noStoreFor(secrets: Map<number, string[]>) {
   }
 }
 
-/** Whether the client of `request` is gone: its request was aborted, or its connection closed before the answer. */
 function clientGone(request: FastifyRequest, reply: FastifyReply): boolean {
   return request.raw.aborted === true || request.raw.socket?.destroyed === true || reply.raw.destroyed === true
 }
@@ -231,10 +184,7 @@ function toArray<T>(value: T | T[] | undefined): T[] {
   return Array.isArray(value) ? value : [value]
 }
 
-/**
- * The route's headers schema takes `Idempotency-Key`: validated with the rest of the request
- * (1 to 255 characters, else a 400 naming it) and documented in /openapi.json by the same schema.
- */
+// The key is validated (1 to 255 characters) and documented with the route's headers schema.
 function acceptKeyHeader(schema: Record<string, any>) {
   const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409' }
   if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
@@ -245,7 +195,7 @@ function acceptKeyHeader(schema: Record<string, any>) {
 function requestHash(request: FastifyRequest): string {
   const hash = createHash('sha256').update(`${request.method} ${request.url}\n`)
   canonicalJson(request.body ?? null, (text) => hash.update(text))
-  // Only when there is one, so the hash of every other request is what it was.
+  // Only when present, so other requests' hashes are unchanged.
   if (request.idempotencyDigest !== null) hash.update(`\n${request.idempotencyDigest}`)
   return hash.digest('hex')
 }
@@ -253,16 +203,13 @@ function requestHash(request: FastifyRequest): string {
 class Text { constructor(readonly text: string) {} }
 
 /**
- * Writes `value` as JSON with every object's keys in order (code unit order), and no white
- * space: two bodies that are the same JSON value write the same text. With a stack of its own
- * rather than recursion, so a deep body cannot overflow the call stack, and in time linear in
- * the body (besides sorting each object's keys).
+ * Writes `value` as JSON with sorted keys and no white space, so equal JSON values give equal
+ * text. Iterative, so a deep body cannot overflow the call stack.
  */
 export function canonicalJson(value: unknown, write: (text: string) => void) {
   const stack: unknown[] = [value]
   while (stack.length > 0) {
     let next = stack.pop()
-    // As JSON.stringify would (a Date, a Buffer): bodies parsed from JSON have none.
     if (next !== null && typeof next === 'object' && typeof (next as { toJSON?: unknown }).toJSON === 'function') next = (next as { toJSON: () => unknown }).toJSON()
     if (next instanceof Text) {
       write(next.text)

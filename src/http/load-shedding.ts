@@ -2,34 +2,25 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import underPressure from '@fastify/under-pressure'
 import { ServiceUnavailable } from './errors.ts'
 
-// Probes and scrapes answer whatever the load: a balancer that saw /health fail would kill a
-// process that is only busy, and the metrics are how an operator sees the load.
+// Probes and scrapes answer whatever the load: a balancer would kill a process that is only busy.
 export const NEVER_SHED: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics'])
 const neverShed = (request: FastifyRequest) => NEVER_SHED.has(request.routeOptions.url ?? '')
 
 export interface SheddingSettings {
-  /** Requests being worked on at once beyond which a new one is refused; 0: not bounded. */
   maxInFlight: number
-  /** Mean event-loop delay over the last sample, in ms, beyond which requests are refused; 0: not checked. */
+  /** Mean event-loop delay in ms; 0: not checked. */
   maxEventLoopDelayMs: number
-  /** V8 heap in use beyond which requests are refused; 0: not checked. */
   maxHeapUsedBytes: number
   retryAfterSeconds: number
 }
 
-/**
- * Load shedding: while the process is over a threshold, requests are answered 503 with
- * Retry-After in the service's error shape, so that the requests it does take finish in time
- * instead of every request waiting behind all the others. Each instance sheds on its own.
- */
+// While over a threshold, requests get 503 with Retry-After, so the requests taken finish in time.
 export async function installLoadShedding(app: FastifyInstance, settings: SheddingSettings, onShed?: (kind: string) => void) {
   if (settings.maxInFlight > 0) boundInFlight(app, settings.maxInFlight, onShed)
   if (settings.maxEventLoopDelayMs === 0 && settings.maxHeapUsedBytes === 0) return
-  // @fastify/under-pressure samples once a second and refuses before any work is done.
   await app.register(underPressure, {
     maxEventLoopDelay: settings.maxEventLoopDelayMs,
     maxHeapUsedBytes: settings.maxHeapUsedBytes,
-    // A rejected promise goes to the error handler; a resolved one lets the request through.
     pressureHandler: async (request: FastifyRequest, _reply, type: string) => {
       if (neverShed(request)) return
       onShed?.(type)
@@ -39,16 +30,9 @@ export async function installLoadShedding(app: FastifyInstance, settings: Sheddi
 }
 
 /**
- * At most `max` requests worked on at once; the next one is refused with 503 and
- * `Retry-After: 1` (docs/decisions.md, "Requests in flight are bounded"). A request holds its slot
- * from the preHandler stage, once its body is in and it is known to be valid and allowed, until
- * its answer is handed over to be sent (onSend): a client sending its body slowly, or reading its
- * answer slowly, holds none, and what is bounded is the stage that queries the database. A client
- * that goes away keeps its slot until its handler is done (Fastify still runs it, and onSend):
- * otherwise a client aborting its requests, or a balancer timing them out under load, would free
- * slots while their work goes on. Beyond the bound, queueing only lengthens every answer (the
- * cores and the database connections are already busy); a quick 503 lets a client or a balancer
- * go elsewhere or come back, while the requests taken finish in time.
+ * At most `max` requests worked on at once; the next gets 503 with `Retry-After: 1`. The slot is
+ * held from preHandler to onSend, so slow clients hold none; a client that goes away keeps it until
+ * its handler is done, as the work goes on. Queueing beyond the bound would only lengthen every answer.
  */
 function boundInFlight(app: FastifyInstance, max: number, onShed?: (kind: string) => void) {
   let inFlight = 0
@@ -64,8 +48,7 @@ function boundInFlight(app: FastifyInstance, max: number, onShed?: (kind: string
     }
     inFlight++
     holding.add(request)
-    // A reply taken over by its handler (hijacked) has no onSend: its end gives the slot back.
-    // An ordinary reply is sent (reply.sent) only once its onSend has run, which released it.
+    // A hijacked reply has no onSend: its end gives the slot back.
     reply.raw.once('close', () => { if (reply.sent) release(request) })
     done()
   })

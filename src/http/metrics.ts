@@ -5,19 +5,13 @@ import type { WriteBatchObserver } from '../db/write-batches.ts'
 import type { ProviderObserver } from '../modules/subscriptions/billing/observed-provider.ts'
 import { Unauthorized } from './errors.ts'
 
-/** What the metrics read when Prometheus scrapes, rather than counting as things happen. */
+/** Read when Prometheus scrapes, rather than counted as things happen. */
 export interface MetricsSources {
-  /** The scheduler's due jobs (business clock): how many, and since when the oldest waits. */
   backlog(): Promise<{ due: number; oldestDueSeconds: number }>
-  /** The database pool's connections now. */
   pool(): { total: number; idle: number; waiting: number }
 }
 
-/**
- * Prometheus metrics at /metrics (docs/operations.md, "Metrics"): the process's own, request
- * durations by route, write batches, the scheduler, the database pool, billing provider calls
- * and rate-limit refusals. With METRICS_TOKEN set, only `Authorization: Bearer <token>` reads them.
- */
+/** Prometheus metrics at /metrics (docs/operations.md); with METRICS_TOKEN set, only that bearer reads them. */
 export function installMetrics(app: FastifyInstance, options: { token?: string } = {}) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
@@ -62,7 +56,6 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     if (failed) providerErrors.inc({ provider, operation })
   }
 
-  /** The gauges read at scrape time, once the app knows its scheduler and database. */
   function watch(sources: MetricsSources) {
     new Gauge({ name: 'scheduler_jobs_due', help: 'Jobs whose time has come and that have not run yet', registers, async collect() { this.set((await sources.backlog()).due) } })
     new Gauge({ name: 'scheduler_oldest_due_seconds', help: 'How long the oldest due job has been waiting (0: none)', registers, async collect() { this.set((await sources.backlog()).oldestDueSeconds) } })
@@ -83,7 +76,7 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
     schema: {
       operationId: 'metrics', tags: ['Operations'], summary: 'Prometheus metrics (text exposition format)',
       description: 'The process\'s metrics for Prometheus. Open, unless the service has METRICS_TOKEN: then only a request with `Authorization: Bearer <METRICS_TOKEN>` reads them (401 otherwise). Changes nothing.',
-      // Only the 200 is text: `produces` would also label the JSON error answers text/plain.
+      // Only the 200 is text: `produces` would also label the JSON errors text/plain.
       response: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } },
     },
   }, async (request, reply) => {

@@ -2,17 +2,9 @@ import { exampleOf } from './openapi-examples.ts'
 import { secretFieldsOf } from './secret-fields.ts'
 
 /**
- * The last pass over the generated OpenAPI document (run once; @fastify/swagger caches the
- * result). Routes only give TypeBox schemas with a `title`; this pass makes the document what a
- * client generator and a linter expect:
- * - an example on every request body and every 2xx answer (the shape's own `examples` first);
- * - `Location` on the answers that create something (every 201, and the 202 of a POST);
- * - `Idempotent-Replayed` on the answers of every operation that takes `Idempotency-Key`, and
- *   `Cache-Control: no-store` on the answers that carry a secret (src/http/secret-fields.ts);
- * - every titled schema lifted into `components.schemas` under its title and referenced by
- *   `$ref`, so a generated client has a `Team` type; two different shapes with one title are an
- *   error when the document is built (its first read; every contract test reads it), not a
- *   silent overwrite.
+ * The last pass over the generated OpenAPI document: examples on bodies and 2xx answers, `Location`
+ * on creations, `Idempotent-Replayed` and `Cache-Control: no-store` where they apply, and titled
+ * schemas lifted into `components.schemas`; two different shapes with one title are an error.
  */
 
 type Schema = Record<string, any>
@@ -54,7 +46,6 @@ export function finishDocument(doc: Doc): Doc {
   return doc
 }
 
-/** The media type's example, from the schema (kept as an array of examples where it had several). */
 function addExample(media: Schema) {
   if ('example' in media || 'examples' in media || !media.schema) return
   const value = exampleOf(media.schema)
@@ -94,11 +85,7 @@ function successDescription(response: Schema): string {
   return 'Success'
 }
 
-/**
- * Replaces, depth first, every schema that has a title by a `$ref` to `components.schemas`.
- * The top level's `description` is not part of the shape: a route may say there what one
- * answer means.
- */
+// Depth first. The top level's `description` is not part of the shape: a route may say there what one answer means.
 function liftTitled(schema: Schema, components: Record<string, Schema>, lifted: Map<string, string>): Schema {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema) || schema.$ref) return schema
   const out: Schema = { ...schema }
@@ -123,13 +110,11 @@ function liftTitled(schema: Schema, components: Record<string, Schema>, lifted: 
   } else if (examples && !components[title]!.examples) {
     components[title]!.examples = examples
   }
-  // A description that differs between uses says what one use means (an Error's 404 or 409),
-  // which the answer's own description already says: the component keeps none of them.
+  // A description that differs between uses belongs to the answer: the component keeps none.
   if (description !== components[title]!.description) delete components[title]!.description
   return { $ref: `#/components/schemas/${title}` }
 }
 
-/** JSON with sorted keys: two copies of one TypeBox shape compare equal. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v) => v && typeof v === 'object' && !Array.isArray(v)
     ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))

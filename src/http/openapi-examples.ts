@@ -1,8 +1,6 @@
 /**
- * Examples for the OpenAPI document. A shape's own `examples` always wins (new shapes bring
- * theirs); for the others an example is composed from the schema: a realistic value per field
- * name where one fits the field's schema, else the first value the schema allows. Every value is
- * checked against its field's schema here, and the whole example against the shape by the
+ * Examples for the OpenAPI document: a shape's own `examples` win; otherwise one is composed from
+ * realistic values by field name, each checked against its schema here and the whole by the
  * contract tests, so the document never shows an example the server would refuse.
  */
 
@@ -21,7 +19,7 @@ const ID = {
   other: '0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28',
 }
 
-/** Realistic values by field name (and by `Shape.field` where a name means different things). */
+/** By field name, or `Shape.field` where a name means different things. */
 const BY_NAME: Record<string, unknown> = {
   'Company.id': ID.company, company_id: ID.company,
   'Subsidiary.id': ID.subsidiary, subsidiary_id: ID.subsidiary,
@@ -32,7 +30,6 @@ const BY_NAME: Record<string, unknown> = {
   'CommunicationMessage.id': ID.message, 'InboxMessage.id': ID.message, message_id: ID.message,
   'Attachment.id': ID.attachment, 'AttachmentRef.id': ID.attachment,
   subscription_id: ID.subscription,
-  // Arrays of ids: the example of an item is looked up by the array's name.
   destination_team_ids: ID.team, team_ids: ID.team, destination_subsidiary_ids: ID.subsidiary, team_leader_ids: ID.contract,
   lat: '45.4642', long: '9.1900', entity_id: 'business-monthly', next_billing_at: 1767225600,
   id: ID.other,
@@ -72,7 +69,6 @@ const FORMATS: Record<string, (v: string) => boolean> = {
   uri: (v) => /^[a-z][a-z0-9+.-]*:/i.test(v),
 }
 
-/** Whether a primitive value is one the schema accepts (the keywords our schemas use). */
 function fits(value: unknown, schema: Schema): boolean {
   if (schema.anyOf) return schema.anyOf.some((s: Schema) => fits(value, s))
   if ('const' in schema) return schema.const === value
@@ -102,10 +98,7 @@ const FALLBACK_STRINGS: Record<string, string> = {
   uri: 'https://example.com/', binary: '<file content>',
 }
 
-/**
- * An example value for a schema (inline, before components are lifted); undefined when the
- * schema says nothing of its type (a field that is accepted and ignored).
- */
+/** undefined when the schema says nothing of its type (a field accepted and ignored). */
 export function exampleOf(schema: Schema | undefined, name?: string, shape?: string): unknown {
   if (!schema || typeof schema !== 'object') return undefined
   if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0]
@@ -121,7 +114,6 @@ export function exampleOf(schema: Schema | undefined, name?: string, shape?: str
   if (schema.enum) return schema.enum[0]
   const branches: Schema[] | undefined = schema.anyOf ?? schema.oneOf
   if (branches) {
-    // A value rather than null, when one of the branches has one.
     for (const branch of branches.filter((b) => b.type !== 'null')) {
       const value = exampleOf(branch, name, here)
       if (value !== undefined) return value

@@ -22,7 +22,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 }
 
 declare module 'fastify' {
-  /** billingProvider: the route calls the company's billing provider (Chargebee), which can fail on its own (502) or rate limit (503). */
+  /** The route calls the billing provider, which can fail on its own (502) or rate limit (503). */
   interface FastifyContextConfig { billingProvider?: boolean }
 }
 
@@ -31,16 +31,11 @@ const PROVIDER_DESCRIPTIONS: Record<number, string> = {
   503: 'The service is overloaded, the database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
 }
 
-/** The service's name: the document's title and the /docs page's. */
 export const API_TITLE = 'Company Administration and Subscription Management API'
 
-/**
- * The OpenAPI 3.1 document, generated from the route schemas. Every route gets the error
- * answers it can give and its security requirement, so the document says what the code does.
- */
+/** The OpenAPI 3.1 document from the route schemas; every route gets its error answers and security requirement. */
 export async function installOpenApi(app: FastifyInstance, options: { serverUrl?: string }) {
-  // The scopes the routes check, gathered as they are registered: the token form of /docs offers
-  // these and no others, so a scope no route needs is never asked for.
+  // /docs offers only the scopes some route checks.
   const usedScopes = new Set<string>()
   app.addHook('onRoute', (route) => documentRoute(route, usedScopes))
   await app.register(swagger, {
@@ -53,10 +48,9 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         contact: { name: 'Company Admin API maintainers' },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      // Without PUBLIC_BASE_URL the document is relative to where it was read from: the same
-      // server, whatever address the client used (docs/api-contract.md).
+      // Without PUBLIC_BASE_URL the document is relative to where it was read from.
       servers: [options.serverUrl ? { url: options.serverUrl, description: 'This service (PUBLIC_BASE_URL)' } : { url: '/', description: 'This service (the origin this document was read from)' }],
-      // The reference page lists the areas in this order: getting a token first, operations last.
+      // The reference page lists the areas in this order.
       tags: [
         { name: 'OAuth', description: 'Tokens (client credentials) and the keys that verify them' },
         { name: 'Companies', description: 'Companies, their subsidiaries, authorized scopes and clients' },
@@ -74,10 +68,8 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         { name: 'Operations', description: 'Health, readiness and metrics' },
       ],
       components: {
-        // One way to authorize, the one every caller uses: a token from /oauth/token with the
-        // client's id and secret. Its scopes are filled in once every route is known
-        // (offerUsedScopes). The Chargebee webhook is not for integrators; /docs leaves its
-        // scheme out of the Authorize dialog (docs/adr/0011-versions-and-offered-scopes.md).
+        // One way to authorize: a token from /oauth/token. Scopes are filled in once every route is known;
+        // /docs leaves the Chargebee webhook's scheme out (docs/adr/0011-versions-and-offered-scopes.md).
         securitySchemes: {
           oauth2: {
             type: 'oauth2',
@@ -88,14 +80,13 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         },
       },
     },
-    // Once: @fastify/swagger caches the result (named schemas, examples, Location; openapi-document.ts).
+    // Once: @fastify/swagger caches the result.
     transformObject: (documentObject) => 'openapiObject' in documentObject
       ? offerUsedScopes(shareErrorResponses(finishDocument(documentObject.openapiObject)), usedScopes)
       : documentObject.swaggerObject,
   })
 }
 
-/** The client-credentials flow offers exactly the scopes some route checks, each with its one-line description. */
 function offerUsedScopes(doc: Record<string, any>, usedScopes: ReadonlySet<string>) {
   const flow = doc.components.securitySchemes.oauth2.flows.clientCredentials
   flow.scopes = Object.fromEntries([...usedScopes].sort().map((scope) => [scope, scopeDescription(scope)]))
@@ -111,7 +102,7 @@ function documentRoute(route: RouteOptions, usedScopes: Set<string>) {
   schema.operationId ??= defaultOperationId(method, route.url)
   const responses = (schema.response ??= {}) as Record<string, unknown>
   const add = (status: number) => { responses[status] ??= { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] } }
-  // Every route: a query string of more than 100 parameters is refused (http/request-limits.ts).
+  // Every route refuses a query string of more than 100 parameters.
   add(400)
   if (access !== 'none') add(401)
   if (access === 'platform' || typeof access === 'object') add(403)
@@ -120,27 +111,21 @@ function documentRoute(route: RouteOptions, usedScopes: Set<string>) {
   if (!NEVER_SHED.has(route.url)) add(429)
   add(500)
   if (route.config?.billingProvider) for (const status of [502, 503]) responses[status] ??= { ...ErrorBody, description: PROVIDER_DESCRIPTIONS[status] }
-  // Every route but the probes: load shedding (http/load-shedding.ts), or the database gone.
+  // Every route but the probes: load shedding, or the database gone.
   if (route.url === '/ready') responses[503] ??= { ...ErrorBody, description: 'Not ready: the database does not answer, a migration is pending, or the instance is stopping; see Retry-After' }
   else if (!NEVER_SHED.has(route.url)) add(503)
   const scope = scopeNeeded(access, method)
   if (scope) usedScopes.add(scope)
-  // `none` looks at no token: the route is public in the document's words (`security: []`).
   if (access === 'none') schema.security ??= []
-  // `public` takes no token, but one sent must be valid (401), and may show more (the estimate).
+  // `public` takes no token, but one sent must be valid (401) and may show more.
   else if (access === 'public') schema.security ??= [{}, { oauth2: [] }]
   else schema.security ??= [{ oauth2: scope ? [scope] : [] }]
-  // The same tokens, but a company's is refused whatever its scopes: a scheme cannot say that,
-  // so the operation carries it (and its description says it in words).
+  // A company's token is refused whatever its scopes: a scheme cannot say that, so the operation does.
   if (access === 'platform') schema['x-platform-only'] = true
   schema.description = describe(schema, access, method)
 }
 
-/**
- * Every operation says what it does, who may call it and what changes. The route's own
- * description says the first (its summary when it has none); who may call it comes from the
- * route's access, so it cannot drift from what auth.ts enforces.
- */
+// Who may call an operation comes from the route's access, so it cannot drift from what auth.ts enforces.
 function describe(schema: Record<string, any>, access: Access, method: string): string {
   const what = schema.description ?? `${String(schema.summary ?? '').replace(/\s*\(\d+\)$/, '')}.`
   const scope = scopeNeeded(access, method)
@@ -165,7 +150,6 @@ const RESPONSE_NAMES: Record<number, string> = {
   414: 'UriTooLong', 415: 'UnsupportedMediaType', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable',
 }
 const PROVIDER_RESPONSE_NAMES: Record<number, string> = { 502: 'ProviderError', 503: 'ProviderUnavailable' }
-/** What each error answer looks like (the Error shape's own example is a 400's). */
 const ERROR_EXAMPLES: Record<number, { errors: string; code: string }> = {
   401: { errors: 'The access token has expired', code: 'unauthorized' },
   403: { errors: 'The token lacks the scope write:team', code: 'insufficient_scope' },
@@ -181,11 +165,7 @@ const ERROR_EXAMPLES: Record<number, { errors: string; code: string }> = {
 }
 const RETRY_AFTER = { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } }
 
-/**
- * The standard error answers that documentRoute adds become `components.responses` (BadRequest,
- * NotFound, ...), referenced by every operation: the document (and the generated client) says
- * each once instead of seventy times. An answer a route describes its own way stays inline.
- */
+// Standard error answers become shared `components.responses`, said once instead of per operation.
 function shareErrorResponses(doc: Record<string, any>) {
   const shared: Record<string, unknown> = (doc.components.responses ??= {})
   const standard = new Map<string, string>()

@@ -4,17 +4,9 @@ import { Type, type TProperties, type TSchema } from 'typebox'
 import { ValidationError } from './errors.ts'
 import { isRealDay } from '../days.ts'
 
-/**
- * Cursor paging shared by every list route (decisions: "Lists and paging").
- *
- * Without `limit` a list answers whole, as it always has. With it, one page of at most `limit`
- * items and, when more remain, `Link: <url>; rel="next"` whose URL is the request's own path
- * and query (relative: the service never trusts the request's Host) with `cursor` set to the
- * next page's. The cursor is opaque to clients: base64url of JSON holding the last row's sort
- * key, the page's number and a fingerprint of the list (route, path parameters, filters), so a
- * cursor altered, or carried to another list or another filter set, is a 400 naming `cursor`.
- * Repositories read the page by keyset (`src/db/keyset.ts`), never by OFFSET.
- */
+// Cursor paging: without `limit` a list answers whole; with it, a page and a relative `Link` rel="next".
+// The opaque cursor carries the last sort key and a fingerprint of the list, so one altered or carried
+// to another list is a 400 naming `cursor`. Repositories read by keyset (db/keyset.ts), never OFFSET.
 
 export const MAX_LIMIT = 500
 
@@ -29,14 +21,10 @@ export const PageFields = {
   })),
 }
 
-/** A list's query string: its filters and limit/cursor; nothing else is accepted. */
 export const pageQuery = <T extends TProperties>(filters: T = {} as T) =>
   Type.Object({ ...filters, ...PageFields }, { additionalProperties: false })
 
-/**
- * limit/cursor of a list that is never answered whole (a log that grows without bound: events,
- * delivery attempts): without `limit`, pages of `defaultLimit`. Pair with readPage's defaultLimit.
- */
+/** For lists never answered whole (growing logs): without `limit`, pages of `defaultLimit`. */
 export const pageFieldsWithDefault = (defaultLimit: number) => ({
   limit: Type.Optional(Type.Integer({
     minimum: 1, maximum: MAX_LIMIT,
@@ -56,29 +44,21 @@ const LINK_HEADER = {
   },
 }
 
-/** A list route's 200 answer, with the Link header documented. */
 export const listResponse = <T extends TSchema>(schema: T): T => ({ ...schema, headers: LINK_HEADER }) as T
 
-/** What sort key values a list's cursor carries, checked when it comes back. `serial`: a bigserial position (beyond integer's range). */
+/** `serial`: a bigserial position, beyond integer's range. */
 export type KeyKind = 'text' | 'uuid' | 'int' | 'serial' | 'day' | 'time'
 
 export interface Page {
-  /** Absent: the whole list. */
   limit?: number
-  /** The sort key of the last item of the previous page; absent on the first page. */
   after?: SortKey
-  /** 1 on the first page. */
   number: number
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-// PostgreSQL's text of a timestamptz (ISO DateStyle), or an ISO 8601 instant.
 const TIME = /^(\d{4}-\d{2}-\d{2})[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/
-/**
- * Whether a cursor's key value has the kind the list's sort key has. Strict, because the value
- * reaches SQL as a parameter: whatever PostgreSQL would refuse to cast (an impossible day, a
- * number beyond integer, a NUL) must be the cursor's 400 here, never a 500 there.
- */
+// Strict: a key value reaches SQL as a parameter, so whatever PostgreSQL would refuse to cast must
+// be the cursor's 400 here, never a 500 there.
 const KIND_CHECK: Record<KeyKind, (v: unknown) => boolean> = {
   text: (v) => typeof v === 'string' && v.length <= 1000 && !v.includes('\u0000'),
   uuid: (v) => typeof v === 'string' && UUID.test(v),
@@ -91,7 +71,6 @@ const KIND_CHECK: Record<KeyKind, (v: unknown) => boolean> = {
   },
 }
 
-/** Which list and which filters a cursor belongs to: route, path parameters, query but limit/cursor. */
 function fingerprint(request: FastifyRequest): string {
   const query = { ...(request.query as Record<string, unknown> | undefined) }
   delete query.limit
@@ -104,11 +83,7 @@ function fingerprint(request: FastifyRequest): string {
 
 const badCursor = (why: string) => new ValidationError(`querystring/cursor ${why}`, [{ field: 'querystring/cursor', message: `querystring/cursor ${why}` }])
 
-/**
- * The page a list request asks for; `kinds` are the list's sort key, checked in a cursor.
- * `defaultLimit`: the page size without `limit` (lists never answered whole; the query string's
- * fields from pageFieldsWithDefault), where otherwise a missing limit means the whole list.
- */
+/** The page a list request asks for; `kinds` are the list's sort key, checked in a cursor. */
 export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], options: { defaultLimit?: number } = {}): Page {
   const { limit: asked, cursor } = request.query as { limit?: number; cursor?: string }
   const limit = asked ?? options.defaultLimit
@@ -132,23 +107,20 @@ export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], opt
   return { limit, after: c.k as SortKey, number: c.p as number }
 }
 
-/** A page as a repository or service read it: its items and, when more remain, the key to continue after. */
 export interface Paged<T> { items: T[]; next?: SortKey }
 export type SortKey = Array<string | number>
 
-/** The items to answer; sets `Link: <...>; rel="next"` when another page follows. */
 export function answerPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page, paged: Paged<T>): T[] {
   linkNext(request, reply, page, paged.next)
   return paged.items
 }
 
-/** Sets `Link: <...>; rel="next"` when a paged request (with limit) has a next key: for answers that wrap their items (32, the inbox). */
+/** Sets the Link header for answers that wrap their items. */
 export function linkNext(request: FastifyRequest, reply: FastifyReply, page: Page, next: SortKey | undefined) {
   const url = nextPageUrl(request, page, next)
   if (url) reply.header('link', `<${url}>; rel="next"`)
 }
 
-/** The next page's URL (the request's path and query with its cursor), when a paged request has a next key: for a link in a page. */
 export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey | undefined): string | undefined {
   if (page.limit === undefined || !next) return undefined
   const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: next })).toString('base64url')
@@ -158,17 +130,14 @@ export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey |
   return `${path}?${query.toString()}`
 }
 
-/**
- * Cuts a page out of rows read with limit + 1: the extra row only says that more remain. Used by
- * repositories on their keyset reads, and on lists merged in memory (sorted by `keyOf`).
- */
+/** Cuts a page out of rows read with limit + 1: the extra row only says that more remain. */
 export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) => SortKey): Paged<T> {
   if (page.limit === undefined || rows.length <= page.limit) return { items: rows }
   const items = rows.slice(0, page.limit)
   return { items, next: keyOf(items[items.length - 1]!) }
 }
 
-/** A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single query sorts. */
+/** A page of a list no single query sorts, merged in memory and sorted by `keyOf`. */
 export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: Readonly<SortKey> }, keyOf: (row: T) => SortKey): Paged<T> {
   if (page.limit === undefined) return { items: sorted }
   const after = page.after

@@ -6,14 +6,9 @@ import { verifiedBearer } from './bearer.ts'
 const EXEMPT = new Set(['/health', '/ready', '/metrics'])
 
 /**
- * A fixed window per client (anonymous callers: per address), counted in this process. Each
- * instance limits on its own: with N instances behind a balancer a client gets up to N times
- * the limit, which docs/operations.md says.
- *
- * The budget is the verified client's, not the raw header's: a made-up token would otherwise buy
- * a fresh budget (and a map entry) each, and a client minting tokens would multiply its own. A
- * token that does not verify counts against its address. The verification is the request's one
- * (bearer.ts), which authentication then reuses: for a token seen before, a map lookup.
+ * A fixed window per verified client (else per address), counted per instance (docs/operations.md).
+ * Made-up tokens count against their address, so minting tokens buys no fresh budget; the token's
+ * verification is the one authentication reuses.
  */
 export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>, onRefused?: () => void) {
   if (settings.max === 0) return

@@ -2,15 +2,12 @@ import type { FastifyInstance } from 'fastify'
 import { ValidationError } from './errors.ts'
 
 /**
- * Bounds on what one request may make the service compute, beyond its size (docs/decisions.md,
- * "Limits on what one request may cost"). A megabyte of `[[[[...` or of `{"k1":1,"k2":1,...}`
- * is within the body limit, yet parsing it, and everything that walks the parsed value after
- * (validation, the Idempotency-Key hash, the services), holds the event loop for hundreds of
- * milliseconds; a value deeper than the stack is a 500 where JSON.stringify meets it. So a JSON
- * body is scanned once, in linear time, before it is parsed.
+ * Bounds on what one request may make the service compute: a megabyte of `[[[[...` fits the body
+ * limit, yet parsing and walking it holds the event loop, and a value deeper than the stack is a
+ * 500. So a JSON body is scanned once, in linear time, before it is parsed.
  */
 export const JSON_MAX_DEPTH = 64
-/** Array elements and object members in all: far above any body of the spec (1,000 ids at most per list). */
+/** Array elements and object members in all: far above any body of the spec. */
 export const JSON_MAX_MEMBERS = 20_000
 export const QUERY_MAX_PARAMETERS = 100
 
@@ -18,9 +15,8 @@ const OPEN_ARRAY = 0x5b, OPEN_OBJECT = 0x7b, CLOSE_ARRAY = 0x5d, CLOSE_OBJECT = 
 const COMMA = 0x2c, QUOTE = 0x22, BACKSLASH = 0x5c
 
 /**
- * Why a JSON text is refused before parsing, or undefined. Counts the brackets and commas that
- * are outside strings: a member is the first one of its container or follows a comma, so
- * containers plus commas bound the members. Malformed text is left to JSON.parse to refuse.
+ * Counts brackets and commas outside strings: containers plus commas bound the members. Malformed
+ * text is left to JSON.parse to refuse.
  */
 export function jsonShapeProblem(text: string): string | undefined {
   let depth = 0
@@ -29,7 +25,6 @@ export function jsonShapeProblem(text: string): string | undefined {
   for (let i = 0; i < length; i++) {
     const ch = text.charCodeAt(i)
     if (ch === QUOTE) {
-      // Skip the string: to the next quote that no backslash escapes.
       for (i++; i < length; i++) {
         const s = text.charCodeAt(i)
         if (s === BACKSLASH) i++
@@ -39,7 +34,7 @@ export function jsonShapeProblem(text: string): string | undefined {
       if (++depth > JSON_MAX_DEPTH) return `The body is nested deeper than ${JSON_MAX_DEPTH} levels`
       if (++members > JSON_MAX_MEMBERS) return tooWide()
     } else if (ch === CLOSE_ARRAY || ch === CLOSE_OBJECT) {
-      // Unbalanced: JSON.parse refuses it at this point, having read only what was checked.
+      // Unbalanced: JSON.parse refuses it here, having read only what was checked.
       if (--depth < 0) return undefined
     } else if (ch === COMMA) {
       if (++members > JSON_MAX_MEMBERS) return tooWide()
@@ -51,11 +46,8 @@ export function jsonShapeProblem(text: string): string | undefined {
 const tooWide = () => `The body has more than ${JSON_MAX_MEMBERS} array elements and object members`
 
 /**
- * The JSON parser of every route: the shape check above, then Fastify's own parser (which
- * refuses `__proto__` and `constructor.prototype` keys, and empty bodies, with its own errors).
- * Also refuses query strings of more than QUERY_MAX_PARAMETERS parameters: the URL is bounded
- * by Node's 16 KiB header limit, but thousands of repeated keys become arrays that validation
- * and the services would walk.
+ * Every route's JSON parser: the shape check, then Fastify's own (which refuses `__proto__` keys).
+ * Query strings are bounded in parameters too: thousands of repeated keys become arrays to walk.
  */
 export function installRequestLimits(app: FastifyInstance) {
   const parseJson = app.getDefaultJsonParser('error', 'error')
@@ -66,10 +58,10 @@ export function installRequestLimits(app: FastifyInstance) {
     parseJson(request, body as string, done)
   }
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse)
-  // A JSON merge patch (RFC 7396) is JSON: PATCH routes read it as their body (decisions: "Lists and paging").
+  // A JSON merge patch (RFC 7396) is JSON.
   app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, parse)
 
-  // Synchronous, and a few comparisons for a URL without a query: it runs on every request.
+  // Synchronous and cheap: it runs on every request.
   app.addHook('onRequest', (request, _reply, done) => {
     const url = request.url
     const start = url.indexOf('?')

@@ -1,15 +1,11 @@
-/**
- * The methods each path of the service has, for the `405` and `Allow` of a known path called with
- * another method (Fastify's router answers that with its not-found handler, as for an unknown path).
- */
+// The methods of each path, for the 405 and `Allow` of a known path called with another method
+// (Fastify's router sends that to the not-found handler).
 import Router, { type HTTPMethod } from 'find-my-way'
 import type { FastifyInstance } from 'fastify'
 
-/** The options of Fastify's router that decide whether a path matches a route; both routers get them. */
 export interface PathMatching { ignoreTrailingSlash?: boolean; maxParamLength?: number }
 
 export interface RouteMethods {
-  /** The methods of the routes matching the request URL (query string ignored), in a fixed order; none for an unknown path. */
   of(url: string): string[]
 }
 
@@ -17,17 +13,12 @@ const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 const rank = (method: string) => { const i = ORDER.indexOf(method); return i === -1 ? ORDER.length : i }
 const noop = () => {}
 
-/**
- * Installs an onRoute hook feeding a second router with every route's method and path, so a path
- * matches here exactly as it does in Fastify's (parameters, static segments beside them, a trailing
- * slash, a query string). Must be installed before any route is added.
- */
+// A second router fed by an onRoute hook matches a path exactly as Fastify's does; it must be
+// installed before any route is added.
 export function indexRouteMethods(app: FastifyInstance, matching: PathMatching): RouteMethods {
-  // No onBadUrl nor onMaxParamLength: a path this router cannot match is simply not found here.
   const router = Router({ ...matching })
   const methods = new Set<HTTPMethod>()
-  // A catch-all route (the CORS preflight's `OPTIONS *`) adds its methods to every path that
-  // exists, without making any path exist.
+  // A catch-all route (the preflight's `OPTIONS *`) adds its methods to every existing path.
   const everywhere = new Set<string>()
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat() as HTTPMethod[]) {

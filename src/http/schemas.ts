@@ -1,7 +1,6 @@
 import { Type, type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from './errors.ts'
 
-/** Shapes shared by every module. */
 
 export const ErrorBody = Type.Object(
   {
@@ -21,43 +20,37 @@ export const ErrorBody = Type.Object(
   },
 )
 
-/** Compared without regard to case: the service lower-cases every uuid it is sent (http/uuids.ts). */
+/** Case-insensitive: every uuid sent is lower-cased (http/uuids.ts). */
 export const Uuid = (description?: string) => Type.String({ format: 'uuid', ...(description ? { description } : {}) })
 
 export const CompanyParams = Type.Object({ company_id: Uuid('The company') })
 
 const DAY = '^\\d{4}-\\d{2}-\\d{2}$'
-/** Years 1900 to 2199, the days a year query (1900–2199) can read back. */
+/** The days a `year` query can read back. */
 const READABLE_DAY = '^(19|20|21)\\d{2}-\\d{2}-\\d{2}$'
-/** At least one character that is not white space. */
 const NOT_BLANK = '\\S'
 
-/** What a failed `pattern` means, in the words of the error sentence (http/validation.ts). */
+/** In the words of the error sentence. */
 export const PATTERN_SENTENCES: Record<string, string> = {
   [DAY]: 'must be a day, YYYY-MM-DD',
   [READABLE_DAY]: 'must be a day from 1900-01-01 to 2199-12-31 (YYYY-MM-DD)',
   [NOT_BLANK]: 'must not be blank (white space only)',
 }
 
-/** `YYYY-MM-DD`, checked as a real calendar day by the services. */
+/** Checked as a real calendar day by the services. */
 export const Day = (description?: string) => Type.String({ pattern: DAY, format: 'date', ...(description ? { description } : {}) })
 
-/** A day that a `year` query can read back: 1900-01-01 to 2199-12-31. */
 export const ReadableDay = (description?: string) =>
   Type.String({ pattern: READABLE_DAY, format: 'date', description: `${description ? `${description}; ` : ''}from 1900-01-01 to 2199-12-31` })
 
-/** A `year` query: 1900 to 2199, the years a stored day can fall in. */
 export const Year = (description: string) => Type.Integer({ minimum: 1900, maximum: 2199, description })
 
-/** A required name: 1 to maxLength characters, not all of them white space. */
+/** Not all white space. */
 export const Name = (maxLength = 200, description?: string) =>
   Type.String({ minLength: 1, maxLength, pattern: NOT_BLANK, ...(description ? { description } : {}) })
 
-/** A required code (a team's code, a plan family): the same rule as a name. */
 export const Code = Name
 
-/** A nullable value in a representation. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
-/** The 202 of creations and updates: no body (a creation also sets Location). */
 export const Accepted = Type.Null({ description: 'Accepted; a creation sets Location to the new resource' })

@@ -1,16 +1,13 @@
 import { Type } from 'typebox'
 
 /**
- * Secrets shown once (a client's `client_secret`, a webhook endpoint's `secret`): a route
- * declares them in its answer's schema with `SecretString`, and that one declaration makes the
- * answer `Cache-Control: no-store`, keeps the field out of the Idempotency-Key store (a replay
- * shows it `null`) and documents both in /openapi.json (src/http/idempotency.ts, openapi-document.ts).
+ * Secrets shown once: declaring a field `SecretString` in a route's answer schema makes the answer
+ * `no-store`, keeps it out of the Idempotency-Key store (a replay shows `null`) and documents both.
  */
 
-/** The schema keyword that marks a field as a secret (OpenAPI 3.1 allows `x-` keywords in a schema). */
+/** OpenAPI 3.1 allows `x-` keywords in a schema. */
 const SECRET_KEYWORD = 'x-secret'
 
-/** A secret field of an answer: the string in the answer that made it, `null` in a replay of that answer. */
 export const SecretString = (description: string) => Type.Union([Type.String(), Type.Null()], {
   [SECRET_KEYWORD]: true,
   description: `${description}. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an Idempotency-Key replay (Idempotent-Replayed: true)`,
@@ -18,14 +15,12 @@ export const SecretString = (description: string) => Type.Union([Type.String(), 
 
 type Schema = Record<string, any>
 
-/** The top-level fields of an object schema that are secrets. */
 export function secretFieldsOf(schema: unknown): string[] {
   const properties = (schema as Schema | undefined)?.properties
   if (!properties || typeof properties !== 'object') return []
   return Object.entries(properties as Record<string, Schema>).filter(([, s]) => s?.[SECRET_KEYWORD] === true).map(([name]) => name)
 }
 
-/** A route's secret fields, by the status of the answer that carries them (only statuses that carry some). */
 export function secretsByStatus(response: unknown): Map<number, string[]> {
   const out = new Map<number, string[]>()
   for (const [status, schema] of Object.entries((response ?? {}) as Record<string, unknown>)) {
@@ -35,10 +30,7 @@ export function secretsByStatus(response: unknown): Map<number, string[]> {
   return out
 }
 
-/**
- * The JSON answer with each of `fields` (top level) set to null, its keys in the order they had.
- * Null when the answer is not a JSON object: nothing of it can be kept safely.
- */
+/** null when the answer is not a JSON object: nothing of it can be kept safely. */
 export function withoutSecrets(payload: string, fields: string[]): string | null {
   let body: unknown
   try {

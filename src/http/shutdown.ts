@@ -20,11 +20,9 @@ export function createReadiness(app: FastifyInstance): Readiness {
 export interface ShutdownSettings { delayMs: number; timeoutMs: number }
 
 /**
- * Stopping behind a balancer, on SIGTERM or SIGINT: /ready answers 503 at once, so the balancer
- * stops sending new requests; everything is still served for `delayMs` (the balancer's time to
- * notice); then the listener closes, requests in flight finish (new ones on kept-alive
- * connections get 503), the scheduler stops after its running jobs, the database closes, and a
- * last log line says the process stopped. Beyond `timeoutMs` more it exits with code 1.
+ * On SIGTERM or SIGINT: /ready answers 503, everything is served for `delayMs` while the balancer
+ * notices, then the listener closes, requests in flight finish, jobs stop, the database closes.
+ * Beyond `timeoutMs` more the process exits with code 1.
  */
 export function installShutdown(app: FastifyInstance, readiness: Readiness, settings: ShutdownSettings, exit: (code: number) => void = process.exit) {
   let stopping = false

@@ -1,9 +1,5 @@
-/**
- * W3C Trace Context: `traceparent: 00-<trace-id 32 hex>-<parent-id 16 hex>-<flags 2 hex>`. A
- * request that carries one logs its trace id (and the caller's span as parent_span_id), so its
- * lines join the caller's trace in a log search. A malformed header, or the all-zero ids the
- * recommendation declares invalid, is ignored: tracing never refuses a request.
- */
+// W3C Trace Context: a request's `traceparent` puts its trace id on its log lines. A malformed header
+// or all-zero ids are ignored: tracing never refuses a request.
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 export function traceBindings(header: string | string[] | undefined): { trace_id: string; parent_span_id: string } | undefined {

@@ -1,20 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 
-/** Lower-cases the uuids of one request part in place; returns the (possibly replaced) value. */
 type Lower = (value: unknown) => unknown
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
- * UUIDs are case-insensitive: every value that a route's schema declares `format: uuid` (in the
- * path, the query or the body, however deep) is lower-cased as the request arrives. The path
- * and the query are done in the first `onRequest` hook, before the token's company is compared
- * with the path (auth.ts) and before a read or a write picks the company whose cache it uses
- * (cached-reads.ts); the body in the first `preValidation` hook, before validation, the
- * idempotency check and any query. Hooks added with `addHook` run before a route's own, so this
- * holds whatever the order of installation. A string that is not a uuid is left as it is (it may
- * be another branch of a union, such as a subscription id); validation refuses it where only a
- * uuid is allowed.
+ * UUIDs are case-insensitive: every `format: uuid` value is lower-cased as the request arrives, the
+ * path and query in the first onRequest hook (before auth compares the company and the cache picks
+ * it), the body in the first preValidation hook. A string that is not a uuid is left as it is.
  */
 export function installUuidCase(app: FastifyInstance) {
   const plans = new WeakMap<object, Lower | null>()
@@ -56,7 +49,7 @@ interface Schema {
 
 const MAX_DEPTH = 32
 
-/** What to lower-case in a value of `schema`, or null when the schema holds no uuid at all. */
+/** null when the schema holds no uuid at all. */
 function compile(schema: Schema, depth: number): Lower | null {
   if (depth > MAX_DEPTH) return null
   if (schema.format === 'uuid') return (value) => (typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : value)
@@ -70,9 +63,9 @@ function compile(schema: Schema, depth: number): Lower | null {
   const maxItems = schema.maxItems ?? Infinity
   return (value) => {
     if (items) {
-      // A query parameter sent once arrives as a string; validation makes it an array later.
+      // A query parameter sent once arrives as a string.
       if (typeof value === 'string') return items(value)
-      // Past maxItems, validation refuses the array anyway: not worth walking.
+      // Past maxItems validation refuses the array anyway.
       if (Array.isArray(value) && value.length <= maxItems) for (let i = 0; i < value.length; i++) value[i] = items(value[i])
     }
     if (properties.length > 0 && value !== null && typeof value === 'object' && !Array.isArray(value)) {

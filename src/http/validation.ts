@@ -10,18 +10,13 @@ const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormat
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
 /**
- * Bodies are validated as sent: no type coercion, unknown fields refused (never stripped), so
- * `{"name": 123}` is a 400 and not the string "123". Query strings and path parameters arrive
- * as text and are coerced to their documented types.
- *
- * Every string of a body, query or path, whatever its schema (free-form objects included, keys
- * too), is refused with a 400 naming the field when it holds a NUL character: PostgreSQL stores
- * none in text or jsonb and would otherwise refuse the statement without saying which field.
+ * Bodies are validated as sent: no coercion, unknown fields refused, so `{"name": 123}` is a 400.
+ * Query strings and path parameters are coerced. A string holding NUL anywhere is a 400 naming its
+ * field: PostgreSQL stores none and would refuse the statement without naming the field.
  */
 export function installValidation(app: FastifyInstance, compilers: Pick<LazyCompilers, 'lazily'>) {
-  // verbose: an anyOf error carries its schema, so an error names every allowed value (describe()).
-  // allErrors: a 400 lists every problem at once (details); its cost is bounded by the request
-  // limits (JSON of 64 levels and 20,000 members, 100 query parameters) and DETAILS_MAX.
+  // verbose: anyOf errors carry their schema, so a message names every allowed value. allErrors is
+  // bounded by the request limits and DETAILS_MAX.
   const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; verbose: boolean; keywords: string[] } = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false, verbose: true, keywords: ['example'] }
   const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }))
   const textAjv = withFormats(new Ajv({ ...common, coerceTypes: 'array' }))
@@ -32,8 +27,7 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
     return validate as ReturnType<FastifySchemaCompiler<unknown>>
   }
   app.setValidatorCompiler(compiler)
-  // Bodies are JSON (decisions §1): Fastify's built-in text/plain parser would hand a string to
-  // the schema ("body must be object", a 400); without it a text body is the 415 it should be.
+  // Bodies are JSON: without the text/plain parser a text body is a 415, not "body must be object".
   app.removeContentTypeParser('text/plain')
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const details = problems(errors as ErrorObject[], dataVar)
@@ -45,7 +39,6 @@ export function installValidation(app: FastifyInstance, compilers: Pick<LazyComp
 
 export type Validation = ReturnType<typeof installValidation>
 
-/** The parts of a request in the order Fastify validates them, each with where its data is. */
 const PARTS = [
   { part: 'params', data: (r: FastifyRequest) => r.params },
   { part: 'body', data: (r: FastifyRequest) => r.body },
@@ -54,16 +47,13 @@ const PARTS = [
 ] as const
 
 /**
- * Each route's validators by part. Fastify validates params, then body, then query, then headers,
- * and stops at the first part that fails; a client fixing one part at a time would then learn of
- * the next only on its next try. So when a part fails, the parts Fastify did not reach are run
- * here too, and their problems join the answer's `details` (in Fastify's order).
+ * Fastify stops at the first failing part, so the parts it did not reach are validated here too
+ * and their problems join `details`: a client learns of every problem at once.
  */
 class RouteValidators {
   private readonly byRoute = new Map<string, Map<string, Validate | null>>()
 
   add(methods: string | string[], url: string, part: string, validate: Validate) {
-    // A route of several methods: each method finds its validators.
     for (const method of [methods].flat()) this.addOne(method, url, part, validate)
   }
 
@@ -71,12 +61,10 @@ class RouteValidators {
     const key = `${method} ${url}`
     const parts = this.byRoute.get(key) ?? new Map<string, Validate | null>()
     this.byRoute.set(key, parts)
-    // A body with a schema per content type (several compilations) is left to Fastify alone:
-    // which of them applies is Fastify's choice, made from the request's media type.
+    // A body with a schema per content type is left to Fastify, which picks by media type.
     parts.set(part, parts.has(part) ? null : validate)
   }
 
-  /** The problems of the parts after `failed`, which Fastify did not validate (at most DETAILS_MAX). */
   problemsAfter(request: FastifyRequest, failed: string | undefined): Detail[] {
     const parts = this.byRoute.get(`${request.method} ${request.routeOptions.url}`)
     const from = PARTS.findIndex((p) => p.part === failed)
@@ -92,10 +80,8 @@ class RouteValidators {
 }
 
 /**
- * A query parameter the route does not know is a 400 naming it, as an unknown body field is:
- * a client's typo (`?subsidiary=` for `?subsidiary_id=`) must not be silently ignored. The API's
- * routes only: the hosted pages, `/docs` and the operational routes are read by browsers and
- * probes that may add parameters of their own.
+ * An unknown query parameter is a 400 naming it, so a typo is not silently ignored. API routes
+ * only: browsers and probes add parameters of their own to the others.
  */
 function strictQuery(route: RouteOptions) {
   if (!route.url.startsWith('/api/')) return
@@ -105,15 +91,11 @@ function strictQuery(route: RouteOptions) {
     : { type: 'object', properties: {}, additionalProperties: false }
 }
 
-/**
- * ajv-formats' uuid also takes a `urn:uuid:` prefix, which PostgreSQL's uuid type refuses (a
- * 400 that named no field): a uuid here is the 36 characters alone, in either case.
- */
+// ajv-formats' uuid takes a `urn:uuid:` prefix that PostgreSQL refuses: here a uuid is the 36 characters alone.
 function withFormats(ajv: Ajv): Ajv {
   return addFormats(ajv).addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i)
 }
 
-/** The schema's validation, then the NUL check on what passed it (so its depth is the schema's). */
 function withoutNul(validate: Validate): Validate {
   const checked: Validate = (data) => {
     if (!validate(data)) {
@@ -127,10 +109,7 @@ function withoutNul(validate: Validate): Validate {
   return checked
 }
 
-/**
- * The JSON pointers of the strings (or objects with a key) holding a NUL, in document order, at
- * most DETAILS_MAX; iterative, so no depth can overflow the stack.
- */
+/** JSON pointers of strings (or keys) holding NUL, at most DETAILS_MAX; iterative against stack overflow. */
 function nulsAt(data: unknown): Array<{ path: string; inKey: boolean }> {
   const found: Array<{ path: string; inKey: boolean }> = []
   const stack: Array<[unknown, string]> = [[data, '']]
@@ -154,25 +133,19 @@ function nulsAt(data: unknown): Array<{ path: string; inKey: boolean }> {
 
 const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
 
-/** One problem of a request: the field (its path, as the sentence names it) and the sentence. */
 export interface Detail { field: string; message: string }
 
-/**
- * At most this many details in an answer: with every error collected, a body of 20,000 wrong
- * members (the most the request limits let through) would otherwise answer with as many.
- */
+/** A body of thousands of wrong members would otherwise answer with as many details. */
 export const DETAILS_MAX = 100
 
-/** One sentence naming the field: "body/name must be string", "body/color is not a known field". */
+/** One sentence naming the field: "body/name must be string". */
 export function describe(errors: ErrorObject[] | undefined | null, dataVar: string): string {
   return problems(errors, dataVar)[0]?.message ?? `${dataVar} is invalid`
 }
 
 /**
- * Every problem of a failed validation (at most DETAILS_MAX), in the order Ajv found them, each
- * as describe() words it; the first is the one describe() gives. A union's failed branches are
- * one problem: a union of literals "must be one of" its values, any other union the problems of
- * its first branch (a nullable object: the object's).
+ * Every problem of a failed validation (at most DETAILS_MAX), in Ajv's order. A union's failed
+ * branches are one problem: "must be one of" for literals, else its first branch's problems.
  */
 export function problems(errors: ErrorObject[] | undefined | null, dataVar: string): Detail[] {
   const details: Detail[] = []
@@ -186,7 +159,6 @@ export function problems(errors: ErrorObject[] | undefined | null, dataVar: stri
   return details
 }
 
-/** Each step costs a pass over the errors (tens of thousands at most): it stops when full. */
 function collect(errors: ErrorObject[], dataVar: string, add: (detail: Detail) => void, full: () => boolean) {
   const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf')
   const done = new Set<ErrorObject>()
@@ -213,7 +185,6 @@ function collect(errors: ErrorObject[], dataVar: string, add: (detail: Detail) =
   }
 }
 
-/** The outermost anyOf/oneOf error whose branches produced this one (or this one, when it is such a union). */
 function outermostUnion(unions: ErrorObject[], error: ErrorObject): ErrorObject | undefined {
   const around = unions.filter((u) => u === error || within(u, error))
   if (around.length === 0) return undefined

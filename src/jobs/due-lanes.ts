@@ -3,14 +3,9 @@ import type { DB } from '../db/tables.ts'
 import type { Lane } from './job.ts'
 
 /**
- * The companies (null: the platform) with a job of `kinds` due at `now`, the one whose oldest
- * due job is oldest first. A loose index scan over jobs_company_due_idx (0009_fair_jobs.sql):
- * each step jumps to the next company with a due job, so one company's due backlog costs one
- * probe, not one row per job (EXPLAIN in docs/architecture.md). A company whose pending jobs
- * all lie in the future is still walked entry by entry (the index cannot skip past it on
- * run_at): the cost grows with the pending jobs of companies with no due work, a job or two
- * each today (a renewal, a series' next occurrence). A table of each company's next due time
- * would bound it by the companies with due work, if scale ever asks for it.
+ * Companies with a due job, oldest due first, by a loose index scan over jobs_company_due_idx: one
+ * probe per company, not a row per job. Companies whose pending jobs all lie in the future are still
+ * walked entry by entry; a table of next due times would bound that if scale asks for it.
  */
 export async function dueLanes(db: Kysely<DB>, kinds: string[], now: Date, real: { kinds: string[]; now: Date }): Promise<Lane[]> {
   const { rows } = await sql<{ company_id: string | null; run_at: Date | string }>`

@@ -8,17 +8,12 @@ import type { JobHandler, JobPreparer, Lane } from './job.ts'
 
 const MAX_BACKOFF_MS = 15 * 60_000
 /**
- * How long a job whose kind prepares outside a transaction is taken by its claimer: a process that
- * dies during the reads leaves it due again after this; one whose reads outlast it may see the job
- * run twice, which a preparing kind must bear (it re-reads its rows under their lock).
+ * The lease of a job that prepares outside a transaction: a claimer that dies leaves it due again
+ * after this; a preparing kind must bear running twice (it re-reads its rows under their lock).
  */
 const PREPARE_LEASE_MS = 10 * 60_000
 
-/**
- * Claims and runs one job: the claim, the handler in the job's transaction with its completion,
- * the failure's backoff, and the kinds that prepare outside a transaction (scheduler.ts decides
- * which company's job and when).
- */
+/** Claims and runs one job: the claim, the handler with its completion in one transaction, the failure's backoff. */
 export function createJobRunner(deps: {
   db: Kysely<DB>
   clock: Clock
@@ -29,18 +24,17 @@ export function createJobRunner(deps: {
   realKinds: ReadonlySet<string>
   preparers: ReadonlyMap<string, JobPreparer>
   businessKinds: () => string[]
-  /** The bound on a job's statements, longer than a request's (a sweep deletes thousands of rows); unset: the pool's. */
+  /** Longer than a request's: a sweep deletes thousands of rows. */
   statementTimeoutMs?: number
 }) {
   const { handlers, realKinds, preparers, businessKinds, realClock } = deps
 
   type JobRow = Awaited<ReturnType<typeof claimDue>> & {}
 
-  /** Locks the oldest due job of one company (null: of the platform) that no one else holds. */
+  /** The oldest due job of one company (null: the platform) that no one else holds. */
   function claimDue(trx: Transaction<DB>, lane: Lane, now: Date, realNow: Date) {
     const kinds = businessKinds()
     let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
-    // A job of a real-time kind is due by real time (realKinds), in the platform's lane or a company's.
     claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) => eb.or([
       eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
       eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
@@ -48,7 +42,7 @@ export function createJobRunner(deps: {
     return claim.orderBy('run_at').orderBy('id').limit(1).forUpdate().skipLocked().executeTakeFirst()
   }
 
-  /** A failed job: tried again after a backoff that doubles with its attempts. */
+  /** Retried after a backoff that doubles with its attempts. */
   async function recordFailure(trx: Transaction<DB>, job: JobRow, at: Date, err: unknown) {
     const attempts = job.attempts + 1
     const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(attempts, 20))
@@ -59,11 +53,9 @@ export function createJobRunner(deps: {
     deps.onFailure?.(job.kind)
   }
 
-  /** Runs a claimed job's handler in `trx` and marks it done, or records its failure. */
   async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown): Promise<void> {
-    // A job's changes to cached reads are announced by the tables' triggers, in its transaction
-    // (migration 0008): no request answers for them, and no code here knows which company they touch.
-    // Its statements get the jobs' bound on the server too (the connection keeps the pool's).
+    // The job's changes to cached reads are announced by the tables' triggers in its transaction. The
+    // jobs' statement bound is set on the server too: the connection keeps the pool's.
     const bound = deps.statementTimeoutMs === undefined ? sql`` : sql`, set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`
     await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)${bound}`.execute(trx)
     try {
@@ -77,9 +69,8 @@ export function createJobRunner(deps: {
   }
 
   /**
-   * Runs the oldest due job of one company (null: of the platform); false when none is free. A
-   * kind with a `prepare` is claimed by a lease (its run_at moved PREPARE_LEASE_MS ahead, committed),
-   * prepared with no transaction open, then run in a transaction of its own that locks it again.
+   * Runs the oldest due job of one company; false when none is free. A kind with `prepare` is leased
+   * (committed), prepared with no transaction open, then run in its own transaction.
    */
   function runOne(lane: Lane): Promise<boolean> {
     return deps.statementTimeoutMs === undefined ? runOneBounded(lane) : withStatementTimeout(deps.statementTimeoutMs, () => runOneBounded(lane))
@@ -113,7 +104,7 @@ export function createJobRunner(deps: {
       return
     }
     await deps.db.transaction().execute(async (trx) => {
-      // Cancelled meanwhile, or run by another instance after the lease ran out: nothing to do.
+      // Cancelled meanwhile, or run by another instance after the lease ran out.
       const job = await trx.selectFrom('jobs').selectAll().where('id', '=', leased.id).where('done_at', 'is', null).forUpdate().executeTakeFirst()
       if (job) await runHandler(trx, job, now, prepared)
     })

@@ -3,7 +3,7 @@ import type { AddonsTable, CouponsTable, DB, PlansTable, ProductsTable } from '.
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../http/pagination.ts'
 
-/** The lists' orders (decisions: "Lists and paging"); sku, code and id are unique. */
+/** sku, code and id are unique. */
 const PLAN_ORDER: SortColumn[] = [{ column: 'price_cents' }, { column: 'sku' }]
 const PRODUCT_ORDER: SortColumn[] = [{ column: 'sku' }]
 const ADDON_ORDER: SortColumn[] = [{ column: 'name' }, { column: 'id', cast: 'uuid' }]

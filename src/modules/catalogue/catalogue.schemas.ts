@@ -5,7 +5,7 @@ import { Code, Day, Name as NameOf, Nullable, Uuid } from '../../http/schemas.ts
 const Sku = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9_.\\-]*$', description: 'Letters, digits, "_", "-" and "."' })
 const Name = NameOf(200)
 const Price = Type.Number({ minimum: 0, maximum: 1_000_000, description: 'Major units of the price\'s currency_code (EUR 29.90, JPY 1000), with at most the currency\'s decimals (ISO 4217: EUR 2, JPY 0, KWD 3)' })
-/** A price's currency (decisions §9.1): set when the price is made, never changed after. */
+/** A price's currency: set when the price is made, never changed after. */
 const ISO_4217 = '^[A-Z]{3}$'
 const CurrencyCode = Type.String({
   pattern: ISO_4217, description: 'ISO 4217 code of the price\'s currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards.',

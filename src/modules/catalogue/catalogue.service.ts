@@ -11,9 +11,8 @@ import type { CatalogueRepository } from './catalogue.repository.ts'
 import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
 
 /**
- * Each price keeps the currency it was made in (its `currency_code`), which gives it its
- * decimals: 29.9 EUR is 2990 minor units, 1000 JPY is 1000. `currency` (CURRENCY_CODE) is only
- * the default of a new price, so changing the setting never changes what a stored amount means.
+ * Each price keeps its own `currency_code`, which gives it its decimals; CURRENCY_CODE is only a new
+ * price's default, so changing the setting never changes what a stored amount means.
  */
 export function createCatalogueService(deps: { repo: CatalogueRepository; currency: string }) {
   const { repo } = deps
@@ -96,7 +95,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     async createCoupon(input: CouponInput): Promise<string> {
       if (input.discount_type === 'percentage' && input.discount_value > 100) throw new ValidationError('body/discount_value must be at most 100 for a percentage')
       if (input.valid_till && !isRealDay(input.valid_till)) throw new ValidationError('body/valid_till must be a real calendar day')
-      // A percentage is no amount: it has no currency and fits a plan in any.
+      // A percentage has no currency and fits a plan in any.
       if (input.discount_type === 'percentage' && input.currency_code !== undefined) throw new ValidationError('body/currency_code applies only to discount_type "fixed_amount"')
       const currency = input.discount_type === 'fixed_amount' ? currencyOf(input.currency_code, 'body/currency_code') : null
       const terms = await couponTerms(input)
@@ -104,7 +103,6 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       const id = randomUUID()
       await repo.insertCoupon({
         id, code: input.code, name: input.name, discount_type: input.discount_type,
-        // Percent in basis points, amounts in minor units of the currency: both integers.
         discount_value_minor: input.discount_type === 'percentage'
           ? percentToBasisPoints(input.discount_value, 'body/discount_value')
           : toMinor(input.discount_value, 'body/discount_value', currency!),
@@ -124,10 +122,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     },
   }
 
-  /**
-   * Duration and targets (Chargebee's names and rules): duration_month goes with limited_period
-   * only; plan_ids/addon_ids with each_specified_item only, which needs at least one, each known.
-   */
+  // Chargebee's rules: duration_month only with limited_period; plan_ids/addon_ids only with each_specified_item.
   async function couponTerms(input: CouponInput) {
     const durationType = input.duration_type ?? 'forever'
     const durationMonth = input.duration_month ?? null

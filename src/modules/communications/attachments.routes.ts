@@ -19,9 +19,7 @@ const Attachment = Type.Object({
   size: Type.Integer({ description: 'Bytes' }),
 }, { additionalProperties: false, title: 'Attachment' })
 
-// Documentation only: Fastify validates a body schema per media type, and a multipart body is
-// read by the handler (request.file()), never parsed into request.body; with no `type`, the
-// undefined body passes.
+// Documentation only: a multipart body is read by the handler, never parsed into request.body.
 const UploadBody = {
   content: {
     'multipart/form-data': {
@@ -34,15 +32,11 @@ type Upload = Awaited<ReturnType<typeof readFile>>
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The uploaded file, read whole by the upload route's preValidation hook. */
     upload: Upload | null
   }
 }
 
-/**
- * Uploads and downloads of attachments. Multipart is registered in this plugin only, so every
- * other route of the service still accepts JSON alone.
- */
+// Multipart is registered in this plugin only, so every other route still accepts JSON alone.
 export async function attachmentsRoutes(app: App, { service, maxBytes }: { service: AttachmentsService; maxBytes: number }) {
   await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10, parts: 11, headerPairs: 100 } })
   app.decorateRequest('upload', null)
@@ -61,10 +55,8 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
         415: { ...ErrorBody, description: 'Not multipart/form-data, a type not allowed, or a content not of its declared type' },
       },
     },
-    // The whole file is read here, before the Idempotency-Key claim (a preHandler hook) begins
-    // the request's transaction: a client still sending holds no connection, and one whose
-    // upload breaks off is refused before anything is claimed. Its name, type and bytes are part
-    // of the request's hash: another file under the same key is a 409.
+    // Read whole before the Idempotency-Key claim opens a transaction, so a slow client holds no
+    // connection; the file is part of the request's hash, so another file under the same key is a 409.
     preValidation: async (request) => {
       if (!request.isMultipart()) throw new UnsupportedMediaType('The body must be multipart/form-data with one part named file')
       const file = await readFile(request, maxBytes)
@@ -97,7 +89,7 @@ export async function attachmentsRoutes(app: App, { service, maxBytes }: { servi
   })
 }
 
-/** The one part named `file`, whole, or the error saying why not (413 above the limit). */
+/** 413 above the limit. */
 async function readFile(request: FastifyRequest, maxBytes: number) {
   try {
     const part = await request.file()

@@ -3,16 +3,12 @@ import type { Clock } from '../../clock.ts'
 import { AppError, NotFound } from '../../http/errors.ts'
 import type { AttachmentsRepository } from './attachments.repository.ts'
 
-/**
- * The types an attachment may have, each with a check of its first bytes: the declared type
- * must be what the content is, so that a download served with that type is what it says.
- */
+// The declared type must match the first bytes, so a download served with it is what it says.
 const ALLOWED: Record<string, (content: Buffer) => boolean> = {
   'application/pdf': (b) => b.subarray(0, 5).toString('latin1') === '%PDF-',
   'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'image/jpeg': (b) => b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
   'text/plain': (b) => !b.includes(0) && isUtf8(b),
-  // Office Open XML documents are ZIP archives.
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document': isZip,
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': isZip,
 }
@@ -33,7 +29,6 @@ export class PayloadTooLarge extends AppError {
   constructor(message: string) { super('payload_too_large', 413, message) }
 }
 
-/** A file name without directories or control characters, at most 255 characters. */
 function cleanName(name: string | undefined): string {
   // eslint-disable-next-line no-control-regex
   const base = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, '').trim()

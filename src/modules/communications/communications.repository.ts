@@ -12,10 +12,8 @@ const COLUMNS = [
   'destination_team_ids', 'destination_subsidiary_ids', 'attachments', 'change_log', 'next_send_at', 'next_index',
 ] as const
 
-/** Communications, their delivered occurrences, and the one set-based statement that delivers one. */
 export function createCommunicationsRepository(db: Kysely<DB>) {
-  // The communication LEFT JOIN its occurrences: no row means no such communication, one row of
-  // nulls a communication not delivered yet. `delivered` = `recipients` (0007_occurrence_counters.sql).
+  // LEFT JOIN: no row means no such communication; one row of nulls, not delivered yet.
   const reportRows = prepared(db, (companyId: string, communicationId: string) => db.selectFrom('communications as c')
     .leftJoin('communication_occurrences as o', (join) => join
       .onRef('o.company_id', '=', 'c.company_id').onRef('o.communication_id', '=', 'c.id'))
@@ -28,7 +26,6 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
       return (await executor.selectFrom('companies').select('timezone').where('id', '=', companyId).executeTakeFirst())?.timezone
     },
 
-    /** Of the ids given, those naming a team of the company. */
     async teamIds(companyId: string, ids: string[]): Promise<Set<string>> {
       if (ids.length === 0) return new Set()
       const rows = await db.selectFrom('teams').select('id').where('company_id', '=', companyId).where('id', 'in', ids).execute()
@@ -56,18 +53,15 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     exists: async (companyId: string, id: string) =>
       (await db.selectFrom('communications').select('id').where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst()) !== undefined,
 
-    /** The communication, locked until the transaction ends: updates and deliveries take turns. */
+    /** Locked until the transaction ends: updates and deliveries take turns. */
     findForUpdate: (trx: Transaction<DB>, companyId: string, id: string) =>
       trx.selectFrom('communications').select(COLUMNS).where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
 
-    // Never the key: messages name it (migration 0035 refuses a change of it).
+    // Never the key: messages name it.
     update: (executor: Executor, companyId: string, id: string, values: Omit<Updateable<CommunicationsTable>, 'company_id' | 'id'>) =>
       executor.updateTable('communications').set(values).where('company_id', '=', companyId).where('id', '=', id).execute(),
 
-    /**
-     * Newest send_at first, ties newest id first; `from`/`to` bound send_at ([from, to)). The
-     * cursor's send_at is PostgreSQL's own text of it: a Date would drop its microseconds.
-     */
+    /** Newest send_at first, [from, to); the cursor keeps PostgreSQL's text of send_at (microseconds). */
     async list(companyId: string, filter: { from?: Date; to?: Date; status?: CommunicationStatus }, page: KeysetPage) {
       let query = db.selectFrom('communications').select(COLUMNS).select(sql<string>`send_at::text`.as('send_at_key')).where('company_id', '=', companyId)
       if (filter.status) query = query.where('status', '=', filter.status)
@@ -77,9 +71,8 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * Deletes a pending job, like scheduler.cancel but without waiting: a job claimed right now
-     * by an instance (row locked) is skipped. It is waiting for the communication's lock, which
-     * the caller holds, and will find itself stale; waiting for it here would deadlock.
+     * Deletes a pending job without waiting: a job claimed right now waits for the communication's
+     * lock, which the caller holds, and will find itself stale; waiting for it here would deadlock.
      */
     cancelPendingJob: (trx: Transaction<DB>, kind: string, key: string) =>
       sql`DELETE FROM jobs WHERE id IN (
@@ -91,7 +84,7 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
       return row !== undefined
     },
 
-    /** Records an occurrence as delivered; false when it already was (a second delivery does nothing). */
+    /** false when it already was: a second delivery does nothing. */
     async recordOccurrence(trx: Transaction<DB>, row: { company_id: string; communication_id: string; send_at: Date; delivered_at: Date }): Promise<boolean> {
       const inserted = await trx.insertInto('communication_occurrences').values(row)
         .onConflict((oc) => oc.doNothing()).returning('send_at').executeTakeFirst()
@@ -99,22 +92,9 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * Delivers one occurrence in one statement: a message to every active contract that is a member
-     * of a destination team or belongs to a destination subsidiary. The IN (... UNION ...) names
-     * each contract once however many destinations it is in. The same statement adds the messages
-     * it inserted to the occurrence's `recipients` (recordOccurrence made the row, in this
-     * transaction), and answers their number.
-     *
-     * Called only after recordOccurrence inserted the occurrence, in the same transaction: a second
-     * run of an occurrence stops there, so no message of it can exist yet. Hence a plain INSERT,
-     * not ON CONFLICT DO NOTHING, whose speculative insertion cost a sixth of the statement; the
-     * unique key still stands, and a duplicate would fail the job rather than pass silently. Nor
-     * does a foreign key check each row (migration 0035: the contracts come from this very
-     * SELECT, the communication is locked, and neither is ever deleted or re-keyed). The rows are
-     * inserted in the contracts' order, so that each one's entries land next to the last one's in
-     * the unique key and the inbox index (0.94–0.98 s without the order, 0.68–0.82 s with it). For 100,000
-     * recipients, timed alone, the statement took 1.87–1.90 s with the checks per row and
-     * 0.68–0.82 s without (bench/findings.md).
+     * Delivers one occurrence in one statement: a message per active contract of a destination team or
+     * subsidiary, counted in `recipients`. The occurrence was just recorded, so no message of it exists:
+     * a plain INSERT without per-row foreign-key checks, in contract order for index locality.
      */
     async insertMessages(trx: Transaction<DB>, d: { companyId: string; communicationId: string; sendAt: Date; now: Date; teamIds: string[]; subsidiaryIds: string[] }): Promise<number> {
       const result = await sql<{ inserted: number }>`
@@ -144,12 +124,7 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
       return result.rows[0]?.inserted ?? 0
     },
 
-    /**
-     * One row per delivered occurrence, oldest first, read from the occurrence's counters (one
-     * probe of the communication's primary key, one range of the occurrences' primary key; no
-     * message is read). Undefined when the company has no such communication; a communication
-     * delivered to no occurrence yet answers no rows.
-     */
+    /** One row per delivered occurrence, oldest first, from the counters; undefined when no such communication. */
     async report(companyId: string, communicationId: string) {
       const rows = await reportRows(companyId, communicationId)
       if (rows.length === 0) return undefined

@@ -12,7 +12,7 @@ import type { CommunicationDelivery } from './communications.delivery.ts'
 import { firstToDeliver, instantOf, localDay, yearRange } from './communications.recurrence.ts'
 import type { Communication, CommunicationInput, CommunicationUpdate, ReportRow } from './communications.schemas.ts'
 
-/** What a client decides about a communication; the rest (status after delivery, change_log) is the server's. */
+/** What a client decides; status after delivery and change_log are the server's. */
 interface Fields {
   subject: string
   message: string
@@ -32,7 +32,6 @@ const FIELD_NAMES: (keyof Fields)[] = [
   'destination_team_ids', 'destination_subsidiary_ids', 'attachments',
 ]
 
-/** change_log records text longer than this (in characters) as `{length, sha256}`. */
 const LOGGED_TEXT_MAX = 200
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -51,7 +50,6 @@ export function createCommunicationsService(deps: {
     return timeZone
   }
 
-  /** Checks the ids a body names against the company, and fills attachments from the uploads. */
   async function resolveReferences(companyId: string, input: CommunicationUpdate, allowedSenders: string[]): Promise<Partial<Fields>> {
     const out: Partial<Fields> = {}
     if (input.destination_team_ids) {
@@ -87,7 +85,6 @@ export function createCommunicationsService(deps: {
     return out
   }
 
-  /** The rules that tie fields together, on the whole communication as it would be stored. */
   function checkConsistency(f: Fields, timeZone: string) {
     if (Number.isNaN(f.send_at.getTime())) throw new ValidationError('body/send_at must be a valid date-time')
     if (f.recurrent === 'none' && f.recurrent_until !== null) throw new ValidationError('body/recurrent_until must be null when recurrent is none')
@@ -101,11 +98,8 @@ export function createCommunicationsService(deps: {
     }
   }
 
-  /**
-   * The range of send_at a client may write: from one calendar year before now (older
-   * occurrences would only collapse into the latest one) to the end of 2199 on the company's
-   * calendar, the last year the list's `year` reads.
-   */
+  // From a year before now (older occurrences would only collapse into the latest) to the end of
+  // 2199, the last year the list's `year` reads.
   function checkSendAtBounds(sendAt: Date, timeZone: string) {
     const earliest = clock.now()
     earliest.setUTCFullYear(earliest.getUTCFullYear() - 1)
@@ -144,15 +138,12 @@ export function createCommunicationsService(deps: {
       return id
     },
 
-    /**
-     * Changes what the body names (a field left out keeps its value). Once an occurrence has been
-     * delivered only `status: discontinued` is accepted; submitted and discontinued are final.
-     */
+    /** Once delivered, only `status: discontinued` is accepted; submitted and discontinued are final. */
     async update(companyId: string, id: string, input: CommunicationUpdate, actor: string): Promise<void> {
       const timeZone = await timezoneOf(companyId)
       const found = await repo.find(companyId, id)
       if (!found) throw new NotFound('Communication')
-      // Checked before the transaction: on PGlite (one session) a query beside it would wait for it.
+      // Before the transaction: on PGlite (one session) a query beside it would wait for it.
       const resolved = await resolveReferences(companyId, input, [actor, found.sender_id])
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.findForUpdate(trx, companyId, id)
@@ -172,20 +163,17 @@ export function createCommunicationsService(deps: {
           throw new Conflict('An occurrence of this communication has been delivered: the only change allowed is status discontinued')
         }
         checkConsistency(next, timeZone)
-        // Only a new send_at is bounded: one that has aged past a year since it was written can
-        // still be sent back as read.
+        // Only a new send_at is bounded: an old one can be sent back as read.
         if (changes.send_at) checkSendAtBounds(next.send_at, timeZone)
         const now = clock.now()
         const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: next.status === 'discontinued' ? 'discontinued' : 'updated', changes }
-        // Scheduling (again) collapses the occurrences already past into the most recent one.
         const first = next.status === 'scheduled' ? firstToDeliver(next, now, timeZone) : null
         const after = first?.at ?? null
         await repo.update(trx, companyId, id, {
           ...columns(next), change_log: JSON.stringify([...current.change_log, entry]),
           next_send_at: after, next_index: first?.index ?? null, updated_at: now,
         })
-        // A pending occurrence that did not move keeps its job (rewriting the job row would wait
-        // on it if it is being run right now).
+        // An unmoved pending occurrence keeps its job: rewriting it would wait on a run in progress.
         const pending = current.next_send_at
         if (after?.getTime() !== pending?.getTime()) {
           if (pending) await deps.delivery.cancel(trx, id, pending)
@@ -200,13 +188,9 @@ export function createCommunicationsService(deps: {
       return view(row)
     },
 
-    /** A communication event's object, as GET .../communications/{id} answers. */
     communicationEventObject: (stored: StoredObject): Communication => view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! }),
 
-    /**
-     * An occurrence's event: its resource is the communication, read now (an occurrence has no
-     * GET of its own; the report and the messages of `send_at` tell what was delivered).
-     */
+    /** An occurrence has no GET of its own: its event's object is the communication, read now. */
     async occurrenceEventObject(stored: StoredObject): Promise<Communication> {
       const row = await repo.find(stored.company_id, stored.communication_id)
       if (!row) throw new NotFound('Communication')
@@ -220,7 +204,7 @@ export function createCommunicationsService(deps: {
       return { ...paged, items: paged.items.map(view) }
     },
 
-    /** 29, oldest occurrence first; a page is cut from the communication's occurrences (one per period, read in one probe). */
+    /** Oldest occurrence first. */
     async report(companyId: string, id: string, page: KeysetPage = {}): Promise<Paged<ReportRow>> {
       const rows = await repo.report(companyId, id)
       if (!rows) throw new NotFound('Communication')
@@ -248,14 +232,11 @@ function columns(f: Fields) {
 }
 
 /**
- * `{field: [old, new]}` for every field that differs (all of them against nothing, on creation).
- * Text over LOGGED_TEXT_MAX characters is recorded as `{length, sha256}` (characters as JSON
- * Schema counts them, the SHA-256 of its UTF-8 in hex): a log that copied a 50 KB message at each
- * update grew to megabytes and slowed every read of the table. The hash still tells whether two
- * versions are the same text.
+ * `{field: [old, new]}` for every field that differs. Long text is recorded as `{length, sha256}`:
+ * copying it at each update bloats the log, and the hash still tells versions apart.
  */
 function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, unknown]> {
-  // jsonb reorders object keys: attachments are compared as {id, name, mime} in that order.
+  // jsonb reorders object keys: attachments are compared as {id, name, mime}.
   const plain = (v: unknown) => v instanceof Date ? v.toISOString()
     : Array.isArray(v) ? v.map((x) => (typeof x === 'object' && x !== null ? { id: x.id, name: x.name, mime: x.mime } : x))
     : v
@@ -268,7 +249,7 @@ function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, u
   return changes
 }
 
-/** A value as change_log records it (text over LOGGED_TEXT_MAX characters as `{length, sha256}`); also the companies' change_log. */
+/** Also the companies' change_log. */
 export function loggedValue(value: unknown): unknown {
   if (typeof value !== 'string') return value
   const length = [...value].length

@@ -5,18 +5,16 @@ import type { DB } from '../../db/tables.ts'
 
 const MESSAGE_COLUMNS = ['m.id', 'm.communication_id', 'm.contract_id', 'm.send_at', 'm.delivered_at', 'm.opened_at', 'm.action_done_at'] as const
 
-/** page/page_size as an offset (the spec's paging of 32), or limit/cursor as a keyset (every list). */
+/** page/page_size as an offset (the spec's paging for this list), or limit/cursor as a keyset. */
 function cutRows<T>(rows: T[], paging: Paging, keyOf: (row: T) => Array<string | number>): Paged<T> {
   return 'offset' in paging ? { items: rows } : cutPage(rows, paging, keyOf)
 }
 
 export type Paging = { limit: number; offset: number } | { limit: number; after?: ReadonlyArray<string | number> }
 
-/** 32's order (the unique index's), and the inbox's: newest send_at first, then id. */
 const OCCURRENCE_ORDER: SortColumn[] = [{ column: 'm.contract_id', cast: 'uuid' }]
 const INBOX_ORDER: SortColumn[] = [{ column: 'm.send_at', desc: true, cast: 'timestamptz' }, { column: 'm.id', cast: 'uuid' }]
 
-/** Rows of one page: by offset, or after a key (limit + 1 rows: cutPage tells whether more remain). */
 function paged<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, order: SortColumn[], paging: Paging) {
   if ('offset' in paging) {
     let q = query
@@ -26,7 +24,7 @@ function paged<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>,
   return keyset(query, order, paging)
 }
 
-/** Delivered messages: per occurrence (endpoint 32), per recipient (the inbox), and their first opening and acknowledgement. */
+/** Delivered messages: per occurrence, per recipient (the inbox), and their first opening and acknowledgement. */
 export function createMessagesRepository(db: Kysely<DB>) {
   function occurrenceQuery(companyId: string, communicationId: string, sendAt: Date, filter: { opened?: boolean; actions?: boolean }) {
     let query = db.selectFrom('communication_messages as m')
@@ -45,7 +43,6 @@ export function createMessagesRepository(db: Kysely<DB>) {
   }
 
   return {
-    /** One page of an occurrence's messages, in the order of the unique index (by contract). */
     async byOccurrence(companyId: string, communicationId: string, sendAt: Date, filter: { opened?: boolean; actions?: boolean }, paging: Paging) {
       const base = occurrenceQuery(companyId, communicationId, sendAt, filter)
       const [rows, count] = await Promise.all([
@@ -55,20 +52,18 @@ export function createMessagesRepository(db: Kysely<DB>) {
       return { ...cutRows(rows, paging, (row) => [row.contract_id]), total: Number(count.total) }
     },
 
-    /** One page of a contract's inbox, newest first, with what each communication says. */
     async inbox(companyId: string, contractId: string, filter: { opened?: boolean }, paging: Paging) {
       const base = inboxQuery(companyId, contractId, filter)
       const [rows, count] = await Promise.all([
         paged(base.select(MESSAGE_COLUMNS)
           .select(['c.subject', 'c.message', 'c.sender_id', 'c.action_required', 'c.attachments'])
-          // The cursor's send_at as PostgreSQL prints it: a Date would drop its microseconds.
+          // PostgreSQL's text: a Date would drop microseconds.
           .select(sql<string>`m.send_at::text`.as('send_at_key')), INBOX_ORDER, paging).execute(),
         base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       ])
       return { ...cutRows(rows, paging, (row) => [row.send_at_key, row.id]), total: Number(count.total) }
     },
 
-    /** The message with what its communication asks of the recipient. */
     find: (companyId: string, messageId: string) =>
       db.selectFrom('communication_messages as m')
         .innerJoin('communications as c', (join) => join.onRef('c.company_id', '=', 'm.company_id').onRef('c.id', '=', 'm.communication_id'))
@@ -77,10 +72,8 @@ export function createMessagesRepository(db: Kysely<DB>) {
         .executeTakeFirst(),
 
     /**
-     * Records the first opening only (a later call changes nothing) and counts it in the
-     * occurrence's `opened`, in one statement. Two concurrent calls: the second waits for the
-     * first's row lock, then finds opened_at set (READ COMMITTED re-checks the WHERE on the row
-     * as committed) and counts nothing. Locks the message, then the occurrence, like every writer.
+     * Records the first opening only and counts it in `opened`, in one statement. A concurrent call
+     * waits for the row lock, re-checks the WHERE and counts nothing. Message then occurrence, like every writer.
      */
     markOpened: (companyId: string, messageId: string, at: Date) => sql`
       WITH opened AS (
@@ -93,11 +86,8 @@ export function createMessagesRepository(db: Kysely<DB>) {
       WHERE o.company_id = ${companyId} AND o.communication_id = opened.communication_id AND o.send_at = opened.send_at`.execute(db),
 
     /**
-     * Records the first acknowledgement only; acknowledging implies having opened it. Counts it
-     * in `actions_done`, and in `opened` too when the message had not been opened. Whether it had
-     * must be read from the row as it is once locked: the first CTE locks it (FOR UPDATE returns
-     * the latest committed version, so an opening that committed meanwhile is seen), the second
-     * updates it (an UPDATE's RETURNING gives only the new values), then the occurrence.
+     * Records the first acknowledgement only, counting it in `actions_done` (and `opened` if it was
+     * unopened, read under FOR UPDATE so a concurrent opening is seen).
      */
     markActionDone: (companyId: string, messageId: string, at: Date) => sql`
       WITH message AS (

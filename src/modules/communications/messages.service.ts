@@ -18,7 +18,6 @@ function messageView(row: { id: string; communication_id: string; contract_id: s
   }
 }
 
-/** The recipients' side of communications: messages per occurrence, inboxes, openings and acknowledgements. */
 export function createMessagesService(deps: {
   repo: MessagesRepository
   communications: Pick<CommunicationsRepository, 'exists' | 'contractExists'>
@@ -26,10 +25,7 @@ export function createMessagesService(deps: {
 }) {
   const { repo, clock } = deps
 
-  /**
-   * page/page_size (the spec's paging of 32, by offset) or limit/cursor (every list's, by keyset),
-   * never both. With a cursor, `page` counts the pages walked and `page_size` is the limit.
-   */
+  // page/page_size (offset) or limit/cursor (keyset), never both; with a cursor, `page` counts pages walked.
   function paging(query: PageQuery, cursorPage: Page | undefined): { page: number; page_size: number; paging: Paging } {
     if (cursorPage?.limit !== undefined) {
       const mixed = query.page !== undefined ? 'page' : query.page_size !== undefined ? 'page_size' : undefined
@@ -42,13 +38,11 @@ export function createMessagesService(deps: {
   }
 
   return {
-    /** A message event's object, as the message lists answer it. */
     messageEventObject: (stored: StoredObject): Message => messageView({
       ...(stored as Message), send_at: storedTime(stored.send_at)!, delivered_at: storedTime(stored.delivered_at)!,
       opened_at: storedTime(stored.opened_at), action_done_at: storedTime(stored.action_done_at),
     }),
 
-    /** Endpoint 32: the messages of one occurrence, a page at a time. */
     async byOccurrence(companyId: string, communicationId: string, query: PageQuery & { send_at: string; opened?: boolean; actions?: boolean }, cursorPage?: Page) {
       if (!(await deps.communications.exists(companyId, communicationId))) throw new NotFound('Communication')
       const sendAt = new Date(query.send_at)

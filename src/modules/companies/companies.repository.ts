@@ -6,23 +6,20 @@ import { containing, keyset, preparedPages, type KeysetPage, type SortColumn } f
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
-/** The lists' orders (decisions: "Lists and paging"); each ends with a unique column. */
+/** Each order ends with a unique column. */
 export const COMPANY_ORDER: SortColumn[] = [{ column: 'c.name' }, { column: 'c.id', cast: 'uuid' }]
 export const SUBSIDIARY_ORDER: SortColumn[] = [{ column: 'name' }, { column: 'id', cast: 'uuid' }]
 export const CONTRACT_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column: 'c.first_name' }, { column: 'c.id', cast: 'uuid' }]
 
-/** A contract as created: every column the service sets. */
 export type NewContract = Pick<ContractsTable, 'company_id' | 'id' | 'first_name' | 'last_name' | 'email' | 'subsidiary_id'> & { active: boolean; updated_at: Date }
 
 export interface ContractFilter { active?: boolean; subsidiary_id?: string; team_id?: string; q?: string }
 export interface CompanyFilter { q?: string; disabled?: boolean; subscription_status?: SubscriptionStatus }
 
 
-/** Companies with the mirror of their subscription, subsidiaries and contracts. */
 export function createCompaniesRepository(db: Kysely<DB>) {
-  // The hot read (bench/RESULTS.md): one statement, compiled once.
+  // Hot reads, compiled once.
   const company = prepared(db, (companyId: string) => companiesQuery(db).where('c.id', '=', companyId))
-  // The mix's contract reads and writes (issue 19), compiled once as well.
   const contractPages = preparedPages(db, CONTRACT_ORDER, (companyId) => contractsQuery(db, companyId))
   const contractInsertion = prepared(db, (companyId: string, id: string, firstName: string, lastName: string, email: string | null,
     subsidiaryId: string | null, active: boolean, updatedAt: Date) => db.insertInto('contracts').values({
@@ -32,10 +29,9 @@ export function createCompaniesRepository(db: Kysely<DB>) {
   return {
     insertCompany: (executor: Executor, company: Insertable<CompaniesTable>) => executor.insertInto('companies').values(company).execute(),
 
-    /** The company with its current subscription and that plan's features, in one query. */
     findCompany: async (companyId: string) => (await company(companyId))[0],
 
-    /** What decides a company's authorized scopes: its plan's features, while its subscription lives. */
+    /** Its plan's features, while its subscription lives. */
     findPlanFeatures(companyId: string) {
       return db.selectFrom('companies as c')
         .leftJoin('subscriptions as s', 's.company_id', 'c.id')
@@ -45,7 +41,6 @@ export function createCompaniesRepository(db: Kysely<DB>) {
         .executeTakeFirst()
     },
 
-    /** Every company matching the filters, by name then id (platform list). */
     async listCompanies(filter: CompanyFilter, page: KeysetPage) {
       let query = companiesQuery(db)
       if (filter.q !== undefined) query = query.where('c.name', 'ilike', containing(filter.q))
@@ -54,7 +49,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       return cutPage(await keyset(query, COMPANY_ORDER, page).execute(), page, (row) => [row.name, row.id])
     },
 
-    /** The company's writable columns and change_log, locked until the PATCH's transaction ends. */
+    /** Locked until the PATCH's transaction ends. */
     lockForPatch: (trx: Transaction<DB>, companyId: string) =>
       trx.selectFrom('companies').selectAll().where('id', '=', companyId).forUpdate().executeTakeFirst(),
 
@@ -67,7 +62,6 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       return Number(result.numUpdatedRows) > 0
     },
 
-    /** Remembered per process once seen (src/db/company-exists.ts). */
     companyExists: companyExistsOn(db),
 
     insertSubsidiary: (row: { company_id: string; id: string; name: string; city: string | null; country: string | null }) =>
@@ -98,7 +92,6 @@ export function createCompaniesRepository(db: Kysely<DB>) {
           .whereRef('tm.company_id', '=', 'c.company_id').whereRef('tm.contract_id', '=', 'c.id').where('tm.team_id', '=', teamId)))
       }
       if (filter.q !== undefined) {
-        // Name or email: first name, last name, both as "first last", or the email address.
         const pattern = containing(filter.q)
         query = query.where((eb) => eb.or([
           eb('c.first_name', 'ilike', pattern), eb('c.last_name', 'ilike', pattern), eb('c.email', 'ilike', pattern),
@@ -109,7 +102,6 @@ export function createCompaniesRepository(db: Kysely<DB>) {
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
 
-    /** The mirror of the company's subscription a Company shows (none: undefined). */
     findSubscriptionMirror: (companyId: string) => db.selectFrom('subscriptions as s')
       .leftJoin('plans as p', 'p.sku', 's.plan_sku')
       .select(['s.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
@@ -117,7 +109,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
       .where('s.company_id', '=', companyId)
       .executeTakeFirst(),
 
-    /** The teams each contract is a member of, by id; keyed `<company_id>/<contract_id>`, a contract in no team absent. */
+    /** Keyed `<company_id>/<contract_id>`; a contract in no team absent. */
     async teamIdsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
       const rows = await db.selectFrom('team_members').select(['company_id', 'contract_id', 'team_id'])
         .where((eb) => eb(eb.refTuple('company_id', 'contract_id'), 'in', contracts.map((contract) => eb.tuple(contract.companyId, contract.id))))
@@ -132,7 +124,7 @@ export function createCompaniesRepository(db: Kysely<DB>) {
   }
 }
 
-/** Companies with the mirror of their subscription: the columns the representation shows, no more (every timestamp costs a Date parse per read). */
+/** Only the columns the representation shows: every timestamp costs a Date parse per read. */
 function companiesQuery(db: Kysely<DB>) {
   return db.selectFrom('companies as c')
     .leftJoin('subscriptions as s', 's.company_id', 'c.id')
@@ -146,11 +138,7 @@ function companiesQuery(db: Kysely<DB>) {
     ])
 }
 
-/**
- * Contracts with the ids of their teams, read from the memberships so both always agree; as
- * `json`, which the driver decodes with the native JSON.parse (a `uuid[]` goes through a
- * JavaScript array parser, per row of a page).
- */
+// Team ids read from the memberships so both views agree; as json, which the driver parses natively.
 export function contractsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('contracts as c')
     .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])

@@ -30,27 +30,22 @@ const ContractsQuery = pageQuery({
   q: Type.Optional(Search('First name, last name, "first last" or email')),
 })
 
-/**
- * Routes that act on the path alone refuse any body, `{}` included: a client that sends one
- * means something by it (33 is a PUT on the company's own path, which reads as an update), and
- * silently doing something else instead is worse than saying so.
- */
+// Routes acting on the path alone refuse any body, `{}` included: a client sending one means
+// something by it, and silently doing something else is worse than saying so.
 function takesNoBody(message: string) {
   return async (request: FastifyRequest) => {
     if (request.body !== undefined) throw new ValidationError(message)
   }
 }
 
-/** Companies (25, 33, 34 and creation), their subsidiaries and contracts. */
 export async function companiesRoutes(app: App, { service, cache }: { service: CompaniesService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Companies']
 
   app.post(BASE, {
-    // Its trial subscription is created at the billing provider of the product.
     config: { access: 'platform', billingProvider: true },
     schema: { operationId: 'createCompany', tags, summary: 'Create a company with a trial subscription', body: CompanyInput, response: { 202: Accepted } },
   }, async (request, reply) => {
-    // A request under an Idempotency-Key names its company by the key: its retry makes the same company (no second customer at Chargebee).
+    // Named by the Idempotency-Key, a retry makes the same company (no second customer at Chargebee).
     const retryName = request.idempotency ? `${request.idempotency.owner}:${request.idempotency.key}` : null
     return accepted(reply, `${BASE}/${await service.createCompany(request.body, principalOf(request).clientId, retryName)}`)
   })
@@ -174,7 +169,7 @@ export async function companiesRoutes(app: App, { service, cache }: { service: C
     },
   }, async (request, reply) => {
     const { limit: _l, cursor: _c, ...filter } = request.query
-    // Every page and filter set from the cache: its URL (path and query) is its key.
+    // The URL (path and query) keys each page and filter set.
     return replyCached(reply, cache, request.params.company_id, 'contracts', request.url, async () => {
       const page = readPage(request, ['text', 'text', 'uuid'])
       return answerPage(request, reply, page, await service.listContracts(request.params.company_id, filter, page))

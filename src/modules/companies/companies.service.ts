@@ -20,7 +20,7 @@ import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotW
 import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
 import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
 
-/** The routes that change a contract's teams, named where a client tries to change them on the contract. */
+/** Named where a client tries to change a contract's teams on the contract. */
 const TEAM_ROUTES = [
   'POST /api/v1/companies/{company_id}/teams (its team_leader_ids)',
   'PUT /api/v1/companies/{company_id}/teams/{team_id}/upgrade_contract',
@@ -33,7 +33,7 @@ function teamIdsReadOnly(why: string) {
   return new ValidationError(`body/team_ids is read-only (${why}): a contract's teams change through ${TEAM_ROUTES}`)
 }
 
-/** How many ids one Idempotency-Key may name (each retry after a failure inside the creation spends one). */
+/** How many ids one Idempotency-Key may name (each failed attempt spends one). */
 const MAX_GENERATIONS = 100
 
 type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCompany']>>>
@@ -61,15 +61,9 @@ export function createCompaniesService(deps: {
 
   return {
     /**
-     * Creates the company, its billing customer and its trial subscription, all or nothing.
-     *
-     * `retryName` (the request's Idempotency-Key, with its owner): the company's id is derived
-     * from it, so a retry after a failure this service could not see through (its own commit,
-     * a crash) creates the same company, whose customer and subscription at Chargebee it finds
-     * again (their creation is keyed by these ids) instead of leaving them orphaned. The name
-     * takes a generation (`:1`, `:2`...) past an id that is spent: a company of it exists (an
-     * earlier use of the key, whose record expired: a new request), or the provider deleted its
-     * customer after a failed attempt and would replay that (CustomerIdSpent).
+     * Creates the company, its billing customer and its trial subscription, all or nothing. The id
+     * derives from `retryName` (the Idempotency-Key and its owner), so a retry after an unseen failure
+     * finds the same objects at Chargebee instead of orphaning them; a spent id takes the next generation.
      */
     async createCompany(input: CompanyInput, actor: string, retryName: string | null = null): Promise<string> {
       if (!isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
@@ -99,7 +93,7 @@ export function createCompaniesService(deps: {
           await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
         })
         const spent = await inserted.then(() => false, async (err) => {
-          // What the provider created for this company is deleted there: a retry makes a new company, never an orphan.
+          // Deleted at the provider: a retry makes a new company, never an orphan.
           if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
           if (err instanceof CustomerIdSpent && retryName !== null) return true
           throw err
@@ -115,17 +109,15 @@ export function createCompaniesService(deps: {
       return companyView(row)
     },
 
-    /** Every company, filtered, a page at a time (platform). */
     async listCompanies(filter: CompanyFilter, page: KeysetPage): Promise<Paged<Company>> {
       const paged = await repo.listCompanies(filter, page)
       return { ...paged, items: paged.items.map(companyView) }
     },
 
     /**
-     * PATCH (decisions §8.2): a JSON merge patch of the writable fields, checked as creation
-     * checks them, applied under the company's row lock (an object field merges with what is
-     * stored, so two patches must not both read the old value), recorded in change_log. A
-     * company token (`by.companyId` set) may not change the fields that decide its tax (§9.1).
+     * A JSON merge patch of the writable fields, checked as creation checks them, applied under the row
+     * lock and recorded in change_log. A company token may not change the fields that decide its tax
+     * (docs/adr/0003-vat-numbers-set-by-the-platform.md).
      */
     async patchCompany(companyId: string, patch: CompanyPatchBody, by: { clientId: string; companyId: string | null }) {
       refuseNotWritable(patch)
@@ -136,7 +128,7 @@ export function createCompaniesService(deps: {
         const current = await repo.lockForPatch(trx, companyId)
         if (!current) throw new NotFound('Company')
         if (by.companyId !== null) refuseTaxChanges(patch, current)
-        // The VAT number is normalised and checked against the country it will have, as at creation.
+        // Checked against the country it will have, as at creation.
         if (PLATFORM_ONLY.some((key) => key in patch)) patch = { ...patch, ...taxIdentity(current, patch as TaxInput) }
         const stored = current as unknown as Record<string, unknown>
         const values: Record<string, unknown> = {}
@@ -149,7 +141,6 @@ export function createCompaniesService(deps: {
           values[key] = OBJECT_FIELDS.has(key) ? JSON.stringify(next) : next
           changes[key] = [loggedValue(stored[key] ?? null), loggedValue(next)]
         }
-        // A patch that changes nothing is accepted and leaves no entry.
         if (Object.keys(changes).length === 0) return
         const now = clock.now()
         const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'updated', changes }
@@ -167,14 +158,13 @@ export function createCompaniesService(deps: {
       await deps.access.changed()
     },
 
-    /** 25, in the areas' fixed order; paged over that order (the key is an area's place in it). */
+    /** In the areas' fixed order; the cursor key is an area's place in it. */
     async authorizedScopes(companyId: string, page: KeysetPage = {}): Promise<Paged<Scope>> {
       const scopes = await scopesOf(companyId)
       if (!scopes) throw new NotFound('Company')
       return pageInMemory(scopes, page, (s) => [ALL_AREAS.indexOf(s.api)])
     },
 
-    /** `read:x write:x ...` the company may grant, or undefined for an unknown company. */
     async scopeStrings(companyId: string): Promise<string[] | undefined> {
       const scopes = await scopesOf(companyId)
       return scopes && scopeStrings(scopes)
@@ -207,7 +197,7 @@ export function createCompaniesService(deps: {
     },
     async updateContract(companyId: string, contractId: string, input: ContractInput) {
       if (input.team_ids !== undefined) {
-        // Sent back as read, it is ignored; anything else would be a change this route cannot make.
+        // Sent back as read, it is ignored; anything else is a change this route cannot make.
         const current = await repo.findContract(companyId, contractId)
         if (!current) throw new NotFound('Contract')
         const sent = new Set(input.team_ids)
@@ -226,7 +216,7 @@ export function createCompaniesService(deps: {
       return contractView(row)
     },
 
-    /** A company event's object: the stored row with the subscription's mirror read now, as GET /companies/{id} answers. */
+    /** As GET /companies/{id} answers: the stored row with the subscription's mirror read now. */
     async companyEventObject(stored: StoredObject): Promise<Company> {
       const mirror = await repo.findSubscriptionMirror(stored.id)
       return companyView({
@@ -238,10 +228,9 @@ export function createCompaniesService(deps: {
       })
     },
 
-    /** A subsidiary event's object, as GET .../subsidiaries/{id} answers. */
     subsidiaryEventObject: (stored: StoredObject): Subsidiary => subsidiaryView(stored as Subsidiary),
 
-    /** A contract event's object: the stored row with its teams read now, as GET .../contracts/{id} answers. */
+    /** As GET .../contracts/{id} answers: the stored row with its teams read now. */
     async contractEventObject(stored: StoredObject): Promise<Contract> {
       return contractView({ ...(stored as Contract), team_ids: await teamIdsOf(stored.company_id, stored.id) })
     },
@@ -263,16 +252,13 @@ export type CompaniesService = ReturnType<typeof createCompaniesService>
 interface TaxIdentity { country: string; vat_number: string | null; vat_number_status: VatNumberStatus | null }
 type TaxInput = { country?: string; vat_number?: string | null; vat_number_status?: VatNumberStatus | null }
 
-/** A VAT number as stored (compact), null for none (null, empty or only white space). */
 function compactOrNull(input: string | null | undefined): string | null {
   return input === undefined || input === null || input.trim() === '' ? null : compactVatNumber(input)
 }
 
 /**
- * The company's country, VAT number and status once `input` (a creation or a patch) applies
- * to `current`: a number checked against the country it will have, whenever either changes;
- * a status only with a number; a new or changed number not_validated unless its status comes
- * with it (a platform client that checked it first).
+ * Country, VAT number and status once `input` applies: a number is checked against the country it
+ * will have; a new or changed number is not_validated unless its status comes with it.
  */
 function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
   const country = input.country ?? current.country
@@ -296,7 +282,7 @@ function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
   return { country, vat_number: vatNumber, vat_number_status: status }
 }
 
-/** A company token sends back its country, VAT number and status as they are, or gets a 403 naming each it would change. */
+/** A company token sends its tax fields back as they are, or gets a 403 naming each it would change. */
 function refuseTaxChanges(patch: CompanyPatchBody, current: TaxIdentity) {
   const input = patch as TaxInput
   const changed = PLATFORM_ONLY.filter((key) => {

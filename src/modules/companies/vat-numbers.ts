@@ -1,13 +1,7 @@
 /**
- * The shape of a VAT identification number in each country, checked when a platform client sets
- * a company's `vat_number` (docs/billing.md, "Taxes and currencies"). Only the shape: no
- * checksum and no VIES call; whether the number is real is what `vat_number_status` records.
- *
- * EU member states: the formats the European Commission's VIES publishes, prefix included
- * (Greece's numbers carry EL, Northern Ireland's XI). CH, NO and GB, the other countries the VAT
- * table reverse-charges: their tax administrations' formats. Any other country has no table
- * entry of its own: the number needs that country's code as prefix, then 2 to 13 letters or
- * digits, so a VAT_RATES entry added later still finds the numbers it reverse-charges shaped alike.
+ * The shape of a VAT number per country (VIES formats for the EU, the tax administrations' for CH,
+ * NO and GB; elsewhere the country prefix and 2 to 13 letters or digits). Only the shape: whether it
+ * is real is what `vat_number_status` records.
  */
 const PATTERNS: Readonly<Record<string, RegExp>> = {
   AT: /^ATU\d{8}$/,

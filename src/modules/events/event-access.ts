@@ -5,12 +5,9 @@ import { EVENT_RESOURCES, type EventType } from './outbox.ts'
 type EventResource = EventType extends `${infer R}.${string}` ? R : never
 
 /**
- * The scope area each resource's events belong to: a company token reads an event only with
- * `read:<area>` of its resource, as it would read the object itself (a token that may not read
- * contracts must not read them in contract.* events), and a company's webhook endpoint is sent
- * the events its creator could read. The company's subscription, invoices and credit notes are
- * the company area's, as their routes are (decisions §2). Typed by the resources of EVENT_TYPES,
- * so a new resource cannot compile without its area.
+ * A company token reads a resource's events only with `read:<area>`, as the object itself, and an
+ * endpoint is sent what its creator could read. Typed by EVENT_TYPES' resources, so a new resource
+ * cannot compile without its area.
  */
 export const EVENT_RESOURCE_AREAS: Record<EventResource, typeof READ_WRITE_AREAS[number]> = {
   company: 'company', subsidiary: 'company', subscription: 'company', invoice: 'company', credit_note: 'company', ping: 'company',

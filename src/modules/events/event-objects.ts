@@ -1,31 +1,18 @@
-/**
- * An event's `data.object` is the resource as its own GET answers it (same fields and units).
- * The triggers store the row they saw (migration 0019): the change and its record commit
- * together, whoever writes. Each resource's module turns that row into its API shape with the
- * serializer its GET uses, when the event is read or sent; what a GET reads from another table
- * (a company's subscription, a contract's teams) is read then too.
- */
+// An event's `data.object` is the resource as its own GET answers it: triggers store the row, and
+// the resource's module presents it with its GET's serializer when the event is read or sent.
 import type { Event } from './events.schemas.ts'
 
-/** The row an event stored, as JSON: timestamps as ISO strings, days as `YYYY-MM-DD`. */
+/** Timestamps as ISO strings, days as `YYYY-MM-DD`. */
 export type StoredObject = Record<string, any>
 
-/** The resource as its GET answers it, from the row its event stored. */
 export type ObjectPresenter = (stored: StoredObject, event: StoredEvent) => unknown
 
-/**
- * The presenters by event type or by resource (`team.member_added`, then `team`). A type without
- * one (`ping`) keeps its object as stored.
- */
+/** By event type, then by resource; a type without one (`ping`) keeps its stored object. */
 export type ObjectPresenters = Readonly<Partial<Record<string, ObjectPresenter>>>
 
-/** A stored timestamp as the Date a repository would answer. */
 export const storedTime = (value: unknown): Date | null => (value === null || value === undefined ? null : new Date(value as string))
 
-/**
- * A read of many resources' related rows in one statement: the calls made in the same turn of
- * the event loop (a delivery pass presents its events together) share one `loadMany`.
- */
+/** Calls in the same turn of the event loop share one `loadMany` (a delivery pass presents its events together). */
 export function batchedByResource<V>(loadMany: (keys: ReadonlyArray<{ companyId: string; id: string }>) => Promise<Map<string, V>>, missing: V) {
   let pending: Array<{ companyId: string; id: string; resolve: (value: V) => void; reject: (err: unknown) => void }> = []
   return (companyId: string, id: string): Promise<V> => new Promise<V>((resolve, reject) => {
@@ -42,11 +29,10 @@ export function batchedByResource<V>(loadMany: (keys: ReadonlyArray<{ companyId:
 
 export interface StoredEvent { id: string; type: string; company_id: string | null; data: unknown; created_at: Date | string }
 
-/** Turns stored events into events as clients read them, in the log and in webhooks. */
 export function createEventPresenter(presenters: ObjectPresenters) {
   const presenterOf = (type: string) => presenters[type] ?? presenters[type.split('.')[0]!]
 
-  /** The stored previous_attributes as fields of the API shape: those of the object before the change that differ from after it. */
+  /** The fields of the object before the change that differ from after it. */
   async function presentedChanges(present: ObjectPresenter, event: StoredEvent, stored: StoredObject, after: unknown, previous: Record<string, unknown>) {
     const before = await present({ ...stored, ...previous }, event) as Record<string, unknown>
     const now = after as Record<string, unknown>

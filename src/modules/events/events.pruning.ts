@@ -12,11 +12,8 @@ const BATCH = 20_000
 export type Pruner = (executor: Executor, cutoff: Date, batch: number) => Promise<number>
 
 /**
- * Retention: every hour, a platform job deletes the events older than EVENTS_RETENTION_DAYS,
- * their deliveries and attempts with them, and what `alsoPrune` keeps of them elsewhere (the
- * webhooks' batch rows of first deliveries). One job per hour's key, so the instances that
- * schedule it at start agree on one run; each run schedules the next. By real time, as the
- * events' created_at (the database's clock): a test clock's advance must not prune the log.
+ * Hourly retention: events older than EVENTS_RETENTION_DAYS go, with their deliveries and attempts.
+ * One job per hour's key, so instances agree on one run. By real time: a test clock must not prune the log.
  */
 export function createEventPruning(deps: {
   repo: EventsRepository

@@ -9,7 +9,7 @@ import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const ORDER = 'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
 
-/** The event log (decisions §8.3). */
+/** The event log. */
 export async function eventsRoutes(app: App, { service }: { service: EventsService }) {
   const tags = ['Events']
 

@@ -5,31 +5,26 @@ import { keyset, preparedPages, type KeysetPage, type SortColumn } from '../../d
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
-/** The defined holidays' order (26, 31): by day, then name, then id. */
 const DEFINED_ORDER: SortColumn[] = [{ column: 'day', cast: 'date' }, { column: 'name' }, { column: 'id', cast: 'uuid' }]
 
 export type HolidayValues = Pick<HolidaysTable, 'name' | 'day' | 'is_worker_holiday' | 'recurrent' | 'recurrent_until' | 'subsidiary_id'>
 
 const COLUMNS = ['id', 'name', 'day', 'is_worker_holiday', 'recurrent', 'recurrent_until', 'subsidiary_id'] as const
 
-/** A row of endpoint 30's read: the company's place, and one of its holidays (all null when it has none). */
+/** The company's place and one of its holidays (all null when it has none). */
 type PlaceAndHoliday = Pick<CompaniesTable, 'country' | 'province' | 'timezone'> & { [K in (typeof COLUMNS)[number]]: HolidaysTable[K] | null }
 
-/** Holidays a company defines; every query is bounded by company_id. */
 export function createHolidaysRepository(db: Kysely<DB>) {
   const ofCompany = (companyId: string) => db.selectFrom('holidays').select(COLUMNS).where('company_id', '=', companyId)
 
-  // Endpoint 30's read, compiled once (building it was a seventh of its CPU in the profile): the
-  // company's place, and its holidays that may fall in [from, to], in one statement (one round
-  // trip where there were two: bench/findings.md, "Session of 2026-11-28 (night)"). A company
-  // without holidays is one row of nulls beside its place; no row: no such company.
+  // One prepared statement for the year's read: the company's place and its holidays that may fall
+  // in [from, to]. No holidays: one row of nulls beside the place; no row: no such company.
   const placeAndFallingIn = prepared(db, (companyId: string, from: string, to: string) => sql<PlaceAndHoliday>`
     SELECT c.country, c.province, c.timezone, h.id, h.name, h.day, h.is_worker_holiday, h.recurrent, h.recurrent_until, h.subsidiary_id
     FROM companies c LEFT JOIN holidays h ON h.company_id = c.id AND (
       (h.recurrent = 'none' AND h.day >= ${from} AND h.day <= ${to})
       OR (h.recurrent = 'yearly' AND h.day <= ${to} AND (h.recurrent_until IS NULL OR h.recurrent_until >= ${from})))
     WHERE c.id = ${companyId}`)
-  // The mix's holiday list and creation (issue 19), compiled once as well.
   const companyWidePages = preparedPages(db, DEFINED_ORDER, (companyId) => ofCompany(companyId).where('subsidiary_id', 'is', null))
   const holidayInsertion = prepared(db, (companyId: string, id: string, name: string, day: string, isWorkerHoliday: boolean, recurrent: HolidayValues['recurrent'],
     recurrentUntil: string | null, subsidiaryId: string | null, now: Date) => db.insertInto('holidays').values({
@@ -38,11 +33,7 @@ export function createHolidaysRepository(db: Kysely<DB>) {
   }))
 
   return {
-    /**
-     * What endpoint 30 needs: where the company is and what time it is there, and every holiday of
-     * the company and its subsidiaries that may fall in [from, to] (dated ones inside it, yearly
-     * ones begun and not ended by then). Undefined: no such company.
-     */
+    /** Where the company is and every holiday that may fall in [from, to]; undefined: no such company. */
     async placeWithHolidaysFallingIn(companyId: string, from: string, to: string) {
       const rows = await placeAndFallingIn(companyId, from, to)
       const first = rows[0]
@@ -52,7 +43,6 @@ export function createHolidaysRepository(db: Kysely<DB>) {
       return { place: { country: first.country, province: first.province, timezone: first.timezone }, holidays }
     },
 
-    /** Remembered per process once seen (src/db/company-exists.ts). */
     companyExists: companyExistsOn(db),
 
     subsidiaryExists: async (companyId: string, subsidiaryId: string) =>
@@ -75,7 +65,7 @@ export function createHolidaysRepository(db: Kysely<DB>) {
 
     find: (companyId: string, id: string) => ofCompany(companyId).where('id', '=', id).executeTakeFirst(),
 
-    /** Company-wide holidays (null subsidiary) or those of one subsidiary, by day. */
+    /** Company-wide holidays (null subsidiary) or one subsidiary's. */
     async listDefined(companyId: string, subsidiaryId: string | null, page: KeysetPage) {
       const compiled = subsidiaryId === null ? companyWidePages(companyId, page) : undefined
       const rows = await (compiled ?? keyset(ofCompany(companyId).where('subsidiary_id', subsidiaryId === null ? 'is' : '=', subsidiaryId), DEFINED_ORDER, page).execute())

@@ -13,7 +13,6 @@ import { keepsSeriesStart, occurrenceIn, type Recurring } from './recurrence.ts'
 // Ties on a day: the company's own first, then a subsidiary's, then the public one.
 const SOURCE_ORDER = { company: 0, subsidiary: 1, public: 2 } as const
 
-/** Holidays a company defines (26, 31 and their writes) and its calendar of a year (30). */
 export function createHolidaysService(deps: { repo: HolidaysRepository; publicHolidays: PublicHolidayCalendar; clock: Clock }) {
   const { repo, clock, publicHolidays } = deps
 
@@ -21,12 +20,8 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
   }
 
-  /**
-   * `stored`: the holiday a PUT replaces. A yearly holiday written back from all_holidays (30)
-   * carries the date of the year read, not the series' first day: with the series' month and
-   * day (any year) it keeps the stored first day, so earlier years keep it; another month or
-   * day moves the series.
-   */
+  // A yearly holiday written back from all_holidays carries the date of the year read: with the
+  // series' month and day it keeps the stored first day; another month or day moves the series.
   async function valuesOf(companyId: string, input: HolidayInput, stored?: Recurring): Promise<HolidayValues> {
     const recurrent = input.recurrent ?? 'none'
     if (stored && keepsSeriesStart(stored, recurrent, input.day)) input = { ...input, day: stored.day }
@@ -52,7 +47,7 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       return id
     },
 
-    /** Replaces the holiday; a field left out takes its default (company-wide, not recurrent, a worker holiday). */
+    /** A field left out takes its default. */
     async update(companyId: string, holidayId: string, input: HolidayInput) {
       const stored = await repo.find(companyId, holidayId)
       if (!stored) throw new NotFound('Holiday')
@@ -69,40 +64,31 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       return holidayView(row)
     },
 
-    /** A holiday event's object, as GET .../holidays/{id} answers. */
     holidayEventObject: (stored: StoredObject): Holiday => holidayView(stored as Holiday),
 
-    /**
-     * The year it is now in every time zone (from UTC-12 to UTC+14), so in the company's whatever
-     * its time zone; undefined in the hours around New Year when zones disagree.
-     */
+    /** The year in every time zone at once; undefined around New Year, when zones disagree. */
     yearEverywhere(): number | undefined {
       const [west, east] = yearsSomewhere(clock.now())
       return west === east ? west : undefined
     },
 
-    /** 26: the company-wide holidays as defined (not expanded), by day. */
     async listCompanyWide(companyId: string, page: KeysetPage): Promise<Paged<Holiday>> {
       await requireCompany(companyId)
       return repo.listDefined(companyId, null, page)
     },
 
-    /** 31: the holidays defined for the subsidiary, by day. */
     async listOfSubsidiary(companyId: string, subsidiaryId: string, page: KeysetPage): Promise<Paged<Holiday>> {
       if (!(await repo.subsidiaryExists(companyId, subsidiaryId))) throw new NotFound('Subsidiary')
       return repo.listDefined(companyId, subsidiaryId, page)
     },
 
     /**
-     * 30: every holiday date of the year: the company's and its subsidiaries' (yearly ones
-     * expanded) and the public holidays of the company's country (and province where the data
-     * knows it), sorted by day, then source, then name. Merged here from three sources, so a
-     * page is cut from the sorted year (at most a few hundred dates), after the cursor's key.
+     * Every holiday date of the year: the company's, its subsidiaries' and the country's public ones,
+     * merged here from three sources, so a page is cut from the sorted year (a few hundred dates at most).
      */
     async allOfYear(companyId: string, requestedYear: number | undefined, page: KeysetPage = {}): Promise<Paged<DatedHoliday>> {
-      // Without `year`, the company's year is known only with its time zone, read in the same
-      // statement: the holidays of every year it may be (from 12 h west of UTC to 14 h east) are
-      // read, and occurrenceIn keeps the year's.
+      // Without `year` the company's year depends on its time zone, read in the same statement: read
+      // every year it may be, and occurrenceIn keeps the right one.
       const now = clock.now()
       const [first, last] = requestedYear !== undefined ? [requestedYear, requestedYear] : yearsSomewhere(now)
       const found = await repo.placeWithHolidaysFallingIn(companyId, `${String(first).padStart(4, '0')}-01-01`, `${String(last).padStart(4, '0')}-12-31`)
@@ -112,8 +98,7 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
       const entries: DatedHoliday[] = []
       for (const holiday of defined) {
         const day = occurrenceIn(holiday, year)
-        // Spelled out, not `{ ...holiday, day, source }`: on Node 20's V8 a property added after a
-        // spread costs over a microsecond (docs/performance.md).
+        // Spelled out, not spread: adding properties after a spread is slow on V8.
         if (day) {
           entries.push({
             id: holiday.id, name: holiday.name, day, is_worker_holiday: holiday.is_worker_holiday, recurrent: holiday.recurrent,
@@ -129,12 +114,11 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
   }
 }
 
-/** The years it is somewhere at `now`: in the time zones 12 h west of UTC and 14 h east, the two ends. */
 function yearsSomewhere(now: Date): [number, number] {
   return [new Date(now.getTime() - 12 * 3_600_000).getUTCFullYear(), new Date(now.getTime() + 14 * 3_600_000).getUTCFullYear()]
 }
 
-/** The sort key of byDaySourceName, as a cursor carries it (a public holiday has no id: ''). */
+/** A public holiday has no id: ''. */
 export const datedKey = (h: DatedHoliday) => [h.day, SOURCE_ORDER[h.source], h.name, h.id ?? '']
 
 function byDaySourceName(a: DatedHoliday, b: DatedHoliday): number {

@@ -6,35 +6,26 @@ import { BoundedMap } from '../../bounded-map.ts'
 type Holidays = DateHolidays
 let holidaysClass: typeof DateHolidays | undefined
 
-/**
- * date-holidays (its data is ~20 MB in memory and ~0.2 s to load) is loaded at the first use of
- * endpoint 30, not at start-up: most processes serve it rarely, and start-up time and idle memory
- * have budgets (bench/RESULTS.md). Loaded with require, so the calendar's API stays synchronous.
- */
+// date-holidays is large and slow to load, so it loads at the first use, not at start-up;
+// require keeps the calendar's API synchronous.
 function Holidays(...args: string[]): Holidays {
   holidaysClass ??= createRequire(import.meta.url)('date-holidays') as typeof DateHolidays
   return new (holidaysClass as unknown as new (...a: string[]) => Holidays)(...args)
 }
 
-/** A public holiday on one day, as computed from the date-holidays data. */
 export interface PublicHoliday { readonly day: string; readonly name: string }
 
-/** Where public holidays are computed: a country, and its state and region where the data knows them. */
 export interface Place { readonly country: string; readonly state?: string; readonly region?: string }
 
-// The data's types: "public" is a day off by law. "bank" (bank closures, half days such as
-// Heiliger Abend in Germany), "optional", "school" and "observance" are not days off for workers.
+// Only "public" is a day off by law; "bank", "optional", "school" and "observance" are not.
 const DAY_OFF_TYPES = new Set(['public'])
 const DAY_MS = 86_400_000
 
 /**
- * Public holidays of the date-holidays package, computed once per (country, state, region,
- * year) and then served from memory: building a calendar costs ~10 ms and a year ~5 ms, far
- * above the budget of endpoint 30. The data is immutable, so nothing ever needs invalidating;
- * the places and years kept are bounded (src/bounded-map.ts).
+ * Public holidays of date-holidays, computed once per place and year and then served from memory
+ * (building a calendar is slow). The data never changes; the places and years kept are bounded.
  */
 export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) {
-  // Places and years, each: at most this many kept.
   const maxKept = options.maxKept ?? 5_000
   let loaded: { reference: Holidays; countries: Set<string> } | undefined
   const data = () => {
@@ -45,15 +36,11 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
     return loaded
   }
   const calendars = new Map<string, Holidays>()
-  // Places are keyed by the province a company writes, so they are bounded as the years are.
+  // Keyed by the province a company writes, so bounded as the years are.
   const places = new BoundedMap<string, Place | null>(maxKept)
   const years = new BoundedMap<string, readonly PublicHoliday[]>(maxKept)
 
-  /**
-   * The country, narrowed to the company's province when the data knows it as a state (DE "BY")
-   * or as a region of a state (IT "RM", under Lazio), by code or by name; otherwise the country
-   * alone. Null for a country the data does not have.
-   */
+  /** Narrowed to the company's province where the data knows it (DE "BY", IT "RM"); null: unknown country. */
   function place(country: string, province: string | null): Place | null {
     const key = `${country}|${province ?? ''}`
     let found = places.get(key)
@@ -91,13 +78,12 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
     return calendar
   }
 
-  /** One entry per day (the first name where the data has two), in day order. */
+  /** One entry per day (the first name where the data has two). */
   function compute(p: Place, year: number): readonly PublicHoliday[] {
     const byDay = new Map<string, PublicHoliday>()
     const prefix = `${year}-`
     for (const holiday of calendarOf(p).getHolidays(year) || []) {
       if (!DAY_OFF_TYPES.has(holiday.type)) continue
-      // A holiday of several days spans [start, end); most span one.
       const span = Math.max(1, Math.round((holiday.end.getTime() - holiday.start.getTime()) / DAY_MS))
       const first = holiday.date.slice(0, 10)
       for (let i = 0; i < span; i++) {
@@ -111,7 +97,6 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
   return {
     place,
 
-    /** The public holidays of the country (and its state or region, see place) in that year. */
     forYear(country: string, province: string | null, year: number): readonly PublicHoliday[] {
       const p = place(country, province)
       if (!p) return []

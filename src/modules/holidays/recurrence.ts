@@ -8,10 +8,8 @@ export interface Recurring {
 }
 
 /**
- * The date a holiday falls on in `year`, if any. A yearly holiday repeats its month and day
- * from its first `day` on, up to `recurrent_until` inclusive. A yearly holiday on 29 February
- * falls only in leap years: moving it to 28 February or 1 March would invent a date nobody
- * chose, and the company can define those explicitly.
+ * A yearly holiday repeats its month and day up to `recurrent_until` inclusive. One on 29 February
+ * falls only in leap years: another date would be one nobody chose.
  */
 export function occurrenceIn(holiday: Recurring, year: number): string | undefined {
   const first = Number(holiday.day.slice(0, 4))

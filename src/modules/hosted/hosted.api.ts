@@ -10,20 +10,16 @@ import { CustomerParams, HostedPage, PortalSession, RedirectQuery, SubscriptionM
 
 const BASE = '/api/v1/subscription'
 
-/**
- * Spec 1, 10, 11: open a hosted page of the company's subscription. GETs (as the spec has them)
- * that make a session able to change or cancel the subscription: they need `write:company`.
- */
+// Opening a hosted page lets a session change or cancel the subscription: `write:company`.
 export async function hostedApiRoutes(app: App, deps: {
   subscriptions: Pick<SubscriptionsService, 'hostedPage'>
   hosted: Pick<HostedService, 'checkCompany'>
   allowedHosts: Set<string>
   ttlSeconds: number
-  /** This service's public origin (PUBLIC_BASE_URL, else the listening address): never the request's Host. */
+  /** Never the request's Host. */
   baseUrl: () => string
 }) {
   const tags = ['Subscription']
-  // The pages come from the company's billing provider, which may fail or not be configured here.
   const access = { access: { area: 'company', mode: 'write' }, billingProvider: true } as const
   const scope = 'Needs write:company (it opens a session that changes the subscription); a company token only for its own company (404 otherwise); none for a disabled company (403, also to the platform).'
   const redirect = 'redirect_url must be an absolute https URL (http only on localhost) on an allowed host, without credentials, backslashes or control characters: otherwise 400.'
@@ -32,19 +28,16 @@ export async function hostedApiRoutes(app: App, deps: {
     redirectUrl: checkRedirectUrl(redirectUrl, deps.allowedHosts), ttlSeconds: deps.ttlSeconds,
     baseUrl: deps.baseUrl().replace(/\/+$/, ''), clientId: principalOf(request).clientId,
   })
-  /** A page is opened for the company in the path: none for a disabled company (403). */
+  /** None for a disabled company (403). */
   const opened = async <K extends 'managerPage' | 'portalSession' | 'paymentPage'>(request: FastifyRequest, companyId: string, kind: K, redirectUrl: string) => {
     const given = options(request, redirectUrl)
     await deps.hosted.checkCompany(companyId)
     return deps.subscriptions.hostedPage(kind, companyId, given)
   }
-  // The answers carry a URL that is a bearer capability: no cache (browser, proxy) may keep them.
+  // The answers carry a bearer capability URL: no cache may keep them.
   app.addHook('onSend', async (_request, reply) => { reply.header('cache-control', 'no-store') })
   const noStore = 'Sent with Cache-Control: no-store (the URL is a capability).'
-  /**
-   * The customer id is the company id; a company token names only its own (404 as for a
-   * missing company, before the query is even read, like the `company_id` check of auth.ts).
-   */
+  // A company token names only its own customer id (else 404, as for a missing company).
   const ownCustomer = async (request: FastifyRequest) => {
     const tenant = principalOf(request).companyId
     const id = (request.params as { subscription_customer_id?: string }).subscription_customer_id

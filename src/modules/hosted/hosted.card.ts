@@ -1,12 +1,7 @@
 import type { PaymentSource } from '../../db/tables.ts'
 import { testBehaviourOf } from '../subscriptions/billing/test-cards.ts'
 
-/**
- * The test card of the payment page (11): the number is checked (digits, length, Luhn) and
- * only its brand, last four digits and expiry are kept; the number itself goes no further
- * than this function.
- */
-/** `declined`: a valid number the test mode refuses on entry (4000 0000 0000 0002). */
+// The payment page's test card: checked (digits, length, Luhn); only brand, last four and expiry are kept.
 export type CardProblem = 'number' | 'expiry' | 'declined'
 
 export function luhnValid(digits: string): boolean {

@@ -1,14 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
- * Cross-site request forgery protection of the hosted pages' forms, three checks together:
- * 1. a per-page token in a hidden field, derived from the page's secret URL token (so nothing
- *    more is stored, and only whoever holds the page's URL can compute it);
- * 2. the same value in a cookie scoped to the page's path, HttpOnly and SameSite=Strict
- *    (double submit: a form posted from another site carries no cookie);
- * 3. the request's Origin (and Sec-Fetch-Site) must be this service. Pages send
- *    `Referrer-Policy: no-referrer`, under which browsers send `Origin: null` on a same-origin
- *    POST; a `null` origin is therefore accepted only with `Sec-Fetch-Site: same-origin`.
+ * CSRF protection of the hosted forms, three checks: a hidden per-page token derived from the URL's
+ * token; the same value in a path-scoped SameSite=Strict cookie; and an Origin of this service
+ * (`null`, sent under no-referrer, only with `Sec-Fetch-Site: same-origin`).
  */
 export const CSRF_COOKIE = 'hosted_csrf'
 export const CSRF_FIELD = 'csrf'

@@ -3,14 +3,10 @@ import { formatDate, formatMoney, type Locale, type Translate } from './hosted.i
 import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { CSRF_FIELD } from './hosted.csrf.ts'
 
-/**
- * The building blocks of the hosted pages: plain server-rendered HTML, no script at all (the
- * Content-Security-Policy forbids them), one stylesheet. Every value goes through `esc`.
- */
+// Plain server-rendered HTML with no script (the CSP forbids them); every value goes through `esc`.
 export const esc = (value: string | number) => String(value)
   .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 
-/** Marks text already made of escaped parts, so the templates below read like HTML. */
 export type Html = { readonly html: string }
 export const raw = (html: string): Html => ({ html })
 export function html(strings: TemplateStringsArray, ...values: Array<string | number | Html | Html[] | null | undefined | false>): Html {
@@ -26,7 +22,6 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
 
 export interface PageContext { locale: Locale; t: Translate }
 
-/** An HTML document: its language, title, style (a link or an inline sheet) and body. */
 export function htmlDocument(locale: Locale, title: string, style: Html, body: Html): string {
   return '<!doctype html>\n' + html`<html lang="${locale}">
 <head>
@@ -43,7 +38,6 @@ ${body}
 `.html
 }
 
-/** A page; `wide` for one with tables (the portal's invoices). */
 export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
   return htmlDocument(ctx.locale, title, html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`, html`<main${wide ? html` class="wide"` : null}>
 <h1>${title}</h1>
@@ -52,7 +46,6 @@ ${body}
 <footer><p>${ctx.t('footer')}</p></footer>`)
 }
 
-/** A form posting to one of the page's actions, with the page's CSRF token. */
 export function form(action: string, csrf: string, content: Html, className = ''): Html {
   return html`<form method="post" action="${action}"${raw(className ? ` class="${esc(className)}"` : '')}>
 <input type="hidden" name="${CSRF_FIELD}" value="${csrf}">
@@ -64,7 +57,6 @@ export function errorPage(ctx: PageContext, message: string): string {
   return layout(ctx, ctx.t('error.title'), html`<p role="alert" class="problem">${message}</p>`)
 }
 
-/** An invoice as a table: its lines, then subtotal, discounts, taxes, credits and the amount due. */
 export function invoiceTable(ctx: PageContext, invoice: InvoiceEstimate): Html {
   const money = (cents: number) => formatMoney(ctx.locale, cents, invoice.currency_code)
   const row = (label: string, cents: number, strong = false) => strong
@@ -87,11 +79,11 @@ ${row(ctx.t('invoice.due'), invoice.amount_due, true)}
 
 export const dateOf = (ctx: PageContext, unixSeconds: number) => formatDate(ctx.locale, unixSeconds, 'UTC')
 
-/** A billed period, from its first day to the last it covers (its end is the next period's first instant). */
+/** Its end is the next period's first instant. */
 export const periodOf = (ctx: PageContext, start: number, end: number) =>
   ctx.t('billing.range', { from: dateOf(ctx, start), to: dateOf(ctx, Math.max(start, end - 1)) })
 
-/** The one stylesheet: readable sizes, contrast above 4.5:1 (WCAG AA), a visible keyboard focus. */
+/** Readable sizes, contrast above 4.5:1 (WCAG AA), a visible keyboard focus. */
 export const STYLESHEET = `
 :root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1b1b1f; background: #f6f7f9; }
 body { margin: 0; }

@@ -1,9 +1,6 @@
 import { currencyExponent, fromMinor } from '../../money.ts'
 import { billingEn, billingIt } from './hosted.i18n-billing.ts'
-/**
- * The hosted pages' two languages, chosen by Accept-Language (RFC 9110 §12.5.4: the highest
- * q-value among the languages we have; English when none matches).
- */
+// The hosted pages' languages, by Accept-Language's highest q-value we have; English when none matches.
 export type Locale = 'en' | 'it'
 
 export function localeOf(acceptLanguage: string | undefined): Locale {
@@ -170,24 +167,22 @@ const messages: Record<Locale, Record<MessageKey, string>> = { en, it }
 
 export type Translate = (key: MessageKey, values?: Record<string, string | number>) => string
 
-/** The page's text; values are inserted as given (the HTML layer escapes the whole result). */
+/** Values are inserted as given: the HTML layer escapes the whole result. */
 export function translator(locale: Locale): Translate {
   return (key, values = {}) => messages[locale][key].replace(/\{(\w+)\}/g, (_, name: string) => String(values[name] ?? ''))
 }
 
-/** Minor units of `currency` written out (2990 EUR → "€29.90", 1000 JPY → "¥1,000"), with the currency's ISO 4217 decimals. */
+/** With the currency's ISO 4217 decimals (2990 EUR → "€29.90"). */
 export function formatMoney(locale: Locale, minor: number, currency: string): string {
   const digits = currencyExponent(currency)
   return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits })
     .format(fromMinor(minor, currency))
 }
 
-/** A tax rate in percent written out ("22%", "8,1%"). */
 export function formatPercent(locale: Locale, percent: number): string {
   return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'percent', maximumFractionDigits: 2 }).format(percent / 100)
 }
 
-/** A country's name in the page's language ("DE" → "Germany", "Germania"). */
 export function countryName(locale: Locale, code: string): string {
   try {
     return new Intl.DisplayNames([locale === 'it' ? 'it-IT' : 'en-GB'], { type: 'region' }).of(code) ?? code
@@ -196,7 +191,7 @@ export function countryName(locale: Locale, code: string): string {
   }
 }
 
-/** A date in the company's time zone, written out ("25 November 2026", "25 novembre 2026"). */
+/** In the company's time zone. */
 export function formatDate(locale: Locale, unixSeconds: number, timeZone: string): string {
   return new Intl.DateTimeFormat(locale === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'long', timeZone }).format(new Date(unixSeconds * 1000))
 }

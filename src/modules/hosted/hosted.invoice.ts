@@ -5,20 +5,13 @@ import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
 import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
 
-/** The seller as the invoices name it (SELLER_NAME, SELLER_ADDRESS with "|" between lines, SELLER_COUNTRY, SELLER_VAT_NUMBER). */
+/** SELLER_ADDRESS separates lines with "|". */
 export interface Seller { name: string; address: string; country: string; vatNumber: string }
 
-/**
- * Where the document is shown: in the portal (with a way back and the hint to print it), or as
- * a downloaded file, which carries no link at all: the portal's address is a bearer capability,
- * and a file is forwarded (to an accountant) as a link must not be.
- */
+/** `portal` null for a downloaded file, which links nowhere: files get forwarded, capabilities must not. */
 export interface DocumentContext extends PageContext { seller: Seller; portal: string | null }
 
-/**
- * The invoice's stylesheet, inside the document so that a downloaded file prints the same
- * offline; the Content-Security-Policy allows exactly this text by its hash (INVOICE_STYLE_HASH).
- */
+// Inside the document, so a downloaded file prints the same offline; the CSP allows it by hash.
 const INVOICE_STYLE = `
 @page { size: A4; margin: 16mm 14mm; }
 :root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 10.5pt; line-height: 1.45; color: #111; background: #fff; }
@@ -59,13 +52,11 @@ tr.due th, tr.due td { font-weight: 700; font-size: 1.1em; }
 
 export const INVOICE_STYLE_HASH = `'sha256-${createHash('sha256').update(INVOICE_STYLE).digest('base64')}'`
 
-/** "IT VAT" → "VAT IT" / "IVA IT"; any other tax name as it is. */
 function taxName(ctx: PageContext, name: string): string {
   const country = /^([A-Z]{2}) VAT$/.exec(name)?.[1]
   return country ? `${ctx.t('document.vat')} ${country}` : name
 }
 
-/** Lines on separate lines: the address settings and fields as given, escaped. */
 const lines = (values: Array<string | null | undefined>): Html =>
   raw(values.filter((v): v is string => Boolean(v && v.trim())).map((v) => html`${v.trim()}`.html).join('<br>'))
 

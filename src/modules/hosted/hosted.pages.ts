@@ -62,10 +62,8 @@ export function createHostedPageStore(repo: HostedRepository): LocalHostedPages 
 }
 
 /**
- * Where the pages are served when PUBLIC_BASE_URL is not set: the address this service listens
- * on, `http://<HOST>:<port>` with 127.0.0.1 for a wildcard HOST and the bound port once
- * listening (so PORT=0 works). Never the request's Host header, which any client sets as it
- * likes: a page URL built from it would send the customer, and the token, elsewhere.
+ * Without PUBLIC_BASE_URL, the address this service listens on (127.0.0.1 for a wildcard HOST).
+ * Never the request's Host: a client sets it, and a page URL built from it would send the token elsewhere.
  */
 export function listeningOrigin(host: string, port: number, bound: { port: number } | string | null): string {
   const name = ['', '0.0.0.0', '::', '[::]'].includes(host) ? '127.0.0.1' : host

@@ -1,25 +1,19 @@
 import { ValidationError } from '../../http/errors.ts'
 
-/** Hosts on which plain http is accepted: the developer's own machine. */
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
 
-/** Characters a redirect URL may hold: printable ASCII without space or backslash. */
 const PRINTABLE = /^[\x21-\x5b\x5d-\x7e]+$/
-/** Encoded line breaks or NUL (response splitting, header injection), in any letter case. */
+/** Encoded line breaks or NUL: response splitting, header injection. */
 const ENCODED_CONTROL = /%(0[0-9a-f]|1[0-9a-f]|7f)/i
 
-/** The allow-list of REDIRECT_ALLOWED_HOSTS ("app.example.com,localhost"): exact host names, lower case. */
 export function parseAllowedHosts(setting: string): Set<string> {
   return new Set(setting.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
 }
 
 /**
- * The redirect URL of a hosted page (spec 1, 10, 11), or a 400 that never repeats the refused
- * value. Accepted: an absolute `https` URL (or `http` on localhost / 127.0.0.1) whose host is
- * exactly one of the allowed hosts, without credentials; answered normalised by the WHATWG
- * parser so that what is stored is what a browser will follow. Refused before parsing: scheme-
- * relative (`//evil`), `javascript:` / `data:`, backslashes (which browsers read as slashes),
- * whitespace and control characters, raw or percent-encoded.
+ * A hosted page's redirect URL, or a 400 that never repeats the value: absolute https (http on
+ * loopback) on an allowed host, no credentials, normalised as a browser follows it. Refused before
+ * parsing: `//`, `javascript:`/`data:`, backslashes, whitespace and control characters, even encoded.
  */
 export function checkRedirectUrl(value: string, allowed: Set<string>, field = 'querystring/redirect_url'): string {
   const refuse = (why: string) => new ValidationError(`${field} ${why}`)
@@ -36,14 +30,14 @@ export function checkRedirectUrl(value: string, allowed: Set<string>, field = 'q
   return url.href
 }
 
-/** Where a finished page sends the browser: its stored redirect URL with the page's id and state, as Chargebee does. */
+/** The stored redirect URL with the page's id and state, as Chargebee does. */
 export function finishedRedirect(redirectUrl: string, params: Record<string, string>): string {
   const url = new URL(redirectUrl)
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value)
   return url.href
 }
 
-/** The origin of a redirect URL, for the Content-Security-Policy's form-action (a form's redirect must be allowed). */
+/** For the CSP's form-action: a form's redirect must be allowed. */
 export function originOf(redirectUrl: string): string {
   return new URL(redirectUrl).origin
 }

@@ -1,23 +1,16 @@
 import { sql, type Kysely } from 'kysely'
 import type { DB, HostedPageRow, HostedPageState } from '../../db/tables.ts'
 
-/** A page as opened by its token, with whether its company is disabled or its maker revoked. */
 export interface OpenedPage extends HostedPageRow { company_disabled: boolean; client_revoked: boolean }
 
-/**
- * SQL of the hosted pages. A page is found by its token's hash alone (the token is the
- * customer's capability; there is no company in the URL), then every change names its company.
- */
+// A page is found by its token's hash alone (the token is the capability; the URL has no company).
 export function createHostedRepository(db: Kysely<DB>) {
   return {
     async insert(row: HostedPageRow): Promise<void> {
       await db.insertInto('hosted_pages').values(row).execute()
     },
 
-    /**
-     * The page with what decides whether it may still be used: its company disabled, the client
-     * that made it revoked (or gone). Pages older than the `client_id` column have no maker.
-     */
+    /** With whether its company is disabled or its maker revoked; older pages have no maker. */
     async findByTokenHash(tokenHash: string): Promise<OpenedPage | undefined> {
       return db.selectFrom('hosted_pages as h')
         .innerJoin('companies as co', 'co.id', 'h.company_id')
@@ -30,16 +23,12 @@ export function createHostedRepository(db: Kysely<DB>) {
         .where('h.token_hash', '=', tokenHash).executeTakeFirst()
     },
 
-    /** Whether the company is disabled; undefined when there is no such company. */
     async companyDisabled(companyId: string): Promise<boolean | undefined> {
       const row = await db.selectFrom('companies').select('disabled_at').where('id', '=', companyId).executeTakeFirst()
       return row && row.disabled_at !== null
     },
 
-    /**
-     * Moves a page from one of `from` to `to` if it is still in one of them and unexpired at
-     * `now`: one statement, so of two concurrent submits exactly one moves it.
-     */
+    /** One statement, so of two concurrent submits exactly one moves the page. */
     async transition(page: Pick<HostedPageRow, 'company_id' | 'id'>, from: HostedPageState[], to: HostedPageState, now: Date): Promise<HostedPageRow | undefined> {
       return db.updateTable('hosted_pages')
         .set({ state: to, updated_at: now })

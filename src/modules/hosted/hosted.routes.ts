@@ -27,20 +27,18 @@ class CsrfRefused extends AppError {
 }
 
 /**
- * The local provider's hosted pages under /hosted/ (HTML, hidden from the OpenAPI document).
- * Their own scope: they take forms, answer every error as an HTML page, and send the security
- * headers (no script, no framing, no referrer: the token in the URL never leaves the page).
+ * The local provider's hosted pages (HTML, hidden from the OpenAPI document): forms, errors as HTML
+ * pages, and security headers (no script, no framing, no referrer: the URL's token stays here).
  */
 export async function hostedRoutes(app: App, deps: { service: HostedService; publicBaseUrl: string | undefined; seller: Seller }) {
   const { service } = deps
   const secure = deps.publicBaseUrl?.startsWith('https:') ?? false
   const hidden = { hide: true } as const
   const none = { access: 'none' } as const
-  // The token is in the URL: every log line of a request naming one carries it redacted
-  // (src/http/log-redaction.ts). No automatic HEAD: opening a page changes its state.
+  // The token in the URL is redacted in logs. No automatic HEAD: opening a page changes its state.
   const tokenRoute = { config: none, schema: hidden, exposeHeadRoute: false } as const
 
-  // The pages post forms and nothing else: a JSON body (whose fields need not be strings) is a 415.
+  // Forms only: a JSON body is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)))
@@ -59,7 +57,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     return { locale, t: translator(locale) }
   }
 
-  /** No script, style only from here, forms only to here and to the page's redirect origin (a form's 303 must be allowed). */
+  /** Forms may post to the redirect origin too: a form's 303 must be allowed. */
   function csp(page: HostedPageRow | null): string {
     const forms = page ? `'self' ${originOf(page.redirect_url)}` : `'self'`
     return `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${forms}; frame-ancestors 'none'; base-uri 'none'`
@@ -76,14 +74,13 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     return { ...language(request), base: pagePath(kind, token), csrf: csrfFor(token) }
   }
 
-  /** A page with forms: it sets the CSRF cookie, scoped to this page's path. */
+  /** Sets the CSRF cookie, scoped to this page's path. */
   function sendForm(request: TokenRequest, reply: FastifyReply, kind: HostedPageKind, status: number, body: string, page: HostedPageRow) {
     const token = request.params.token
     reply.header('set-cookie', csrfCookie(csrfFor(token), pagePath(kind, token), secure || request.protocol === 'https'))
     return sendPage(request, reply, status, body, page)
   }
 
-  /** Opens the page, then checks the form came from it (403 otherwise). */
   async function checkedPost(request: TokenRequest, kind: HostedPageKind) {
     const found = await service.open(kind, request.params.token)
     const refusal = csrfRefusal(request.params.token, {
@@ -120,7 +117,6 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
   app.get('/hosted/assets/hosted.css', { config: none, schema: hidden }, async (_request, reply) =>
     reply.header('content-type', 'text/css; charset=utf-8').send(STYLESHEET))
 
-  // Spec 1: choose a plan, see the estimate, confirm.
   app.get('/hosted/manager/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page, details, plans } = await service.managerView(request.params.token)
     return sendForm(request, reply, 'manager', 200, managerPage(viewContext(request, 'manager'), details, plans), page)
@@ -135,7 +131,6 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     return seeOther(reply, await service.managerConfirm(request.params.token, request.body ?? {}))
   })
 
-  // Spec 11: add a card.
   app.get('/hosted/payment/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page } = await service.paymentView(request.params.token)
     return sendForm(request, reply, 'payment', 200, paymentPage(viewContext(request, 'payment'), null), page)
@@ -156,7 +151,6 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     })
   }
 
-  // Spec 10: the portal.
   app.get('/hosted/portal/:token', tokenRoute, async (request: TokenRequest, reply) => {
     const { page, details, next, invoices, creditNotes } = await service.portalView(request.params.token)
     const ctx = viewContext(request, 'portal')
@@ -167,7 +161,6 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     return sendForm(request, reply, 'portal', 200, portalPage(ctx, details, next, notice, { invoices, creditNotes }), page)
   })
 
-  // Every invoice, a page at a time (the portal shows the newest): limit and cursor as the API's lists.
   app.get('/hosted/portal/:token/invoices', { ...tokenRoute, schema: { hide: true, querystring: pageQuery() } }, async (request: PagedRequest, reply) => {
     const page = readPage(request, ['time', 'int'])
     const { page: row, invoices } = await service.portalInvoices(request.params.token, page)
@@ -175,8 +168,7 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
     return sendPage(request, reply, 200, invoicesPage(ctx, invoices.items, nextPageUrl(request, page, invoices.next)), row)
   })
 
-  // The portal's invoices as printable documents: to read and print (Save as PDF), or to download
-  // as a file. Their one style is inside the document, allowed by its hash; nothing else runs or loads.
+  // Printable invoices: their one style is inside, allowed by its hash; nothing else runs or loads.
   const documentCsp = `default-src 'none'; style-src ${INVOICE_STYLE_HASH}; img-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`
   for (const download of [false, true]) {
     app.get(`/hosted/portal/:token/invoices/:invoice_id${download ? '/download' : ''}`, tokenRoute, async (request: InvoiceRequest, reply) => {

@@ -9,16 +9,13 @@ import type { Paged } from '../../http/pagination.ts'
 import { toMinor } from '../../money.ts'
 import { dateOf, form, html, invoiceTable, layout, periodOf, type Html, type PageContext } from './hosted.html.ts'
 
-/** The four hosted pages, as HTML strings; `base` is the page's own path (/hosted/<kind>/<token>). */
+/** `base` is the page's own path. */
 export interface ViewContext extends PageContext { base: string; csrf: string }
 
 type PlanFields = Plan['plan']
 
-/**
- * An escape, not the character: esbuild copies a template literal's characters as they are, and
- * one character above U+00FF in the bundle makes V8 keep all of its 2.5 MB source as a two-byte
- * string, 2.4 MB more of the server's memory for its whole life (bench/findings.md, "Issue 19").
- */
+// An escape, not the character: one character above U+00FF in the bundle makes V8 keep its whole
+// source as a two-byte string, for the server's whole life.
 const DASH = '\u2014'
 
 const price = (ctx: ViewContext, plan: PlanFields) =>
@@ -62,7 +59,6 @@ ${form(`${ctx.base}/confirm`, ctx.csrf, html`
 ${leaveForm(ctx, t('manager.leave'))}`)
 }
 
-/** The portal's ledger: its newest invoices and credit notes. */
 export interface PortalLedger { invoices: Paged<InvoiceBody>; creditNotes: Paged<CreditNoteBody> }
 
 export function portalPage(ctx: ViewContext, details: SubscriptionDetails, next: { at: number; invoice: InvoiceEstimate } | null, notice: string | null, ledger: PortalLedger): string {
@@ -101,7 +97,6 @@ ${creditsSection(ctx, details.customer, details.plan.currency_code, ledger.credi
 const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
   list.next ? html`<p class="hint">${ctx.t('billing.newestShown', { count: list.items.length })}</p>` : null
 
-/** The portal's newest invoices, and a way to the others when there are more. */
 function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
   const { t } = ctx
   if (list.items.length === 0) return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
@@ -110,7 +105,7 @@ ${invoicesTable(ctx, list.items)}
 ${list.next ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${list.items.length}">${t('billing.allInvoices')}</a></p>` : null}`
 }
 
-/** Every invoice, a page at a time, newest first: `older` is the next page's URL. */
+/** `older` is the next page's URL. */
 export function invoicesPage(ctx: ViewContext, items: InvoiceBody[], older: string | undefined): string {
   const { t } = ctx
   return layout(ctx, t('billing.invoices'), html`
@@ -119,7 +114,6 @@ ${older ? html`<p><a id="older-invoices" href="${older}">${t('billing.olderInvoi
 <p><a href="${ctx.base}">${t('document.back')}</a></p>`, true)
 }
 
-/** Each invoice with its amounts, its status and its document (to print, or to download). */
 function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
   const { t } = ctx
   const rows = items.map((i) => {
@@ -139,10 +133,9 @@ function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
 </table></div>`
 }
 
-/** The customer's credit balances, then the credit notes they come from. */
 function creditsSection(ctx: ViewContext, customer: SubscriptionDetails['customer'], currency: string, list: Paged<CreditNoteBody>): Html {
   const { t } = ctx
-  // The balances are in the subscription's currency, its plan's.
+  // In the subscription's currency, its plan's.
   const money = (minor: number) => formatMoney(ctx.locale, minor, currency)
   const notes = list.items.length === 0 ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>` : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
 <thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.reason')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
@@ -165,10 +158,9 @@ ${notes}`
 
 export function paymentPage(ctx: ViewContext, problem: CardProblem | null, kept: { expiry_month?: string; expiry_year?: string } = {}): string {
   const { t } = ctx
-  // A declined card is a problem of its number.
   const invalid = (which: CardProblem) => problem === which || (which === 'number' && problem === 'declined') ? 'true' : 'false'
   const message = problem === 'number' ? t('payment.badNumber') : problem === 'expiry' ? t('payment.badExpiry') : problem === 'declined' ? t('payment.declined') : null
-  // The number is never written back into the page, even when the card is refused.
+  // The number is never written back into the page.
   return layout(ctx, t('payment.title'), html`
 <p>${t('payment.testMode')}</p>
 ${message ? html`<div role="alert" class="problem"><p><strong>${t('payment.errors')}</strong></p><p id="card-error">${message}</p></div>` : null}

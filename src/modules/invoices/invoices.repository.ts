@@ -3,15 +3,10 @@ import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { CreditNotesTable, InvoicesTable } from '../../db/tables.ts'
 
-/** A position in a newest-first list: the row's date and its insertion order (ties). */
-/** The ledger's lists, newest first: by date, then insertion order (seq), as their index. */
+/** Newest first: by date, then insertion order (seq), as their index. */
 const NEWEST_FIRST: SortColumn[] = [{ column: 'date', desc: true, cast: 'timestamptz' }, { column: 'seq', desc: true }]
 
-/**
- * The ledger's SQL: invoices, credit notes and their allocations. Every query filters by
- * company_id; every function takes the executor so that billing writes join the subscription
- * change's transaction.
- */
+// The ledger's SQL. Every function takes the executor, so billing writes join the change's transaction.
 export function createInvoicesRepository() {
   return {
     insertInvoice: (executor: Executor, invoice: Insertable<InvoicesTable>) =>
@@ -23,15 +18,14 @@ export function createInvoicesRepository() {
       executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
     lockInvoice: (executor: Executor, companyId: string, id: string) =>
       executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
-    /** The subscription's newest invoice (the one a change's credit note refers to). */
+    /** The one a change's credit note refers to. */
     latestInvoice: (executor: Executor, companyId: string, subscriptionId: string) =>
       executor.selectFrom('invoices').select(['id', 'status', 'line_items', 'discounts', 'taxes', 'currency_code', 'period_start', 'period_end']).where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
         .orderBy('date', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst(),
-    /** The subscription's invoices still waiting for payment, oldest first, locked. */
+    /** Oldest first, locked. */
     dueInvoices: (executor: Executor, companyId: string, subscriptionId: string) =>
       executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
         .where('status', '=', 'payment_due').orderBy('date').orderBy('seq').forUpdate().execute(),
-    /** Newest first (the list's order and cursor: date, then insertion), a keyset page. */
     listInvoices: (executor: Executor, companyId: string, page: KeysetPage) =>
       keyset(executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
 
@@ -39,12 +33,11 @@ export function createInvoicesRepository() {
       executor.insertInto('credit_notes').values(note).returningAll().executeTakeFirstOrThrow(),
     listCreditNotes: (executor: Executor, companyId: string, page: KeysetPage) =>
       keyset(executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
-    /** Refundable credit notes with something left, oldest first (the order credits are used in), locked. */
+    /** Oldest first (the order credits are used in), locked. */
     availableCredits: (executor: Executor, companyId: string) =>
       executor.selectFrom('credit_notes').select(['id', 'total', 'amount_allocated'])
         .where('company_id', '=', companyId).where('type', '=', 'refundable')
         .whereRef('amount_allocated', '<', 'total').orderBy('date').orderBy('seq').forUpdate().execute(),
-    /** The customer's refundable credits: what its refundable credit notes still hold. */
     async refundableBalance(executor: Executor, companyId: string): Promise<number> {
       const row = await executor.selectFrom('credit_notes')
         .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'))

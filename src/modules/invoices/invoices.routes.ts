@@ -6,10 +6,8 @@ import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const BASE = '/api/v1/subscription'
 
-/**
- * The ledger of a company's subscription (decisions §8.4), read-only: the local engine writes it
- * when it bills; a Chargebee-managed subscription's is copied from Chargebee (provider-ledger.service.ts).
- */
+// The ledger of a company's subscription, read-only: the local engine writes it when it bills;
+// a Chargebee-managed subscription's is copied from Chargebee (provider-ledger.service.ts).
 export async function invoicesRoutes(app: App, { service, subscriptionOf }: { service: InvoicesService; subscriptionOf: (companyId: string) => Promise<unknown> }) {
   const tags = ['Invoices']
   const company = { access: { area: 'company' } } as const

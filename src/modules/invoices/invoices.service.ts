@@ -17,33 +17,26 @@ export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
 
 const DAY_MS = 86_400_000
 
-/** What a retry job carries: which invoice, which retry (1-based), and when it was due. */
 export interface RetryPayload { company_id: string; invoice_id: string; retry: number; retry_at: string }
 
-/** The outcome of a scheduled retry: the subscription service cancels on `exhausted`. */
+/** The subscription service cancels on `exhausted`. */
 export type RetryOutcome = 'paid' | 'failed' | 'exhausted' | 'nothing'
 
 /**
- * The local engine's ledger (decisions §8.4): invoices, credit notes and the customer's credits,
- * and test-mode payments with dunning. Called by the subscriptions service inside the
- * transaction of the change or job that bills (the subscription row is locked there), so a
- * subscription's state and its ledger commit together.
- *
- * Invariants, per invoice: total = credits_applied + amount_paid + amount_due (a CHECK of 0014,
- * 0029: the local engine never adjusts, writes off or voids, so its amount_adjusted and
- * write_off_amount are 0).
- * Per customer: refundable_credits = Σ (total − amount_allocated) of its refundable credit notes.
+ * The local engine's ledger: invoices, credit notes, customer credits and test-mode payments with
+ * dunning. Called inside the billing change's transaction, so a subscription and its ledger commit
+ * together. Invariant: total = credits_applied + amount_paid + amount_due (a CHECK).
  */
 export function createInvoicesService(deps: {
   db: Kysely<DB>
   repo: InvoicesRepository
   scheduler: Pick<Scheduler, 'schedule'>
-  /** Days after a failed first charge on which it is retried (DUNNING_RETRY_DAYS): 1,3,5. */
+  /** Days after a failed first charge on which it is retried. */
   retryDays: number[]
 }) {
   const { db, repo } = deps
 
-  /** Uses the customer's refundable credits, oldest first, for `amount` of the invoice. */
+  /** Uses the customer's refundable credits, oldest first. */
   async function applyCredits(trx: Executor, companyId: string, invoiceId: string, amount: number) {
     let left = amount
     for (const note of await repo.availableCredits(trx, companyId)) {
@@ -56,7 +49,6 @@ export function createInvoicesService(deps: {
     if (left !== 0) throw new Error(`invoice ${invoiceId}: ${left} of the credits applied are not available`)
   }
 
-  /** Schedules retry `retry` (1-based) of a failed invoice, dated from the invoice's first charge. */
   async function scheduleRetry(trx: Executor, invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'date'>, retry: number): Promise<Date | null> {
     const days = deps.retryDays[retry - 1]
     if (days === undefined) return null
@@ -70,7 +62,6 @@ export function createInvoicesService(deps: {
     return usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
   }
 
-  /** A refundable credit note of `figures` (nothing when they credit nothing), referring to the invoice they credit. */
   async function issueCredit(trx: Executor, s: SubscriptionRow, credit: UnusedCredit, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {
     const { figures } = credit
     if (figures.total <= 0) return
@@ -82,7 +73,7 @@ export function createInvoicesService(deps: {
     })
   }
 
-  /** The subscription's newest invoice as a credit is computed from it, when it was paid (money never received is never credited). */
+  /** Money never received is never credited: only a paid invoice counts. */
   async function paidTermInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
     const row = await repo.latestInvoice(executor, s.company_id, s.id)
     if (row?.status !== 'paid') return undefined
@@ -100,17 +91,14 @@ export function createInvoicesService(deps: {
   }
 
   return {
-    /** The customer's credits, as the details' customer shows them (minor units). */
+    /** The customer's credits, in minor units. */
     async credits(executor: Executor, companyId: string) {
       return { promotional_credits: 0, refundable_credits: await repo.refundableBalance(executor, companyId), excess_payments: 0 }
     },
 
     /**
-     * Records an invoice the engine computed (`invoiceFor`, the estimate's arithmetic) and
-     * collects it: credits_applied comes from the customer's refundable credit notes (with
-     * the change's own `unusedCredit` note first issued, reason subscription_change), the rest
-     * is charged to the card. A failed charge leaves it payment_due with its first retry
-     * scheduled. Nothing due: paid at once.
+     * Records an invoice the engine computed and collects it: credits first, the rest charged to the
+     * card. A failed charge leaves it payment_due with its first retry scheduled.
      */
     async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: UnusedCredit }): Promise<InvoiceRow> {
       const { subscription: s, invoice: inv, date } = input
@@ -137,10 +125,7 @@ export function createInvoicesService(deps: {
       return (await repo.findInvoice(trx, s.company_id, id))!
     },
 
-    /**
-     * A scheduled retry. It acts only if the invoice is still payment_due and waiting for this
-     * very retry (a new card may have paid it meanwhile; a job runs once, but is harmless twice).
-     */
+    /** Acts only if the invoice still waits for this very retry, so a second run is harmless. */
     async retry(trx: Executor, s: SubscriptionRow, payload: RetryPayload, at: Date): Promise<RetryOutcome> {
       const invoice = await repo.lockInvoice(trx, payload.company_id, payload.invoice_id)
       if (!invoice || invoice.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at) return 'nothing'
@@ -159,10 +144,7 @@ export function createInvoicesService(deps: {
       return 'exhausted'
     },
 
-    /**
-     * A new card: every invoice of the subscription still payment_due is charged at once. A
-     * failure changes nothing of the schedule (the next retry stays as it was).
-     */
+    /** A new card: every payment_due invoice is charged at once; a failure leaves the retry schedule as it was. */
     async collectNow(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
       for (const invoice of await repo.dueInvoices(trx, s.company_id, s.id)) {
         if (charge(s, at)) await markPaid(trx, invoice, at)
@@ -170,18 +152,12 @@ export function createInvoicesService(deps: {
       }
     },
 
-    /**
-     * The current term's latest invoice, which a change's credit is computed from (the unused share
-     * of what it charged, with its tax: a VAT number or country changed since neither invents nor
-     * loses VAT). undefined: no paid invoice, nothing to credit (money never received is never credited).
-     */
+    /** The current term's latest paid invoice, a change's credit base; undefined: nothing to credit. */
     termInvoice: paidTermInvoice,
 
     /**
-     * An immediate cancellation's credit (decisions §9.1): the unused share at `at` of the term's
-     * invoice, tax included, as one refundable credit note (reason subscription_cancellation).
-     * Nothing when that invoice is not paid (a credit would be money never received) or its
-     * period is over.
+     * An immediate cancellation's credit: the unused share of the term's paid invoice, tax included,
+     * as one refundable credit note (docs/adr/0006-credit-never-exceeds-payment.md).
      */
     async creditUnused(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
       const invoice = await paidTermInvoice(trx, s)
@@ -189,7 +165,7 @@ export function createInvoicesService(deps: {
       await issueCredit(trx, s, { figures: creditFor(invoice, at), referenceInvoiceId: invoice.id }, 'subscription_cancellation', at)
     },
 
-    /** Whether an invoice of the subscription waits for payment (locked: a payment cannot slip in meanwhile). */
+    /** Locked, so a payment cannot slip in meanwhile. */
     async hasUnpaid(trx: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<boolean> {
       return (await repo.dueInvoices(trx, s.company_id, s.id)).length > 0
     },
@@ -205,13 +181,11 @@ export function createInvoicesService(deps: {
       return invoiceView(row)
     },
 
-    /** An invoice event's object, as GET .../invoices/{id} answers. */
     invoiceEventObject: (stored: StoredObject) => invoiceView({
       ...(stored as InvoiceRow), date: storedTime(stored.date)!, due_date: storedTime(stored.due_date)!, period_start: storedTime(stored.period_start)!,
       period_end: storedTime(stored.period_end)!, paid_at: storedTime(stored.paid_at), next_retry_at: storedTime(stored.next_retry_at),
     }),
 
-    /** A credit note event's object, as GET .../credit_notes lists it. */
     creditNoteEventObject: (stored: StoredObject) => creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
 
     async listCreditNotes(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof creditNoteView>>> {
@@ -221,9 +195,8 @@ export function createInvoicesService(deps: {
   }
 }
 
-/** A ledger row's place in its list (the cursor's key): its date, then its insertion order. */
+/** A ledger row's cursor key: its date, then its insertion order. */
 const listKey = (row: { date: Date; seq: number | string }) => [row.date.toISOString(), Number(row.seq)]
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
-/** What the subscriptions service needs of the ledger. */
 export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'>

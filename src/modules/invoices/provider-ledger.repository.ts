@@ -10,10 +10,8 @@ import type { Executor } from '../../jobs/scheduler.ts'
 export function createProviderLedgerRepository() {
   return {
     /**
-     * Keeps `version` as the object's newest applied copy when it is newer than the one kept (or
-     * none is); false when it is not newer (a late or repeated copy: stale). `orEqual`: an equal
-     * version is newer too, for versions of second resolution (an event's occurred_at), where two
-     * changes in one second are equal and the one delivered later is taken as the later one.
+     * Keeps `version` when newer than the one kept; false when stale. `orEqual` for versions of second
+     * resolution, where the copy delivered later is taken as the later one.
      */
     async advanceVersion(executor: Executor, row: Insertable<ProviderObjectVersionsTable>, options: { orEqual?: boolean } = {}): Promise<boolean> {
       const newer = options.orEqual

@@ -16,11 +16,8 @@ const comparable = (row: Record<string, unknown> | undefined) => {
 }
 
 /**
- * Chargebee's ledger kept here (decisions §8.4, docs/chargebee.md): each copy of an invoice or
- * credit note (a webhook's, or one the reconciliation read) is applied when it is newer than
- * the last one applied (its resource_version), inside the caller's transaction. The rows'
- * events (invoice.created, .paid, .payment_failed, ...) come from the tables' triggers; a
- * deletion, which no trigger reports, writes invoice.deleted / credit_note.deleted itself.
+ * Chargebee's ledger kept here: a copy of an invoice or credit note applies when its resource_version
+ * is newer. Triggers write the rows' events; a deletion, which no trigger reports, writes its own.
  */
 export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
   const { repo } = deps

@@ -3,16 +3,12 @@ import { BoundedMap } from '../../bounded-map.ts'
 import { RateLimited } from '../../http/errors.ts'
 import type { OauthRepository } from './oauth.repository.ts'
 
-/** Wrong secrets for one client id within WINDOW_MS that lock it. */
 export const WRONG_SECRETS_LIMIT = 10
 const WINDOW_MS = 60_000
-/** How long a locked client id answers 429, whatever the secret. */
 const LOCK_MS = 60_000
-// Locks this instance has seen, so a locked id's requests skip the read until the lock ends.
-// Made-up ids can be locked without end: forgetting one only costs its next request a read.
+// Locks seen here, so a locked id's requests skip the read; forgetting one only costs a read.
 const KNOWN_LOCKS_LIMIT = 10_000
 
-/** A client id that received too many wrong secrets answers this until its lock ends. */
 export class TooManyWrongSecrets extends RateLimited {
   constructor(retryAfterSeconds: number) {
     super(retryAfterSeconds)
@@ -21,14 +17,12 @@ export class TooManyWrongSecrets extends RateLimited {
 }
 
 /**
- * Counts wrong secrets per client id in PostgreSQL, shared by every instance on the database and
- * kept over restarts, by the injected real-time clock: after WRONG_SECRETS_LIMIT within a minute
- * the id is locked for a minute (docs/adr/0005). Unknown ids are counted alike, so the answers do
- * not tell which ids exist.
+ * Counts wrong secrets per client id in PostgreSQL, shared by every instance and kept over
+ * restarts; too many within a minute lock the id for a minute. Unknown ids count alike, so answers
+ * do not tell which ids exist (docs/adr/0005-guessing-coupons-and-secrets.md).
  */
 export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretLockedUntil' | 'countWrongSecret'>; clock: Clock }) {
   const { repo, clock } = deps
-  /** Unix milliseconds until which an id is locked, as this instance last saw it in the database. */
   const locks = new BoundedMap<string, number>(KNOWN_LOCKS_LIMIT)
 
   function knownLock(clientId: string, at: number): number | undefined {
@@ -50,7 +44,7 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
   }
 
   return {
-    /** Throws TooManyWrongSecrets while the id is locked: from this instance's memory, else one read by primary key. */
+    /** From this instance's memory, else one read by primary key. */
     async check(clientId: string) {
       const now = clock.now()
       checkKnown(clientId, now.getTime())
@@ -58,13 +52,12 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
       if (until) throw locked(clientId, until.getTime(), now.getTime())
     },
 
-    /** Throws TooManyWrongSecrets while this instance knows the id is locked; reads nothing. */
+    /** Reads nothing. */
     checkKnown: (clientId: string) => checkKnown(clientId, clock.now().getTime()),
 
     /**
-     * A wrong secret (or a revoked or unknown client) for this id, now. Throws TooManyWrongSecrets
-     * when the id was locked meanwhile (by any instance): that one is not counted, and its answer
-     * is the lock's, so no more than WRONG_SECRETS_LIMIT answers a minute tell a guess apart.
+     * A wrong secret (or a revoked or unknown client). One arriving after a lock is not counted and
+     * answers the lock's, so no more than WRONG_SECRETS_LIMIT answers a minute tell a guess apart.
      */
     async wrong(clientId: string) {
       const now = clock.now()
@@ -73,11 +66,10 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
         at: now, windowStart: new Date(at - WINDOW_MS), windowEnd: new Date(at + WINDOW_MS), lockUntil: new Date(at + LOCK_MS),
       })
       if (counted === undefined) {
-        // Locked by the time this one was counted: its lock is read for Retry-After.
         const until = await repo.secretLockedUntil(clientId, now)
         throw locked(clientId, until?.getTime() ?? at + 1000, at)
       }
-      // The one that reached the limit is answered as a wrong secret; the next ones meet the lock.
+      // The one that reached the limit is answered as a wrong secret; the next meet the lock.
       if (counted.lockedUntil) locks.set(clientId, counted.lockedUntil.getTime())
     },
   }

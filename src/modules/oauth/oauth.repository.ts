@@ -38,28 +38,22 @@ export interface NewSigningKey {
   publicJwk: object
 }
 
-/** A client with what decides the scopes its company may grant now (its subscription's plan). */
 export interface ClientForToken extends ClientRow {
   subscription_status: string | null
   plan_features: string[] | null
 }
 
-/** The times a wrong secret is counted with: `at` (now) and the bounds derived from it. */
 export interface WrongSecretTimes {
   at: Date
-  /** Wrong secrets at or before it are out of the window. */
   windowStart: Date
-  /** The newest wrong secret leaves the window then. */
   windowEnd: Date
-  /** Until when the wrong secret that reaches the limit locks the id. */
   lockUntil: Date
 }
 
-/** Stale rows of client_secret_guesses one wrong secret deletes: more than the one it may add. */
+/** More than the one row a wrong secret may add. */
 const GUESSES_PRUNED_PER_WRITE = 2
 
 export function createOauthRepository(db: Kysely<DB>) {
-  // The token endpoint's one read: the client and its company's plan in one statement.
   const clientForToken = prepared(db, (clientId: string) => db.selectFrom('oauth_clients as c')
     .leftJoin('subscriptions as s', 's.company_id', 'c.company_id')
     .leftJoin('plans as p', 'p.sku', 's.plan_sku')
@@ -73,10 +67,8 @@ export function createOauthRepository(db: Kysely<DB>) {
 
   const secretLock = prepared(db, (clientId: string, at: Date) => db.selectFrom('client_secret_guesses')
     .select('locked_until').where('client_id', '=', clientId).where('locked_until', '>', at))
-  // One statement, so wrong secrets sent to several instances at once are each counted once: the
-  // row is locked while it is read and written. An id locked already is left as it is (no row
-  // comes back). The prune runs after the count (PostgreSQL runs a WITH's statement that nothing
-  // reads last) and skips locked rows, so a statement never waits while it holds a row it prunes.
+  // One statement, row locked while read and written, so concurrent wrong secrets are each counted
+  // once. The prune runs last and skips locked rows, so it never waits while holding a row.
   const countWrong = prepared(db, (clientId: string, limit: number, at: Date, windowStart: Date, windowEnd: Date, lockUntil: Date) => sql<{ locked_until: Date | null }>`
     WITH pruned AS (
       DELETE FROM client_secret_guesses
@@ -100,14 +92,11 @@ export function createOauthRepository(db: Kysely<DB>) {
     RETURNING locked_until`)
 
   return {
-    /** Until when the client id is locked by wrong secrets, if it is at `at`. */
     secretLockedUntil: async (clientId: string, at: Date): Promise<Date | undefined> => (await secretLock(clientId, at))[0]?.locked_until ?? undefined,
 
     /**
-     * Counts a wrong secret for the id at `times.at`: the `limit`-th within the window locks it
-     * until `times.lockUntil` (then its count starts again). Answers until when the id is locked
-     * after this one counted (null: not locked), or `undefined` when it was locked already and
-     * this one did not count. Deletes a few rows whose window and lock are past.
+     * Counts a wrong secret: the `limit`-th within the window locks the id until `times.lockUntil`.
+     * Answers the lock's end (null: not locked), or undefined when it was locked already and this did not count.
      */
     async countWrongSecret(clientId: string, limit: number, times: WrongSecretTimes): Promise<{ lockedUntil: Date | null } | undefined> {
       const [row] = await countWrong(clientId, limit, times.at, times.windowStart, times.windowEnd, times.lockUntil)
@@ -120,14 +109,13 @@ export function createOauthRepository(db: Kysely<DB>) {
       return db.insertInto('oauth_clients').values(client).returningAll().executeTakeFirstOrThrow()
     },
 
-    /** Inserts the client unless one with that id exists; true when it was inserted. */
     async insertClientIfMissing(client: Omit<ClientRow, 'created_at' | 'revoked_at'>): Promise<boolean> {
       const inserted = await db.insertInto('oauth_clients').values(client)
         .onConflict((oc) => oc.column('client_id').doNothing()).returning('client_id').executeTakeFirst()
       return inserted !== undefined
     },
 
-    /** Creates the platform client or sets its secret; an id that is a company client's is left alone. */
+    /** An id that is a company client's is left alone. */
     async upsertPlatformClient(client: Omit<ClientRow, 'created_at' | 'revoked_at'> & { company_id: null }): Promise<void> {
       await db.insertInto('oauth_clients').values(client)
         .onConflict((oc) => oc.column('client_id').doUpdateSet({ secret_hash: client.secret_hash, scopes: client.scopes })
@@ -141,14 +129,13 @@ export function createOauthRepository(db: Kysely<DB>) {
       return Number(row.n)
     },
 
-    /** Oldest first, then client_id; the cursor's created_at as PostgreSQL prints it (a Date drops microseconds). */
+    /** Oldest first; the cursor keeps PostgreSQL's text of created_at (a Date drops microseconds). */
     async listCompanyClients(companyId: string, page: KeysetPage): Promise<Paged<ClientRow>> {
       const rows = await keyset(db.selectFrom('oauth_clients').selectAll().select(sql<string>`created_at::text`.as('created_at_key'))
         .where('company_id', '=', companyId).where('revoked_at', 'is', null), CLIENT_ORDER, page).execute()
       return cutPage(rows, page, (row) => [row.created_at_key, row.client_id])
     },
 
-    /** A live (not revoked) client of the company. */
     async findCompanyClient(companyId: string, clientId: string): Promise<ClientRow | undefined> {
       return db.selectFrom('oauth_clients').selectAll()
         .where('company_id', '=', companyId).where('client_id', '=', clientId).where('revoked_at', 'is', null)
@@ -162,13 +149,12 @@ export function createOauthRepository(db: Kysely<DB>) {
       return Number(result.numUpdatedRows) > 0
     },
 
-    /** What decides whether a valid token of this client may still act. */
     async accessState(clientId: string): Promise<ClientAccessState | undefined> {
       const [row] = await accessStateOf(clientId)
       return row && { revoked: row.revoked_at !== null, companyDisabled: row.disabled_at !== null }
     },
 
-    /** Sets a client's secret hash anew, unless it changed since it was read as `from`; true when it was set. */
+    /** Unless it changed since it was read as `from`; true when set. */
     async replaceSecretHash(clientId: string, from: string, to: string): Promise<boolean> {
       const result = await db.updateTable('oauth_clients').set({ secret_hash: to })
         .where('client_id', '=', clientId).where('secret_hash', '=', from).executeTakeFirst()
@@ -179,11 +165,7 @@ export function createOauthRepository(db: Kysely<DB>) {
       return db.selectFrom('signing_keys').selectAll().orderBy('generation').execute() as Promise<SigningKeyRow[]>
     },
 
-    /**
-     * Adds a key, unless its generation exists (another instance made it first); true when added.
-     * `retireOthersAt`: when every earlier key stops verifying (kept if already earlier); with
-     * `dropOthers` they are deleted at once instead (a key that leaked).
-     */
+    /** False when another instance made that generation first; `drop` deletes earlier keys at once. */
     async addSigningKey(key: NewSigningKey, others: { retireAt: Date } | { drop: true }): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         const inserted = await trx.insertInto('signing_keys')
@@ -202,7 +184,6 @@ export function createOauthRepository(db: Kysely<DB>) {
       })
     },
 
-    /** Deletes the keys that no longer verify anything; how many. */
     async deleteRetiredSigningKeys(now: Date): Promise<number> {
       const result = await db.deleteFrom('signing_keys').where('retire_at', '<=', now).executeTakeFirst()
       return Number(result.numDeletedRows)

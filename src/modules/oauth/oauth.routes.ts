@@ -12,16 +12,15 @@ import { Client, ClientInput, ClientParams, CreatedClient, Jwks, TokenError, Tok
 
 const RETRY_AFTER_HEADER = { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying' }
 
-/** What a token request may weigh: four short parameters, 1.3 KB with a scope naming every scope of the service. */
+/** Room for four short parameters, even with a scope naming every scope of the service. */
 export const TOKEN_BODY_LIMIT_BYTES = 8192
 
-/** The token endpoint and the key set: their own scope, because they speak OAuth's error format and take forms. */
+/** Their own scope: they speak OAuth's error format and take forms. */
 export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { service: OauthService; keys: TokenKeys; bodyLimit: number }) {
-  // A token request is a few short parameters: it gets a small limit of its own (413 above).
   const limit = Math.min(TOKEN_BODY_LIMIT_BYTES, bodyLimit)
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     const params = new URLSearchParams(body as string)
-    // RFC 6749 §3.2: a parameter sent twice is an invalid request, not "the last one wins".
+    // RFC 6749 §3.2: a parameter sent twice is an invalid request.
     const seen = new Set<string>()
     for (const key of params.keys()) {
       if (seen.has(key)) return done(new OAuthError('invalid_request', `The parameter ${key} is repeated`), undefined)
@@ -68,7 +67,6 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
     const body = (request.body ?? {}) as Static<typeof TokenRequest>
     const basic = parseBasic(request.headers.authorization)
     if (basic && body.client_id && basic.id !== body.client_id) throw new OAuthError('invalid_request', 'Two different client ids were sent')
-    // RFC 6749 §2.3: one authentication method per request.
     if (basic && body.client_secret !== undefined) throw new OAuthError('invalid_request', 'Send the client secret either in HTTP Basic or in the body, not both')
     const result = await service.issueToken({ ...body, ...(basic ? { client_id: basic.id, client_secret: basic.secret } : {}) })
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
@@ -84,7 +82,7 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
   })
 }
 
-/** A company's own clients: created with the secret shown once, listed without it, revoked at once. */
+/** The secret is shown once, at creation. */
 export async function clientRoutes(app: App, { service }: { service: OauthService }) {
   const tags = ['Companies']
   const base = '/api/v1/companies/:company_id/clients'
@@ -111,7 +109,6 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
     return answerPage(request, reply, page, await service.listCompanyClients(request.params.company_id, page))
   })
 
-  // The Location of a creation leads here.
   app.get(`${base}/:client_id`, {
     config: { access: { area: 'company' } },
     schema: { operationId: 'getCompanyClient', tags, summary: 'Get a company client (without its secret)', params: ClientParams, response: { 200: Client } },

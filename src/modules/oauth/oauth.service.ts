@@ -28,39 +28,28 @@ export interface TokenRequest {
 export interface ClientView { client_id: string; name: string; scopes: string[]; created_at: string }
 
 /**
- * Clients and their tokens. A company client's secret is 256 random bits made here, so one
- * SHA-256 keeps it safe at rest and the token endpoint fast; a platform client's may have been
- * chosen by a person (ADMIN_CLIENT_SECRET), so it is kept with scrypt (oauth.secrets.ts).
+ * Clients and their tokens. A company client's secret is 256 random bits, so one SHA-256 suffices
+ * and keeps the token endpoint fast; a platform client's may be chosen by a person, so it is scrypt.
  */
 export function createOauthService(deps: {
   repo: OauthRepository
-  /** The token endpoint's read of a client, cached (oauth.token-clients.ts). */
   clients: Pick<TokenClients, 'find'>
-  /** Secret checks, remembering the slow ones that succeeded (oauth.secrets.ts). */
   secrets: Pick<SecretChecker, 'matches' | 'configured'>
-  /** Wrong secrets counted per client id for every instance, which lock it for a minute (oauth.guesses.ts). */
+  /** Wrong secrets counted per client id across instances; too many lock it for a minute. */
   guesses: Pick<SecretGuesses, 'check' | 'checkKnown' | 'wrong'>
   keys: Pick<TokenKeys, 'sign'>
   access: Pick<AccessState, 'changed' | 'get'>
   clock: Clock
-  /** The scopes a company may grant its clients (endpoint 25). */
   companyScopes: (companyId: string) => Promise<string[] | undefined>
 }) {
   const { repo, keys, clock } = deps
-  /**
-   * The configured platform client while its secret is being settled: the server listens before
-   * that ends (its scrypt is about a third of a start on one core), so a token asked for that
-   * client meanwhile waits for it rather than meeting the secret stored before.
-   */
+  // The server listens before the configured platform client's secret is settled (scrypt is slow):
+  // a token request for it meanwhile waits rather than meeting the old stored secret.
   let settling: { clientId: string; done: Promise<unknown> } | undefined
 
-  /**
-   * A platform client's secret stored by a previous version (unsalted SHA-256) or with weaker
-   * parameters, made anew now that it was presented and matched; unless it changed meanwhile.
-   */
+  /** Re-hashes a matched platform secret stored in an older format, unless it changed meanwhile. */
   async function upgradeSecret(clientId: string, secret: string, stored: string) {
     if (await repo.replaceSecretHash(clientId, stored, await hashChosenSecret(secret))) {
-      // What instances keep of the client holds the old hash: forgotten everywhere.
       await deps.access.changed(clientId)
     }
   }
@@ -71,27 +60,24 @@ export function createOauthService(deps: {
       if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
       if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
       if (settling?.clientId === request.client_id) {
-        // Not settled (the process is about to stop): the stored secret may be the one rotated away.
+        // Not settled (the process is stopping): the stored secret may be the one rotated away.
         if (await settling.done.then(() => false, () => true)) throw new ServiceUnavailable('The platform client\'s configured secret could not be stored; retry shortly')
       }
-      // A locked id costs no hash, nor the client's read: its lock is known here or read first.
+      // A locked id costs no hash nor read.
       await deps.guesses.check(request.client_id)
-      // The client and its company's current plan: one statement, or none while it is cached.
       const client = await deps.clients.find(request.client_id)
-      // Unknown ids are answered without a hash: the id is not the secret (RFC 6749 §2.2), and a
-      // hash for them would hand strangers the slots that known clients need (docs/adr/0005).
+      // Unknown ids get no hash: the id is not the secret (RFC 6749 §2.2), and hashing for strangers would
+      // take the slots known clients need (docs/adr/0005-guessing-coupons-and-secrets.md).
       const matched = client !== undefined && client.revoked_at === null && await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash)
       if (!matched) {
-        // Counted, or answered with the lock if the tenth wrong secret came while this one hashed.
+        // Counted, or answered with the lock if it came meanwhile.
         await deps.guesses.wrong(request.client_id)
         throw new OAuthError('invalid_client', 'Unknown client or wrong secret')
       }
-      // A right secret that waited for a hash while this instance locked the id answers as it does
-      // now: no more than ten answers a minute tell a guess apart.
+      // A right secret that waited while the id got locked answers as locked: a guess learns nothing.
       deps.guesses.checkKnown(request.client_id)
       if (client.company_id === null && needsUpgrade(client.secret_hash)) await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
-      // Said only to who holds the secret. The access state is what refuses the company's
-      // tokens (auth.ts), cached per process and forgotten on every instance when it changes.
+      // Said only to who holds the secret.
       if (client.company_id !== null && (await deps.access.get(client.client_id))?.companyDisabled) {
         throw new OAuthError('unauthorized_client', 'The client\'s company is disabled')
       }
@@ -112,18 +98,16 @@ export function createOauthService(deps: {
       return { access_token: token, token_type: 'Bearer' as const, expires_in: expiresIn, scope }
     },
 
-    /** Creates the platform client of the configuration, or a first one when there is none. */
     async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
       if (configured.id && configured.secret) {
         const { id, secret } = configured
         const done = (async () => {
-          // The configuration is the truth for this client: a rotated secret takes effect at start-up.
-          // A hash that still fits it is kept; one of an older format or another secret is made anew.
+          // The configuration is the truth for this client: a rotated secret takes effect at start-up; a hash
+          // that still fits it is kept.
           const stored = (await repo.findClientForToken(id))?.secret_hash
           const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored, 'reserved')
           const secret_hash = keep ? stored : await hashChosenSecret(secret, 'reserved')
           await repo.upsertPlatformClient({ client_id: id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
-          // Other instances forget what they keep of it (its old secret).
           await deps.access.changed(id)
           // Its right secret then never waits for a hash behind guesses at other clients.
           deps.secrets.configured(id, secret, secret_hash)
@@ -140,16 +124,12 @@ export function createOauthService(deps: {
       if ((await repo.countPlatformClients()) > 0) return undefined
       const client_id = `platform_${randomUUID()}`
       const client_secret = newSecret()
-      // Generated, but a platform client's: scrypt like every platform secret (needsUpgrade would make it so at its first use).
+      // A platform client's secret is always scrypt, even a generated one.
       const inserted = await repo.insertClientIfMissing({ client_id, secret_hash: await hashChosenSecret(client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
       return inserted ? { client_id, client_secret } : undefined
     },
 
-    /**
-     * `grantorScopes`: the scopes of the company client asking (null for a platform client). A
-     * company client grants only scopes it holds itself, so `write:company` alone cannot mint a
-     * client wider than its maker.
-     */
+    /** A company client grants only scopes it holds itself (`grantorScopes`; null for a platform client). */
     async createCompanyClient(companyId: string, input: { name: string; scopes: string[] }, grantorScopes: ReadonlySet<string> | null = null) {
       const authorized = await deps.companyScopes(companyId)
       if (!authorized) throw new NotFound('Company')
@@ -185,7 +165,7 @@ export function createOauthService(deps: {
 
 export type OauthService = ReturnType<typeof createOauthService>
 
-/** The scope strings a company may grant with this subscription status and plan (endpoint 25's rule), memoized by plan. */
+/** The scopes a company may grant under this status and plan, memoized by plan. */
 const grantableCache = new Map<string, ReadonlySet<string>>()
 function grantable(status: string | null, features: readonly string[] | null): ReadonlySet<string> {
   const live = liveFeatures(status, features)

@@ -5,13 +5,9 @@ const MAX_AGE_MS = 5_000
 const LIMIT = 50_000
 
 /**
- * The token endpoint's one read (a client with its company's subscription and plan), kept per
- * process so that issuing a token asks the database nothing while nothing it depends on
- * changed. Forgotten for a client when it changes (revoked, its secret set: `forgetClient`, on
- * `access_changed`), and for a company's clients when the company's subscription or plan
- * changes (`forgetCompany`, on what forgets the company's cached reads: src/db/read-cache.ts).
- * A read that started before a change it hears of is not kept; unknown clients are never kept;
- * nothing is kept while changes could go unheard (`listening`).
+ * The token endpoint's read kept per process, forgotten when the client changes (`access_changed`)
+ * or its company's subscription or plan does. Unknown clients and reads overlapping a change are not
+ * kept, nor anything while changes could go unheard.
  */
 export function createTokenClients(repo: Pick<OauthRepository, 'findClientForToken'>, options: { listening: () => boolean }) {
   const clients = new Map<string, { row: ClientForToken; at: number }>()

@@ -19,13 +19,11 @@ export interface TokenSettings {
   issuer: string
   audience: string
   ttlSeconds: number
-  /** A key signs this long before the next one takes over; 0: only `rotate()` (npm run rotate-key) makes one. */
+  /** How long a key signs before the next takes over; 0: only `rotate()` makes one. */
   rotationDays: number
-  /** How long before it signs a new key is published in the key set. */
   publishAheadSeconds: number
 }
 
-/** The token settings of the configuration (the app and `npm run rotate-key` read the same). */
 export function tokenSettings(config: Pick<Config, 'TOKEN_ISSUER' | 'TOKEN_AUDIENCE' | 'TOKEN_TTL_SECONDS' | 'SIGNING_KEY_ROTATION_DAYS' | 'SIGNING_KEY_PUBLISH_AHEAD_SECONDS'>): TokenSettings {
   return {
     issuer: config.TOKEN_ISSUER, audience: config.TOKEN_AUDIENCE, ttlSeconds: config.TOKEN_TTL_SECONDS,
@@ -35,10 +33,10 @@ export function tokenSettings(config: Pick<Config, 'TOKEN_ISSUER' | 'TOKEN_AUDIE
 
 const ALG = 'EdDSA'
 const CACHE_LIMIT = 50_000
-/** How far ahead of ours another clock may be: a token issued (`iat`) later than this is refused. */
+/** How far ahead of ours another clock may be: a later `iat` is refused. */
 export const CLOCK_SKEW_SECONDS = 60
 const CHANNEL = 'signing_keys_changed'
-// A safety net for a missed notification: the keys are read again at least this often (real time).
+// A safety net for a missed notification.
 const RELOAD_MS = 60_000
 
 interface Key {
@@ -55,18 +53,14 @@ interface Key {
 type KeyRepo = Pick<OauthRepository, 'listSigningKeys' | 'addSigningKey' | 'deleteRetiredSigningKeys'>
 
 /**
- * Signs and verifies access tokens. Keys live in the database so that every instance signs with
- * the same key and verifies the others'. Rotation (docs/operations.md, "Signing keys"): a next
- * key is published `publishAheadSeconds` before it signs; the previous one verifies until the
- * last token it signed expires (the token lifetime and the clock skew after the next key's
- * start), and is then deleted. Times are the injected clock's. A verified token is kept until it
- * expires or its key is retired, so the hot path pays a map lookup, not a signature check.
+ * Signs and verifies access tokens with keys kept in the database, shared by every instance. A next
+ * key is published ahead of signing; the previous one verifies until its last token expires
+ * (docs/operations.md). A verified token is cached until it expires or its key retires.
  */
 export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: Clock) {
   let keys: Key[] = []
   let byKid = new Map<string, Key>()
-  // The node:crypto KeyObject of a signing key: signing is then one synchronous Ed25519 call
-  // (about 50 µs) instead of jose's WebCrypto round trip; the header is encoded once.
+  // A node:crypto KeyObject signs synchronously, without jose's WebCrypto round trip; the header is encoded once.
   const signers = new Map<string, { key: KeyObject; header: string }>()
   let lastReload = 0
   let loads = 0
@@ -80,7 +74,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
   const nowMs = () => clock.now().getTime()
   const live = (key: Key, at: number) => key.retireAt === null || at < key.retireAt
 
-  /** Reads the keys (making the first one on an empty table). A read that started before a later one finished is dropped. */
+  /** Reads the keys (making the first on an empty table); a read overtaken by a later one is dropped. */
   async function load() {
     const mine = ++loads
     let rows = await repo.listSigningKeys()
@@ -104,7 +98,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     lastReload = Date.now()
   }
 
-  /** A new key of that generation; false when another instance made that generation first. */
+  /** false when another instance made that generation first. */
   async function add(generation: number, activeFrom: Date, others: { retireAt: Date } | { drop: true }): Promise<{ kid: string; added: boolean }> {
     const { privateKey, publicKey } = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
     const kid = randomUUID()
@@ -116,23 +110,19 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     return { kid, added }
   }
 
-  /** The key that signs now: the latest started one; before any started (a clock set back), the earliest. */
+  /** The latest started key; before any started (a clock set back), the earliest. */
   function signingKey(at: number): Key | undefined {
     const candidates = keys.filter((k) => live(k, at))
     return candidates.filter((k) => k.activeFrom <= at).at(-1) ?? candidates[0]
   }
 
-  /** The next key for one that signs now, published now and signing from `activeFrom`. */
   async function addSuccessor(of: Key, activeFrom: number) {
     await add(of.generation + 1, new Date(activeFrom), { retireAt: new Date(activeFrom + overlapMs) })
     await load()
   }
 
-  /**
-   * What signing needs first, rarely anything: the keys read again if it has been a while, retired
-   * keys deleted, the next key made once this one is due (its age plus the publication lead reach
-   * the rotation period). Any instance may do it; the unique generation makes it happen once.
-   */
+  // Rarely anything: reload after a while, delete retired keys, make the next key when due. The
+  // unique generation makes it happen once across instances.
   function maintain(at: number): Promise<void> | undefined {
     const stale = Date.now() - lastReload > RELOAD_MS
     const retired = keys.some((k) => k.retireAt !== null && k.retireAt <= at)
@@ -142,7 +132,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     if (!stale && !retired && current && !due) return undefined
     maintaining ??= (async () => {
       try {
-        // Serving on with the keys known beats failing: the next call reads them again.
+        // Serving on with the keys known beats failing.
         if (stale || !current) await load().catch((err) => { if (!current) throw err })
         if (retired) {
           await repo.deleteRetiredSigningKeys(new Date(at))
@@ -181,10 +171,8 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
   }
 
   /**
-   * A new key, published now. Planned (`immediately: false`): it signs after the publication lead
-   * and the current key verifies until its tokens expire; when a next key is already waiting, that
-   * one. Immediately (the current key leaked): it signs now and every other key is deleted, so
-   * their tokens are refused at once on every instance.
+   * Publishes a new key. Planned: it signs after the publication lead. Immediately (a leaked key): it
+   * signs now and every other key is deleted, so their tokens are refused everywhere at once.
    */
   async function rotate(options: { immediately: boolean }): Promise<{ kid: string; activeFrom: Date }> {
     await load()
@@ -203,10 +191,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     return { kid: next.kid, activeFrom: new Date(next.activeFrom) }
   }
 
-  /**
-   * Synchronously, a token verified before: its principal while unexpired and its key not
-   * retired, null once either ends, undefined when it has not been verified yet (then verify()).
-   */
+  /** A token verified before: its principal, null once expired or its key retired, undefined when not yet verified. */
   function cached(token: string): Principal | null | undefined {
     const hit = verified.get(token)
     if (!hit) return undefined
@@ -217,7 +202,6 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     return null
   }
 
-  /** The principal of a token, or undefined when it is not a valid, unexpired token of ours. */
   async function verify(token: string): Promise<Principal | undefined> {
     const hit = cached(token)
     if (hit !== undefined) return hit ?? undefined
@@ -228,7 +212,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     try {
       ;({ payload } = await jwtVerify(token, async (header) => {
         let key = header.kid ? byKid.get(header.kid) : undefined
-        // A key made by another instance after this one loaded: reload, at most once a second.
+        // A key made by another instance since the last load: reload, at most once a second.
         if (!key && header.kid && Date.now() - lastReload > 1000) {
           await load()
           key = byKid.get(header.kid)
@@ -237,8 +221,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
         kid = key.kid
         return key.verifying
       }, {
-        // RFC 9068 §4: an access token says so in its header; an ID token or any other JWT signed by
-        // the same key is not one.
+        // RFC 9068 §4: an access token says so in its header, so no other JWT of the same key passes.
         issuer: settings.issuer, audience: settings.audience, algorithms: [ALG], typ: 'at+jwt',
         requiredClaims: ['exp', 'iat', 'jti'], currentDate: new Date(at),
       }))
@@ -247,7 +230,7 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     }
     if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number' || typeof payload.scope !== 'string') return undefined
     // None of ours is issued in the future or lives longer than the configured lifetime: such a
-    // token was made elsewhere (with a stolen key, or by a clock far off) and would outlive rotation.
+    // token was made elsewhere and would outlive rotation.
     if (payload.iat > at / 1000 + CLOCK_SKEW_SECONDS || payload.exp - payload.iat > settings.ttlSeconds) return undefined
     const principal: Principal = {
       clientId: payload.sub,
@@ -265,11 +248,10 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     verify,
     cached,
     rotate,
-    /** Reads the keys again whenever any instance (or `npm run rotate-key`) changes them. */
     async listen(database: Pick<Database, 'listen'>) {
       await database.listen(CHANNEL, () => { load().catch(() => { /* the next sign or verify reads them again */ }) })
     },
-    /** The public keys that verify now: the signing one, a next one published ahead, a previous one until it retires. */
+    /** The signing key, a next one published ahead, and a previous one until it retires. */
     jwks: () => {
       const at = nowMs()
       return { keys: keys.filter((k) => live(k, at)).map((k) => k.publicJwk) }

@@ -1,4 +1,3 @@
-/** The scope areas of the specification (§5), and which of them a company holds. */
 
 export const READ_WRITE_AREAS = [
   'company_communication_message', 'company_communication', 'expense_report', 'expense', 'expense_type',
@@ -12,7 +11,7 @@ export const READ_ONLY_AREAS = ['calendar'] as const
 
 export const ALL_AREAS: readonly string[] = [...READ_WRITE_AREAS, ...READ_ONLY_AREAS]
 
-/** Every company holds these, whatever its plan (decisions §6). */
+/** Every company holds these, whatever its plan. */
 export const BASE_AREAS: readonly string[] = [
   'company', 'team', 'holiday', 'calendar', 'contract', 'company_communication',
   'company_communication_message', 'request', 'user_document',
@@ -30,35 +29,29 @@ export function isArea(name: string): boolean {
   return ALL_AREAS.includes(name)
 }
 
-/** The authorized scopes of a company: the base set plus every area named by its plan's features. */
 export function authorizedScopes(planFeatures: readonly string[]): Scope[] {
   const areas = new Set(BASE_AREAS)
   for (const feature of planFeatures) if (isArea(feature)) areas.add(feature)
   return ALL_AREAS.filter((a) => areas.has(a)).map((area) => ({ name: displayName(area), mode: modesOf(area), api: area }))
 }
 
-/**
- * Whether a subscription in this status gives its plan's features. A cancelled one does not; nor
- * does a paused one (Chargebee pauses billing: a service nobody pays for is not given, and it
- * comes back on resume; docs/decisions.md).
- */
+// A cancelled or paused subscription gives no features: nobody pays for them; they come back on resume.
 export function grantsFeatures(subscriptionStatus: string | null | undefined): boolean {
   return !!subscriptionStatus && subscriptionStatus !== 'cancelled' && subscriptionStatus !== 'paused'
 }
 
-/** The plan features a company holds: a cancelled, paused (or missing) subscription keeps the company, with the base scopes only. */
+/** A cancelled, paused or missing subscription keeps the company, with the base scopes only. */
 export function liveFeatures(subscriptionStatus: string | null | undefined, planFeatures: readonly string[] | null | undefined): readonly string[] {
   return grantsFeatures(subscriptionStatus) ? (planFeatures ?? []) : []
 }
 
-/** `read:team write:team ...` for a list of scopes. */
 export function scopeStrings(scopes: readonly Scope[]): string[] {
   return scopes.flatMap((s) => s.mode.map((m) => `${m}:${s.api}`))
 }
 
 export const ALL_SCOPE_STRINGS: readonly string[] = ALL_AREAS.flatMap((area) => modesOf(area).map((m) => `${m}:${area}`))
 
-/** What each scope a route checks lets a token do, in one line: the token form of /docs shows them. */
+/** One line per scope, shown by the token form of /docs. */
 const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'read:company': 'Read the company, its subsidiaries, clients, events, webhook endpoints, subscription, invoices and credit notes',
   'write:company': 'Change the company, its subsidiaries, clients, webhook endpoints and subscription; a platform client\'s also the catalogue and companies',
@@ -74,7 +67,6 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'write:company_communication_message': 'Mark a message opened, or acknowledge it',
 }
 
-/** The one-line description of a scope: its own, or one made from its area's name. */
 export function scopeDescription(scope: string): string {
   const own = SCOPE_DESCRIPTIONS[scope]
   if (own) return own

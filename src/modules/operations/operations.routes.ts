@@ -6,16 +6,12 @@ import { migrationsApplied } from '../../db/migrate.ts'
 import type { DB } from '../../db/tables.ts'
 import type { Readiness } from '../../http/shutdown.ts'
 
-/**
- * Liveness, readiness and the OpenAPI document; none needs a token. `/ready` gives the database
- * `probeTimeoutMs` to answer: a balancer's check must get its 503 quickly when the database
- * hangs, not after the pool's own bounds.
- */
+// Probes and the OpenAPI document take no token. `/ready` bounds its database probe, so a
+// balancer gets its 503 quickly when the database hangs.
 export async function operationsRoutes(app: App, { db, readiness, probeTimeoutMs }: { db: Kysely<DB>; readiness: Readiness; probeTimeoutMs: number }) {
   const tags = ['Operations']
 
-  // One probe at a time, shared by the checks that arrive meanwhile: while the database hangs,
-  // frequent checks hold one pooled connection between them, not one each.
+  // One probe at a time, shared by checks that arrive meanwhile: a hanging database holds one connection.
   let probing: Promise<void> | undefined
   const probe = () => probing ??= (async () => {
     await sql`SELECT 1`.execute(db)

@@ -3,14 +3,9 @@ import type { SUBSCRIPTION_VERBS } from '../events/outbox.ts'
 type Verb = typeof SUBSCRIPTION_VERBS[number]
 
 /**
- * Chargebee's event types this service follows (https://apidocs.chargebee.com/docs/api/events#event_types;
- * the names are those of the `chargebee` SDK's WebhookEventType) and the subscription event
- * (subscription.<verb>) each records when it moves the subscription.
- *
- * The `*_with_backdating` variants are the same changes dated in the past (their occurred_at is
- * now; the subscription's own dates say when): they record the plain verb. The scheduling events
- * (pause, resumption and changes scheduled or removed) move nothing this service keeps today;
- * their subscription is applied all the same (a later state, as any other) and records `changed`.
+ * Chargebee's event types this service follows and the subscription.<verb> each records. The
+ * `*_with_backdating` variants record the plain verb; scheduling events (pause, resumption) move
+ * nothing kept here and record `changed`.
  */
 export const SUBSCRIPTION_EVENTS: Record<string, Verb> = {
   subscription_created: 'created',
@@ -39,10 +34,7 @@ export const SUBSCRIPTION_EVENTS: Record<string, Verb> = {
   subscription_deleted: 'deleted',
 }
 
-/**
- * Card events: the payment source API's and the older card API's (`card_*`, content.card). An
- * expired or expiring card is an update of the card (its data as Chargebee now has it).
- */
+/** Both the payment source API's events and the older `card_*` ones; an expiring card is an update. */
 export const PAYMENT_SOURCE_EVENTS: Record<string, 'payment_source_added' | 'payment_source_updated' | 'payment_source_deleted'> = {
   payment_source_added: 'payment_source_added',
   card_added: 'payment_source_added',
@@ -57,11 +49,7 @@ export const PAYMENT_SOURCE_EVENTS: Record<string, 'payment_source_added' | 'pay
   card_deleted: 'payment_source_deleted',
 }
 
-/**
- * Events whose content carries invoices or credit notes (content.invoice, content.credit_note,
- * one or a list) and maybe the subscription as it now is: the ledger copies are applied, and the
- * subscription as `changed`. `payment_failed` counts an attempt on its invoice.
- */
+/** Content carries invoices or credit notes, maybe the subscription (`changed`); `payment_failed` counts an attempt. */
 export const LEDGER_EVENTS = new Set([
   'invoice_generated', 'invoice_generated_with_backdating', 'invoice_updated', 'invoice_deleted',
   'pending_invoice_created', 'pending_invoice_updated',
@@ -69,7 +57,6 @@ export const LEDGER_EVENTS = new Set([
   'payment_succeeded', 'payment_failed', 'payment_refunded', 'payment_initiated',
 ])
 
-/** Whether an event of this type is followed at all (the others answer `ignored`). */
 export function isFollowed(type: string): boolean {
   return type in SUBSCRIPTION_EVENTS || type in PAYMENT_SOURCE_EVENTS || LEDGER_EVENTS.has(type)
 }

@@ -9,7 +9,6 @@ import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { changesBetween } from './subscriptions.events.ts'
 import type { WebhooksRepository } from './webhooks.repository.ts'
 
-/** What the reconciliation reads of one subscription at Chargebee. */
 type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']>> & {
   invoices: Awaited<ReturnType<ChargebeeReconcileReader['invoices']>>
   creditNotes: Awaited<ReturnType<ChargebeeReconcileReader['creditNotes']>>
@@ -18,31 +17,13 @@ type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']
 export const RECONCILE_JOB = 'chargebee.reconcile'
 export const RECONCILE_SUBSCRIPTION_JOB = 'chargebee.reconcile_subscription'
 
-/** What the reconciliation found out of step: a subscription's fields, a ledger copy, a subscription Chargebee does not know. */
 export type DriftKind = 'subscription' | 'invoice' | 'credit_note' | 'missing_subscription'
 export type DriftObserver = (kind: DriftKind) => void
 
 /**
- * The reconciliation (decisions §8.4: Chargebee is the truth for its subscriptions). Webhooks
- * can be lost (Chargebee gives up after its retries, an endpoint was misconfigured for a while):
- * every CHARGEBEE_RECONCILE_INTERVAL_SECONDS a platform job schedules one job per
- * Chargebee-managed subscription, in its company's lane (fair to the others). That job first reads
- * the subscription, its invoices and credit notes from Chargebee with no transaction open (the
- * scheduler's `prepare`: up to 21 calls of CHARGEBEE_TIMEOUT_MS each must hold no connection and
- * no lock a webhook or a request waits on), then locks the subscription's row in a short
- * transaction and applies what differs from the row as it is then: the subscription as a
- * `reconciled` subscription event (its previous_attributes say what drifted), the ledger copies
- * as the webhooks would (their triggers write invoice.* events). Each drift is logged and
- * counted (chargebee_reconciliation_drift_total). A webhook applied between the read and the lock
- * with a newer resource_version wins: the subscription is left as that webhook made it (the next
- * run compares again), never moved back to the older state read; the ledger copies keep their
- * own resource_version guard.
- *
- * A subscription Chargebee answers 404 for is reported, never cancelled here: a wrong site or key
- * must not end every customer's service; a deletion arrives as subscription_deleted.
- *
- * By real time, as the platform's housekeeping: a test clock's advance does not make Chargebee
- * move, so it has nothing to do with when Chargebee is compared.
+ * Chargebee is the truth and webhooks can be lost: a periodic job reads each subscription with no
+ * transaction open, then applies differences under the row's lock (a newer webhook wins). An unknown
+ * subscription is reported, never cancelled: a wrong key must not end every customer's service.
  */
 export function createChargebeeReconciliation(deps: {
   scheduler: Pick<Scheduler, 'schedule' | 'reschedule' | 'register'>
@@ -62,7 +43,7 @@ export function createChargebeeReconciliation(deps: {
 
   type Payload = { company_id: string; subscription_id: string }
 
-  /** Chargebee's side of one subscription, read with no transaction open; null when Chargebee does not know it. */
+  /** null when Chargebee does not know it. */
   async function readChargebee({ payload }: { payload: Record<string, unknown> }): Promise<ChargebeeSide | null> {
     const { subscription_id: subscriptionId } = payload as Payload
     let remote
@@ -110,7 +91,7 @@ export function createChargebeeReconciliation(deps: {
 
   deps.scheduler.register(RECONCILE_JOB, async (ctx) => {
     for (const s of await deps.ledgerRepo.chargebeeSubscriptions(ctx.trx)) {
-      // One job row per subscription, due again at each run (not a row per run: the jobs table keeps done jobs).
+      // One job row per subscription, due again at each run: the jobs table keeps done jobs.
       await deps.scheduler.reschedule(ctx.trx, {
         kind: RECONCILE_SUBSCRIPTION_JOB, key: s.id, runAt: ctx.now, companyId: s.company_id,
         payload: { company_id: s.company_id, subscription_id: s.id },
@@ -121,7 +102,7 @@ export function createChargebeeReconciliation(deps: {
   deps.scheduler.register(RECONCILE_SUBSCRIPTION_JOB, reconcileSubscription, { realTime: true, prepare: readChargebee })
 
   return {
-    /** At start: the next run, unless another instance scheduled it already (one key per slot). */
+    /** One key per slot, so only one instance schedules the next run. */
     start: (executor: Executor) => scheduleRun(executor, nextSlot(deps.clock.now())),
   }
 }

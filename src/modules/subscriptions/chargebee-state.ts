@@ -6,15 +6,12 @@ import { stateFrom, type CbSubscription } from './billing/chargebee-mapping.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { recordChange } from './subscriptions.events.ts'
 
-/** Whose actor the events recorded from Chargebee (webhooks, reconciliation) name. */
 export const CHARGEBEE_ACTOR = 'chargebee'
 
 /**
- * Our stored subscription laid over by Chargebee's (a webhook's copy or one read back), as the
- * provider maps its answers (chargebee-mapping.ts), with what the webhooks and the
- * reconciliation add: a Product Catalog 1.0 copy is read as 2.0 (plan_id, addons), a copy that
- * names no items keeps the stored addons, and a subscription deleted at Chargebee is cancelled
- * here (at its cancelled_at, else `deletedAt`): the row stays, with its history and invoices.
+ * Our stored subscription laid over by Chargebee's copy: a Product Catalog 1.0 copy is read as 2.0,
+ * one naming no items keeps the stored addons, and a deletion at Chargebee cancels here (the row
+ * stays, with its history and invoices).
  */
 export function chargebeeState(before: SubscriptionRow, copy: CbSubscription, card: PaymentSource | null | undefined, options: { deletedAt?: Date } = {}): SubscriptionRow {
   const s = fromCatalogV1(copy)
@@ -28,10 +25,8 @@ export function chargebeeState(before: SubscriptionRow, copy: CbSubscription, ca
 }
 
 /**
- * Saves Chargebee's state of a locked subscription with its subscription event; false when
- * nothing moved. A plan this catalogue lacks is refused whole (400 naming it), nothing saved:
- * a subscription refers to a plan of this catalogue (its foreign key), so Chargebee's retry,
- * once the plan exists here, applies it.
+ * Saves Chargebee's state with its event; false when nothing moved. A plan this catalogue lacks is
+ * refused whole (400), so Chargebee's retry applies it once the plan exists here.
  */
 export async function saveChargebeeState(
   trx: Executor, subscriptions: Pick<SubscriptionsRepository, 'findPlan' | 'update' | 'insertEvent'>, before: SubscriptionRow, after: SubscriptionRow,

@@ -5,10 +5,8 @@ import { testBehaviourOf } from './billing/test-cards.ts'
 import type { PaymentSourceInput } from './subscriptions.schemas.ts'
 
 /**
- * The platform's payment_source body as the card to keep. Either the four facts (brand, last 4,
- * expiry: a card that charges), or, in test mode, a test `number` and the expiry: brand and last
- * 4 come from the number, with its test behaviour (billing/test-cards.ts); the number goes no
- * further than this function. 4000 0000 0000 0002 is declined here.
+ * The payment_source body as the card to keep: brand, last 4 and expiry, or in test mode a number
+ * whose brand, last 4 and behaviour are kept while the number itself goes no further.
  */
 export function cardFromBody(body: PaymentSourceInput): PaymentSource {
   const expiry = { expiry_month: body.expiry_month, expiry_year: body.expiry_year }

@@ -18,9 +18,8 @@ import { nextBillingAt } from './subscriptions.views.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
 
 /**
- * What a subscription would cost: the estimate of a change (9), of a new subscription, and the
- * next charge the portal shows. Apart from the changes because nothing here writes; the change's
- * price (`priceChange`) is shared with update (6), so an estimate is exactly what update applies.
+ * What a subscription would cost: a change's estimate, a new subscription's, and the portal's next
+ * charge. `priceChange` is shared with update, so an estimate is exactly what update applies.
  */
 export function createSubscriptionEstimates(deps: {
   db: Kysely<DB>
@@ -36,7 +35,6 @@ export function createSubscriptionEstimates(deps: {
   const { db, repo, clock, providers, pricing, ledger, known } = deps
   const { customerOf } = deps.steps
 
-  /** Prices what is wanted against what is held: the one computation behind estimate (9) and update (6). */
   async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
     const product = await repo.findProduct(executor, s.product_sku)
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
@@ -52,11 +50,8 @@ export function createSubscriptionEstimates(deps: {
   }
 
   /**
-   * The estimate of a new subscription on the query's choice: a trial of `trialDays` from now,
-   * then the first full term's invoice (no credit; the query's addons and coupon only, the
-   * coupon checked as a new redemption). Local arithmetic, whatever the product's provider:
-   * nothing about the stored subscription is read but that the path names it. The company's
-   * country gives the VAT, its time zone the day a coupon's validity is checked on.
+   * A new subscription on the query's choice: a trial from now, then the first full term's invoice.
+   * Local arithmetic whatever the provider; the company gives only the VAT country and time zone.
    */
   async function newSubscriptionEstimate(ref: string, query: EstimateQuery): Promise<{ estimate: Estimate }> {
     const s = await repo.findByCompany(db, query.company_id)
@@ -77,7 +72,6 @@ export function createSubscriptionEstimates(deps: {
     }
   }
 
-  /** Spec 9: what a change would cost, computed exactly as update (6) applies it. */
   async function estimate(ref: string, query: EstimateQuery, tenant: string | null): Promise<{ estimate: Estimate }> {
     if (tenant !== null && tenant !== query.company_id) throw new NotFound('Company')
     const s = await repo.findByCompany(db, query.company_id)
@@ -100,14 +94,11 @@ export function createSubscriptionEstimates(deps: {
   }
 
   /**
-   * Spec 9 as the route calls it: the stored subscription (status, trial, coupon, addons,
-   * credits) is priced only for the company's own token or a platform token; anyone else
-   * (no token, another company's token) gets the query's choice priced from the catalogue as
-   * a new subscription.
+   * The stored subscription is priced only for the company's own token or a platform token; anyone
+   * else gets the query's choice priced as a new subscription.
    */
   async function estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
-    // Before any read, so that the answer is the same for a code that exists and one that does not:
-    // anonymous estimates would otherwise test coupon codes for anyone.
+    // Before any read, so anonymous estimates cannot test whether coupon codes exist.
     if (principal === null && query.coupon_code !== undefined) throw new Unauthorized('querystring/coupon_code needs a bearer token: an estimate without one prices no coupon')
     if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
       return estimate(ref, query, principal.companyId)
@@ -115,7 +106,7 @@ export function createSubscriptionEstimates(deps: {
     return newSubscriptionEstimate(ref, query)
   }
 
-  /** The next charge (when, and the invoice of a whole term at the current selection), or null when nothing will be charged. */
+  /** null when nothing will be charged. */
   async function nextCharge(executor: Executor, s: SubscriptionRow, customer: SubscriptionCustomer): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
     const at = nextBillingAt(s)
     if (at === null) return null

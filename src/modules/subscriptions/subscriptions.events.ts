@@ -2,7 +2,6 @@ import type { SubscriptionRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
-/** The columns a change may move; each is written back and, when it moved, named in the event. */
 const TRACKED = [
   'status', 'plan_sku', 'plan_quantity', 'addons', 'coupon_code', 'trial_start', 'trial_end', 'current_term_start',
   'current_term_end', 'cancelled_at', 'cancel_scheduled_at', 'payment_source', 'billing_anchor_day',
@@ -10,10 +9,7 @@ const TRACKED = [
   'coupon_period_start', 'coupon_period_discounts',
 ] as const satisfies readonly (keyof SubscriptionRow)[]
 
-/**
- * A column's value as compared and recorded: dates as ISO strings, objects with their keys sorted
- * (jsonb gives them back in its own key order: the same card read back must compare equal).
- */
+// jsonb returns keys in its own order, so objects compare with sorted keys.
 function plain(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString()
   if (Array.isArray(value)) return value.map(plain)
@@ -21,7 +17,6 @@ function plain(value: unknown): unknown {
   return value ?? null
 }
 
-/** `{field: [old, new]}` for every tracked column that changed. */
 export function changesBetween(before: SubscriptionRow, after: SubscriptionRow): Record<string, [unknown, unknown]> {
   const changes: Record<string, [unknown, unknown]> = {}
   for (const column of TRACKED) {
@@ -31,10 +26,7 @@ export function changesBetween(before: SubscriptionRow, after: SubscriptionRow):
   return changes
 }
 
-/**
- * Writes the new state and its event (what, when, who, from → to, and each moved field).
- * Nothing moved: nothing is written, and false is answered.
- */
+/** Writes the new state and its event with each moved field; nothing moved: nothing written, false. */
 export async function recordChange(
   trx: Executor, repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent'>, before: SubscriptionRow, after: SubscriptionRow,
   what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },

@@ -14,11 +14,9 @@ export const TERM_END_JOB = 'subscription.term_end'
 const SCHEDULER_ACTOR = 'scheduler'
 
 /**
- * What happens to a subscription as time passes when this service drives time (the local
- * engine; a remote provider such as Chargebee keeps its own clock and tells us by webhook): a
- * trial ends, a term ends and renews with its invoice, a failed payment is retried, and dunning
- * that runs out cancels. Apart from the client's requests because the scheduler runs it, inside
- * a job's transaction, with no client and no request to answer.
+ * What time does to a subscription when this service drives it (the local engine): trials end,
+ * terms renew with their invoice, failed payments are retried, and exhausted dunning cancels.
+ * Runs inside a job's transaction, with no request to answer.
  */
 export function createSubscriptionJobs(deps: {
   repo: Pick<SubscriptionsRepository, 'lockByCompany' | 'findPlan'>
@@ -30,24 +28,23 @@ export function createSubscriptionJobs(deps: {
   const { repo, providers, pricing, ledger } = deps
   const { save, customerOf } = deps.steps
 
-  /** The end of dunning: every retry of an invoice failed, the subscription is cancelled then (Chargebee's cancel_reason not_paid). */
+  /** Chargebee's cancel_reason not_paid. */
   async function cancelForNonPayment(trx: Executor, s: SubscriptionRow, at: Date, invoiceId: string) {
     if (s.status === 'cancelled') return
     const next: SubscriptionRow = { ...s, status: 'cancelled', cancelled_at: at, cancel_scheduled_at: null, current_term_end: at, cancellation_reason: 'not_paid', cancellation_message: null }
     await save(trx, s, next, { event: 'cancelled', actor: SCHEDULER_ACTOR, at, details: { cause: 'not_paid', invoice_id: invoiceId } })
   }
 
-  /** Bills a new term or a change in the ledger; an invoice left not_paid at once (no retries configured) cancels. */
+  /** An invoice left not_paid at once (no retries configured) cancels. */
   async function bill(trx: Executor, s: SubscriptionRow, input: Omit<Parameters<Ledger['bill']>[1], 'subscription'>) {
     const invoice = await ledger.bill(trx, { subscription: s, ...input })
     if (invoice.status === 'not_paid') await cancelForNonPayment(trx, s, input.date, invoice.id)
   }
 
-  /** A time-driven transition, run by the scheduler inside the job's transaction. */
   async function advance(ctx: JobContext, which: 'trial_end' | 'term_end') {
     const s = await repo.lockByCompany(ctx.trx, String(ctx.payload.company_id))
     if (!s) return
-    // A job about an earlier state (a trial cancelled now, a term replaced by a change) does nothing.
+    // A job about an earlier state (a cancelled trial, a replaced term) does nothing.
     if (which === 'trial_end' && s.id !== ctx.key) return
     if (which === 'term_end' && (s.id !== ctx.payload.subscription_id || s.current_term_end?.toISOString() !== ctx.payload.term_end)) return
     const provider = providers.get(s.provider)
@@ -61,13 +58,12 @@ export function createSubscriptionJobs(deps: {
     let invoice
     let state = next
     if (next.status === 'active') {
-      // The new term's invoice: the estimate's arithmetic, less the customer's credits; the ledger collects it.
       const customer = await customerOf(ctx.trx, s.company_id)
       const selection = await pricing.current(ctx.trx, next)
       const period = { periodStart: next.current_term_start, usage: usageOf(next) }
       const { refundable_credits: credits } = await ledger.credits(ctx.trx, s.company_id)
       invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), selection.plan.currency_code, credits, period)
-      // The coupon discounted this period: counted (its duration runs on periods discounted).
+      // Counted: the coupon's duration runs on periods discounted.
       if (selection.coupon && next.current_term_start) {
         const used = couponDiscount(selection.coupon, invoice.line_items, period)
         state = { ...next, ...usageColumns(afterInvoice(selection.coupon, period.usage, next.current_term_start, used.amount, used.taken)) }
@@ -79,7 +75,6 @@ export function createSubscriptionJobs(deps: {
     }
   }
 
-  /** A scheduled retry of a failed payment (the ledger decides; dunning exhausted cancels the subscription). */
   async function retryPayment(ctx: JobContext) {
     const payload = ctx.payload as unknown as RetryPayload
     const s = await repo.lockByCompany(ctx.trx, payload.company_id)
@@ -88,7 +83,6 @@ export function createSubscriptionJobs(deps: {
     if (outcome === 'exhausted') await cancelForNonPayment(ctx.trx, s, ctx.runAt, payload.invoice_id)
   }
 
-  /** Registers the time-driven transitions with the scheduler. */
   function registerJobs(scheduler: Pick<Scheduler, 'register'>) {
     scheduler.register(TRIAL_END_JOB, (ctx) => advance(ctx, 'trial_end'))
     scheduler.register(TERM_END_JOB, (ctx) => advance(ctx, 'term_end'))

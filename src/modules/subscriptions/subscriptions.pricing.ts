@@ -5,13 +5,9 @@ import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { taxFor, type TaxCustomer } from './billing/vat.ts'
 
-/** What a client asks a subscription to become (estimate 9, update 6), before the catalogue prices it. */
 export interface WantedSelection { planSku: string; quantity: number; addonIds: string[]; couponCode: string | null }
 
-/**
- * Prices selections from the catalogue. A requested selection is checked (400 naming the
- * field); the subscription's current one is priced as it was accepted.
- */
+/** Prices selections from the catalogue; a requested one is checked (400 naming the field). */
 export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: ReadonlyMap<string, number>; sellerCountry: string }) {
   const { repo } = deps
 
@@ -21,15 +17,8 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
 
   return {
     /**
-     * `field(name)` names the request's field in an error (`querystring/addons`, `body/addons`).
-     * A plan or coupon the subscription already holds keeps applying (a product may stop
-     * allowing a plan for new choices; its subscribers keep it). A new plan must be among the
-     * product's allowed_plans. A new coupon must be valid `today` (in the company's time zone)
-     * and, unless `companyId` redeemed it before (a company redeems a coupon once), not used up.
-     * `current` is null for a new subscription (the anonymous estimate).
-     * A subscription bills in its plan's currency: an addon or fixed-amount coupon in another is
-     * refused, and so is a new plan in another currency than the held one's (as Chargebee
-     * refuses to change a subscription's currency).
+     * `field(name)` names the request's field in errors. A held plan or coupon keeps applying; new ones
+     * must be allowed, valid `today` and not used up. The currency, as at Chargebee, never changes.
      */
     async selection(executor: Executor, wanted: WantedSelection, ctx: { product: ProductRow; current: { plan: string; currency: string; coupon: string | null; companyId: string } | null; today: string; field: (name: string) => string }): Promise<PricedSelection> {
       const { field } = ctx
@@ -65,7 +54,7 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
           && !(ctx.current && await repo.hasRedeemed(executor, row.id, ctx.current.companyId))) {
           throw new ValidationError(`${field('coupon_code')} ${row.code} has reached its max_redemptions (${row.max_redemptions})`)
         }
-        // A coupon on specified items that discounts none of the chosen ones is refused, as Chargebee refuses a coupon not applicable to the items.
+        // As Chargebee refuses a coupon not applicable to the chosen items.
         if (row.apply_on === 'each_specified_item' && !row.plan_ids.includes(plan.sku) && !addons.some((a) => row.addon_ids.includes(a.id))) {
           throw new ValidationError(`${field('coupon_code')} ${row.code} applies only to plans [${row.plan_ids.join(', ')}] and addons [${row.addon_ids.join(', ')}], none of which is chosen`)
         }
@@ -73,7 +62,6 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
       return { plan, quantity: wanted.quantity, addons, coupon: row ?? null }
     },
 
-    /** The subscription as it stands, with today's catalogue prices. */
     async current(executor: Executor, s: SubscriptionRow): Promise<PricedSelection> {
       const plan = await repo.findPlan(executor, s.plan_sku)
       if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
@@ -85,7 +73,6 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
       return { plan, quantity: s.plan_quantity, addons, coupon: (await coupon(executor, s.coupon_code)) ?? null }
     },
 
-    /** The customer's tax: the VAT table by country, reverse charge abroad with a VAT number marked valid (billing/vat.ts). */
     tax(customer: TaxCustomer): TaxRate {
       return taxFor(customer, deps.sellerCountry, deps.vatRates)
     },
@@ -94,11 +81,8 @@ export function createPricing(deps: { repo: SubscriptionsRepository; vatRates: R
 
 export type Pricing = ReturnType<typeof createPricing>
 
-/**
- * A subscription whose product or plan row is gone. The foreign keys of 0012 carry renames
- * over and forbid deletions, so only a row broken before them (or a provider naming an item
- * this catalogue lacks) gets here: a 409 saying so, never a 500.
- */
+// Foreign keys forbid deleting catalogue rows, so only an older broken row or a provider naming an
+// unknown item gets here: a 409 saying so, never a 500.
 export function missingFromCatalogue(s: Pick<SubscriptionRow, 'id'>, what: 'plan' | 'product', sku: string): Conflict {
   return new Conflict(`The subscription ${s.id} refers to ${what} ${sku}, which is no longer in the catalogue; a platform client must restore it`)
 }

@@ -2,11 +2,8 @@ import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionEventsTable, SubscriptionsTable } from '../../db/tables.ts'
 
-/**
- * The SQL of subscriptions and their event history, and the catalogue reads billing needs.
- * Every function takes the executor so that a change reads and writes in one transaction
- * (on PGlite, a read outside an open transaction would wait for it).
- */
+// Subscriptions, their event history and the catalogue reads billing needs. Every function takes
+// the executor, so a change reads and writes in one transaction (on PGlite a read outside it would wait).
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export function createSubscriptionsRepository() {
@@ -15,13 +12,10 @@ export function createSubscriptionsRepository() {
       executor.insertInto('subscriptions').values(subscription).returningAll().executeTakeFirstOrThrow(),
     findByCompany: (executor: Executor, companyId: string) =>
       executor.selectFrom('subscriptions').selectAll().where('company_id', '=', companyId).executeTakeFirst(),
-    /** The company's subscription, locked until the transaction ends: changes to one subscription run one at a time. */
+    /** Locked until the transaction ends: changes to one subscription run one at a time. */
     lockByCompany: (executor: Executor, companyId: string) =>
       executor.selectFrom('subscriptions').selectAll().where('company_id', '=', companyId).forUpdate().executeTakeFirst(),
-    /**
-     * The subscription a path segment names: the company's id or the subscription's own id
-     * (spec 2 allows both). Both are unique; the caller checks the company against the token.
-     */
+    /** By the company's id or the subscription's own; the caller checks the company against the token. */
     findByCompanyOrId: (executor: Executor, ref: string) =>
       executor.selectFrom('subscriptions').select(['company_id', 'id'])
         .where((eb) => eb.or([eb('company_id', '=', ref), eb('id', '=', ref)])).executeTakeFirst(),
@@ -31,21 +25,19 @@ export function createSubscriptionsRepository() {
     insertEvent: (executor: Executor, event: Insertable<SubscriptionEventsTable>) =>
       executor.insertInto('subscription_events').values(event).execute(),
 
-    /** Who is billed: the company's name, e-mail, country, VAT number and its status (for VAT) and time zone (for "today"). */
     findCustomer: (executor: Executor, companyId: string) =>
       executor.selectFrom('companies').select(['id', 'name', 'billing_email', 'country', 'vat_number', 'vat_number_status', 'timezone'])
         .where('id', '=', companyId).executeTakeFirst(),
 
     findPlan: (executor: Executor, sku: string) => executor.selectFrom('plans').selectAll().where('sku', '=', sku).executeTakeFirst(),
     findProduct: (executor: Executor, sku: string) => executor.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst(),
-    // Our addon ids are UUIDs; a provider's own item price ids (addons set at Chargebee) are none of ours, never a malformed query.
+    // A provider's own item price ids are not UUIDs: no match, never a malformed query.
     findAddons: (executor: Executor, ids: string[]) => {
       const ours = ids.filter((id) => UUID.test(id))
       return ours.length === 0 ? Promise.resolve([]) : executor.selectFrom('addons').selectAll().where('id', 'in', ours).execute()
     },
     findCoupon: (executor: Executor, code: string) => executor.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
 
-    /** True when the company has redeemed the coupon before (it may apply it again without a new redemption). */
     async hasRedeemed(executor: Executor, couponId: string, companyId: string): Promise<boolean> {
       const row = await executor.selectFrom('coupon_redemptions').select('coupon_id')
         .where('coupon_id', '=', couponId).where('company_id', '=', companyId).executeTakeFirst()
@@ -53,12 +45,9 @@ export function createSubscriptionsRepository() {
     },
 
     /**
-     * Redeems the coupon for the company, inside the caller's transaction. A company redeems a
-     * coupon once: the (coupon, company) primary key of coupon_redemptions makes a second
-     * redemption a no-op (true, nothing counted). A first one is counted in the statement that
-     * checks the limit and the date, which locks the coupon row: of two concurrent first
-     * redemptions of the last one, the second waits, sees the new count and gets false (its
-     * transaction then rolls back, with its redemption row). False: expired or used up.
+     * Redeems the coupon for the company once (a second redemption is a no-op answering true). A first
+     * one is counted in the statement that checks limit and date and locks the coupon row, so of two
+     * concurrent last redemptions the second gets false. False: expired or used up.
      */
     async redeemCoupon(executor: Executor, couponId: string, companyId: string, today: string): Promise<boolean> {
       const claimed = await executor.insertInto('coupon_redemptions').values({ coupon_id: couponId, company_id: companyId })
@@ -73,14 +62,12 @@ export function createSubscriptionsRepository() {
       return row !== undefined
     },
 
-    /** What the coupon had discounted when the company last took it off (null: nothing kept). */
     async redemptionUsage(executor: Executor, couponId: string, companyId: string) {
       const row = await executor.selectFrom('coupon_redemptions').select('usage')
         .where('coupon_id', '=', couponId).where('company_id', '=', companyId).executeTakeFirst()
       return row?.usage ?? null
     },
 
-    /** Keeps what a coupon taken off had discounted, on the company's redemption of it. */
     async keepRedemptionUsage(executor: Executor, couponCode: string, companyId: string, usage: string) {
       await executor.updateTable('coupon_redemptions').set({ usage })
         .where('company_id', '=', companyId)

@@ -19,16 +19,9 @@ import { createSubscriptionChanges } from './subscriptions.changes.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
 
 /**
- * Company subscriptions over a billing provider port (the built-in `local` engine by default;
- * the product's subscription_manager names the provider). The service checks requests against
- * the catalogue and the lifecycle, asks the provider for the next state, and saves it with its
- * event in one transaction; the company's mirror fields are joined from that row at read time.
- *
- * This file holds the subscription's creation and reads, and puts the parts together; each part
- * is one idea, in its own file: the shared steps (subscriptions.steps.ts), what time does when
- * this service drives it (subscriptions.jobs.ts), what a subscription would cost
- * (subscriptions.estimates.ts), and the client's changes (subscriptions.changes.ts), with the
- * remote provider's protocol for them (subscriptions.remote.ts).
+ * Company subscriptions over a billing provider port: requests are checked against catalogue and
+ * lifecycle, the provider gives the next state, saved with its event in one transaction. Creation
+ * and reads here; changes, jobs and estimates in subscriptions.*.ts.
  */
 export function createSubscriptionsService(deps: {
   db: Kysely<DB>
@@ -36,13 +29,10 @@ export function createSubscriptionsService(deps: {
   scheduler: Pick<Scheduler, 'schedule'>
   clock: Clock
   trialDays: number
-  /** The billing providers by name (app.ts): always the local one, Chargebee when configured. */
   providers: ProviderRegistry
-  /** VAT_RATES: entries over the built-in table (billing/vat.ts). */
   vatRates?: string
-  /** SELLER_COUNTRY: where the seller is established, for reverse charge. */
+  /** Where the seller is established, for reverse charge. */
   sellerCountry?: string
-  /** The local engine's invoices, credits and payments (src/modules/invoices). */
   ledger: Ledger
 }) {
   const { db, repo, clock, providers, ledger } = deps
@@ -55,13 +45,12 @@ export function createSubscriptionsService(deps: {
   const changes = createSubscriptionChanges({ db, repo, clock, ledger, steps, remote, priceChange: estimates.priceChange, bill: jobs.bill })
 
   return {
-    /** A new company's subscription: in trial on the product and plan, the trial's end scheduled. */
     async startTrial(trx: Executor, input: { companyId: string; product: ProductRow; plan: PlanRow; quantity: number; actor: string }) {
       const now = clock.now()
       const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
       const provider = providers.get(input.product.subscription_manager)
       const draft: SubscriptionRow = {
-        // Named by its company: a retried creation of the same company creates (at a provider: finds) the same subscription.
+        // Named by its company: a retried creation finds the same subscription.
         company_id: input.companyId, id: uuidFromName(`subscription:${input.companyId}`), customer_id: input.companyId, provider: provider.name,
         product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
         status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
@@ -85,16 +74,13 @@ export function createSubscriptionsService(deps: {
     },
 
     /**
-     * The company's creation failed after its provider may have created the customer and its
-     * subscription (a remote provider): they are deleted there. If that fails too, the creation's
-     * own error is still what the client gets, and the orphan stays at the provider (the
-     * reconciliation walks our subscriptions: it does not find it).
+     * Deletes at a remote provider what a failed company creation left; if that fails too, the
+     * creation's own error is still the answer and the orphan stays there.
      */
     async abandonTrial(companyId: string, product: ProductRow) {
       try {
         await providers.get(product.subscription_manager).abandonCustomer?.(companyId)
       } catch {
-        // Left at the provider; the creation's own error is the answer.
       }
     },
 
@@ -104,11 +90,7 @@ export function createSubscriptionsService(deps: {
       return details(db, await findOwn(companyId))
     },
 
-    /**
-     * A subscription event's object, as GET .../details answers it under `subscription`. The
-     * stored row leaves out updated_at (every change moves it): it is read now, or taken from
-     * the event's time once the subscription is gone.
-     */
+    /** A subscription event's object, as GET .../details answers it; updated_at is read now or taken from the event. */
     async subscriptionEventObject(stored: StoredObject, event: { created_at?: Date | string }) {
       const t = (key: string) => storedTime(stored[key])
       let updatedAt = t('updated_at')
@@ -133,10 +115,7 @@ export function createSubscriptionsService(deps: {
     estimateFor: estimates.estimateFor,
     estimate: estimates.estimate,
 
-    /**
-     * Spec 1, 10, 11: a hosted page of the company's subscription, from its provider. The
-     * caller has checked the redirect URL against the allow-list and the company against the token.
-     */
+    /** A hosted page from the provider; the caller has checked the redirect URL and the company. */
     async hostedPage<K extends 'managerPage' | 'portalSession' | 'paymentPage'>(kind: K, companyId: string, options: Omit<HostedPageOptions, 'now'>): Promise<Awaited<ReturnType<BillingProvider[K]>>> {
       const s = await findOwn(companyId)
       const { timezone: _, ...customer } = await customerOf(db, companyId)
@@ -144,11 +123,7 @@ export function createSubscriptionsService(deps: {
       return provider[kind]({ subscription: s, customer }, { ...options, now: clock.now() }) as Promise<Awaited<ReturnType<BillingProvider[K]>>>
     },
 
-    /**
-     * The details (8) with what the portal shows beside them: the next charge (when and the
-     * invoice of a whole term at the current selection), or null when nothing will be charged.
-     * One read of the subscription and of its customer for both.
-     */
+    /** The details and the next charge (null when nothing will be charged), from one read. */
     async detailsWithNextCharge(companyId: string): Promise<{ details: Awaited<ReturnType<typeof details>>; next: { at: number; invoice: InvoiceEstimate } | null }> {
       const s = await findOwn(companyId)
       const customer = await customerOf(db, companyId)
@@ -156,7 +131,6 @@ export function createSubscriptionsService(deps: {
       return { details: view, next }
     },
 
-    /** The subscription's history (what, when, who, from → to), oldest first. */
     async events(companyId: string) {
       const s = await findOwn(companyId)
       return repo.listEvents(db, companyId, s.id)

@@ -12,14 +12,10 @@ import { TERM_END_JOB } from './subscriptions.jobs.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
 import type { TaxCustomer } from './billing/vat.ts'
 
-/** The company as its subscription's customer, with what pricing needs (VAT number and its status, time zone). */
 export type SubscriptionCustomer = BillingCustomer & TaxCustomer & { timezone: string }
 
-/**
- * The steps every operation on a company's subscription shares, whatever its provider: find it,
- * lock it for a change, save a new state with its event, read its customer and its details (8).
- * Kept apart so the service's parts (jobs, estimates, changes) each take only the steps they use.
- */
+// Steps every operation on a subscription shares, whatever its provider, kept apart so each part of
+// the service takes only those it uses.
 export function createSubscriptionSteps(deps: {
   db: Kysely<DB>
   repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent' | 'lockByCompany' | 'findByCompany' | 'findCustomer' | 'findPlan' | 'findProduct'>
@@ -30,7 +26,7 @@ export function createSubscriptionSteps(deps: {
 }) {
   const { db, repo, clock, providers, ledger } = deps
 
-  /** Saves a provider's new state with its event, and schedules the end of its term when this service drives time. */
+  /** Also schedules the term's end when this service drives time. */
   async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }): Promise<boolean> {
     const provider = providers.get(before.provider)
     const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() })
@@ -44,7 +40,6 @@ export function createSubscriptionSteps(deps: {
     return saved
   }
 
-  /** Runs a change on the company's subscription, locked for the transaction. */
   function change<T>(companyId: string, subscriptionId: string | undefined, fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>): Promise<T> {
     return db.transaction().execute(async (trx) => {
       const s = await repo.lockByCompany(trx, companyId)

@@ -5,7 +5,6 @@ import type { BillingCustomer } from './billing/provider.ts'
 import { unixSeconds } from './billing/terms.ts'
 import type { SubscriptionDetails, SubscriptionStatusBody } from './subscriptions.schemas.ts'
 
-/** When the next invoice comes: the trial's or the term's end, unless the subscription ends there. */
 export function nextBillingAt(s: SubscriptionRow): number | null {
   if (s.cancel_scheduled_at) return null
   if (s.status === 'in_trial') return unixSeconds(s.trial_end)
@@ -14,23 +13,21 @@ export function nextBillingAt(s: SubscriptionRow): number | null {
 }
 
 /**
- * Chargebee's `cancelled_at`: when the subscription was cancelled or, while a cancellation is
- * scheduled (non_renewing, or a trial set to end cancelled), when it is set to be. The row keeps
- * the two apart (`cancel_scheduled_at` moves with the term; `cancelled_at` is only the past).
+ * Chargebee's `cancelled_at`: when it was cancelled or, while a cancellation is scheduled, when it
+ * is set to be. The row keeps the two apart (`cancel_scheduled_at`, `cancelled_at`).
  */
 export function cancelledAt(s: SubscriptionRow): number | null {
   return unixSeconds(s.cancelled_at ?? s.cancel_scheduled_at)
 }
 
-/** A cancelled or paused subscription grants no plan feature (the company keeps its base scopes). */
+/** The company keeps its base scopes. */
 export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): string[] {
   return [...liveFeatures(s.status, plan?.features)]
 }
 
-/** The customer's balances (minor units), from the ledger. */
 export interface CustomerCredits { promotional_credits: number; refundable_credits: number; excess_payments: number }
 
-/** The subscription as GET .../details answers it under `subscription`: times in Unix seconds. */
+/** Times in Unix seconds. */
 export function subscriptionView(s: SubscriptionRow): SubscriptionDetails['subscription'] {
   return {
       id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,

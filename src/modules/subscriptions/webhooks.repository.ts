@@ -2,13 +2,10 @@ import { sql } from 'kysely'
 import type { WebhookOutcome } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 
-/** The SQL of provider webhooks: the events received (idempotency) and the newest state applied (ordering). */
+/** Provider webhooks: events received (idempotency) and the newest state applied (ordering). */
 export function createWebhooksRepository() {
   return {
-    /**
-     * Records an event id; false when it was recorded before (a repeated delivery). A concurrent
-     * delivery of the same id waits on the primary key until the first one commits, then gets false.
-     */
+    /** False when recorded before; a concurrent delivery of the same id waits on the primary key, then gets false. */
     async recordEvent(executor: Executor, event: { provider: 'chargebee'; event_id: string; event_type: string; occurred_at: Date; received_at: Date }): Promise<boolean> {
       const row = await executor.insertInto('webhook_events').values({ ...event, outcome: 'ignored', subscription_id: null })
         .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing()).returning('event_id').executeTakeFirst()
@@ -23,10 +20,7 @@ export function createWebhooksRepository() {
     findEvent: (executor: Executor, provider: 'chargebee', eventId: string) =>
       executor.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst(),
 
-    /**
-     * Keeps `version` as the subscription's newest applied state when it is newer than the one
-     * kept; false when it is not (the event is older than what was applied: stale).
-     */
+    /** False when `version` is not newer than the state applied: the event is stale. */
     async advanceVersion(executor: Executor, subscriptionId: string, version: bigint, occurredAt: Date): Promise<boolean> {
       const row = await executor.insertInto('provider_subscription_versions')
         .values({ subscription_id: subscriptionId, resource_version: version.toString(), occurred_at: occurredAt })
@@ -36,14 +30,13 @@ export function createWebhooksRepository() {
       return row !== undefined
     },
 
-    /** The newest state applied of a subscription (its resource_version), if any. */
     async appliedVersion(executor: Executor, subscriptionId: string): Promise<bigint | undefined> {
       const row = await executor.selectFrom('provider_subscription_versions').select('resource_version')
         .where('subscription_id', '=', subscriptionId).executeTakeFirst()
       return row ? BigInt(row.resource_version) : undefined
     },
 
-    /** The company of a subscription Chargebee names, by its id or (payment source events) its customer id. */
+    /** By its id or (payment source events) its customer id. */
     findSubscription: (executor: Executor, ref: { id?: string; customerId?: string }) => {
       let query = executor.selectFrom('subscriptions').select(['company_id', 'id', 'provider'])
       if (ref.id !== undefined) query = query.where('id', '=', ref.id)

@@ -6,11 +6,8 @@ import { AppError } from '../../http/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { WebhooksService } from './webhooks.service.ts'
 
-/**
- * Chargebee's event (https://apidocs.chargebee.com/docs/api/events). Not strict, unlike our own
- * bodies: Chargebee adds fields (api_version, source, webhook_status, ...) as it sees fit, and
- * refusing one would make it retry the delivery forever.
- */
+// Not strict, unlike our bodies: Chargebee adds fields as it sees fit, and refusing one would
+// make it retry the delivery forever.
 const ChargebeeEventBody = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 200, description: 'Chargebee\'s event id: a repeated id changes nothing' }),
   event_type: Type.String({ minLength: 1, maxLength: 100 }),
@@ -30,7 +27,6 @@ const WebhookAnswer = Type.Object({
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 
-/** Equal in constant time, whatever the lengths (compared as digests). */
 function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected))
 }
@@ -41,7 +37,7 @@ class BasicUnauthorized extends AppError {
   }
 }
 
-/** HTTP Basic against CHARGEBEE_WEBHOOK_USER/PASSWORD; with none configured, every request is refused. */
+/** With no credentials configured, every request is refused. */
 export function basicAuthCheck(credentials: { user?: string; password?: string }) {
   return async (request: FastifyRequest) => {
     const { user, password } = credentials
@@ -58,10 +54,8 @@ export function basicAuthCheck(credentials: { user?: string; password?: string }
   }
 }
 
-/** Changes reported by billing providers (decisions §6): `POST /api/v1/subscription/webhooks/chargebee`. */
 export async function webhooksRoutes(app: App, { service, credentials }: { service: WebhooksService; credentials: { user?: string; password?: string } }) {
   app.post('/api/v1/subscription/webhooks/chargebee', {
-    // It reads the event's subscription back from Chargebee.
     config: { access: 'none', billingProvider: true },
     // Before the body is parsed: an unauthenticated request gets 401 whatever it sends.
     onRequest: basicAuthCheck(credentials),

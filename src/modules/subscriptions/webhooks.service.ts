@@ -16,25 +16,22 @@ import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee
 
 export { CHARGEBEE_ACTOR }
 
-/** A Chargebee webhook event, as far as this service reads it (its other fields are ignored). */
 export interface ChargebeeEvent { id: string; event_type: string; occurred_at: number; content: Record<string, unknown> }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** The objects of an event this service reads, checked: a malformed one is the sender's error (400). */
+/** A malformed object is the sender's error (400). */
 interface EventParts {
   subscription?: CbSubscription
   card?: PaymentSource | null
-  /** The payment source's id and version (payment_source_* events), ordering that source's copies. */
   sourceId?: string; sourceVersion?: bigint
-  /** The version ordering the subscription's card across all card events (exact: Chargebee's resource_version). */
+  /** Orders the subscription's card across all card events (exact: Chargebee's resource_version). */
   cardVersion?: { version: bigint; exact: boolean }
   invoices: CbInvoice[]; creditNotes: CbCreditNote[]
 }
 
 type Versioned = { resource_version?: number; updated_at?: number }
 
-/** The card's order: the copy's resource_version, else its updated_at, else the event's occurred_at (ms). */
 function cardVersionOf(copy: Versioned | undefined, event: ChargebeeEvent): { version: bigint; exact: boolean } {
   if (Number.isSafeInteger(copy?.resource_version)) return { version: BigInt(copy!.resource_version!), exact: true }
   return { version: BigInt(Math.trunc((copy?.updated_at ?? event.occurred_at) * 1000)), exact: false }
@@ -64,7 +61,7 @@ function partsOf(event: ChargebeeEvent): EventParts {
       parts.invoices.push(invoice)
     }
   }
-  // A subscription event may carry its invoice and credit notes too (subscription_paused: a list of credit notes).
+  // A subscription event may carry its invoice and credit notes too.
   if (LEDGER_EVENTS.has(type) || type in SUBSCRIPTION_EVENTS) {
     if (!LEDGER_EVENTS.has(type)) parts.invoices.push(...listOf(c.invoice).filter(isCbInvoice))
     for (const [i, note] of listOf(c.credit_note).entries()) {
@@ -81,45 +78,34 @@ function partsOf(event: ChargebeeEvent): EventParts {
   return parts
 }
 
-/** Several parts' outcomes as one: something applied; else something already so; else all stale. */
 function combined(outcomes: CopyOutcome[]): WebhookOutcome {
   if (outcomes.includes('applied')) return 'applied'
   if (outcomes.includes('unchanged')) return 'unchanged'
   return outcomes.length ? 'stale' : 'ignored'
 }
 
-/** The same card (Chargebee's payment source ids are not kept: brand, last 4 and expiry are). */
+/** Chargebee's payment source ids are not kept: brand, last 4 and expiry are. */
 const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
   !!a && !!b && a.last4 === b.last4 && a.expiry_month === b.expiry_month && a.expiry_year === b.expiry_year
 
 /**
- * Changes reported by Chargebee (decisions §6, §8.4): every subscription, card, invoice, credit
- * note and payment event is applied at most once (its id is kept in the same transaction as the
- * change), and nothing moves backwards: each object's copy is applied only when its
- * `resource_version` is newer than the last applied one (stale otherwise). The subscription is
- * saved with a subscription event; invoices and credit notes go to the ledger, whose triggers
- * write the invoice.* events; the company's mirror fields are joined from the subscription row.
- *
- * The versions kept are those of webhooks; a change made through this API is saved from
- * Chargebee's answer, whose version is not kept. So a subscription copy that occurred before the
- * row's last change (say a late `subscription_created` after an update) is not trusted: the
- * subscription is read from Chargebee and that current state is applied instead.
+ * Chargebee's webhooks: each event applies once, and a copy only when its `resource_version` is newer.
+ * A copy older than this API's last change of the row is not trusted: Chargebee is read instead.
  */
 export function createWebhooksService(deps: {
   db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
   ledger: ProviderLedger; ledgerRepo: Pick<ProviderLedgerRepository, 'advanceVersion'>
-  /** Chargebee's current view of a subscription, read when an event predates this service's last change of it. */
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
   const { db, repo, clock } = deps
 
-  /** A version to order subscription states by: Chargebee's resource_version, else its updated_at or the event's time, in ms. */
+  /** Chargebee's resource_version, else its updated_at or the event's time, in ms. */
   function versionOf(s: CbSubscription, event: ChargebeeEvent): bigint {
     if (Number.isSafeInteger(s.resource_version)) return BigInt(s.resource_version!)
     return BigInt(Math.trunc((s.updated_at ?? event.occurred_at) * 1000))
   }
 
-  /** The event's subscription applied to the locked row (a deletion always: it is final). */
+  /** A deletion always applies: it is final. */
   async function applySubscription(trx: Executor, before: SubscriptionRow, copy: CbSubscription, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
     const verb = SUBSCRIPTION_EVENTS[event.event_type] ?? 'changed'
     const deleted = verb === 'deleted'
@@ -137,10 +123,9 @@ export function createWebhooksService(deps: {
   }
 
   /**
-   * A card added, changed or removed (a removal only clears the card it names). Ordered twice: a
-   * payment source's own copies by its version, and the subscription's one card across every card
-   * event (Product Catalog 1.0's `card_*` carry no payment source id, and a late event of another,
-   * older source must not put that card back): a copy older than the card applied last is stale.
+   * Ordered twice: by the payment source's own version, and across every card event for the
+   * subscription's one card (`card_*` events carry no source id, and a late event of an older source
+   * must not put its card back).
    */
   async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
     const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
@@ -150,7 +135,6 @@ export function createWebhooksService(deps: {
     }))) return 'stale'
     const removed = verb === 'payment_source_deleted'
     if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
-    // The customer's card slot (our company is the Chargebee customer).
     if (!(await deps.ledgerRepo.advanceVersion(trx, {
       company_id: before.company_id, object_id: ledgerId('payment_source', `card-of/${before.company_id}`), object_type: 'payment_source',
       provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
@@ -162,7 +146,7 @@ export function createWebhooksService(deps: {
     return changed ? 'applied' : 'unchanged'
   }
 
-  /** Which subscription of ours the event is about: by its subscription's id (our UUID), else its customer (our company). */
+  /** By its subscription's id (our UUID), else its customer (our company). */
   function referenceOf(event: ChargebeeEvent, parts: EventParts): { id: string } | { customerId: string } | null {
     const ledgerObject = parts.invoices[0] ?? parts.creditNotes[0]
     const subscriptionId = parts.subscription?.id ?? ledgerObject?.subscription_id
@@ -172,7 +156,7 @@ export function createWebhooksService(deps: {
   }
 
   return {
-    /** Applies one Chargebee event; answers what it did (a repeated event: `duplicate`, nothing changed). */
+    /** A repeated event answers `duplicate` and changes nothing. */
     async chargebee(event: ChargebeeEvent): Promise<{ event_id: string; outcome: WebhookOutcome | 'duplicate' }> {
       const parts = isFollowed(event.event_type) ? partsOf(event) : undefined
       const occurredAt = new Date(event.occurred_at * 1000)
@@ -186,7 +170,7 @@ export function createWebhooksService(deps: {
         }
         if (!parts) return finish('ignored')
 
-        // Only a subscription this service made on Chargebee (our UUID, our company as the customer).
+        // Only a subscription this service made on Chargebee.
         const ref = referenceOf(event, parts)
         const found = ref && await repo.findSubscription(trx, ref)
         if (!found || found.provider !== 'chargebee') return finish('ignored')

@@ -8,7 +8,7 @@ import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/k
 import { cutPage } from '../../http/pagination.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
-/** The lists' orders (decisions: "Lists and paging"): teams by name then code (unique in a company), members as contracts. */
+/** Teams by name then code (unique in a company). */
 const TEAM_ORDER: SortColumn[] = [{ column: 't.name' }, { column: 't.code' }]
 const MEMBER_ORDER: SortColumn[] = [{ column: 'c.last_name' }, { column: 'c.first_name' }, { column: 'c.id', cast: 'uuid' }]
 
@@ -17,14 +17,12 @@ export interface TeamFilter { subsidiary_id?: string; q?: string }
 export interface TeamValues { name: string; code: string; subsidiary_id: string | null }
 
 /**
- * Teams and their memberships. A leader is a member row with is_leader; the contracts' team_ids
- * (companies repository) read the same rows, so both views always agree. Membership writes go
- * through INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
+ * Teams and memberships; a leader is a member row with is_leader, which the contracts' team_ids
+ * read too. Membership writes use INSERT ... ON CONFLICT, so concurrent moves never duplicate a row.
  */
 export function createTeamsRepository(db: Kysely<DB>, options: { observer?: WriteBatchObserver } = {}) {
-  // The hot paths (bench/RESULTS.md): one statement each, compiled once. The list comes back as
-  // one json value (one native JSON.parse) rather than a row per team for the driver to decode
-  // field by field, and as no row at all when the company does not exist.
+  // Hot paths: one prepared statement each; the list comes back as one json value (one native
+  // JSON.parse), and as no row when the company does not exist.
   const teamsOfCompany = prepared(db, (companyId: string) => sql<{ teams: Team[] | null }>`
     SELECT (
       SELECT json_agg(json_build_object(
@@ -35,16 +33,9 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     FROM companies c WHERE c.id = ${companyId}::uuid`)
   const oneTeam = prepared(db, (companyId: string, teamId: string) => teamsQuery(db, companyId).where('t.id', '=', teamId))
   /**
-   * Team creation (18), many teams in one statement: the checks and both inserts together, one
-   * round trip and one commit for every creation that arrived together (createTeam). Nothing of
-   * a team is written unless its company exists, its subsidiary (if any) is the company's and
-   * every leader is a contract of the company; a code the company already has (or that a team
-   * that arrived earlier in the same statement took) is skipped, not an error, so one team's refusal
-   * never fails the others. A team already there with its own id counts as created: a batch
-   * whose commit went through but whose answer was lost runs again (write-batches.ts) and must
-   * not call its own teams taken. Teams go in by company and code, so two statements inserting
-   * the same codes meet them in the same order and never wait on each other crosswise. The
-   * answer has one row per team, in order: which check failed, or whether it was created.
+   * Many teams in one statement: a failed check or taken code skips that team, never the batch; a team
+   * already there with its own id counts as created (a rerun batch). Inserts go in (company, code) order
+   * against deadlocks. One answer row per team, in order.
    */
   const createTeamsStatement = prepared(db, (teams: string, leaders: string) => sql<CreateTeamOutcome & { n: number }>`
     WITH wanted AS (
@@ -77,8 +68,7 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       EXISTS (SELECT 1 FROM team WHERE team.id = c.id) OR EXISTS (SELECT 1 FROM teams t WHERE t.company_id = c.company_id AND t.id = c.id) AS created
     FROM checked c ORDER BY c.n`)
   const createTeamBatched = writeBatches(async (batch: NewTeam[]) => {
-    // jsonb refuses a lone surrogate (and NUL, which the service refuses first): made well formed,
-    // as the driver's UTF-8 encoding of a text parameter does (U+FFFD), so one name cannot fail the batch.
+    // jsonb refuses a lone surrogate: made well formed as the driver does for text, so one name cannot fail the batch.
     const teams = batch.map((t, n) => ({
       n, company_id: t.companyId, id: t.id, name: wellFormed(t.values.name), code: wellFormed(t.values.code),
       subsidiary_id: t.values.subsidiary_id, leader_count: t.leaders.length, created_at: t.now.toISOString(),
@@ -87,12 +77,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     return createTeamsStatement(JSON.stringify(teams), JSON.stringify(leaders))
   }, { name: 'team_creation', maxItems: 64, maxInFlight: 1, observer: options.observer })
 
-  /**
-   * A move of one contract in one team in one statement: the team locked as every membership
-   * write locks it (lockTeams), the contract checked, the membership changed only when both are
-   * the company's; one round trip and its implicit commit, where a transaction of its own took
-   * five (bench/findings.md, issue 19). Answers which of the two was found.
-   */
+  // One contract's move in one team as one statement: the team locked as lockTeams does, the
+  // contract checked. Answers which of the two was found.
   const moveStatement = (change: (args: { companyId: string; now: string }) => RawBuilder<unknown>) =>
     prepared(db, (companyId: string, teamId: string, contractId: string, now: string) => sql<MoveOutcome>`
       WITH team AS (SELECT id FROM teams WHERE company_id = ${companyId}::uuid AND id = ${teamId}::uuid FOR UPDATE),
@@ -100,34 +86,25 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
         moved AS (${change({ companyId, now })})
       SELECT EXISTS (SELECT 1 FROM team) AS team_found, EXISTS (SELECT 1 FROM contract) AS contract_found`)
   const moves: Record<Move, ReturnType<typeof moveStatement>> = {
-    // Leads the team, joining it first if needed.
     lead: moveStatement(({ companyId, now }) => sql`
       INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
       SELECT ${companyId}::uuid, team.id, contract.id, true, ${now}::timestamptz FROM team, contract
       ON CONFLICT (company_id, team_id, contract_id) DO UPDATE SET is_leader = true`),
-    // Stays a member without leading.
     follow: moveStatement(({ companyId }) => sql`
       UPDATE team_members m SET is_leader = false FROM team, contract
       WHERE m.company_id = ${companyId}::uuid AND m.team_id = team.id AND m.contract_id = contract.id`),
-    // Leaves the team.
     leave: moveStatement(({ companyId }) => sql`
       DELETE FROM team_members m USING team, contract
       WHERE m.company_id = ${companyId}::uuid AND m.team_id = team.id AND m.contract_id = contract.id`),
   }
 
   return {
-    /** One contract's move in one team, in one statement (moveStatement); which of team and contract was found. */
     moveContract: async (move: Move, companyId: string, teamId: string, contractId: string, now: Date): Promise<MoveOutcome> =>
       (await moves[move](companyId, teamId, contractId, now.toISOString()))[0]!,
 
-    /** Runs `fn` in one transaction: every write of a team and its members is all or nothing. */
     transaction: <T>(fn: (trx: Transaction<DB>) => Promise<T>) => db.transaction().execute(fn),
 
-    /**
-     * Creates the team and its leaders' memberships (`leaders` without repeats), or says which
-     * reference is missing or that the code is taken; in one statement with the creations that
-     * arrive at the same time (src/db/write-batches.ts).
-     */
+    /** Creates a team and its leaders' memberships, or says which reference is missing or that the code is taken. */
     createTeam: (companyId: string, id: string, values: TeamValues, leaders: string[], now: Date): Promise<CreateTeamOutcome> =>
       createTeamBatched({ companyId, id, values, leaders, now }),
 
@@ -137,10 +114,7 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       return Number(result.numUpdatedRows) > 0
     },
 
-    /**
-     * Locks the company's teams among `teamIds` (in id order, so two writers never wait on each
-     * other crosswise) and answers those found. Every membership write takes this lock first.
-     */
+    /** Locks the teams in id order (no deadlocks) and answers those found; membership writes lock first. */
     async lockTeams(trx: Executor, companyId: string, teamIds: string[]): Promise<string[]> {
       if (teamIds.length === 0) return []
       const rows = await trx.selectFrom('teams').select('id')
@@ -149,7 +123,6 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       return rows.map((r) => r.id)
     },
 
-    /** The ids among `contractIds` that are contracts of the company. */
     async existingContracts(executor: Executor, companyId: string, contractIds: string[]): Promise<Set<string>> {
       if (contractIds.length === 0) return new Set()
       const rows = await executor.selectFrom('contracts').select('id')
@@ -160,10 +133,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     subsidiaryExists: async (executor: Executor, companyId: string, subsidiaryId: string) =>
       (await executor.selectFrom('subsidiaries').select('id').where('company_id', '=', companyId).where('id', '=', subsidiaryId).executeTakeFirst()) !== undefined,
 
-    /** Remembered per process once seen (src/db/company-exists.ts). */
     companyExists: companyExistsOn(db),
 
-    /** Each contract joins each team (already a member: nothing changes). */
     async addMembers(trx: Executor, companyId: string, teamIds: string[], contractIds: string[], now: Date) {
       const rows = teamIds.flatMap((team_id) => contractIds.map((contract_id) => ({ company_id: companyId, team_id, contract_id, is_leader: false, created_at: now })))
       if (rows.length === 0) return
@@ -171,7 +142,6 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
         .onConflict((oc) => oc.columns(['company_id', 'team_id', 'contract_id']).doNothing()).execute()
     },
 
-    /** The contracts lead the team, joining it first where they are not members. */
     async makeLeaders(trx: Executor, companyId: string, teamId: string, contractIds: string[], now: Date) {
       if (contractIds.length === 0) return
       await trx.insertInto('team_members')
@@ -179,7 +149,6 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
         .onConflict((oc) => oc.columns(['company_id', 'team_id', 'contract_id']).doUpdateSet({ is_leader: true })).execute()
     },
 
-    /** Leaders of the team not in `keep` become plain members. */
     demoteLeadersExcept: (trx: Executor, companyId: string, teamId: string, keep: string[]) => {
       let query = trx.updateTable('team_members').set({ is_leader: false })
         .where('company_id', '=', companyId).where('team_id', '=', teamId).where('is_leader', '=', true)
@@ -187,18 +156,12 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       return query.execute()
     },
 
-    /**
-     * The company's teams by name, or undefined when there is no such company: the company's
-     * existence and its teams in one statement.
-     */
+    /** The company's teams by name, or undefined when there is no such company. */
     async listTeams(companyId: string): Promise<Team[] | undefined> {
       const [row] = await teamsOfCompany(companyId)
       return row && (row.teams ?? [])
     },
-    /**
-     * A page or a filtered view of the teams, in the whole list's order (the cached whole list
-     * above stays the answer without limit and filters). `q`: name or code contains.
-     */
+    /** A page or filtered view of the teams, in the whole list's order. `q`: name or code contains. */
     async listTeamsPage(companyId: string, filter: TeamFilter, page: KeysetPage) {
       let query = teamsQuery(db, companyId)
       if (filter.subsidiary_id !== undefined) query = query.where('t.subsidiary_id', '=', filter.subsidiary_id)
@@ -210,7 +173,7 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     },
     findTeam: async (companyId: string, teamId: string): Promise<Team | undefined> => (await oneTeam(companyId, teamId))[0],
 
-    /** The contracts leading each team, by id; keyed `<company_id>/<team_id>`, a team without leaders absent. */
+    /** Leader ids keyed `<company_id>/<team_id>`; teams without leaders absent. */
     async leaderIdsOf(teams: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
       const rows = await db.selectFrom('team_members').select(['company_id', 'team_id', 'contract_id'])
         .where((eb) => eb(eb.refTuple('company_id', 'team_id'), 'in', teams.map((team) => eb.tuple(team.companyId, team.id))))
@@ -223,7 +186,6 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       return leaders
     },
 
-    /** The members of a team as contracts (with all their team_ids) and whether each leads it. */
     listMembers: async (companyId: string, teamId: string, page: KeysetPage) => cutPage(await keyset(
       db.selectFrom('team_members as m')
         .innerJoin('contracts as c', (join) => join.onRef('c.company_id', '=', 'm.company_id').onRef('c.id', '=', 'm.contract_id'))
@@ -234,14 +196,9 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
   }
 }
 
-/**
- * A team's leaders' ids, read from the memberships. As json, not uuid[]: the driver parses a
- * json column with the native JSON.parse, while a PostgreSQL array goes through a JavaScript
- * parser that was the largest single cost of the teams read in the profile.
- */
+// As json, not uuid[]: the driver parses json natively, while arrays go through a slow JavaScript parser.
 const leaderIds = sql<string[]>`(SELECT coalesce(json_agg(m.contract_id ORDER BY m.contract_id), '[]') FROM team_members m WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader)`
 
-/** Teams with their leaders' ids. */
 function teamsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('teams as t')
     .select(['t.id', 't.name', 't.code', 't.company_id', 't.subsidiary_id'])
@@ -249,17 +206,14 @@ function teamsQuery(db: Kysely<DB>, companyId: string) {
     .where('t.company_id', '=', companyId)
 }
 
-/** The string as UTF-8 can carry it: a lone surrogate becomes U+FFFD, as in a text parameter. */
+/** A lone surrogate becomes U+FFFD, as in a text parameter. */
 const wellFormed = (text: string) => Buffer.from(text, 'utf8').toString('utf8')
 
-/** True when `err` is the unique index on (company_id, code) refusing a second team code. */
 export function isDuplicateTeamCode(err: unknown): boolean {
   const e = err as { code?: string; constraint?: string } | null
   return e?.code === '23505' && (e.constraint === undefined || e.constraint === 'teams_company_id_code_key')
 }
 
-/** What became of one team creation: the first false of the three checks, or created (false: the code is taken). */
-/** A contract's move in a team: leads it (20), stays a member without leading (23), leaves it. */
 export type Move = 'lead' | 'follow' | 'leave'
 export interface MoveOutcome { team_found: boolean; contract_found: boolean }
 

@@ -15,7 +15,7 @@ const TeamsQuery = pageQuery({
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Name or code contains this text, case-insensitive' })),
 })
 
-/** Teams of a company (18, 19, 20, 23, 24, 35, and the additions of the decisions §3). */
+/** Teams of a company and their members. */
 export async function teamsRoutes(app: App, { service, cache }: { service: TeamsService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Teams']
   const access = { area: 'team' }

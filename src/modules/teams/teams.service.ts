@@ -10,9 +10,8 @@ import type { Paged } from '../../http/pagination.ts'
 import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
 
 /**
- * Teams (18, 19, 24) and the moves of contracts between them (20, 23, 35, remove). Invariants:
- * a leader is always a member; leaders and members are contracts of the team's company; a
- * team's code is unique in its company, enforced by the database so a race still answers 409.
+ * Teams and contracts' moves between them. A leader is always a member; members are contracts of
+ * the team's company; a code is unique in its company, enforced by the database so a race is a 409.
  */
 export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }) {
   const { repo, clock } = deps
@@ -22,7 +21,6 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
   }
 
-  /** 400 unless the subsidiary and every leader belong to the company (body fields of 18 and 24). */
   async function checkReferences(trx: Executor, companyId: string, input: TeamInput) {
     if (input.subsidiary_id && !(await repo.subsidiaryExists(trx, companyId, input.subsidiary_id))) {
       throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
@@ -34,7 +32,7 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     return leaders
   }
 
-  /** One contract's move in the team, in one statement; 404 for a team or contract of another company. */
+  /** 404 for a team or contract of another company. */
   async function moveContract(move: Move, companyId: string, teamId: string, body: ContractTeamParams) {
     if (body.team_id !== undefined && body.team_id !== teamId) throw new ValidationError('body/team_id must equal the team_id of the path')
     const outcome = await repo.moveContract(move, companyId, teamId, body.contract_id, clock.now())
@@ -52,7 +50,7 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
   }
 
   return {
-    /** One statement (checks and inserts) shared with the creations arriving at the same time (bench/RESULTS.md). */
+    /** Shares one statement with the creations arriving at the same time. */
     async createTeam(companyId: string, input: TeamInput): Promise<string> {
       const id = randomUUID()
       const leaders = unique(input.team_leader_ids ?? [])
@@ -66,10 +64,7 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return id
     },
 
-    /**
-     * Replaces the team. team_leader_ids, when sent, is the new leader set: new leaders become
-     * members, former leaders stay members. Left out, the leaders stay as they are.
-     */
+    /** Replaces the team; team_leader_ids, when sent, is the new leader set and former leaders stay members. */
     async updateTeam(companyId: string, teamId: string, input: TeamInput) {
       const now = clock.now()
       await withCodeConflict(() => repo.transaction(async (trx) => {
@@ -95,22 +90,16 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return teamView(team)
     },
 
-    /** A team event's object: the stored row with its leaders read now, as GET .../teams/{id} answers. */
     async teamEventObject(stored: StoredObject): Promise<Team> {
       return teamView({ ...(stored as Team), team_leader_ids: await leaderIdsOf(stored.company_id, stored.id) })
     },
 
-    /**
-     * A membership event's object: the contract as the team's member list shows it (the
-     * contract read now, the leadership as stored). A removal keeps the team among its team_ids,
-     * the member as it was listed last.
-     */
+    /** The contract as the team's member list shows it; a removal keeps the team among its team_ids. */
     memberEventObject(stored: StoredObject, event: { type: string }, contract: Contract): TeamMember {
       const teamIds = event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id) ? [...contract.team_ids, stored.team_id].sort() : contract.team_ids
       return { ...contract, team_ids: teamIds, is_leader: stored.is_leader }
     },
 
-    /** A page or a filtered view of the teams (listTeams is the whole list, cached). */
     async listTeamsPage(companyId: string, filter: TeamFilter, page: KeysetPage): Promise<Paged<Team>> {
       if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
       return repo.listTeamsPage(companyId, filter, page)
@@ -122,16 +111,13 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return { ...paged, items: paged.items.map((row) => ({ ...row, team_ids: row.team_ids ?? [] })) }
     },
 
-    /** 20: the contract leads the team, joining it first if needed; a leader stays one. */
     upgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('lead', companyId, teamId, body),
 
-    /** 23: the contract stops leading the team and stays a member; a non-leader is left as it is. */
     downgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('follow', companyId, teamId, body),
 
-    /** The contract leaves the team, and so its leadership; a non-member is left as it is. */
     remove: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('leave', companyId, teamId, body),
 
-    /** 35: the contract joins every listed team; all or nothing, a team already joined is unchanged. */
+    /** All or nothing; a team already joined is unchanged. */
     async addToTeams(companyId: string, input: AddContractInput) {
       await requireCompany(companyId)
       const teamIds = unique(input.team_ids).sort()

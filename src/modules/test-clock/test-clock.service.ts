@@ -12,11 +12,8 @@ const MAX_YEARS = 10
 const HELD_WAIT_MS = 60_000
 
 /**
- * The test clock (docs/test-clock.md): moves the business clock of every instance forward and
- * answers once every job due by the target has run. The clock moves in steps, one per due time,
- * so each job runs with its own due time as "now" (a renewal on 1 February is dated 1 February
- * even on the way to 1 June), and the jobs a job makes (the next term's renewal) run in turn
- * when they are due by the target.
+ * Moves every instance's business clock forward in steps, one per due time, so each job runs with
+ * its own due time as "now" and the jobs it makes run in turn; answers once all due jobs have run.
  */
 export function createTestClockService(deps: {
   repo: TestClockRepository

@@ -1,10 +1,7 @@
 import type { AttemptOutcome } from '../../db/tables.ts'
 
-/**
- * What a delivery attempt's `error` says: a code, never the error's own text. A receiver's URL
- * is the tenant's, but the text of a failed connection names what this service's network saw
- * (an internal name, an address, a port), which is ours to keep.
- */
+// An attempt's `error` is a code, never the error's text: that names what our network saw
+// (internal names, addresses, ports), which is ours to keep.
 export type AttemptError = 'timeout' | 'connection_refused' | 'dns_failure' | 'tls_error' | 'invalid_response' | `http_${number}`
 
 export const ATTEMPT_ERROR_PATTERN = '^(timeout|connection_refused|dns_failure|tls_error|invalid_response|http_[1-5][0-9]{2})$'
@@ -13,12 +10,10 @@ const ATTEMPT_ERROR = new RegExp(ATTEMPT_ERROR_PATTERN)
 const DNS_FAILURE = /^(ENOTFOUND|EAI_|ENODATA|ESERVFAIL|ENOTIMP|EREFUSED|EBADNAME)/
 const NO_CONNECTION = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL'])
 const TIMED_OUT = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
-// OpenSSL's and Node's TLS errors, and a certificate's verification failures.
 const TLS_FAILURE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|EPROTO$|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH$|INVALID_CA$)/
 
 export const httpError = (status: number): AttemptError => `http_${status}`
 
-/** The code of a call that ended without an answer, from the error (or the error it wraps). */
 export function errorCodeOf(err: unknown): AttemptError {
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
     const code = typeof e.code === 'string' ? e.code : ''
@@ -27,14 +22,11 @@ export function errorCodeOf(err: unknown): AttemptError {
     if (TIMED_OUT.has(code)) return 'timeout'
     if (TLS_FAILURE.test(code)) return 'tls_error'
   }
-  // The connection was made, then closed or answered with something that is not HTTP.
+  // Connected, then closed or answered with something that is not HTTP.
   return 'invalid_response'
 }
 
-/**
- * The `error` an attempt shows: a stored code as it is; any other stored text (a network message
- * naming hosts or ports) as the code its outcome and status mean, or its text's, never itself.
- */
+/** A stored code as it is; any other stored text as the code its outcome means, never itself. */
 export function shownError(outcome: AttemptOutcome, statusCode: number | null, stored: string | null): string | null {
   if (stored === null || ATTEMPT_ERROR.test(stored)) return stored
   if (outcome === 'lost' || outcome === 'succeeded' || outcome === 'pending') return null

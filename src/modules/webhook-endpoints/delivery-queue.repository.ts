@@ -1,21 +1,16 @@
 import { sql, type Kysely } from 'kysely'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 
-/** What a pass of the delivery loop asks for (delivery.ts). */
 export interface DeliveryClaim {
-  /** Due is next_attempt_at <= now; the attempts start at now. */
   now: Date
-  /** The end of the claimed attempts' lease: their deliveries are due again then, unless an outcome says otherwise. */
+  /** Claimed deliveries are due again then, unless an outcome says otherwise. */
   leaseUntil: Date
-  /** Calls one process keeps open to one endpoint at most. */
   bound: number
-  /** This process's calls under way, per endpoint: an endpoint gets `bound` minus these. */
+  /** Calls under way here per endpoint: an endpoint gets `bound` minus these. */
   busy: ReadonlyArray<{ endpointId: string; calls: number }>
-  /** Deliveries of a disabled endpoint given up per endpoint and pass. */
   dropBatch: number
 }
 
-/** An attempt a claim started: what its call needs. */
 export interface ClaimedDelivery {
   id: string
   endpoint_id: string
@@ -33,7 +28,7 @@ export interface ClaimedDelivery {
   created_at: Date
 }
 
-/** An attempt's outcome and what it decides, if its delivery is still at `seq`. */
+/** An attempt's outcome; it decides only if its delivery is still at `seq`. */
 export interface RecordedOutcome {
   attemptId: string
   deliveryId: string
@@ -42,22 +37,16 @@ export interface RecordedOutcome {
   statusCode: number | null
   durationMs: number
   error: string | null
-  /** When the delivery is tried again; null: delivered, or given up (then `disabledReason`). */
+  /** null: delivered, or given up (then `disabledReason`). */
   retryAt: Date | null
-  /** Set on the last attempt's failure: the endpoint is disabled with this reason. */
   disabledReason: string | null
   at: Date
 }
 
 /**
- * Claims, in one statement (so one short transaction), up to its free slots of due deliveries of
- * every endpoint with pending deliveries: each endpoint gets its share in every pass, so one
- * endpoint's backlog never waits ahead of another's deliveries, and an endpoint at its bound
- * costs one index probe. FOR UPDATE SKIP LOCKED keeps instances' claims apart. Each claimed
- * delivery has its attempt counted, its seq bumped and its lease set; an attempt of it still
- * 'pending' was lost with its instance; the new attempts are inserted. A disabled endpoint's
- * deliveries are given up (what was pending when it was disabled is not sent), but for the first
- * attempts of events up to the last one an endpoint stopped with its client or company is owed.
+ * Claims in one statement up to each endpoint's free slots of due deliveries, so one endpoint's
+ * backlog never waits ahead of another's; SKIP LOCKED keeps instances apart. A disabled endpoint's
+ * deliveries are given up, except first attempts still owed for events up to when it stopped.
  */
 export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<ClaimedDelivery[]> {
   const ids = c.busy.map((b) => b.endpointId)
@@ -118,10 +107,8 @@ export async function claimDue(db: Kysely<DB>, c: DeliveryClaim): Promise<Claime
 }
 
 /**
- * Records a batch of outcomes in one statement: record_webhook_outcomes() (migration 0033) updates
- * each delivery and attempt by its primary key. Every attempt gets its outcome (a late one too: it
- * replaces 'lost'); a delivery is settled only by the attempt of its current seq, so an outcome
- * that arrives after its lease ran out and another attempt started decides nothing.
+ * Records a batch of outcomes in one statement (record_webhook_outcomes()). A delivery is settled
+ * only by the attempt of its current seq, so a late outcome after a lease ran out decides nothing.
  */
 export async function recordOutcomes(db: Kysely<DB>, outcomes: readonly RecordedOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
@@ -137,13 +124,11 @@ export async function recordOutcomes(db: Kysely<DB>, outcomes: readonly Recorded
   `.execute(db)
 }
 
-/** What a pass's fan-out asks for (delivery.ts): the claim's own terms, with the slots its calls took counted in `busy`. */
 export interface FanOutClaim extends Omit<DeliveryClaim, 'dropBatch'> {
-  /** Events fanned out per pass at most. */
   batch: number
 }
 
-/** An endpoint an event is sent to at once by a fan-out, with no row of its own until the call's outcome. */
+/** Called at once by a fan-out, with no row of its own until the call's outcome. */
 export interface DirectTarget {
   id: string
   url: string
@@ -152,18 +137,17 @@ export interface DirectTarget {
   previous_secret_expires_at: string | null
 }
 
-/** An event a fan-out claimed: the endpoints it is sent to at once (none when every one was queued, or when its lease had run out). */
 export interface FannedEvent {
   event_id: string
   type: string
   event_company_id: string | null
   data: Record<string, unknown>
   created_at: Date
-  /** undefined: an endpoint whose row the fan-out did not return with it (a fault; delivery.ts reports it). */
+  /** undefined: a fault that delivery.ts reports. */
   direct: Array<DirectTarget | undefined>
 }
 
-/** A direct call's outcome (attempt 1, at seq 1): a success is an item of a batch row, a failure its delivery and attempt (migration 0036). */
+/** A direct call's outcome: a success is an item of a batch row, a failure its delivery and attempt. */
 export interface DirectOutcome {
   eventId: string
   endpointId: string
@@ -178,14 +162,9 @@ export interface DirectOutcome {
 }
 
 /**
- * Fans out, in one statement, the due events of webhook_fanouts (migration 0034), SKIP LOCKED as
- * the claim. For an event fanned out for the first time: every endpoint that wants it (enabled,
- * or stopped with its client or company after it: migration 0040) and existed when it was
- * written, with a free slot here, is called at once, in event order, and the event's row is
- * leased for those calls; the others get a pending delivery due now, which claimDue() takes like any. An event whose lease ran out (its instance died during the calls,
- * or its outcomes were never written) has the delivery of every direct call still on its list
- * (still awaiting its outcome: migration 0036) written as a claim leaves it: pending at seq 1 and due now (failed when its endpoint is now
- * disabled), its attempt 1 'lost'. Rows with no direct call left go.
+ * Fans out due events in one statement, SKIP LOCKED: endpoints with a free slot are called at once
+ * (the event leased), the others get a pending delivery. When the lease runs out, each unrecorded
+ * direct call becomes a pending delivery with a 'lost' first attempt.
  */
 export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedEvent[]> {
   const ids = c.busy.map((b) => b.endpointId)
@@ -244,23 +223,21 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
       ), '[]') END AS endpoints
     FROM fan f JOIN events e ON e.id = f.event_id
   `.execute(db)
-  // Looked for, not taken from rows[0]: SQL promises no order of the rows without ORDER BY.
+  // Looked for, not rows[0]: without ORDER BY SQL promises no row order.
   const endpoints = new Map((rows.find((row) => row.endpoints !== null)?.endpoints ?? []).map((w) => [w.id, w]))
   return rows.map((row) => ({
     event_id: row.event_id, type: row.type, event_company_id: row.event_company_id, data: row.data, created_at: row.created_at,
-    // Both were read by the same statement, from one snapshot: a miss (undefined) is a fault of
-    // this code, which the delivery loop reports for that event alone (delivery.ts).
+    // Read from one snapshot, so a miss is a fault of this code, reported for that event alone.
     direct: row.direct_ids.map((id) => endpoints.get(id)),
   }))
 }
 
-/** A row of fanOutDue()'s statement: an event, its direct endpoints' ids, and on one row of them the pass's endpoints. */
 interface FannedRow extends Omit<FannedEvent, 'direct'> {
   direct_ids: string[]
   endpoints: DirectTarget[] | null
 }
 
-/** Records a batch of direct calls' outcomes in one statement: record_direct_webhook_outcomes() (migrations 0034, 0036, 0037, 0039). */
+/** Records a batch of direct calls' outcomes in one statement. */
 export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly DirectOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
   const column = <T>(pick: (o: DirectOutcome) => T) => outcomes.map(pick)
@@ -275,10 +252,8 @@ export async function recordDirectOutcomes(db: Kysely<DB>, outcomes: readonly Di
 }
 
 /**
- * For the metrics: each endpoint's oldest event not delivered nor given up. Three sources: its
- * pending deliveries; the events not fanned out yet that it wants (their oldest per company and
- * type first, so a backlog costs its groups, not its rows times the endpoints); and the fanned-out
- * events whose direct call to it awaits its outcome (still on the event's list: migration 0036).
+ * For the metrics: each endpoint's oldest event not delivered nor given up, from pending deliveries,
+ * events not fanned out yet, and direct calls awaiting their outcome.
  */
 export async function oldestPending(db: Kysely<DB>) {
   const { rows } = await sql<{ endpoint_id: string; oldest: Date }>`

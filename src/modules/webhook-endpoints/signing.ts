@@ -7,11 +7,9 @@ export function newSecret(): string {
 }
 
 /**
- * The Standard Webhooks headers of one attempt: `webhook-id` (the event's id, the same on every
- * retry), `webhook-timestamp` (Unix seconds, real time: receivers check it against their clock),
- * `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`, keyed by the
- * secret's bytes: the base64 after `whsec_`), one signature per secret, space-separated: during a
- * rotation's grace the new secret's and the old one's, and a receiver accepts either.
+ * Standard Webhooks headers: `webhook-id` (the event's, same on every retry), `webhook-timestamp`
+ * (real time) and `webhook-signature`, one `v1,` HMAC per secret so a receiver accepts either
+ * during a rotation's grace.
  */
 export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
   const signatures = secrets.map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`)

@@ -6,14 +6,13 @@ import type { Executor } from '../../db/executor.ts'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'
 
-/** An ended attempt as the list of attempts reads it, with its place in the list (`key`, `position`; bigints read as numbers: database.ts). */
 interface AttemptRow {
   key: number
   position: number
   id: number
   delivery_id: string
   event_id: string
-  /** Null: the event was deleted by the retention before this item's batch row. */
+  /** Null: the retention deleted the event before this item's batch row. */
   event_type: string | null
   attempt: number
   started_at: Date
@@ -37,23 +36,20 @@ export interface EndpointChanges {
   created_by?: string
 }
 
-/** The endpoints of one owner: the platform's (null) or a company's. */
 const ownedBy = (db: Kysely<DB>, companyId: string | null) => companyId === null
   ? db.selectFrom('webhook_endpoints').where('company_id', 'is', null)
   : db.selectFrom('webhook_endpoints').where('company_id', '=', companyId)
 
 /**
- * The writes of endpoints, on one transaction (`transaction` below): `lock` and `companyDisabled`
- * hold what they read until it ends, so that a change changes what it was checked against, and
- * a company's disabling (which stops its endpoints: migration 0040) waits for it, or it for the
- * disabling.
+ * Endpoint writes on one transaction: `lock` and `companyDisabled` hold what they read until it
+ * ends, so a change applies to what it was checked against and a company's disabling waits for it.
  */
 function endpointWrites(trx: Transaction<DB>) {
   const owned = (companyId: string | null) => ownedBy(trx, companyId)
   return {
     lock: (companyId: string | null, id: string) => owned(companyId).select(ENDPOINT_COLUMNS).where('id', '=', id).forUpdate().executeTakeFirst(),
 
-    /** Whether the company is disabled (false for the platform's endpoints); its row is share-locked. */
+    /** False for the platform's endpoints; the company's row is share-locked. */
     async companyDisabled(companyId: string | null): Promise<boolean> {
       if (companyId === null) return false
       const row = await trx.selectFrom('companies').select('disabled_at').where('id', '=', companyId).forShare().executeTakeFirst()
@@ -66,12 +62,12 @@ function endpointWrites(trx: Transaction<DB>) {
     insert: (row: { id: string; company_id: string | null; url: string; event_types: string[]; description: string | null; secret: string; enabled: boolean; resources: string[] | null; created_by: string }) =>
       trx.insertInto('webhook_endpoints').values(row).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
 
-    /** Changes what is given; enabling forgets the last event of a stop (migration 0040). */
+    /** Enabling forgets the last event of a stop. */
     update: (id: string, changes: EndpointChanges) =>
       trx.updateTable('webhook_endpoints').set({ ...changes, ...(changes.enabled ? { last_event_seq: null } : {}), updated_at: new Date() })
         .where('id', '=', id).returning(ENDPOINT_COLUMNS).executeTakeFirstOrThrow(),
 
-    /** A new secret; the one it replaces signs beside it until `previousUntil` (null: not at all). */
+    /** The replaced secret signs beside it until `previousUntil` (null: not at all). */
     rotateSecret: (id: string, secret: string, previousUntil: Date | null) =>
       trx.updateTable('webhook_endpoints').set((eb) => ({
         secret,
@@ -84,15 +80,14 @@ function endpointWrites(trx: Transaction<DB>) {
 
 type EndpointWrites = ReturnType<typeof endpointWrites>
 
-/** Webhook endpoints, their deliveries and attempts (migrations 0019, 0030; the delivery queue's statements: delivery-queue.repository.ts). */
+/** Webhook endpoints, their deliveries and attempts; the queue's statements are in delivery-queue.repository.ts. */
 export function createWebhookEndpointsRepository(db: Kysely<DB>) {
   const owned = (companyId: string | null) => ownedBy(db, companyId)
 
   return {
-    /** `work` on one transaction, committed when it returns (endpointWrites above). */
     transaction: <T>(work: (writes: EndpointWrites) => Promise<T>) => db.transaction().execute((trx) => work(endpointWrites(trx))),
 
-    /** Whether any endpoint, of any owner, is enabled (a write's events have deliveries only then). */
+    /** A write's events have deliveries only when some endpoint is enabled. */
     anyEnabled: async () =>
       (await db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', true).limit(1).executeTakeFirst()) !== undefined,
 
@@ -107,18 +102,9 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     },
 
     /**
-     * A page of the endpoint's ended attempts, newest first: the attempt rows (a delivery's
-     * retries, and first calls that failed or were claimed from the queue) merged with the items
-     * of its batch rows (first calls that succeeded at once, migration 0036). The order is a
-     * row's id (an attempt's own; a batch's smallest item id, from the same sequence), then the
-     * item's position in its batch, last first; the cursor holds both (an attempt's position is 0).
-     * Each side reads at most limit + 1 rows after the cursor (the batch side one more: every
-     * batch row holds an item past the cursor but the cursor's own) and answers limit + 1 of
-     * them, and only the page's rows look up their event, so a deep page costs what the first
-     * does. An attempt under way is not listed: a fanned-out event's first calls have
-     * no row until they end (migration 0034), and the queue's attempts are shown the same way.
-     * An item whose event the retention deleted before its batch row is left out of the page
-     * after the page is cut, so that it cannot end the list early.
+     * Ended attempts, newest first: attempt rows merged with items of batch rows. Each side reads
+     * limit + 1 rows after the cursor, so a deep page costs what the first does; an item whose event
+     * was pruned is dropped after the cut, so it cannot end the list early.
      */
     async attempts(endpointId: string, page: KeysetPage & { limit: number }) {
       const [key, position] = page.after ?? []
@@ -150,14 +136,13 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       return { ...paged, items: paged.items.filter((row): row is AttemptRow & { event_type: string } => row.event_type !== null) }
     },
 
-    /** Deletes up to `batch` batch rows of first deliveries recorded before `cutoff` (the events' retention); answers how many. */
+    /** For the events' retention; answers how many were deleted. */
     async pruneDelivered(executor: Executor, cutoff: Date, batch: number): Promise<number> {
       const result = await sql`DELETE FROM webhook_delivered_batches WHERE id IN (
         SELECT id FROM webhook_delivered_batches WHERE recorded_at < ${cutoff} ORDER BY recorded_at LIMIT ${batch})`.execute(executor)
       return Number(result.numAffectedRows ?? 0)
     },
 
-    /** A `ping` for one endpoint only: the event and its one delivery (due now), in one transaction. */
     ping: (endpoint: { id: string; company_id: string | null }) => db.transaction().execute(async (trx) => {
       const eventId = randomUUID()
       const event = await trx.insertInto('events').values({
@@ -175,7 +160,6 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
 
     oldestPending: () => oldestPending(db),
 
-    /** For the metrics: the events written since `afterSeq`, by type, and the newest position. */
     async eventsSince(afterSeq: number | undefined) {
       if (afterSeq === undefined) {
         const row = await db.selectFrom('events').select((eb) => eb.fn.max('seq').as('seq')).executeTakeFirst()

@@ -11,19 +11,16 @@ import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const NoContent = Type.Null({ description: 'Deleted' })
 
-/** What a company token needs beyond `write:company` where a change sends somewhere (decisions §9.1). */
 const MAY_READ_SENT = 'A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.'
 const ScopeRefused = { ...ErrorBody, description: 'The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope)' }
 
-/** The token's client and what it may read; every route here needs a token, so a principal is there. */
 function callerOf(request: FastifyRequest): Caller {
   return { clientId: request.principal!.clientId, readable: resourcesReadableBy(request.principal) }
 }
 
 /**
- * Outgoing webhooks (decisions §8.3; docs/webhooks.md): the platform's endpoints, which hear
- * every company's events, and each company's, which hear its own. (The incoming webhooks of
- * Chargebee are another module: src/modules/subscriptions/webhooks.*.)
+ * Outgoing webhooks: the platform's endpoints hear every company's events, a company's its own.
+ * Chargebee's incoming webhooks are src/modules/subscriptions/webhooks.*.
  */
 export async function webhookEndpointsRoutes(app: App, { service }: { service: WebhookEndpointsService }) {
   const tags = ['Webhooks']
@@ -80,7 +77,7 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
 
     app.post(`${one}/rotate_secret`, {
       config: { access: v.access },
-      // The body may be left out (every field has a default): validated as {}.
+      // Every field has a default, so a missing body is validated as {}.
       preValidation: async (request) => { if (request.body === undefined || request.body === null) request.body = {} },
       schema: {
         operationId: `rotate${v.name}WebhookEndpointSecret`, tags, summary: 'Rotate the signing secret of a webhook endpoint',

@@ -11,10 +11,9 @@ import { shownError } from './attempt-errors.ts'
 import type { EndpointChanges, WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
 
-/** How long a rotated-out secret keeps signing by default: a day to roll the new one out. */
+/** A day to roll the new secret out. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400
 
-/** As many endpoints as Stripe allows an account. */
 export const MAX_ENDPOINTS = 16
 
 type EndpointRow = Awaited<ReturnType<WebhookEndpointsRepository['list']>>[number]
@@ -24,25 +23,19 @@ function view(row: EndpointRow): WebhookEndpoint {
   return {
     id: row.id, company_id: row.company_id, url: row.url, event_types: row.event_types, description: row.description,
     enabled: row.enabled, disabled_reason: row.disabled_reason, created_by: row.created_by, created_at: new Date(row.created_at).toISOString(),
-    // Past its time, the replaced secret signs nothing (delivery.ts): not shown either.
+    // Past its time the replaced secret signs nothing, so it is not shown either.
     previous_secret_expires_at: row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date() ? iso(row.previous_secret_expires_at) : null,
   }
 }
 
-/**
- * The resources whose events an endpoint is sent: those its types name (every one when empty),
- * among those its creator could read (`resources`; null: every one).
- */
+/** Those its types name (every one when empty), among those its creator could read (null: every one). */
 function resourcesSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }): string[] {
   const named = (resource: string) => endpoint.event_types.length === 0 || endpoint.event_types.some((type) => type.split('.')[0] === resource)
   return EVENT_RESOURCES.filter((resource) => named(resource) && (endpoint.resources === null || endpoint.resources.includes(resource)))
 }
 
-/**
- * Whoever points an endpoint somewhere, or keeps it sending there, must be able to read all it is
- * sent: else a token could route to itself events it may not read (`readable` undefined: a
- * platform token, which reads every one).
- */
+// Who points an endpoint somewhere must be able to read all it is sent, or a token could route to
+// itself events it may not read (docs/adr/0001-webhook-endpoint-access.md).
 function checkMayReadSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }, readable: readonly string[] | undefined) {
   const unreadable = readable && resourcesSent(endpoint).find((resource) => !readable.includes(resource))
   if (unreadable) throw new InsufficientScope(`read:${areaOf(unreadable)}`)
@@ -50,19 +43,14 @@ function checkMayReadSent(endpoint: { event_types: readonly string[]; resources:
 
 const CompanyDisabled = () => new Conflict('The company is disabled: its webhook endpoints send nothing until it is enabled')
 
-/** Who asks: the client of the token, and the event resources it may read (undefined: a platform token, every one). */
+/** `readable` undefined: a platform token, which reads every resource. */
 export interface Caller { clientId: string; readable?: readonly string[] }
 
-/**
- * Webhook endpoints of the platform (owner null: every company's events) and of each company
- * (its own events). The owner comes from the path; one owner never sees another's endpoints.
- */
+/** Webhook endpoints of the platform (owner null: every company's events) and of each company. */
 export function createWebhookEndpointsService(deps: {
   repo: WebhookEndpointsRepository
   allowPrivateTargets: boolean
-  /** A delivery pass soon (a ping's event is due now). */
   wake?: () => void
-  /** An endpoint was created or enabled: the delivery loop takes one for enabled without a look. */
   changed?: () => void
   presenter: EventPresenter
 }) {
@@ -74,10 +62,6 @@ export function createWebhookEndpointsService(deps: {
     return row
   }
 
-  /**
-   * The types or patterns, each an event type or `<resource>.*`, each of a resource the token may
-   * read (`readable`: undefined for a platform token, which reads every one).
-   */
   function checkTypes(types: string[], readable: readonly string[] | undefined) {
     types.forEach((type, i) => {
       if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
@@ -88,10 +72,7 @@ export function createWebhookEndpointsService(deps: {
   }
 
   return {
-    /**
-     * The endpoint answers to the caller's client (`created_by`). A company token's endpoint is
-     * sent only the resources that token may read, whatever it asks for (docs/webhooks.md).
-     */
+    /** The caller's client answers for the endpoint (`created_by`), which is sent only what that token may read. */
     async create(owner: string | null, input: WebhookEndpointInput, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
       const types = checkTypes(input.event_types ?? [], caller.readable)
@@ -109,10 +90,8 @@ export function createWebhookEndpointsService(deps: {
     },
 
     /**
-     * Changes the fields given. A new `url` or `event_types`, or re-enabling, needs a caller that
-     * may read all the endpoint is then sent (403), and makes the caller's client its `created_by`;
-     * a description or a disabling does not. Re-enabling clears the reason; what was
-     * written while it was disabled stays unsent (the event log has it).
+     * Changes the fields given. A new `url` or `event_types`, or re-enabling, needs a caller that may
+     * read all it is then sent, and makes that client `created_by`. Events written while disabled stay unsent.
      */
     async update(owner: string | null, id: string, input: WebhookEndpointUpdate, caller: Caller): Promise<WebhookEndpoint> {
       const url = input.url === undefined ? undefined : checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
@@ -123,11 +102,11 @@ export function createWebhookEndpointsService(deps: {
         const enabling = input.enabled === true && !current.enabled
         const changes: EndpointChanges = {}
         if (url !== undefined) changes.url = url
-        // The resources recorded at creation stay: a change of types cannot widen what is sent.
+        // The resources recorded at creation stay: new types cannot widen what is sent.
         if (types !== undefined) changes.event_types = types
         if (url !== undefined || types !== undefined || enabling) {
           checkMayReadSent({ event_types: types ?? current.event_types, resources: current.resources }, caller.readable)
-          // Whoever decides where it sends, or what, answers for it: revoking that client stops it.
+          // Revoking that client stops the endpoint.
           changes.created_by = caller.clientId
         }
         if (input.description !== undefined) changes.description = input.description
@@ -135,7 +114,6 @@ export function createWebhookEndpointsService(deps: {
           if (await writes.companyDisabled(owner)) throw CompanyDisabled()
           Object.assign(changes, { enabled: true, disabled_reason: null })
         }
-        // Disabling a disabled endpoint keeps the reason it stopped for.
         if (input.enabled === false && current.enabled) Object.assign(changes, { enabled: false, disabled_reason: `Disabled through the API at ${new Date().toISOString()}` })
         return { row: Object.keys(changes).length > 0 ? await writes.update(id, changes) : current, enabled: enabling }
       })
@@ -143,7 +121,7 @@ export function createWebhookEndpointsService(deps: {
       return view(row)
     },
 
-    /** A new secret, shown in this answer only; the replaced one signs beside it for `previous_secret_expires_in` seconds. */
+    /** A new secret, shown in this answer only; the replaced one signs beside it during the grace. */
     async rotateSecret(owner: string | null, id: string, input: SecretRotation, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
       const grace = input.previous_secret_expires_in ?? DEFAULT_ROTATION_GRACE_S
       const secret = newSecret()
@@ -151,7 +129,7 @@ export function createWebhookEndpointsService(deps: {
         const current = await writes.lock(owner, id)
         if (!current) throw new NotFound('Webhook endpoint')
         checkMayReadSent(current, caller.readable)
-        // Real time, as the deliveries that sign with it (delivery.ts).
+        // Real time, as the deliveries that sign with it.
         return writes.rotateSecret(id, secret, grace > 0 ? new Date(Date.now() + grace * 1000) : null)
       })
       return { ...view(row), secret }
@@ -167,7 +145,6 @@ export function createWebhookEndpointsService(deps: {
 
     async deliveries(owner: string | null, id: string, page: Page): Promise<Paged<DeliveryAttempt>> {
       await find(owner, id)
-      // Never answered whole (the route's default limit): a page of the default size.
       const paged = await repo.attempts(id, { ...page, limit: page.limit ?? EVENTS_PAGE })
       return {
         items: paged.items.map((r) => ({
@@ -179,7 +156,6 @@ export function createWebhookEndpointsService(deps: {
       }
     },
 
-    /** Sends a `ping` event to this endpoint only; answers the event. */
     async ping(owner: string | null, id: string, caller: Caller): Promise<Event> {
       const endpoint = await find(owner, id)
       checkMayReadSent(endpoint, caller.readable)

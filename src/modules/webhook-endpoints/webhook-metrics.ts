@@ -3,12 +3,9 @@ import type { DeliveryObserver } from './delivery.ts'
 import type { WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
 
 /**
- * The metrics of events and webhooks. Events are written by triggers (migration 0019), so
- * their counter is read from the log at each scrape: the events whose position is past the last
- * scrape's, by type, from zero at the process's start. Every instance reports the whole
- * service's events (take the max across instances, not the sum); an event whose transaction
- * committed after a later one was already counted may be missed. Deliveries are this
- * instance's own attempts; the oldest pending delivery's age is per endpoint, service-wide.
+ * Event counts are read from the log at each scrape (triggers write events), service-wide: take the
+ * max across instances, not the sum. Deliveries are this instance's; the oldest pending age is per
+ * endpoint, service-wide.
  */
 export function installWebhookMetrics(registry: Registry, repo: Pick<WebhookEndpointsRepository, 'eventsSince' | 'oldestPending'>, now: () => Date): DeliveryObserver {
   let seen: number | undefined

@@ -1,13 +1,8 @@
 import type { CbSubscription, CbSubscriptionItem } from './chargebee-mapping.ts'
 
 /**
- * Product Catalog 1.0 subscriptions (https://apidocs.chargebee.com/docs/api/subscriptions?prod_cat_ver=1):
- * a site still on the old catalogue, or an event whose api_version/catalogue predates the
- * migration, sends `plan_id`, `plan_quantity`, `addons: [{id, quantity}]` and `coupon` (or
- * `coupons`) instead of `subscription_items`. Mapped here onto the 2.0 shape the rest of the
- * service reads: the plan as the item of type plan, each addon as an item of type addon, so that
- * such a payload keeps the subscription's addons instead of clearing them. A payload with items
- * is left as it is; one with neither items nor a plan_id says nothing of them (see `itemsKnown`).
+ * Product Catalog 1.0 subscriptions (`plan_id`, `addons`, `coupon`) mapped onto the 2.0 items the
+ * rest of the service reads, so such a payload keeps the addons instead of clearing them.
  */
 interface CbSubscriptionV1 { plan_id?: unknown; plan_quantity?: unknown; addons?: unknown; coupon?: unknown }
 

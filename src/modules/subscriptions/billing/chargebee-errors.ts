@@ -1,21 +1,9 @@
 import { AppError, ProviderError } from '../../../http/errors.ts'
 
 /**
- * What a failed Chargebee call becomes (docs/chargebee.md). The SDK rejects with Chargebee's
- * error JSON (`{message, type, api_error_code, error_code, http_status_code}`, plus the response
- * `headers`), with a ChargebeeError of the same fields when the body was not JSON, or with a
- * network error. Every answer is a `provider_error`:
- *
- * - 400 (`invalid_request`, `param_wrong_value`, ...): 400 — the request named something
- *   Chargebee does not accept (e.g. a plan sku that is no item price there).
- * - 409 (`invalid_state_for_request`): 409 — Chargebee's state refuses it.
- * - 429: 503 with Chargebee's `Retry-After`, once the short retries of chargebee-retry.ts are
- *   spent or the Retry-After is longer than they wait (the call runs inside a transaction
- *   holding the subscription's row lock; the client retries).
- * - 404 (`resource_not_found`), 401/403 (our key), 5xx, timeouts, network: 502 — our mirror or
- *   configuration disagrees with Chargebee, or Chargebee failed: nothing the client can fix. A
- *   5xx or timeout of a write reaches here only when reading Chargebee back showed it not applied
- *   (chargebee-writes.ts).
+ * What a failed Chargebee call becomes, always a `provider_error`: Chargebee's 400 a 400, its 409 a
+ * 409, 429 a 503 with its Retry-After once our short retries are spent, and anything else (404, our
+ * key refused, 5xx, timeouts) a 502: nothing the client can fix.
  */
 interface CbErrorBody { message?: string; api_error_code?: string; error_code?: string; http_status_code?: number; headers?: Record<string, string> }
 
@@ -41,7 +29,6 @@ export function providerErrorFrom(err: unknown, action: string): AppError {
   return new ProviderError(`Chargebee failed to ${action} (HTTP ${status}, ${code})`)
 }
 
-/** Runs one Chargebee call, turning its failure into a `provider_error`. */
 export async function callChargebee<T>(action: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call()

@@ -3,11 +3,7 @@ import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from
 import type { Insertable } from 'kysely'
 import { estimateFrom } from './chargebee-mapping.ts'
 
-/**
- * Chargebee's invoices and credit notes (API v2: https://apidocs.chargebee.com/docs/api/invoices,
- * https://apidocs.chargebee.com/docs/api/credit_notes) as rows of our ledger (migration 0014),
- * for a Chargebee-managed subscription. Amounts are cents and times Unix seconds on both sides.
- */
+// Chargebee's invoices and credit notes (API v2) as rows of our ledger, for a Chargebee-managed subscription.
 export interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number; date_from?: number; date_to?: number }
 export interface CbInvoice {
   id: string
@@ -75,14 +71,12 @@ export function isCbCreditNote(value: unknown): value is CbCreditNote {
   return typeof n === 'object' && n !== null && typeof n.id === 'string' && n.id !== '' && typeof n.customer_id === 'string' && ['adjustment', 'refundable', 'store'].includes(n.type)
 }
 
-/**
- * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (db/ids.ts), so that every copy of it (webhook, retry, reconciliation) is one row.
- */
+/** A UUID derived from the type and Chargebee's id, so every copy of an object is one row. */
 export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
   return uuidFromName(`chargebee/${type}/${chargebeeId}`)
 }
 
-/** A version to order copies of an object by: its resource_version, else its updated_at (ms), else 0 (always applied once). */
+/** Its resource_version, else its updated_at (ms), else 0 (applied once). */
 export function versionOf(object: { resource_version?: number; updated_at?: number }): bigint {
   if (Number.isSafeInteger(object.resource_version)) return BigInt(object.resource_version!)
   return BigInt(Math.trunc((object.updated_at ?? 0) * 1000))
@@ -90,11 +84,7 @@ export function versionOf(object: { resource_version?: number; updated_at?: numb
 
 const date = (seconds: number | undefined, fallback: Date): Date => (typeof seconds === 'number' ? new Date(seconds * 1000) : fallback)
 
-/**
- * Chargebee's invoice status as ours: `posted` (issued, not collected automatically) waits for
- * payment like `payment_due`; `pending` (not closed yet: metered lines may still come) is not an
- * invoice of the ledger yet and answers null.
- */
+// `posted` waits for payment like `payment_due`; `pending` (metered lines may still come) is not in the ledger yet.
 function statusOf(status: CbInvoice['status']): InvoiceStatus | null {
   if (status === 'pending') return null
   return status === 'posted' ? 'payment_due' : status
@@ -106,12 +96,9 @@ function kindOf(i: CbInvoice): InvoiceKind {
 }
 
 /**
- * The ledger row of a Chargebee invoice (null for a pending one). Lines, discounts and taxes are
- * mapped as the estimate's (chargebee-mapping.ts). The amounts are Chargebee's fields, each
- * capped by what the total leaves (our CHECK, 0029): credits_applied, amount_paid,
- * amount_adjusted, write_off_amount, and amount_due as the rest (Chargebee's own invariant); a
- * voided invoice owes nothing, its unsettled rest is what was voided. The period is the lines' date range. `attempts` is what the
- * ledger already counted (a payment_failed webhook counts one more than Chargebee's copy may).
+ * The ledger row of a Chargebee invoice (null when pending). Each amount is Chargebee's, capped by
+ * what the total leaves (our CHECK), with amount_due the rest. `attempts` is what the ledger already
+ * counted: a payment_failed webhook may count one more than Chargebee's copy.
  */
 export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscriptionId: string }, at: Date, attempts = 0): Insertable<InvoicesTable> | null {
   const status = statusOf(i.status)
@@ -141,16 +128,13 @@ export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscript
 }
 
 /**
- * The ledger row of a Chargebee credit note (null when it credits nothing: our credit notes are
- * positive). A `store` credit note is the customer's credit like a refundable one. What is no
- * longer available (allocated to invoices, refunded, or voided) counts as allocated, so that
- * amount_available is Chargebee's. `referenceInvoiceId`: ours, when that invoice is in the ledger.
+ * The ledger row of a Chargebee credit note (null when it credits nothing). A `store` note is
+ * credit like a refundable one; what is no longer available counts as allocated.
  */
 export function creditNoteRowFrom(n: CbCreditNote, ids: { companyId: string; subscriptionId: string; referenceInvoiceId: string | null }, at: Date): Insertable<CreditNotesTable> | null {
   const total = n.total ?? 0
   if (total <= 0) return null
   const available = n.status === 'voided' ? 0 : Math.min(total, Math.max(0, n.amount_available ?? total - (n.amount_allocated ?? 0) - (n.amount_refunded ?? 0)))
-  // Lines, discounts and taxes mapped as an invoice's; a copy without them shows none, its sub_total its total.
   const priced = estimateFrom({ invoice_estimate: n }, { status: 'active', currency: n.currency_code ?? 'EUR' }).invoice_estimate
   return {
     company_id: ids.companyId, id: ledgerId('credit_note', n.id), subscription_id: ids.subscriptionId, reference_invoice_id: ids.referenceInvoiceId,

@@ -3,11 +3,8 @@ import type { Estimate, InvoiceEstimate, LineItem } from './estimate.ts'
 import type { BillingState } from './lifecycle.ts'
 
 /**
- * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and
- * their mapping to ours. Times are Unix seconds, amounts integer cents, as in Chargebee.
- *
- * Catalogue ids: a plan's `sku` is its Chargebee item price id, an addon's `id` is its item
- * price id, and a coupon's `code` is its Chargebee coupon id (docs/chargebee.md).
+ * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and their
+ * mapping to ours. A plan's `sku`, an addon's `id` and a coupon's `code` are Chargebee's ids.
  */
 export interface CbSubscriptionItem { item_price_id: string; item_type: 'plan' | 'addon' | 'charge'; quantity?: number }
 export interface CbSubscription {
@@ -31,13 +28,11 @@ const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['future', 'in_tria
 
 const date = (seconds: number | undefined | null): Date | null => (typeof seconds === 'number' ? new Date(seconds * 1000) : null)
 
-/** A Chargebee card (the `card` of a customer, or a payment source's `card`) as the only card data this service keeps. */
 export function cardOf(card: CbCard | undefined | null): PaymentSource | null {
   if (!card || typeof card.last4 !== 'string') return null
   return { brand: card.brand ?? card.card_type ?? 'card', last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year }
 }
 
-/** True when `value` has the fields of a Chargebee subscription this service needs. */
 export function isCbSubscription(value: unknown): value is CbSubscription {
   const s = value as CbSubscription
   return typeof s === 'object' && s !== null && typeof s.id === 'string' && typeof s.customer_id === 'string'
@@ -45,14 +40,9 @@ export function isCbSubscription(value: unknown): value is CbSubscription {
 }
 
 /**
- * Our stored state updated from Chargebee's subscription. What Chargebee does not hold stays
- * as stored (the product, the cancellation reason and message, the anchor day); `card` replaces
- * the stored card when the answer carries one.
- *
- * Scheduled cancellation: Chargebee keeps `cancelled_at` in the future while a subscription is
- * `non_renewing` (or in trial, to end at its end); ours is `cancel_scheduled_at`, and
- * `cancelled_at` is only set once cancelled. A cancelled subscription's `current_term_end` is
- * the moment it ended (the company's `subscription_expiration_date`), as with the local engine.
+ * Our stored state updated from Chargebee's subscription; what Chargebee does not hold stays. Its
+ * future `cancelled_at` is our `cancel_scheduled_at`; a cancelled subscription's `current_term_end`
+ * is when it ended, as with the local engine.
  */
 export function stateFrom(stored: BillingState, s: CbSubscription, card?: PaymentSource | null): BillingState {
   const items = s.subscription_items ?? []
@@ -67,7 +57,6 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
     plan_quantity: plan?.quantity ?? stored.plan_quantity,
     addons: items.filter((i) => i.item_type === 'addon').map((i) => ({ id: i.item_price_id, quantity: i.quantity ?? 1 })),
     coupon_code: s.coupons?.[0]?.coupon_id ?? null,
-    // What Chargebee counts of its coupon, shown as the local engine's (details' coupons).
     ...(s.coupons?.[0] ? { coupon_applied_count: s.coupons[0].applied_count ?? 0, coupon_apply_till: date(s.coupons[0].apply_till) } : {}),
     trial_start: date(s.trial_start),
     trial_end: date(s.trial_end),
@@ -97,14 +86,10 @@ export interface CbEstimate {
   subscription_estimate?: { status?: SubscriptionStatus; next_billing_at?: number }
   invoice_estimate?: CbInvoiceEstimate
   next_invoice_estimate?: CbInvoiceEstimate
-  /** The credit notes a change makes (the unused part of what it replaces): what they give the invoice is `amount_allocated`. */
   credit_note_estimates?: { type?: string; total?: number; amount_allocated?: number; amount_available?: number }[]
 }
 
-/**
- * A discount line as Chargebee types it (`entity_type`): credits (prorated, promotional) are
- * named as credits, never taken for a coupon; a coupon's line without a description is named by its id.
- */
+/** Credits are named as credits, never taken for a coupon. */
 function discountLabel(d: NonNullable<CbInvoiceEstimate['discounts']>[number]): string {
   if (d.entity_type === 'prorated_credits') return d.description ? `Prorated credits: ${d.description}` : 'Prorated credits'
   if (d.entity_type === 'promotional_credits') return d.description ? `Promotional credits: ${d.description}` : 'Promotional credits'
@@ -115,11 +100,7 @@ function entityType(type: string): LineItem['entity_type'] {
   return type.startsWith('addon') ? 'addon' : 'plan'
 }
 
-/**
- * Chargebee's estimate in our shape (decisions §6). The immediate invoice when the change
- * bills now (`invoice_estimate`), else the next one (`next_invoice_estimate`: a trial's first
- * term). A tax line's `rate` is the percent Chargebee reports on the line item taxes.
- */
+/** The immediate invoice when the change bills now, else the next one (a trial's first term). */
 export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStatus; currency: string }): Estimate {
   const inv = e.invoice_estimate ?? e.next_invoice_estimate ?? {}
   const rate = (name: string) => inv.line_item_taxes?.find((t) => t.tax_name === name)?.tax_rate ?? 0
@@ -132,7 +113,6 @@ export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStat
     sub_total: inv.sub_total ?? 0,
     taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),
     total: inv.total ?? 0,
-    // The credit notes of the change applied to this invoice, when Chargebee does not total them itself.
     credits_applied: inv.credits_applied ?? (e.invoice_estimate ? (e.credit_note_estimates ?? []).reduce((sum, c) => sum + (c.amount_allocated ?? 0), 0) : 0),
     amount_due: inv.amount_due ?? 0,
     currency_code: inv.currency_code ?? fallback.currency,

@@ -14,28 +14,21 @@ import { unixSeconds } from './terms.ts'
 export interface ChargebeeSettings {
   site: string
   apiKey: string
-  /** The SDK's host is `<protocol>://<site><hostSuffix>:<port>`; the defaults reach Chargebee, tests point them at a local server. */
+  /** The SDK's host is `<protocol>://<site><hostSuffix>:<port>`; tests point it at a local server. */
   protocol?: 'https' | 'http'
   hostSuffix?: string
   port?: number
   timeoutMs?: number
-  /** Retries of a failed call (chargebee-retry.ts). */
   retry?: Partial<RetryPolicy>
 }
 
-/** The provider, and Chargebee's own view of a subscription (for the webhooks: its resource_version included). */
 export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }> }
   & Required<Pick<BillingProvider, 'abandonCustomer'>>
 
 /**
- * The Chargebee provider, on the official SDK (v3). Chargebee holds the subscription and moves
- * time (trial ends, renewals), reported by webhook; each call here answers the state Chargebee
- * reports after it, mapped onto the stored row (chargebee-mapping.ts). The customer and the
- * subscription are created with our ids (the company id, the subscription UUID).
- *
- * Failures become `provider_error` answers (chargebee-errors.ts). The SDK's own retries are off:
- * every write goes through chargebee-writes.ts (an idempotency key, our retries with that key,
- * an uncertain outcome settled by reading Chargebee back: chargebee-read-back.ts).
+ * The Chargebee provider on the official SDK. Chargebee holds the subscription and moves time,
+ * reported by webhook; each call answers Chargebee's state mapped onto the stored row. The SDK's
+ * retries are off: writes go through chargebee-writes.ts (idempotency keys, retries, read-back).
  */
 export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
   const Chargebee = chargebeeSdk()
@@ -55,10 +48,9 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   const write = createWriter(policy)
   const answer = (a: unknown) => a as SubscriptionAnswer
   const next = (stored: BillingState, a: SubscriptionAnswer, prefer?: string | null) => stateOf(stored, a, prefer)
-  /** Chargebee's subscription now, for a settle: null when Chargebee has none. */
   const current = (id: string) => readBack.subscription(id)
 
-  /** The change's parameters (chargebee-writes.ts), Chargebee's lists read first when something is taken off. */
+  /** Chargebee's lists are read first when something is taken off. */
   async function paramsOf(s: BillingState, change: ChangeRequest) {
     const needed = needsChargebeeLists(s, change)
     const lists = needed ? await current(s.id) : null
@@ -67,15 +59,11 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   }
 
   async function estimateWith(s: BillingState, change: ChangeRequest, params: ReturnType<typeof changeParams>) {
-    // An estimate changes nothing: retried as a read.
     const result = await retried('estimate the change', () => cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params }))
     return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, { status: s.status, currency: change.currency })
   }
 
-  /**
-   * A call whose repetition does no harm (a read, an estimate, a new hosted page or portal
-   * session): retried, never settled; `headers` carry an idempotency key for the POSTs.
-   */
+  /** For calls whose repetition does no harm: retried, never settled. */
   function retried<T>(action: string, call: (headers: Record<string, string>) => Promise<T>): Promise<T> {
     return write(action, randomUUID(), call, async () => null)
   }
@@ -85,17 +73,14 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     drivesTime: false,
 
     async createSubscription({ subscription: s, customer }) {
-      // Keys derived from our ids: a retry of this creation is the same request at Chargebee.
-      // A replayed answer may be of an earlier attempt whose customer was deleted since (its creation
-      // failed here, abandonCustomer): Chargebee replays it all the same, so it is read back, and a
-      // customer gone means this id is spent (the caller takes another).
+      // Keys derive from our ids, so a retry is the same request at Chargebee. A replay may be of an
+      // attempt whose customer was deleted since: read back, a missing customer means the id is spent.
       const exists = async () => ((await readBack.customerExists(customer.id)) ? {} : null)
       const made = await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
         id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
         billing_address: { company: customer.name, country: customer.country },
       }, headers), exists).catch(async (err: Error) => {
-        // Made by an earlier attempt of this creation whose key Chargebee no longer keeps: found by its id;
-        // taken yet absent, it was deleted (an abandoned attempt), and the id is spent.
+        // Made by an earlier attempt whose key Chargebee no longer keeps: found by id, or spent if deleted.
         if (!/duplicate_entry/.test(err.message)) throw err
         if (!(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
         return {}
@@ -117,7 +102,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     },
 
     async abandonCustomer(customerId) {
-      // Chargebee deletes a customer's subscriptions with it: nothing is left of a creation that failed here.
+      // Chargebee deletes a customer's subscriptions with it.
       await write('delete the customer', `customer-delete:${customerId}`, (headers) => cb.customer.delete(customerId, {}, headers),
         async () => ((await readBack.customerExists(customerId)) ? null : {}))
         .catch((err) => { if (!/resource_not_found/.test(String((err as Error).message))) throw err })
@@ -137,7 +122,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     },
 
     async changeSubscription(s, change) {
-      // The estimate of the very change applied, with the same parameters: what the client is answered it pays.
+      // The estimate of the very change applied: what the client is told it pays.
       const params = await paramsOf(s, change)
       const estimate = await estimateWith(s, change, params)
       const updated = await write('change the subscription', randomUUID(), (headers) => cb.subscription.updateForItems(s.id, params, headers).then(answer), async () => {
@@ -149,8 +134,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async cancel(s, cancellation) {
       const endOfTerm = cancellation.endOfTerm
-      // Now, Chargebee credits the term's unused charges as it is told (its own credit note, copied
-      // back by webhook); at the end of the term nothing is unused, so nothing is sent.
+      // Chargebee credits the unused part itself (copied back by webhook); at term end nothing is unused.
       const params = endOfTerm ? { cancel_option: 'end_of_term' as const } : { cancel_option: 'immediately' as const, credit_option_for_current_term_charges: cancellation.creditOption }
       const cancelled = await write('cancel the subscription', randomUUID(), (headers) =>
         cb.subscription.cancelForItems(s.id, params, headers).then(answer), async () => {
@@ -158,7 +142,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
         const done = now && (now.subscription.status === 'cancelled' || (endOfTerm && typeof now.subscription.cancelled_at === 'number'))
         return done ? now : null
       })
-      // Chargebee's reason codes are a configured list; our free-text reason and message stay here.
+      // Chargebee's reason codes are a configured list; ours stay here.
       return next({ ...s, cancellation_reason: cancellation.reason, cancellation_message: cancellation.message }, answer(cancelled))
     },
 
@@ -171,7 +155,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     },
 
     async addPaymentSource() {
-      // Chargebee takes a card only from its own pages or a gateway token, never brand and last 4 digits.
+      // Chargebee takes a card only from its own pages or a gateway token.
       throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 409)
     },
 
@@ -205,13 +189,12 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   }
 }
 
-/** Whether the SDK's answer is Chargebee's replay of an answer kept under the request's idempotency key. */
 function isReplay(result: unknown): boolean {
   const flag = (result as { isIdempotencyReplayed?: unknown } | null)?.isIdempotencyReplayed
   return flag === true || flag === 'true'
 }
 
-/** The Chargebee provider when CHARGEBEE_SITE and CHARGEBEE_API_KEY are configured; otherwise none (its products answer 502). */
+/** Configured by CHARGEBEE_SITE and CHARGEBEE_API_KEY; otherwise none (its products answer 502). */
 export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS' | 'CHARGEBEE_RETRIES' | 'CHARGEBEE_RETRY_DELAY_MS'>): ChargebeeProvider | undefined {
   if (!config.CHARGEBEE_SITE || !config.CHARGEBEE_API_KEY) return undefined
   return createChargebeeProvider({

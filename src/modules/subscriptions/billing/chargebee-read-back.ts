@@ -3,13 +3,11 @@ import { providerErrorFrom } from './chargebee-errors.ts'
 import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee-retry.ts'
 import type { CbCard, CbSubscription } from './chargebee-mapping.ts'
 
-/** What Chargebee answers for a subscription (`card` only when the customer has one). */
 export interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
 
 /**
- * Reading Chargebee back: what settles a write whose outcome is uncertain (a timeout, a 5xx),
- * and what the reconciliation of the two sides reads. A read is safe to repeat, so it is retried
- * on every temporary failure; a 404 is an answer (the object does not exist), not a failure.
+ * Reads Chargebee back, to settle an uncertain write and for the reconciliation. Reads are retried
+ * on every temporary failure; a 404 is an answer, not a failure.
  */
 export function createReadBack(cb: Chargebee, policy: RetryPolicy) {
   async function read<T>(action: string, call: () => Promise<T>): Promise<T | null> {
@@ -23,11 +21,11 @@ export function createReadBack(cb: Chargebee, policy: RetryPolicy) {
   }
 
   return {
-    /** The subscription as Chargebee holds it now, with the customer's card; null when Chargebee has no such subscription. */
+    /** null when Chargebee has no such subscription. */
     async subscription(id: string): Promise<SubscriptionAnswer | null> {
       return read('read the subscription', async () => (await cb.subscription.retrieve(id)) as unknown as SubscriptionAnswer)
     },
-    /** True when Chargebee has a (not deleted) customer of this id. */
+    /** A deleted customer does not count. */
     async customerExists(id: string): Promise<boolean> {
       const found = await read('read the customer', async () => (await cb.customer.retrieve(id)) as unknown as { customer: { deleted?: boolean } })
       return found !== null && found.customer.deleted !== true

@@ -11,13 +11,8 @@ const MAX_PAGES = 10
 export class MissingAtChargebee extends Error {}
 
 /**
- * What the reconciliation reads of a subscription at Chargebee: the subscription (with its
- * customer's card), its invoices and its credit notes, newest first
- * (https://apidocs.chargebee.com/docs/api/subscriptions#retrieve_a_subscription,
- * https://apidocs.chargebee.com/docs/api/invoices#list_invoices,
- * https://apidocs.chargebee.com/docs/api/credit_notes#list_credit_notes; lists filtered by
- * `subscription_id[is]`, paged by `offset`/`next_offset`). Its own SDK client, with the
- * provider's settings: reads only, and, unlike the provider's calls, outside any request.
+ * What the reconciliation reads at Chargebee: the subscription with its card, its invoices and credit
+ * notes, newest first. Its own SDK client: reads only, outside any request.
  */
 export function createChargebeeReconcileReader(settings: ChargebeeSettings) {
   const Chargebee = chargebeeSdk()

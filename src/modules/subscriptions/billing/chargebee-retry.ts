@@ -1,20 +1,10 @@
 /**
- * Retries of Chargebee calls (docs/chargebee.md, "Writes"). A call is retried when its failure
- * is temporary: no answer (network error, the SDK's timeout), 429 (rate limited) or a 5xx. A
- * write is retried with the same `chargebee-idempotency-key`, so Chargebee applies it at most
- * once and answers a retry of an applied write with the first answer (replayed).
- *
- * A failure is **uncertain** when Chargebee may have applied the request before failing: no
- * answer, or a 5xx. A 429 is certain (Chargebee refused it before doing anything), and so is
- * every 4xx. Uncertainty is kept across the attempts: a 429 after a timeout leaves the first
- * attempt's outcome open, which the caller settles by reading Chargebee back.
- *
- * The calls run inside the transaction holding the subscription's row lock, so the waits are
- * short: `delayMs` doubled per attempt, and a Retry-After longer than `maxDelayMs` is not waited
- * for (the 429 goes to the client as 503 with that Retry-After).
+ * Retries of Chargebee calls on temporary failures (no answer, 429, 5xx) with the same idempotency
+ * key. No answer or a 5xx leaves the outcome **uncertain**, settled by reading back. Waits are short
+ * (a row is locked): a longer Retry-After goes to the client as a 503.
  */
 export interface RetryPolicy {
-  /** Attempts in all, the first included (1: no retry). */
+  /** The first included (1: no retry). */
   attempts: number
   delayMs: number
   maxDelayMs: number
@@ -30,16 +20,14 @@ const statusOf = (err: unknown): number | undefined => {
   return typeof status === 'number' ? status : undefined
 }
 
-/** The SDK's own timeout is a ChargebeeError of type `timeout` and status 504 (net/ClientInterface.js). */
+/** The SDK's own timeout: a ChargebeeError of type `timeout`. */
 const isTimeout = (err: unknown) => (err as CbFailure | null)?.type === 'timeout'
 
-/** True when Chargebee may have applied the request: no answer (network, timeout) or a 5xx. */
 export function isUncertain(err: unknown): boolean {
   const status = statusOf(err)
   return status === undefined || isTimeout(err) || status >= 500
 }
 
-/** True when a retry may succeed: the uncertain failures and 429. */
 export function isRetryable(err: unknown): boolean {
   return isUncertain(err) || statusOf(err) === 429
 }
@@ -50,7 +38,6 @@ function retryAfterMs(err: unknown): number | null {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : null
 }
 
-/** The last failure of a call retried in vain, and whether any attempt's outcome was uncertain. */
 export class RetriesFailed extends Error {
   constructor(readonly last: unknown, readonly uncertain: boolean, readonly attempts: number) {
     super(last instanceof Error ? last.message : 'Chargebee call failed')
@@ -59,10 +46,7 @@ export class RetriesFailed extends Error {
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/**
- * Runs `call` until it succeeds, fails for good or the attempts are spent. Throws RetriesFailed
- * (with the last error and the uncertainty of all attempts) when it does not succeed.
- */
+/** Throws RetriesFailed, with the last error and whether any attempt was uncertain, when it does not succeed. */
 export async function withRetries<T>(policy: RetryPolicy, call: (attempt: number) => Promise<T>): Promise<T> {
   const sleep = policy.sleep ?? realSleep
   let uncertain = false

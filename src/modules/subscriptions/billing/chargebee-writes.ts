@@ -6,16 +6,13 @@ import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee-retry.
 import type { BillingState } from './lifecycle.ts'
 import type { ChangeRequest } from './provider.ts'
 
-/** Chargebee's request header that makes a POST idempotent (the SDK passes request headers through as given). */
+/** Chargebee's header that makes a POST idempotent. */
 export const IDEMPOTENCY_HEADER = 'chargebee-idempotency-key'
 
 /**
- * Every Chargebee write goes through `write`: it carries an idempotency key, is retried on the
- * temporary failures (chargebee-retry.ts) with that same key, and when an attempt's outcome
- * stayed uncertain it is settled by `settle` (reading Chargebee back): the answer when Chargebee
- * holds the change, null when it does not. So a write reported as failed was not applied, and a
- * write applied is never reported as failed, unless Chargebee cannot even be read (then the 502
- * says that the outcome is unknown).
+ * Every Chargebee write carries an idempotency key, is retried with that key on temporary failures,
+ * and an uncertain outcome is settled by reading Chargebee back. So a write reported as failed was
+ * not applied, unless Chargebee cannot even be read (then the 502 says the outcome is unknown).
  */
 export function createWriter(policy: RetryPolicy) {
   return async function write<T>(action: string, key: string, call: (headers: Record<string, string>) => Promise<T>, settle: () => Promise<T | null>): Promise<T> {
@@ -40,11 +37,7 @@ export type Writer = ReturnType<typeof createWriter>
 
 const date = (seconds: number | undefined | null): Date | null => (typeof seconds === 'number' ? new Date(seconds * 1000) : null)
 
-/**
- * Our state from Chargebee's answer. Chargebee may hold several coupons (extra ones applied
- * there); ours is `prefer` (the one this change applies, else the stored one) when Chargebee
- * still holds it, else Chargebee's first, and its counters are that coupon's.
- */
+/** Chargebee may hold extra coupons; ours is `prefer` while Chargebee holds it, else Chargebee's first. */
 export function stateOf(stored: BillingState, answer: SubscriptionAnswer, prefer: string | null = stored.coupon_code): BillingState {
   const next = stateFrom(stored, answer.subscription, cardOf(answer.card))
   const coupons = answer.subscription.coupons ?? []
@@ -53,32 +46,23 @@ export function stateOf(stored: BillingState, answer: SubscriptionAnswer, prefer
   return { ...next, coupon_code: chosen.coupon_id, coupon_applied_count: chosen.applied_count ?? 0, coupon_apply_till: date(chosen.apply_till) }
 }
 
-/** The addons a change takes off: those of our catalogue the subscription has (`current`) and the selection no longer does. */
 function removedAddons(change: Pick<ChangeRequest, 'selection' | 'current'>): string[] {
   const wanted = new Set(change.selection.addons.map((a) => a.id))
   return change.current.addons.filter((a) => !wanted.has(a.id)).map((a) => a.id)
 }
 
 /**
- * True when the change takes something off (a known addon, the coupon): Chargebee removes an
- * item or a coupon only when the whole list is sent (`replace_items_list`, `replace_coupon_list`),
- * so the lists Chargebee holds now are read first and sent back without what is taken off.
+ * Chargebee removes an item or coupon only when the whole list is sent (`replace_items_list`,
+ * `replace_coupon_list`), so its current lists are read first and sent back without it.
  */
 export function needsChargebeeLists(s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>): boolean {
   return removedAddons(change).length > 0 || (s.coupon_code !== null && s.coupon_code !== (change.selection.coupon?.code ?? null))
 }
 
 /**
- * The parameters of a change, the same for the estimate and the update (Chargebee's
- * estimate of exactly the change made): only what changed.
- *
- * - The plan item when the plan or its quantity changes; an added addon with quantity 1. The
- *   addons not touched are not sent, so the quantities Chargebee holds for them stay.
- * - Taking an addon off sends Chargebee's own list (`lists`, read just before) without it,
- *   with `replace_items_list`: addons this catalogue does not know stay as Chargebee has them.
- * - A new coupon is added to Chargebee's list (`coupon_ids`); taking ours off or replacing it
- *   sends Chargebee's list without it (`replace_coupon_list`): extra coupons stay.
- * - `prorate` and `invoice_immediately`: a change is prorated and billed at once (docs/chargebee.md).
+ * The parameters of a change, the same for the estimate and the update: only what changed. Addons
+ * and coupons this catalogue does not know stay as Chargebee has them. A change is prorated and
+ * billed at once (docs/chargebee.md).
  */
 export function changeParams(s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>, lists: CbSubscription | null) {
   const { selection } = change
@@ -111,7 +95,7 @@ export function changeParams(s: BillingState, change: Pick<ChangeRequest, 'selec
   return { ...items, ...coupons, prorate: true, invoice_immediately: true }
 }
 
-/** True when Chargebee's subscription holds the change (what settles an update whose outcome was uncertain). */
+/** Settles an update whose outcome was uncertain. */
 export function holdsChange(cb: CbSubscription, s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>): boolean {
   const items = cb.subscription_items ?? []
   const plan = items.find((i) => i.item_type === 'plan')
@@ -120,7 +104,7 @@ export function holdsChange(cb: CbSubscription, s: BillingState, change: Pick<Ch
   if (!change.selection.addons.every((a) => ids.has(a.id)) || removedAddons(change).some((id) => ids.has(id))) return false
   const coupons = new Set((cb.coupons ?? []).map((c) => c.coupon_id))
   const newCode = change.selection.coupon?.code ?? null
-  // A one_time coupon leaves the subscription once an invoice used it: absent, it may have been applied and spent.
+  // A one_time coupon leaves once an invoice used it: absent, it may have been applied and spent.
   if (newCode !== null && !coupons.has(newCode) && change.selection.coupon?.duration_type !== 'one_time') return false
   return !(s.coupon_code !== null && s.coupon_code !== newCode && coupons.has(s.coupon_code))
 }

@@ -1,25 +1,12 @@
 import type { SubscriptionRow } from '../../../db/tables.ts'
 
-/**
- * Coupon durations and targets, as Chargebee has them, for the local engine: which billing
- * periods a coupon discounts, and what the subscription remembers of it. Pure functions; the
- * amounts are computed by the invoice arithmetic (estimate.ts `couponDiscount`), which asks
- * `couponAppliesTo` first.
- *
- * - `forever`: every period while the subscription holds the coupon.
- * - `one_time`: the first period it discounts, only.
- * - `limited_period` of N months: the periods that start before N months after the start of
- *   the first period it discounts (`apply_till`, set then): N periods of a monthly plan, one of
- *   a yearly plan (N ≤ 12). Counted from the first period discounted, not from when it was put
- *   on, so a coupon added during a trial gives N whole periods from the trial's end.
- * - A period it discounts keeps it for every change made within that period (a mid-term change
- *   and the credit of the unused part are computed with the same coupon state).
- */
+// Coupon durations and targets as Chargebee has them. `limited_period` counts from the first period
+// discounted, so a coupon added in a trial gives N whole periods; a discounted period keeps the coupon
+// for every change within it.
 
 export type DurationType = 'one_time' | 'forever' | 'limited_period'
 export type ApplyOn = 'invoice_amount' | 'each_specified_item'
 
-/** The coupon fields that decide when and on what it applies. */
 export interface CouponTerms {
   duration_type: DurationType
   duration_month: number | null
@@ -28,12 +15,7 @@ export interface CouponTerms {
   addon_ids: string[]
 }
 
-/**
- * What a subscription remembers of its coupon (Chargebee's subscription.coupons[]: `applied_count`,
- * `apply_till`): when it was put on, how many billing periods it has discounted, until when a
- * limited_period one applies, which period it discounted last, and what a fixed amount has
- * already taken off in that period, by line key (`lineKey`).
- */
+/** Chargebee's subscription.coupons[], plus what fixed amounts took this period, by `lineKey`. */
 export interface CouponUsage {
   applied_at: Date | null
   applied_count: number
@@ -42,20 +24,15 @@ export interface CouponUsage {
   period_discounts: Record<string, number>
 }
 
-/** A coupon just put on (or none): nothing discounted yet. */
 export function freshUsage(appliedAt: Date | null): CouponUsage {
   return { applied_at: appliedAt, applied_count: 0, apply_till: null, period_start: null, period_discounts: {} }
 }
 
-/** The period starting at `periodStart` is one the coupon has already discounted. */
 export function discountsPeriod(usage: CouponUsage, periodStart: Date | null): boolean {
   return periodStart !== null && usage.period_start !== null && usage.period_start.getTime() === periodStart.getTime()
 }
 
-/**
- * True when the coupon discounts the billing period starting at `periodStart` (null: a period
- * not placed in time yet, as a new subscription's first term).
- */
+/** `periodStart` null: a period not placed in time yet (a new subscription's first term). */
 export function couponAppliesTo(coupon: CouponTerms, usage: CouponUsage, periodStart: Date | null): boolean {
   if (discountsPeriod(usage, periodStart)) return true
   switch (coupon.duration_type) {
@@ -67,22 +44,17 @@ export function couponAppliesTo(coupon: CouponTerms, usage: CouponUsage, periodS
   }
 }
 
-/** Whether a line is one the coupon targets (every line when it applies on the invoice amount). */
+/** Every line, when the coupon applies on the invoice amount. */
 export function targets(coupon: CouponTerms, line: { entity_type: 'plan' | 'addon'; entity_id: string }): boolean {
   if (coupon.apply_on === 'invoice_amount') return true
   return line.entity_type === 'plan' ? coupon.plan_ids.includes(line.entity_id) : coupon.addon_ids.includes(line.entity_id)
 }
 
-/** The key under which a fixed amount's use in a period is remembered. */
 export function lineKey(coupon: CouponTerms, line: { entity_type: 'plan' | 'addon'; entity_id: string } | null): string {
   return coupon.apply_on === 'invoice_amount' || line === null ? 'invoice' : `${line.entity_type}:${line.entity_id}`
 }
 
-/**
- * The usage after an invoice for the period starting at `periodStart` took `taken` off (by
- * line key; fixed amounts only, percentages need no memory) and `discounted` in all. An invoice
- * with no discount leaves it as it was: a coupon that discounted nothing has not been used.
- */
+/** The usage after an invoice; one with no discount leaves it unchanged: the coupon was not used. */
 export function afterInvoice(coupon: CouponTerms, usage: CouponUsage, periodStart: Date, discounted: number, taken: Record<string, number>): CouponUsage {
   if (discounted <= 0) return usage
   const same = discountsPeriod(usage, periodStart)
@@ -97,7 +69,7 @@ export function afterInvoice(coupon: CouponTerms, usage: CouponUsage, periodStar
   }
 }
 
-/** `months` months after `start`, on the same day or the month's last day (Jan 31 + 1 → Feb 28/29), in UTC. */
+/** Same day, or the month's last day (Jan 31 + 1 → Feb 28/29), in UTC. */
 export function monthsAfter(start: Date, months: number): Date {
   const total = start.getUTCFullYear() * 12 + start.getUTCMonth() + months
   const year = Math.floor(total / 12)
@@ -106,7 +78,6 @@ export function monthsAfter(start: Date, months: number): Date {
   return new Date(Date.UTC(year, month, day, start.getUTCHours(), start.getUTCMinutes(), start.getUTCSeconds(), start.getUTCMilliseconds()))
 }
 
-/** The usage a stored subscription carries (migration 0015). */
 export function usageOf(s: SubscriptionRow): CouponUsage {
   return {
     applied_at: s.coupon_applied_at, applied_count: s.coupon_applied_count, apply_till: s.coupon_apply_till,
@@ -114,7 +85,6 @@ export function usageOf(s: SubscriptionRow): CouponUsage {
   }
 }
 
-/** The columns of a usage, to spread into a subscription state. */
 export function usageColumns(u: CouponUsage): Pick<SubscriptionRow, 'coupon_applied_at' | 'coupon_applied_count' | 'coupon_apply_till' | 'coupon_period_start' | 'coupon_period_discounts'> {
   return {
     coupon_applied_at: u.applied_at, coupon_applied_count: u.applied_count, coupon_apply_till: u.apply_till,
@@ -122,12 +92,10 @@ export function usageColumns(u: CouponUsage): Pick<SubscriptionRow, 'coupon_appl
   }
 }
 
-/** A usage as stored beside the company's redemption of the coupon (dates as ISO strings). */
 export function usageToJson(u: CouponUsage): string {
   return JSON.stringify(u)
 }
 
-/** A usage read back from its JSON; null when none was kept. */
 export function usageFromJson(value: Record<string, unknown> | null | undefined): CouponUsage | null {
   if (!value) return null
   const at = (v: unknown) => (typeof v === 'string' ? new Date(v) : null)

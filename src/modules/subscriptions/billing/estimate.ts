@@ -2,21 +2,16 @@ import type { SubscriptionStatus } from '../../../db/tables.ts'
 import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type CouponTerms, type CouponUsage } from './coupons.ts'
 
 /**
- * The arithmetic of an invoice, in integer minor units: the one function behind both an estimate (9)
- * and the change an update (6) applies, so that they cannot disagree.
- *
- * Amounts are integer minor units of the currency (cents of EUR, yen of JPY: src/money.ts).
- * Rounding: every line is rounded on its own, half-up, to the minor unit (a prorated line, a
- * discount, a line's tax); totals are sums of rounded lines. Proration multiplies by a fraction
- * of whole seconds (seconds left in the term / seconds in the term), exactly, in BigInt.
+ * The arithmetic of an invoice, behind both an estimate and the change an update applies, so they
+ * cannot disagree. Integer minor units; each line is rounded on its own, half-up, and totals are
+ * sums of rounded lines. Proration is an exact BigInt fraction of whole seconds.
  */
 
-/** `currency_code`: the plan's, which the whole subscription bills in (its addons and fixed amounts are in it too). */
+/** `currency_code`: the plan's, which the whole subscription bills in. */
 export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year'; currency_code: string }
 export interface PricedAddon { id: string; name: string; price_cents: number; quantity: number }
 export interface PricedCoupon extends CouponTerms { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
 
-/** What a subscription is made of, with the catalogue's prices: the input of every invoice. */
 export interface PricedSelection {
   plan: PricedPlan
   quantity: number
@@ -24,20 +19,16 @@ export interface PricedSelection {
   coupon: PricedCoupon | null
 }
 
-/** Why a line bears no tax (Chargebee's `tax_exempt_reason` values this engine gives). */
+/** Chargebee's `tax_exempt_reason` values this engine gives. */
 export type TaxExemptReason = 'reverse_charge' | 'export' | 'tax_not_configured'
 
-/**
- * The tax of a customer (billing/vat.ts): a rate in basis points (22 % = 2200) and the name its
- * tax line carries; a reverse charge is rate 0 with a name, an export no line (name null).
- */
+/** A rate in basis points (22 % = 2200); a reverse charge is rate 0 with a name, an export no line (name null). */
 export interface TaxRate { name: string | null; rate_bp: number; exempt_reason: TaxExemptReason | null }
 
 export interface LineItem {
   entity_type: 'plan' | 'addon'; entity_id: string; description: string; unit_amount: number; quantity: number; amount: number
-  /** Present only on a line that bears no tax. */
   tax_exempt_reason?: TaxExemptReason
-  /** Present only on a discounted line: its part of the invoice's discounts (Chargebee's line item `discount_amount`). */
+  /** Chargebee's line item `discount_amount`. */
   discount_amount?: number
 }
 
@@ -57,11 +48,10 @@ export interface Estimate {
   invoice_estimate: InvoiceEstimate
 }
 
-/** A share of a term: `num / den` (seconds left / seconds in the term); the whole term is 1/1. */
+/** Seconds left / seconds in the term; the whole term is 1/1. */
 export interface Fraction { num: bigint; den: bigint }
 export const WHOLE: Fraction = { num: 1n, den: 1n }
 
-/** `value × num / den` rounded half-up to an integer (non-negative values only). */
 export function roundHalfUp(value: bigint, num: bigint, den: bigint): number {
   return Number((2n * value * num + den) / (2n * den))
 }
@@ -70,28 +60,20 @@ export function prorate(amount: number, share: Fraction): number {
   return roundHalfUp(BigInt(amount), share.num, share.den)
 }
 
-/** The seconds left in a term at `now` over the term's seconds (0 when it is over). */
 export function remainingShare(termStart: Date, termEnd: Date, now: Date): Fraction {
   const length = Math.max(1, Math.floor((termEnd.getTime() - termStart.getTime()) / 1000))
   const left = Math.min(length, Math.max(0, Math.floor((termEnd.getTime() - now.getTime()) / 1000)))
   return { num: BigInt(left), den: BigInt(length) }
 }
 
-/** The billing period an invoice belongs to and what the subscription's coupon has done so far (coupons.ts). */
 export interface CouponContext { periodStart: Date | null; usage: CouponUsage }
 
-/** A new subscription's first period: a coupon that has discounted nothing yet. */
 export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsage(null) }
 
 /**
- * What the coupon takes off lines already priced for the period: nothing unless it applies to
- * the period (`couponAppliesTo`); a percentage of each targeted amount (of the sub-total when it
- * applies on the invoice amount), half-up; a fixed amount whole, never prorated, once per period
- * per target: what an earlier invoice of the same period took is deducted, so only a surplus
- * comes back (Chargebee's fixed amount coupons). `taken`: the fixed amounts taken, by line key.
- * `perLine`: each line's part of `amount`, in the order of `lines`, which its tax is computed
- * without: on specified items, what the coupon took off that very line (a line discounted to
- * nothing bears no tax); on the invoice amount, the amount spread over the lines (`allocate`).
+ * What the coupon takes off lines already priced for the period. A fixed amount is whole, never
+ * prorated, once per period per target, as Chargebee's. `perLine` is each line's part of `amount`,
+ * which its tax is computed without.
  */
 export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[], ctx: CouponContext): { amount: number; taken: Record<string, number>; perLine: number[] } {
   if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart)) return { amount: 0, taken: {}, perLine: lines.map(() => 0) }
@@ -111,10 +93,7 @@ export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem
   return { amount: perLine.reduce((sum, d) => sum + d, 0), taken, perLine }
 }
 
-/**
- * The invoice of a selection for `share` of a term, less `credit` (cents) of unused earlier
- * charges; `period` places it in time for the coupon (default: a first period, nothing used).
- */
+/** The invoice of a selection for `share` of a term, less `credit` of unused earlier charges. */
 export function invoiceFor(selection: PricedSelection, share: Fraction, tax: TaxRate | null, currency: string, credit = 0, period: CouponContext = FIRST_PERIOD): InvoiceEstimate {
   const line = (entity_type: LineItem['entity_type'], entity_id: string, description: string, unit: number, quantity: number): LineItem =>
     ({ entity_type, entity_id, description, unit_amount: unit, quantity, amount: prorate(unit * quantity, share) })
@@ -129,7 +108,6 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
   const { amount: discount, perLine } = couponDiscount(coupon, lineItems, period)
   if (coupon && discount > 0) discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
 
-  // Each line is taxed on its amount less its own part of the discount.
   const taxes = taxLines(lineItems, perLine, tax)
   if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
   lineItems.forEach((l, i) => { if (perLine[i]! > 0) l.discount_amount = perLine[i]! })
@@ -142,10 +120,8 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
 }
 
 /**
- * Tax computed and rounded per line, as Chargebee does: each line's tax is its amount less its
- * share of the invoice's discounts, times the rate, rounded half-up; the tax line is the sum of
- * those (10.02 + 10.02 at 22 %: 2.20 + 2.20 = 4.40, where 22 % of 20.04 would be 4.41).
- * `lineDiscounts` holds each line's share of the discounts, in the order of `lines`.
+ * Tax rounded per line, as Chargebee does, so the tax line is a sum of rounded line taxes
+ * (2.20 + 2.20 = 4.40 where 22 % of 20.04 would be 4.41).
  */
 export function taxLines(lines: LineItem[], lineDiscounts: number[], tax: TaxRate | null): InvoiceEstimate['taxes'] {
   if (!tax || tax.name === null) return []
@@ -154,10 +130,8 @@ export function taxLines(lines: LineItem[], lineDiscounts: number[], tax: TaxRat
 }
 
 /**
- * `total` (at most the sum of `amounts`) shared among `amounts` in proportion, in whole minor
- * units that add up to `total` exactly and never exceed their amount: each share is rounded
- * down, and the units left go one each to the largest remainders (the first line on a tie).
- * A coupon on the invoice amount is spread over its lines this way before their tax is computed.
+ * `total` shared among `amounts` in proportion, in whole units that add up exactly and never exceed
+ * their amount: shares round down, and leftover units go to the largest remainders.
  */
 export function allocate(total: number, amounts: number[]): number[] {
   const sum = BigInt(amounts.reduce((a, b) => a + b, 0))
@@ -174,7 +148,6 @@ export function allocate(total: number, amounts: number[]): number[] {
   return shares
 }
 
-/** What a credit note carries: its lines (each with what is credited of its discount), discounts, tax and total, as an invoice carries them. */
 export interface CreditFigures {
   line_items: LineItem[]
   discounts: { description: string; amount: number }[]
@@ -184,7 +157,6 @@ export interface CreditFigures {
   currency_code: string
 }
 
-/** The part of an invoice a credit is computed from: what it charged per line, its tax and the period it billed. */
 export interface ChargedInvoice {
   id: string
   line_items: LineItem[]
@@ -196,16 +168,12 @@ export interface ChargedInvoice {
 }
 
 /**
- * The unused share, at `now`, of what `invoice` charged for its period (decisions §9.1: a credit
- * never exceeds what was paid for the time it credits). Per line, half-up: the line's amount and
- * what was charged for it (amount less its `discount_amount`) are each prorated by the seconds
- * left in the invoice's period over its seconds; the difference is the discount credited back.
- * Each line's tax is computed on what is credited for it, at the invoice's rate: every credited
- * line, its tax and so the total are at most the invoice's.
+ * The unused share at `now` of what `invoice` charged, per line, prorated half-up; tax on what is
+ * credited. Never more than was paid (docs/adr/0006-credit-never-exceeds-payment.md).
  */
 export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   const share = remainingShare(invoice.period_start, invoice.period_end, now)
-  // An invoice billed before lines carried their discount: its discounts spread over its lines, as a coupon on the invoice amount is.
+  // An invoice whose lines carry no discount: its discounts spread over the lines.
   const recorded = invoice.line_items.some((l) => l.discount_amount !== undefined)
   const spread = allocate(invoice.discounts.reduce((sum, d) => sum + d.amount, 0), invoice.line_items.map((l) => l.amount))
   const lines: LineItem[] = invoice.line_items.map((l, i) => {
@@ -224,7 +192,7 @@ export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   return { line_items: lines, discounts: discount > 0 ? [{ description, amount: discount }] : [], sub_total: subTotal, taxes, total, currency_code: invoice.currency_code }
 }
 
-/** No invoice: what an estimate shows when the choice bills nothing (a trial set to end cancelled). */
+/** What an estimate shows when the choice bills nothing. */
 export function noInvoice(currency: string): InvoiceEstimate {
   return { line_items: [], discounts: [], sub_total: 0, taxes: [], total: 0, credits_applied: 0, amount_due: 0, currency_code: currency }
 }

@@ -15,10 +15,7 @@ import { termEnd, type PeriodUnit } from './terms.ts'
  */
 export type BillingState = SubscriptionRow
 
-/**
- * `creditOption` (Chargebee's credit_option_for_current_term_charges) applies to a cancellation
- * now: `prorate` credits the unused share of the term's invoice, `none` credits nothing.
- */
+/** Chargebee's credit_option_for_current_term_charges: `prorate` credits the unused term, `none` nothing. */
 export interface Cancellation { endOfTerm: boolean; reason: string | null; message: string | null; creditOption: 'prorate' | 'none' }
 
 export function cancelRefusal(s: BillingState, endOfTerm: boolean): string | null {
@@ -30,7 +27,6 @@ export function cancelRefusal(s: BillingState, endOfTerm: boolean): string | nul
 export function cancel(s: BillingState, c: Cancellation, now: Date): BillingState {
   const reasons = { cancellation_reason: c.reason, cancellation_message: c.message }
   if (c.endOfTerm) {
-    // A trial cancelled at the end of its term stays in trial and ends cancelled at the trial's end.
     if (s.status === 'in_trial') return { ...s, ...reasons, cancel_scheduled_at: s.trial_end }
     return { ...s, ...reasons, status: 'non_renewing', cancel_scheduled_at: s.current_term_end }
   }
@@ -53,13 +49,12 @@ export function changeRefusal(s: BillingState): string | null {
   return s.status === 'cancelled' ? 'A cancelled subscription cannot be changed' : null
 }
 
-/** A card still valid in the month of `at` (it expires after the last day of its expiry month). */
+/** It expires after the last day of its expiry month. */
 export function usableCard(card: PaymentSource | null, at: Date): boolean {
   if (!card) return false
   return card.expiry_year * 12 + card.expiry_month >= at.getUTCFullYear() * 12 + at.getUTCMonth() + 1
 }
 
-/** What the trial's end does; null when the subscription is no longer in trial (nothing to do). */
 export function atTrialEnd(s: BillingState, unit: PeriodUnit): BillingState | null {
   if (s.status !== 'in_trial' || !s.trial_end) return null
   const at = s.trial_end
@@ -70,7 +65,6 @@ export function atTrialEnd(s: BillingState, unit: PeriodUnit): BillingState | nu
   return { ...s, status: 'active', current_term_start: at, current_term_end: termEnd(at, unit, anchor), billing_anchor_day: anchor }
 }
 
-/** What the end of a paid term does: renew an active subscription, end a non-renewing one. */
 export function atTermEnd(s: BillingState, unit: PeriodUnit): BillingState | null {
   const end = s.current_term_end
   if (!end) return null

@@ -7,19 +7,16 @@ import type { BillingState } from './lifecycle.ts'
 import type { BillingProvider, ChangeRequest, UnusedCredit } from './provider.ts'
 import { termEnd, unixSeconds } from './terms.ts'
 
-/** Whether `next` differs from `current` by its coupon alone (same plan, quantity and addons). */
 function onlyTheCoupon(next: PricedSelection, current: PricedSelection): boolean {
   const addons = (sel: PricedSelection) => sel.addons.map((a) => `${a.id}×${a.quantity}`).join(',')
   return next.plan.sku === current.plan.sku && next.quantity === current.quantity && addons(next) === addons(current)
 }
 
-/** The hosted pages of the built-in engine, served by this service under `/hosted/` (src/modules/hosted). */
 export type LocalHostedPages = Pick<BillingProvider, 'managerPage' | 'portalSession' | 'paymentPage'>
 
 /**
- * The built-in engine: it behaves like Chargebee (statuses, terms, proration, credits) but
- * runs here, with no card charged. Every answer is computed from the stored row; its hosted
- * pages are stored by the hosted module, given here (without it they answer 502).
+ * The built-in engine: it behaves like Chargebee (statuses, terms, proration, credits) but runs
+ * here, charging no card. Its hosted pages come from the hosted module (without it, 502).
  */
 export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {}): BillingProvider {
   function hosted(): LocalHostedPages {
@@ -29,11 +26,10 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
 
   function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit } {
     const { selection, current, tax, currency, now } = change
-    // The same coupon keeps its history; another is put on now, resuming where it stood if the company had it before.
+    // The same coupon keeps its history; another resumes where it stood if the company had it before.
     const couponCode = selection.coupon?.code ?? null
     const usage = couponCode === s.coupon_code ? usageOf(s)
       : couponCode === null ? freshUsage(null) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
-    // The customer's credits (credit notes of earlier changes) are applied to the invoice too.
     const credits = change.credits ?? 0
     let state: BillingState = {
       ...s,
@@ -44,8 +40,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
       ...usageColumns(usage),
     }
     if (s.status === 'in_trial' || s.status === 'future' || !s.current_term_start || !s.current_term_end) {
-      // Nothing is billed during a trial: the invoice is the first full term's, at the trial's end;
-      // a trial set to end cancelled bills nothing (Chargebee has no next invoice for it).
+      // A trial bills nothing until its end; one set to end cancelled bills nothing at all.
       const renews = !s.cancel_scheduled_at
       return {
         state,
@@ -56,8 +51,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
       }
     }
     if (onlyTheCoupon(selection, current) && selection.coupon?.code !== current.coupon?.code) {
-      // A coupon put on or taken off alone bills and credits nothing: it applies from the next
-      // invoice, the renewal, which is what the estimate shows (none when the subscription ends instead).
+      // A coupon put on or taken off alone applies from the renewal's invoice.
       const renews = state.status !== 'non_renewing'
       return {
         state,
@@ -67,15 +61,15 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         },
       }
     }
-    // A paid term: the unused share of what its invoice charged comes back as credit against the
-    // new charge; what the new charge does not use stays the customer's (a refundable credit note, as Chargebee's).
+    // The unused share of a paid term is credited against the new charge; what is left stays the
+    // customer's refundable credit, as at Chargebee.
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
     const unusedCredit = change.termInvoice ? { figures: creditFor(change.termInvoice, now), referenceInvoiceId: change.termInvoice.id } : undefined
     const credit = (unusedCredit?.figures.total ?? 0) + credits
     let invoice
     let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
-      // Another billing period starts a new term now, billed in full (as Chargebee does).
+      // Another billing period starts a new term now, billed in full, as Chargebee does.
       const end = termEnd(now, selection.plan.period_unit)
       periodStart = now
       state = {
@@ -86,7 +80,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     } else {
       invoice = invoiceFor(selection, share, tax, currency, credit, { periodStart, usage })
     }
-    // The immediate invoice used the coupon in this period: remembered, so that it counts once.
+    // Remembered, so the coupon counts once in this period.
     if (selection.coupon) {
       const used = couponDiscount(selection.coupon, invoice.line_items, { periodStart, usage })
       state = { ...state, ...usageColumns(afterInvoice(selection.coupon, usage, periodStart, used.amount, used.taken)) }

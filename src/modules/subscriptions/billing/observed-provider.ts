@@ -1,19 +1,14 @@
 import type { BillingProvider } from './provider.ts'
 
-/** Told of every call a provider answered or refused: its name, the operation, seconds, and whether it failed. */
 export type ProviderObserver = (provider: string, operation: string, seconds: number, failed: boolean) => void
 
-/**
- * The provider with each of its operations timed for the metrics (latency and errors by provider
- * and operation): a Chargebee that slows down or refuses shows there before integrators complain.
- */
+// Each operation timed for the metrics, so a slowing Chargebee shows there before integrators complain.
 export function observedProvider<P extends BillingProvider>(provider: P, observe: ProviderObserver): P {
   const wrapped: Record<string, unknown> = { name: provider.name }
   for (const key of Object.keys(provider) as Array<keyof P & string>) {
     const value = provider[key]
     if (typeof value !== 'function') { wrapped[key] = value; continue }
-    // A synchronous operation (atTrialEnd, atTermEnd) stays synchronous: its callers use the value
-    // at once, and a promise in its place would read as a state with every field missing.
+    // A synchronous operation stays synchronous: its callers use the value at once.
     wrapped[key] = (...args: unknown[]) => {
       const started = process.hrtime.bigint()
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9

@@ -1,9 +1,5 @@
-/**
- * Billing terms, as Chargebee counts them: a term is one period (month or year) long and ends
- * on the subscription's anchor day; in a month too short for it, on that month's last day, and
- * the next term goes back to the anchor (Jan 31 → Feb 28/29 → Mar 31 → Apr 30 → May 31).
- * Computed in UTC, keeping the time of day of the term's start.
- */
+// Billing terms as Chargebee counts them: one period long, ending on the anchor day or a short
+// month's last day (Jan 31 → Feb 28/29 → Mar 31). UTC, keeping the start's time of day.
 export type PeriodUnit = 'month' | 'year'
 
 function daysInMonth(year: number, monthIndex: number): number {

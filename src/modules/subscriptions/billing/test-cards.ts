@@ -1,12 +1,9 @@
 import type { CardTestBehaviour } from '../../../db/tables.ts'
 
 /**
- * Test mode of the local engine, with Stripe's test card numbers: the number decides how the
- * card behaves, and only that decision (`test_behaviour`) is kept, never the number.
- * - 4000 0000 0000 0002: declined when entered (Stripe's `card_declined`); nothing is stored.
- * - 4000 0000 0000 0341: accepted and stored, but every charge fails (Stripe's
- *   "attaching this card succeeds, charges fail"): the way to exercise dunning.
- * - any other valid number: charges succeed.
+ * Test mode with Stripe's test numbers; only the behaviour is kept, never the number.
+ * 4000 0000 0000 0002 is declined on entry; 4000 0000 0000 0341 is stored but every charge fails
+ * (to exercise dunning); any other valid number charges.
  */
 export const DECLINED_ON_ENTRY = '4000000000000002'
 export const CHARGES_FAIL = '4000000000000341'
