@@ -56,7 +56,9 @@ for (const engine of engines) {
       const before = await refusals()
       // What the requests below need before their handlers is kept from here on (the token's
       // access state, the company's cached answer): on PGlite a query of theirs would wait for
-      // the test's transaction as much as the handlers do.
+      // the test's transaction as much as the handlers do. Every change written so far is heard
+      // first, or hearing one later would forget the company's answer while the lock is held.
+      await t.app.services.readCache.heardUpToNow()
       assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
       // Two team creations held in their handlers.
       const teamsLock = await lockTeams()
@@ -90,6 +92,7 @@ for (const engine of engines) {
     })
 
     it('a client that goes away keeps its slot until its handler is done', async () => {
+      await t.app.services.readCache.heardUpToNow()
       assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
       await t.app.listen({ port: 0, host: '127.0.0.1' })
       const { port } = t.app.server.address() as AddressInfo
