@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BuiltApp } from '../src/app.ts'
-import type { CachedRead } from '../src/db/read-areas.ts'
+import type { CachedRead } from '../src/cache/read-areas.ts'
 import { READ_WRITE_AREAS } from '../src/modules/oauth/scopes.ts'
 import { buildTestApp, engines, secondInstance, type Call, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'

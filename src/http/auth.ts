@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { Forbidden, InsufficientScope, NotFound, Unauthorized } from './errors.ts'
+import { Forbidden, InsufficientScope, NotFound, Unauthorized } from '../core/errors.ts'
 import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 import type { AccessState } from '../modules/oauth/oauth.access.ts'
 import type { ClientAccessState } from '../modules/oauth/oauth.repository.ts'

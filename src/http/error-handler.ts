@@ -1,6 +1,6 @@
 import { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, MethodNotAllowed, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
+import { AppError, MethodNotAllowed, ServiceUnavailable, type ErrorCode, type ErrorDetail } from '../core/errors.ts'
 import { DETAILS_MAX, type Validation } from './validation.ts'
 import type { RouteMethods } from './route-methods.ts'
 

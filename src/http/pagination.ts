@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TProperties, type TSchema } from 'typebox'
-import { ValidationError } from './errors.ts'
-import { isRealDay } from '../days.ts'
+import { ValidationError } from '../core/errors.ts'
+import { isRealDay } from '../core/days.ts'
 
 /**
  * Cursor paging shared by every list route (decisions: "Lists and paging").

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify'
 import multipart from '@fastify/multipart'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
-import { AppError, ValidationError } from '../../http/errors.ts'
+import { AppError, ValidationError } from '../../core/errors.ts'
 import { ErrorBody, Uuid } from '../../http/schemas.ts'
 import { ALLOWED_TYPES, PayloadTooLarge, UnsupportedMediaType, type AttachmentsService } from './attachments.service.ts'
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { Clock } from '../../clock.ts'
-import { AppError, NotFound } from '../../http/errors.ts'
+import type { Clock } from '../../core/clock.ts'
+import { AppError, NotFound } from '../../core/errors.ts'
 import type { AttachmentsRepository } from './attachments.repository.ts'
 
 /**

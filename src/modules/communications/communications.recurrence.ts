@@ -1,5 +1,5 @@
 import type { Recurrence } from '../../db/tables.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 /**
  * Occurrences of a communication, computed on the wall clock of the company's time zone: "every

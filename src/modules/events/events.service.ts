@@ -1,4 +1,4 @@
-import { NotFound, ValidationError } from '../../http/errors.ts'
+import { NotFound, ValidationError } from '../../core/errors.ts'
 import type { Event, EventsQuery } from './events.schemas.ts'
 import type { EventsRepository } from './events.repository.ts'
 import { isEventTypePattern } from './outbox.ts'

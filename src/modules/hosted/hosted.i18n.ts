@@ -1,4 +1,4 @@
-import { currencyExponent, fromMinor } from '../../money.ts'
+import { currencyExponent, fromMinor } from '../../core/money.ts'
 import { billingEn, billingIt } from './hosted.i18n-billing.ts'
 /**
  * The hosted pages' two languages, chosen by Accept-Language (RFC 9110 §12.5.4: the highest

@@ -1,6 +1,6 @@
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { HostedPageKind, HostedPageRow, HostedPageState } from '../../db/tables.ts'
-import { AppError, Forbidden, NotFound } from '../../http/errors.ts'
+import { AppError, Forbidden, NotFound } from '../../core/errors.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { CompaniesService } from '../companies/companies.service.ts'
 import type { InvoicesService } from '../invoices/invoices.service.ts'

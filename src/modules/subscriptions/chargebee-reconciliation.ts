@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
 import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
-import { AppError } from '../../http/errors.ts'
+import { AppError } from '../../core/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { WebhooksService } from './webhooks.service.ts'
 

@@ -2,7 +2,7 @@ import dns from 'node:dns'
 import net from 'node:net'
 import type { LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 
 /**
  * The SSRF guard. A webhook's URL is the endpoint owner's, not ours: without a guard a company

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../http/errors.ts'
+import { Conflict, InsufficientScope, NotFound, ValidationError } from '../../core/errors.ts'
 import { areaOf } from '../events/event-access.ts'
 import { EVENT_RESOURCES, isEventTypePattern } from '../events/outbox.ts'
 import type { EventPresenter } from '../events/event-objects.ts'

@@ -1,4 +1,4 @@
-import { AppError, ProviderError } from '../../../http/errors.ts'
+import { AppError, ProviderError } from '../../../core/errors.ts'
 
 /**
  * What a failed Chargebee call becomes (docs/chargebee.md). The SDK rejects with Chargebee's

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Config } from '../../../config.ts'
 import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../http/errors.ts'
+import { ProviderError } from '../../../core/errors.ts'
 import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
 import { chargebeeSdk } from './chargebee-sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.ts'

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
-import { outsideRequestScope } from './request-transaction.ts'
-import { withStatementTimeout } from './database.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
+import { withStatementTimeout } from '../db/database.ts'
 
 /** How often the tables' sizes are compared with their statistics. */
 const CHECK_EVERY_MS = 1000

@@ -4,7 +4,7 @@
  * apart (src/db/read-cache-changes.ts): this file only trusts `listening()` and is told what to
  * forget; the public API (`createReadCache`, `ReadCache`, `Answer`) stays here.
  */
-import type { Database } from './database.ts'
+import type { Database } from '../db/database.ts'
 import { CACHED_READS, type Area, type CachedRead } from './read-areas.ts'
 import { createReadCacheChanges } from './read-cache-changes.ts'
 

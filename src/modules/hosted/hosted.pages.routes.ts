@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
-import { AppError } from '../../http/errors.ts'
+import { AppError } from '../../core/errors.ts'
 import { toAppError } from '../../http/error-handler.ts'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'

@@ -1,4 +1,4 @@
-import { ValidationError } from './http/errors.ts'
+import { ValidationError } from './errors.ts'
 
 /**
  * Money crosses the API in major units (29.90 EUR, 1000 JPY) and is kept and computed in integer

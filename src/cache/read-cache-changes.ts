@@ -10,8 +10,8 @@
  * cache keeps nothing.
  */
 import { sql } from 'kysely'
-import type { Database } from './database.ts'
-import { outsideRequestScope } from './request-transaction.ts'
+import type { Database } from '../db/database.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
 import { parseChange } from './read-areas.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
