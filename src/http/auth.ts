@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Forbidden, InsufficientScope, NotFound, Unauthorized } from '../core/errors.ts'
-import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
+import type { Principal } from '../core/principal.ts'
+import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 import type { AccessState } from '../modules/oauth/oauth.access.ts'
 import type { ClientAccessState } from '../modules/oauth/oauth.repository.ts'
 import { bearerToken, verifiedBearer } from './bearer.ts'

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
+import type { Principal } from '../core/principal.ts'
+import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 
 /** `Bearer <token>`, the token made of the characters RFC 6750 allows (b64token). */
 const BEARER = /^Bearer +([A-Za-z0-9\-_.~+/]+=*) *$/i

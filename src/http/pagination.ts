@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TProperties, type TSchema } from 'typebox'
 import { ValidationError } from '../core/errors.ts'
 import { isRealDay } from '../core/days.ts'
+import type { Page, Paged, SortKey } from '../core/paging.ts'
 
 /**
  * Cursor paging shared by every list route (decisions: "Lists and paging").
@@ -61,15 +62,6 @@ export const listResponse = <T extends TSchema>(schema: T): T => ({ ...schema, h
 
 /** What sort key values a list's cursor carries, checked when it comes back. `serial`: a bigserial position (beyond integer's range). */
 export type KeyKind = 'text' | 'uuid' | 'int' | 'serial' | 'day' | 'time'
-
-export interface Page {
-  /** Absent: the whole list. */
-  limit?: number
-  /** The sort key of the last item of the previous page; absent on the first page. */
-  after?: SortKey
-  /** 1 on the first page. */
-  number: number
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 // PostgreSQL's text of a timestamptz (ISO DateStyle), or an ISO 8601 instant.
@@ -132,10 +124,6 @@ export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], opt
   return { limit, after: c.k as SortKey, number: c.p as number }
 }
 
-/** A page as a repository or service read it: its items and, when more remain, the key to continue after. */
-export interface Paged<T> { items: T[]; next?: SortKey }
-export type SortKey = Array<string | number>
-
 /** The items to answer; sets `Link: <...>; rel="next"` when another page follows. */
 export function answerPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page, paged: Paged<T>): T[] {
   linkNext(request, reply, page, paged.next)
@@ -156,32 +144,4 @@ export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey |
   const query = new URLSearchParams(search)
   query.set('cursor', cursor)
   return `${path}?${query.toString()}`
-}
-
-/**
- * Cuts a page out of rows read with limit + 1: the extra row only says that more remain. Used by
- * repositories on their keyset reads, and on lists merged in memory (sorted by `keyOf`).
- */
-export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) => SortKey): Paged<T> {
-  if (page.limit === undefined || rows.length <= page.limit) return { items: rows }
-  const items = rows.slice(0, page.limit)
-  return { items, next: keyOf(items[items.length - 1]!) }
-}
-
-/** A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single query sorts. */
-export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: Readonly<SortKey> }, keyOf: (row: T) => SortKey): Paged<T> {
-  if (page.limit === undefined) return { items: sorted }
-  const after = page.after
-  const start = after ? sorted.findIndex((row) => compareKeys(keyOf(row), after) > 0) : 0
-  return cutPage(start < 0 ? [] : sorted.slice(start, start + page.limit + 1), page, keyOf)
-}
-
-function compareKeys(a: Readonly<SortKey>, b: Readonly<SortKey>): number {
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!
-    const y = b[i]!
-    if (x < y) return -1
-    if (x > y) return 1
-  }
-  return 0
 }

@@ -1,5 +1,5 @@
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import type { Paged } from '../../core/paging.ts'
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'

@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import type { CommunicationsRepository } from './communications.repository.ts'
 import type { MessagesRepository, Paging } from './messages.repository.ts'
-import type { Page } from '../../http/pagination.ts'
+import type { Page } from '../../core/paging.ts'
 import type { InboxMessage, Message } from './messages.schemas.ts'
 
 interface PageQuery { page?: number; page_size?: number }

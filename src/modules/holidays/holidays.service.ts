@@ -1,7 +1,7 @@
 import type { StoredObject } from '../events/event-objects.ts'
 import { randomUUID } from 'node:crypto'
 import type { KeysetPage } from '../../db/keyset.ts'
-import { pageInMemory, type Paged } from '../../http/pagination.ts'
+import { pageInMemory, type Paged } from '../../core/paging.ts'
 import type { Clock } from '../../core/clock.ts'
 import { isRealDay, todayIn } from '../../core/days.ts'
 import { NotFound, ValidationError } from '../../core/errors.ts'

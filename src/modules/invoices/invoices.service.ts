@@ -9,7 +9,7 @@ import type { UnusedCredit } from '../subscriptions/billing/provider.ts'
 import { usableCard } from '../subscriptions/billing/lifecycle.ts'
 import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
-import { cutPage, type Paged } from '../../http/pagination.ts'
+import { cutPage, type Paged } from '../../core/paging.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { creditNoteView, invoiceView } from './invoices.views.ts'
 

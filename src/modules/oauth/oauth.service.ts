@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import type { Paged } from '../../core/paging.ts'
 import type { Clock } from '../../core/clock.ts'
 import { Forbidden, NotFound, ServiceUnavailable, ValidationError } from '../../core/errors.ts'
 import type { ClientRow, OauthRepository } from './oauth.repository.ts'

@@ -5,15 +5,7 @@ import type { Config } from '../../config.ts'
 import type { Database } from '../../db/database.ts'
 import type { OauthRepository, SigningKeyRow } from './oauth.repository.ts'
 import { BoundedMap } from '../../core/bounded-map.ts'
-
-export interface Principal {
-  clientId: string
-  /** null for a platform client. */
-  companyId: string | null
-  scopes: ReadonlySet<string>
-  /** Unix seconds. */
-  expiresAt: number
-}
+import type { Principal } from '../../core/principal.ts'
 
 export interface TokenSettings {
   issuer: string

@@ -6,7 +6,7 @@ import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { isDuplicateTeamCode, type Move, type TeamFilter, type TeamsRepository } from './teams.repository.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import type { Paged } from '../../core/paging.ts'
 import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
 
 /**
