@@ -211,7 +211,7 @@ export async function buildApp(options: AppOptions) {
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
   const webhooksRepo = createWebhooksRepository()
-  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
+  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
   subscriptions.registerJobs(scheduler)
   // Every Chargebee-managed subscription compared with Chargebee now and then (docs/chargebee.md).
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
@@ -221,10 +221,10 @@ export async function buildApp(options: AppOptions) {
         site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
         hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
       }),
-      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, ledgerRepo, log: app.log, onDrift: metrics.reconciliationDrift,
+      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
     })
     : undefined
-  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })

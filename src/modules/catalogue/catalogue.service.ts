@@ -25,6 +25,11 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
   }
 
   return {
+    /** A product's row by its sku, for other modules that check what a contract names. */
+    findProductBySku: (sku: string) => repo.findProductBySku(sku),
+    /** A plan's row by its sku, for other modules that check what a contract names. */
+    findPlanBySku: (sku: string) => repo.findPlanBySku(sku),
+
     async createPlan(input: PlanInput): Promise<string> {
       const features = [...new Set(input.features ?? [])]
       const unknown = features.find((f) => !isArea(f))

@@ -8,7 +8,7 @@ import { CustomerIdSpent } from '../subscriptions/billing/provider.ts'
 import { isTimeZone } from '../../core/days.ts'
 import { isCountry } from './countries.ts'
 import { compactVatNumber, vatNumberShapeProblem } from './vat-numbers.ts'
-import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
+import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
 import { ALL_AREAS, authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
@@ -41,7 +41,7 @@ type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCom
 export function createCompaniesService(deps: {
   db: Kysely<DB>
   repo: CompaniesRepository
-  catalogue: Pick<CatalogueRepository, 'findProductBySku' | 'findPlanBySku'>
+  catalogue: Pick<CatalogueService, 'findProductBySku' | 'findPlanBySku'>
   subscriptions: Pick<SubscriptionsService, 'startTrial' | 'abandonTrial'>
   access: Pick<AccessState, 'changed'>
   clock: Clock

@@ -2,7 +2,6 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../core/clock.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'
 import { MissingAtChargebee, type ChargebeeReconcileReader } from './billing/chargebee-reconcile-reader.ts'
 import { chargebeeState, saveChargebeeState } from './chargebee-state.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
@@ -52,7 +51,6 @@ export function createChargebeeReconciliation(deps: {
   subscriptions: SubscriptionsRepository
   webhooksRepo: Pick<WebhooksRepository, 'advanceVersion' | 'appliedVersion'>
   ledger: ProviderLedger
-  ledgerRepo: Pick<ProviderLedgerRepository, 'chargebeeSubscriptions'>
   log: FastifyBaseLogger
   onDrift: DriftObserver
 }) {
@@ -109,7 +107,7 @@ export function createChargebeeReconciliation(deps: {
   }
 
   deps.scheduler.register(RECONCILE_JOB, async (ctx) => {
-    for (const s of await deps.ledgerRepo.chargebeeSubscriptions(ctx.trx)) {
+    for (const s of await deps.ledger.chargebeeSubscriptions(ctx.trx)) {
       // One job row per subscription, due again at each run (not a row per run: the jobs table keeps done jobs).
       await deps.scheduler.reschedule(ctx.trx, {
         kind: RECONCILE_SUBSCRIPTION_JOB, key: s.id, runAt: ctx.now, companyId: s.company_id,

@@ -10,7 +10,6 @@ import { recordChange } from './subscriptions.events.ts'
 import type { WebhooksRepository } from './webhooks.repository.ts'
 import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'
 import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee-event-types.ts'
 import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee-state.ts'
 
@@ -107,7 +106,7 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
  */
 export function createWebhooksService(deps: {
   db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
-  ledger: ProviderLedger; ledgerRepo: Pick<ProviderLedgerRepository, 'advanceVersion'>
+  ledger: ProviderLedger
   /** Chargebee's current view of a subscription, read when an event predates this service's last change of it. */
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
@@ -144,14 +143,14 @@ export function createWebhooksService(deps: {
    */
   async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
     const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
-    if (parts.sourceId && !(await deps.ledgerRepo.advanceVersion(trx, {
+    if (parts.sourceId && !(await deps.ledger.advanceVersion(trx, {
       company_id: before.company_id, object_id: ledgerId('payment_source', parts.sourceId), object_type: 'payment_source',
       provider_object_id: parts.sourceId, resource_version: parts.sourceVersion!.toString(),
     }))) return 'stale'
     const removed = verb === 'payment_source_deleted'
     if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
     // The customer's card slot (our company is the Chargebee customer).
-    if (!(await deps.ledgerRepo.advanceVersion(trx, {
+    if (!(await deps.ledger.advanceVersion(trx, {
       company_id: before.company_id, object_id: ledgerId('payment_source', `card-of/${before.company_id}`), object_type: 'payment_source',
       provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
     }, { orEqual: !parts.cardVersion!.exact }))) return 'stale'
