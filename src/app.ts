@@ -51,9 +51,9 @@ import { createChargebeeReconciliation } from './modules/subscriptions/chargebee
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
 import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
-import { createWebhooksRepository } from './modules/subscriptions/webhooks.repository.ts'
-import { createWebhooksService } from './modules/subscriptions/webhooks.service.ts'
-import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
+import { createChargebeeWebhooksRepository } from './modules/subscriptions/chargebee-webhooks.repository.ts'
+import { createChargebeeWebhooksService } from './modules/subscriptions/chargebee-webhooks.service.ts'
+import { chargebeeWebhooksRoutes } from './modules/subscriptions/chargebee-webhooks.routes.ts'
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
@@ -210,8 +210,8 @@ export async function buildApp(options: AppOptions) {
   // Chargebee's invoices and credit notes, kept in the ledger from its webhooks (docs/chargebee.md).
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
-  const webhooksRepo = createWebhooksRepository()
-  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
+  const webhooksRepo = createChargebeeWebhooksRepository()
+  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
   subscriptions.registerJobs(scheduler)
   // Every Chargebee-managed subscription compared with Chargebee now and then (docs/chargebee.md).
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
@@ -293,7 +293,7 @@ export async function buildApp(options: AppOptions) {
     service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL,
     seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
   })
-  await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
+  await app.register(chargebeeWebhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })
   // Only where the setting is on: elsewhere the routes do not exist (404), whoever asks.

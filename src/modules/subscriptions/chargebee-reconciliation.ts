@@ -6,7 +6,7 @@ import { MissingAtChargebee, type ChargebeeReconcileReader } from './billing/cha
 import { chargebeeState, saveChargebeeState } from './chargebee-state.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { changesBetween } from './subscriptions.events.ts'
-import type { WebhooksRepository } from './webhooks.repository.ts'
+import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 
 /** What the reconciliation reads of one subscription at Chargebee. */
 type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']>> & {
@@ -49,7 +49,7 @@ export function createChargebeeReconciliation(deps: {
   intervalSeconds: number
   reader: ChargebeeReconcileReader
   subscriptions: SubscriptionsRepository
-  webhooksRepo: Pick<WebhooksRepository, 'advanceVersion' | 'appliedVersion'>
+  webhooksRepo: Pick<ChargebeeWebhooksRepository, 'advanceVersion' | 'appliedVersion'>
   ledger: ProviderLedger
   log: FastifyBaseLogger
   onDrift: DriftObserver

@@ -3,7 +3,7 @@ import type { WebhookOutcome } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 
 /** The SQL of provider webhooks: the events received (idempotency) and the newest state applied (ordering). */
-export function createWebhooksRepository() {
+export function createChargebeeWebhooksRepository() {
   return {
     /**
      * Records an event id; false when it was recorded before (a repeated delivery). A concurrent
@@ -53,4 +53,4 @@ export function createWebhooksRepository() {
   }
 }
 
-export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>
+export type ChargebeeWebhooksRepository = ReturnType<typeof createChargebeeWebhooksRepository>

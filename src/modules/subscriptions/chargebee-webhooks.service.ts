@@ -7,7 +7,7 @@ import { cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSub
 import { isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice } from './billing/chargebee-ledger-mapping.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { recordChange } from './subscriptions.events.ts'
-import type { WebhooksRepository } from './webhooks.repository.ts'
+import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
 import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee-event-types.ts'
@@ -104,8 +104,8 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
  * row's last change (say a late `subscription_created` after an update) is not trusted: the
  * subscription is read from Chargebee and that current state is applied instead.
  */
-export function createWebhooksService(deps: {
-  db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
+export function createChargebeeWebhooksService(deps: {
+  db: Kysely<DB>; repo: ChargebeeWebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
   ledger: ProviderLedger
   /** Chargebee's current view of a subscription, read when an event predates this service's last change of it. */
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
@@ -210,4 +210,4 @@ export function createWebhooksService(deps: {
   }
 }
 
-export type WebhooksService = ReturnType<typeof createWebhooksService>
+export type ChargebeeWebhooksService = ReturnType<typeof createChargebeeWebhooksService>

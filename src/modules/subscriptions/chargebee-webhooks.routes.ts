@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { AppError } from '../../core/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
-import type { WebhooksService } from './webhooks.service.ts'
+import type { ChargebeeWebhooksService } from './chargebee-webhooks.service.ts'
 
 /**
  * Chargebee's event (https://apidocs.chargebee.com/docs/api/events). Not strict, unlike our own
@@ -59,7 +59,7 @@ export function basicAuthCheck(credentials: { user?: string; password?: string }
 }
 
 /** Changes reported by billing providers (decisions §6): `POST /api/v1/subscription/webhooks/chargebee`. */
-export async function webhooksRoutes(app: App, { service, credentials }: { service: WebhooksService; credentials: { user?: string; password?: string } }) {
+export async function chargebeeWebhooksRoutes(app: App, { service, credentials }: { service: ChargebeeWebhooksService; credentials: { user?: string; password?: string } }) {
   app.post('/api/v1/subscription/webhooks/chargebee', {
     // It reads the event's subscription back from Chargebee.
     config: { access: 'none', billingProvider: true },
