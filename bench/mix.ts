@@ -349,7 +349,7 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   try {
     await part('mix', 'cached', {}, (s, db) => measureMix(s, baseline, db, 'mix (read cache on)', log))
     await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s, db) => measureMix(s, baseline, db, 'mix (read cache off)', log))
-    // The read cache off: pages are cached since issue 19 (src/db/read-areas.ts), and a walk
+    // The read cache off: pages are cached since issue 19 (src/cache/read-areas.ts), and a walk
     // repeated 300 times would then time the cache, not the keyset query the target is about.
     await part('paging', 'paging', { READ_CACHE_MAX_BYTES: '0' }, async (s, db) => {
       const p = await measurePaging(s, db, Number(process.env.BENCH_PAGING_WALKS ?? 300))

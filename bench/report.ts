@@ -151,7 +151,7 @@ warm-up, medians of the rounds' p50.
   alternated (1,000 warm-up requests each, then 3 rounds of 1,000); the second database dropped;
   grow to 1,000, restart (start to \`/ready\`, idle RSS 2 s later), the HTTP workloads,
   all_holidays, the communications. The HTTP reads of company and teams are answered by the
-  read cache (src/db/read-cache.ts) after their first request, as in production. On PGlite: seed, stop, grow to 1,000, start (start to
+  read cache (src/cache/read-cache.ts) after their first request, as in production. On PGlite: seed, stop, grow to 1,000, start (start to
   \`/ready\`, idle RSS), the two reads.
 - Issue 19's workloads (bench/mix.ts) run in a database of their own: 1,000 companies made
   through the API (each with its trial subscription, a client and a token), then with set-based

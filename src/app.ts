@@ -120,7 +120,7 @@ export async function buildApp(options: AppOptions) {
   const ownsDatabase = !options.database
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
-  // The business clock (src/clock.ts says which time is which): the test clock's shared offset
+  // The business clock (src/core/clock.ts says which time is which): the test clock's shared offset
   // on top of the base clock when enabled (docs/test-clock.md), else the base clock itself.
   const testClockRepo = createTestClockRepository(db)
   const clock = config.TEST_CLOCK_ENABLED

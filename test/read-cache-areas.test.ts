@@ -14,7 +14,7 @@ import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
 
 /**
- * The cached reads forget by what changed (src/db/read-areas.ts): a write forgets the answers
+ * The cached reads forget by what changed (src/cache/read-areas.ts): a write forgets the answers
  * that show what it changed, and leaves the others served from the cache.
  *
  * How a test sees that an answer came from the cache: a change made behind the service's back

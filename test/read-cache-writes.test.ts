@@ -41,7 +41,7 @@ const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promi
 
 const CARD = { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }
 
-/** The cached reads of a company, as a client calls them (src/db/read-areas.ts); the token endpoint's is read through a token. */
+/** The cached reads of a company, as a client calls them (src/cache/read-areas.ts); the token endpoint's is read through a token. */
 type Reads = Record<Exclude<CachedRead, 'token_client'>, string>
 
 function readsOf(tenant: Tenant, year: number): Reads {

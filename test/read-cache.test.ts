@@ -16,7 +16,7 @@ import { eventually } from './helpers/eventually.ts'
 import { asWriterThatDied } from './helpers/unannounced.ts'
 
 /**
- * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
+ * The cached reads (GET company, GET teams: src/cache/read-cache.ts) never show what has changed:
  * not after a write through the API, not after a job's, not after one straight into the
  * database, not after one through another instance.
  */

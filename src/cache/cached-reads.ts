@@ -3,7 +3,7 @@ import type { ReadCache } from './read-cache.ts'
 import type { CachedRead } from './read-areas.ts'
 
 /**
- * Answers a read from the cache (src/db/read-cache.ts): on a miss, `load` runs and its result is
+ * Answers a read from the cache (src/cache/read-cache.ts): on a miss, `load` runs and its result is
  * serialized by the route's own response schema, the same bytes an uncached answer would have,
  * with the Link header `load` set (a page); Fastify sends a JSON string as it is. `query` is
  * what else the answer depends on besides the company (for a list: the request's URL, whose
@@ -25,7 +25,7 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
  * A write's answer waits until what it changed is announced to every instance. What it changed
  * is what the database saw written: the tables' triggers name it to the writing connection, and
  * the read cache forgets it here and announces it as soon as the work commits
- * (src/db/read-cache-changes.ts), so no route declares it and none can forget to. This instance
+ * (src/cache/read-cache-changes.ts), so no route declares it and none can forget to. This instance
  * has forgotten it before the answer leaves, so a client reads its own writes; once a client
  * holds a write's success, the notice is in PostgreSQL's queue, and a read served by another
  * instance is stale only for the notice's travel there. A refused (4xx) or failed (5xx) write

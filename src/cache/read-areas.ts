@@ -1,6 +1,6 @@
 /**
  * What each cached read shows, by table: the one place that says it. A change to a table forgets
- * the cached answers of the reads that show it, and only those (src/db/read-cache.ts). The
+ * the cached answers of the reads that show it, and only those (src/cache/read-cache.ts). The
  * tables' triggers announce and record a change under the table's own name (TG_TABLE_NAME,
  * migration 0031), so an area is a table's name; test/read-cache-areas.test.ts checks that every
  * table named here is announced and recorded. A read that starts to show another table adds it

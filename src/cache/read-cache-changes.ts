@@ -1,5 +1,5 @@
 /**
- * How the read cache (src/db/read-cache.ts) hears that something changed, apart from what it
+ * How the read cache (src/cache/read-cache.ts) hears that something changed, apart from what it
  * keeps: whether its answers may be kept at all depends only on this, and this never looks at
  * an answer. Three ways, each covering what the one before can miss: what this instance's own
  * work wrote, as the database named it to the writing connection (`written`, forgotten here at
@@ -47,7 +47,7 @@ export function createReadCacheChanges(options: {
     forgetChange(companyId, areas)
   }
 
-  // What is announced: change payloads (src/db/read-areas.ts), '' for every area of every company.
+  // What is announced: change payloads (src/cache/read-areas.ts), '' for every area of every company.
   interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void }
   let gathering: Batch | undefined
   let sending = false

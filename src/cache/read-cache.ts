@@ -1,7 +1,7 @@
 /**
  * The read cache's keeping of answers: the shelves per company and area, their sizes and bound,
  * their ages, and what each answer tells the metrics. How it hears that something changed lives
- * apart (src/db/read-cache-changes.ts): this file only trusts `listening()` and is told what to
+ * apart (src/cache/read-cache-changes.ts): this file only trusts `listening()` and is told what to
  * forget; the public API (`createReadCache`, `ReadCache`, `Answer`) stays here.
  */
 import type { Database } from '../db/database.ts'
@@ -34,7 +34,7 @@ interface Shelf {
 /**
  * Answers of hot company-scoped reads, kept serialized in this process and sent again without a
  * query while nothing they show has changed. Each read declares the tables it shows
- * (src/db/read-areas.ts); a change names the tables it touched, and forgets only the answers
+ * (src/cache/read-areas.ts); a change names the tables it touched, and forgets only the answers
  * that show one of them (a change that names none forgets the whole company).
  *
  * What tells it that something changed is the database, never a route: the tables' triggers
@@ -46,7 +46,7 @@ interface Shelf {
  * commit in `company_changes` with its table (migrations 0010 and 0031), which each instance
  * reads every RECORDED_EVERY_MS: a change whose writer died between its commit and its
  * announcement is forgotten that way. While the LISTEN connection is down, or the record cannot
- * be read, nothing is cached. All this hearing is src/db/read-cache-changes.ts.
+ * be read, nothing is cached. All this hearing is src/cache/read-cache-changes.ts.
  *
  * A read that loses a race keeps nothing: each company's answers sit on a shelf that a change of
  * the whole company replaces, and that counts the changes of each area it has heard of; an
@@ -183,7 +183,7 @@ export function createReadCache(options: {
     /** Whether changes are being heard (nothing may be cached otherwise). */
     listening: changes.listening,
 
-    // How changes are told and heard: src/db/read-cache-changes.ts.
+    // How changes are told and heard: src/cache/read-cache-changes.ts.
     written: changes.written,
     announced: changes.announced,
     listen: changes.listen,

@@ -23,7 +23,7 @@ export async function writeEvent(executor: Executor, event: { type: EventType; c
 const CRUD = ['created', 'updated', 'deleted'] as const
 const crud = <R extends string>(resource: R) => CRUD.map((verb) => `${resource}.${verb}` as const)
 
-/** The verbs of subscription_events (subscriptions.service.ts, .changes.ts, .jobs.ts, webhooks.service.ts), each an event subscription.<verb>. */
+/** The verbs of subscription_events (subscriptions.service.ts, .changes.ts, .jobs.ts, chargebee-webhooks.service.ts), each an event subscription.<verb>. */
 export const SUBSCRIPTION_VERBS = [
   'created', 'changed', 'activated', 'renewed', 'cancelled', 'cancellation_scheduled', 'scheduled_cancellation_removed',
   'reactivated', 'paused', 'resumed', 'payment_source_added',

@@ -19,7 +19,7 @@ const WRITE_RULES = '`day` and `recurrent_until` must be real days (YYYY-MM-DD);
 export async function holidaysRoutes(app: App, { service, cache }: { service: HolidaysService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Holidays']
   const access = { area: 'holiday' }
-  // What the writes change among the tables cached reads show (src/db/read-areas.ts).
+  // What the writes change among the tables cached reads show (src/cache/read-areas.ts).
   const changes = ['holidays'] as const
   const holidays = `${BASE}/:company_id/holidays`
   const holiday = `${holidays}/:holiday_id`

@@ -31,7 +31,7 @@ const DAY_MS = 86_400_000
  * Public holidays of the date-holidays package, computed once per (country, state, region,
  * year) and then served from memory: building a calendar costs ~10 ms and a year ~5 ms, far
  * above the budget of endpoint 30. The data is immutable, so nothing ever needs invalidating;
- * the places and years kept are bounded (src/bounded-map.ts).
+ * the places and years kept are bounded (src/core/bounded-map.ts).
  */
 export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) {
   // Places and years, each: at most this many kept.

@@ -9,7 +9,7 @@ const LIMIT = 50_000
  * process so that issuing a token asks the database nothing while nothing it depends on
  * changed. Forgotten for a client when it changes (revoked, its secret set: `forgetClient`, on
  * `access_changed`), and for a company's clients when the company's subscription or plan
- * changes (`forgetCompany`, on what forgets the company's cached reads: src/db/read-cache.ts).
+ * changes (`forgetCompany`, on what forgets the company's cached reads: src/cache/read-cache.ts).
  * A read that started before a change it hears of is not kept; unknown clients are never kept;
  * nothing is kept while changes could go unheard (`listening`).
  */

@@ -76,7 +76,7 @@ export function isCbCreditNote(value: unknown): value is CbCreditNote {
 }
 
 /**
- * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (db/ids.ts), so that every copy of it (webhook, retry, reconciliation) is one row.
+ * Our id of a Chargebee object: a UUID derived from its type and Chargebee's id (core/ids.ts), so that every copy of it (webhook, retry, reconciliation) is one row.
  */
 export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
   return uuidFromName(`chargebee/${type}/${chargebeeId}`)

@@ -5,7 +5,7 @@ import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type Co
  * The arithmetic of an invoice, in integer minor units: the one function behind both an estimate (9)
  * and the change an update (6) applies, so that they cannot disagree.
  *
- * Amounts are integer minor units of the currency (cents of EUR, yen of JPY: src/money.ts).
+ * Amounts are integer minor units of the currency (cents of EUR, yen of JPY: src/core/money.ts).
  * Rounding: every line is rounded on its own, half-up, to the minor unit (a prorated line, a
  * discount, a line's tax); totals are sums of rounded lines. Proration multiplies by a fraction
  * of whole seconds (seconds left in the term / seconds in the term), exactly, in BigInt.

@@ -73,7 +73,7 @@ export interface HostedPage {
  * Hosted pages (spec 1, 10, 11): `managerPage`, `portalSession`, `paymentPage`, each answering
  * the spec's shape (times in Unix seconds); the local provider serves them under `/hosted/`.
  *
- * A provider with `drivesTime` false reports its changes by webhook; webhooks.service.ts maps
+ * A provider with `drivesTime` false reports its changes by webhook; chargebee-webhooks.service.ts maps
  * those events to the same `BillingState` and saves them.
  */
 export interface BillingProvider {
