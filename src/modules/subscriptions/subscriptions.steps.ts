@@ -8,7 +8,7 @@ import { missingFromCatalogue } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { detailsView } from './subscriptions.views.ts'
 import { recordChange } from './subscriptions.events.ts'
-import { TERM_END_JOB } from './subscriptions.jobs.ts'
+import { TERM_END_JOB } from './subscriptions.job-kinds.ts'
 import type { Ledger } from '../invoices/invoices.service.ts'
 import type { TaxCustomer } from './billing/vat.ts'
 
