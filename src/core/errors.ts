@@ -1,6 +1,6 @@
 /**
- * Typed errors that services throw. Only the error handler turns them into HTTP answers, so a
- * service says what went wrong, never which status code it is.
+ * Typed errors that services throw. Only the error handler (http/error-status.ts) turns them into
+ * HTTP answers, so a service says what went wrong, never which status code it is.
  */
 export const ERROR_CODES = [
   'validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found',
@@ -16,9 +16,7 @@ export interface ErrorDetail { field: string; message: string }
 export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
-    readonly statusCode: number,
     message: string,
-    readonly headers: Record<string, string> = {},
     /** Every problem, when the refusal is about fields (a 400 validation_failed, a 403 forbidden); sent as `details`. */
     readonly details?: ErrorDetail[],
   ) {
@@ -38,53 +36,70 @@ const FIELD_FIRST = /^((?:body|querystring|params|headers)(?:\/[^\s:]+)?)[\s:]/
 export class ValidationError extends AppError {
   constructor(message: string, details?: ErrorDetail[]) {
     const field = details ? undefined : FIELD_FIRST.exec(message)?.[1]
-    super('validation_failed', 400, message, {}, details ?? (field ? [{ field, message }] : undefined))
+    super('validation_failed', message, details ?? (field ? [{ field, message }] : undefined))
   }
 }
 
 export class NotFound extends AppError {
-  constructor(what: string) { super('not_found', 404, `${what} not found`) }
+  constructor(what: string) { super('not_found', `${what} not found`) }
 }
 
-/** A path the service has, called with a method it does not have; `Allow` lists the ones it has. */
+/** Something that existed and is no more (an expired or withdrawn page): `not_found`, answered as gone. */
+export class Gone extends AppError {
+  constructor(message: string) { super('not_found', message) }
+}
+
+/** A path the service has, called with a method it does not have; `allowed` lists the ones it has. */
 export class MethodNotAllowed extends AppError {
-  constructor(method: string, path: string, allowed: readonly string[]) {
-    super('method_not_allowed', 405, `${method} is not allowed on ${path}; its methods are ${allowed.join(', ')}`, { allow: allowed.join(', ') })
+  constructor(method: string, path: string, readonly allowed: readonly string[]) {
+    super('method_not_allowed', `${method} is not allowed on ${path}; its methods are ${allowed.join(', ')}`)
   }
 }
 
 export class Conflict extends AppError {
-  constructor(message: string) { super('conflict', 409, message) }
+  constructor(message: string) { super('conflict', message) }
 }
 
+/** No valid credentials: a bearer token, or the HTTP Basic credentials of `basicRealm`. */
 export class Unauthorized extends AppError {
-  constructor(message = 'A valid bearer token is required') {
-    super('unauthorized', 401, message, { 'www-authenticate': 'Bearer error="invalid_token"' })
+  constructor(message = 'A valid bearer token is required', readonly basicRealm?: string) {
+    super('unauthorized', message)
   }
 }
 
 export class InsufficientScope extends AppError {
-  constructor(scope: string) {
-    super('insufficient_scope', 403, `The token lacks the scope ${scope}`, {
-      'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
-    })
+  constructor(readonly scope: string) {
+    super('insufficient_scope', `The token lacks the scope ${scope}`)
   }
 }
 
 export class Forbidden extends AppError {
   /** `details` when the refusal is about fields the token may not change. */
-  constructor(message: string, details?: ErrorDetail[]) { super('forbidden', 403, message, {}, details) }
+  constructor(message: string, details?: ErrorDetail[]) { super('forbidden', message, details) }
+}
+
+export class PayloadTooLarge extends AppError {
+  constructor(message: string) { super('payload_too_large', message) }
+}
+
+export class UnsupportedMediaType extends AppError {
+  constructor(message: string) { super('unsupported_media_type', message) }
 }
 
 export class RateLimited extends AppError {
-  constructor(retryAfterSeconds: number) {
-    super('rate_limited', 429, `Too many requests; retry in ${retryAfterSeconds} s`, { 'retry-after': String(retryAfterSeconds) })
+  constructor(readonly retryAfterSeconds: number) {
+    super('rate_limited', `Too many requests; retry in ${retryAfterSeconds} s`)
   }
 }
 
-/** The billing provider failed (502), or refused the request for a reason of its own (4xx). */
+/**
+ * The billing provider failed (`failed`), refused the request (`refused`), refused it in the
+ * object's state (`conflict`), or is busy and asks to retry after `retryAfterSeconds` (`busy`).
+ */
 export class ProviderError extends AppError {
-  constructor(message: string, statusCode = 502) { super('provider_error', statusCode, message) }
+  constructor(message: string, readonly outcome: 'failed' | 'refused' | 'conflict' | 'busy' = 'failed', readonly retryAfterSeconds?: number) {
+    super('provider_error', message)
+  }
 }
 
 /**
@@ -92,7 +107,7 @@ export class ProviderError extends AppError {
  * shutting down): retrying after Retry-After is the remedy, unlike `internal`.
  */
 export class ServiceUnavailable extends AppError {
-  constructor(message: string, retryAfterSeconds = 5) {
-    super('unavailable', 503, message, { 'retry-after': String(retryAfterSeconds) })
+  constructor(message: string, readonly retryAfterSeconds = 5) {
+    super('unavailable', message)
   }
 }

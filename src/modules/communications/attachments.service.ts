@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../core/clock.ts'
-import { AppError, NotFound } from '../../core/errors.ts'
+import { NotFound, UnsupportedMediaType } from '../../core/errors.ts'
 import type { AttachmentsRepository } from './attachments.repository.ts'
 
 /**
@@ -23,14 +23,6 @@ function isZip(b: Buffer) { return b.subarray(0, 4).equals(Buffer.from([0x50, 0x
 
 function isUtf8(b: Buffer) {
   try { new TextDecoder('utf-8', { fatal: true }).decode(b); return true } catch { return false }
-}
-
-export class UnsupportedMediaType extends AppError {
-  constructor(message: string) { super('unsupported_media_type', 415, message) }
-}
-
-export class PayloadTooLarge extends AppError {
-  constructor(message: string) { super('payload_too_large', 413, message) }
 }
 
 /** A file name without directories or control characters, at most 255 characters. */

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
-import { AppError } from '../../core/errors.ts'
+import { Unauthorized } from '../../core/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { ChargebeeWebhooksService } from './chargebee-webhooks.service.ts'
 
@@ -35,9 +35,9 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected))
 }
 
-class BasicUnauthorized extends AppError {
+class BasicUnauthorized extends Unauthorized {
   constructor() {
-    super('unauthorized', 401, 'Chargebee webhooks need the configured HTTP Basic credentials', { 'www-authenticate': 'Basic realm="chargebee-webhooks", charset="UTF-8"' })
+    super('Chargebee webhooks need the configured HTTP Basic credentials', 'chargebee-webhooks')
   }
 }
 

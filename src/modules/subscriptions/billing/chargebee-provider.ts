@@ -172,7 +172,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async addPaymentSource() {
       // Chargebee takes a card only from its own pages or a gateway token, never brand and last 4 digits.
-      throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 409)
+      throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 'conflict')
     },
 
     async managerPage({ subscription: s }, { redirectUrl }) {
