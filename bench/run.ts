@@ -127,7 +127,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
   }
 }
 
-/** The growth workload times the query, not the read cache (src/db/read-cache.ts). */
+/** The growth workload times the query, not the read cache (src/cache/read-cache.ts). */
 const UNCACHED = { READ_CACHE_MAX_BYTES: '0' }
 
 /** The second database of the growth workload: the same API seed, then 100,000 companies; started fresh. */

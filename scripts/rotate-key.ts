@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config.ts'
 import { tuneV8ForMemory } from '../src/v8-memory.ts'
 import { createDatabase } from '../src/db/database.ts'
 import { migrate } from '../src/db/migrate.ts'
-import { systemClock } from '../src/clock.ts'
+import { systemClock } from '../src/core/clock.ts'
 import { createOauthRepository } from '../src/modules/oauth/oauth.repository.ts'
 import { createTokenKeys, tokenSettings } from '../src/modules/oauth/oauth.tokens.ts'
 

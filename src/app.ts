@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { corsOrigins, dunningRetryDays, trustProxy, type Config } from './config.ts'
-import { systemClock, type Clock } from './clock.ts'
+import { systemClock, type Clock } from './core/clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
-import { createTableStatistics } from './db/table-statistics.ts'
+import { createTableStatistics } from './jobs/table-statistics.ts'
 import { createScheduler } from './jobs/scheduler.ts'
 import { installCors } from './http/cors.ts'
 import { installValidation } from './http/validation.ts'
@@ -21,8 +21,8 @@ import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
 import { installLoadShedding } from './http/load-shedding.ts'
 import { createReadiness } from './http/shutdown.ts'
-import { installCacheForgetting } from './http/cached-reads.ts'
-import { createReadCache } from './db/read-cache.ts'
+import { installCacheForgetting } from './cache/cached-reads.ts'
+import { createReadCache } from './cache/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
 import { createOauthRepository } from './modules/oauth/oauth.repository.ts'
 import { createTokenKeys, tokenSettings } from './modules/oauth/oauth.tokens.ts'
@@ -42,8 +42,8 @@ import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
 import { redactingChildLogger } from './http/log-redaction.ts'
 import { createHostedPageStore, listeningOrigin } from './modules/hosted/hosted.pages.ts'
 import { createHostedService } from './modules/hosted/hosted.service.ts'
-import { hostedRoutes } from './modules/hosted/hosted.routes.ts'
-import { hostedApiRoutes } from './modules/hosted/hosted.api.ts'
+import { hostedRoutes } from './modules/hosted/hosted.pages.routes.ts'
+import { hostedApiRoutes } from './modules/hosted/hosted.api.routes.ts'
 import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
 import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
 import { createChargebeeReconcileReader } from './modules/subscriptions/billing/chargebee-reconcile-reader.ts'
@@ -51,9 +51,9 @@ import { createChargebeeReconciliation } from './modules/subscriptions/chargebee
 import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
 import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
 import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
-import { createWebhooksRepository } from './modules/subscriptions/webhooks.repository.ts'
-import { createWebhooksService } from './modules/subscriptions/webhooks.service.ts'
-import { webhooksRoutes } from './modules/subscriptions/webhooks.routes.ts'
+import { createChargebeeWebhooksRepository } from './modules/subscriptions/chargebee-webhooks.repository.ts'
+import { createChargebeeWebhooksService } from './modules/subscriptions/chargebee-webhooks.service.ts'
+import { chargebeeWebhooksRoutes } from './modules/subscriptions/chargebee-webhooks.routes.ts'
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
@@ -77,10 +77,10 @@ import { createHolidaysRepository } from './modules/holidays/holidays.repository
 import { createHolidaysService } from './modules/holidays/holidays.service.ts'
 import { createPublicHolidayCalendar } from './modules/holidays/public-holidays.ts'
 import { holidaysRoutes } from './modules/holidays/holidays.routes.ts'
-import { changeShowsIn } from './db/read-areas.ts'
+import { changeShowsIn } from './cache/read-areas.ts'
 import { operationsRoutes } from './modules/operations/operations.routes.ts'
-import { createTestClockRepository } from './db/test-clock.repository.ts'
-import { createBusinessClock, fixedBusinessClock } from './db/business-clock.ts'
+import { createTestClockRepository } from './modules/test-clock/test-clock.repository.ts'
+import { createBusinessClock, fixedBusinessClock } from './modules/test-clock/business-clock.ts'
 import { createTestClockService } from './modules/test-clock/test-clock.service.ts'
 import { testClockRoutes } from './modules/test-clock/test-clock.routes.ts'
 import { createEventsRepository } from './modules/events/events.repository.ts'
@@ -115,7 +115,7 @@ export async function buildApp(options: AppOptions) {
   const ownsDatabase = !options.database
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
-  // The business clock (src/clock.ts says which time is which).
+  // The business clock (src/core/clock.ts says which time is which).
   const testClockRepo = createTestClockRepository(db)
   const clock = config.TEST_CLOCK_ENABLED
     ? createBusinessClock({ base: options.clock ?? systemClock, repo: testClockRepo, database })
@@ -197,8 +197,8 @@ export async function buildApp(options: AppOptions) {
   const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
-  const webhooksRepo = createWebhooksRepository()
-  const webhooks = createWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger, ledgerRepo })
+  const webhooksRepo = createChargebeeWebhooksRepository()
+  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
   subscriptions.registerJobs(scheduler)
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
     ? createChargebeeReconciliation({
@@ -207,10 +207,10 @@ export async function buildApp(options: AppOptions) {
         site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
         hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
       }),
-      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, ledgerRepo, log: app.log, onDrift: metrics.reconciliationDrift,
+      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
     })
     : undefined
-  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue: catalogueRepo, subscriptions, access, clock })
+  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
   const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
@@ -277,7 +277,7 @@ export async function buildApp(options: AppOptions) {
     service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL,
     seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
   })
-  await app.register(webhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
+  await app.register(chargebeeWebhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })
   // Elsewhere the routes do not exist (404).

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { isCountry } from './modules/companies/countries.ts'
 import { vatTable } from './modules/subscriptions/billing/vat.ts'
-import { isCurrency } from './money.ts'
+import { isCurrency } from './core/money.ts'
 import { isIP } from 'node:net'
 
 // Settings for running behind a load balancer (docs/operations.md). Each description is the line

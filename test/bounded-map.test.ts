@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { BoundedMap, BoundedSet } from '../src/bounded-map.ts'
+import { BoundedMap, BoundedSet } from '../src/core/bounded-map.ts'
 
-describe('bounded memories (src/bounded-map.ts)', () => {
+describe('bounded memories (src/core/bounded-map.ts)', () => {
   it('a map keeps at most its limit: a new key drops the one set first, a kept key replaced drops nothing', () => {
     const map = new BoundedMap<string, number>(2)
     map.set('a', 1).set('b', 2)

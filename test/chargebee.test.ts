@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { engines, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { createChargebeeProvider } from '../src/modules/subscriptions/billing/chargebee-provider.ts'
+import { statusOf as httpStatusOf } from '../src/http/error-status.ts'
 import { API_KEY, ATTEMPTS, chargebeeApp, chargebeeCompany, chargebeeProduct, createCompany } from './chargebee.fixtures.ts'
 import { SUB, addon, call, coupon, detailsOf, eventsOf, json, mirrorOf, statusOf, CARD } from './subscriptions-helpers.ts'
 
@@ -259,16 +260,16 @@ describe('chargebee provider without a database', () => {
       const settings = { site: '127.0.0.1', hostSuffix: '', protocol: 'http' as const, port: fake.port, timeoutMs: 2000 }
       const wrongKey = createChargebeeProvider({ ...settings, apiKey: 'not-the-key' })
       await assert.rejects(wrongKey.fetchSubscription('00000000-0000-4000-8000-000000000000'), (err: any) =>
-        err.statusCode === 502 && err.code === 'provider_error' && /HTTP 401, api_authentication_failed/.test(err.message))
+        httpStatusOf(err) === 502 && err.code === 'provider_error' && /HTTP 401, api_authentication_failed/.test(err.message))
       assert.equal(fake.requests.at(-1)!.apiKey, 'not-the-key')
       const unknown = createChargebeeProvider({ ...settings, apiKey: API_KEY })
       await assert.rejects(unknown.fetchSubscription('00000000-0000-4000-8000-000000000000'), (err: any) =>
-        err.statusCode === 502 && /does not know an object needed to read the subscription \(resource_not_found\)/.test(err.message))
+        httpStatusOf(err) === 502 && /does not know an object needed to read the subscription \(resource_not_found\)/.test(err.message))
     } finally {
       await fake.close()
     }
     // The server is gone: connection refused.
     const gone = createChargebeeProvider({ site: '127.0.0.1', hostSuffix: '', protocol: 'http', port: fake.port, apiKey: API_KEY, timeoutMs: 2000 })
-    await assert.rejects(gone.fetchSubscription('x'), (err: any) => err.statusCode === 502 && /Chargebee could not be reached to read the subscription/.test(err.message))
+    await assert.rejects(gone.fetchSubscription('x'), (err: any) => httpStatusOf(err) === 502 && /Chargebee could not be reached to read the subscription/.test(err.message))
   })
 })

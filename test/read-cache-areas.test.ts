@@ -5,7 +5,7 @@ import { sql, type Transaction } from 'kysely'
 import pg from 'pg'
 import type { BuiltApp } from '../src/app.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
-import { ANNOUNCED_TABLES, CACHED_READS, type CachedRead } from '../src/db/read-areas.ts'
+import { ANNOUNCED_TABLES, CACHED_READS, type CachedRead } from '../src/cache/read-areas.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, secondInstance, type TestApp, type Call } from './helpers/app.ts'
 import { asWriterThatDied, behindEveryCache } from './helpers/unannounced.ts'
@@ -14,7 +14,7 @@ import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
 
 /**
- * The cached reads forget by what changed (src/db/read-areas.ts): a write forgets the answers
+ * The cached reads forget by what changed (src/cache/read-areas.ts): a write forgets the answers
  * that show what it changed, and leaves the others served from the cache.
  *
  * How a test sees that an answer came from the cache: a change made behind the service's back

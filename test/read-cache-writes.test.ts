@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { BuiltApp } from '../src/app.ts'
-import type { CachedRead } from '../src/db/read-areas.ts'
+import type { CachedRead } from '../src/cache/read-areas.ts'
 import { READ_WRITE_AREAS } from '../src/modules/oauth/scopes.ts'
 import { buildTestApp, engines, secondInstance, type Call, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
@@ -42,7 +42,7 @@ const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promi
 
 const CARD = { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }
 
-/** The cached reads of a company, as a client calls them (src/db/read-areas.ts); the token endpoint's is read through a token. */
+/** The cached reads of a company, as a client calls them (src/cache/read-areas.ts); the token endpoint's is read through a token. */
 type Reads = Record<Exclude<CachedRead, 'token_client'>, string>
 
 function readsOf(tenant: Tenant, year: number): Reads {

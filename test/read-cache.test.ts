@@ -4,19 +4,19 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { sql, type Transaction } from 'kysely'
 import type { BuiltApp } from '../src/app.ts'
-import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/db/read-cache.ts'
+import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/cache/read-cache.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
 import { buildTestApp, engines, secondInstance, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
-import { parseChange } from '../src/db/read-areas.ts'
+import { parseChange } from '../src/cache/read-areas.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
 import { asWriterThatDied } from './helpers/unannounced.ts'
 
 /**
- * The cached reads (GET company, GET teams: src/db/read-cache.ts) never show what has changed:
+ * The cached reads (GET company, GET teams: src/cache/read-cache.ts) never show what has changed:
  * not after a write through the API, not after a job's, not after one straight into the
  * database, not after one through another instance.
  */

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pino from 'pino'
-import { systemClock } from '../src/clock.ts'
+import { systemClock } from '../src/core/clock.ts'
 import { createScheduler } from '../src/jobs/scheduler.ts'
 import { engines } from './helpers/app.ts'
 import { openTestDatabase } from './helpers/databases.ts'

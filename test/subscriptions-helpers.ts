@@ -51,7 +51,7 @@ export async function startAt(t: TestApp, iso: string) {
  * Moves the business clock forward to `iso` through `POST /api/v1/test_clock/advance`, as an
  * integrator would: the answer comes once every job due by then has run, each at its own due
  * time. An app built without the test clock (the hosted pages' suites) only has its base clock
- * set there: `at` runs the due jobs. Tokens follow real time (src/clock.ts), so those minted
+ * set there: `at` runs the due jobs. Tokens follow real time (src/core/clock.ts), so those minted
  * before stay valid.
  */
 export async function moveTo(t: TestApp, iso: string) {

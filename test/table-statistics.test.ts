@@ -6,7 +6,7 @@ import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import { withDatabase } from './helpers/databases.ts'
-import { ANALYZE_LOCK, SLACK_PAGES, createTableStatistics } from '../src/db/table-statistics.ts'
+import { ANALYZE_LOCK, SLACK_PAGES, createTableStatistics } from '../src/jobs/table-statistics.ts'
 
 /**
  * A table's statistics taken when it was empty or small make every plan cached then (a pooled

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { prepared } from './prepared.ts'
 import { inRequestTransaction } from './request-transaction.ts'
-import { BoundedSet } from '../bounded-map.ts'
+import { BoundedSet } from '../core/bounded-map.ts'
 
 /** Past this many remembered companies the one remembered first goes (each entry is a 36-character id). */
 const REMEMBERED_LIMIT = 200_000

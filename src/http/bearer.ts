@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import type { Principal, TokenKeys } from '../modules/oauth/oauth.tokens.ts'
+import type { Principal } from '../core/principal.ts'
+import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 
 /** RFC 6750's b64token characters. */
 const BEARER = /^Bearer +([A-Za-z0-9\-_.~+/]+=*) *$/i

@@ -1,6 +1,7 @@
 import { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, MethodNotAllowed, ServiceUnavailable, type ErrorCode, type ErrorDetail } from './errors.ts'
+import { AppError, MethodNotAllowed, ServiceUnavailable, type ErrorCode, type ErrorDetail } from '../core/errors.ts'
+import { headersOf, HttpRefusal, statusOf } from './error-status.ts'
 import { DETAILS_MAX, type Validation } from './validation.ts'
 import type { RouteMethods } from './route-methods.ts'
 
@@ -16,11 +17,12 @@ export function errorBody(mapped: AppError): { errors: string; code: ErrorCode; 
 export function installErrorHandler(app: FastifyInstance, validation?: Pick<Validation, 'problemsAfter'>, routes?: RouteMethods) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = withOtherParts(toAppError(err), err, request, validation)
-    if (mapped.statusCode >= 500) request.log.error({ err }, 'request failed')
+    const status = statusOf(mapped)
+    if (status >= 500) request.log.error({ err }, 'request failed')
     else request.log.info({ code: mapped.code, message: mapped.message }, 'request refused')
-    for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-    if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
-    return reply.code(mapped.statusCode).send(errorBody(mapped))
+    for (const [name, value] of Object.entries(headersOf(mapped))) reply.header(name, value)
+    if (status === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
+    return reply.code(status).send(errorBody(mapped))
   })
 
   app.setNotFoundHandler((request, reply) => {
@@ -29,8 +31,8 @@ export function installErrorHandler(app: FastifyInstance, validation?: Pick<Vali
     // A route of this method that found nothing (a refused preflight, a missing /docs file) stays a 404.
     if (allowed.length > 0 && !allowed.includes(request.method)) {
       const mapped = new MethodNotAllowed(request.method, path, allowed)
-      for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-      return reply.code(mapped.statusCode).send(errorBody(mapped))
+      for (const [name, value] of Object.entries(headersOf(mapped))) reply.header(name, value)
+      return reply.code(statusOf(mapped)).send(errorBody(mapped))
     }
     return reply.code(404).send({ errors: `No route ${request.method} ${path}`, code: 'not_found' })
   })
@@ -40,7 +42,7 @@ function withOtherParts(mapped: AppError, err: FastifyError, request: FastifyReq
   if (!err.validation || !validation) return mapped
   const more = validation.problemsAfter(request, err.validationContext)
   if (more.length === 0) return mapped
-  return new AppError(mapped.code, mapped.statusCode, mapped.message, mapped.headers, [...(mapped.details ?? []), ...more].slice(0, DETAILS_MAX))
+  return new HttpRefusal(mapped.code, statusOf(mapped), mapped.message, [...(mapped.details ?? []), ...more].slice(0, DETAILS_MAX))
 }
 
 const LINGER_MS = 5_000
@@ -64,13 +66,13 @@ export function lingerOnRefusedBody(request: FastifyRequest, reply: FastifyReply
 // Errors Fastify raises before a route is found bypass the error handler: same body here.
 export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const mapped = err.code === 'FST_ERR_BAD_URL'
-    ? new AppError('validation_failed', 400, 'The URL is malformed: a percent-encoding does not decode')
+    ? new HttpRefusal('validation_failed', 400, 'The URL is malformed: a percent-encoding does not decode')
     : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
-      ? new AppError('validation_failed', 414, 'A path segment is longer than 200 characters')
+      ? new HttpRefusal('validation_failed', 414, 'A path segment is longer than 200 characters')
       : toAppError(err)
   reply.header('x-request-id', request.id)
-  for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-  reply.code(mapped.statusCode).send(errorBody(mapped))
+  for (const [name, value] of Object.entries(headersOf(mapped))) reply.header(name, value)
+  reply.code(statusOf(mapped)).send(errorBody(mapped))
 }
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -86,26 +88,26 @@ export function toAppError(err: FastifyError & { code?: string }): AppError {
   if (err instanceof AppError) return err
   if (err.validation) {
     const details = (err as { details?: ErrorDetail[] }).details
-    return new AppError('validation_failed', 400, err.message, {}, details)
+    return new HttpRefusal('validation_failed', 400, err.message, details)
   }
   const code = err.code ?? ''
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', 413, 'The request body is larger than the limit')
-  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new AppError('unsupported_media_type', 415, 'The request body must be application/json')
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new AppError('validation_failed', 400, 'The body is empty although its content type is application/json')
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new HttpRefusal('payload_too_large', 413, 'The request body is larger than the limit')
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new HttpRefusal('unsupported_media_type', 415, 'The request body must be application/json')
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new HttpRefusal('validation_failed', 400, 'The body is empty although its content type is application/json')
   if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || err instanceof SyntaxError) {
-    return new AppError('validation_failed', 400, 'The body is not valid JSON')
+    return new HttpRefusal('validation_failed', 400, 'The body is not valid JSON')
   }
   if (isDatabaseUnavailable(err)) return new ServiceUnavailable('The database is unavailable; retry shortly')
   // The services check constraints; these only catch a race between two writers.
-  if (code === '23505') return new AppError('conflict', 409, 'A resource with the same unique value already exists')
-  if (code === '23503') return new AppError('validation_failed', 400, 'A referenced resource does not exist')
-  if (/^22/.test(code)) return new AppError('validation_failed', 400, 'A value is out of range or malformed')
+  if (code === '23505') return new HttpRefusal('conflict', 409, 'A resource with the same unique value already exists')
+  if (code === '23503') return new HttpRefusal('validation_failed', 400, 'A referenced resource does not exist')
+  if (/^22/.test(code)) return new HttpRefusal('validation_failed', 400, 'A value is out of range or malformed')
   if (code === '40001' || code === '40P01') return new ServiceUnavailable('A concurrent change conflicted; retry', 1)
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
-    return new AppError(CODE_BY_STATUS[status] ?? 'validation_failed', status, err.message || 'The request was refused')
+    return new HttpRefusal(CODE_BY_STATUS[status] ?? 'validation_failed', status, err.message || 'The request was refused')
   }
-  return new AppError('internal', 500, 'Internal error')
+  return new HttpRefusal('internal', 500, 'Internal error')
 }
 
 export function isDatabaseUnavailable(err: { code?: string; message?: string }): boolean {

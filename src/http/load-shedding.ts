@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import underPressure from '@fastify/under-pressure'
-import { ServiceUnavailable } from './errors.ts'
+import { ServiceUnavailable } from '../core/errors.ts'
 
 // Probes and scrapes answer whatever the load: a balancer would kill a process that is only busy.
 export const NEVER_SHED: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics'])

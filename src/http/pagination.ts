@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TProperties, type TSchema } from 'typebox'
-import { ValidationError } from './errors.ts'
-import { isRealDay } from '../days.ts'
+import { ValidationError } from '../core/errors.ts'
+import { isRealDay } from '../core/days.ts'
+import type { Page, Paged, SortKey } from '../core/paging.ts'
 
 // Cursor paging: without `limit` a list answers whole; with it, a page and a relative `Link` rel="next".
 // The opaque cursor carries the last sort key and a fingerprint of the list, so one altered or carried
@@ -48,12 +49,6 @@ export const listResponse = <T extends TSchema>(schema: T): T => ({ ...schema, h
 
 /** `serial`: a bigserial position, beyond integer's range. */
 export type KeyKind = 'text' | 'uuid' | 'int' | 'serial' | 'day' | 'time'
-
-export interface Page {
-  limit?: number
-  after?: SortKey
-  number: number
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const TIME = /^(\d{4}-\d{2}-\d{2})[ T]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/
@@ -107,9 +102,7 @@ export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], opt
   return { limit, after: c.k as SortKey, number: c.p as number }
 }
 
-export interface Paged<T> { items: T[]; next?: SortKey }
-export type SortKey = Array<string | number>
-
+/** The items to answer; sets `Link: <...>; rel="next"` when another page follows. */
 export function answerPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page, paged: Paged<T>): T[] {
   linkNext(request, reply, page, paged.next)
   return paged.items
@@ -128,29 +121,4 @@ export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey |
   const query = new URLSearchParams(search)
   query.set('cursor', cursor)
   return `${path}?${query.toString()}`
-}
-
-/** Cuts a page out of rows read with limit + 1: the extra row only says that more remain. */
-export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) => SortKey): Paged<T> {
-  if (page.limit === undefined || rows.length <= page.limit) return { items: rows }
-  const items = rows.slice(0, page.limit)
-  return { items, next: keyOf(items[items.length - 1]!) }
-}
-
-/** A page of a list no single query sorts, merged in memory and sorted by `keyOf`. */
-export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: Readonly<SortKey> }, keyOf: (row: T) => SortKey): Paged<T> {
-  if (page.limit === undefined) return { items: sorted }
-  const after = page.after
-  const start = after ? sorted.findIndex((row) => compareKeys(keyOf(row), after) > 0) : 0
-  return cutPage(start < 0 ? [] : sorted.slice(start, start + page.limit + 1), page, keyOf)
-}
-
-function compareKeys(a: Readonly<SortKey>, b: Readonly<SortKey>): number {
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!
-    const y = b[i]!
-    if (x < y) return -1
-    if (x > y) return 1
-  }
-  return 0
 }

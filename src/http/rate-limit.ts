@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { RateLimited } from './errors.ts'
+import { RateLimited } from '../core/errors.ts'
 import type { TokenKeys } from '../modules/oauth/oauth.tokens.ts'
 import { verifiedBearer } from './bearer.ts'
 

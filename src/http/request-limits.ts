@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { ValidationError } from './errors.ts'
+import { ValidationError } from '../core/errors.ts'
 
 /**
  * Bounds on what one request may make the service compute: a megabyte of `[[[[...` fits the body

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox'
-import { ERROR_CODES, type ErrorCode } from './errors.ts'
+import { ERROR_CODES, type ErrorCode } from '../core/errors.ts'
 
 
 export const ErrorBody = Type.Object(

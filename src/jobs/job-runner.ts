@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../db/tables.ts'
 import { outsideRequestScope } from '../db/request-transaction.ts'
 import { ANNOUNCE_SETTING, withStatementTimeout } from '../db/database.ts'
-import type { Clock } from '../clock.ts'
+import type { Clock } from '../core/clock.ts'
 import type { JobHandler, JobPreparer, Lane } from './job.ts'
 
 const MAX_BACKOFF_MS = 15 * 60_000

@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
 import { finishDocument } from '../../src/http/openapi-document.ts'
-import { ERROR_CODES } from '../../src/http/errors.ts'
+import { ERROR_CODES } from '../../src/core/errors.ts'
 
 /**
  * The contract as a client generator and a reader of /docs see it (docs/api-contract.md):

@@ -8,7 +8,7 @@
 -- itself, with a notice (message 'company_changed', the changes one per line in its detail): a
 -- message on the writer's own connection, which costs no lock and no WAL. The service gathers the
 -- notices of each piece of work and announces them on `company_changed` once it has committed
--- (src/db/read-cache-changes.ts). A NOTIFY here would serialize the commits of every writing
+-- (src/cache/read-cache-changes.ts). A NOTIFY here would serialize the commits of every writing
 -- transaction (docs/adr/0008-bounded-database-waits.md). Every other session (psql, a script)
 -- keeps being announced at its commit by NOTIFY, as before. The record in `company_changes`
 -- (migration 0010) still covers a writer that dies between its commit and its announcement.

@@ -1,7 +1,7 @@
 import type { Insertable, Kysely } from 'kysely'
 import type { AddonsTable, CouponsTable, DB, PlansTable, ProductsTable } from '../../db/tables.ts'
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 
 /** sku, code and id are unique. */
 const PLAN_ORDER: SortColumn[] = [{ column: 'price_cents' }, { column: 'sku' }]

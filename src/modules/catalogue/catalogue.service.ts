@@ -1,12 +1,12 @@
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import type { Paged } from '../../core/paging.ts'
 import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
-import { basisPointsToPercent, fromMinor, isCurrency, percentToBasisPoints, toMinor } from '../../money.ts'
+import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
+import { basisPointsToPercent, fromMinor, isCurrency, percentToBasisPoints, toMinor } from '../../core/money.ts'
 import { isArea } from '../oauth/scopes.ts'
-import { isRealDay } from '../../days.ts'
+import { isRealDay } from '../../core/days.ts'
 import type { CatalogueRepository } from './catalogue.repository.ts'
 import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
 
@@ -24,6 +24,11 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
   }
 
   return {
+    /** A product's row by its sku, for other modules that check what a contract names. */
+    findProductBySku: (sku: string) => repo.findProductBySku(sku),
+    /** A plan's row by its sku, for other modules that check what a contract names. */
+    findPlanBySku: (sku: string) => repo.findPlanBySku(sku),
+
     async createPlan(input: PlanInput): Promise<string> {
       const features = [...new Set(input.features ?? [])]
       const unknown = features.find((f) => !isArea(f))

@@ -4,9 +4,9 @@ import type { FastifyRequest } from 'fastify'
 import multipart from '@fastify/multipart'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
-import { AppError, ValidationError } from '../../http/errors.ts'
+import { AppError, PayloadTooLarge, UnsupportedMediaType, ValidationError } from '../../core/errors.ts'
 import { ErrorBody, Uuid } from '../../http/schemas.ts'
-import { ALLOWED_TYPES, PayloadTooLarge, UnsupportedMediaType, type AttachmentsService } from './attachments.service.ts'
+import { ALLOWED_TYPES, type AttachmentsService } from './attachments.service.ts'
 
 const BASE = '/api/v1/companies/:company_id/communications/attachments'
 const tags = ['Communications']

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { Clock } from '../../clock.ts'
-import { AppError, NotFound } from '../../http/errors.ts'
+import type { Clock } from '../../core/clock.ts'
+import { NotFound, UnsupportedMediaType } from '../../core/errors.ts'
 import type { AttachmentsRepository } from './attachments.repository.ts'
 
 // The declared type must match the first bytes, so a download served with it is what it says.
@@ -21,14 +21,7 @@ function isUtf8(b: Buffer) {
   try { new TextDecoder('utf-8', { fatal: true }).decode(b); return true } catch { return false }
 }
 
-export class UnsupportedMediaType extends AppError {
-  constructor(message: string) { super('unsupported_media_type', 415, message) }
-}
-
-export class PayloadTooLarge extends AppError {
-  constructor(message: string) { super('payload_too_large', 413, message) }
-}
-
+/** A file name without directories or control characters, at most 255 characters. */
 function cleanName(name: string | undefined): string {
   // eslint-disable-next-line no-control-regex
   const base = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, '').trim()

@@ -1,5 +1,5 @@
 import type { Recurrence } from '../../db/tables.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 /**
  * Occurrences on the wall clock of the company's time zone, so 09:00 stays 09:00 across DST. Each is

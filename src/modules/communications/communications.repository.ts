@@ -1,7 +1,7 @@
 import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 import type { CommunicationStatus, CommunicationsTable, DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 

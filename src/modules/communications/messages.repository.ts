@@ -1,6 +1,6 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely'
 import { keyset, type SortColumn } from '../../db/keyset.ts'
-import { cutPage, type Paged } from '../../http/pagination.ts'
+import { cutPage, type Paged } from '../../core/paging.ts'
 import type { DB } from '../../db/tables.ts'
 
 const MESSAGE_COLUMNS = ['m.id', 'm.communication_id', 'm.contract_id', 'm.send_at', 'm.delivered_at', 'm.opened_at', 'm.action_done_at'] as const

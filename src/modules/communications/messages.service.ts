@@ -1,9 +1,9 @@
 import { storedTime, type StoredObject } from '../events/event-objects.ts'
-import type { Clock } from '../../clock.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { Clock } from '../../core/clock.ts'
+import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import type { CommunicationsRepository } from './communications.repository.ts'
 import type { MessagesRepository, Paging } from './messages.repository.ts'
-import type { Page } from '../../http/pagination.ts'
+import type { Page } from '../../core/paging.ts'
 import type { InboxMessage, Message } from './messages.schemas.ts'
 
 interface PageQuery { page?: number; page_size?: number }

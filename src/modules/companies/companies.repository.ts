@@ -3,7 +3,7 @@ import type { CompaniesTable, ContractsTable, DB, SubscriptionStatus } from '../
 import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
 import { containing, keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
 /** Each order ends with a unique column. */

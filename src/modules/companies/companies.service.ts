@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto'
-import { uuidFromName } from '../../db/ids.ts'
+import { uuidFromName } from '../../core/ids.ts'
 import type { Kysely } from 'kysely'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { ChangeLogEntry, DB, VatNumberStatus } from '../../db/tables.ts'
-import { Conflict, Forbidden, NotFound, ValidationError, type ErrorDetail } from '../../http/errors.ts'
+import { Conflict, Forbidden, NotFound, ValidationError, type ErrorDetail } from '../../core/errors.ts'
 import { CustomerIdSpent } from '../subscriptions/billing/provider.ts'
-import { isTimeZone } from '../../days.ts'
+import { isTimeZone } from '../../core/days.ts'
 import { isCountry } from './countries.ts'
 import { compactVatNumber, vatNumberShapeProblem } from './vat-numbers.ts'
-import type { CatalogueRepository } from '../catalogue/catalogue.repository.ts'
+import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
 import { ALL_AREAS, authorizedScopes, liveFeatures, scopeStrings, type Scope } from '../oauth/scopes.ts'
 import type { CompaniesRepository, CompanyFilter, ContractFilter } from './companies.repository.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
-import { pageInMemory, type Paged } from '../../http/pagination.ts'
+import { pageInMemory, type Paged } from '../../core/paging.ts'
 import { loggedValue } from '../communications/communications.service.ts'
 import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
 import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
@@ -41,7 +41,7 @@ type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCom
 export function createCompaniesService(deps: {
   db: Kysely<DB>
   repo: CompaniesRepository
-  catalogue: Pick<CatalogueRepository, 'findProductBySku' | 'findPlanBySku'>
+  catalogue: Pick<CatalogueService, 'findProductBySku' | 'findPlanBySku'>
   subscriptions: Pick<SubscriptionsService, 'startTrial' | 'abandonTrial'>
   access: Pick<AccessState, 'changed'>
   clock: Clock

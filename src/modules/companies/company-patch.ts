@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox'
-import { ValidationError, type ErrorDetail } from '../../http/errors.ts'
+import { ValidationError, type ErrorDetail } from '../../core/errors.ts'
 import { CompanyInput, Ignored } from './companies.schemas.ts'
 
 /**

@@ -1,4 +1,4 @@
-import type { Principal } from '../oauth/oauth.tokens.ts'
+import type { Principal } from '../../core/principal.ts'
 import type { READ_WRITE_AREAS } from '../oauth/scopes.ts'
 import { EVENT_RESOURCES, type EventType } from './outbox.ts'
 

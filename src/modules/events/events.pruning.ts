@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { Executor } from '../../db/executor.ts'
 import type { JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { EventsRepository } from './events.repository.ts'

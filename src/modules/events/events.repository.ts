@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import type { DB } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 
 export interface EventFilter {
   companyId?: string

@@ -1,9 +1,9 @@
-import { NotFound, ValidationError } from '../../http/errors.ts'
+import { NotFound, ValidationError } from '../../core/errors.ts'
 import type { Event, EventsQuery } from './events.schemas.ts'
 import type { EventsRepository } from './events.repository.ts'
 import { isEventTypePattern } from './outbox.ts'
 import type { EventPresenter } from './event-objects.ts'
-import type { Page, Paged } from '../../http/pagination.ts'
+import type { Page, Paged } from '../../core/paging.ts'
 
 /** The event log, newest first (docs/webhooks.md). */
 export function createEventsService(deps: { repo: EventsRepository; presenter: EventPresenter }) {

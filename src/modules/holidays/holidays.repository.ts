@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import { prepared } from '../../db/prepared.ts'
 import type { CompaniesTable, DB, HolidaysTable } from '../../db/tables.ts'
 import { keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
 const DEFINED_ORDER: SortColumn[] = [{ column: 'day', cast: 'date' }, { column: 'name' }, { column: 'id', cast: 'uuid' }]

@@ -1,8 +1,8 @@
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
 import { accepted } from '../../http/app-types.ts'
-import type { ReadCache } from '../../db/read-cache.ts'
-import { replyCached } from '../../http/cached-reads.ts'
+import type { ReadCache } from '../../cache/read-cache.ts'
+import { replyCached } from '../../cache/cached-reads.ts'
 import { Accepted, CompanyParams } from '../../http/schemas.ts'
 import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
 import type { HolidaysService } from './holidays.service.ts'
@@ -19,7 +19,7 @@ const WRITE_RULES = '`day` and `recurrent_until` must be real days (YYYY-MM-DD);
 export async function holidaysRoutes(app: App, { service, cache }: { service: HolidaysService; cache: Pick<ReadCache, 'get'> }) {
   const tags = ['Holidays']
   const access = { area: 'holiday' }
-  // What the writes change among the tables cached reads show (src/db/read-areas.ts).
+  // What the writes change among the tables cached reads show (src/cache/read-areas.ts).
   const changes = ['holidays'] as const
   const holidays = `${BASE}/:company_id/holidays`
   const holiday = `${holidays}/:holiday_id`

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import type DateHolidays from 'date-holidays'
 import { addDays } from './recurrence.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 type Holidays = DateHolidays
 let holidaysClass: typeof DateHolidays | undefined

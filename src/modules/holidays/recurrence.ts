@@ -1,4 +1,4 @@
-import { isRealDay } from '../../days.ts'
+import { isRealDay } from '../../core/days.ts'
 
 /** What a defined holiday needs to be placed on the calendar of a year. */
 export interface Recurring {

@@ -1,4 +1,4 @@
-import { currencyExponent, fromMinor } from '../../money.ts'
+import { currencyExponent, fromMinor } from '../../core/money.ts'
 import { billingEn, billingIt } from './hosted.i18n-billing.ts'
 // The hosted pages' languages, by Accept-Language's highest q-value we have; English when none matches.
 export type Locale = 'en' | 'it'

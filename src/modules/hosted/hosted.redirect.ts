@@ -1,4 +1,4 @@
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
 

@@ -1,6 +1,6 @@
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { HostedPageKind, HostedPageRow, HostedPageState } from '../../db/tables.ts'
-import { AppError, Forbidden, NotFound } from '../../http/errors.ts'
+import { AppError, Conflict, Forbidden, Gone, NotFound, ValidationError } from '../../core/errors.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { CompaniesService } from '../companies/companies.service.ts'
 import type { InvoicesService } from '../invoices/invoices.service.ts'
@@ -14,21 +14,26 @@ import type { HostedRepository, OpenedPage } from './hosted.repository.ts'
 /** 404 unknown, 410 expired or withdrawn (its client revoked), 403 disabled company, 409 already finished. */
 export type RefusalReason = 'not_found' | 'expired' | 'withdrawn' | 'disabled' | 'used'
 
-const REFUSALS: Record<RefusalReason, { status: number; code: 'not_found' | 'forbidden' | 'conflict'; message: string }> = {
-  not_found: { status: 404, code: 'not_found', message: 'The hosted page is unknown' },
-  expired: { status: 410, code: 'not_found', message: 'The hosted page is expired' },
-  withdrawn: { status: 410, code: 'not_found', message: 'The hosted page was withdrawn: the client that made it is revoked' },
-  disabled: { status: 403, code: 'forbidden', message: 'The hosted page is not available: its company is disabled' },
-  used: { status: 409, code: 'conflict', message: 'The hosted page is used' },
+const REFUSALS: Record<RefusalReason, { as: 'not_found' | 'gone' | 'forbidden' | 'conflict'; message: string }> = {
+  not_found: { as: 'not_found', message: 'The hosted page is unknown' },
+  expired: { as: 'gone', message: 'The hosted page is expired' },
+  withdrawn: { as: 'gone', message: 'The hosted page was withdrawn: the client that made it is revoked' },
+  disabled: { as: 'forbidden', message: 'The hosted page is not available: its company is disabled' },
+  used: { as: 'conflict', message: 'The hosted page is used' },
 }
 
-export class PageRefused extends AppError {
-  constructor(readonly reason: RefusalReason) {
-    const { status, code, message } = REFUSALS[reason]
-    super(code, status, message)
-  }
+/** A hosted page that cannot be used, and why: the pages answer it in the visitor's language. */
+export type PageRefused = AppError & { readonly reason: RefusalReason }
+
+export function pageRefused(reason: RefusalReason): PageRefused {
+  const { as, message } = REFUSALS[reason]
+  const err = as === 'gone' ? new Gone(message) : as === 'forbidden' ? new Forbidden(message) : as === 'conflict' ? new Conflict(message) : new AppError('not_found', message)
+  return Object.assign(err, { reason })
 }
 
+export const isPageRefused = (err: unknown): err is PageRefused => err instanceof AppError && 'reason' in err
+
+/** An invoice id that is not one of the portal's company (or no invoice id at all): a 404 page of its own. */
 export class InvoiceUnknown extends NotFound {
   constructor() { super('Invoice') }
 }
@@ -57,12 +62,12 @@ export function createHostedService(deps: {
 
   async function open(kind: HostedPageKind, token: string): Promise<OpenedPage> {
     const page = /^[A-Za-z0-9_-]{43}$/.test(token) ? await repo.findByTokenHash(hashToken(token)) : undefined
-    if (!page || page.kind !== kind) throw new PageRefused('not_found')
-    if (clock.now() >= page.expires_at) throw new PageRefused('expired')
+    if (!page || page.kind !== kind) throw pageRefused('not_found')
+    if (clock.now() >= page.expires_at) throw pageRefused('expired')
     // At every request: a link is worth no more than the client that made it and its company.
-    if (page.client_revoked) throw new PageRefused('withdrawn')
-    if (page.company_disabled) throw new PageRefused('disabled')
-    if (!OPEN[kind].includes(page.state)) throw new PageRefused('used')
+    if (page.client_revoked) throw pageRefused('withdrawn')
+    if (page.company_disabled) throw pageRefused('disabled')
+    if (!OPEN[kind].includes(page.state)) throw pageRefused('used')
     return page
   }
 
@@ -74,7 +79,7 @@ export function createHostedService(deps: {
   async function move(page: HostedPageRow, to: HostedPageState): Promise<HostedPageRow> {
     const now = clock.now()
     const moved = await repo.transition(page, OPEN[page.kind], to, now)
-    if (!moved) throw new PageRefused(now >= page.expires_at ? 'expired' : 'used')
+    if (!moved) throw pageRefused(now >= page.expires_at ? 'expired' : 'used')
     return moved
   }
 
@@ -101,7 +106,7 @@ export function createHostedService(deps: {
   function selection(form: { plan?: string; quantity?: string }) {
     const quantity = Number(form.quantity ?? '')
     if (!form.plan || !Number.isInteger(quantity) || quantity < 1 || quantity > 100_000) {
-      throw new AppError('validation_failed', 400, 'choose a plan and a number of users between 1 and 100000')
+      throw new ValidationError('choose a plan and a number of users between 1 and 100000')
     }
     return { plan: form.plan, quantity }
   }

@@ -5,8 +5,8 @@ import type { SubscriptionDetails } from '../subscriptions/subscriptions.schemas
 import type { CardProblem } from './hosted.card.ts'
 import { formatMoney } from './hosted.i18n.ts'
 import type { CreditNoteBody, InvoiceBody } from '../invoices/invoices.schemas.ts'
-import type { Paged } from '../../http/pagination.ts'
-import { toMinor } from '../../money.ts'
+import type { Paged } from '../../core/paging.ts'
+import { toMinor } from '../../core/money.ts'
 import { dateOf, form, html, invoiceTable, layout, periodOf, type Html, type PageContext } from './hosted.html.ts'
 
 /** `base` is the page's own path. */

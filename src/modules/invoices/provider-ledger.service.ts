@@ -37,6 +37,11 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
   }
 
   return {
+    /** Records a copy's version when it is newer than the last one applied (or as new, with `orEqual`); false when it is not. */
+    advanceVersion: repo.advanceVersion,
+    /** Every subscription kept at Chargebee: what the reconciliation walks. */
+    chargebeeSubscriptions: repo.chargebeeSubscriptions,
+
     /**
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),
      * which counts as an attempt even when Chargebee's copy does not list it among its dunning attempts.

@@ -1,6 +1,6 @@
 import type { Database } from '../../db/database.ts'
 import type { ClientAccessState, OauthRepository } from './oauth.repository.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 const CHANNEL = 'access_changed'
 // A safety net for a missed notification.

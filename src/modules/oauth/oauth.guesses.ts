@@ -1,6 +1,6 @@
-import type { Clock } from '../../clock.ts'
-import { BoundedMap } from '../../bounded-map.ts'
-import { RateLimited } from '../../http/errors.ts'
+import type { Clock } from '../../core/clock.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
+import { RateLimited } from '../../core/errors.ts'
 import type { OauthRepository } from './oauth.repository.ts'
 
 export const WRONG_SECRETS_LIMIT = 10

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage, type Paged } from '../../http/pagination.ts'
+import { cutPage, type Paged } from '../../core/paging.ts'
 import type { DB } from '../../db/tables.ts'
 import { prepared } from '../../db/prepared.ts'
 

@@ -4,6 +4,7 @@ import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagina
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams, ErrorBody } from '../../http/schemas.ts'
 import { lingerOnRefusedBody, toAppError } from '../../http/error-handler.ts'
+import { headersOf, statusOf } from '../../http/error-status.ts'
 import { principalOf } from '../../http/auth.ts'
 import { OAuthError, type OauthService } from './oauth.service.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
@@ -33,11 +34,12 @@ export async function tokenRoutes(app: App, { service, keys, bodyLimit }: { serv
     const oauth = err instanceof OAuthError ? err : undefined
     if (!oauth) {
       const mapped = toAppError(err)
-      if (mapped.statusCode !== 400) {
-        for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value)
-        if (mapped.statusCode === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
-        const message = mapped.statusCode === 413 ? `The request body is larger than the limit of ${limit} bytes` : mapped.message
-        return reply.code(mapped.statusCode).header('cache-control', 'no-store').send({ errors: message, code: mapped.code })
+      const mappedStatus = statusOf(mapped)
+      if (mappedStatus !== 400) {
+        for (const [name, value] of Object.entries(headersOf(mapped))) reply.header(name, value)
+        if (mappedStatus === 413 && !request.raw.complete) lingerOnRefusedBody(request, reply)
+        const message = mappedStatus === 413 ? `The request body is larger than the limit of ${limit} bytes` : mapped.message
+        return reply.code(mappedStatus).header('cache-control', 'no-store').send({ errors: message, code: mapped.code })
       }
     }
     const error = oauth?.error ?? 'invalid_request'

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
-import { ServiceUnavailable } from '../../http/errors.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { ServiceUnavailable } from '../../core/errors.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 /**
  * Client secrets at rest: `scrypt$N$r$p$salt$hash` (salted, slow, parameters stored) for secrets a

@@ -1,19 +1,11 @@
 import { createPrivateKey, randomUUID, sign as signBytes, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto'
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type CryptoKey as JoseKey, type JWTPayload } from 'jose'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { Config } from '../../config.ts'
 import type { Database } from '../../db/database.ts'
 import type { OauthRepository, SigningKeyRow } from './oauth.repository.ts'
-import { BoundedMap } from '../../bounded-map.ts'
-
-export interface Principal {
-  clientId: string
-  /** null for a platform client. */
-  companyId: string | null
-  scopes: ReadonlySet<string>
-  /** Unix seconds. */
-  expiresAt: number
-}
+import { BoundedMap } from '../../core/bounded-map.ts'
+import type { Principal } from '../../core/principal.ts'
 
 export interface TokenSettings {
   issuer: string

@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { sql, type Kysely } from 'kysely'
 import type { App } from '../../http/app-types.ts'
-import { ServiceUnavailable } from '../../http/errors.ts'
+import { ServiceUnavailable } from '../../core/errors.ts'
 import { migrationsApplied } from '../../db/migrate.ts'
 import type { DB } from '../../db/tables.ts'
 import type { Readiness } from '../../http/shutdown.ts'

@@ -1,13 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'
 import { MissingAtChargebee, type ChargebeeReconcileReader } from './billing/chargebee-reconcile-reader.ts'
 import { chargebeeState, saveChargebeeState } from './chargebee-state.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { changesBetween } from './subscriptions.events.ts'
-import type { WebhooksRepository } from './webhooks.repository.ts'
+import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 
 type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']>> & {
   invoices: Awaited<ReturnType<ChargebeeReconcileReader['invoices']>>
@@ -31,9 +30,8 @@ export function createChargebeeReconciliation(deps: {
   intervalSeconds: number
   reader: ChargebeeReconcileReader
   subscriptions: SubscriptionsRepository
-  webhooksRepo: Pick<WebhooksRepository, 'advanceVersion' | 'appliedVersion'>
+  webhooksRepo: Pick<ChargebeeWebhooksRepository, 'advanceVersion' | 'appliedVersion'>
   ledger: ProviderLedger
-  ledgerRepo: Pick<ProviderLedgerRepository, 'chargebeeSubscriptions'>
   log: FastifyBaseLogger
   onDrift: DriftObserver
 }) {
@@ -90,7 +88,7 @@ export function createChargebeeReconciliation(deps: {
   }
 
   deps.scheduler.register(RECONCILE_JOB, async (ctx) => {
-    for (const s of await deps.ledgerRepo.chargebeeSubscriptions(ctx.trx)) {
+    for (const s of await deps.ledger.chargebeeSubscriptions(ctx.trx)) {
       // One job row per subscription, due again at each run: the jobs table keeps done jobs.
       await deps.scheduler.reschedule(ctx.trx, {
         kind: RECONCILE_SUBSCRIPTION_JOB, key: s.id, runAt: ctx.now, companyId: s.company_id,

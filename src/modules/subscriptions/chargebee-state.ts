@@ -1,5 +1,5 @@
 import type { PaymentSource, SubscriptionRow } from '../../db/tables.ts'
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { fromCatalogV1, itemsKnown } from './billing/chargebee-catalog-v1.ts'
 import { stateFrom, type CbSubscription } from './billing/chargebee-mapping.ts'

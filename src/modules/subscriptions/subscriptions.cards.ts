@@ -1,5 +1,5 @@
 import type { PaymentSource } from '../../db/tables.ts'
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 import { brandOf, luhnValid } from '../hosted/hosted.card.ts'
 import { testBehaviourOf } from './billing/test-cards.ts'
 import type { PaymentSourceInput } from './subscriptions.schemas.ts'

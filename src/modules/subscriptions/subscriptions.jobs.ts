@@ -7,9 +7,7 @@ import type { Pricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
 import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/invoices.service.ts'
-
-export const TRIAL_END_JOB = 'subscription.trial_end'
-export const TERM_END_JOB = 'subscription.term_end'
+import { TERM_END_JOB, TRIAL_END_JOB } from './subscriptions.job-kinds.ts'
 
 const SCHEDULER_ACTOR = 'scheduler'
 

@@ -1,5 +1,5 @@
 import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
-import { Conflict, ValidationError } from '../../http/errors.ts'
+import { Conflict, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'

@@ -1,5 +1,5 @@
 import type { SubscriptionRow } from '../../db/tables.ts'
-import { ProviderError } from '../../http/errors.ts'
+import { ProviderError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { BillingProvider } from './billing/provider.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'

@@ -5,7 +5,7 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import { prepared } from '../../db/prepared.ts'
 import { writeBatches, type WriteBatchObserver } from '../../db/write-batches.ts'
 import { containing, keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
 
 /** Teams by name then code (unique in a company). */

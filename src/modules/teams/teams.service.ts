@@ -1,12 +1,12 @@
 import { batchedByResource, type StoredObject } from '../events/event-objects.ts'
 import type { Contract } from '../companies/companies.schemas.ts'
 import { randomUUID } from 'node:crypto'
-import type { Clock } from '../../clock.ts'
-import { Conflict, NotFound, ValidationError } from '../../http/errors.ts'
+import type { Clock } from '../../core/clock.ts'
+import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { isDuplicateTeamCode, type Move, type TeamFilter, type TeamsRepository } from './teams.repository.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
-import type { Paged } from '../../http/pagination.ts'
+import type { Paged } from '../../core/paging.ts'
 import type { AddContractInput, ContractTeamParams, Team, TeamInput, TeamMember } from './teams.schemas.ts'
 
 /**

@@ -1,7 +1,7 @@
-import type { BusinessClock } from '../../db/business-clock.ts'
-import type { TestClockRepository } from '../../db/test-clock.repository.ts'
+import type { BusinessClock } from './business-clock.ts'
+import type { TestClockRepository } from './test-clock.repository.ts'
 import type { Scheduler } from '../../jobs/scheduler.ts'
-import { Conflict, ServiceUnavailable, ValidationError } from '../../http/errors.ts'
+import { Conflict, ServiceUnavailable, ValidationError } from '../../core/errors.ts'
 import type { TestClock } from './test-clock.schemas.ts'
 
 /** An advance stops after this many steps (one per distinct due time): a job that keeps failing, or a runaway series. */

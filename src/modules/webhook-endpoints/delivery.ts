@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import { outsideRequestScope } from '../../db/request-transaction.ts'
 import type { EventPresenter } from '../events/event-objects.ts'
 import type { DirectTarget, FannedEvent } from './delivery-queue.repository.ts'

@@ -4,7 +4,7 @@ import type { AttemptOutcome } from '../../db/tables.ts'
 import { signatureHeaders } from './signing.ts'
 import { guardedLookup, hostOf, isRefusedAddress, TargetRefused } from './targets.ts'
 import { errorCodeOf, httpError, type AttemptError } from './attempt-errors.ts'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 const MAX_RESPONSE_BYTES = 64 * 1024
 

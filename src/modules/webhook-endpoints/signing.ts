@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
-import { BoundedMap } from '../../bounded-map.ts'
+import { BoundedMap } from '../../core/bounded-map.ts'
 
 /** A new endpoint secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks). */
 export function newSecret(): string {

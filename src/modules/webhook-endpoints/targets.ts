@@ -2,7 +2,7 @@ import dns from 'node:dns'
 import net from 'node:net'
 import type { LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 
 /**
  * The SSRF guard: a company must not make this service POST into its network (the database, a

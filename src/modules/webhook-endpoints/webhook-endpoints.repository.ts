@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { KeysetPage } from '../../db/keyset.ts'
-import { cutPage } from '../../http/pagination.ts'
+import { cutPage } from '../../core/paging.ts'
 import type { Executor } from '../../db/executor.ts'
 import type { AttemptOutcome, DB } from '../../db/tables.ts'
 import { claimDue, fanOutDue, oldestPending, recordDirectOutcomes, recordOutcomes, type DeliveryClaim, type DirectOutcome, type FanOutClaim, type RecordedOutcome } from './delivery-queue.repository.ts'

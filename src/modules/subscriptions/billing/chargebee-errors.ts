@@ -1,4 +1,4 @@
-import { AppError, ProviderError } from '../../../http/errors.ts'
+import { AppError, ProviderError } from '../../../core/errors.ts'
 
 /**
  * What a failed Chargebee call becomes, always a `provider_error`: Chargebee's 400 a 400, its 409 a
@@ -21,10 +21,10 @@ export function providerErrorFrom(err: unknown, action: string): AppError {
   if (status === 429) {
     const given = Number.parseInt(e.headers?.['retry-after'] ?? '', 10)
     const seconds = Number.isFinite(given) && given > 0 ? given : DEFAULT_RETRY_AFTER_SECONDS
-    return new AppError('provider_error', 503, `Chargebee is rate limiting this service; retry in ${seconds} s`, { 'retry-after': String(seconds) })
+    return new ProviderError(`Chargebee is rate limiting this service; retry in ${seconds} s`, 'busy', seconds)
   }
-  if (status === 400) return new ProviderError(`Chargebee refused to ${action} (${code})${said}`, 400)
-  if (status === 409) return new ProviderError(`Chargebee refused to ${action} in the subscription's state (${code})${said}`, 409)
+  if (status === 400) return new ProviderError(`Chargebee refused to ${action} (${code})${said}`, 'refused')
+  if (status === 409) return new ProviderError(`Chargebee refused to ${action} in the subscription's state (${code})${said}`, 'conflict')
   if (status === 404) return new ProviderError(`Chargebee does not know an object needed to ${action} (${code})${said}`)
   return new ProviderError(`Chargebee failed to ${action} (HTTP ${status}, ${code})`)
 }

@@ -1,4 +1,4 @@
-import { uuidFromName } from '../../../db/ids.ts'
+import { uuidFromName } from '../../../core/ids.ts'
 import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../../db/tables.ts'
 import type { Insertable } from 'kysely'
 import { estimateFrom } from './chargebee-mapping.ts'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Config } from '../../../config.ts'
 import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../http/errors.ts'
+import { ProviderError } from '../../../core/errors.ts'
 import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
 import { chargebeeSdk } from './chargebee-sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.ts'
@@ -156,7 +156,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async addPaymentSource() {
       // Chargebee takes a card only from its own pages or a gateway token.
-      throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 409)
+      throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 'conflict')
     },
 
     async managerPage({ subscription: s }, { redirectUrl }) {

@@ -1,4 +1,4 @@
-import { ProviderError } from '../../../http/errors.ts'
+import { ProviderError } from '../../../core/errors.ts'
 import { providerErrorFrom } from './chargebee-errors.ts'
 import { cardOf, stateFrom, type CbSubscription } from './chargebee-mapping.ts'
 import type { SubscriptionAnswer } from './chargebee-read-back.ts'

@@ -1,5 +1,5 @@
 import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../http/errors.ts'
+import { ProviderError } from '../../../core/errors.ts'
 import { afterInvoice, freshUsage, usageColumns, usageOf } from './coupons.ts'
 import { couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection } from './estimate.ts'
 import * as lifecycle from './lifecycle.ts'

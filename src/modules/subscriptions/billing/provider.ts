@@ -1,5 +1,5 @@
 import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../http/errors.ts'
+import { ProviderError } from '../../../core/errors.ts'
 import type { ChargedInvoice, CreditFigures, Estimate, PricedSelection, TaxRate } from './estimate.ts'
 import type { CouponUsage } from './coupons.ts'
 import type { BillingState, Cancellation } from './lifecycle.ts'

@@ -3,7 +3,7 @@ import type { WebhookOutcome } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 
 /** Provider webhooks: events received (idempotency) and the newest state applied (ordering). */
-export function createWebhooksRepository() {
+export function createChargebeeWebhooksRepository() {
   return {
     /** False when recorded before; a concurrent delivery of the same id waits on the primary key, then gets false. */
     async recordEvent(executor: Executor, event: { provider: 'chargebee'; event_id: string; event_type: string; occurred_at: Date; received_at: Date }): Promise<boolean> {
@@ -46,4 +46,4 @@ export function createWebhooksRepository() {
   }
 }
 
-export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>
+export type ChargebeeWebhooksRepository = ReturnType<typeof createChargebeeWebhooksRepository>

@@ -1,4 +1,4 @@
-import { ValidationError } from './http/errors.ts'
+import { ValidationError } from './errors.ts'
 
 /**
  * Money crosses the API in major units and is kept in integer minor units; every conversion goes

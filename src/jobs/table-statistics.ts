@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
-import { outsideRequestScope } from './request-transaction.ts'
-import { withStatementTimeout } from './database.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
+import { withStatementTimeout } from '../db/database.ts'
 
 const CHECK_EVERY_MS = 1000
 const MAX_BACKOFF_MS = 60_000

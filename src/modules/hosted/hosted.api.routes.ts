@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
 import { principalOf } from '../../http/auth.ts'
-import { NotFound } from '../../http/errors.ts'
+import { NotFound } from '../../core/errors.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import type { SubscriptionsService } from '../subscriptions/subscriptions.service.ts'
 import { checkRedirectUrl } from './hosted.redirect.ts'

@@ -1,6 +1,6 @@
 // The read cache's keeping of answers: shelves per company and area, their sizes, bound and ages.
 // How it hears of changes is read-cache-changes.ts.
-import type { Database } from './database.ts'
+import type { Database } from '../db/database.ts'
 import { CACHED_READS, type Area, type CachedRead } from './read-areas.ts'
 import { createReadCacheChanges } from './read-cache-changes.ts'
 
@@ -140,6 +140,7 @@ export function createReadCache(options: {
     onForget(forget: (companyId: string | undefined, areas: readonly string[] | undefined) => void) { alsoForget.push(forget) },
 
     listening: changes.listening,
+
 
     written: changes.written,
     announced: changes.announced,

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { DB } from './tables.ts'
+import type { DB } from '../../db/tables.ts'
 
 /** The test clock's one row (migration 0017). */
 export interface TestClockRow {

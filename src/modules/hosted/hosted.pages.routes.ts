@@ -1,14 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App } from '../../http/app-types.ts'
-import { AppError } from '../../http/errors.ts'
+import { Forbidden } from '../../core/errors.ts'
 import { toAppError } from '../../http/error-handler.ts'
+import { statusOf } from '../../http/error-status.ts'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import { csrfCookie, csrfFor, csrfRefusal, CSRF_FIELD } from './hosted.csrf.ts'
 import { dateOf, errorPage, STYLESHEET } from './hosted.html.ts'
 import { localeOf, translator, type Locale, type MessageKey, type Translate } from './hosted.i18n.ts'
 import { pagePath } from './hosted.pages.ts'
 import { originOf } from './hosted.redirect.ts'
-import { InvoiceUnknown, PageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
+import { InvoiceUnknown, isPageRefused, type HostedService, type RefusalReason } from './hosted.service.ts'
 import { INVOICE_STYLE_HASH, invoiceDocument, type Seller } from './hosted.invoice.ts'
 import { invoicesPage, managerEstimatePage, managerPage, paymentPage, portalPage, type ViewContext } from './hosted.views.ts'
 import { nextPageUrl, pageQuery, readPage } from '../../http/pagination.ts'
@@ -22,8 +23,8 @@ type TokenRequest = FastifyRequest<{ Params: { token: string }; Body: Form | und
 type InvoiceRequest = FastifyRequest<{ Params: { token: string; invoice_id: string } }>
 type PagedRequest = FastifyRequest<{ Params: { token: string }; Querystring: { limit?: number; cursor?: string } }>
 
-class CsrfRefused extends AppError {
-  constructor() { super('forbidden', 403, 'The form could not be verified') }
+class CsrfRefused extends Forbidden {
+  constructor() { super('The form could not be verified') }
 }
 
 /**
@@ -99,11 +100,11 @@ export async function hostedRoutes(app: App, deps: { service: HostedService; pub
   app.setErrorHandler((err, request, reply) => {
     const { locale, t } = language(request)
     const ctx = { locale, t }
-    if (err instanceof PageRefused) {
-      return sendPage(request, reply, err.statusCode, errorPage(ctx, t(REFUSAL_MESSAGES[err.reason])), null)
+    if (isPageRefused(err)) {
+      return sendPage(request, reply, statusOf(err), errorPage(ctx, t(REFUSAL_MESSAGES[err.reason])), null)
     }
     const mapped = toAppError(err as never)
-    const status = mapped.statusCode
+    const status = statusOf(mapped)
     if (status >= 500) request.log.error({ err }, 'hosted page failed')
     const message = status === 403 ? t('error.forbidden')
       : err instanceof InvoiceUnknown ? t('error.invoiceNotFound')

@@ -1,16 +1,15 @@
 import type { Kysely } from 'kysely'
-import type { Clock } from '../../clock.ts'
+import type { Clock } from '../../core/clock.ts'
 import type { DB, PaymentSource, SubscriptionRow, WebhookOutcome } from '../../db/tables.ts'
-import { ValidationError } from '../../http/errors.ts'
+import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSubscription } from './billing/chargebee-mapping.ts'
 import { isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice } from './billing/chargebee-ledger-mapping.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { recordChange } from './subscriptions.events.ts'
-import type { WebhooksRepository } from './webhooks.repository.ts'
+import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
 import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import type { ProviderLedgerRepository } from '../invoices/provider-ledger.repository.ts'
 import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee-event-types.ts'
 import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee-state.ts'
 
@@ -92,9 +91,9 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
  * Chargebee's webhooks: each event applies once, and a copy only when its `resource_version` is newer.
  * A copy older than this API's last change of the row is not trusted: Chargebee is read instead.
  */
-export function createWebhooksService(deps: {
-  db: Kysely<DB>; repo: WebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
-  ledger: ProviderLedger; ledgerRepo: Pick<ProviderLedgerRepository, 'advanceVersion'>
+export function createChargebeeWebhooksService(deps: {
+  db: Kysely<DB>; repo: ChargebeeWebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
+  ledger: ProviderLedger
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
   const { db, repo, clock } = deps
@@ -129,13 +128,13 @@ export function createWebhooksService(deps: {
    */
   async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
     const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
-    if (parts.sourceId && !(await deps.ledgerRepo.advanceVersion(trx, {
+    if (parts.sourceId && !(await deps.ledger.advanceVersion(trx, {
       company_id: before.company_id, object_id: ledgerId('payment_source', parts.sourceId), object_type: 'payment_source',
       provider_object_id: parts.sourceId, resource_version: parts.sourceVersion!.toString(),
     }))) return 'stale'
     const removed = verb === 'payment_source_deleted'
     if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
-    if (!(await deps.ledgerRepo.advanceVersion(trx, {
+    if (!(await deps.ledger.advanceVersion(trx, {
       company_id: before.company_id, object_id: ledgerId('payment_source', `card-of/${before.company_id}`), object_type: 'payment_source',
       provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
     }, { orEqual: !parts.cardVersion!.exact }))) return 'stale'
@@ -195,4 +194,4 @@ export function createWebhooksService(deps: {
   }
 }
 
-export type WebhooksService = ReturnType<typeof createWebhooksService>
+export type ChargebeeWebhooksService = ReturnType<typeof createChargebeeWebhooksService>

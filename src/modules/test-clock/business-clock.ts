@@ -1,7 +1,7 @@
-import type { Clock } from '../clock.ts'
-import type { Database } from './database.ts'
+import type { Clock } from '../../core/clock.ts'
+import type { Database } from '../../db/database.ts'
 import type { TestClockRepository, TestClockRow } from './test-clock.repository.ts'
-import { outsideRequestScope } from './request-transaction.ts'
+import { outsideRequestScope } from '../../db/request-transaction.ts'
 
 const CHANGED = 'test_clock_changed'
 /** The longest a missed notification leaves an instance behind. */

@@ -2,9 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { App } from '../../http/app-types.ts'
-import { AppError } from '../../http/errors.ts'
+import { Unauthorized } from '../../core/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
-import type { WebhooksService } from './webhooks.service.ts'
+import type { ChargebeeWebhooksService } from './chargebee-webhooks.service.ts'
 
 // Not strict, unlike our bodies: Chargebee adds fields as it sees fit, and refusing one would
 // make it retry the delivery forever.
@@ -31,9 +31,9 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected))
 }
 
-class BasicUnauthorized extends AppError {
+class BasicUnauthorized extends Unauthorized {
   constructor() {
-    super('unauthorized', 401, 'Chargebee webhooks need the configured HTTP Basic credentials', { 'www-authenticate': 'Basic realm="chargebee-webhooks", charset="UTF-8"' })
+    super('Chargebee webhooks need the configured HTTP Basic credentials', 'chargebee-webhooks')
   }
 }
 
@@ -54,7 +54,7 @@ export function basicAuthCheck(credentials: { user?: string; password?: string }
   }
 }
 
-export async function webhooksRoutes(app: App, { service, credentials }: { service: WebhooksService; credentials: { user?: string; password?: string } }) {
+export async function chargebeeWebhooksRoutes(app: App, { service, credentials }: { service: ChargebeeWebhooksService; credentials: { user?: string; password?: string } }) {
   app.post('/api/v1/subscription/webhooks/chargebee', {
     config: { access: 'none', billingProvider: true },
     // Before the body is parsed: an unauthenticated request gets 401 whatever it sends.

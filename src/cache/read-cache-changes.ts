@@ -2,8 +2,8 @@
 // instance's own writes, the `company_changed` announcements, and the `company_changes` record each
 // commit leaves. While any is unavailable, `listening()` is false and nothing is kept.
 import { sql } from 'kysely'
-import type { Database } from './database.ts'
-import { outsideRequestScope } from './request-transaction.ts'
+import type { Database } from '../db/database.ts'
+import { outsideRequestScope } from '../db/request-transaction.ts'
 import { parseChange } from './read-areas.ts'
 
 export const COMPANY_CHANGED = 'company_changed'
@@ -29,6 +29,7 @@ export function createReadCacheChanges(options: {
     const { companyId, areas } = parseChange(payload)
     forgetChange(companyId, areas)
   }
+
 
   interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void }
   let gathering: Batch | undefined

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, onSendHookHandler } from 'fastify'
-import type { ReadCache } from '../db/read-cache.ts'
-import type { CachedRead } from '../db/read-areas.ts'
+import type { ReadCache } from './read-cache.ts'
+import type { CachedRead } from './read-areas.ts'
 
 /**
  * Answers a read from the cache; a miss is serialized by the route's own response schema, the same
