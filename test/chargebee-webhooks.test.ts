@@ -9,8 +9,8 @@ import { forEachEngine } from './helpers/engine-suites.ts'
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString()
 
-/** POST /api/v1/subscription/webhooks/chargebee: Basic auth, idempotency by event id, ordering by resource_version, mirror fields. */
 // Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+/** POST /api/v1/subscription/webhooks/chargebee: Basic auth, idempotency by event id, ordering by resource_version, mirror fields. */
 forEachEngine('chargebee webhooks', (engine) => {
   let t: TestApp
   let fake: FakeChargebee

@@ -9,8 +9,8 @@ import { forEachEngine } from './helpers/engine-suites.ts'
 
 const unixOf = (d: Date) => Math.floor(d.getTime() / 1000)
 
-/** The Chargebee provider through HTTP: the real SDK against a fake Chargebee on 127.0.0.1 (no other network). */
 // Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+/** The Chargebee provider through HTTP: the real SDK against a fake Chargebee on 127.0.0.1 (no other network). */
 forEachEngine('chargebee provider', (engine) => {
   let t: TestApp
   let fake: FakeChargebee

@@ -26,7 +26,6 @@ const HOUR = 3600
 const DAY = 86_400
 const ROTATION: Partial<Config> = { SIGNING_KEY_ROTATION_DAYS: 30, SIGNING_KEY_PUBLISH_AHEAD_SECONDS: DAY }
 
-
 // Its own hooks: each test builds two instances over one database.
 forEachEngine('signing keys', (engine) => {
   const kidOf = (token: string) => decodeProtectedHeader(token).kid!

@@ -57,6 +57,7 @@ forEachEngine('the running scheduler', (engine) => {
   })
 })
 
+// Its own setup: a scheduler over a bare database, without an app.
 /**
  * SCHEDULER_CONCURRENCY: the polling loop claims several jobs at once, even of one lane (one
  * company's backlog, here the platform's). Each handler waits, inside its job's transaction, until
@@ -64,7 +65,6 @@ forEachEngine('the running scheduler', (engine) => {
  * the 20 s and the test fails on the count). PostgreSQL only: PGlite is one session, where the app
  * runs one job at a time (src/app.ts), and a second transaction waits for the first.
  */
-// Its own setup: a scheduler over a bare database, without an app.
 forEachEngine('the scheduler\'s concurrent workers', (engine) => {
   it('runs four due jobs of one lane at once with concurrency 4', { timeout: 60_000 }, async () => {
     const database = await openTestDatabase(engine)
@@ -96,12 +96,12 @@ forEachEngine('the scheduler\'s concurrent workers', (engine) => {
   })
 }, (engine) => ({ skip: engine === 'pglite' ? 'PGlite is one database session: one job at a time' : false }))
 
+// Its own setup: a scheduler over a bare database, without an app.
 /**
  * A graceful stop (SIGTERM) waits for the jobs in flight, not for the whole pass: once stop() is
  * called no worker claims another job, so the jobs still due stay due for the next instance. It
  * used to run the pass to its end (up to 1,000 jobs) before stop() resolved.
  */
-// Its own setup: a scheduler over a bare database, without an app.
 forEachEngine('stopping the running scheduler', (engine) => {
   it('finishes the job in flight and leaves the other due jobs for the next instance', { timeout: 60_000 }, async () => {
     const database = await openTestDatabase(engine)

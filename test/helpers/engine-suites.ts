@@ -22,8 +22,8 @@ export function forEachEngine(title: Title, body: (engine: Engine) => void, opti
 
 /**
  * A suite per engine with a test app on a fresh database (buildTestApp, `config` over its
- * defaults), built before the suite's first hook and closed after its tests. `t` is filled in
- * by that first hook: read it inside hooks and tests, not while the suite is being declared.
+ * defaults), built before the suite's own hooks and closed after them. `t` is filled in by the
+ * first hook: read it inside hooks and tests, not while the suite is being declared.
  */
 export function onEachEngine(title: Title, body: (t: TestApp, engine: Engine) => void): void
 export function onEachEngine(title: Title, config: Partial<Config>, body: (t: TestApp, engine: Engine) => void): void
@@ -32,9 +32,10 @@ export function onEachEngine(title: Title, ...rest: [(t: TestApp, engine: Engine
   forEachEngine(title, (engine) => {
     const t = {} as TestApp
     let built = false
-    // Registered before the body's hooks, so they run after the app is built and before it closes.
+    // Hooks run in the order they are registered: the app is built before the body's hooks
+    // and closed after them (what they close, such as a second instance, may use its database).
     before(async () => { Object.assign(t, await buildTestApp(engine, config)); built = true })
-    after(async () => { if (built) await t.close() })
     body(t, engine)
+    after(async () => { if (built) await t.close() })
   })
 }
