@@ -17,7 +17,36 @@ const nameOf = (title: Title, engine: Engine) => typeof title === 'function' ? t
  * `options` are describe's, per engine (a suite that cannot mean anything on PGlite skips there).
  */
 export function forEachEngine(title: Title, body: (engine: Engine) => void, options?: (engine: Engine) => { skip?: string | boolean }): void {
-  for (const engine of engines) describe(nameOf(title, engine), options?.(engine) ?? {}, () => body(engine))
+  const describeHere = describeIn(callerFile())
+  for (const engine of engines) describeHere(nameOf(title, engine), options?.(engine) ?? {}, () => body(engine))
+}
+
+type Describe = (name: string, options: { skip?: string | boolean }, fn: () => void) => void
+const shims = new Map<string, Describe>()
+
+/**
+ * node:test gives a suite the file of the code that calls describe. Called from here, every
+ * suite would belong to this helper, and the summary reporter, which counts tests per file and
+ * engine, would find no engine in the test files. So describe is called through a one-line
+ * function whose source is named after the test file (V8's sourceURL), once per file.
+ */
+function describeIn(file: string): Describe {
+  let shim = shims.get(file)
+  if (!shim) {
+    shim = new Function('describe', `return (name, options, fn) => describe(name, options, fn)\n//# sourceURL=${file}`)(describe) as Describe
+    shims.set(file, shim)
+  }
+  return shim
+}
+
+/** The file of the first stack frame outside this helper: the test file declaring the suites. */
+function callerFile(): string {
+  const here = new URL(import.meta.url).pathname
+  for (const line of new Error().stack!.split('\n').slice(1)) {
+    const file = /\(?((?:file:\/\/)?\/[^()]*?):\d+:\d+\)?$/.exec(line)?.[1]
+    if (file && !file.endsWith(here)) return file
+  }
+  throw new Error('forEachEngine: no caller outside test/helpers/engine-suites.ts')
 }
 
 /**
