@@ -6,8 +6,8 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
-import { engines } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
+import { forEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * `npm start` runs the bundle scripts/build.mjs makes, not the TypeScript sources the other tests
@@ -76,96 +76,95 @@ describe('the bundle', () => {
   })
 })
 
-for (const engine of engines) {
-  describe(`the built server (npm start) on ${engine}`, () => {
-    let server: Awaited<ReturnType<typeof startBuilt>> | undefined
-    let dataDir: string | undefined
-    let database: string | undefined
+// Its own hooks: the suite starts the built server as a process, not a test app.
+forEachEngine('the built server (npm start)', (engine) => {
+  let server: Awaited<ReturnType<typeof startBuilt>> | undefined
+  let dataDir: string | undefined
+  let database: string | undefined
 
-    before(async () => {
-      if (engine === 'pglite') {
-        dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-'))
-        server = await startBuilt({ DATA_DIR: dataDir })
-      } else {
-        const admin = process.env.TEST_DATABASE_URL!
-        database = `cai_build_${process.pid}`
-        const client = new pg.Client({ connectionString: admin })
-        await client.connect()
-        await client.query(`DROP DATABASE IF EXISTS ${database}`)
-        await client.query(`CREATE DATABASE ${database}`)
-        await client.end()
-        server = await startBuilt({ DATABASE_URL: withDatabase(admin, database) })
-      }
-    })
-
-    after(async () => {
-      await stop(server?.child)
-      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
-      if (database) {
-        const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL! })
-        await client.connect()
-        await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-        await client.end()
-      }
-    })
-
-    it('migrates a new database, issues tokens, validates, writes and reads', async () => {
-      const { url } = server!
-      const token = await adminToken(url)
-      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-
-      const plan = { sku: `build-plan-${process.pid}`, name: 'Pro', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'] }
-      const bad = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan: { ...plan, price: 'free' } }) })
-      assert.equal(bad.status, 400)
-      assert.match(((await bad.json()) as { errors: string }).errors, /price/)
-      const created = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan }) })
-      assert.equal(created.status, 202, await created.clone().text())
-      const listed = await fetch(`${url}/api/v1/subscription/plans`, { headers })
-      assert.equal(listed.status, 200)
-      assert.match(await listed.text(), new RegExp(plan.sku))
-    })
-
-    it('a client still sending a body over the limit reads the 413, not a reset', async () => {
-      // Closing at once with the rest of the body unread made the kernel reset the connection,
-      // and the client often lost the answer (reliability scenario 8): it needs a server in
-      // another process, hence here. Five tries, since it was a race.
-      const { url } = server!
-      const token = await adminToken(url)
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const text = await new Promise<string>((resolve) => {
-          let got = ''
-          const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => {
-            socket.write(`POST /api/v1/subscription/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)
-            const chunk = 'a'.repeat(64 * 1024)
-            for (let sent = 0; sent < 2 * 1024 * 1024 && !socket.destroyed; sent += chunk.length) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
-            if (!socket.destroyed) socket.write('0\r\n\r\n')
-          })
-          socket.on('data', (d: Buffer) => { got += d.toString(); socket.end() })
-          socket.on('error', () => {})
-          socket.on('close', () => resolve(got))
-        })
-        assert.match(text, /^HTTP\/1.1 413 /, `attempt ${attempt + 1}: ${JSON.stringify(text.slice(0, 80))}`)
-      }
-    })
-
-    it('serves /openapi.json, the /docs page and its script, and /metrics', async () => {
-      const { url } = server!
-      const doc = await fetch(`${url}/openapi.json`)
-      assert.equal(doc.status, 200)
-      assert.equal(((await doc.json()) as { openapi: string }).openapi, '3.1.0')
-      const page = await fetch(`${url}/docs/`)
-      assert.equal(page.status, 200)
-      assert.match(String(page.headers.get('content-type')), /^text\/html/)
-      const html = await page.text()
-      const script = /<script[^>]+src="([^"]+)"/.exec(html)?.[1]
-      assert.ok(script, `no script in the /docs page: ${html.slice(0, 300)}`)
-      const js = await fetch(new URL(script, `${url}/docs/`))
-      assert.equal(js.status, 200)
-      assert.match(String(js.headers.get('content-type')), /javascript/)
-      assert.equal((await fetch(`${url}/metrics`)).status, 200)
-    })
+  before(async () => {
+    if (engine === 'pglite') {
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-'))
+      server = await startBuilt({ DATA_DIR: dataDir })
+    } else {
+      const admin = process.env.TEST_DATABASE_URL!
+      database = `cai_build_${process.pid}`
+      const client = new pg.Client({ connectionString: admin })
+      await client.connect()
+      await client.query(`DROP DATABASE IF EXISTS ${database}`)
+      await client.query(`CREATE DATABASE ${database}`)
+      await client.end()
+      server = await startBuilt({ DATABASE_URL: withDatabase(admin, database) })
+    }
   })
-}
+
+  after(async () => {
+    await stop(server?.child)
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+    if (database) {
+      const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL! })
+      await client.connect()
+      await client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await client.end()
+    }
+  })
+
+  it('migrates a new database, issues tokens, validates, writes and reads', async () => {
+    const { url } = server!
+    const token = await adminToken(url)
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+
+    const plan = { sku: `build-plan-${process.pid}`, name: 'Pro', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'] }
+    const bad = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan: { ...plan, price: 'free' } }) })
+    assert.equal(bad.status, 400)
+    assert.match(((await bad.json()) as { errors: string }).errors, /price/)
+    const created = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan }) })
+    assert.equal(created.status, 202, await created.clone().text())
+    const listed = await fetch(`${url}/api/v1/subscription/plans`, { headers })
+    assert.equal(listed.status, 200)
+    assert.match(await listed.text(), new RegExp(plan.sku))
+  })
+
+  it('a client still sending a body over the limit reads the 413, not a reset', async () => {
+    // Closing at once with the rest of the body unread made the kernel reset the connection,
+    // and the client often lost the answer (reliability scenario 8): it needs a server in
+    // another process, hence here. Five tries, since it was a race.
+    const { url } = server!
+    const token = await adminToken(url)
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const text = await new Promise<string>((resolve) => {
+        let got = ''
+        const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => {
+          socket.write(`POST /api/v1/subscription/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)
+          const chunk = 'a'.repeat(64 * 1024)
+          for (let sent = 0; sent < 2 * 1024 * 1024 && !socket.destroyed; sent += chunk.length) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+          if (!socket.destroyed) socket.write('0\r\n\r\n')
+        })
+        socket.on('data', (d: Buffer) => { got += d.toString(); socket.end() })
+        socket.on('error', () => {})
+        socket.on('close', () => resolve(got))
+      })
+      assert.match(text, /^HTTP\/1.1 413 /, `attempt ${attempt + 1}: ${JSON.stringify(text.slice(0, 80))}`)
+    }
+  })
+
+  it('serves /openapi.json, the /docs page and its script, and /metrics', async () => {
+    const { url } = server!
+    const doc = await fetch(`${url}/openapi.json`)
+    assert.equal(doc.status, 200)
+    assert.equal(((await doc.json()) as { openapi: string }).openapi, '3.1.0')
+    const page = await fetch(`${url}/docs/`)
+    assert.equal(page.status, 200)
+    assert.match(String(page.headers.get('content-type')), /^text\/html/)
+    const html = await page.text()
+    const script = /<script[^>]+src="([^"]+)"/.exec(html)?.[1]
+    assert.ok(script, `no script in the /docs page: ${html.slice(0, 300)}`)
+    const js = await fetch(new URL(script, `${url}/docs/`))
+    assert.equal(js.status, 200)
+    assert.match(String(js.headers.get('content-type')), /javascript/)
+    assert.equal((await fetch(`${url}/metrics`)).status, 200)
+  })
+})
 
 describe('the built server configured for Chargebee', () => {
   it('loads the Chargebee SDK, which the bundle leaves out, from node_modules', async () => {

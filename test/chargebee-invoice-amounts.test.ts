@@ -1,9 +1,10 @@
-import { describe, it, before, after } from 'node:test'
+import { it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { engines, type TestApp } from './helpers/app.ts'
+import type { TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
 import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
 import { SUB } from './subscriptions-helpers.ts'
+import { forEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * Issue 17 review: a Chargebee invoice's amounts as Chargebee has them. Credits applied are only
@@ -18,32 +19,31 @@ const applied = async (t: TestApp, event: unknown) => {
 }
 const amounts = (i: any) => [i.status, i.total, i.credits_applied, i.amount_paid, i.amount_adjusted, i.write_off_amount, i.amount_due]
 
-for (const engine of engines) {
-  describe(`chargebee invoice amounts on ${engine}`, () => {
-    let t: TestApp
-    let fake: FakeChargebee
-    before(async () => { ({ t, fake } = await chargebeeApp(engine, {})) })
-    after(async () => { await t?.close(); await fake?.close() })
+// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+forEachEngine('chargebee invoice amounts', (engine) => {
+  let t: TestApp
+  let fake: FakeChargebee
+  before(async () => { ({ t, fake } = await chargebeeApp(engine, {})) })
+  after(async () => { await t?.close(); await fake?.close() })
 
-    it('a voided invoice shows no credits applied, nothing paid and nothing due, in the API', async () => {
-      const c = await chargebeeCompany(t, fake)
-      const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
-      await applied(t, fake.event('invoice_generated', { invoice }))
-      const voided = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600 }))
-      await applied(t, fake.event('invoice_updated', { invoice: voided }))
-      const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-      assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['voided', invoice.total, 0, 0, 0, 0, 0])
-    })
-
-    it('credits, adjustments and write-offs each land in their own field', async () => {
-      const c = await chargebeeCompany(t, fake)
-      const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due' })
-      await applied(t, fake.event('invoice_generated', { invoice }))
-      const writeOff = invoice.total - 1000 - 500 - 200
-      const settled = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'paid', credits_applied: 1000, amount_paid: 500, amount_adjusted: 200, write_off_amount: writeOff, amount_due: 0, paid_at: i.date }))
-      await applied(t, fake.event('invoice_updated', { invoice: settled }))
-      const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-      assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['paid', invoice.total, 1000, 500, 200, writeOff, 0])
-    })
+  it('a voided invoice shows no credits applied, nothing paid and nothing due, in the API', async () => {
+    const c = await chargebeeCompany(t, fake)
+    const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
+    await applied(t, fake.event('invoice_generated', { invoice }))
+    const voided = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600 }))
+    await applied(t, fake.event('invoice_updated', { invoice: voided }))
+    const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+    assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['voided', invoice.total, 0, 0, 0, 0, 0])
   })
-}
+
+  it('credits, adjustments and write-offs each land in their own field', async () => {
+    const c = await chargebeeCompany(t, fake)
+    const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due' })
+    await applied(t, fake.event('invoice_generated', { invoice }))
+    const writeOff = invoice.total - 1000 - 500 - 200
+    const settled = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'paid', credits_applied: 1000, amount_paid: 500, amount_adjusted: 200, write_off_amount: writeOff, amount_due: 0, paid_at: i.date }))
+    await applied(t, fake.event('invoice_updated', { invoice: settled }))
+    const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+    assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['paid', invoice.total, 1000, 500, 200, writeOff, 0])
+  })
+})

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
+import type { TestApp } from './helpers/app.ts'
 import { addToTeams, company, contract, subsidiary, team, type CompanyFixture } from './helpers/factories.ts'
 import { commsUrl, createComm, getComm, messagesOf, putComm } from './communications.fixtures.ts'
 import { at, billedCompany, cancel, detailsOf, json, removeCancellation, setCard, SUB, update } from './subscriptions-helpers.ts'
@@ -8,6 +8,7 @@ import { endpointSteps } from './helpers/webhook-endpoints.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
 import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 import { EVENT_TYPES, type EventType } from '../src/modules/events/outbox.ts'
+import { onEachEngine, forEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * An event's data.object is the resource as its own GET answers it (decisions §9.6): for every
@@ -394,62 +395,58 @@ describe('events shape catalogue', () => {
   })
 })
 
-for (const engine of engines) {
-  describe(`event objects as their GET answers them on ${engine}`, () => {
-    let t: TestApp
-    const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
-    before(async () => { t = await buildTestApp(engine, { TEST_CLOCK_ENABLED: true, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }) })
-    after(async () => {
-      await Promise.all(receivers.map((r) => r.close()))
-      await t?.close()
-    })
+onEachEngine('event objects as their GET answers them', { TEST_CLOCK_ENABLED: true, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }, (t) => {
+  const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
+  after(async () => {
+    await Promise.all(receivers.map((r) => r.close()))
+  })
 
-    it('a webhook delivery carries the event as the log answers it', async () => {
-      const c = await company(t)
-      const r = await listen('ok')
-      await endpoint(c.id, { url: r.url }, c.token)
-      const k = await contract(t, c.id)
-      await addToTeams(t, c.id, k, [await team(t, c.id, { team_leader_ids: [k] })])
-      await deliverNow()
-      assert.ok(r.received.length >= 3, `${r.received.length} deliveries`)
-      for (const got of r.received) {
-        const sent = JSON.parse(got.body)
-        assert.deepEqual(sent, await t.json(200, { url: `/api/v1/events/${sent.id}` }), sent.type)
-      }
-    })
-
-    for (const type of EVENT_TYPES) {
-      const spec = CASES[type]
-      if (typeof spec !== 'function') {
-        if ('todo' in spec) it(type, { todo: spec.todo }, () => {})
-        continue
-      }
-      it(`${type}: data.object equals the resource's GET`, async () => {
-        const caused = await spec(t)
-        const [event] = await t.json<any[]>(200, { url: `${companyUrl(caused.companyId)}/events`, query: { type, limit: '1' } })
-        assert.ok(event, `no ${type} event`)
-        assert.deepEqual(event.data.object, caused.expected)
-        // The log's single event and its list agree.
-        assert.deepEqual(await t.json(200, { url: `/api/v1/events/${event.id}` }), event)
-      })
+  it('a webhook delivery carries the event as the log answers it', async () => {
+    const c = await company(t)
+    const r = await listen('ok')
+    await endpoint(c.id, { url: r.url }, c.token)
+    const k = await contract(t, c.id)
+    await addToTeams(t, c.id, k, [await team(t, c.id, { team_leader_ids: [k] })])
+    await deliverNow()
+    assert.ok(r.received.length >= 3, `${r.received.length} deliveries`)
+    for (const got of r.received) {
+      const sent = JSON.parse(got.body)
+      assert.deepEqual(sent, await t.json(200, { url: `/api/v1/events/${sent.id}` }), sent.type)
     }
   })
 
-  describe(`event objects of Chargebee-managed subscriptions as their GET answers them on ${engine}`, () => {
-    let t: TestApp
-    let fake: FakeChargebee
-    before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
-    after(async () => { await t?.close(); await fake?.close() })
-
-    for (const type of EVENT_TYPES) {
-      const spec = CASES[type]
-      if (typeof spec === 'function' || !('chargebee' in spec)) continue
-      it(`${type}: data.object equals the resource's GET`, async () => {
-        const caused = await spec.chargebee(t, fake)
-        const [event] = await t.json<any[]>(200, { url: `${companyUrl(caused.companyId)}/events`, query: { type, limit: '1' } })
-        assert.ok(event, `no ${type} event`)
-        assert.deepEqual(event.data.object, caused.expected)
-      })
+  for (const type of EVENT_TYPES) {
+    const spec = CASES[type]
+    if (typeof spec !== 'function') {
+      if ('todo' in spec) it(type, { todo: spec.todo }, () => {})
+      continue
     }
-  })
-}
+    it(`${type}: data.object equals the resource's GET`, async () => {
+      const caused = await spec(t)
+      const [event] = await t.json<any[]>(200, { url: `${companyUrl(caused.companyId)}/events`, query: { type, limit: '1' } })
+      assert.ok(event, `no ${type} event`)
+      assert.deepEqual(event.data.object, caused.expected)
+      // The log's single event and its list agree.
+      assert.deepEqual(await t.json(200, { url: `/api/v1/events/${event.id}` }), event)
+    })
+  }
+})
+
+// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+forEachEngine('event objects of Chargebee-managed subscriptions as their GET answers them', (engine) => {
+  let t: TestApp
+  let fake: FakeChargebee
+  before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
+  after(async () => { await t?.close(); await fake?.close() })
+
+  for (const type of EVENT_TYPES) {
+    const spec = CASES[type]
+    if (typeof spec === 'function' || !('chargebee' in spec)) continue
+    it(`${type}: data.object equals the resource's GET`, async () => {
+      const caused = await spec.chargebee(t, fake)
+      const [event] = await t.json<any[]>(200, { url: `${companyUrl(caused.companyId)}/events`, query: { type, limit: '1' } })
+      assert.ok(event, `no ${type} event`)
+      assert.deepEqual(event.data.object, caused.expected)
+    })
+  }
+})

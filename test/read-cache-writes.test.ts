@@ -1,15 +1,16 @@
-import { describe, it, before, after } from 'node:test'
+import { it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { BuiltApp } from '../src/app.ts'
 import type { CachedRead } from '../src/cache/read-areas.ts'
 import { READ_WRITE_AREAS } from '../src/modules/oauth/scopes.ts'
-import { buildTestApp, engines, secondInstance, type Call, type TestApp } from './helpers/app.ts'
+import { secondInstance, type Call, type TestApp } from './helpers/app.ts'
 import { company } from './helpers/factories.ts'
 import { eventually } from './helpers/eventually.ts'
 import { key, pdfForm, routeWalk, tenantOf, type Route, type Tenant } from './helpers/route-walk.ts'
 import { behindEveryCache } from './helpers/unannounced.ts'
 import { sql } from 'kysely'
+import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * Every write route of the OpenAPI document, walked as a client would call it: right after its
@@ -55,124 +56,119 @@ function readsOf(tenant: Tenant, year: number): Reads {
   }
 }
 
-for (const engine of engines) {
-  describe(`every write route and the cached reads on ${engine}`, () => {
-    let t: TestApp
-    let second: BuiltApp | undefined
-    let walk: ReturnType<typeof routeWalk>
-    let writes: Route[]
+onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, engine) => {
+  let second: BuiltApp | undefined
+  let walk: ReturnType<typeof routeWalk>
+  let writes: Route[]
 
-    before(async () => {
-      t = await buildTestApp(engine, { TRIAL_DAYS: 0 })
-      if (engine === 'postgres') {
-        second = await secondInstance(t)
-        // What it hears, it hears from announcements only: a change whose announcement is missing stays missing.
-        second.services.readCache.stop()
-      }
-      walk = routeWalk(t, await t.json(200, { url: '/openapi.json', token: null }))
-      writes = walk.routes.filter((r) => r.method !== 'GET')
-    })
-    after(async () => {
-      await second?.close()
-      await t?.close()
-    })
-
-    /** A company with one resource of every collection, and a card. */
-    async function seeded(): Promise<Tenant> {
-      const tenant = tenantOf(await company(t, {}, { features: [...READ_WRITE_AREAS, 'calendar'] }))
-      await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: CARD })
-      await walk.seed(tenant)
-      return tenant
+  before(async () => {
+    if (engine === 'postgres') {
+      second = await secondInstance(t)
+      // What it hears, it hears from announcements only: a change whose announcement is missing stays missing.
+      second.services.readCache.stop()
     }
+    walk = routeWalk(t, await t.json(200, { url: '/openapi.json', token: null }))
+    writes = walk.routes.filter((r) => r.method !== 'GET')
+  })
+  after(async () => {
+    await second?.close()
+  })
 
-    /**
-     * For a route on one of the platform's own resources (a product, a webhook endpoint), one made
-     * for it: made per route, since some collections are bounded (16 webhook endpoints).
-     */
-    async function platformResource(route: Route, tenant: Tenant) {
-      const collection = route.path.slice(0, route.path.indexOf('/{'))
-      const create = writes.find((r) => r.method === 'POST' && r.path === collection)
-      if (!create || !route.path.includes('{') || route.path.startsWith(`${collection}/{company_id`)) return
-      const res = await t.call(walk.request(create, tenant, tenant, t.platformToken).call)
-      const location = res.headers.location
-      assert.ok(res.statusCode < 300 && typeof location === 'string', `${key(create)}: ${res.statusCode} ${res.body}`)
-      tenant.byCollection.set(collection, location.split('/').pop()!)
+  /** A company with one resource of every collection, and a card. */
+  async function seeded(): Promise<Tenant> {
+    const tenant = tenantOf(await company(t, {}, { features: [...READ_WRITE_AREAS, 'calendar'] }))
+    await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: CARD })
+    await walk.seed(tenant)
+    return tenant
+  }
+
+  /**
+   * For a route on one of the platform's own resources (a product, a webhook endpoint), one made
+   * for it: made per route, since some collections are bounded (16 webhook endpoints).
+   */
+  async function platformResource(route: Route, tenant: Tenant) {
+    const collection = route.path.slice(0, route.path.indexOf('/{'))
+    const create = writes.find((r) => r.method === 'POST' && r.path === collection)
+    if (!create || !route.path.includes('{') || route.path.startsWith(`${collection}/{company_id`)) return
+    const res = await t.call(walk.request(create, tenant, tenant, t.platformToken).call)
+    const location = res.headers.location
+    assert.ok(res.statusCode < 300 && typeof location === 'string', `${key(create)}: ${res.statusCode} ${res.body}`)
+    tenant.byCollection.set(collection, location.split('/').pop()!)
+  }
+
+  async function readAll(inject: (url: string) => Promise<{ statusCode: number; body: string }>, tenant: Tenant) {
+    const out: Record<string, string> = {}
+    for (const [read, url] of Object.entries(readsOf(tenant, t.clock.now().getUTCFullYear()))) {
+      const res = await inject(url)
+      out[read] = `${res.statusCode} ${res.body}`
     }
+    const token = await inject('token')
+    out.token_client = `${token.statusCode} ${token.statusCode === 200 ? JSON.parse(token.body).scope : token.body}`
+    return out
+  }
 
-    async function readAll(inject: (url: string) => Promise<{ statusCode: number; body: string }>, tenant: Tenant) {
-      const out: Record<string, string> = {}
-      for (const [read, url] of Object.entries(readsOf(tenant, t.clock.now().getUTCFullYear()))) {
-        const res = await inject(url)
-        out[read] = `${res.statusCode} ${res.body}`
-      }
-      const token = await inject('token')
-      out.token_client = `${token.statusCode} ${token.statusCode === 200 ? JSON.parse(token.body).scope : token.body}`
-      return out
-    }
+  const onFirst = (tenant: Tenant) => (url: string) => url === 'token'
+    ? t.call({ method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials', ...tenant.company.client } })
+    : t.call({ url })
+  const onSecond = (tenant: Tenant) => (url: string) => url === 'token'
+    ? second!.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', ...tenant.company.client } })
+    : second!.inject({ url, headers: { authorization: `Bearer ${t.platformToken}` } })
 
-    const onFirst = (tenant: Tenant) => (url: string) => url === 'token'
-      ? t.call({ method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials', ...tenant.company.client } })
-      : t.call({ url })
-    const onSecond = (tenant: Tenant) => (url: string) => url === 'token'
-      ? second!.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', ...tenant.company.client } })
-      : second!.inject({ url, headers: { authorization: `Bearer ${t.platformToken}` } })
+  it('walks every write route or says why not', () => {
+    const all = writes.map(key)
+    assert.deepEqual(Object.keys(NOT_WALKED).filter((r) => !all.includes(r)), [], 'not walked, yet not documented')
+  })
 
-    it('walks every write route or says why not', () => {
-      const all = writes.map(key)
-      assert.deepEqual(Object.keys(NOT_WALKED).filter((r) => !all.includes(r)), [], 'not walked, yet not documented')
-    })
-
-    it('answers every cached read with the new state right after each write', async () => {
-      const failures: string[] = []
-      let changing = 0
-      for (const route of writes.filter((r) => !(key(r) in NOT_WALKED))) {
-        const tenant = await seeded()
-        await t.app.services.readCache.heardUpToNow()
-        // Cached on both instances: read twice, the second from the cache.
-        await readAll(onFirst(tenant), tenant)
-        const before = await readAll(onFirst(tenant), tenant)
-        if (second) await readAll(onSecond(tenant), tenant)
-
-        await platformResource(route, tenant)
-        const { call, multipart, known, unknown } = walk.request(route, tenant, tenant, t.platformToken)
-        if (!known) failures.push(`${key(route)}: no id for ${unknown.join(', ') || 'its path'} (seed one)`)
-        await PREPARED[key(route)]?.(t, tenant, call)
-        // Keyed where the route takes a key: the request's work is then one transaction, committed as its answer is kept.
-        const keyHeader: Record<string, string> = route.method === 'POST' || route.method === 'PUT' ? { 'idempotency-key': randomUUID() } : {}
-        const form = multipart ? pdfForm() : undefined
-        const res = await t.call({ ...call, ...(form ? { body: form.body } : {}), headers: { ...form?.headers, ...keyHeader } })
-        if (res.statusCode >= 300) {
-          failures.push(`${key(route)}: ${res.statusCode} ${res.body}`)
-          continue
-        }
-        const seen = await readAll(onFirst(tenant), tenant)
-        t.app.services.readCache.forget()
-        const truth = await readAll(onFirst(tenant), tenant)
-        if (JSON.stringify(truth) !== JSON.stringify(before)) changing++
-        for (const read of Object.keys(truth)) {
-          if (seen[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on the instance that wrote`)
-        }
-        if (second) {
-          // The bound is the announcement's travel to the other instance's LISTEN connection; a second leaves room for a loaded machine.
-          const heard = await eventually(() => readAll(onSecond(tenant), tenant), (bodies) => JSON.stringify(bodies) === JSON.stringify(truth), 1_000)
-          for (const read of Object.keys(truth)) {
-            if (heard[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on another instance`)
-          }
-        }
-      }
-      assert.deepEqual(failures, [])
-      assert.ok(changing >= 10, `only ${changing} writes changed a cached read: the walk shows too little`)
-    })
-
-    it('finds a write left unannounced: the walk\'s check can fail', async () => {
+  it('answers every cached read with the new state right after each write', async () => {
+    const failures: string[] = []
+    let changing = 0
+    for (const route of writes.filter((r) => !(key(r) in NOT_WALKED))) {
       const tenant = await seeded()
       await t.app.services.readCache.heardUpToNow()
+      // Cached on both instances: read twice, the second from the cache.
       await readAll(onFirst(tenant), tenant)
       const before = await readAll(onFirst(tenant), tenant)
-      await behindEveryCache(t.app.database, (trx) => sql`UPDATE companies SET name = 'Unannounced' WHERE id = ${tenant.company.id}`.execute(trx))
-      assert.deepEqual(await readAll(onFirst(tenant), tenant), before, 'the cache still answers the old state')
+      if (second) await readAll(onSecond(tenant), tenant)
+
+      await platformResource(route, tenant)
+      const { call, multipart, known, unknown } = walk.request(route, tenant, tenant, t.platformToken)
+      if (!known) failures.push(`${key(route)}: no id for ${unknown.join(', ') || 'its path'} (seed one)`)
+      await PREPARED[key(route)]?.(t, tenant, call)
+      // Keyed where the route takes a key: the request's work is then one transaction, committed as its answer is kept.
+      const keyHeader: Record<string, string> = route.method === 'POST' || route.method === 'PUT' ? { 'idempotency-key': randomUUID() } : {}
+      const form = multipart ? pdfForm() : undefined
+      const res = await t.call({ ...call, ...(form ? { body: form.body } : {}), headers: { ...form?.headers, ...keyHeader } })
+      if (res.statusCode >= 300) {
+        failures.push(`${key(route)}: ${res.statusCode} ${res.body}`)
+        continue
+      }
+      const seen = await readAll(onFirst(tenant), tenant)
       t.app.services.readCache.forget()
-      assert.notDeepEqual(await readAll(onFirst(tenant), tenant), before)
-    })
+      const truth = await readAll(onFirst(tenant), tenant)
+      if (JSON.stringify(truth) !== JSON.stringify(before)) changing++
+      for (const read of Object.keys(truth)) {
+        if (seen[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on the instance that wrote`)
+      }
+      if (second) {
+        // The bound is the announcement's travel to the other instance's LISTEN connection; a second leaves room for a loaded machine.
+        const heard = await eventually(() => readAll(onSecond(tenant), tenant), (bodies) => JSON.stringify(bodies) === JSON.stringify(truth), 1_000)
+        for (const read of Object.keys(truth)) {
+          if (heard[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on another instance`)
+        }
+      }
+    }
+    assert.deepEqual(failures, [])
+    assert.ok(changing >= 10, `only ${changing} writes changed a cached read: the walk shows too little`)
   })
-}
+
+  it('finds a write left unannounced: the walk\'s check can fail', async () => {
+    const tenant = await seeded()
+    await t.app.services.readCache.heardUpToNow()
+    await readAll(onFirst(tenant), tenant)
+    const before = await readAll(onFirst(tenant), tenant)
+    await behindEveryCache(t.app.database, (trx) => sql`UPDATE companies SET name = 'Unannounced' WHERE id = ${tenant.company.id}`.execute(trx))
+    assert.deepEqual(await readAll(onFirst(tenant), tenant), before, 'the cache still answers the old state')
+    t.app.services.readCache.forget()
+    assert.notDeepEqual(await readAll(onFirst(tenant), tenant), before)
+  })
+})

@@ -7,13 +7,14 @@ import type { BuiltApp } from '../src/app.ts'
 import { COMPANY_CHANGED, createReadCache, type ReadCache } from '../src/cache/read-cache.ts'
 import { ANNOUNCE_SETTING } from '../src/db/database.ts'
 import type { DB } from '../src/db/tables.ts'
-import { buildTestApp, engines, secondInstance, type TestApp } from './helpers/app.ts'
+import { buildTestApp, secondInstance, type TestApp } from './helpers/app.ts'
 import { openTestDatabase, withDatabase } from './helpers/databases.ts'
 import { parseChange } from '../src/cache/read-areas.ts'
 import { company, contract, team, type CompanyFixture } from './helpers/factories.ts'
 import { has, requires } from './helpers/requires.ts'
 import { eventually } from './helpers/eventually.ts'
 import { asWriterThatDied } from './helpers/unannounced.ts'
+import { onEachEngine, forEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * The cached reads (GET company, GET teams: src/cache/read-cache.ts) never show what has changed:
@@ -31,100 +32,95 @@ async function asAnotherSession(t: TestApp, work: (trx: Transaction<DB>) => Prom
   })
 }
 
-for (const engine of engines) {
-  describe(`cached reads on ${engine}`, () => {
-    let t: TestApp
-    let c: CompanyFixture
-    let leader: string
-    const teams = () => t.json<TeamView[]>(200, { url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+onEachEngine('cached reads', (t) => {
+  let c: CompanyFixture
+  let leader: string
+  const teams = () => t.json<TeamView[]>(200, { url: `/api/v1/companies/${c.id}/teams`, token: c.token })
 
-    before(async () => {
-      t = await buildTestApp(engine)
-      c = await company(t)
-      leader = await contract(t, c.id)
-    })
-    after(async () => { await t?.close() })
-
-    it('answers the same bytes from the cache as from the database', async () => {
-      await team(t, c.id, { name: 'Bytes', code: 'BY', team_leader_ids: [leader] })
-      const first = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
-      const second = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
-      assert.equal(second.body, first.body)
-      assert.equal(second.headers['content-type'], 'application/json; charset=utf-8')
-      assert.ok(t.app.services.readCache.stats().companies >= 1, 'the answer was kept')
-    })
-
-    it('shows a write through the API in the very next read', async () => {
-      const id = await team(t, c.id, { name: 'Before', code: 'RW', team_leader_ids: [leader] })
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before')
-      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'After', code: 'RW' } })
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'After')
-      // The company read: disabled (by the company itself), then enabled again (by the platform).
-      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
-      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}`, token: c.token })
-      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, true)
-      await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/enable` })
-      assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
-    })
-
-    it('shows a change a job made, as soon as the job commits', async () => {
-      const id = await team(t, c.id, { name: 'Before the job', code: 'JB', team_leader_ids: [leader] })
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before the job')
-      const { scheduler } = t.app.services
-      scheduler.register('test.rename-team', async ({ trx, payload }) => {
-        await sql`UPDATE teams SET name = 'Renamed by a job' WHERE company_id = ${String(payload.company_id)} AND id = ${String(payload.team_id)}`.execute(trx)
-      })
-      await scheduler.schedule(t.app.database.db, { kind: 'test.rename-team', key: id, runAt: t.clock.now(), payload: { company_id: c.id, team_id: id } })
-      assert.ok((await scheduler.runDue()) >= 1)
-      // Forgotten when the job's connection went back, after its commit: no wait for the commits' record.
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Renamed by a job')
-    })
-
-    it('shows a change written straight into the database, as soon as it commits', async () => {
-      const id = await team(t, c.id, { name: 'Direct', code: 'DI', team_leader_ids: [leader] })
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Direct')
-      await asAnotherSession(t, (trx) => sql`UPDATE teams SET name = 'Changed by hand' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx))
-      const seen = await eventually(teams, (list) => list.some((x) => x.name === 'Changed by hand'))
-      assert.equal(seen.find((x) => x.id === id)?.name, 'Changed by hand')
-
-      // A leader removed by hand, and a plan's features changed by hand (every company on it).
-      await asAnotherSession(t, (trx) => sql`DELETE FROM team_members WHERE company_id = ${c.id} AND team_id = ${id}`.execute(trx))
-      assert.deepEqual((await eventually(teams, (list) => list.find((x) => x.id === id)?.team_leader_ids.length === 0)).find((x) => x.id === id)?.team_leader_ids, [])
-      const read = () => t.json<{ subscribed_features: string[] }>(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
-      await read()
-      await asAnotherSession(t, (trx) => sql`UPDATE plans SET features = ARRAY['by-hand'] WHERE sku = ${c.planSku}`.execute(trx))
-      assert.deepEqual((await eventually(read, (x) => x.subscribed_features.includes('by-hand'))).subscribed_features, ['by-hand'])
-    })
-
-    it('keeps nothing when a change rolls back', async () => {
-      const id = await team(t, c.id, { name: 'Kept', code: 'RB', team_leader_ids: [leader] })
-      await teams()
-      // Only the rollback this test asks for may end the transaction: any other error fails the test.
-      await assert.rejects(asAnotherSession(t, async (trx) => {
-        await sql`UPDATE teams SET name = 'Rolled back' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
-        const inside = await sql<{ name: string }>`SELECT name FROM teams WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
-        assert.equal(inside.rows[0]?.name, 'Rolled back', 'the change was made before the rollback')
-        throw new Error('roll back')
-      }), { message: 'roll back' })
-      assert.equal((await teams()).find((x) => x.id === id)?.name, 'Kept')
-    })
-
-    it('never answers one company with another\'s cached read', async () => {
-      const other = await company(t)
-      await teams()
-      const res = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: other.token })
-      assert.equal(res.statusCode, 404, 'another company\'s paths do not exist for this token')
-      assert.deepEqual(await t.json(200, { url: `/api/v1/companies/${other.id}/teams`, token: other.token }), [])
-    })
-
-    it('answers 404 for a company that does not exist, and keeps no answer for it', async () => {
-      const missing = '00000000-0000-4000-8000-00000000dead'
-      const res = await t.call({ url: `/api/v1/companies/${missing}/teams` })
-      assert.equal(res.statusCode, 404)
-      assert.equal((await t.call({ url: `/api/v1/companies/${missing}` })).statusCode, 404)
-    })
+  before(async () => {
+    c = await company(t)
+    leader = await contract(t, c.id)
   })
-}
+
+  it('answers the same bytes from the cache as from the database', async () => {
+    await team(t, c.id, { name: 'Bytes', code: 'BY', team_leader_ids: [leader] })
+    const first = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+    const second = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })
+    assert.equal(second.body, first.body)
+    assert.equal(second.headers['content-type'], 'application/json; charset=utf-8')
+    assert.ok(t.app.services.readCache.stats().companies >= 1, 'the answer was kept')
+  })
+
+  it('shows a write through the API in the very next read', async () => {
+    const id = await team(t, c.id, { name: 'Before', code: 'RW', team_leader_ids: [leader] })
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before')
+    await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/teams/${id}`, token: c.token, body: { name: 'After', code: 'RW' } })
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'After')
+    // The company read: disabled (by the company itself), then enabled again (by the platform).
+    assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
+    await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}`, token: c.token })
+    assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, true)
+    await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}/enable` })
+    assert.equal((await t.json<{ disabled: boolean }>(200, { url: `/api/v1/companies/${c.id}` })).disabled, false)
+  })
+
+  it('shows a change a job made, as soon as the job commits', async () => {
+    const id = await team(t, c.id, { name: 'Before the job', code: 'JB', team_leader_ids: [leader] })
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'Before the job')
+    const { scheduler } = t.app.services
+    scheduler.register('test.rename-team', async ({ trx, payload }) => {
+      await sql`UPDATE teams SET name = 'Renamed by a job' WHERE company_id = ${String(payload.company_id)} AND id = ${String(payload.team_id)}`.execute(trx)
+    })
+    await scheduler.schedule(t.app.database.db, { kind: 'test.rename-team', key: id, runAt: t.clock.now(), payload: { company_id: c.id, team_id: id } })
+    assert.ok((await scheduler.runDue()) >= 1)
+    // Forgotten when the job's connection went back, after its commit: no wait for the commits' record.
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'Renamed by a job')
+  })
+
+  it('shows a change written straight into the database, as soon as it commits', async () => {
+    const id = await team(t, c.id, { name: 'Direct', code: 'DI', team_leader_ids: [leader] })
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'Direct')
+    await asAnotherSession(t, (trx) => sql`UPDATE teams SET name = 'Changed by hand' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx))
+    const seen = await eventually(teams, (list) => list.some((x) => x.name === 'Changed by hand'))
+    assert.equal(seen.find((x) => x.id === id)?.name, 'Changed by hand')
+
+    // A leader removed by hand, and a plan's features changed by hand (every company on it).
+    await asAnotherSession(t, (trx) => sql`DELETE FROM team_members WHERE company_id = ${c.id} AND team_id = ${id}`.execute(trx))
+    assert.deepEqual((await eventually(teams, (list) => list.find((x) => x.id === id)?.team_leader_ids.length === 0)).find((x) => x.id === id)?.team_leader_ids, [])
+    const read = () => t.json<{ subscribed_features: string[] }>(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
+    await read()
+    await asAnotherSession(t, (trx) => sql`UPDATE plans SET features = ARRAY['by-hand'] WHERE sku = ${c.planSku}`.execute(trx))
+    assert.deepEqual((await eventually(read, (x) => x.subscribed_features.includes('by-hand'))).subscribed_features, ['by-hand'])
+  })
+
+  it('keeps nothing when a change rolls back', async () => {
+    const id = await team(t, c.id, { name: 'Kept', code: 'RB', team_leader_ids: [leader] })
+    await teams()
+    // Only the rollback this test asks for may end the transaction: any other error fails the test.
+    await assert.rejects(asAnotherSession(t, async (trx) => {
+      await sql`UPDATE teams SET name = 'Rolled back' WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
+      const inside = await sql<{ name: string }>`SELECT name FROM teams WHERE company_id = ${c.id} AND id = ${id}`.execute(trx)
+      assert.equal(inside.rows[0]?.name, 'Rolled back', 'the change was made before the rollback')
+      throw new Error('roll back')
+    }), { message: 'roll back' })
+    assert.equal((await teams()).find((x) => x.id === id)?.name, 'Kept')
+  })
+
+  it('never answers one company with another\'s cached read', async () => {
+    const other = await company(t)
+    await teams()
+    const res = await t.call({ url: `/api/v1/companies/${c.id}/teams`, token: other.token })
+    assert.equal(res.statusCode, 404, 'another company\'s paths do not exist for this token')
+    assert.deepEqual(await t.json(200, { url: `/api/v1/companies/${other.id}/teams`, token: other.token }), [])
+  })
+
+  it('answers 404 for a company that does not exist, and keeps no answer for it', async () => {
+    const missing = '00000000-0000-4000-8000-00000000dead'
+    const res = await t.call({ url: `/api/v1/companies/${missing}/teams` })
+    assert.equal(res.statusCode, 404)
+    assert.equal((await t.call({ url: `/api/v1/companies/${missing}` })).statusCode, 404)
+  })
+})
 
 describe('cached reads with two instances on one PostgreSQL database', () => {
   let t: TestApp
@@ -243,101 +239,100 @@ describe('cached reads with two instances on one PostgreSQL database', () => {
 const read = async (cache: ReadCache, companyId: string, load: () => Promise<string>) =>
   (await cache.get(companyId, 'teams', '', async () => ({ body: await load() }))).body
 
-for (const engine of engines) {
-  describe(`the read cache itself on ${engine}`, () => {
-    let database: Awaited<ReturnType<typeof openTestDatabase>>
-    before(async () => { database = await openTestDatabase(engine) })
-    after(async () => {
-      await database?.close()
-      await database?.drop()
-    })
-
-    it('does not keep an answer read before a change it heard of meanwhile', async () => {
-      const cache = createReadCache({ maxBytes: 1 << 20, database })
-      await cache.listen()
-      let release!: (body: string) => void
-      const slow = read(cache, 'company-a', () => new Promise<string>((resolve) => { release = resolve }))
-      await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'company-a')`.execute(database.db)
-      await eventually(async () => cache.stats().companies, (n) => n === 0)
-      release('old')
-      assert.equal(await slow, 'old', 'the read that was under way gets its answer')
-      let loads = 0
-      assert.equal(await read(cache, 'company-a', async () => { loads++; return 'new' }), 'new')
-      assert.equal(loads, 1, 'the old answer was not kept')
-      assert.equal(await read(cache, 'company-a', async () => { loads++; return 'newer' }), 'new', 'the new one was')
-    })
-
-    it('forgets every company on an empty announcement, and one company on its own', async () => {
-      const cache = createReadCache({ maxBytes: 1 << 20, database })
-      await cache.listen()
-      await read(cache, 'a', async () => 'A')
-      await read(cache, 'b', async () => 'B')
-      await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'a')`.execute(database.db)
-      await eventually(async () => cache.stats().companies, (n) => n === 1)
-      assert.equal(await read(cache, 'b', async () => 'B2'), 'B')
-      assert.equal(await read(cache, 'a', async () => 'A2'), 'A2')
-      await sql`SELECT pg_notify(${COMPANY_CHANGED}, '')`.execute(database.db)
-      assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
-    })
-
-    it('announces changes to every listener, concurrent announcements together', async () => {
-      const listener = createReadCache({ maxBytes: 1 << 20, database })
-      await listener.listen()
-      for (const id of ['a', 'b', 'c']) await read(listener, id, async () => id)
-      const announcer = createReadCache({ maxBytes: 1 << 20, database })
-      announcer.written(['a', 'b'])
-      announcer.written(['a'])
-      await announcer.announced()
-      await eventually(async () => listener.stats().companies, (n) => n === 1)
-      assert.equal(await read(listener, 'c', async () => 'reloaded'), 'c', 'c was not announced')
-      assert.equal(await read(listener, 'a', async () => 'reloaded'), 'reloaded')
-      announcer.written([''])
-      await announcer.announced()
-      assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
-    })
-
-    it('hears a change recorded by a transaction that was under way during its earlier reads of the record', async () => {
-      const cache = createReadCache({ maxBytes: 1 << 20, database })
-      await cache.listen()
-      try {
-        assert.equal(await read(cache, 'long-writer', async () => 'before'), 'before')
-        let commit!: () => void
-        const writing = database.db.transaction().execute(async (trx) => {
-          // As a writer whose announcement will never come (the service's own sessions leave it to after the commit).
-          await sql`INSERT INTO company_changes (company_id) VALUES ('long-writer')`.execute(trx)
-          await new Promise<void>((resolve) => { commit = resolve })
-        })
-        // The record is read several times while the transaction runs: its change is not visible yet.
-        await new Promise((resolve) => setTimeout(resolve, 700))
-        assert.equal(await read(cache, 'long-writer', async () => 'read again'), 'before', 'nothing committed yet')
-        commit()
-        await writing
-        assert.equal(await eventually(() => read(cache, 'long-writer', async () => 'after'), (body) => body === 'after'), 'after')
-      } finally {
-        cache.stop()
-      }
-    })
-
-    it('caches nothing before it listens, or when it is given no memory', async () => {
-      const unheard = createReadCache({ maxBytes: 1 << 20, database })
-      await read(unheard, 'a', async () => 'A')
-      assert.equal(await read(unheard, 'a', async () => 'A2'), 'A2')
-      const off = createReadCache({ maxBytes: 0, database })
-      await off.listen()
-      await read(off, 'a', async () => 'A')
-      assert.equal(await read(off, 'a', async () => 'A2'), 'A2')
-    })
-
-    it('stays within its memory, dropping the companies cached first', async () => {
-      const cache = createReadCache({ maxBytes: 10_000, database })
-      await cache.listen()
-      const body = 'x'.repeat(1_000)
-      for (let i = 0; i < 20; i++) await read(cache, `c${i}`, async () => body)
-      const { bytes, companies } = cache.stats()
-      assert.ok(bytes <= 10_000, `${bytes} bytes`)
-      assert.ok(companies >= 3 && companies < 20, `${companies} companies`)
-      assert.equal(await read(cache, 'c19', async () => 'reloaded'), body, 'the last one is still there')
-      assert.equal(await read(cache, 'c0', async () => 'reloaded'), 'reloaded', 'the first one was dropped')
-    })
+// Its own hooks: the read cache over a bare database, without an app.
+forEachEngine('the read cache itself', (engine) => {
+  let database: Awaited<ReturnType<typeof openTestDatabase>>
+  before(async () => { database = await openTestDatabase(engine) })
+  after(async () => {
+    await database?.close()
+    await database?.drop()
   })
-}
+
+  it('does not keep an answer read before a change it heard of meanwhile', async () => {
+    const cache = createReadCache({ maxBytes: 1 << 20, database })
+    await cache.listen()
+    let release!: (body: string) => void
+    const slow = read(cache, 'company-a', () => new Promise<string>((resolve) => { release = resolve }))
+    await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'company-a')`.execute(database.db)
+    await eventually(async () => cache.stats().companies, (n) => n === 0)
+    release('old')
+    assert.equal(await slow, 'old', 'the read that was under way gets its answer')
+    let loads = 0
+    assert.equal(await read(cache, 'company-a', async () => { loads++; return 'new' }), 'new')
+    assert.equal(loads, 1, 'the old answer was not kept')
+    assert.equal(await read(cache, 'company-a', async () => { loads++; return 'newer' }), 'new', 'the new one was')
+  })
+
+  it('forgets every company on an empty announcement, and one company on its own', async () => {
+    const cache = createReadCache({ maxBytes: 1 << 20, database })
+    await cache.listen()
+    await read(cache, 'a', async () => 'A')
+    await read(cache, 'b', async () => 'B')
+    await sql`SELECT pg_notify(${COMPANY_CHANGED}, 'a')`.execute(database.db)
+    await eventually(async () => cache.stats().companies, (n) => n === 1)
+    assert.equal(await read(cache, 'b', async () => 'B2'), 'B')
+    assert.equal(await read(cache, 'a', async () => 'A2'), 'A2')
+    await sql`SELECT pg_notify(${COMPANY_CHANGED}, '')`.execute(database.db)
+    assert.equal(await eventually(async () => cache.stats().companies, (n) => n === 0), 0)
+  })
+
+  it('announces changes to every listener, concurrent announcements together', async () => {
+    const listener = createReadCache({ maxBytes: 1 << 20, database })
+    await listener.listen()
+    for (const id of ['a', 'b', 'c']) await read(listener, id, async () => id)
+    const announcer = createReadCache({ maxBytes: 1 << 20, database })
+    announcer.written(['a', 'b'])
+    announcer.written(['a'])
+    await announcer.announced()
+    await eventually(async () => listener.stats().companies, (n) => n === 1)
+    assert.equal(await read(listener, 'c', async () => 'reloaded'), 'c', 'c was not announced')
+    assert.equal(await read(listener, 'a', async () => 'reloaded'), 'reloaded')
+    announcer.written([''])
+    await announcer.announced()
+    assert.equal(await eventually(async () => listener.stats().companies, (n) => n === 0), 0, 'no company: every company')
+  })
+
+  it('hears a change recorded by a transaction that was under way during its earlier reads of the record', async () => {
+    const cache = createReadCache({ maxBytes: 1 << 20, database })
+    await cache.listen()
+    try {
+      assert.equal(await read(cache, 'long-writer', async () => 'before'), 'before')
+      let commit!: () => void
+      const writing = database.db.transaction().execute(async (trx) => {
+        // As a writer whose announcement will never come (the service's own sessions leave it to after the commit).
+        await sql`INSERT INTO company_changes (company_id) VALUES ('long-writer')`.execute(trx)
+        await new Promise<void>((resolve) => { commit = resolve })
+      })
+      // The record is read several times while the transaction runs: its change is not visible yet.
+      await new Promise((resolve) => setTimeout(resolve, 700))
+      assert.equal(await read(cache, 'long-writer', async () => 'read again'), 'before', 'nothing committed yet')
+      commit()
+      await writing
+      assert.equal(await eventually(() => read(cache, 'long-writer', async () => 'after'), (body) => body === 'after'), 'after')
+    } finally {
+      cache.stop()
+    }
+  })
+
+  it('caches nothing before it listens, or when it is given no memory', async () => {
+    const unheard = createReadCache({ maxBytes: 1 << 20, database })
+    await read(unheard, 'a', async () => 'A')
+    assert.equal(await read(unheard, 'a', async () => 'A2'), 'A2')
+    const off = createReadCache({ maxBytes: 0, database })
+    await off.listen()
+    await read(off, 'a', async () => 'A')
+    assert.equal(await read(off, 'a', async () => 'A2'), 'A2')
+  })
+
+  it('stays within its memory, dropping the companies cached first', async () => {
+    const cache = createReadCache({ maxBytes: 10_000, database })
+    await cache.listen()
+    const body = 'x'.repeat(1_000)
+    for (let i = 0; i < 20; i++) await read(cache, `c${i}`, async () => body)
+    const { bytes, companies } = cache.stats()
+    assert.ok(bytes <= 10_000, `${bytes} bytes`)
+    assert.ok(companies >= 3 && companies < 20, `${companies} companies`)
+    assert.equal(await read(cache, 'c19', async () => 'reloaded'), body, 'the last one is still there')
+    assert.equal(await read(cache, 'c0', async () => 'reloaded'), 'reloaded', 'the first one was dropped')
+  })
+})

@@ -1,12 +1,12 @@
-import { describe, it, after, before } from 'node:test'
+import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import Fastify from 'fastify'
-import { buildTestApp, engines, type TestApp } from './helpers/app.ts'
 import { sql } from 'kysely'
 import { installDraining, installErrorHandler } from '../src/http/error-handler.ts'
 import { openTestDatabase } from './helpers/databases.ts'
 import { requires } from './helpers/requires.ts'
+import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * Defects found by the reliability suite (reliability/, docs/reliability.md), each pinned by a
@@ -29,43 +29,38 @@ function bodyOf(text: string) {
   return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))
 }
 
-for (const engine of engines) {
-  describe(`regressions found by the reliability suite on ${engine}`, () => {
-    let t: TestApp
-    let port: number
-    before(async () => {
-      t = await buildTestApp(engine, { HEADERS_TIMEOUT_MS: 1000, REQUEST_TIMEOUT_MS: 1000 })
-      await t.app.listen({ port: 0, host: '127.0.0.1' })
-      port = (t.app.server.address() as net.AddressInfo).port
-    })
-    after(async () => { await t?.close() })
-
-    it('headers over the limit get 431 with {errors, code}, not Fastify\'s own body', async () => {
-      // A megabyte, most of it still unread when the answer goes: closing at once reset the
-      // connection and the client lost the 431 (every time on Node 24), so the server drains it.
-      const { text } = await raw(port, (s) => s.end(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1_000_000)}\r\n\r\n`))
-      assert.match(text, /^HTTP\/1.1 431 /)
-      assert.deepEqual(Object.keys(bodyOf(text)).sort(), ['code', 'errors'])
-    })
-
-    it('malformed HTTP gets 400 with {errors, code}', async () => {
-      const { text } = await raw(port, (s) => s.end('GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'))
-      assert.match(text, /^HTTP\/1.1 400 /)
-      assert.equal(bodyOf(text).code, 'validation_failed')
-    })
-
-    it('a client sending one header byte at a time is closed by the headers timeout, with 408', async () => {
-      // The 408 itself shows the headers timeout ended it: the client never stops sending.
-      const { text } = await raw(port, (s) => {
-        s.write('GET /health HTTP/1.1\r\nHost: x\r\n')
-        const timer = setInterval(() => { if (!s.destroyed) s.write('X') }, 300)
-        s.on('close', () => clearInterval(timer))
-      })
-      assert.match(text, /^HTTP\/1.1 408 /)
-      assert.equal(bodyOf(text).code, 'validation_failed')
-    })
+onEachEngine('regressions found by the reliability suite', { HEADERS_TIMEOUT_MS: 1000, REQUEST_TIMEOUT_MS: 1000 }, (t) => {
+  let port: number
+  before(async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' })
+    port = (t.app.server.address() as net.AddressInfo).port
   })
-}
+
+  it('headers over the limit get 431 with {errors, code}, not Fastify\'s own body', async () => {
+    // A megabyte, most of it still unread when the answer goes: closing at once reset the
+    // connection and the client lost the 431 (every time on Node 24), so the server drains it.
+    const { text } = await raw(port, (s) => s.end(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1_000_000)}\r\n\r\n`))
+    assert.match(text, /^HTTP\/1.1 431 /)
+    assert.deepEqual(Object.keys(bodyOf(text)).sort(), ['code', 'errors'])
+  })
+
+  it('malformed HTTP gets 400 with {errors, code}', async () => {
+    const { text } = await raw(port, (s) => s.end('GET /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'))
+    assert.match(text, /^HTTP\/1.1 400 /)
+    assert.equal(bodyOf(text).code, 'validation_failed')
+  })
+
+  it('a client sending one header byte at a time is closed by the headers timeout, with 408', async () => {
+    // The 408 itself shows the headers timeout ended it: the client never stops sending.
+    const { text } = await raw(port, (s) => {
+      s.write('GET /health HTTP/1.1\r\nHost: x\r\n')
+      const timer = setInterval(() => { if (!s.destroyed) s.write('X') }, 300)
+      s.on('close', () => clearInterval(timer))
+    })
+    assert.match(text, /^HTTP\/1.1 408 /)
+    assert.equal(bodyOf(text).code, 'validation_failed')
+  })
+})
 
 describe('draining (SIGTERM)', () => {
   it('a request arriving while the server drains gets 503 {errors, code} with Retry-After', async () => {

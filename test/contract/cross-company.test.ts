@@ -1,9 +1,9 @@
-import { describe, it, before, after } from 'node:test'
+import { it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, engines, type TestApp } from '../helpers/app.ts'
 import { company } from '../helpers/factories.ts'
 import { isPlatformOnly, isPublic, key, pdfForm, routeWalk, tenantOf, type Creation, type Route, type Tenant } from '../helpers/route-walk.ts'
 import { READ_WRITE_AREAS } from '../../src/modules/oauth/scopes.ts'
+import { onEachEngine } from '../helpers/engine-suites.ts'
 
 /**
  * Tenant isolation, walked over the OpenAPI document so that every route added later is
@@ -57,115 +57,110 @@ const COMPANY_PATH = /\{company_id[^}]*\}|\{subscription_customer_id\}|\{subscri
 /** A path parameter other than the company: an id of one of its resources. */
 const CHILD_IN_PATH = /\{(?!company_id|subscription_customer_id)[^}]+\}/
 
-for (const engine of engines) {
-  describe(`cross-company isolation on ${engine}`, () => {
-    let t: TestApp
-    let routes: Route[]
-    let walk: ReturnType<typeof routeWalk>
-    let a: Tenant
-    let b: Tenant
-    /** What the seeding POSTs answered: every creation says where its resource is. */
-    const creations: Creation[] = []
-    const request: ReturnType<typeof routeWalk>['request'] = (...args) => walk.request(...args)
-    const fill: ReturnType<typeof routeWalk>['fill'] = (...args) => walk.fill(...args)
+onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
+  let routes: Route[]
+  let walk: ReturnType<typeof routeWalk>
+  let a: Tenant
+  let b: Tenant
+  /** What the seeding POSTs answered: every creation says where its resource is. */
+  const creations: Creation[] = []
+  const request: ReturnType<typeof routeWalk>['request'] = (...args) => walk.request(...args)
+  const fill: ReturnType<typeof routeWalk>['fill'] = (...args) => walk.fill(...args)
 
-    /** Every GET of the tenant's own path that it can fill with its ids: what it reads. */
-    async function snapshot(tenant: Tenant) {
-      const out: Record<string, unknown> = {}
-      for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op))) {
-        const { call, known } = request(route, tenant, tenant, t.platformToken)
-        if (!known || !route.path.includes('{')) continue
-        if (!/\{company_id|\{subscription/.test(route.path)) continue
-        const res = await t.call(call)
-        out[`${route.path} ${res.statusCode}`] = res.statusCode === 200 ? res.body : res.statusCode
-      }
-      return out
+  /** Every GET of the tenant's own path that it can fill with its ids: what it reads. */
+  async function snapshot(tenant: Tenant) {
+    const out: Record<string, unknown> = {}
+    for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op))) {
+      const { call, known } = request(route, tenant, tenant, t.platformToken)
+      if (!known || !route.path.includes('{')) continue
+      if (!/\{company_id|\{subscription/.test(route.path)) continue
+      const res = await t.call(call)
+      out[`${route.path} ${res.statusCode}`] = res.statusCode === 200 ? res.body : res.statusCode
     }
+    return out
+  }
 
-    before(async () => {
-      // No trial: the subscriptions are active at once and have an invoice to cross (the ledger's routes).
-      t = await buildTestApp(engine, { TRIAL_DAYS: 0 })
-      const doc = await t.json(200, { url: '/openapi.json', token: null })
-      walk = routeWalk(t, doc)
-      routes = walk.routes
-      // Every area in the plan: the tokens hold every scope, so a refusal can only be about the company.
-      const features = [...READ_WRITE_AREAS, 'calendar']
-      a = tenantOf(await company(t, {}, { features }))
-      b = tenantOf(await company(t, {}, { features }))
-      // Cards, so that the trials' end (now: TRIAL_DAYS is 0 here) bills a first invoice at the seeds' runDue.
-      for (const tenant of [a, b]) {
-        await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 } })
-      }
-      await walk.seed(a, (creation) => creations.push(creation))
-      await walk.seed(b, (creation) => creations.push(creation))
-    })
-    after(async () => { await t?.close() })
-
-    it('answers every creation with a Location that leads to the new resource', async () => {
-      // Every POST of a company path made something for both companies (the factories made the first ones).
-      // An action that answers 200 and makes nothing (rotate_secret) is no creation.
-      const action = (r: Route) => Object.keys(r.op.responses ?? {}).every((status) => !/^20[12]$/.test(status))
-      const posts = routes.filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !action(r))
-      const made = (r: Route, tenant: Tenant) => tenant.byCollection.has(r.path)
-      assert.deepEqual(posts.filter((r) => !made(r, a) || !made(r, b)).map(key), [], 'POST routes that created nothing')
-      const actions = new Set(routes.filter(action).map(key))
-      for (const { route, status, location } of creations) {
-        if (actions.has(route)) continue
-        assert.equal(typeof location, 'string', `${route} (${status}) sets Location`)
-        const res = await t.call({ url: location as string })
-        assert.equal(res.statusCode, 200, `${route}: ${location} answers ${res.statusCode}`)
-      }
-    })
-
-    it('answers 404 to a company token on another company\'s path, for every route, and changes nothing', async () => {
-      const before = await snapshot(b)
-      const checked: string[] = []
-      const failures: string[] = []
-      const tenantRoutes = routes.filter((r) => !isPublic(r.op) && COMPANY_PATH.test(r.path))
-      for (const route of tenantRoutes) {
-        const { call, multipart, known } = request(route, b, b, a.company.token)
-        // With a random id in place of one of B's, a 404 would prove nothing.
-        if (!known) failures.push(`${key(route)}: no id of B for its path or body (seed one)`)
-        const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
-        const expected = isPlatformOnly(route.op) ? 403 : 404
-        if (res.statusCode !== expected) failures.push(`${route.method} ${route.path}: ${res.statusCode} ${res.body}`)
-        checked.push(`${route.method} ${route.path}`)
-      }
-      assert.deepEqual(failures, [])
-      // Every documented operation was walked, or says why it takes no company.
-      const all = routes.map(key)
-      assert.deepEqual(all.filter((r) => !checked.includes(r) && !(r in NOT_COMPANY_SCOPED)), [], 'operations neither walked nor excluded')
-      assert.deepEqual(checked.filter((r) => r in NOT_COMPANY_SCOPED), [], 'walked, yet excluded as taking no company')
-      assert.deepEqual(Object.keys(NOT_COMPANY_SCOPED).filter((r) => !all.includes(r)), [], 'excluded, yet not documented')
-      assert.deepEqual(await snapshot(b), before)
-      // B still works with its own token: it was neither disabled nor revoked.
-      await t.json(200, { url: `/api/v1/companies/${b.company.id}`, token: b.company.token })
-    })
-
-    it('never lets a company reach another company\'s resources through its own path', async () => {
-      const before = await snapshot(b)
-      const failures: string[] = []
-      const walked: string[] = []
-      for (const route of routes.filter((r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'))) {
-        const { call, usesChild, multipart, unknown } = request(route, a, b, a.company.token)
-        // A route with one of B's resources in its path, or an id field of a resource B has none
-        // of, must not drop out of the walk: it would be tried with nothing of B's.
-        if (unknown.length) failures.push(`${key(route)}: no id of B for ${unknown.join(', ')} (seed one)`)
-        if (CHILD_IN_PATH.test(route.path) && !fill(route.path, a, b).usesChild) failures.push(`${key(route)}: no id of B for its path (seed one)`)
-        if (multipart && usesChild) failures.push(`${key(route)}: a multipart body with ids is not generated here`)
-        if (!usesChild || multipart) continue
-        walked.push(key(route))
-        const res = await t.call(call)
-        const inPath = fill(route.path, a, b).usesChild
-        // A foreign id in the path is a missing resource; in a body, a missing or invalid reference.
-        const allowed = inPath && route.method !== 'POST' && route.method !== 'PUT' ? [404] : [400, 404]
-        // A query this generator could not fill validly is refused before any lookup: no leak either.
-        const queryRefused = res.statusCode === 400 && /^querystring/.test(res.json().errors)
-        if (!allowed.includes(res.statusCode) && !queryRefused) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
-      }
-      assert.deepEqual(failures, [])
-      assert.ok(walked.includes('GET /api/v1/companies/{company_id}/contracts/{contract_id}') && walked.includes('POST /api/v1/companies/{company_id}/teams'), walked.join('\n'))
-      assert.deepEqual(await snapshot(b), before)
-    })
+  before(async () => {
+    // No trial: the subscriptions are active at once and have an invoice to cross (the ledger's routes).
+    const doc = await t.json(200, { url: '/openapi.json', token: null })
+    walk = routeWalk(t, doc)
+    routes = walk.routes
+    // Every area in the plan: the tokens hold every scope, so a refusal can only be about the company.
+    const features = [...READ_WRITE_AREAS, 'calendar']
+    a = tenantOf(await company(t, {}, { features }))
+    b = tenantOf(await company(t, {}, { features }))
+    // Cards, so that the trials' end (now: TRIAL_DAYS is 0 here) bills a first invoice at the seeds' runDue.
+    for (const tenant of [a, b]) {
+      await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 } })
+    }
+    await walk.seed(a, (creation) => creations.push(creation))
+    await walk.seed(b, (creation) => creations.push(creation))
   })
-}
+
+  it('answers every creation with a Location that leads to the new resource', async () => {
+    // Every POST of a company path made something for both companies (the factories made the first ones).
+    // An action that answers 200 and makes nothing (rotate_secret) is no creation.
+    const action = (r: Route) => Object.keys(r.op.responses ?? {}).every((status) => !/^20[12]$/.test(status))
+    const posts = routes.filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !action(r))
+    const made = (r: Route, tenant: Tenant) => tenant.byCollection.has(r.path)
+    assert.deepEqual(posts.filter((r) => !made(r, a) || !made(r, b)).map(key), [], 'POST routes that created nothing')
+    const actions = new Set(routes.filter(action).map(key))
+    for (const { route, status, location } of creations) {
+      if (actions.has(route)) continue
+      assert.equal(typeof location, 'string', `${route} (${status}) sets Location`)
+      const res = await t.call({ url: location as string })
+      assert.equal(res.statusCode, 200, `${route}: ${location} answers ${res.statusCode}`)
+    }
+  })
+
+  it('answers 404 to a company token on another company\'s path, for every route, and changes nothing', async () => {
+    const before = await snapshot(b)
+    const checked: string[] = []
+    const failures: string[] = []
+    const tenantRoutes = routes.filter((r) => !isPublic(r.op) && COMPANY_PATH.test(r.path))
+    for (const route of tenantRoutes) {
+      const { call, multipart, known } = request(route, b, b, a.company.token)
+      // With a random id in place of one of B's, a 404 would prove nothing.
+      if (!known) failures.push(`${key(route)}: no id of B for its path or body (seed one)`)
+      const res = await t.call(multipart ? { ...call, ...pdfForm() } : call)
+      const expected = isPlatformOnly(route.op) ? 403 : 404
+      if (res.statusCode !== expected) failures.push(`${route.method} ${route.path}: ${res.statusCode} ${res.body}`)
+      checked.push(`${route.method} ${route.path}`)
+    }
+    assert.deepEqual(failures, [])
+    // Every documented operation was walked, or says why it takes no company.
+    const all = routes.map(key)
+    assert.deepEqual(all.filter((r) => !checked.includes(r) && !(r in NOT_COMPANY_SCOPED)), [], 'operations neither walked nor excluded')
+    assert.deepEqual(checked.filter((r) => r in NOT_COMPANY_SCOPED), [], 'walked, yet excluded as taking no company')
+    assert.deepEqual(Object.keys(NOT_COMPANY_SCOPED).filter((r) => !all.includes(r)), [], 'excluded, yet not documented')
+    assert.deepEqual(await snapshot(b), before)
+    // B still works with its own token: it was neither disabled nor revoked.
+    await t.json(200, { url: `/api/v1/companies/${b.company.id}`, token: b.company.token })
+  })
+
+  it('never lets a company reach another company\'s resources through its own path', async () => {
+    const before = await snapshot(b)
+    const failures: string[] = []
+    const walked: string[] = []
+    for (const route of routes.filter((r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'))) {
+      const { call, usesChild, multipart, unknown } = request(route, a, b, a.company.token)
+      // A route with one of B's resources in its path, or an id field of a resource B has none
+      // of, must not drop out of the walk: it would be tried with nothing of B's.
+      if (unknown.length) failures.push(`${key(route)}: no id of B for ${unknown.join(', ')} (seed one)`)
+      if (CHILD_IN_PATH.test(route.path) && !fill(route.path, a, b).usesChild) failures.push(`${key(route)}: no id of B for its path (seed one)`)
+      if (multipart && usesChild) failures.push(`${key(route)}: a multipart body with ids is not generated here`)
+      if (!usesChild || multipart) continue
+      walked.push(key(route))
+      const res = await t.call(call)
+      const inPath = fill(route.path, a, b).usesChild
+      // A foreign id in the path is a missing resource; in a body, a missing or invalid reference.
+      const allowed = inPath && route.method !== 'POST' && route.method !== 'PUT' ? [404] : [400, 404]
+      // A query this generator could not fill validly is refused before any lookup: no leak either.
+      const queryRefused = res.statusCode === 400 && /^querystring/.test(res.json().errors)
+      if (!allowed.includes(res.statusCode) && !queryRefused) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
+    }
+    assert.deepEqual(failures, [])
+    assert.ok(walked.includes('GET /api/v1/companies/{company_id}/contracts/{contract_id}') && walked.includes('POST /api/v1/companies/{company_id}/teams'), walked.join('\n'))
+    assert.deepEqual(await snapshot(b), before)
+  })
+})
