@@ -418,7 +418,7 @@ forEachEngine(() => 'Idempotency-Key on a small pool (PostgreSQL only)', (engine
   after(async () => { await t?.close() })
   const subsidiaries = () => `/api/v1/companies/${c.id}/subsidiaries`
 
-  /** A session of its own on the test's database, outside the app's pool. */
+  /** A connection to the test's database that the app's pool does not hand out. */
   async function session() {
     const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)
     const client = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, rows[0]!.name) })

@@ -284,8 +284,8 @@ async function createPglite(options: DatabaseOptions): Promise<Database> {
   const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')])
   let release = () => {}
   let pglite: PGlite
-  // PGlite touches all its shared buffers at start, so each MB is idle RSS; 16 MB holds a small
-  // deployment's hot pages, and the OS caches the rest of the data directory.
+  // PGlite touches all its shared buffers at start, so each one is idle memory: keep them to a
+  // small deployment's hot pages, and let the OS cache the rest of the data directory.
   const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
   if (options.pgliteDump) {
     pglite = new PGlite({ loadDataDir: options.pgliteDump, startParams })

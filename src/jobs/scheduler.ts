@@ -14,7 +14,7 @@ const WAKE_COALESCE_MS = 25
 // Fastify's elapsedTime stops at 'finish', so a start computed in onResponse is slightly late;
 // the margin only adds passes, never loses one.
 const REQUEST_START_MARGIN_MS = 100
-/** Node's timers hold 2^31-1 ms at most; a longer delay fires at once. */
+/** Node's timers fire at once past this delay, so no wait is set longer (a pass then comes sooner). */
 const MAX_TIMER_MS = 2 ** 31 - 1
 /** How often a pass looks again for companies with due work: the most one backlog holds another back. */
 const LANES_REFRESH_MS = 200

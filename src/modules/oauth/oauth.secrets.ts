@@ -16,7 +16,7 @@ const R = 8
 const P = 1
 const KEY_BYTES = 32
 const SALT_BYTES = 16
-// Node refuses scrypt above 32 MiB by default, and N=2^15, r=8 needs a little more.
+// Node's default scrypt memory ceiling is just below what these parameters need: raised here.
 const MAX_MEMORY = 64 * 1024 * 1024
 const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
 const SHA256 = /^[0-9a-f]{64}$/
