@@ -248,7 +248,7 @@ export async function buildApp(options: AppOptions) {
     credit_note: invoices.creditNoteEventObject,
   })
   async function memberObject(stored: StoredObject, event: StoredEvent) {
-    return teams.memberEventObject(stored, event, await companies.getContract(stored.company_id, stored.contract_id))
+    return teams.memberEventObject(stored, event, await companies.memberContract(stored))
   }
   const events = createEventsService({ repo: eventsRepo, presenter })
   const endpointsRepo = createWebhookEndpointsRepository(db)

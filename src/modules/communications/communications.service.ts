@@ -50,6 +50,8 @@ export function createCommunicationsService(deps: {
     return timeZone
   }
 
+  const communicationEventObject = (stored: StoredObject): Communication => view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! })
+
   async function resolveReferences(companyId: string, input: CommunicationUpdate, allowedSenders: string[]): Promise<Partial<Fields>> {
     const out: Partial<Fields> = {}
     if (input.destination_team_ids) {
@@ -188,13 +190,16 @@ export function createCommunicationsService(deps: {
       return view(row)
     },
 
-    communicationEventObject: (stored: StoredObject): Communication => view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! }),
+    communicationEventObject,
 
-    /** An occurrence has no GET of its own: its event's object is the communication, read now. */
-    async occurrenceEventObject(stored: StoredObject): Promise<Communication> {
-      const row = await repo.find(stored.company_id, stored.communication_id)
-      if (!row) throw new NotFound('Communication')
-      return view(row)
+    /**
+     * An occurrence has no GET of its own: its event's object is the communication as the delivery
+     * left it (read now if not stored); without it (gone), the occurrence's own fields.
+     */
+    async occurrenceEventObject(stored: StoredObject): Promise<Communication | Pick<Communication, 'id' | 'company_id' | 'send_at'>> {
+      if (stored.communication) return communicationEventObject(stored.communication)
+      const row = 'communication' in stored ? undefined : await repo.find(stored.company_id, stored.communication_id)
+      return row ? view(row) : { id: stored.communication_id, company_id: stored.company_id, send_at: storedTime(stored.send_at)!.toISOString() }
     },
 
     async list(companyId: string, query: { year?: number; status?: CommunicationStatus }, page: KeysetPage = {}): Promise<Paged<Communication>> {

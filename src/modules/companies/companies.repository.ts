@@ -5,6 +5,7 @@ import { prepared } from '../../db/prepared.ts'
 import { containing, keyset, preparedPages, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { cutPage } from '../../core/paging.ts'
 import { companyExistsOn } from '../../db/company-exists.ts'
+import type { Contract } from './companies.schemas.ts'
 
 /** Each order ends with a unique column. */
 export const COMPANY_ORDER: SortColumn[] = [{ column: 'c.name' }, { column: 'c.id', cast: 'uuid' }]
@@ -102,12 +103,21 @@ export function createCompaniesRepository(db: Kysely<DB>) {
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
 
-    findSubscriptionMirror: (companyId: string) => db.selectFrom('subscriptions as s')
-      .leftJoin('plans as p', 'p.sku', 's.plan_sku')
-      .select(['s.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
-        's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features'])
-      .where('s.company_id', '=', companyId)
-      .executeTakeFirst(),
+    findSubscriptionMirror: (companyId: string) => mirrorsQuery(db).where('s.company_id', '=', companyId).executeTakeFirst(),
+
+    /** Keyed `<company_id>/<company_id>`, as batchedByResource asks; a company without a subscription absent. */
+    async subscriptionMirrorsOf(companies: ReadonlyArray<{ companyId: string }>) {
+      const rows = await mirrorsQuery(db).select('s.company_id').where('s.company_id', 'in', companies.map((c) => c.companyId)).execute()
+      return new Map(rows.map(({ company_id, ...mirror }) => [`${company_id}/${company_id}`, mirror]))
+    },
+
+    /** Keyed `<company_id>/<contract_id>`, with their team_ids; a missing contract absent. */
+    async contractsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, Contract>> {
+      const rows = await db.selectFrom('contracts as c')
+        .select(['c.company_id', 'c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active', teamIdsOfContract.as('team_ids')])
+        .where((eb) => eb(eb.refTuple('c.company_id', 'c.id'), 'in', contracts.map((k) => eb.tuple(k.companyId, k.id)))).execute()
+      return new Map(rows.map(({ company_id, ...row }) => [`${company_id}/${row.id}`, row]))
+    },
 
     /** Keyed `<company_id>/<contract_id>`; a contract in no team absent. */
     async teamIdsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, string[]>> {
@@ -139,11 +149,21 @@ function companiesQuery(db: Kysely<DB>) {
 }
 
 // Team ids read from the memberships so both views agree; as json, which the driver parses natively.
+const teamIdsOfContract = sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`
+
 export function contractsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('contracts as c')
     .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
-    .select(sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`.as('team_ids'))
+    .select(teamIdsOfContract.as('team_ids'))
     .where('c.company_id', '=', companyId)
+}
+
+/** The company's fields its GET joins from its subscription and plan. */
+function mirrorsQuery(db: Kysely<DB>) {
+  return db.selectFrom('subscriptions as s')
+    .leftJoin('plans as p', 'p.sku', 's.plan_sku')
+    .select(['s.id as subscription_id', 's.customer_id as subscription_customer_id', 's.plan_sku as subscription_plan',
+      's.status as subscription_status', 's.current_term_end', 's.trial_end', 's.plan_quantity', 'p.features'])
 }
 
 export type CompaniesRepository = ReturnType<typeof createCompaniesRepository>

@@ -37,6 +37,12 @@ function teamIdsReadOnly(why: string) {
 const MAX_GENERATIONS = 100
 
 type CompanyRecord = NonNullable<Awaited<ReturnType<CompaniesRepository['findCompany']>>>
+type Mirror = NonNullable<Awaited<ReturnType<CompaniesRepository['findSubscriptionMirror']>>>
+
+/** The mirror an event stored (null: no subscription then), its times as Dates. */
+function storedMirror(stored: StoredObject | null): Mirror | undefined {
+  return stored ? { ...(stored as Mirror), current_term_end: storedTime(stored.current_term_end), trial_end: storedTime(stored.trial_end) } : undefined
+}
 
 export function createCompaniesService(deps: {
   db: Kysely<DB>
@@ -48,6 +54,8 @@ export function createCompaniesService(deps: {
 }) {
   const { repo, clock } = deps
   const teamIdsOf = batchedByResource(repo.teamIdsOf, [])
+  const mirrorOf = batchedByResource(repo.subscriptionMirrorsOf, undefined)
+  const contractOf = batchedByResource(repo.contractsOf, undefined)
 
   async function requireCompany(companyId: string) {
     if (!(await repo.companyExists(companyId))) throw new NotFound('Company')
@@ -216,9 +224,9 @@ export function createCompaniesService(deps: {
       return contractView(row)
     },
 
-    /** As GET /companies/{id} answers: the stored row with the subscription's mirror read now. */
+    /** As GET /companies/{id} answers: the stored row with the subscription's mirror of its moment (read now if not stored). */
     async companyEventObject(stored: StoredObject): Promise<Company> {
-      const mirror = await repo.findSubscriptionMirror(stored.id)
+      const mirror: Mirror | undefined = 'subscription' in stored ? storedMirror(stored.subscription) : await mirrorOf(stored.id, stored.id)
       return companyView({
         ...(stored as CompanyRecord), disabled_at: storedTime(stored.disabled_at),
         subscription_id: mirror?.subscription_id ?? null, subscription_customer_id: mirror?.subscription_customer_id ?? null,
@@ -230,9 +238,16 @@ export function createCompaniesService(deps: {
 
     subsidiaryEventObject: (stored: StoredObject): Subsidiary => subsidiaryView(stored as Subsidiary),
 
-    /** As GET .../contracts/{id} answers: the stored row with its teams read now. */
+    /** As GET .../contracts/{id} answers: the stored row with its teams of its moment (read now if not stored). */
     async contractEventObject(stored: StoredObject): Promise<Contract> {
-      return contractView({ ...(stored as Contract), team_ids: await teamIdsOf(stored.company_id, stored.id) })
+      const teamIds = Array.isArray(stored.team_ids) ? stored.team_ids as string[] : await teamIdsOf(stored.company_id, stored.id)
+      return contractView({ ...(stored as Contract), team_ids: teamIds })
+    },
+
+    /** A membership event's contract: as the event stored it, else read now; undefined when it is gone. */
+    async memberContract(stored: StoredObject): Promise<Contract | undefined> {
+      if ('contract' in stored) return stored.contract ? contractView(stored.contract as Contract) : undefined
+      return contractOf(stored.company_id, stored.contract_id)
     },
   }
 

@@ -1,4 +1,4 @@
-import { storedTime, type StoredObject } from '../events/event-objects.ts'
+import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
 import { uuidFromName } from '../../core/ids.ts'
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
@@ -37,6 +37,7 @@ export function createSubscriptionsService(deps: {
   ledger: Ledger
 }) {
   const { db, repo, clock, providers, ledger } = deps
+  const updatedAtOf = batchedByResource((keys) => repo.updatedAtsOf(db, keys), undefined)
   const pricing = createPricing({ repo, vatRates: vatTable(deps.vatRates ?? ''), sellerCountry: deps.sellerCountry ?? 'IT' })
   const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger })
   const { customerOf, details, findOwn } = steps
@@ -91,14 +92,13 @@ export function createSubscriptionsService(deps: {
       return details(db, await findOwn(companyId))
     },
 
-    /** A subscription event's object, as GET .../details answers it; updated_at is read now or taken from the event. */
+    /**
+     * A subscription event's object, as GET .../details answers it. updated_at is the change's; an event
+     * stored without it reads it now while the subscription is there, else takes the event's time.
+     */
     async subscriptionEventObject(stored: StoredObject, event: { created_at?: Date | string }) {
       const t = (key: string) => storedTime(stored[key])
-      let updatedAt = t('updated_at')
-      if (updatedAt === null) {
-        const current = await repo.findByCompany(db, stored.company_id)
-        updatedAt = current && current.id === stored.id ? current.updated_at : new Date(event.created_at ?? stored.created_at)
-      }
+      const updatedAt = t('updated_at') ?? (await updatedAtOf(stored.company_id, stored.id)) ?? new Date(event.created_at ?? stored.created_at)
       return subscriptionView({
         ...(stored as SubscriptionRow), trial_start: t('trial_start'), trial_end: t('trial_end'), current_term_start: t('current_term_start'),
         current_term_end: t('current_term_end'), cancelled_at: t('cancelled_at'), cancel_scheduled_at: t('cancel_scheduled_at'),

@@ -90,12 +90,18 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return teamView(team)
     },
 
+    /** As GET .../teams/{id} answers: the stored row with the leaders of its moment (read now if not stored). */
     async teamEventObject(stored: StoredObject): Promise<Team> {
-      return teamView({ ...(stored as Team), team_leader_ids: await leaderIdsOf(stored.company_id, stored.id) })
+      const leaders = Array.isArray(stored.team_leader_ids) ? stored.team_leader_ids as string[] : await leaderIdsOf(stored.company_id, stored.id)
+      return teamView({ ...(stored as Team), team_leader_ids: leaders })
     },
 
-    /** The contract as the team's member list shows it; a removal keeps the team among its team_ids. */
-    memberEventObject(stored: StoredObject, event: { type: string }, contract: Contract): TeamMember {
+    /**
+     * The contract as the team's member list shows it; a removal keeps the team among its team_ids.
+     * Without the contract (gone): its id, the event's team and the leadership, as the event stored them.
+     */
+    memberEventObject(stored: StoredObject, event: { type: string }, contract: Contract | undefined): TeamMember | Pick<TeamMember, 'id' | 'team_ids' | 'is_leader'> {
+      if (!contract) return { id: stored.contract_id, team_ids: [stored.team_id], is_leader: stored.is_leader }
       const teamIds = event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id) ? [...contract.team_ids, stored.team_id].sort() : contract.team_ids
       return { ...contract, team_ids: teamIds, is_leader: stored.is_leader }
     },
