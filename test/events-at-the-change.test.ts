@@ -16,7 +16,10 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 
 const companyUrl = (id: string) => `/api/v1/companies/${id}`
 
-onEachEngine('events show related fields as they were at the change', { TEST_CLOCK_ENABLED: true, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }, (t) => {
+const SETTINGS = { TEST_CLOCK_ENABLED: true, WEBHOOK_ALLOW_PRIVATE_TARGETS: true }
+const SUB = '/api/v1/subscription'
+
+onEachEngine('events show related fields as they were at the change', SETTINGS, (t) => {
   const { receivers, listen, endpoint, deliverNow } = endpointSteps(() => t)
   after(async () => {
     await Promise.all(receivers.map((r) => r.close()))
@@ -48,7 +51,8 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
 
     const [created, updated] = await eventsOf(c, 'contract.*')
     assert.deepEqual([created.type, created.data.object.team_ids], ['contract.created', []])
-    assert.deepEqual([updated.type, updated.data.object.team_ids, updated.data.object.first_name], ['contract.updated', [a], 'Giulia'])
+    const { team_ids: teamIds, first_name: firstName } = updated.data.object
+    assert.deepEqual([updated.type, teamIds, firstName], ['contract.updated', [a], 'Giulia'])
     await deliverNow()
     const sent = r.received.map((got) => JSON.parse(got.body)).find((e) => e.type === 'contract.updated')
     assert.ok(sent, 'contract.updated delivered')
@@ -76,7 +80,7 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
     assert.equal(before.subscription_status, 'in_trial')
     const patched = await t.call({ method: 'PATCH', url: companyUrl(c.id), body: { name: 'Renamed S.p.A.' } })
     assert.equal(patched.statusCode, 202, patched.body)
-    const cancelled = await t.call({ method: 'PUT', url: `/api/v1/subscription/${c.id}/cancel?end_of_term=false`, token: c.token })
+    const cancelled = await t.call({ method: 'PUT', url: `${SUB}/${c.id}/cancel?end_of_term=false`, token: c.token })
     assert.equal(cancelled.statusCode, 200, cancelled.body)
     assert.equal((await t.json(200, { url: companyUrl(c.id) })).subscription_status, 'cancelled')
     const [created] = await eventsOf(c, 'company.created')
@@ -100,10 +104,10 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
 
   it('a subscription event keeps the updated_at of its change', async () => {
     const c = await company(t)
-    const details = async () => (await t.json(200, { url: `/api/v1/subscription/${c.id}/details`, token: c.token })).subscription
+    const details = async () => (await t.json(200, { url: `${SUB}/${c.id}/details`, token: c.token })).subscription
     const first = await details()
     t.clock.set(new Date(t.clock.now().getTime() + 3_600_000))
-    const cancelled = await t.call({ method: 'PUT', url: `/api/v1/subscription/${c.id}/cancel?end_of_term=true`, token: c.token })
+    const cancelled = await t.call({ method: 'PUT', url: `${SUB}/${c.id}/cancel?end_of_term=true`, token: c.token })
     assert.equal(cancelled.statusCode, 200, cancelled.body)
     assert.notEqual((await details()).updated_at, first.updated_at)
     const [created] = await eventsOf(c, 'subscription.created')
@@ -116,7 +120,8 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
     const k = await contract(t, c.id)
     const x = await team(t, c.id, { team_leader_ids: [k] })
     const sendAt = new Date(t.clock.now().getTime() - 1000).toISOString()
-    const comm = await createComm(t, c, { send_at: sendAt, destination_team_ids: [x], recurrent: 'daily', recurrent_until: '2099-12-31' })
+    const daily = { recurrent: 'daily', recurrent_until: '2099-12-31' }
+    const comm = await createComm(t, c, { send_at: sendAt, destination_team_ids: [x], ...daily })
     await t.app.services.scheduler.runDue()
     const afterFirst = await getComm(t, c, comm)
     t.clock.set(new Date(Date.parse(sendAt) + 86_400_000 + 1000))
@@ -131,7 +136,8 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
     const c = await company(t)
     const k = await contract(t, c.id)
     const x = await team(t, c.id, { team_leader_ids: [k] })
-    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}', (data -> 'object') - 'team_ids' - 'team_leader_ids' - 'subscription' - 'contract')
+    await raw(sql`UPDATE events
+      SET data = jsonb_set(data, '{object}', (data -> 'object') - 'team_ids' - 'team_leader_ids' - 'subscription' - 'contract')
       WHERE company_id = ${c.id}`)
     await put(c, `/contracts/${k}`, { first_name: 'Giulia', last_name: 'Verdi' })
     const y = await team(t, c.id)
@@ -155,9 +161,11 @@ onEachEngine('events show related fields as they were at the change', { TEST_CLO
     await t.app.services.scheduler.runDue()
     // Old-format events naming a contract and a communication that no row holds.
     const [ghostContract, ghostComm] = [randomUUID(), randomUUID()]
-    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}', (data -> 'object') - 'contract' || jsonb_build_object('contract_id', ${ghostContract}::text))
+    await raw(sql`UPDATE events
+      SET data = jsonb_set(data, '{object}', (data -> 'object') - 'contract' || jsonb_build_object('contract_id', ${ghostContract}::text))
       WHERE company_id = ${c.id} AND type = 'team.member_added'`)
-    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}', (data -> 'object') - 'communication' || jsonb_build_object('communication_id', ${ghostComm}::text))
+    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}',
+        (data -> 'object') - 'communication' || jsonb_build_object('communication_id', ${ghostComm}::text))
       WHERE company_id = ${c.id} AND type = 'communication.occurrence_delivered'`)
     const page = await t.json<any[]>(200, { url: `${companyUrl(c.id)}/events`, query: { limit: '100' } })
     const added = page.find((e) => e.type === 'team.member_added')

@@ -50,7 +50,8 @@ export function createCommunicationsService(deps: {
     return timeZone
   }
 
-  const communicationEventObject = (stored: StoredObject): Communication => view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! })
+  const communicationEventObject = (stored: StoredObject): Communication =>
+    view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! })
 
   async function resolveReferences(companyId: string, input: CommunicationUpdate, allowedSenders: string[]): Promise<Partial<Fields>> {
     const out: Partial<Fields> = {}
@@ -196,10 +197,12 @@ export function createCommunicationsService(deps: {
      * An occurrence has no GET of its own: its event's object is the communication as the delivery
      * left it (read now if not stored); without it (gone), the occurrence's own fields.
      */
-    async occurrenceEventObject(stored: StoredObject): Promise<Communication | Pick<Communication, 'id' | 'company_id' | 'send_at'>> {
+    async occurrenceEventObject(stored: StoredObject): Promise<Communication | OccurrenceFields> {
       if (stored.communication) return communicationEventObject(stored.communication)
       const row = 'communication' in stored ? undefined : await repo.find(stored.company_id, stored.communication_id)
-      return row ? view(row) : { id: stored.communication_id, company_id: stored.company_id, send_at: storedTime(stored.send_at)!.toISOString() }
+      if (row) return view(row)
+      const sendAt = storedTime(stored.send_at)!.toISOString()
+      return { id: stored.communication_id, company_id: stored.company_id, send_at: sendAt }
     },
 
     async list(companyId: string, query: { year?: number; status?: CommunicationStatus }, page: KeysetPage = {}): Promise<Paged<Communication>> {
@@ -222,6 +225,8 @@ export function createCommunicationsService(deps: {
 }
 
 export type CommunicationsService = ReturnType<typeof createCommunicationsService>
+
+type OccurrenceFields = Pick<Communication, 'id' | 'company_id' | 'send_at'>
 
 function fieldsOf(row: CommunicationRecord): Fields {
   return {

@@ -103,19 +103,23 @@ export function createCompaniesRepository(db: Kysely<DB>) {
     },
     findContract: (companyId: string, contractId: string) => contractsQuery(db, companyId).where('c.id', '=', contractId).executeTakeFirst(),
 
-    findSubscriptionMirror: (companyId: string) => mirrorsQuery(db).where('s.company_id', '=', companyId).executeTakeFirst(),
+    findSubscriptionMirror: (companyId: string) =>
+      mirrorsQuery(db).where('s.company_id', '=', companyId).executeTakeFirst(),
 
     /** Keyed `<company_id>/<company_id>`, as batchedByResource asks; a company without a subscription absent. */
     async subscriptionMirrorsOf(companies: ReadonlyArray<{ companyId: string }>) {
-      const rows = await mirrorsQuery(db).select('s.company_id').where('s.company_id', 'in', companies.map((c) => c.companyId)).execute()
+      const rows = await mirrorsQuery(db).select('s.company_id')
+        .where('s.company_id', 'in', companies.map((c) => c.companyId)).execute()
       return new Map(rows.map(({ company_id, ...mirror }) => [`${company_id}/${company_id}`, mirror]))
     },
 
     /** Keyed `<company_id>/<contract_id>`, with their team_ids; a missing contract absent. */
     async contractsOf(contracts: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, Contract>> {
       const rows = await db.selectFrom('contracts as c')
-        .select(['c.company_id', 'c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active', teamIdsOfContract.as('team_ids')])
-        .where((eb) => eb(eb.refTuple('c.company_id', 'c.id'), 'in', contracts.map((k) => eb.tuple(k.companyId, k.id)))).execute()
+        .select(['c.company_id', 'c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
+        .select(teamIdsOfContract.as('team_ids'))
+        .where((eb) => eb(eb.refTuple('c.company_id', 'c.id'), 'in', contracts.map((k) => eb.tuple(k.companyId, k.id))))
+        .execute()
       return new Map(rows.map(({ company_id, ...row }) => [`${company_id}/${row.id}`, row]))
     },
 
@@ -149,7 +153,8 @@ function companiesQuery(db: Kysely<DB>) {
 }
 
 // Team ids read from the memberships so both views agree; as json, which the driver parses natively.
-const teamIdsOfContract = sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`
+const teamIdsOfContract = sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m
+  WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`
 
 export function contractsQuery(db: Kysely<DB>, companyId: string) {
   return db.selectFrom('contracts as c')

@@ -41,7 +41,9 @@ type Mirror = NonNullable<Awaited<ReturnType<CompaniesRepository['findSubscripti
 
 /** The mirror an event stored (null: no subscription then), its times as Dates. */
 function storedMirror(stored: StoredObject | null): Mirror | undefined {
-  return stored ? { ...(stored as Mirror), current_term_end: storedTime(stored.current_term_end), trial_end: storedTime(stored.trial_end) } : undefined
+  if (!stored) return undefined
+  const time = (key: string) => storedTime(stored[key])
+  return { ...(stored as Mirror), current_term_end: time('current_term_end'), trial_end: time('trial_end') }
 }
 
 export function createCompaniesService(deps: {
@@ -224,9 +226,9 @@ export function createCompaniesService(deps: {
       return contractView(row)
     },
 
-    /** As GET /companies/{id} answers: the stored row with the subscription's mirror of its moment (read now if not stored). */
+    /** As GET /companies/{id} answers: the stored row with the subscription's mirror of its moment (else read now). */
     async companyEventObject(stored: StoredObject): Promise<Company> {
-      const mirror: Mirror | undefined = 'subscription' in stored ? storedMirror(stored.subscription) : await mirrorOf(stored.id, stored.id)
+      const mirror = 'subscription' in stored ? storedMirror(stored.subscription) : await mirrorOf(stored.id, stored.id)
       return companyView({
         ...(stored as CompanyRecord), disabled_at: storedTime(stored.disabled_at),
         subscription_id: mirror?.subscription_id ?? null, subscription_customer_id: mirror?.subscription_customer_id ?? null,
@@ -240,7 +242,8 @@ export function createCompaniesService(deps: {
 
     /** As GET .../contracts/{id} answers: the stored row with its teams of its moment (read now if not stored). */
     async contractEventObject(stored: StoredObject): Promise<Contract> {
-      const teamIds = Array.isArray(stored.team_ids) ? stored.team_ids as string[] : await teamIdsOf(stored.company_id, stored.id)
+      const teamIds: string[] = Array.isArray(stored.team_ids)
+        ? stored.team_ids : await teamIdsOf(stored.company_id, stored.id)
       return contractView({ ...(stored as Contract), team_ids: teamIds })
     },
 

@@ -1,5 +1,6 @@
-// An event's `data.object` is the resource as its own GET answers it: triggers store the row, and
-// the resource's module presents it with its GET's serializer when the event is read or sent.
+// An event's `data.object` is the resource as its own GET answers it: triggers store the row with
+// what its GET reads from other tables as it was at the change (migration 0048), and the resource's
+// module presents it with its GET's serializer when the event is read or sent.
 import type { Event } from './events.schemas.ts'
 
 /** Timestamps as ISO strings, days as `YYYY-MM-DD`. */

@@ -13,9 +13,10 @@ export function createSubscriptionsRepository() {
     findByCompany: (executor: Executor, companyId: string) =>
       executor.selectFrom('subscriptions').selectAll().where('company_id', '=', companyId).executeTakeFirst(),
     /** Keyed `<company_id>/<subscription_id>`; a subscription no longer there absent. */
-    async updatedAtsOf(executor: Executor, subscriptions: ReadonlyArray<{ companyId: string; id: string }>): Promise<Map<string, Date>> {
+    async updatedAtsOf(executor: Executor, keys: ReadonlyArray<{ companyId: string; id: string }>) {
       const rows = await executor.selectFrom('subscriptions').select(['company_id', 'id', 'updated_at'])
-        .where((eb) => eb(eb.refTuple('company_id', 'id'), 'in', subscriptions.map((s) => eb.tuple(s.companyId, s.id)))).execute()
+        .where((eb) => eb(eb.refTuple('company_id', 'id'), 'in', keys.map((s) => eb.tuple(s.companyId, s.id))))
+        .execute()
       return new Map(rows.map((row) => [`${row.company_id}/${row.id}`, row.updated_at]))
     },
     /** Locked until the transaction ends: changes to one subscription run one at a time. */

@@ -98,7 +98,8 @@ export function createSubscriptionsService(deps: {
      */
     async subscriptionEventObject(stored: StoredObject, event: { created_at?: Date | string }) {
       const t = (key: string) => storedTime(stored[key])
-      const updatedAt = t('updated_at') ?? (await updatedAtOf(stored.company_id, stored.id)) ?? new Date(event.created_at ?? stored.created_at)
+      const updatedAt = t('updated_at') ?? (await updatedAtOf(stored.company_id, stored.id))
+        ?? new Date(event.created_at ?? stored.created_at)
       return subscriptionView({
         ...(stored as SubscriptionRow), trial_start: t('trial_start'), trial_end: t('trial_end'), current_term_start: t('current_term_start'),
         current_term_end: t('current_term_end'), cancelled_at: t('cancelled_at'), cancel_scheduled_at: t('cancel_scheduled_at'),

@@ -92,7 +92,8 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
 
     /** As GET .../teams/{id} answers: the stored row with the leaders of its moment (read now if not stored). */
     async teamEventObject(stored: StoredObject): Promise<Team> {
-      const leaders = Array.isArray(stored.team_leader_ids) ? stored.team_leader_ids as string[] : await leaderIdsOf(stored.company_id, stored.id)
+      const leaders: string[] = Array.isArray(stored.team_leader_ids)
+        ? stored.team_leader_ids : await leaderIdsOf(stored.company_id, stored.id)
       return teamView({ ...(stored as Team), team_leader_ids: leaders })
     },
 
@@ -100,7 +101,7 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
      * The contract as the team's member list shows it; a removal keeps the team among its team_ids.
      * Without the contract (gone): its id, the event's team and the leadership, as the event stored them.
      */
-    memberEventObject(stored: StoredObject, event: { type: string }, contract: Contract | undefined): TeamMember | Pick<TeamMember, 'id' | 'team_ids' | 'is_leader'> {
+    memberEventObject(stored: StoredObject, event: { type: string }, contract?: Contract): TeamMember | MemberFields {
       if (!contract) return { id: stored.contract_id, team_ids: [stored.team_id], is_leader: stored.is_leader }
       const teamIds = event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id) ? [...contract.team_ids, stored.team_id].sort() : contract.team_ids
       return { ...contract, team_ids: teamIds, is_leader: stored.is_leader }
@@ -147,6 +148,8 @@ function teamValues(input: TeamInput) {
 const unique = (ids: string[]) => [...new Set(ids)]
 
 export type TeamsService = ReturnType<typeof createTeamsService>
+
+type MemberFields = Pick<TeamMember, 'id' | 'team_ids' | 'is_leader'>
 
 function teamView(row: Team): Team {
   return { id: row.id, name: row.name, code: row.code, company_id: row.company_id, subsidiary_id: row.subsidiary_id, team_leader_ids: row.team_leader_ids }
