@@ -136,8 +136,8 @@ onEachEngine('events show related fields as they were at the change', SETTINGS, 
     const c = await company(t)
     const k = await contract(t, c.id)
     const x = await team(t, c.id, { team_leader_ids: [k] })
-    await raw(sql`UPDATE events
-      SET data = jsonb_set(data, '{object}', (data -> 'object') - 'team_ids' - 'team_leader_ids' - 'subscription' - 'contract')
+    const related = ['team_ids', 'team_leader_ids', 'subscription', 'contract']
+    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}', (data -> 'object') - ${related}::text[])
       WHERE company_id = ${c.id}`)
     await put(c, `/contracts/${k}`, { first_name: 'Giulia', last_name: 'Verdi' })
     const y = await team(t, c.id)
@@ -161,8 +161,8 @@ onEachEngine('events show related fields as they were at the change', SETTINGS, 
     await t.app.services.scheduler.runDue()
     // Old-format events naming a contract and a communication that no row holds.
     const [ghostContract, ghostComm] = [randomUUID(), randomUUID()]
-    await raw(sql`UPDATE events
-      SET data = jsonb_set(data, '{object}', (data -> 'object') - 'contract' || jsonb_build_object('contract_id', ${ghostContract}::text))
+    await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}',
+        (data -> 'object') - 'contract' || jsonb_build_object('contract_id', ${ghostContract}::text))
       WHERE company_id = ${c.id} AND type = 'team.member_added'`)
     await raw(sql`UPDATE events SET data = jsonb_set(data, '{object}',
         (data -> 'object') - 'communication' || jsonb_build_object('communication_id', ${ghostComm}::text))
