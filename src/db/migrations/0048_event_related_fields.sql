@@ -3,11 +3,12 @@
 -- this trigger on the events table adds them, so no writer can leave them out:
 --   contract.*        team_ids: its teams
 --   team.* (the team) team_leader_ids: its leaders
---   team.member_*     contract: the contract row with its team_ids, as contract events store it
+--   team.member_*     contract: the contract's row (its team_ids are read when presented: storing
+--                     them would cost every membership change a row per team of the contract)
 --   company.*         subscription: the subscription mirror the company's GET joins (null: none)
 --   communication.occurrence_delivered  communication: the row, as communication events store it
 --   subscription.*    updated_at: the subscription's (its trigger leaves it out)
--- Each is one lookup on a primary key or on team_members' indexes.
+-- Each is one lookup on a primary key or on team_members' indexes, reading the rows the GET shows.
 
 CREATE FUNCTION event_related_fields(p_type text, p_company uuid, p_object jsonb)
 RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
@@ -17,10 +18,7 @@ DECLARE
 BEGIN
   IF jsonb_typeof(p_object) IS DISTINCT FROM 'object' THEN RETURN '{}'; END IF;
   IF starts_with(p_type, 'team.member_') THEN
-    SELECT to_jsonb(c) || jsonb_build_object('team_ids', coalesce((
-        SELECT jsonb_agg(m.team_id ORDER BY m.team_id) FROM team_members m
-        WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'))
-      INTO related FROM contracts c
+    SELECT to_jsonb(c) INTO related FROM contracts c
       WHERE c.company_id = p_company AND c.id = (p_object ->> 'contract_id')::uuid;
     RETURN jsonb_build_object('contract', related);
   ELSIF resource = 'contract' THEN

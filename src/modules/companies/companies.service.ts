@@ -247,10 +247,14 @@ export function createCompaniesService(deps: {
       return contractView({ ...(stored as Contract), team_ids: teamIds })
     },
 
-    /** A membership event's contract: as the event stored it, else read now; undefined when it is gone. */
+    /**
+     * A membership event's contract: its fields as the event stored them with its teams read now, else
+     * all read now; undefined when it is gone.
+     */
     async memberContract(stored: StoredObject): Promise<Contract | undefined> {
-      if ('contract' in stored) return stored.contract ? contractView(stored.contract as Contract) : undefined
-      return contractOf(stored.company_id, stored.contract_id)
+      if (!('contract' in stored)) return contractOf(stored.company_id, stored.contract_id)
+      if (!stored.contract) return undefined
+      return contractView({ ...(stored.contract as Contract), team_ids: await teamIdsOf(stored.company_id, stored.contract_id) })
     },
   }
 
