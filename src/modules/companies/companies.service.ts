@@ -254,7 +254,8 @@ export function createCompaniesService(deps: {
     async memberContract(stored: StoredObject): Promise<Contract | undefined> {
       if (!('contract' in stored)) return contractOf(stored.company_id, stored.contract_id)
       if (!stored.contract) return undefined
-      return contractView({ ...(stored.contract as Contract), team_ids: await teamIdsOf(stored.company_id, stored.contract_id) })
+      const teamIds = await teamIdsOf(stored.company_id, stored.contract_id)
+      return contractView({ ...(stored.contract as Contract), team_ids: teamIds })
     },
   }
 
