@@ -1,4 +1,4 @@
-import type { CardTestBehaviour } from '../../../db/tables.ts'
+import type { CardTestBehaviour } from '../../db/tables.ts'
 
 /**
  * Test mode with Stripe's test numbers; only the behaviour is kept, never the number.

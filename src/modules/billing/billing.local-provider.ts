@@ -1,11 +1,11 @@
-import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../core/errors.ts'
-import { afterInvoice, freshUsage, usageColumns, usageOf } from './coupons.ts'
-import { couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection } from './estimate.ts'
-import * as lifecycle from './lifecycle.ts'
-import type { BillingState } from './lifecycle.ts'
-import type { BillingProvider, ChangeRequest, UnusedCredit } from './provider.ts'
-import { termEnd, unixSeconds } from './terms.ts'
+import type { PaymentSource } from '../../db/tables.ts'
+import { ProviderError } from '../../core/errors.ts'
+import { afterInvoice, freshUsage, usageColumns, usageOf } from './billing.coupons.ts'
+import { couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection } from './billing.estimate.ts'
+import * as lifecycle from './billing.transitions.ts'
+import type { BillingState } from './billing.transitions.ts'
+import type { BillingProvider, ChangeRequest, UnusedCredit } from './billing.provider.ts'
+import { termEnd, unixSeconds } from './billing.terms.ts'
 
 function onlyTheCoupon(next: PricedSelection, current: PricedSelection): boolean {
   const addons = (sel: PricedSelection) => sel.addons.map((a) => `${a.id}×${a.quantity}`).join(',')

@@ -1,7 +1,7 @@
 import type { Executor } from '../../jobs/scheduler.ts'
 import { writeEvent } from '../events/outbox.ts'
-import { creditNoteRowFrom, invoiceRowFrom, ledgerId, versionOf, type CbCreditNote, type CbInvoice } from '../subscriptions/billing/chargebee-ledger-mapping.ts'
-import type { ProviderLedgerRepository } from './provider-ledger.repository.ts'
+import { creditNoteRowFrom, invoiceRowFrom, ledgerId, versionOf, type CbCreditNote, type CbInvoice } from './chargebee.ledger-mapping.ts'
+import type { ProviderLedgerRepository } from './chargebee-ledger.repository.ts'
 
 /** What applying one copy of an object did. */
 export type CopyOutcome = 'applied' | 'unchanged' | 'stale'

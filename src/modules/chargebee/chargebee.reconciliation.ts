@@ -1,11 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../core/clock.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
-import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import { MissingAtChargebee, type ChargebeeReconcileReader } from './billing/chargebee-reconcile-reader.ts'
-import { chargebeeState, saveChargebeeState } from './chargebee-state.ts'
-import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { changesBetween } from './subscriptions.events.ts'
+import type { ProviderLedger, CopyOutcome } from './chargebee-ledger.service.ts'
+import { MissingAtChargebee, type ChargebeeReconcileReader } from './chargebee.reconcile-reader.ts'
+import { chargebeeState, saveChargebeeState } from './chargebee.state.ts'
+import type { SubscriptionsRepository } from '../subscriptions/subscriptions.repository.ts'
+import { changesBetween } from '../subscriptions/subscriptions.history.ts'
 import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 
 type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']>> & {

@@ -1,10 +1,10 @@
 import type { PaymentSource, SubscriptionRow } from '../../db/tables.ts'
 import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { fromCatalogV1, itemsKnown } from './billing/chargebee-catalog-v1.ts'
-import { stateFrom, type CbSubscription } from './billing/chargebee-mapping.ts'
-import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { recordChange } from './subscriptions.events.ts'
+import { fromCatalogV1, itemsKnown } from './chargebee.catalog-v1.ts'
+import { stateFrom, type CbSubscription } from './chargebee.mapping.ts'
+import type { SubscriptionsRepository } from '../subscriptions/subscriptions.repository.ts'
+import { recordChange } from '../subscriptions/subscriptions.history.ts'
 
 export const CHARGEBEE_ACTOR = 'chargebee'
 

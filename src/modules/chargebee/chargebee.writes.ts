@@ -1,10 +1,10 @@
-import { ProviderError } from '../../../core/errors.ts'
-import { providerErrorFrom } from './chargebee-errors.ts'
-import { cardOf, stateFrom, type CbSubscription } from './chargebee-mapping.ts'
-import type { SubscriptionAnswer } from './chargebee-read-back.ts'
-import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee-retry.ts'
-import type { BillingState } from './lifecycle.ts'
-import type { ChangeRequest } from './provider.ts'
+import { ProviderError } from '../../core/errors.ts'
+import { providerErrorFrom } from './chargebee.errors.ts'
+import { cardOf, stateFrom, type CbSubscription } from './chargebee.mapping.ts'
+import type { SubscriptionAnswer } from './chargebee.read-back.ts'
+import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee.retry.ts'
+import type { BillingState } from '../billing/billing.transitions.ts'
+import type { ChangeRequest } from '../billing/billing.provider.ts'
 
 /** Chargebee's header that makes a POST idempotent. */
 export const IDEMPOTENCY_HEADER = 'chargebee-idempotency-key'

@@ -1,5 +1,5 @@
 import type { PaymentSource } from '../../db/tables.ts'
-import { testBehaviourOf } from '../subscriptions/billing/test-cards.ts'
+import { testBehaviourOf } from '../billing/billing.cards.ts'
 
 // The payment page's test card: checked (digits, length, Luhn); only brand, last four and expiry are kept.
 export type CardProblem = 'number' | 'expiry' | 'declined'

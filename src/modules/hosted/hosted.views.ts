@@ -1,6 +1,6 @@
-import type { Estimate } from '../subscriptions/billing/estimate.ts'
+import type { Estimate } from '../billing/billing.estimate.ts'
 import type { Plan } from '../catalogue/catalogue.schemas.ts'
-import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
+import type { InvoiceEstimate } from '../billing/billing.estimate.ts'
 import type { SubscriptionDetails } from '../subscriptions/subscriptions.schemas.ts'
 import type { CardProblem } from './hosted.card.ts'
 import { formatMoney } from './hosted.i18n.ts'
