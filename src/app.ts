@@ -192,13 +192,12 @@ export async function buildApp(options: AppOptions) {
   const configured = chargebeeFromConfig(config)
   const chargebee = configured && observedProvider(configured, metrics.observeProvider)
   const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
-  const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
+  const subscriptions = createSubscriptionsService({ db, repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
   const webhooksRepo = createChargebeeWebhooksRepository()
-  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
+  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions, clock, chargebee, ledger: providerLedger })
   subscriptions.registerJobs(scheduler)
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
     ? createChargebeeReconciliation({
@@ -207,7 +206,7 @@ export async function buildApp(options: AppOptions) {
         site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
         hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
       }),
-      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
+      subscriptions, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
     })
     : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })

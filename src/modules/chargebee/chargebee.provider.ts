@@ -7,9 +7,10 @@ import { chargebeeSdk } from './chargebee.sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.ts'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee.writes.ts'
-import type { BillingState } from '../billing/billing.transitions.ts'
-import { CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession } from '../billing/billing.provider.ts'
-import { unixSeconds } from '../billing/billing.terms.ts'
+import {
+  type BillingState, CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession,
+  unixSeconds,
+} from '../billing/index.ts'
 
 export interface ChargebeeSettings {
   site: string
