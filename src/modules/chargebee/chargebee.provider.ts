@@ -29,7 +29,7 @@ export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string
 /**
  * The Chargebee provider on the official SDK. Chargebee holds the subscription and moves time,
  * reported by webhook; each call answers Chargebee's state mapped onto the stored row. The SDK's
- * retries are off: writes go through chargebee-writes.ts (idempotency keys, retries, read-back).
+ * retries are off: writes go through chargebee.writes.ts (idempotency keys, retries, read-back).
  */
 export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
   const Chargebee = chargebeeSdk()
