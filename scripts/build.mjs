@@ -24,7 +24,7 @@ await build({
   external: [
     // Loaded only when used, from node_modules: PGlite finds its WebAssembly files beside its own
     // module; date-holidays is megabytes of calendars; chargebee (with zod) is 1.6 MB that only a
-    // server configured for Chargebee loads (chargebee-sdk.ts); pg-native is optional. (/docs reads
+    // server configured for Chargebee loads (chargebee.sdk.ts); pg-native is optional. (/docs reads
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
     // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery.
     '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici',

@@ -45,20 +45,20 @@ import { createHostedService } from './modules/hosted/hosted.service.ts'
 import { hostedRoutes } from './modules/hosted/hosted.pages.routes.ts'
 import { hostedApiRoutes } from './modules/hosted/hosted.api.routes.ts'
 import { parseAllowedHosts } from './modules/hosted/hosted.redirect.ts'
-import { chargebeeFromConfig } from './modules/subscriptions/billing/chargebee-provider.ts'
-import { createChargebeeReconcileReader } from './modules/subscriptions/billing/chargebee-reconcile-reader.ts'
-import { createChargebeeReconciliation } from './modules/subscriptions/chargebee-reconciliation.ts'
-import { createLocalProvider } from './modules/subscriptions/billing/local-provider.ts'
-import { createProviderRegistry } from './modules/subscriptions/billing/provider.ts'
-import { observedProvider } from './modules/subscriptions/billing/observed-provider.ts'
-import { createChargebeeWebhooksRepository } from './modules/subscriptions/chargebee-webhooks.repository.ts'
-import { createChargebeeWebhooksService } from './modules/subscriptions/chargebee-webhooks.service.ts'
-import { chargebeeWebhooksRoutes } from './modules/subscriptions/chargebee-webhooks.routes.ts'
+import { chargebeeFromConfig } from './modules/chargebee/chargebee.provider.ts'
+import { createChargebeeReconcileReader } from './modules/chargebee/chargebee.reconcile-reader.ts'
+import { createChargebeeReconciliation } from './modules/chargebee/chargebee.reconciliation.ts'
+import { createLocalProvider } from './modules/billing/billing.local-provider.ts'
+import { createProviderRegistry } from './modules/billing/billing.provider.ts'
+import { observedProvider } from './modules/billing/billing.observed-provider.ts'
+import { createChargebeeWebhooksRepository } from './modules/chargebee/chargebee-webhooks.repository.ts'
+import { createChargebeeWebhooksService } from './modules/chargebee/chargebee-webhooks.service.ts'
+import { chargebeeWebhooksRoutes } from './modules/chargebee/chargebee-webhooks.routes.ts'
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
-import { createProviderLedgerRepository } from './modules/invoices/provider-ledger.repository.ts'
-import { createProviderLedger } from './modules/invoices/provider-ledger.service.ts'
+import { createProviderLedgerRepository } from './modules/chargebee/chargebee-ledger.repository.ts'
+import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -192,13 +192,12 @@ export async function buildApp(options: AppOptions) {
   const configured = chargebeeFromConfig(config)
   const chargebee = configured && observedProvider(configured, metrics.observeProvider)
   const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
-  const subscriptionsRepo = createSubscriptionsRepository()
   const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
-  const subscriptions = createSubscriptionsService({ db, repo: subscriptionsRepo, scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
+  const subscriptions = createSubscriptionsService({ db, repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
   const webhooksRepo = createChargebeeWebhooksRepository()
-  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions: subscriptionsRepo, clock, chargebee, ledger: providerLedger })
+  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions, clock, chargebee, ledger: providerLedger })
   subscriptions.registerJobs(scheduler)
   const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
     ? createChargebeeReconciliation({
@@ -207,7 +206,7 @@ export async function buildApp(options: AppOptions) {
         site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
         hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
       }),
-      subscriptions: subscriptionsRepo, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
+      subscriptions, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
     })
     : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { isCountry } from './modules/companies/countries.ts'
-import { vatTable } from './modules/subscriptions/billing/vat.ts'
+import { vatTable } from './modules/billing/index.ts'
 import { isCurrency } from './core/money.ts'
 import { isIP } from 'node:net'
 

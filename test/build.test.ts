@@ -168,7 +168,7 @@ forEachEngine('the built server (npm start)', (engine) => {
 
 describe('the built server configured for Chargebee', () => {
   it('loads the Chargebee SDK, which the bundle leaves out, from node_modules', async () => {
-    // Only a configured server loads it (chargebee-sdk.ts): a require the bundle cannot resolve
+    // Only a configured server loads it (chargebee.sdk.ts): a require the bundle cannot resolve
     // would stop this start, and no other test starts the bundle with Chargebee configured.
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-build-cb-'))
     let server: Awaited<ReturnType<typeof startBuilt>> | undefined

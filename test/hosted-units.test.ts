@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { brandOf, luhnValid, readCard } from '../src/modules/hosted/hosted.card.ts'
+import { brandOf, luhnValid } from '../src/modules/billing/index.ts'
+import { readCard } from '../src/modules/hosted/hosted.card.ts'
 import { csrfRefusal, csrfFor } from '../src/modules/hosted/hosted.csrf.ts'
 import { localeOf, translator } from '../src/modules/hosted/hosted.i18n.ts'
 import { invoiceDocument } from '../src/modules/hosted/hosted.invoice.ts'

@@ -127,7 +127,7 @@ export interface CouponRedemptionsTable {
   coupon_id: string
   company_id: string
   redeemed_at: CreatedAt
-  /** What it had discounted when the company took it off (billing/coupons.ts `usageToJson`). */
+  /** What it had discounted when the company took it off (billing/billing.coupons.ts `usageToJson`). */
   usage: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
 }
 
@@ -212,7 +212,7 @@ export interface SubscriptionsTable {
   billing_anchor_day: number | null
   cancellation_reason: string | null
   cancellation_message: string | null
-  /** What the coupon has discounted (billing/coupons.ts `CouponUsage`). */
+  /** What the coupon has discounted (billing/billing.coupons.ts `CouponUsage`). */
   coupon_applied_at: Timestamp | null
   coupon_applied_count: Generated<number>
   coupon_apply_till: Timestamp | null

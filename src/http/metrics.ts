@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { WriteBatchObserver } from '../db/write-batches.ts'
-import type { ProviderObserver } from '../modules/subscriptions/billing/observed-provider.ts'
+import type { ProviderObserver } from '../modules/billing/index.ts'
 import { Unauthorized } from '../core/errors.ts'
 
 /** Read when Prometheus scrapes, rather than counted as things happen. */

@@ -9,7 +9,7 @@ import { ValidationError } from '../../core/errors.ts'
 import { Accepted, CompanyParams, ErrorBody, Uuid } from '../../http/schemas.ts'
 import type { CompaniesService } from './companies.service.ts'
 import { answerPage, listResponse, pageQuery, readPage } from '../../http/pagination.ts'
-import { SubscriptionStatusValue } from '../subscriptions/subscriptions.schemas.ts'
+import { SubscriptionStatusValue } from '../subscriptions/index.ts'
 import { CompanyPatch } from './company-patch.ts'
 import {
   Company, CompanyInput, Contract, ContractInput, ContractParams, Scope, Subsidiary, SubsidiaryInput, SubsidiaryParams,

@@ -1,6 +1,5 @@
-import type { InvoiceEstimate } from '../subscriptions/billing/estimate.ts'
+import { type InvoiceEstimate, REVERSE_CHARGE } from '../billing/index.ts'
 import { formatDate, formatMoney, type Locale, type Translate } from './hosted.i18n.ts'
-import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { CSRF_FIELD } from './hosted.csrf.ts'
 
 // Plain server-rendered HTML with no script (the CSP forbids them); every value goes through `esc`.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Company } from '../companies/companies.schemas.ts'
-import type { InvoiceBody } from '../invoices/invoices.schemas.ts'
-import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
+import type { InvoiceBody } from '../invoices/index.ts'
+import { REVERSE_CHARGE } from '../billing/index.ts'
 import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
 import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
 

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
-import type { LocalHostedPages } from '../subscriptions/billing/local-provider.ts'
-import type { HostedPage, HostedPageOptions, HostedPageSubject, PortalSession } from '../subscriptions/billing/provider.ts'
+import type {
+  LocalHostedPages, HostedPage, HostedPageOptions, HostedPageSubject, PortalSession,
+} from '../billing/index.ts'
 import { hashToken } from './hosted.csrf.ts'
 import type { HostedRepository } from './hosted.repository.ts'
 

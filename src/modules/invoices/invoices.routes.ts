@@ -7,7 +7,7 @@ import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 const BASE = '/api/v1/subscription'
 
 // The ledger of a company's subscription, read-only: the local engine writes it when it bills;
-// a Chargebee-managed subscription's is copied from Chargebee (provider-ledger.service.ts).
+// a Chargebee-managed subscription's is copied from Chargebee (chargebee/chargebee-ledger.service.ts).
 export async function invoicesRoutes(app: App, { service, subscriptionOf }: { service: InvoicesService; subscriptionOf: (companyId: string) => Promise<unknown> }) {
   const tags = ['Invoices']
   const company = { access: { area: 'company' } } as const

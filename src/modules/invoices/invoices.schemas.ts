@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Nullable, Uuid } from '../../http/schemas.ts'
 import { pageQuery } from '../../http/pagination.ts'
-import { InvoiceEstimate } from '../subscriptions/subscriptions.schemas.ts'
+import { InvoiceEstimate } from '../billing/index.ts'
 
 const Unix = (description: string) => Type.Integer({ description: `${description} (Unix seconds)` })
 const Minor = (description: string) => Type.Integer({ description: `${description}, in minor units (cents)` })

@@ -4,10 +4,9 @@ import type { Kysely } from 'kysely'
 import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from '../../db/tables.ts'
 import { NotFound } from '../../core/errors.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
-import { creditFor, type ChargedInvoice, type InvoiceEstimate, type LineItem } from '../subscriptions/billing/estimate.ts'
-import type { UnusedCredit } from '../subscriptions/billing/provider.ts'
-import { usableCard } from '../subscriptions/billing/lifecycle.ts'
-import { chargeSucceeds } from '../subscriptions/billing/test-cards.ts'
+import {
+  creditFor, type ChargedInvoice, type InvoiceEstimate, type LineItem, type UnusedCredit, chargeSucceeds, transitions,
+} from '../billing/index.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
 import { cutPage, type Paged } from '../../core/paging.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
@@ -59,7 +58,7 @@ export function createInvoicesService(deps: {
   }
 
   function charge(s: SubscriptionRow, at: Date): boolean {
-    return usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
+    return transitions.usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
   }
 
   async function issueCredit(trx: Executor, s: SubscriptionRow, credit: UnusedCredit, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {

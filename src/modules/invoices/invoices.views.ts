@@ -1,5 +1,5 @@
 import type { CreditNoteRow, InvoiceRow } from '../../db/tables.ts'
-import { unixSeconds } from '../subscriptions/billing/terms.ts'
+import { unixSeconds } from '../billing/index.ts'
 import type { CreditNoteBody, InvoiceBody } from './invoices.schemas.ts'
 
 /** An invoice as clients read it: amounts in minor units, times in Unix seconds (as the estimate). */

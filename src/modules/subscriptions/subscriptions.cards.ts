@@ -1,7 +1,6 @@
 import type { PaymentSource } from '../../db/tables.ts'
 import { ValidationError } from '../../core/errors.ts'
-import { brandOf, luhnValid } from '../hosted/hosted.card.ts'
-import { testBehaviourOf } from './billing/test-cards.ts'
+import { brandOf, luhnValid, testBehaviourOf } from '../billing/index.ts'
 import type { PaymentSourceInput } from './subscriptions.schemas.ts'
 
 /**

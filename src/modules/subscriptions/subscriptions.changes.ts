@@ -2,18 +2,18 @@ import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
 import type { DB, PaymentSource } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
-import type { Estimate } from './billing/estimate.ts'
-import { usageOf, usageToJson } from './billing/coupons.ts'
-import * as lifecycle from './billing/lifecycle.ts'
+import { type Estimate, usageOf, usageToJson, transitions } from '../billing/index.ts'
 import type { WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import type { PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse } from './subscriptions.schemas.ts'
+import type {
+  PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse,
+} from './subscriptions.schemas.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
-import type { createRemoteChanges } from './subscriptions.remote.ts'
+import type { createRemoteChanges } from './subscriptions.remote-changes.ts'
 import type { createSubscriptionEstimates } from './subscriptions.estimates.ts'
 import type { createSubscriptionJobs } from './subscriptions.jobs.ts'
 import { cardFromBody } from './subscriptions.cards.ts'
-import type { Ledger } from '../invoices/invoices.service.ts'
+import type { Ledger } from '../invoices/index.ts'
 
 /**
  * The client's changes to a subscription: checked against the lifecycle here, applied by the
@@ -37,7 +37,7 @@ export function createSubscriptionChanges(deps: {
   /** Never the card number. Due invoices are charged to the new card at once. */
   async function setPaymentSource(companyId: string, card: PaymentSource, actor: string) {
     const now = clock.now()
-    if (!lifecycle.usableCard(card, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
+    if (!transitions.usableCard(card, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
     return change(companyId, undefined, async (trx, s, provider) => {
       const kept: PaymentSource = { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, ...(card.test_behaviour ? { test_behaviour: card.test_behaviour } : {}) }
       const next = await provider.addPaymentSource(s, kept, now)
@@ -59,7 +59,7 @@ export function createSubscriptionChanges(deps: {
       const creditOption = body?.credit_option ?? 'prorate'
       const event = endOfTerm ? 'cancellation_scheduled' : 'cancelled'
       await remoteChange(found.company_id, found.id, async (trx, s, provider, applied) => {
-        const refusal = lifecycle.cancelRefusal(s, endOfTerm)
+        const refusal = transitions.cancelRefusal(s, endOfTerm)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
         const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message, creditOption }, now)
@@ -77,7 +77,7 @@ export function createSubscriptionChanges(deps: {
     async removeScheduledCancellation(companyId: string, subscriptionId: string, actor: string) {
       const event = 'scheduled_cancellation_removed'
       await remoteChange(companyId, subscriptionId, async (trx, s, provider, applied) => {
-        const refusal = lifecycle.removalRefusal(s)
+        const refusal = transitions.removalRefusal(s)
         if (refusal) throw new Conflict(refusal)
         const now = clock.now()
         const next = await provider.removeScheduledCancellation(s, now)
@@ -91,7 +91,7 @@ export function createSubscriptionChanges(deps: {
     async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
       let applied: { estimate: Estimate; couponCode: string | null; at: Date; today: string } | undefined
       return remoteChange(companyId, subscriptionId, async (trx, s, provider, markApplied) => {
-        const refusal = lifecycle.changeRefusal(s)
+        const refusal = transitions.changeRefusal(s)
         if (refusal) throw new Conflict(refusal)
         // An unpaid term has nothing to credit: the due invoice is paid first, by a new card, as
         // Chargebee's dunning expects.

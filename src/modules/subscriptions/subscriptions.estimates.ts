@@ -4,18 +4,17 @@ import type { DB, SubscriptionRow } from '../../db/tables.ts'
 import { Conflict, NotFound, Unauthorized, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../core/days.ts'
-import { invoiceFor, WHOLE, type Estimate, type InvoiceEstimate } from './billing/estimate.ts'
-import { usageFromJson, usageOf } from './billing/coupons.ts'
-import * as lifecycle from './billing/lifecycle.ts'
-import type { ChangeRequest, ProviderRegistry } from './billing/provider.ts'
-import { unixSeconds } from './billing/terms.ts'
+import {
+  invoiceFor, WHOLE, type Estimate, type InvoiceEstimate, usageFromJson, usageOf, transitions, type ChangeRequest,
+  type ProviderRegistry, unixSeconds,
+} from '../billing/index.ts'
 import { missingFromCatalogue, type Pricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery } from './subscriptions.schemas.ts'
 import type { SubscriptionCustomer, SubscriptionSteps } from './subscriptions.steps.ts'
-import type { createRemoteChanges } from './subscriptions.remote.ts'
+import type { createRemoteChanges } from './subscriptions.remote-changes.ts'
 import { nextBillingAt } from './subscriptions.views.ts'
-import type { Ledger } from '../invoices/invoices.service.ts'
+import type { Ledger } from '../invoices/index.ts'
 
 /**
  * What a subscription would cost: a change's estimate, a new subscription's, and the portal's next
@@ -81,7 +80,7 @@ export function createSubscriptionEstimates(deps: {
       const known = await repo.findProduct(db, query.product_sku)
       throw new ValidationError(known ? `${field('product_sku')} must be the subscription's product, ${s.product_sku}` : `${field('product_sku')} names an unknown product: ${query.product_sku}`)
     }
-    const refusal = lifecycle.changeRefusal(s)
+    const refusal = transitions.changeRefusal(s)
     if (refusal) throw new Conflict(refusal)
     const own = await known(db, s)
     const wanted: WantedSelection = {

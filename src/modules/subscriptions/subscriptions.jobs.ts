@@ -1,12 +1,12 @@
 import type { SubscriptionRow } from '../../db/tables.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
-import { couponDiscount, invoiceFor, WHOLE } from './billing/estimate.ts'
-import { afterInvoice, usageColumns, usageOf } from './billing/coupons.ts'
-import type { ProviderRegistry } from './billing/provider.ts'
+import {
+  couponDiscount, invoiceFor, WHOLE, afterInvoice, usageColumns, usageOf, type ProviderRegistry,
+} from '../billing/index.ts'
 import type { Pricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
-import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/invoices.service.ts'
+import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/index.ts'
 import { TERM_END_JOB, TRIAL_END_JOB } from './subscriptions.job-kinds.ts'
 
 const SCHEDULER_ACTOR = 'scheduler'

@@ -1,9 +1,8 @@
 import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import { Conflict, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import type { PricedCoupon, PricedSelection, TaxRate } from './billing/estimate.ts'
+import { type PricedCoupon, type PricedSelection, type TaxRate, taxFor, type TaxCustomer } from '../billing/index.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { taxFor, type TaxCustomer } from './billing/vat.ts'
 
 export interface WantedSelection { planSku: string; quantity: number; addonIds: string[]; couponCode: string | null }
 

@@ -26,6 +26,17 @@ export function createSubscriptionsRepository() {
     findByCompanyOrId: (executor: Executor, ref: string) =>
       executor.selectFrom('subscriptions').select(['company_id', 'id'])
         .where((eb) => eb.or([eb('company_id', '=', ref), eb('id', '=', ref)])).executeTakeFirst(),
+    /** By its id or its customer id, with its provider. */
+    findByReference: (executor: Executor, ref: { id?: string; customerId?: string }) => {
+      let query = executor.selectFrom('subscriptions').select(['company_id', 'id', 'provider'])
+      if (ref.id !== undefined) query = query.where('id', '=', ref.id)
+      if (ref.customerId !== undefined) query = query.where('customer_id', '=', ref.customerId)
+      return query.executeTakeFirst()
+    },
+    /** A provider's subscriptions, ordered by company (the reconciliation's lanes). */
+    listHeldBy: (executor: Executor, provider: 'local' | 'chargebee') =>
+      executor.selectFrom('subscriptions').select(['company_id', 'id']).where('provider', '=', provider)
+        .orderBy('company_id').execute(),
     async update(executor: Executor, companyId: string, id: string, values: Updateable<SubscriptionsTable>) {
       await executor.updateTable('subscriptions').set(values).where('company_id', '=', companyId).where('id', '=', id).execute()
     },

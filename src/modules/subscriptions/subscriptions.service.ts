@@ -4,20 +4,21 @@ import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
 import type { DB, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
-import type { InvoiceEstimate } from './billing/estimate.ts'
-import { freshUsage, usageColumns } from './billing/coupons.ts'
-import { vatTable } from './billing/vat.ts'
-import type { BillingProvider, HostedPageOptions, ProviderRegistry } from './billing/provider.ts'
+import {
+  type InvoiceEstimate, freshUsage, usageColumns, vatTable, type BillingProvider, type HostedPageOptions,
+  type ProviderRegistry,
+} from '../billing/index.ts'
 import { createPricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { statusView, subscriptionView } from './subscriptions.views.ts'
-import { createRemoteChanges } from './subscriptions.remote.ts'
+import { createRemoteChanges } from './subscriptions.remote-changes.ts'
 import { createSubscriptionSteps } from './subscriptions.steps.ts'
 import { createSubscriptionJobs } from './subscriptions.jobs.ts'
 import { TRIAL_END_JOB } from './subscriptions.job-kinds.ts'
 import { createSubscriptionEstimates } from './subscriptions.estimates.ts'
 import { createSubscriptionChanges } from './subscriptions.changes.ts'
-import type { Ledger } from '../invoices/invoices.service.ts'
+import { createProviderCopies } from './subscriptions.provider-copies.ts'
+import type { Ledger } from '../invoices/index.ts'
 
 /**
  * Company subscriptions over a billing provider port: requests are checked against catalogue and
@@ -113,6 +114,8 @@ export function createSubscriptionsService(deps: {
     },
 
     ...changes,
+
+    ...createProviderCopies({ repo }),
 
     estimateFor: estimates.estimateFor,
     estimate: estimates.estimate,

@@ -3,14 +3,13 @@ import type { Clock } from '../../core/clock.ts'
 import type { DB, SubscriptionRow } from '../../db/tables.ts'
 import { NotFound } from '../../core/errors.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
-import type { BillingCustomer, BillingProvider, ProviderRegistry } from './billing/provider.ts'
+import type { BillingCustomer, BillingProvider, ProviderRegistry, TaxCustomer } from '../billing/index.ts'
 import { missingFromCatalogue } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { detailsView } from './subscriptions.views.ts'
-import { recordChange } from './subscriptions.events.ts'
+import { recordChange } from './subscriptions.history.ts'
 import { TERM_END_JOB } from './subscriptions.job-kinds.ts'
-import type { Ledger } from '../invoices/invoices.service.ts'
-import type { TaxCustomer } from './billing/vat.ts'
+import type { Ledger } from '../invoices/index.ts'
 
 export type SubscriptionCustomer = BillingCustomer & TaxCustomer & { timezone: string }
 

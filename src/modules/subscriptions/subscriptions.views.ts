@@ -1,8 +1,7 @@
 import { liveFeatures } from '../oauth/scopes.ts'
 import type { PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import { planView, productView } from '../catalogue/catalogue.service.ts'
-import type { BillingCustomer } from './billing/provider.ts'
-import { unixSeconds } from './billing/terms.ts'
+import { type BillingCustomer, unixSeconds } from '../billing/index.ts'
 import type { SubscriptionDetails, SubscriptionStatusBody } from './subscriptions.schemas.ts'
 
 export function nextBillingAt(s: SubscriptionRow): number | null {

@@ -20,7 +20,7 @@ function callerOf(request: FastifyRequest): Caller {
 
 /**
  * Outgoing webhooks: the platform's endpoints hear every company's events, a company's its own.
- * Chargebee's incoming webhooks are src/modules/subscriptions/chargebee-webhooks.*.
+ * Chargebee's incoming webhooks are src/modules/chargebee/chargebee-webhooks.*.
  */
 export async function webhookEndpointsRoutes(app: App, { service }: { service: WebhookEndpointsService }) {
   const tags = ['Webhooks']

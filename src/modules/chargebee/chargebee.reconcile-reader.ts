@@ -1,8 +1,8 @@
-import type { PaymentSource } from '../../../db/tables.ts'
-import type { ChargebeeSettings } from './chargebee-provider.ts'
-import { chargebeeSdk } from './chargebee-sdk.ts'
-import { cardOf, type CbCard, type CbSubscription } from './chargebee-mapping.ts'
-import type { CbCreditNote, CbInvoice } from './chargebee-ledger-mapping.ts'
+import type { PaymentSource } from '../../db/tables.ts'
+import type { ChargebeeSettings } from './chargebee.provider.ts'
+import { chargebeeSdk } from './chargebee.sdk.ts'
+import { cardOf, type CbCard, type CbSubscription } from './chargebee.mapping.ts'
+import type { CbCreditNote, CbInvoice } from './chargebee.ledger-mapping.ts'
 
 /** Pages of 100 (Chargebee's largest) read per list at most: the newest 1,000 invoices of a subscription. */
 const MAX_PAGES = 10

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import type { Config } from '../../../config.ts'
-import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../core/errors.ts'
-import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee-mapping.ts'
-import { chargebeeSdk } from './chargebee-sdk.ts'
-import { createReadBack, type SubscriptionAnswer } from './chargebee-read-back.ts'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee-retry.ts'
-import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee-writes.ts'
-import type { BillingState } from './lifecycle.ts'
-import { CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession } from './provider.ts'
-import { unixSeconds } from './terms.ts'
+import type { Config } from '../../config.ts'
+import type { PaymentSource } from '../../db/tables.ts'
+import { ProviderError } from '../../core/errors.ts'
+import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee.mapping.ts'
+import { chargebeeSdk } from './chargebee.sdk.ts'
+import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.ts'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
+import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee.writes.ts'
+import {
+  type BillingState, CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession,
+  unixSeconds,
+} from '../billing/index.ts'
 
 export interface ChargebeeSettings {
   site: string
@@ -28,7 +29,7 @@ export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string
 /**
  * The Chargebee provider on the official SDK. Chargebee holds the subscription and moves time,
  * reported by webhook; each call answers Chargebee's state mapped onto the stored row. The SDK's
- * retries are off: writes go through chargebee-writes.ts (idempotency keys, retries, read-back).
+ * retries are off: writes go through chargebee.writes.ts (idempotency keys, retries, read-back).
  */
 export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeProvider {
   const Chargebee = chargebeeSdk()

@@ -35,14 +35,6 @@ export function createChargebeeWebhooksRepository() {
         .where('subscription_id', '=', subscriptionId).executeTakeFirst()
       return row ? BigInt(row.resource_version) : undefined
     },
-
-    /** By its id or (payment source events) its customer id. */
-    findSubscription: (executor: Executor, ref: { id?: string; customerId?: string }) => {
-      let query = executor.selectFrom('subscriptions').select(['company_id', 'id', 'provider'])
-      if (ref.id !== undefined) query = query.where('id', '=', ref.id)
-      if (ref.customerId !== undefined) query = query.where('customer_id', '=', ref.customerId)
-      return query.executeTakeFirst()
-    },
   }
 }
 

@@ -1,4 +1,4 @@
-import { AppError, ProviderError } from '../../../core/errors.ts'
+import { AppError, ProviderError } from '../../core/errors.ts'
 
 /**
  * What a failed Chargebee call becomes, always a `provider_error`: Chargebee's 400 a 400, its 409 a

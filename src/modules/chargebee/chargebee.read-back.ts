@@ -1,7 +1,7 @@
 import type Chargebee from 'chargebee'
-import { providerErrorFrom } from './chargebee-errors.ts'
-import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee-retry.ts'
-import type { CbCard, CbSubscription } from './chargebee-mapping.ts'
+import { providerErrorFrom } from './chargebee.errors.ts'
+import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee.retry.ts'
+import type { CbCard, CbSubscription } from './chargebee.mapping.ts'
 
 export interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
 

@@ -1,10 +1,9 @@
-import { ProviderError } from '../../../core/errors.ts'
-import { providerErrorFrom } from './chargebee-errors.ts'
-import { cardOf, stateFrom, type CbSubscription } from './chargebee-mapping.ts'
-import type { SubscriptionAnswer } from './chargebee-read-back.ts'
-import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee-retry.ts'
-import type { BillingState } from './lifecycle.ts'
-import type { ChangeRequest } from './provider.ts'
+import { ProviderError } from '../../core/errors.ts'
+import { providerErrorFrom } from './chargebee.errors.ts'
+import { cardOf, stateFrom, type CbSubscription } from './chargebee.mapping.ts'
+import type { SubscriptionAnswer } from './chargebee.read-back.ts'
+import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee.retry.ts'
+import type { BillingState, ChangeRequest } from '../billing/index.ts'
 
 /** Chargebee's header that makes a POST idempotent. */
 export const IDEMPOTENCY_HEADER = 'chargebee-idempotency-key'

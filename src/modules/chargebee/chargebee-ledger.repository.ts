@@ -52,10 +52,6 @@ export function createProviderLedgerRepository() {
       await executor.deleteFrom('credit_allocations').where('company_id', '=', companyId).where('credit_note_id', '=', id).execute()
       return executor.deleteFrom('credit_notes').where('company_id', '=', companyId).where('id', '=', id).returningAll().executeTakeFirst()
     },
-
-    /** The Chargebee-managed subscriptions, for the reconciliation (id and company: its job's lane). */
-    chargebeeSubscriptions: (executor: Executor) =>
-      executor.selectFrom('subscriptions').select(['company_id', 'id']).where('provider', '=', 'chargebee').orderBy('company_id').execute(),
   }
 }
 

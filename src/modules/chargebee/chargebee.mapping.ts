@@ -1,6 +1,5 @@
-import type { PaymentSource, SubscriptionStatus } from '../../../db/tables.ts'
-import type { Estimate, InvoiceEstimate, LineItem } from './estimate.ts'
-import type { BillingState } from './lifecycle.ts'
+import type { PaymentSource, SubscriptionStatus } from '../../db/tables.ts'
+import type { Estimate, InvoiceEstimate, LineItem, BillingState } from '../billing/index.ts'
 
 /**
  * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and their

@@ -1,9 +1,9 @@
-import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../core/errors.ts'
-import type { ChargedInvoice, CreditFigures, Estimate, PricedSelection, TaxRate } from './estimate.ts'
-import type { CouponUsage } from './coupons.ts'
-import type { BillingState, Cancellation } from './lifecycle.ts'
-import type { PeriodUnit } from './terms.ts'
+import type { PaymentSource } from '../../db/tables.ts'
+import { ProviderError } from '../../core/errors.ts'
+import type { ChargedInvoice, CreditFigures, Estimate, PricedSelection, TaxRate } from './billing.estimate.ts'
+import type { CouponUsage } from './billing.coupons.ts'
+import type { BillingState, Cancellation } from './billing.transitions.ts'
+import type { PeriodUnit } from './billing.terms.ts'
 
 export type ProviderName = 'local' | 'chargebee'
 

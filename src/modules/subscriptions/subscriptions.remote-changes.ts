@@ -1,7 +1,7 @@
 import type { SubscriptionRow } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import type { BillingProvider } from './billing/provider.ts'
+import type { BillingProvider } from '../billing/index.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
 type Change = <T>(companyId: string, subscriptionId: string | undefined, fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>) => Promise<T>

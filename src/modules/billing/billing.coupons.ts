@@ -1,4 +1,4 @@
-import type { SubscriptionRow } from '../../../db/tables.ts'
+import type { SubscriptionRow } from '../../db/tables.ts'
 
 // Coupon durations and targets as Chargebee has them. `limited_period` counts from the first period
 // discounted, so a coupon added in a trial gives N whole periods; a discounted period keeps the coupon

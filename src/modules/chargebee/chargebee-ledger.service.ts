@@ -1,7 +1,9 @@
 import type { Executor } from '../../jobs/scheduler.ts'
 import { writeEvent } from '../events/outbox.ts'
-import { creditNoteRowFrom, invoiceRowFrom, ledgerId, versionOf, type CbCreditNote, type CbInvoice } from '../subscriptions/billing/chargebee-ledger-mapping.ts'
-import type { ProviderLedgerRepository } from './provider-ledger.repository.ts'
+import {
+  creditNoteRowFrom, invoiceRowFrom, ledgerId, versionOf, type CbCreditNote, type CbInvoice,
+} from './chargebee.ledger-mapping.ts'
+import type { ProviderLedgerRepository } from './chargebee-ledger.repository.ts'
 
 /** What applying one copy of an object did. */
 export type CopyOutcome = 'applied' | 'unchanged' | 'stale'
@@ -39,8 +41,6 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
   return {
     /** Records a copy's version when it is newer than the last one applied (or as new, with `orEqual`); false when it is not. */
     advanceVersion: repo.advanceVersion,
-    /** Every subscription kept at Chargebee: what the reconciliation walks. */
-    chargebeeSubscriptions: repo.chargebeeSubscriptions,
 
     /**
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),

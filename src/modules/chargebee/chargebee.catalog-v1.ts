@@ -1,4 +1,4 @@
-import type { CbSubscription, CbSubscriptionItem } from './chargebee-mapping.ts'
+import type { CbSubscription, CbSubscriptionItem } from './chargebee.mapping.ts'
 
 /**
  * Product Catalog 1.0 subscriptions (`plan_id`, `addons`, `coupon`) mapped onto the 2.0 items the

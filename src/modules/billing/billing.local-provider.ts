@@ -1,11 +1,13 @@
-import type { PaymentSource } from '../../../db/tables.ts'
-import { ProviderError } from '../../../core/errors.ts'
-import { afterInvoice, freshUsage, usageColumns, usageOf } from './coupons.ts'
-import { couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection } from './estimate.ts'
-import * as lifecycle from './lifecycle.ts'
-import type { BillingState } from './lifecycle.ts'
-import type { BillingProvider, ChangeRequest, UnusedCredit } from './provider.ts'
-import { termEnd, unixSeconds } from './terms.ts'
+import type { PaymentSource } from '../../db/tables.ts'
+import { ProviderError } from '../../core/errors.ts'
+import { afterInvoice, freshUsage, usageColumns, usageOf } from './billing.coupons.ts'
+import {
+  couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection,
+} from './billing.estimate.ts'
+import * as transitions from './billing.transitions.ts'
+import type { BillingState } from './billing.transitions.ts'
+import type { BillingProvider, ChangeRequest, UnusedCredit } from './billing.provider.ts'
+import { termEnd, unixSeconds } from './billing.terms.ts'
 
 function onlyTheCoupon(next: PricedSelection, current: PricedSelection): boolean {
   const addons = (sel: PricedSelection) => sel.addons.map((a) => `${a.id}×${a.quantity}`).join(',')
@@ -103,13 +105,13 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     retrieve: async (s) => s,
     estimate: async (s, change) => plan(s, change).estimate,
     changeSubscription: async (s, change) => plan(s, change),
-    cancel: async (s, cancellation, now) => lifecycle.cancel(s, cancellation, now),
-    removeScheduledCancellation: async (s) => lifecycle.removeScheduledCancellation(s),
+    cancel: async (s, cancellation, now) => transitions.cancel(s, cancellation, now),
+    removeScheduledCancellation: async (s) => transitions.removeScheduledCancellation(s),
     addPaymentSource: async (s, card: PaymentSource) => ({ ...s, payment_source: card }),
     managerPage: (subject, options) => hosted().managerPage(subject, options),
     portalSession: (subject, options) => hosted().portalSession(subject, options),
     paymentPage: (subject, options) => hosted().paymentPage(subject, options),
-    atTrialEnd: lifecycle.atTrialEnd,
-    atTermEnd: lifecycle.atTermEnd,
+    atTrialEnd: transitions.atTrialEnd,
+    atTermEnd: transitions.atTermEnd,
   }
 }

@@ -1,7 +1,7 @@
-import { uuidFromName } from '../../../core/ids.ts'
-import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../../db/tables.ts'
+import { uuidFromName } from '../../core/ids.ts'
+import type { CreditNotesTable, InvoiceKind, InvoiceStatus, InvoicesTable } from '../../db/tables.ts'
 import type { Insertable } from 'kysely'
-import { estimateFrom } from './chargebee-mapping.ts'
+import { estimateFrom } from './chargebee.mapping.ts'
 
 // Chargebee's invoices and credit notes (API v2) as rows of our ledger, for a Chargebee-managed subscription.
 export interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number; date_from?: number; date_to?: number }

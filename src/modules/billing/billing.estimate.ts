@@ -1,5 +1,5 @@
-import type { SubscriptionStatus } from '../../../db/tables.ts'
-import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type CouponTerms, type CouponUsage } from './coupons.ts'
+import type { SubscriptionStatus } from '../../db/tables.ts'
+import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type CouponTerms, type CouponUsage } from './billing.coupons.ts'
 
 /**
  * The arithmetic of an invoice, behind both an estimate and the change an update applies, so they

@@ -1,5 +1,5 @@
-import type { VatNumberStatus } from '../../../db/tables.ts'
-import type { TaxRate } from './estimate.ts'
+import type { VatNumberStatus } from '../../db/tables.ts'
+import type { TaxRate } from './billing.estimate.ts'
 
 /**
  * Standard VAT rates in basis points (22 % = 2200), the local engine's default table, from the

@@ -1,5 +1,5 @@
-import type { PaymentSource, SubscriptionRow } from '../../../db/tables.ts'
-import { termEnd, type PeriodUnit } from './terms.ts'
+import type { PaymentSource, SubscriptionRow } from '../../db/tables.ts'
+import { termEnd, type PeriodUnit } from './billing.terms.ts'
 
 /**
  * The subscription lifecycle with Chargebee's statuses, as pure functions of the stored row:

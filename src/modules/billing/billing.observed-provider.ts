@@ -1,4 +1,4 @@
-import type { BillingProvider } from './provider.ts'
+import type { BillingProvider } from './billing.provider.ts'
 
 export type ProviderObserver = (provider: string, operation: string, seconds: number, failed: boolean) => void
 

@@ -1,10 +1,9 @@
 import type { PaymentSource, SubscriptionRow } from '../../db/tables.ts'
 import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { fromCatalogV1, itemsKnown } from './billing/chargebee-catalog-v1.ts'
-import { stateFrom, type CbSubscription } from './billing/chargebee-mapping.ts'
-import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { recordChange } from './subscriptions.events.ts'
+import { fromCatalogV1, itemsKnown } from './chargebee.catalog-v1.ts'
+import { stateFrom, type CbSubscription } from './chargebee.mapping.ts'
+import type { SubscriptionsService } from '../subscriptions/index.ts'
 
 export const CHARGEBEE_ACTOR = 'chargebee'
 
@@ -29,11 +28,12 @@ export function chargebeeState(before: SubscriptionRow, copy: CbSubscription, ca
  * refused whole (400), so Chargebee's retry applies it once the plan exists here.
  */
 export async function saveChargebeeState(
-  trx: Executor, subscriptions: Pick<SubscriptionsRepository, 'findPlan' | 'update' | 'insertEvent'>, before: SubscriptionRow, after: SubscriptionRow,
+  trx: Executor, subscriptions: Pick<SubscriptionsService, 'planExists' | 'recordProviderChange'>,
+  before: SubscriptionRow, after: SubscriptionRow,
   what: { event: string; at: Date; now: Date; details: Record<string, unknown> },
 ): Promise<boolean> {
-  if (after.plan_sku !== before.plan_sku && !(await subscriptions.findPlan(trx, after.plan_sku))) {
+  if (after.plan_sku !== before.plan_sku && !(await subscriptions.planExists(trx, after.plan_sku))) {
     throw new ValidationError(`body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`)
   }
-  return recordChange(trx, subscriptions, before, after, { ...what, actor: CHARGEBEE_ACTOR })
+  return subscriptions.recordProviderChange(trx, before, after, { ...what, actor: CHARGEBEE_ACTOR })
 }

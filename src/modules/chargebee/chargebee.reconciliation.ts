@@ -1,11 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../../core/clock.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
-import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import { MissingAtChargebee, type ChargebeeReconcileReader } from './billing/chargebee-reconcile-reader.ts'
-import { chargebeeState, saveChargebeeState } from './chargebee-state.ts'
-import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { changesBetween } from './subscriptions.events.ts'
+import type { ProviderLedger, CopyOutcome } from './chargebee-ledger.service.ts'
+import { MissingAtChargebee, type ChargebeeReconcileReader } from './chargebee.reconcile-reader.ts'
+import { chargebeeState, saveChargebeeState } from './chargebee.state.ts'
+import { changesBetween, type SubscriptionsService } from '../subscriptions/index.ts'
 import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
 
 type ChargebeeSide = Awaited<ReturnType<ChargebeeReconcileReader['subscription']>> & {
@@ -29,7 +28,8 @@ export function createChargebeeReconciliation(deps: {
   clock: Clock
   intervalSeconds: number
   reader: ChargebeeReconcileReader
-  subscriptions: SubscriptionsRepository
+  subscriptions: Pick<SubscriptionsService,
+    'lockForProvider' | 'heldByProvider' | 'planExists' | 'recordProviderChange'>
   webhooksRepo: Pick<ChargebeeWebhooksRepository, 'advanceVersion' | 'appliedVersion'>
   ledger: ProviderLedger
   log: FastifyBaseLogger
@@ -57,7 +57,7 @@ export function createChargebeeReconciliation(deps: {
   async function reconcileSubscription(ctx: JobContext) {
     const { company_id: companyId, subscription_id: subscriptionId } = ctx.payload as Payload
     const remote = ctx.prepared as ChargebeeSide | null
-    const before = await deps.subscriptions.lockByCompany(ctx.trx, companyId)
+    const before = await deps.subscriptions.lockForProvider(ctx.trx, companyId)
     if (!before || before.id !== subscriptionId || before.provider !== 'chargebee') return
     const where = { company_id: companyId, subscription_id: subscriptionId }
     if (remote === null) {
@@ -88,7 +88,7 @@ export function createChargebeeReconciliation(deps: {
   }
 
   deps.scheduler.register(RECONCILE_JOB, async (ctx) => {
-    for (const s of await deps.ledger.chargebeeSubscriptions(ctx.trx)) {
+    for (const s of await deps.subscriptions.heldByProvider(ctx.trx, 'chargebee')) {
       // One job row per subscription, due again at each run: the jobs table keeps done jobs.
       await deps.scheduler.reschedule(ctx.trx, {
         kind: RECONCILE_SUBSCRIPTION_JOB, key: s.id, runAt: ctx.now, companyId: s.company_id,

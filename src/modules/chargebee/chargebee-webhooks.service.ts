@@ -3,15 +3,18 @@ import type { Clock } from '../../core/clock.ts'
 import type { DB, PaymentSource, SubscriptionRow, WebhookOutcome } from '../../db/tables.ts'
 import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSubscription } from './billing/chargebee-mapping.ts'
-import { isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice } from './billing/chargebee-ledger-mapping.ts'
-import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { recordChange } from './subscriptions.events.ts'
+import {
+  cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSubscription,
+} from './chargebee.mapping.ts'
+import {
+  isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice,
+} from './chargebee.ledger-mapping.ts'
+import type { SubscriptionsService } from '../subscriptions/index.ts'
 import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
-import type { ChargebeeProvider } from './billing/chargebee-provider.ts'
-import type { ProviderLedger, CopyOutcome } from '../invoices/provider-ledger.service.ts'
-import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee-event-types.ts'
-import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee-state.ts'
+import type { ChargebeeProvider } from './chargebee.provider.ts'
+import type { ProviderLedger, CopyOutcome } from './chargebee-ledger.service.ts'
+import { LEDGER_EVENTS, PAYMENT_SOURCE_EVENTS, SUBSCRIPTION_EVENTS, isFollowed } from './chargebee.event-types.ts'
+import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee.state.ts'
 
 export { CHARGEBEE_ACTOR }
 
@@ -92,7 +95,9 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
  * A copy older than this API's last change of the row is not trusted: Chargebee is read instead.
  */
 export function createChargebeeWebhooksService(deps: {
-  db: Kysely<DB>; repo: ChargebeeWebhooksRepository; subscriptions: SubscriptionsRepository; clock: Clock
+  db: Kysely<DB>; repo: ChargebeeWebhooksRepository; clock: Clock
+  subscriptions: Pick<SubscriptionsService,
+    'lockForProvider' | 'findForProvider' | 'planExists' | 'recordProviderChange'>
   ledger: ProviderLedger
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
@@ -139,7 +144,7 @@ export function createChargebeeWebhooksService(deps: {
       provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
     }, { orEqual: !parts.cardVersion!.exact }))) return 'stale'
     const after = { ...before, payment_source: removed ? null : parts.card! }
-    const changed = await recordChange(trx, deps.subscriptions, before, after, {
+    const changed = await deps.subscriptions.recordProviderChange(trx, before, after, {
       event: verb, actor: CHARGEBEE_ACTOR, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },
     })
     return changed ? 'applied' : 'unchanged'
@@ -171,14 +176,14 @@ export function createChargebeeWebhooksService(deps: {
 
         // Only a subscription this service made on Chargebee.
         const ref = referenceOf(event, parts)
-        const found = ref && await repo.findSubscription(trx, ref)
+        const found = ref && await deps.subscriptions.findForProvider(trx, ref)
         if (!found || found.provider !== 'chargebee') return finish('ignored')
-        const before = await deps.subscriptions.lockByCompany(trx, found.company_id)
+        const before = await deps.subscriptions.lockForProvider(trx, found.company_id)
         if (!before || before.id !== found.id) return finish('ignored')
 
         const outcomes: CopyOutcome[] = []
         let row: SubscriptionRow = before
-        const reread = async () => { row = (await deps.subscriptions.lockByCompany(trx, found.company_id))! }
+        const reread = async () => { row = (await deps.subscriptions.lockForProvider(trx, found.company_id))! }
         if (parts.subscription) { outcomes.push(await applySubscription(trx, row, parts.subscription, event, occurredAt)); await reread() }
         if (parts.card !== undefined) { outcomes.push(await applyCard(trx, row, parts, event, occurredAt)); await reread() }
         const owner = { companyId: row.company_id, subscriptionId: row.id }
