@@ -57,6 +57,8 @@ import { chargebeeWebhooksRoutes } from './modules/subscriptions/chargebee-webho
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
+import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
+import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
 import { createProviderLedgerRepository } from './modules/invoices/provider-ledger.repository.ts'
 import { createProviderLedger } from './modules/invoices/provider-ledger.service.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
@@ -270,6 +272,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
+  await app.register(invoiceOperationsRoutes, { service: createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock }) })
   // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
