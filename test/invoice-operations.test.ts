@@ -1,7 +1,7 @@
 import { after, before, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
-import { SUB, at, billedCompany, call, detailsOf, json, setCard, statusOf, unix, type BillingFixture } from './subscriptions-helpers.ts'
+import { SUB, at, billedCompany, call, detailsOf, json, setCard, statusOf, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
 import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
 import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
@@ -124,6 +124,28 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
       assert.equal(refused.statusCode, 409, refused.body)
       assert.match(refused.json().errors, /^The invoice is (voided|paid): only a payment_due or not_paid invoice can be voided/)
     }
+  })
+
+  it('a void gives refundable credits back to the credit note they came from', async () => {
+    const c = await billedCompany(t, { start: '2041-07-01T00:00:00.000Z', plans: { gold: { price: 100 }, silver: { price: 80 } }, company: { plan_quantity: 1 } })
+    await setCard(t, c.id, GOOD)
+    await at(t, '2041-07-31T00:00:00.000Z')
+    // On gold, 122.00 paid; at once down to silver for the whole term: 80.00 + 17.60 = 97.60 billed,
+    // paid from the unused 122.00 of gold, which leaves 122.00 − 97.60 = 24.40 of refundable credit.
+    assert.equal((await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.silver })).statusCode, 200)
+    assert.equal((await detailsOf(t, c)).customer.refundable_credits, 2440)
+    await setCard(t, c.id, FAILING)
+    // The renewal on silver: 97.60, of which 24.40 of credit, and 73.20 the card fails to pay.
+    const { current_term_end: renewal } = await statusOf(t, c)
+    await at(t, new Date(renewal * 1000).toISOString())
+    const [due] = await invoicesOf(t, c)
+    assert.deepEqual([due.total, due.credits_applied, due.amount_due, due.status], [9760, 2440, 7320, 'payment_due'])
+    assert.equal((await detailsOf(t, c)).customer.refundable_credits, 0)
+    const voided = await json(t, 200, { method: 'POST', url: `${invoiceUrl(c, due.id)}/void` })
+    assert.deepEqual([voided.status, voided.credits_applied, voided.amount_due, voided.void_reason_code], ['voided', 0, 0, null])
+    assert.equal((await detailsOf(t, c)).customer.refundable_credits, 2440)
+    const [note] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
+    assert.deepEqual([note.total, note.amount_allocated, note.amount_available], [12200, 9760, 2440])
   })
 
   it('a void of an invoice partly paid: 409', async () => {
