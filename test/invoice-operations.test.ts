@@ -250,7 +250,7 @@ forEachEngine('invoice operations on a Chargebee-managed subscription', (engine)
   before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
   after(async () => { await t?.close(); await fake?.close() })
 
-  it('are refused with 409 naming Chargebee, before anything changes', async () => {
+  it('are refused with 409 naming Chargebee, before anything changes; a void made at Chargebee shows here', async () => {
     const c = await chargebeeCompany(t, fake)
     fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * 86_400 }))
     const copy = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
@@ -264,5 +264,10 @@ forEachEngine('invoice operations on a Chargebee-managed subscription', (engine)
       assert.match(res.json().errors, /^The company's subscription is managed by chargebee: its invoices are settled there/)
     }
     assert.deepEqual(await json(t, 200, { url: invoiceUrl(fixture, invoice.id) }), invoice)
+    // Voided at Chargebee instead: its copy shows when and why.
+    const voided = fake.changeInvoice(copy.id, (i) => Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600, void_reason_code: 'waiver' }))
+    assert.equal((await deliver(t, fake.event('invoice_updated', { invoice: voided }))).json().outcome, 'applied')
+    const seen = await json(t, 200, { url: invoiceUrl(fixture, invoice.id) })
+    assert.deepEqual([seen.status, seen.voided_at, seen.void_reason_code], ['voided', copy.date + 3600, 'waiver'])
   })
 })
