@@ -272,7 +272,8 @@ export async function buildApp(options: AppOptions) {
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
-  await app.register(invoiceOperationsRoutes, { service: createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock }) })
+  const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
+  await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })

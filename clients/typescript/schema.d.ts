@@ -2994,7 +2994,7 @@ export interface components {
             /** @description Charges attempted (Stripe's attempt_count): the first, the scheduled retries and the ones a new card made */
             attempt_count: number;
             next_retry_at: number | null;
-            /** @description Offline payments recorded on it (record_payment), oldest first */
+            /** @description Offline payments recorded (record_payment), oldest first */
             recorded_payments: {
                 /** @description What was paid, in minor units (cents) */
                 amount: number;

@@ -62,10 +62,12 @@ BEGIN
   IF moved = '{}' THEN RETURN NULL; END IF;
   -- The last retry's failure is a failed payment too, before the invoice is given up.
   IF NEW.attempt_count > OLD.attempt_count AND NEW.status = 'not_paid' THEN
-    PERFORM write_event('invoice.payment_failed', NEW.company_id, jsonb_build_object('object', new_row, 'previous_attributes', moved));
+    PERFORM write_event('invoice.payment_failed', NEW.company_id,
+      jsonb_build_object('object', new_row, 'previous_attributes', moved));
   END IF;
   IF jsonb_array_length(NEW.recorded_payments) > jsonb_array_length(OLD.recorded_payments) THEN
-    PERFORM write_event('invoice.payment_recorded', NEW.company_id, jsonb_build_object('object', new_row, 'previous_attributes', moved));
+    PERFORM write_event('invoice.payment_recorded', NEW.company_id,
+      jsonb_build_object('object', new_row, 'previous_attributes', moved));
     IF NEW.status IS NOT DISTINCT FROM OLD.status THEN RETURN NULL; END IF;
   END IF;
   verb := CASE
@@ -76,6 +78,7 @@ BEGIN
     WHEN NEW.attempt_count > OLD.attempt_count AND NEW.status = 'payment_due' THEN 'payment_failed'
     ELSE 'updated'
   END;
-  PERFORM write_event('invoice.' || verb, NEW.company_id, jsonb_build_object('object', new_row, 'previous_attributes', moved));
+  PERFORM write_event('invoice.' || verb, NEW.company_id,
+      jsonb_build_object('object', new_row, 'previous_attributes', moved));
   RETURN NULL;
 END $$;

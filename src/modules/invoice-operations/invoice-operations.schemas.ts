@@ -11,12 +11,16 @@ const Comment = Name(1000, 'Kept with the invoice (its comments)')
 export const RecordPaymentBody = Type.Object({
   amount: Type.Integer({
     minimum: 1, maximum: 100_000_000_000,
-    description: 'What was paid, in minor units of the invoice\'s currency; beyond amount_due it becomes the customer\'s excess_payments',
+    description: 'What was paid, in minor units of the invoice\'s currency; beyond amount_due it becomes '
+      + 'the customer\'s excess_payments',
   }),
-  payment_method: Type.Union([Type.Literal('bank_transfer'), Type.Literal('cash'), Type.Literal('check'), Type.Literal('other')]),
+  payment_method: Type.Union([
+    Type.Literal('bank_transfer'), Type.Literal('cash'), Type.Literal('check'), Type.Literal('other'),
+  ]),
   reference: Type.Optional(Name(200, 'The payment\'s reference: a bank transfer\'s CRO, a check\'s number')),
   date: Type.Optional(Type.Integer({
-    minimum: 0, description: 'When it was paid (Unix seconds): not before the invoice\'s date, not in the future; default now',
+    minimum: 0,
+    description: 'When it was paid (Unix seconds): not before the invoice\'s date, not in the future; default now',
   })),
 }, {
   additionalProperties: false, title: 'RecordPayment',
@@ -27,7 +31,10 @@ export type RecordPaymentBody = Static<typeof RecordPaymentBody>
 export const VoidBody = Type.Object({
   reason_code: Type.Optional(Type.Union(REASON_CODES.map((code) => Type.Literal(code)))),
   comment: Type.Optional(Comment),
-}, { additionalProperties: false, title: 'VoidInvoice', examples: [{ reason_code: 'order_change', comment: 'Billed twice' }] })
+}, {
+  additionalProperties: false, title: 'VoidInvoice',
+  examples: [{ reason_code: 'order_change', comment: 'Billed twice' }],
+})
 export type VoidBody = Static<typeof VoidBody>
 
 export const WriteOffBody = Type.Object({

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
 import { Conflict, ValidationError } from '../../core/errors.ts'
-import type { DB } from '../../db/tables.ts'
+import type { DB, InvoiceRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { InvoicesService } from '../invoices/invoices.service.ts'
 import { invoiceView } from '../invoices/invoices.views.ts'
@@ -21,15 +21,16 @@ export function createInvoiceOperationsService(deps: {
 }) {
   const { db, ledger, clock } = deps
 
-  /** 404 without a subscription; Chargebee's invoices are changed at Chargebee (docs/billing.md). */
+  /** 404 without a subscription; Chargebee's invoices are settled at Chargebee (docs/billing.md). */
   async function onLocalEngine(companyId: string) {
     const { subscription } = await deps.subscriptions.details(companyId)
     if (subscription.provider !== 'local') {
-      throw new Conflict(`The company's subscription is managed by ${subscription.provider}: its invoices are settled there, not through this service`)
+      throw new Conflict(`The company's subscription is managed by ${subscription.provider}: `
+        + 'its invoices are settled there, not through this service')
     }
   }
 
-  async function run(companyId: string, work: (trx: Executor, now: Date) => Promise<Parameters<typeof invoiceView>[0]>) {
+  async function run(companyId: string, work: (trx: Executor, now: Date) => Promise<InvoiceRow>) {
     await onLocalEngine(companyId)
     const now = clock.now()
     return invoiceView(await db.transaction().execute((trx) => work(trx, now)))
@@ -39,14 +40,18 @@ export function createInvoiceOperationsService(deps: {
     /** Partial, full or beyond what is due; the invoice as it now is. */
     recordPayment: (companyId: string, invoiceId: string, body: RecordPaymentBody) => run(companyId, (trx, now) => {
       const date = body.date === undefined ? now : new Date(body.date * 1000)
-      if (date.getTime() > now.getTime()) throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
+      if (date.getTime() > now.getTime()) {
+        throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
+      }
       return ledger.recordPayment(trx, companyId, invoiceId, {
         amount: body.amount, paymentMethod: body.payment_method, reference: body.reference ?? null, date,
       })
     }),
 
-    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) => run(companyId, (trx, now) =>
-      ledger.voidInvoice(trx, companyId, invoiceId, { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }, now)),
+    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) => run(companyId, (trx, now) => {
+      const input = { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }
+      return ledger.voidInvoice(trx, companyId, invoiceId, input, now)
+    }),
 
     writeOff: (companyId: string, invoiceId: string, body: WriteOffBody) => run(companyId, (trx, now) =>
       ledger.writeOff(trx, companyId, invoiceId, body.comment ? { comment: body.comment } : {}, now)),

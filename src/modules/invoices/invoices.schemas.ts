@@ -23,8 +23,10 @@ const INVOICE_EXAMPLE = {
 const RecordedPayment = Type.Object({
   amount: Minor('What was paid'),
   applied_amount: Minor('What of it settled this invoice; the rest became the customer\'s excess_payments'),
-  payment_method: Type.Union([Type.Literal('bank_transfer'), Type.Literal('cash'), Type.Literal('check'), Type.Literal('other')]),
-  reference: Nullable(Type.String({ description: 'The payment\'s reference (a bank transfer\'s CRO, a check\'s number)' })),
+  payment_method: Type.Union([
+    Type.Literal('bank_transfer'), Type.Literal('cash'), Type.Literal('check'), Type.Literal('other'),
+  ]),
+  reference: Nullable(Type.String({ description: 'Its reference (a bank transfer\'s CRO, a check\'s number)' })),
   date: Unix('When it was paid'),
 }, { additionalProperties: false })
 
@@ -61,7 +63,7 @@ export const InvoiceBody = Type.Object({
   })),
   attempt_count: Type.Integer({ description: 'Charges attempted (Stripe\'s attempt_count): the first, the scheduled retries and the ones a new card made' }),
   next_retry_at: Nullable(Unix('When the card is charged again (DUNNING_RETRY_DAYS after the invoice\'s date); null when none is scheduled')),
-  recorded_payments: Type.Array(RecordedPayment, { description: 'Offline payments recorded on it (record_payment), oldest first' }),
+  recorded_payments: Type.Array(RecordedPayment, { description: 'Offline payments recorded (record_payment), oldest first' }),
   voided_at: Nullable(Unix('When it was voided')),
   void_reason_code: Nullable(Type.String({ description: 'The reason_code given when it was voided' })),
   comments: Type.Array(InvoiceComment, { description: 'Comments given with a void or a write-off, oldest first' }),

@@ -102,7 +102,9 @@ export function createInvoicesService(deps: {
 
     /** The customer's credits, in minor units. */
     async credits(executor: Executor, companyId: string) {
-      const [refundable, excess] = await Promise.all([repo.refundableBalance(executor, companyId), repo.excessBalance(executor, companyId)])
+      const [refundable, excess] = await Promise.all([
+        repo.refundableBalance(executor, companyId), repo.excessBalance(executor, companyId),
+      ])
       return { promotional_credits: 0, refundable_credits: refundable, excess_payments: excess }
     },
 
@@ -194,8 +196,8 @@ export function createInvoicesService(deps: {
     invoiceEventObject: (stored: StoredObject) => invoiceView({
       ...(stored as InvoiceRow), date: storedTime(stored.date)!, due_date: storedTime(stored.due_date)!, period_start: storedTime(stored.period_start)!,
       period_end: storedTime(stored.period_end)!, paid_at: storedTime(stored.paid_at), next_retry_at: storedTime(stored.next_retry_at),
-      voided_at: storedTime(stored.voided_at), recorded_payments: stored.recorded_payments ?? [], comments: stored.comments ?? [],
-      void_reason_code: stored.void_reason_code ?? null,
+      voided_at: storedTime(stored.voided_at), void_reason_code: stored.void_reason_code ?? null,
+      recorded_payments: stored.recorded_payments ?? [], comments: stored.comments ?? [],
     }),
 
     creditNoteEventObject: (stored: StoredObject) => creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
@@ -211,7 +213,8 @@ export function createInvoicesService(deps: {
 const listKey = (row: { date: Date; seq: number | string }) => [row.date.toISOString(), Number(row.seq)]
 
 /** What `credits_applied` of the next invoice may take: promotional credits are a discount instead. */
-export const creditsToApply = (c: { refundable_credits: number; excess_payments: number }) => c.refundable_credits + c.excess_payments
+export const creditsToApply = (c: { refundable_credits: number; excess_payments: number }) =>
+  c.refundable_credits + c.excess_payments
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'>

@@ -10,7 +10,11 @@ import type { InvoicesRepository } from './invoices.repository.ts'
  * (docs/adr/0032-offline-payments-voids-and-write-offs.md).
  */
 
-export interface OfflinePayment { amount: number; paymentMethod: OfflinePaymentMethod; reference: string | null; date: Date }
+export interface OfflinePayment {
+  amount: number; paymentMethod: OfflinePaymentMethod; reference: string | null; date: Date
+}
+
+export interface VoidInput { reasonCode: string | null; comment?: string }
 
 const UNPAID = new Set(['payment_due', 'not_paid'])
 
@@ -18,8 +22,10 @@ const UNPAID = new Set(['payment_due', 'not_paid'])
 const dunningEnded = (invoice: InvoiceRow, paid: boolean) =>
   invoice.dunning_status === 'in_progress' ? (paid ? 'success' : 'exhausted') : invoice.dunning_status
 
-const withComment = (invoice: InvoiceRow, operation: InvoiceComment['operation'], comment: string | undefined, at: Date) =>
-  JSON.stringify(comment ? [...invoice.comments, { operation, comment, date: at.toISOString() }] : invoice.comments)
+function withComment(invoice: InvoiceRow, operation: InvoiceComment['operation'], text: string | undefined, at: Date) {
+  const added = text ? [{ operation, comment: text, date: at.toISOString() }] : []
+  return JSON.stringify([...invoice.comments, ...added])
+}
 
 export function createSettlements(deps: { repo: InvoicesRepository }) {
   const { repo } = deps
@@ -33,11 +39,12 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
     return invoice
   }
 
-  const reread = async (trx: Executor, invoice: InvoiceRow) => (await repo.findInvoice(trx, invoice.company_id, invoice.id))!
+  const reread = async (trx: Executor, invoice: InvoiceRow) =>
+    (await repo.findInvoice(trx, invoice.company_id, invoice.id))!
 
   return {
     /** What exceeds the amount due becomes the customer's excess payment. */
-    async recordPayment(trx: Executor, companyId: string, invoiceId: string, payment: OfflinePayment): Promise<InvoiceRow> {
+    async recordPayment(trx: Executor, companyId: string, invoiceId: string, payment: OfflinePayment) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'paid')
       if (payment.date.getTime() < invoice.date.getTime()) {
         throw new ValidationError(`body/date must not be before the invoice's date (${invoice.date.toISOString()})`)
@@ -66,15 +73,18 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
     },
 
     /** Only with nothing paid; the credits applied to it go back to the customer. */
-    async voidInvoice(trx: Executor, companyId: string, invoiceId: string, input: { reasonCode: string | null; comment?: string }, at: Date) {
+    async voidInvoice(trx: Executor, companyId: string, invoiceId: string, input: VoidInput, at: Date) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'voided')
       if (invoice.amount_paid > 0 || invoice.write_off_amount > 0 || invoice.amount_adjusted > 0) {
-        throw new Conflict(`The invoice has ${invoice.amount_paid} paid: only an invoice with nothing paid can be voided`)
+        throw new Conflict(
+          `The invoice has ${invoice.amount_paid} paid: only an invoice with nothing paid can be voided`,
+        )
       }
       await repo.releaseCredits(trx, companyId, invoiceId)
       await repo.updateInvoice(trx, companyId, invoiceId, {
         status: 'voided', credits_applied: 0, amount_due: 0, voided_at: at, void_reason_code: input.reasonCode,
-        next_retry_at: null, dunning_status: dunningEnded(invoice, false), comments: withComment(invoice, 'void', input.comment, at),
+        next_retry_at: null, dunning_status: dunningEnded(invoice, false),
+        comments: withComment(invoice, 'void', input.comment, at),
       })
       return reread(trx, invoice)
     },
@@ -84,7 +94,8 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'written off')
       await repo.updateInvoice(trx, companyId, invoiceId, {
         status: 'paid', write_off_amount: invoice.write_off_amount + invoice.amount_due, amount_due: 0, paid_at: at,
-        next_retry_at: null, dunning_status: dunningEnded(invoice, false), comments: withComment(invoice, 'write_off', input.comment, at),
+        next_retry_at: null, dunning_status: dunningEnded(invoice, false),
+        comments: withComment(invoice, 'write_off', input.comment, at),
       })
       return reread(trx, invoice)
     },
