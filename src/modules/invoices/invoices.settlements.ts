@@ -47,7 +47,7 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
     async recordPayment(trx: Executor, companyId: string, invoiceId: string, payment: OfflinePayment) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'paid')
       if (payment.date.getTime() < invoice.date.getTime()) {
-        throw new ValidationError(`body/date must not be before the invoice's date (${invoice.date.toISOString()})`)
+        throw new ValidationError(`body/date must not be before the invoice's date (${invoice.date.getTime() / 1000})`)
       }
       const applied = Math.min(payment.amount, invoice.amount_due)
       const excess = payment.amount - applied
