@@ -59,6 +59,8 @@ import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
 import { createProviderLedgerRepository } from './modules/chargebee/chargebee-ledger.repository.ts'
 import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
+import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
+import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -269,6 +271,8 @@ export async function buildApp(options: AppOptions) {
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
+  const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
+  await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })

@@ -335,6 +335,18 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
     for (const day of ['2027-02-01', '2027-02-03', '2027-02-05']) await at(t, `${day}T10:00:00.000Z`)
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
+  'invoice.payment_recorded': async (t) => {
+    const c = await activated(t, FAILING)
+    const { id } = await invoiceOf(t, c)
+    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/record_payment`, body: { amount: 100, payment_method: 'cash' } })
+    return { companyId: c.id, expected: await invoiceOf(t, c) }
+  },
+  'invoice.written_off': async (t) => {
+    const c = await activated(t, FAILING)
+    const { id } = await invoiceOf(t, c)
+    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/write_off`, body: { comment: 'Not collectable' } })
+    return { companyId: c.id, expected: await invoiceOf(t, c) }
+  },
   'invoice.voided': {
     async chargebee(t, fake) {
       const { c, invoice, read } = await chargebeeInvoice(t, fake)

@@ -74,6 +74,7 @@ describe('hosted pages, pure parts', () => {
       line_items: [{ ...line, unit_amount: minor(1000), amount: minor(3000) }], discounts: [{ description: 'Promo (P10)', amount: minor(300) }],
       sub_total: minor(3000), taxes: [{ name: 'CH VAT', rate: 8.1, amount: minor(219) }], total: minor(2919), credits_applied: 0, amount_paid: 0,
       amount_adjusted: 0, write_off_amount: 0, amount_due: minor(2919), currency_code: currency, paid_at: null, dunning_status: 'in_progress' as const, attempt_count: 1, next_retry_at: 1801526400,
+      recorded_payments: [], voided_at: null, void_reason_code: null, comments: [],
     })
     const render = (locale: 'en' | 'it', currency: string, minor: (n: number) => number) =>
       invoiceDocument({ locale, t: translator(locale), seller, portal: null }, invoice(currency, minor), buyer).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ')

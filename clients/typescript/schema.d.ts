@@ -1163,6 +1163,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/record_payment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record an offline payment of an invoice
+         * @description A payment made outside the card (bank transfer, cash, check) on a payment_due or not_paid invoice: amount_paid grows and amount_due falls by what it settles; once nothing is due the invoice is paid (paid_at the payment's date) and dunning stops. A payment beyond amount_due settles it and the rest becomes the customer's excess_payments, which the next invoices take (after refundable credits) in credits_applied. A not_paid invoice can be paid late: its subscription stays cancelled. Events invoice.payment_recorded, then invoice.paid when it settles the invoice. 400 naming the field for an amount that is not a whole number of minor units above 0, an unknown payment_method, or a date before the invoice's or in the future. 409 when the invoice is paid or voided. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["recordInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void an unpaid invoice
+         * @description A payment_due or not_paid invoice with nothing paid becomes voided: it owes nothing (amount_due 0), dunning stops, and the credits applied to it (credits_applied) go back to the customer's refundable credits and excess payments. The subscription is not changed. Event invoice.voided. 400 naming the field for a reason_code not among Chargebee's. 409 when the invoice is paid or voided, or something of it was paid. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["voidInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/write_off": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write off what an invoice still owes
+         * @description A payment_due or not_paid invoice becomes paid with write_off_amount what was due (amount_due 0); dunning stops; the subscription is not changed. Event invoice.written_off. 409 when the invoice is paid or voided. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["writeOffInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/manager_page": {
         parameters: {
             query?: never;
@@ -2692,7 +2758,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -2858,7 +2924,11 @@ export interface components {
          *       "paid_at": 1801440000,
          *       "dunning_status": null,
          *       "attempt_count": 1,
-         *       "next_retry_at": null
+         *       "next_retry_at": null,
+         *       "recorded_payments": [],
+         *       "voided_at": null,
+         *       "void_reason_code": null,
+         *       "comments": []
          *     }
          */
         Invoice: {
@@ -2910,11 +2980,11 @@ export interface components {
             total: number;
             /** @description Paid from the customer's credits (credit notes), in minor units (cents) */
             credits_applied: number;
-            /** @description Charged to the card, in minor units (cents) */
+            /** @description Charged to the card, or recorded as paid offline (record_payment), in minor units (cents) */
             amount_paid: number;
             /** @description Settled by adjustment credit notes (Chargebee; 0 for the local engine), in minor units (cents) */
             amount_adjusted: number;
-            /** @description Written off as not collectable (Chargebee; 0 for the local engine), in minor units (cents) */
+            /** @description Written off as not collectable (write_off), in minor units (cents) */
             write_off_amount: number;
             /** @description Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for a voided invoice, whose unsettled rest was voided, in minor units (cents) */
             amount_due: number;
@@ -2924,6 +2994,26 @@ export interface components {
             /** @description Charges attempted (Stripe's attempt_count): the first, the scheduled retries and the ones a new card made */
             attempt_count: number;
             next_retry_at: number | null;
+            /** @description Offline payments recorded (record_payment), oldest first */
+            recorded_payments: {
+                /** @description What was paid, in minor units (cents) */
+                amount: number;
+                /** @description What of it settled this invoice; the rest became the customer's excess_payments, in minor units (cents) */
+                applied_amount: number;
+                payment_method: "bank_transfer" | "cash" | "check" | "other";
+                reference: string | null;
+                /** @description When it was paid (Unix seconds) */
+                date: number;
+            }[];
+            voided_at: number | null;
+            void_reason_code: string | null;
+            /** @description Comments given with a void or a write-off, oldest first */
+            comments: {
+                operation: "void" | "write_off";
+                comment: string;
+                /** @description When it was given (Unix seconds) */
+                date: number;
+            }[];
         };
         /**
          * InvoiceList
@@ -3052,6 +3142,16 @@ export interface components {
         Readiness: {
             /** @enum {string} */
             status: "ready";
+        };
+        /** RecordPayment */
+        RecordPayment: {
+            /** @description What was paid, in minor units of the invoice's currency; beyond amount_due it becomes the customer's excess_payments */
+            amount: number;
+            payment_method: "bank_transfer" | "cash" | "check" | "other";
+            /** @description The payment's reference: a bank transfer's CRO, a check's number */
+            reference?: string;
+            /** @description When it was paid (Unix seconds): not before the invoice's date, not in the future; default now */
+            date?: number;
         };
         /** Scope */
         Scope: {
@@ -3439,6 +3539,12 @@ export interface components {
             expires_in: number;
             scope: string;
         };
+        /** VoidInvoice */
+        VoidInvoice: {
+            reason_code?: "order_change" | "order_cancellation" | "product_unsatisfactory" | "service_unsatisfactory" | "waiver" | "other";
+            /** @description Kept with the invoice (its comments) */
+            comment?: string;
+        };
         /**
          * WebhookDeliveryAttempt
          * @example {
@@ -3542,6 +3648,11 @@ export interface components {
             description?: string | null;
             /** @description true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are not sent: read them from the event log); false stops sending */
             enabled?: boolean;
+        };
+        /** WriteOffInvoice */
+        WriteOffInvoice: {
+            /** @description Kept with the invoice (its comments) */
+            comment?: string;
         };
     };
     responses: {
@@ -7008,7 +7119,11 @@ export interface operations {
                      *         "paid_at": 1801440000,
                      *         "dunning_status": null,
                      *         "attempt_count": 1,
-                     *         "next_retry_at": null
+                     *         "next_retry_at": null,
+                     *         "recorded_payments": [],
+                     *         "voided_at": null,
+                     *         "void_reason_code": null,
+                     *         "comments": []
                      *       }
                      *     ]
                      */
@@ -7077,7 +7192,11 @@ export interface operations {
                      *       "paid_at": 1801440000,
                      *       "dunning_status": null,
                      *       "attempt_count": 1,
-                     *       "next_retry_at": null
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": []
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7155,6 +7274,277 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recordInvoicePayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 12200,
+                 *       "payment_method": "bank_transfer",
+                 *       "reference": "CRO 0123456789",
+                 *       "date": 1801526400
+                 *     }
+                 */
+                "application/json": components["schemas"]["RecordPayment"];
+            };
+        };
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    voidInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason_code": "order_change",
+                 *       "comment": "Billed twice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["VoidInvoice"];
+            };
+        };
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    writeOffInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "comment": "The customer went bankrupt"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WriteOffInvoice"];
+            };
+        };
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

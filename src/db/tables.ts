@@ -383,7 +383,42 @@ export interface InvoicesTable {
   dunning_status: DunningStatus | null
   attempt_count: ColumnType<number, number | undefined, number>
   next_retry_at: Timestamp | null
+  /** Offline payments (record_payment), oldest first (migration 0050). */
+  recorded_payments: JsonWithDefault<RecordedPayment[]>
+  voided_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  void_reason_code: ColumnType<string | null, string | null | undefined, string | null>
+  comments: JsonWithDefault<InvoiceComment[]>
   created_at: CreatedAt
+}
+
+export type OfflinePaymentMethod = 'bank_transfer' | 'cash' | 'check' | 'other'
+
+/** `date` in ISO form; `applied_amount` is what settled the invoice, the rest became an excess payment. */
+export interface RecordedPayment {
+  amount: number; applied_amount: number; payment_method: OfflinePaymentMethod; reference: string | null; date: string
+}
+
+export interface InvoiceComment { operation: 'void' | 'write_off'; comment: string; date: string }
+
+/** A payment's part beyond its invoice: the customer's excess_payments (migration 0050). */
+export interface ExcessPaymentsTable {
+  company_id: string
+  id: string
+  seq: Generated<number>
+  subscription_id: string
+  invoice_id: string
+  total: number
+  amount_allocated: ColumnType<number, number | undefined, number>
+  currency_code: string
+  date: Timestamp
+  created_at: CreatedAt
+}
+
+export interface ExcessPaymentAllocationsTable {
+  company_id: string
+  excess_payment_id: string
+  invoice_id: string
+  amount: number
 }
 
 export interface CreditNotesTable {
@@ -417,6 +452,8 @@ export interface DB {
   invoices: InvoicesTable
   credit_notes: CreditNotesTable
   credit_allocations: CreditAllocationsTable
+  excess_payments: ExcessPaymentsTable
+  excess_payment_allocations: ExcessPaymentAllocationsTable
   signing_keys: SigningKeysTable
   companies: CompaniesTable
   oauth_clients: OauthClientsTable

@@ -27,6 +27,8 @@ export interface CbInvoice {
   dunning_status?: 'in_progress' | 'exhausted' | 'stopped' | 'success'
   dunning_attempts?: unknown[]
   next_retry_at?: number
+  voided_at?: number
+  void_reason_code?: string
   resource_version?: number
   updated_at?: number
   line_items?: CbLineItem[]
@@ -124,6 +126,8 @@ export function invoiceRowFrom(i: CbInvoice, ids: { companyId: string; subscript
     currency_code: priced.currency_code, paid_at: status === 'paid' ? date(i.paid_at, issued) : null,
     dunning_status: dunning, attempt_count: Math.max(attempts, i.dunning_attempts?.length ?? 0),
     next_retry_at: status === 'payment_due' && typeof i.next_retry_at === 'number' ? new Date(i.next_retry_at * 1000) : null,
+    voided_at: status === 'voided' && typeof i.voided_at === 'number' ? new Date(i.voided_at * 1000) : null,
+    void_reason_code: status === 'voided' ? i.void_reason_code ?? null : null,
   }
 }
 

@@ -25,6 +25,7 @@ export const SUBSCRIPTION_VERBS = [
 /** Written by the invoices' and credit notes' triggers. */
 export const INVOICE_EVENT_TYPES = [
   'invoice.created', 'invoice.paid', 'invoice.payment_failed', 'invoice.not_paid', 'invoice.voided', 'invoice.updated',
+  'invoice.payment_recorded', 'invoice.written_off',
   'credit_note.created', 'credit_note.updated',
 ] as const
 

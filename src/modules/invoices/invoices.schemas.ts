@@ -17,7 +17,24 @@ const INVOICE_EXAMPLE = {
   line_items: [{ entity_type: 'plan', entity_id: 'silver-monthly', description: 'Silver', unit_amount: 1500, quantity: 1, amount: 1500 }],
   discounts: [], sub_total: 1500, taxes: [], total: 1500, credits_applied: 1300, amount_paid: 200, amount_adjusted: 0, write_off_amount: 0, amount_due: 0, currency_code: 'EUR',
   paid_at: 1801440000, dunning_status: null, attempt_count: 1, next_retry_at: null,
+  recorded_payments: [], voided_at: null, void_reason_code: null, comments: [],
 }
+
+const RecordedPayment = Type.Object({
+  amount: Minor('What was paid'),
+  applied_amount: Minor('What of it settled this invoice; the rest became the customer\'s excess_payments'),
+  payment_method: Type.Union([
+    Type.Literal('bank_transfer'), Type.Literal('cash'), Type.Literal('check'), Type.Literal('other'),
+  ]),
+  reference: Nullable(Type.String({ description: 'Its reference (a bank transfer\'s CRO, a check\'s number)' })),
+  date: Unix('When it was paid'),
+}, { additionalProperties: false })
+
+const InvoiceComment = Type.Object({
+  operation: Type.Union([Type.Literal('void'), Type.Literal('write_off')]),
+  comment: Type.String(),
+  date: Unix('When it was given'),
+}, { additionalProperties: false })
 
 export const InvoiceBody = Type.Object({
   id: Uuid(),
@@ -35,9 +52,9 @@ export const InvoiceBody = Type.Object({
   taxes: InvoiceEstimate.properties.taxes,
   total: Minor('sub_total − discounts + taxes'),
   credits_applied: Minor('Paid from the customer\'s credits (credit notes)'),
-  amount_paid: Minor('Charged to the card'),
+  amount_paid: Minor('Charged to the card, or recorded as paid offline (record_payment)'),
   amount_adjusted: Minor('Settled by adjustment credit notes (Chargebee; 0 for the local engine)'),
-  write_off_amount: Minor('Written off as not collectable (Chargebee; 0 for the local engine)'),
+  write_off_amount: Minor('Written off as not collectable (write_off)'),
   amount_due: Minor('Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for a voided invoice, whose unsettled rest was voided'),
   currency_code: Type.String(),
   paid_at: Nullable(Unix('When it was paid in full')),
@@ -46,6 +63,10 @@ export const InvoiceBody = Type.Object({
   })),
   attempt_count: Type.Integer({ description: 'Charges attempted (Stripe\'s attempt_count): the first, the scheduled retries and the ones a new card made' }),
   next_retry_at: Nullable(Unix('When the card is charged again (DUNNING_RETRY_DAYS after the invoice\'s date); null when none is scheduled')),
+  recorded_payments: Type.Array(RecordedPayment, { description: 'Offline payments recorded (record_payment), oldest first' }),
+  voided_at: Nullable(Unix('When it was voided')),
+  void_reason_code: Nullable(Type.String({ description: 'The reason_code given when it was voided' })),
+  comments: Type.Array(InvoiceComment, { description: 'Comments given with a void or a write-off, oldest first' }),
 }, { additionalProperties: false, title: 'Invoice', examples: [INVOICE_EXAMPLE] })
 export type InvoiceBody = Static<typeof InvoiceBody>
 

@@ -11,6 +11,7 @@ import type { InvoicesRepository } from './invoices.repository.ts'
 import { cutPage, type Paged } from '../../core/paging.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { creditNoteView, invoiceView } from './invoices.views.ts'
+import { createSettlements } from './invoices.settlements.ts'
 
 export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
 
@@ -35,13 +36,19 @@ export function createInvoicesService(deps: {
 }) {
   const { db, repo } = deps
 
-  /** Uses the customer's refundable credits, oldest first. */
+  /** Uses the customer's refundable credits, then excess payments, each oldest first (decisions §9.2). */
   async function applyCredits(trx: Executor, companyId: string, invoiceId: string, amount: number) {
     let left = amount
     for (const note of await repo.availableCredits(trx, companyId)) {
       if (left === 0) break
       const take = Math.min(left, note.total - note.amount_allocated)
       await repo.allocate(trx, companyId, note.id, invoiceId, take)
+      left -= take
+    }
+    for (const excess of left > 0 ? await repo.availableExcessPayments(trx, companyId) : []) {
+      if (left === 0) break
+      const take = Math.min(left, excess.total - excess.amount_allocated)
+      await repo.allocateExcess(trx, companyId, excess.id, invoiceId, take)
       left -= take
     }
     // The estimate counted credits this ledger holds: anything else is a bug, and rolls the change back.
@@ -90,9 +97,14 @@ export function createInvoicesService(deps: {
   }
 
   return {
+    ...createSettlements({ repo }),
+
     /** The customer's credits, in minor units. */
     async credits(executor: Executor, companyId: string) {
-      return { promotional_credits: 0, refundable_credits: await repo.refundableBalance(executor, companyId), excess_payments: 0 }
+      const [refundable, excess] = await Promise.all([
+        repo.refundableBalance(executor, companyId), repo.excessBalance(executor, companyId),
+      ])
+      return { promotional_credits: 0, refundable_credits: refundable, excess_payments: excess }
     },
 
     /**
@@ -183,6 +195,8 @@ export function createInvoicesService(deps: {
     invoiceEventObject: (stored: StoredObject) => invoiceView({
       ...(stored as InvoiceRow), date: storedTime(stored.date)!, due_date: storedTime(stored.due_date)!, period_start: storedTime(stored.period_start)!,
       period_end: storedTime(stored.period_end)!, paid_at: storedTime(stored.paid_at), next_retry_at: storedTime(stored.next_retry_at),
+      voided_at: storedTime(stored.voided_at), void_reason_code: stored.void_reason_code ?? null,
+      recorded_payments: stored.recorded_payments ?? [], comments: stored.comments ?? [],
     }),
 
     creditNoteEventObject: (stored: StoredObject) => creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
@@ -196,6 +210,10 @@ export function createInvoicesService(deps: {
 
 /** A ledger row's cursor key: its date, then its insertion order. */
 const listKey = (row: { date: Date; seq: number | string }) => [row.date.toISOString(), Number(row.seq)]
+
+/** What `credits_applied` of the next invoice may take: promotional credits are a discount instead. */
+export const creditsToApply = (c: { refundable_credits: number; excess_payments: number }) =>
+  c.refundable_credits + c.excess_payments
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'>

@@ -14,6 +14,9 @@ export function invoiceView(row: InvoiceRow): InvoiceBody {
     amount_adjusted: row.amount_adjusted, write_off_amount: row.write_off_amount, amount_due: row.amount_due, currency_code: row.currency_code,
     paid_at: unixSeconds(row.paid_at), dunning_status: row.dunning_status, attempt_count: row.attempt_count,
     next_retry_at: unixSeconds(row.next_retry_at),
+    recorded_payments: row.recorded_payments.map((p) => ({ ...p, date: unixSeconds(new Date(p.date))! })),
+    voided_at: unixSeconds(row.voided_at), void_reason_code: row.void_reason_code,
+    comments: row.comments.map((c) => ({ ...c, date: unixSeconds(new Date(c.date))! })),
   }
 }
 

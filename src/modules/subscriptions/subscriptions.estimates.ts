@@ -14,7 +14,7 @@ import type { EstimateQuery } from './subscriptions.schemas.ts'
 import type { SubscriptionCustomer, SubscriptionSteps } from './subscriptions.steps.ts'
 import type { createRemoteChanges } from './subscriptions.remote-changes.ts'
 import { nextBillingAt } from './subscriptions.views.ts'
-import type { Ledger } from '../invoices/index.ts'
+import { creditsToApply, type Ledger } from '../invoices/index.ts'
 
 /**
  * What a subscription would cost: a change's estimate, a new subscription's, and the portal's next
@@ -44,7 +44,8 @@ export function createSubscriptionEstimates(deps: {
     const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, currency: current.plan.currency_code, coupon: s.coupon_code, companyId: s.company_id }, today, field })
     const coupon = selection.coupon
     const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
-    const [{ refundable_credits: credits }, termInvoice] = await Promise.all([ledger.credits(executor, s.company_id), ledger.termInvoice(executor, s)])
+    const [customerCredits, termInvoice] = await Promise.all([ledger.credits(executor, s.company_id), ledger.termInvoice(executor, s)])
+    const credits = creditsToApply(customerCredits)
     return { change: { selection, current, tax: pricing.tax(customer), currency: selection.plan.currency_code, now, couponHistory, credits, termInvoice: termInvoice ?? null }, today }
   }
 
@@ -110,7 +111,7 @@ export function createSubscriptionEstimates(deps: {
     const at = nextBillingAt(s)
     if (at === null) return null
     const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
-    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, credits.refundable_credits, { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
+    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, creditsToApply(credits), { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
   }
 
   return { priceChange, estimate, estimateFor, nextCharge }

@@ -6,7 +6,7 @@ import {
 import type { Pricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
-import { PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/index.ts'
+import { creditsToApply, PAYMENT_RETRY_JOB, type Ledger, type RetryPayload } from '../invoices/index.ts'
 import { TERM_END_JOB, TRIAL_END_JOB } from './subscriptions.job-kinds.ts'
 
 const SCHEDULER_ACTOR = 'scheduler'
@@ -59,7 +59,7 @@ export function createSubscriptionJobs(deps: {
       const customer = await customerOf(ctx.trx, s.company_id)
       const selection = await pricing.current(ctx.trx, next)
       const period = { periodStart: next.current_term_start, usage: usageOf(next) }
-      const { refundable_credits: credits } = await ledger.credits(ctx.trx, s.company_id)
+      const credits = creditsToApply(await ledger.credits(ctx.trx, s.company_id))
       invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), selection.plan.currency_code, credits, period)
       // Counted: the coupon's duration runs on periods discounted.
       if (selection.coupon && next.current_term_start) {
