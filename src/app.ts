@@ -57,6 +57,8 @@ import { chargebeeWebhooksRoutes } from './modules/subscriptions/chargebee-webho
 import { createInvoicesRepository } from './modules/invoices/invoices.repository.ts'
 import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
+import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
+import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
 import { createProviderLedgerRepository } from './modules/invoices/provider-ledger.repository.ts'
 import { createProviderLedger } from './modules/invoices/provider-ledger.service.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
@@ -211,7 +213,9 @@ export async function buildApp(options: AppOptions) {
     })
     : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
-  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
+  const seller = { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER }
+  const documents = createInvoiceDocumentsService({ invoices, companies, seller })
+  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, documents, clock })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
   scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)
@@ -270,13 +274,11 @@ export async function buildApp(options: AppOptions) {
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
+  await app.register(invoiceDocumentsRoutes, { service: documents })
   // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
-  await app.register(hostedRoutes, {
-    service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL,
-    seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
-  })
+  await app.register(hostedRoutes, { service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL, seller })
   await app.register(chargebeeWebhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })
