@@ -7,8 +7,8 @@ export const CreditNoteParams = Type.Object({ company_id: Uuid('The company'), c
 export const pdfResponse = (description: string) => ({
   description,
   headers: {
-    'Content-Disposition': { description: 'inline; filename="<id>.pdf"', schema: { type: 'string' } },
-    'Content-Language': { description: 'The document\'s language: it or en, from the company\'s country', schema: { type: 'string' } },
+    'Content-Disposition': { type: 'string', description: 'inline; filename="<id>.pdf"' },
+    'Content-Language': { type: 'string', description: 'The document\'s language: it or en, from the company\'s country' },
   },
   content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
 })
