@@ -213,9 +213,13 @@ export async function buildApp(options: AppOptions) {
     })
     : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
-  const seller = { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER }
+  const seller = {
+    name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER,
+  }
   const documents = createInvoiceDocumentsService({ invoices, companies, seller })
-  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, documents, clock })
+  const hosted = createHostedService({
+    repo: hostedRepo, subscriptions, catalogue, invoices, companies, documents, clock,
+  })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
   scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)

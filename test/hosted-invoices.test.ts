@@ -59,7 +59,8 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assert.equal(text(rows[0]![2]!).trim(), `${change.id} 5 April 2027 5 April 2027 – 30 April 2027 €15.86 €0.00 Paid View and print · Download · PDF`)
     assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}" aria-label="View and print invoice of 1 April 2027">`))
     assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}/download"`))
-    assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}/pdf" type="application/pdf" aria-label="Download the PDF of the invoice of 1 April 2027">`))
+    const pdfLink = `<a href="${portal.path}/invoices/${activation.id}/pdf" type="application/pdf"`
+    assert.match(rows[1]![2]!, new RegExp(`${pdfLink} aria-label="Download the PDF of the invoice of 1 April 2027">`))
 
     const notes = /<table id="credit-notes"[\s\S]*?<\/table>/.exec(res.body)?.[0] ?? ''
     assert.match(text(notes), new RegExp(`${note.id} 5 April 2027 Unused part of a changed plan €31\\.72 €15\\.86`))

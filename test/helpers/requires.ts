@@ -6,14 +6,16 @@ import { engines } from './databases.ts'
 import { LEFT_OUT } from './engine-selection.mjs'
 
 /**
- * Tests that need something the machine may lack (a PostgreSQL server, Chromium, pdftotext) are always
- * registered: where it is missing they show as skipped with the reason, never vanish. A suite-level
- * skip would not do: node counts a skipped suite as 0 tests, so these options go on each test.
+ * Tests that need something the machine may lack (a PostgreSQL server, Chromium, pdftotext) are
+ * always registered: where it is missing they show as skipped with the reason, never vanish. A
+ * suite-level skip would not do: node counts a skipped suite as 0 tests, so these options go on
+ * each test.
  *
- * A skip is legitimate only outside CI (on a developer's machine without TEST_DATABASE_URL or
- * without /usr/bin/chromium or /usr/bin/pdftotext), or when TEST_ENGINES leaves PostgreSQL out on purpose. Under CI=true a missing requirement throws where the test is
- * registered, so its file fails and the run with it (test/helpers/summary-reporter.ts also
- * fails the run on any such skip, and on a file that ran no test on an engine).
+ * A skip is legitimate only outside CI (on a developer's machine without TEST_DATABASE_URL,
+ * /usr/bin/chromium or /usr/bin/pdftotext), or when TEST_ENGINES leaves PostgreSQL out on purpose.
+ * Under CI=true a missing requirement throws where the test is registered, so its file fails and
+ * the run with it (test/helpers/summary-reporter.ts also fails the run on any such skip, and on a
+ * file that ran no test on an engine).
  */
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -26,7 +28,9 @@ const NAMES: Record<Need, string> = { postgres: 'PostgreSQL', chromium: 'Chromiu
 
 function missing(need: Need): string | null {
   if (need === 'chromium') return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
-  if (need === 'pdftotext') return fs.existsSync(PDFTOTEXT) ? null : `no pdftotext at ${PDFTOTEXT} (apt-get install poppler-utils)`
+  if (need === 'pdftotext') {
+    return fs.existsSync(PDFTOTEXT) ? null : `no pdftotext at ${PDFTOTEXT} (apt-get install poppler-utils)`
+  }
   if (engines.includes('postgres')) return null
   return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'
 }

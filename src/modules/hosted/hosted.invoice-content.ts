@@ -17,31 +17,32 @@ export interface Party { name: string; lines: string[] }
 
 export interface TotalRow { label: string; amount: number; kind?: 'grand' | 'due' }
 
-/** The figures a document's totals and VAT columns are made of: an invoice and a credit note share them. */
+/** The figures of a document's totals and VAT columns: an invoice and a credit note share them. */
 export type Figures = Pick<InvoiceBody, 'line_items' | 'discounts' | 'sub_total' | 'taxes' | 'total' | 'currency_code'>
 
 const kept = (values: Array<string | null | undefined>): string[] =>
   values.filter((v): v is string => Boolean(v && v.trim())).map((v) => v.trim())
 
 export function sellerParty(ctx: PageContext, s: Seller): Party {
-  return {
-    name: s.name,
-    lines: kept([...s.address.split('|'), countryName(ctx.locale, s.country), s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null]),
-  }
+  const vat = s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null
+  return { name: s.name, lines: kept([...s.address.split('|'), countryName(ctx.locale, s.country), vat]) }
 }
 
 export function buyerParty(ctx: PageContext, buyer: Company): Party {
   const vat = buyer.vat_number ?? buyer.vat
+  const town = [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' ')
   return {
     name: buyer.name,
     lines: kept([
-      buyer.address, [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' '), countryName(ctx.locale, buyer.country),
-      vat ? ctx.t('document.vatNumber', { value: vat }) : null, buyer.fiscal_code ? ctx.t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
+      buyer.address, town, countryName(ctx.locale, buyer.country),
+      vat ? ctx.t('document.vatNumber', { value: vat }) : null,
+      buyer.fiscal_code ? ctx.t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
     ]),
   }
 }
 
-export const moneyOf = (ctx: PageContext, currency: string) => (minor: number) => formatMoney(ctx.locale, minor, currency)
+export const moneyOf = (ctx: PageContext, currency: string) =>
+  (minor: number) => formatMoney(ctx.locale, minor, currency)
 
 /** "IT VAT" reads "IVA IT" in Italian. */
 export function taxName(ctx: PageContext, name: string): string {
@@ -50,7 +51,8 @@ export function taxName(ctx: PageContext, name: string): string {
 }
 
 export function reverseCharged(doc: Figures): boolean {
-  return doc.line_items.some((l) => l.tax_exempt_reason === 'reverse_charge') || doc.taxes.some((x) => x.name === REVERSE_CHARGE)
+  return doc.line_items.some((l) => l.tax_exempt_reason === 'reverse_charge')
+    || doc.taxes.some((x) => x.name === REVERSE_CHARGE)
 }
 
 export const exported = (doc: Figures) => doc.line_items.some((l) => l.tax_exempt_reason === 'export')
@@ -69,13 +71,14 @@ export function figureRows(ctx: PageContext, doc: Figures): TotalRow[] {
   const { t } = ctx
   const money = moneyOf(ctx, doc.currency_code)
   const discount = doc.discounts.reduce((sum, d) => sum + d.amount, 0)
+  const base = money(doc.sub_total - discount)
   return [
     { label: t('invoice.subtotal'), amount: doc.sub_total },
     ...doc.discounts.map((d) => ({ label: `${t('invoice.discount')}: ${d.description}`, amount: -d.amount })),
     ...discount > 0 ? [{ label: t('document.taxable'), amount: doc.sub_total - discount }] : [],
     ...doc.taxes.map((x) => ({
       label: x.name === REVERSE_CHARGE ? `${t('document.vat')}: ${t('document.vatReverse')}`
-        : t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base: money(doc.sub_total - discount) }),
+        : t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base }),
       amount: x.amount,
     })),
     { label: t('document.total'), amount: doc.total, kind: 'grand' },
@@ -98,7 +101,9 @@ export function invoiceTotalRows(ctx: PageContext, invoice: InvoiceBody): TotalR
 
 /** Paid on a day, due with the next attempt's day, or the bare status. */
 export function invoiceStatusText(ctx: PageContext, invoice: InvoiceBody): string {
-  if (invoice.status === 'paid' && invoice.paid_at !== null) return ctx.t('document.paidOn', { date: dateOf(ctx, invoice.paid_at) })
+  if (invoice.status === 'paid' && invoice.paid_at !== null) {
+    return ctx.t('document.paidOn', { date: dateOf(ctx, invoice.paid_at) })
+  }
   if (invoice.status === 'payment_due' && invoice.next_retry_at !== null) {
     return ctx.t('document.nextAttempt', { date: dateOf(ctx, invoice.next_retry_at) })
   }

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto'
 import type { Company } from '../companies/companies.schemas.ts'
 import type { InvoiceBody } from '../invoices/invoices.schemas.ts'
 import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
-import { buyerParty, exported, invoiceStatusText, invoiceTotalRows, moneyOf, reverseCharged, sellerParty, vatCell, type Party, type Seller } from './hosted.invoice-content.ts'
+import {
+  buyerParty, exported, invoiceStatusText, invoiceTotalRows, moneyOf, reverseCharged, sellerParty, vatCell, type Party, type Seller,
+} from './hosted.invoice-content.ts'
 
 export type { Seller } from './hosted.invoice-content.ts'
 
@@ -53,7 +55,8 @@ export const INVOICE_STYLE_HASH = `'sha256-${createHash('sha256').update(INVOICE
 const lines = (values: string[]): Html => raw(values.map((v) => html`${v}`.html).join('<br>'))
 
 function partyBlock(id: string, heading: string, party: Party): Html {
-  return html`<div id="${id}"><h2>${heading}</h2><p>${party.name ? html`<strong>${party.name}</strong><br>` : null}${lines(party.lines)}</p></div>`
+  const name = party.name ? html`<strong>${party.name}</strong><br>` : null
+  return html`<div id="${id}"><h2>${heading}</h2><p>${name}${lines(party.lines)}</p></div>`
 }
 
 export function invoiceDocument(ctx: DocumentContext, invoice: InvoiceBody, buyer: Company): string {

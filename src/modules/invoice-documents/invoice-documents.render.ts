@@ -17,18 +17,35 @@ export interface DocumentContext extends PageContext { seller: Seller }
 
 const LANGUAGE = { it: 'it-IT', en: 'en-GB' } as const
 
+const REASONS: Record<string, MessageKey> = {
+  subscription_change: 'reason.subscription_change', subscription_cancellation: 'reason.subscription_cancellation',
+}
+
+/** A reason without its own text reads "Credit: <code>". */
+export function reasonText(ctx: PageContext, reasonCode: string): string {
+  const key = REASONS[reasonCode]
+  return key ? ctx.t(key) : `${ctx.t('reason.other')}: ${reasonCode}`
+}
+
+/** Each line under its period: a line bills the document's period, or the prorated part of it. */
 function linesTable(ctx: PageContext, sheet: Sheet, doc: Figures, period: string) {
   const { t } = ctx
   const money = moneyOf(ctx, doc.currency_code)
   const columns: Column[] = [
-    { header: t('invoice.description'), width: 215 }, { header: t('invoice.quantity'), width: 50, align: 'right' },
-    { header: t('document.unitPrice'), width: 85, align: 'right' }, { header: t('document.vat'), width: 76, align: 'right' },
+    { header: t('invoice.description'), width: 215 },
+    { header: t('invoice.quantity'), width: 50, align: 'right' },
+    { header: t('document.unitPrice'), width: 85, align: 'right' },
+    { header: t('document.vat'), width: 76, align: 'right' },
     { header: t('invoice.amount'), width: 85.28, align: 'right' },
   ]
-  const rows: Cell[][] = doc.line_items.map((l) => [
-    { text: l.description, note: l.amount !== l.unit_amount * l.quantity ? `${period} · ${t('document.prorated')}` : period },
-    { text: String(l.quantity) }, { text: money(l.unit_amount) }, { text: vatCell(ctx, doc, l.tax_exempt_reason) }, { text: money(l.amount) },
-  ])
+  const rows: Cell[][] = doc.line_items.map((l) => {
+    const prorated = l.amount !== l.unit_amount * l.quantity
+    return [
+      { text: l.description, note: [period, prorated ? t('document.prorated') : ''].filter(Boolean).join(' · ') },
+      { text: String(l.quantity) }, { text: money(l.unit_amount) },
+      { text: vatCell(ctx, doc, l.tax_exempt_reason) }, { text: money(l.amount) },
+    ]
+  })
   sheet.table(columns, rows)
 }
 
@@ -43,34 +60,35 @@ function mentions(ctx: PageContext, sheet: Sheet, doc: Figures) {
   sheet.paragraph(ctx.t('document.currency', { currency: doc.currency_code }), { grey: true })
 }
 
-const REASONS: Record<string, MessageKey> = {
-  subscription_change: 'reason.subscription_change', subscription_cancellation: 'reason.subscription_cancellation',
+function parties(ctx: DocumentContext, sheet: Sheet, buyer: Company) {
+  sheet.parties(
+    { heading: ctx.t('document.seller'), ...sellerParty(ctx, ctx.seller) },
+    { heading: ctx.t('document.buyer'), ...buyerParty(ctx, buyer) },
+  )
 }
 
-/** A reason without its own text reads "Credit: <code>". */
-export function reasonText(ctx: PageContext, reasonCode: string): string {
-  const key = REASONS[reasonCode]
-  return key ? ctx.t(key) : `${ctx.t('reason.other')}: ${reasonCode}`
-}
-
-async function sheetFor(ctx: DocumentContext, title: string, subject: string, created: number) {
+function sheetFor(ctx: DocumentContext, title: string, buyer: Company, created: number) {
   return createSheet({
-    title, subject, author: ctx.seller.name, created: new Date(created * 1000), language: LANGUAGE[ctx.locale],
+    title, subject: buyer.name, author: ctx.seller.name,
+    created: new Date(created * 1000), language: LANGUAGE[ctx.locale],
   })
 }
 
 const pageLabel = (ctx: PageContext) => (page: number, pages: number) => ctx.t('document.page', { page, pages })
 
 /** Everything the invoice says, and the credit notes issued against it. */
-export async function invoicePdf(ctx: DocumentContext, invoice: InvoiceBody, buyer: Company, creditNotes: CreditNoteBody[]): Promise<Buffer> {
+export async function invoicePdf(
+  ctx: DocumentContext, invoice: InvoiceBody, buyer: Company, creditNotes: CreditNoteBody[],
+): Promise<Buffer> {
   const { t } = ctx
   const period = periodOf(ctx, invoice.period_start, invoice.period_end)
-  const sheet = await sheetFor(ctx, `${t('document.title')} ${invoice.id}`, buyer.name, invoice.date)
+  const sheet = await sheetFor(ctx, `${t('document.title')} ${invoice.id}`, buyer, invoice.date)
   sheet.heading(t('document.title'), [
-    [t('document.number'), invoice.id], [t('document.date'), dateOf(ctx, invoice.date)], [t('document.dueDate'), dateOf(ctx, invoice.due_date)],
-    [t('document.period'), period], [t('document.status'), invoiceStatusText(ctx, invoice)],
+    [t('document.number'), invoice.id], [t('document.date'), dateOf(ctx, invoice.date)],
+    [t('document.dueDate'), dateOf(ctx, invoice.due_date)], [t('document.period'), period],
+    [t('document.status'), invoiceStatusText(ctx, invoice)],
   ])
-  sheet.parties({ heading: t('document.seller'), ...sellerParty(ctx, ctx.seller) }, { heading: t('document.buyer'), ...buyerParty(ctx, buyer) })
+  parties(ctx, sheet, buyer)
   linesTable(ctx, sheet, invoice, period)
   totals(ctx, sheet, invoice.currency_code, invoiceTotalRows(ctx, invoice))
   mentions(ctx, sheet, invoice)
@@ -78,24 +96,29 @@ export async function invoicePdf(ctx: DocumentContext, invoice: InvoiceBody, buy
     const money = moneyOf(ctx, invoice.currency_code)
     sheet.section(t('document.creditNotes'))
     sheet.table([
-      { header: t('billing.number'), width: 200 }, { header: t('billing.date'), width: 95 }, { header: t('billing.reason'), width: 136.28 },
-      { header: t('billing.total'), width: 80, align: 'right' },
-    ], creditNotes.map((n) => [{ text: n.id }, { text: dateOf(ctx, n.date) }, { text: reasonText(ctx, n.reason_code) }, { text: money(n.total) }]))
+      { header: t('billing.number'), width: 200 }, { header: t('billing.date'), width: 95 },
+      { header: t('billing.reason'), width: 136.28 }, { header: t('billing.total'), width: 80, align: 'right' },
+    ], creditNotes.map((n) => [
+      { text: n.id }, { text: dateOf(ctx, n.date) }, { text: reasonText(ctx, n.reason_code) }, { text: money(n.total) },
+    ]))
   }
   return sheet.finish(pageLabel(ctx))
 }
 
 /** The credit note: its reference invoice, reason, lines, tax, total and what is left of it. */
-export async function creditNotePdf(ctx: DocumentContext, note: CreditNoteBody, buyer: Company, reference: InvoiceBody | null): Promise<Buffer> {
+export async function creditNotePdf(
+  ctx: DocumentContext, note: CreditNoteBody, buyer: Company, reference: InvoiceBody | null,
+): Promise<Buffer> {
   const { t } = ctx
   const period = reference ? periodOf(ctx, reference.period_start, reference.period_end) : ''
-  const sheet = await sheetFor(ctx, `${t('creditNote.title')} ${note.id}`, buyer.name, note.date)
-  sheet.heading(t('creditNote.title'), [
+  const sheet = await sheetFor(ctx, `${t('creditNote.title')} ${note.id}`, buyer, note.date)
+  const facts: Array<[string, string]> = [
     [t('creditNote.number'), note.id], [t('document.date'), dateOf(ctx, note.date)],
-    ...note.reference_invoice_id ? [[t('creditNote.reference'), note.reference_invoice_id] as [string, string]] : [],
-    [t('billing.reason'), reasonText(ctx, note.reason_code)],
-  ])
-  sheet.parties({ heading: t('document.seller'), ...sellerParty(ctx, ctx.seller) }, { heading: t('document.buyer'), ...buyerParty(ctx, buyer) })
+  ]
+  if (note.reference_invoice_id) facts.push([t('creditNote.reference'), note.reference_invoice_id])
+  facts.push([t('billing.reason'), reasonText(ctx, note.reason_code)])
+  sheet.heading(t('creditNote.title'), facts)
+  parties(ctx, sheet, buyer)
   linesTable(ctx, sheet, note, period)
   totals(ctx, sheet, note.currency_code, [
     ...figureRows(ctx, note),

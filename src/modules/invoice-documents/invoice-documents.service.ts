@@ -12,7 +12,7 @@ export interface PdfFile { filename: string; content: Buffer; language: Locale }
 // Where Italian is an official language; every other company reads English.
 const ITALIAN = new Set(['IT', 'SM', 'VA'])
 
-/** The document's language is its customer's, from the company's country: whoever fetches it reads the same file. */
+/** The customer's language, from the company's country: whoever fetches the document reads the same file. */
 export const documentLocale = (company: Pick<Company, 'country'>): Locale => ITALIAN.has(company.country) ? 'it' : 'en'
 
 /** Invoices and credit notes as PDF files, read through the ledger's and the companies' services. */
@@ -38,7 +38,8 @@ export function createInvoiceDocumentsService(deps: {
       const [company, notes] = await Promise.all([companies.getCompany(companyId), creditNotesOf(companyId)])
       const ctx = contextFor(company)
       const issued = notes.filter((n) => n.reference_invoice_id === invoice.id).reverse()
-      return { filename: `${invoice.id}.pdf`, content: await invoicePdf(ctx, invoice, company, issued), language: ctx.locale }
+      const content = await invoicePdf(ctx, invoice, company, issued)
+      return { filename: `${invoice.id}.pdf`, content, language: ctx.locale }
     },
 
     /** 404 when the credit note is not the company's. */
@@ -53,7 +54,8 @@ export function createInvoiceDocumentsService(deps: {
         }) : null,
       ])
       const ctx = contextFor(company)
-      return { filename: `${note.id}.pdf`, content: await creditNotePdf(ctx, note, company, reference), language: ctx.locale }
+      const content = await creditNotePdf(ctx, note, company, reference)
+      return { filename: `${note.id}.pdf`, content, language: ctx.locale }
     },
   }
 }

@@ -20,13 +20,18 @@ const fits = (c: string) => {
   return (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(c)
 }
 
+// Letters that Unicode does not decompose into a base letter and an accent.
+const BASE_LETTERS: Record<string, string> = { ł: 'l', Ł: 'L', đ: 'd', Đ: 'D', ħ: 'h', Ħ: 'H', ı: 'i', ŀ: 'l', Ŀ: 'L' }
+
 /** Text the standard fonts can print: accents kept where WinAnsi has them, dropped otherwise, "?" for the rest. */
 export function printable(text: string): string {
   let out = ''
-  for (const c of text.normalize('NFC').replace(/[\t\r\n]+/g, ' ').replace(/[\u2000-\u200b\u202f\u205f]/g, ' ').replace(/\u2212/g, '-')) {
+  const plain = text.normalize('NFC').replace(/[\t\r\n]+/g, ' ')
+    .replace(/[\u2000-\u200b\u202f\u205f]/g, ' ').replace(/\u2212/g, '-')
+  for (const c of plain) {
     if (fits(c)) out += c
     else {
-      const bare = c.normalize('NFD').replace(/\p{M}/gu, '')
+      const bare = BASE_LETTERS[c] ?? c.normalize('NFD').replace(/\p{M}/gu, '')
       out += bare.length > 0 && [...bare].every(fits) ? bare : '?'
     }
   }
@@ -36,12 +41,14 @@ export function printable(text: string): string {
 export interface Column { header: string; width: number; align?: 'left' | 'right' }
 export interface Cell { text: string; note?: string }
 
+export interface PartyBlock { heading: string; name: string; lines: string[] }
+
 export interface SheetInfo { title: string; author: string; subject: string; created: Date; language: string }
 
 export interface Sheet {
   /** The document's title, and its facts (label, value) on the right. */
   heading(title: string, facts: Array<[string, string]>): void
-  parties(left: { heading: string; name: string; lines: string[] }, right: { heading: string; name: string; lines: string[] }): void
+  parties(left: PartyBlock, right: PartyBlock): void
   /** Rows break across pages, each new page repeating the header. */
   table(columns: Column[], rows: Cell[][]): void
   /** Right half of the page, label and amount; `strong` rows bold with a rule above. */
@@ -56,7 +63,10 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
   const { default: PDFDocument } = await import('pdfkit')
   const doc: PDFKit.PDFDocument = new PDFDocument({
     size: 'A4', margins: MARGIN, bufferPages: true, lang: info.language, displayTitle: true,
-    info: { Title: printable(info.title), Author: printable(info.author), Subject: printable(info.subject), CreationDate: info.created, ModDate: info.created },
+    info: {
+      Title: printable(info.title), Author: printable(info.author), Subject: printable(info.subject),
+      CreationDate: info.created, ModDate: info.created,
+    },
   })
   const chunks: Buffer[] = []
   doc.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -66,7 +76,8 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
   })
   let y = MARGIN.top
 
-  const font = (bold = false, size = SIZE, color = '#111111') => doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(size).fillColor(color)
+  const font = (bold = false, size = SIZE, color = '#111111') =>
+    doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(size).fillColor(color)
   const heightOf = (text: string, width: number) => doc.heightOfString(printable(text), { width })
   const write = (text: string, x: number, top: number, width: number, align: 'left' | 'right' = 'left') =>
     doc.text(printable(text), x, top, { width, align, lineBreak: true })
@@ -101,7 +112,7 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
 
     parties(left, right) {
       const half = WIDTH / 2 - 12
-      const block = (x: number, p: { heading: string; name: string; lines: string[] }) => {
+      const block = (x: number, p: PartyBlock) => {
         let top = y
         font(true, 8, GREY)
         write(p.heading.toUpperCase(), x, top, half)
@@ -122,7 +133,11 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
     },
 
     table(columns, rows) {
-      const xs = columns.reduce<number[]>((acc, c, i) => [...acc, i === 0 ? MARGIN.left : acc[i - 1]! + columns[i - 1]!.width], [])
+      const xs = columns.map((_, i) => MARGIN.left + columns.slice(0, i).reduce((sum, c) => sum + c.width, 0))
+      const cellHeight = (cell: Cell, i: number) => {
+        const width = columns[i]!.width - 6
+        return heightOf(cell.text, width) + (cell.note ? heightOf(cell.note, width) + 1 : 0)
+      }
       const header = () => {
         font(true, 8.5)
         const h = Math.max(...columns.map((c) => heightOf(c.header, c.width - 6)))
@@ -135,7 +150,7 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
       header()
       for (const row of rows) {
         font()
-        const h = Math.max(...row.map((cell, i) => heightOf(cell.text, columns[i]!.width - 6) + (cell.note ? heightOf(cell.note, columns[i]!.width - 6) + 1 : 0)))
+        const h = Math.max(...row.map(cellHeight))
         if (room(h + 6)) header()
         row.forEach((cell, i) => {
           const c = columns[i]!
@@ -170,6 +185,7 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
 
     section(heading) {
       room(48)
+      y += 6
       font(true, 10)
       write(heading, MARGIN.left, y, WIDTH)
       y += heightOf(heading, WIDTH) + 6
