@@ -1,8 +1,10 @@
 /**
  * The PDF renderer on one realistic Italian invoice (two lines, a discount, VAT, a credit note):
  * bytes of the file, the first document (which loads pdfkit) and the time per document after it.
- * `node --import tsx bench/pdf-documents.ts [count]`; bench/README.md ("PDF documents") has figures.
+ * `node --import tsx bench/pdf-documents.ts [count] [file.pdf]` (the file: to keep the document);
+ * bench/README.md ("PDF documents") has figures.
  */
+import fs from 'node:fs'
 import os from 'node:os'
 import { invoicePdf } from '../src/modules/invoice-documents/invoice-documents.render.ts'
 import { translator } from '../src/modules/hosted/hosted.i18n.ts'
@@ -37,6 +39,7 @@ const note = {
 let at = performance.now()
 const first = await invoicePdf(ctx, invoice, buyer, [note])
 const firstMs = performance.now() - at
+if (process.argv[3]) fs.writeFileSync(process.argv[3], first)
 for (let i = 0; i < 20; i++) await invoicePdf(ctx, invoice, buyer, [note])
 at = performance.now()
 for (let i = 0; i < count; i++) await invoicePdf(ctx, invoice, buyer, [note])
