@@ -26,8 +26,9 @@ await build({
     // module; date-holidays is megabytes of calendars; chargebee (with zod) is 1.6 MB that only a
     // server configured for Chargebee loads (chargebee.sdk.ts); pg-native is optional. (/docs reads
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
-    // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery.
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici',
+    // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery; pdfkit
+    // at the first PDF document, and it reads its fonts' metrics from its own folder.
+    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici', 'pdfkit',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

@@ -61,6 +61,8 @@ import { createProviderLedgerRepository } from './modules/chargebee/chargebee-le
 import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
 import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
 import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
+import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
+import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -212,7 +214,13 @@ export async function buildApp(options: AppOptions) {
     })
     : undefined
   const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
-  const hosted = createHostedService({ repo: hostedRepo, subscriptions, catalogue, invoices, companies, clock })
+  const seller = {
+    name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER,
+  }
+  const documents = createInvoiceDocumentsService({ invoices, companies, seller })
+  const hosted = createHostedService({
+    repo: hostedRepo, subscriptions, catalogue, invoices, companies, documents, clock,
+  })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
   scheduler.register(DELIVERY_JOB, delivery.deliverOccurrence)
@@ -273,13 +281,11 @@ export async function buildApp(options: AppOptions) {
   await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
   const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
+  await app.register(invoiceDocumentsRoutes, { service: documents })
   // Never the request's Host.
   const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
   await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
-  await app.register(hostedRoutes, {
-    service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL,
-    seller: { name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER },
-  })
+  await app.register(hostedRoutes, { service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL, seller })
   await app.register(chargebeeWebhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })

@@ -55,10 +55,12 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     const invoices = /<table id="invoices"[\s\S]*?<\/table>/.exec(res.body)?.[0] ?? ''
     const rows = [...invoices.matchAll(/<tr data-invoice="([^"]+)">([\s\S]*?)<\/tr>/g)]
     assert.deepEqual(rows.map((r) => r[1]), [change.id, activation.id], 'newest first')
-    assert.equal(text(rows[1]![2]!).trim(), `${activation.id} 1 April 2027 1 April 2027 – 30 April 2027 €36.60 €0.00 Paid View and print · Download`)
-    assert.equal(text(rows[0]![2]!).trim(), `${change.id} 5 April 2027 5 April 2027 – 30 April 2027 €15.86 €0.00 Paid View and print · Download`)
+    assert.equal(text(rows[1]![2]!).trim(), `${activation.id} 1 April 2027 1 April 2027 – 30 April 2027 €36.60 €0.00 Paid View and print · Download · PDF`)
+    assert.equal(text(rows[0]![2]!).trim(), `${change.id} 5 April 2027 5 April 2027 – 30 April 2027 €15.86 €0.00 Paid View and print · Download · PDF`)
     assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}" aria-label="View and print invoice of 1 April 2027">`))
     assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}/download"`))
+    const pdfLink = `<a href="${portal.path}/invoices/${activation.id}/pdf" type="application/pdf"`
+    assert.match(rows[1]![2]!, new RegExp(`${pdfLink} aria-label="Download the PDF of the invoice of 1 April 2027">`))
 
     const notes = /<table id="credit-notes"[\s\S]*?<\/table>/.exec(res.body)?.[0] ?? ''
     assert.match(text(notes), new RegExp(`${note.id} 5 April 2027 Unused part of a changed plan €31\\.72 €15\\.86`))
@@ -73,7 +75,7 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assert.equal(res.headers['content-language'], 'it')
     const body = text(res.body)
     assert.match(body, /Fatture Numero Data Periodo Totale Da pagare Stato Documento/)
-    assert.match(body, /1 aprile 2027 1 aprile 2027 – 30 aprile 2027 36,60 € 0,00 € Pagata Visualizza e stampa · Scarica/)
+    assert.match(body, /1 aprile 2027 1 aprile 2027 – 30 aprile 2027 36,60 € 0,00 € Pagata Visualizza e stampa · Scarica · PDF/)
     assert.match(body, /Parte non usata di un piano modificato 31,72 € 15,86 €/)
     assert.match(body, /Crediti rimborsabili 15,86 €/)
   })

@@ -1229,6 +1229,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One invoice as a PDF file
+         * @description The invoice as a PDF document: seller, customer with address and VAT number, number and dates, lines with their period, discounts, VAT per rate (or the reverse-charge note), total, credits applied, payments, amount due, and the credit notes issued against it. In the company's language: Italian for a company in Italy, San Marino or the Vatican, English otherwise (Content-Language says which). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the invoice is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One credit note as a PDF file
+         * @description The credit note as a PDF document: seller, customer, its reference invoice, reason, lines, VAT, total, what was applied to invoices and what is still available. In the company's language: Italian for a company in Italy, San Marino or the Vatican, English otherwise (Content-Language says which). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the credit note is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCreditNotePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/manager_page": {
         parameters: {
             query?: never;
@@ -7545,6 +7593,82 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInvoicePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF document, shown inline, named after the invoice */
+            200: {
+                headers: {
+                    /** @description inline; filename="<id>.pdf" */
+                    "Content-Disposition"?: string;
+                    /** @description The document's language: it or en, from the company's country */
+                    "Content-Language"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <file content> */
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNotePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF document, shown inline, named after the credit note */
+            200: {
+                headers: {
+                    /** @description inline; filename="<id>.pdf" */
+                    "Content-Disposition"?: string;
+                    /** @description The document's language: it or en, from the company's country */
+                    "Content-Language"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <file content> */
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -95,6 +95,15 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
     }
     await walk.seed(a, (creation) => creations.push(creation))
     await walk.seed(b, (creation) => creations.push(creation))
+    // Fewer users at once credits the unused term: each company has a credit note to cross (its PDF).
+    for (const tenant of [a, b]) {
+      const { id } = tenant.company
+      const url = `/api/v1/subscription/companies/${id}/update/${tenant.byName.get('subscription')}`
+      const changed = await t.call({ method: 'PUT', url, body: { plan_quantity: 1 } })
+      assert.equal(changed.statusCode, 200, changed.body)
+      const [note] = await t.json(200, { url: `/api/v1/subscription/${id}/credit_notes` })
+      tenant.byName.set('credit_note', note.id)
+    }
   })
 
   it('answers every creation with a Location that leads to the new resource', async () => {

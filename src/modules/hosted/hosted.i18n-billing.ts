@@ -1,6 +1,6 @@
 /**
- * The portal's billing texts (its invoices, credit notes and credits, and the printable
- * invoice), in the hosted pages' two languages; hosted.i18n.ts merges them into its messages.
+ * The portal's billing texts (its invoices, credit notes and credits, the printable invoice and
+ * the PDF documents), in the hosted pages' two languages; hosted.i18n.ts merges them into its messages.
  */
 export const billingEn = {
   'billing.invoices': 'Invoices',
@@ -26,6 +26,8 @@ export const billingEn = {
   'billing.download': 'Download',
   'billing.viewLabel': 'View and print invoice of {date}',
   'billing.downloadLabel': 'Download invoice of {date}',
+  'billing.pdf': 'PDF',
+  'billing.pdfLabel': 'Download the PDF of the invoice of {date}',
   'billing.reason': 'Reason',
   'billing.available': 'Still available',
   'billing.range': '{from} – {to}',
@@ -34,6 +36,7 @@ export const billingEn = {
   'invoiceStatus.not_paid': 'Not paid',
   'invoiceStatus.voided': 'Voided',
   'reason.subscription_change': 'Unused part of a changed plan',
+  'reason.subscription_cancellation': 'Unused part of a term cancelled early',
   'reason.other': 'Credit',
   'document.title': 'Invoice',
   'document.number': 'Invoice number',
@@ -65,6 +68,13 @@ export const billingEn = {
   'document.printHint': 'To keep a PDF, use your browser\'s Print command and choose "Save as PDF".',
   'document.back': 'Back to your subscription',
   'document.filename': 'invoice',
+  'document.page': 'Page {page} of {pages}',
+  'document.creditNotes': 'Credit notes issued against this invoice',
+  'creditNote.title': 'Credit note',
+  'creditNote.number': 'Credit note number',
+  'creditNote.reference': 'Reference invoice',
+  'creditNote.allocated': 'Applied to invoices',
+  'creditNote.available': 'Still available',
   'error.invoiceNotFound': 'This invoice does not exist, or it is not one of yours.',
 }
 
@@ -92,6 +102,8 @@ export const billingIt: Record<keyof typeof billingEn, string> = {
   'billing.download': 'Scarica',
   'billing.viewLabel': 'Visualizza e stampa la fattura del {date}',
   'billing.downloadLabel': 'Scarica la fattura del {date}',
+  'billing.pdf': 'PDF',
+  'billing.pdfLabel': 'Scarica il PDF della fattura del {date}',
   'billing.reason': 'Causale',
   'billing.available': 'Ancora disponibile',
   'billing.range': '{from} – {to}',
@@ -100,6 +112,7 @@ export const billingIt: Record<keyof typeof billingEn, string> = {
   'invoiceStatus.not_paid': 'Non pagata',
   'invoiceStatus.voided': 'Annullata',
   'reason.subscription_change': 'Parte non usata di un piano modificato',
+  'reason.subscription_cancellation': 'Parte non usata di un periodo disdetto in anticipo',
   'reason.other': 'Credito',
   'document.title': 'Fattura',
   'document.number': 'Numero fattura',
@@ -131,5 +144,12 @@ export const billingIt: Record<keyof typeof billingEn, string> = {
   'document.printHint': 'Per conservare un PDF, usa il comando Stampa del browser e scegli "Salva come PDF".',
   'document.back': 'Torna al tuo abbonamento',
   'document.filename': 'fattura',
+  'document.page': 'Pagina {page} di {pages}',
+  'document.creditNotes': 'Note di credito emesse su questa fattura',
+  'creditNote.title': 'Nota di credito',
+  'creditNote.number': 'Numero nota di credito',
+  'creditNote.reference': 'Fattura di riferimento',
+  'creditNote.allocated': 'Applicato alle fatture',
+  'creditNote.available': 'Ancora disponibile',
   'error.invoiceNotFound': 'Questa fattura non esiste, o non è tra le tue.',
 }

@@ -172,10 +172,16 @@ export function translator(locale: Locale): Translate {
   return (key, values = {}) => messages[locale][key].replace(/\{(\w+)\}/g, (_, name: string) => String(values[name] ?? ''))
 }
 
-/** With the currency's ISO 4217 decimals (2990 EUR → "€29.90"). */
+// Grouped from the thousands in Italian too (1.234,56 €, not CLDR's 1234,56 €), as invoices print them.
+// The string value is ES2023's, which this project's TypeScript library target does not declare.
+const GROUPED_ALWAYS = { useGrouping: 'always' } as unknown as Intl.NumberFormatOptions
+
+/** With the currency's ISO 4217 decimals (2990 EUR → "€29.90"; 123456 EUR → "1.234,56 €" in Italian). */
 export function formatMoney(locale: Locale, minor: number, currency: string): string {
   const digits = currencyExponent(currency)
-  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits })
+  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', {
+    style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits, ...GROUPED_ALWAYS,
+  })
     .format(fromMinor(minor, currency))
 }
 

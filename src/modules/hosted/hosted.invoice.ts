@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
 import type { Company } from '../companies/companies.schemas.ts'
 import type { InvoiceBody } from '../invoices/index.ts'
-import { REVERSE_CHARGE } from '../billing/index.ts'
 import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
-import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
+import {
+  buyerParty, exported, invoiceStatusText, invoiceTotalRows, moneyOf, reverseCharged, sellerParty, vatCell, type Party, type Seller,
+} from './hosted.invoice-content.ts'
 
-/** SELLER_ADDRESS separates lines with "|". */
-export interface Seller { name: string; address: string; country: string; vatNumber: string }
+export type { Seller } from './hosted.invoice-content.ts'
 
 /** `portal` null for a downloaded file, which links nowhere: files get forwarded, capabilities must not. */
 export interface DocumentContext extends PageContext { seller: Seller; portal: string | null }
@@ -52,40 +52,20 @@ tr.due th, tr.due td { font-weight: 700; font-size: 1.1em; }
 
 export const INVOICE_STYLE_HASH = `'sha256-${createHash('sha256').update(INVOICE_STYLE).digest('base64')}'`
 
-function taxName(ctx: PageContext, name: string): string {
-  const country = /^([A-Z]{2}) VAT$/.exec(name)?.[1]
-  return country ? `${ctx.t('document.vat')} ${country}` : name
-}
+const lines = (values: string[]): Html => raw(values.map((v) => html`${v}`.html).join('<br>'))
 
-const lines = (values: Array<string | null | undefined>): Html =>
-  raw(values.filter((v): v is string => Boolean(v && v.trim())).map((v) => html`${v.trim()}`.html).join('<br>'))
-
-function sellerBlock(ctx: DocumentContext): Html {
-  const s = ctx.seller
-  return html`<div id="seller"><h2>${ctx.t('document.seller')}</h2><p>${s.name ? html`<strong>${s.name}</strong><br>` : null}${lines([
-    ...s.address.split('|'), countryName(ctx.locale, s.country), s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null,
-  ])}</p></div>`
+function partyBlock(id: string, heading: string, party: Party): Html {
+  const name = party.name ? html`<strong>${party.name}</strong><br>` : null
+  return html`<div id="${id}"><h2>${heading}</h2><p>${name}${lines(party.lines)}</p></div>`
 }
 
 export function invoiceDocument(ctx: DocumentContext, invoice: InvoiceBody, buyer: Company): string {
   const { t } = ctx
-  const money = (minor: number) => formatMoney(ctx.locale, minor, invoice.currency_code)
-  const tax = invoice.taxes.find((x) => x.name !== REVERSE_CHARGE)
-  const exemptions = new Set(invoice.line_items.map((l) => l.tax_exempt_reason).filter(Boolean))
-  const reverseCharge = exemptions.has('reverse_charge') || invoice.taxes.some((x) => x.name === REVERSE_CHARGE)
-  const discount = invoice.discounts.reduce((sum, d) => sum + d.amount, 0)
-  const vatCell = (reason: string | undefined) => reason === 'reverse_charge' ? t('document.vatReverse')
-    : reason === 'export' ? t('document.vatExport')
-    : reason ? t('document.vatNone')
-    : tax ? formatPercent(ctx.locale, tax.rate) : '—'
+  const money = moneyOf(ctx, invoice.currency_code)
   const row = (label: string, minor: number, className = '') =>
     html`<tr${className ? html` class="${className}"` : ''}><th scope="row">${label}</th><td class="amount">${money(minor)}</td></tr>`
-  const status = invoice.status === 'paid' && invoice.paid_at !== null
-    ? html`<span class="status-paid">${t('document.paidOn', { date: dateOf(ctx, invoice.paid_at) })}</span>`
-    : invoice.status === 'payment_due' && invoice.next_retry_at !== null
-      ? html`<span class="status-due">${t('document.nextAttempt', { date: dateOf(ctx, invoice.next_retry_at) })}</span>`
-      : html`<span class="${invoice.status === 'paid' ? 'status-paid' : 'status-due'}">${t(`invoiceStatus.${invoice.status}`)}</span>`
-  const buyerVat = buyer.vat_number ?? buyer.vat
+  const statusClass = invoice.status === 'paid' ? 'status-paid' : 'status-due'
+  const status = html`<span class="${statusClass}">${invoiceStatusText(ctx, invoice)}</span>`
 
   const title = `${t('document.title')} ${invoice.id}`
   const body = html`<div class="sheet">
@@ -102,38 +82,24 @@ ${ctx.portal ? html`<nav class="tools" aria-label="${t('document.title')}"><p><a
 </dl>
 </header>
 <section class="parties">
-${sellerBlock(ctx)}
-<div id="buyer"><h2>${t('document.buyer')}</h2><p><strong>${buyer.name}</strong><br>${lines([
-    buyer.address, [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' '), countryName(ctx.locale, buyer.country),
-    buyerVat ? t('document.vatNumber', { value: buyerVat }) : null, buyer.fiscal_code ? t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
-  ])}</p></div>
+${partyBlock('seller', t('document.seller'), sellerParty(ctx, ctx.seller))}
+${partyBlock('buyer', t('document.buyer'), buyerParty(ctx, buyer))}
 </section>
 <table id="lines">
 <thead><tr><th scope="col">${t('invoice.description')}</th><th scope="col" class="amount">${t('invoice.quantity')}</th><th scope="col" class="amount">${t('document.unitPrice')}</th><th scope="col" class="amount">${t('document.vat')}</th><th scope="col" class="amount">${t('invoice.amount')}</th></tr></thead>
 <tbody>
 ${invoice.line_items.map((l) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
-<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`)}
+<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`)}
 </tbody>
 </table>
 <table class="totals" id="totals">
 <tbody>
-${row(t('invoice.subtotal'), invoice.sub_total)}
-${invoice.discounts.map((d) => row(`${t('invoice.discount')}: ${d.description}`, -d.amount))}
-${discount > 0 ? row(t('document.taxable'), invoice.sub_total - discount) : null}
-${invoice.taxes.map((x) => x.name === REVERSE_CHARGE
-    ? row(`${t('document.vat')}: ${t('document.vatReverse')}`, x.amount)
-    : row(t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base: money(invoice.sub_total - discount) }), x.amount))}
-${row(t('document.total'), invoice.total, 'grand')}
-${invoice.credits_applied > 0 ? row(t('document.creditsApplied'), -invoice.credits_applied) : null}
-${invoice.amount_paid > 0 ? row(t('document.paid'), -invoice.amount_paid) : null}
-${invoice.amount_adjusted > 0 ? row(t('document.adjusted'), -invoice.amount_adjusted) : null}
-${invoice.write_off_amount > 0 ? row(t('document.writtenOff'), -invoice.write_off_amount) : null}
-${row(t('invoice.due'), invoice.amount_due, 'due')}
+${invoiceTotalRows(ctx, invoice).map((r) => row(r.label, r.amount, r.kind ?? ''))}
 </tbody>
 </table>
 <section class="mentions">
-${reverseCharge ? html`<p id="reverse-charge"><strong>${t('invoice.reverseCharge')}</strong></p>` : null}
-${exemptions.has('export') ? html`<p id="export">${t('document.export')}</p>` : null}
+${reverseCharged(invoice) ? html`<p id="reverse-charge"><strong>${t('invoice.reverseCharge')}</strong></p>` : null}
+${exported(invoice) ? html`<p id="export">${t('document.export')}</p>` : null}
 <p class="note">${t('document.currency', { currency: invoice.currency_code })}</p>
 </section>
 </article>

@@ -4,6 +4,7 @@ import { AppError, Conflict, Forbidden, Gone, NotFound, ValidationError } from '
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { CompaniesService } from '../companies/companies.service.ts'
 import type { InvoicesService } from '../invoices/index.ts'
+import type { InvoiceDocumentsService } from '../invoice-documents/invoice-documents.service.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
 import { readCard, type CardProblem } from './hosted.card.ts'
@@ -56,6 +57,7 @@ export function createHostedService(deps: {
   catalogue: Pick<CatalogueService, 'getPlanBySku'>
   invoices: Pick<InvoicesService, 'listInvoices' | 'listCreditNotes' | 'invoice'>
   companies: Pick<CompaniesService, 'getCompany'>
+  documents: Pick<InvoiceDocumentsService, 'invoicePdf'>
   clock: Clock
 }) {
   const { repo, subscriptions, clock } = deps
@@ -184,6 +186,16 @@ export function createHostedService(deps: {
         throw err
       })
       return { page, invoice, buyer: await deps.companies.getCompany(page.company_id) }
+    },
+
+    /** The invoice's PDF, as the API serves it, under the same rule as the printable page. */
+    async portalInvoicePdf(token: string, invoiceId: string) {
+      const page = await portalVisit(token)
+      if (!UUID.test(invoiceId)) throw new InvoiceUnknown()
+      return deps.documents.invoicePdf(page.company_id, invoiceId.toLowerCase()).catch((err: unknown) => {
+        if (err instanceof NotFound) throw new InvoiceUnknown()
+        throw err
+      })
     },
 
     async portalCancel(token: string) {

@@ -123,7 +123,7 @@ function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
 <td class="ref">${i.id}</td><td>${date}</td><td>${periodOf(ctx, i.period_start, i.period_end)}</td>
 <td class="amount">${money(i.total)}</td><td class="amount">${money(i.amount_due)}</td>
 <td><span class="badge ${i.status}">${t(`invoiceStatus.${i.status}`)}</span></td>
-<td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · <a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a></td>
+<td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · <a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a> · <a href="${href}/pdf" type="application/pdf" aria-label="${t('billing.pdfLabel', { date })}">${t('billing.pdf')}</a></td>
 </tr>`
   })
   return html`<div class="scroll"><table id="invoices" aria-label="${t('billing.invoices')}">
