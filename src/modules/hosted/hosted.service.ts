@@ -4,7 +4,6 @@ import { AppError, Conflict, Forbidden, Gone, NotFound, ValidationError } from '
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { CompaniesService } from '../companies/companies.service.ts'
 import type { InvoicesService } from '../invoices/index.ts'
-import type { InvoiceDocumentsService } from '../invoice-documents/invoice-documents.service.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
 import { readCard, type CardProblem } from './hosted.card.ts'
@@ -57,7 +56,8 @@ export function createHostedService(deps: {
   catalogue: Pick<CatalogueService, 'getPlanBySku'>
   invoices: Pick<InvoicesService, 'listInvoices' | 'listCreditNotes' | 'invoice'>
   companies: Pick<CompaniesService, 'getCompany'>
-  documents: Pick<InvoiceDocumentsService, 'invoicePdf'>
+  /** The API's invoice PDF; a port, since the documents module reads the hosted pages' texts. */
+  documents: { invoicePdf(companyId: string, invoiceId: string): Promise<{ filename: string; content: Buffer; language: string }> }
   clock: Clock
 }) {
   const { repo, subscriptions, clock } = deps
