@@ -41,7 +41,7 @@ export async function ceilingPhase(terms: CeilingTerms, server: Running, db: Db,
     // Before the measured writes, the slow and failing receivers' first calls and retries are over.
     await runLoad({ ...writes('cw', 2, 40), url })
     await sleep(6000)
-    receivers.forEach((r) => r.reset())
+    for (const r of receivers) r.reset()
     const healthy = receivers.filter((r) => r.kind === 'ok')
     const answered = async () => ((await (await fetch(`${ceiling.url}/__changes`)).json()) as { changes: number }).changes
     const first = await answered()
@@ -73,7 +73,7 @@ export async function ceilingPhase(terms: CeilingTerms, server: Running, db: Db,
     return figures
   } finally {
     await ceiling.stop()
-    receivers.forEach((r) => r.reset())
+    for (const r of receivers) r.reset()
   }
 }
 

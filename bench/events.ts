@@ -110,7 +110,7 @@ export async function measureEvents(env: Record<string, string>, seeded: Seeded,
     await runLoad(writes('ew', 2, 200))
     await clearBacklog(db, company, true)
     await sleep(6000)
-    receivers.forEach((r) => r.reset())
+    for (const r of receivers) r.reset()
 
     const delivery = await deliveryPhase(server, db, company, receivers, writes, log)
     await clearBacklog(db, company, false)

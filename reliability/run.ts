@@ -80,7 +80,7 @@ function writeReport(rows: Array<{ scenario: Scenario; engine: EngineName; resul
     ]),
   ]
   fs.mkdirSync(path.dirname(out), { recursive: true })
-  fs.writeFileSync(out, lines.join('\n') + '\n')
+  fs.writeFileSync(out, `${lines.join('\n')}\n`)
 }
 
 main().catch((err) => { process.stderr.write(`${err.stack ?? err}\n`); process.exit(1) })

@@ -71,6 +71,7 @@ describe('the bundle', () => {
     // One such character (a dash in a template literal, which esbuild copies as it is) made the
     // whole source a two-byte string: 2.4 MB more of the server's memory (bench/findings.md).
     const source = fs.readFileSync(path.join(OUT, 'server.js'), 'utf8')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose
     const wide = /[^\u0000-\u00ff]/.exec(source)
     assert.ok(!wide, wide ? `found ${JSON.stringify(wide[0])} in ${JSON.stringify(source.slice(Math.max(0, wide.index - 60), wide.index + 20))}` : '')
   })

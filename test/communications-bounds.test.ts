@@ -74,7 +74,7 @@ onEachEngine('communication bounds', (t) => {
     assert.deepEqual(created.changes.subject, [null, exactly200])
     assert.deepEqual(created.changes.message, [null, { length: 250, sha256: sha256(long) }])
 
-    const big = (n: number) => `${n}:` + 'x'.repeat(50_000 - String(n).length - 1)
+    const big = (n: number) => `${n}:${'x'.repeat(50_000 - String(n).length - 1)}`
     for (let n = 1; n <= 5; n++) assert.equal((await putComm(t, c, id, { message: big(n), subject: `s${n}` })).statusCode, 202)
     const got = await getComm(t, c, id)
     assert.equal(got.message, big(5))

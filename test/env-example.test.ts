@@ -28,7 +28,7 @@ describe('.env.example', () => {
       assert.equal(value, defaults[name] === undefined ? '' : String(defaults[name]), `${name} shows its default`)
       const description = lines[at - 1]!
       assert.match(description, /^# [A-Z`][^\n]{15,}$/, `${name} has a one-line description`)
-      assert.ok(!description.startsWith('# ' + name + '='))
+      assert.ok(!description.startsWith(`# ${name}=`))
     }
     // Nothing else is set: a copy of the file changes no setting until a line is uncommented.
     assert.deepEqual(lines.filter((l) => l.trim() !== '' && !l.startsWith('#')), [])

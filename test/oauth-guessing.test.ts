@@ -23,7 +23,7 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 const TOKEN = '/oauth/token'
 const MINUTE = 60_000
 
-onEachEngine('guessing client secrets', (t, engine) => {
+onEachEngine('guessing client secrets', (t) => {
   const token = (client_id: string, client_secret: string) =>
     t.call({ method: 'POST', url: TOKEN, token: null, body: { grant_type: 'client_credentials', client_id, client_secret } })
 

@@ -277,7 +277,7 @@ onEachEngine('outgoing webhooks', { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK
 
 // Receivers that hang until the test drops their connections: a timeout longer than any test,
 // so what a test sees does not depend on how loaded the machine is.
-onEachEngine('hanging webhook receivers', { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: HANGING_TIMEOUT_MS }, (t, engine) => {
+onEachEngine('hanging webhook receivers', { WEBHOOK_ALLOW_PRIVATE_TARGETS: true, WEBHOOK_TIMEOUT_MS: HANGING_TIMEOUT_MS }, (t) => {
   const steps = endpointSteps(() => t)
   const { receivers, listen } = steps
   /** The endpoints of the test under way: they go at its end (afterEach). */

@@ -21,7 +21,7 @@ describe('write batches', () => {
     const releaseAll = async () => {
       await turn()
       while (pending.length > 0) {
-        pending.splice(0).forEach((resolve) => resolve())
+        for (const resolve of pending.splice(0)) resolve()
         await turn()
       }
     }

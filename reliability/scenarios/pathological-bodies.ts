@@ -146,7 +146,7 @@ function pathological(companyId: string, token: string): Body[] {
   const multipart = (parts: number) => {
     const boundary = 'b0undary'
     const part = `--${boundary}\r\nContent-Disposition: form-data; name="f"\r\n\r\nx\r\n`
-    return { raw: part.repeat(parts) + `--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` }
+    return { raw: `${part.repeat(parts)}--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` }
   }
   const manyParts = multipart(Math.floor(NEAR_LIMIT / 60))
   const boundary = 'b0undary'

@@ -35,6 +35,7 @@ export function createReadCacheChanges(options: {
   let gathering: Batch | undefined
   let sending = false
   let inFlight: Promise<void> | undefined
+  // biome-ignore lint/correctness/noUnusedVariables: read by `??=`
   let timer: NodeJS.Timeout | undefined
 
   function newBatch(): Batch {

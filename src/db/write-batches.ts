@@ -34,7 +34,7 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
       for (const waiting of batch) await runBatch([waiting])
       return
     }
-    batch.forEach((w, i) => w.resolve(outcomes[i]!))
+    for (const [i, w] of batch.entries()) w.resolve(outcomes[i]!)
     observe(batch.length, 'written')
   }
 

@@ -6,6 +6,7 @@
 import { createClient, createdId, getToken, type ApiError, type Company, type Schemas } from '@company-admin/client'
 
 /** True when the field may be left out of the body. */
+// biome-ignore lint/complexity/noBannedTypes: `{}` is the empty object type this test compares with
 type Optional<T, K extends keyof T> = {} extends Pick<T, K> ? true : false
 
 // Fields the API fills with a default when they are left out stay optional in request bodies.

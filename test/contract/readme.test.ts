@@ -8,7 +8,7 @@ const readme = fs.readFileSync(new URL('README.md', root), 'utf8')
 
 describe('the README', () => {
   it('shows `npm install && npm start` and `npm install && npm test` before anything else', () => {
-    const firstBlock = /```sh\n([^]*?)```/.exec(readme)![1]!
+    const firstBlock = /```sh\n([\s\S]*?)```/.exec(readme)![1]!
     assert.match(firstBlock, /^npm install && npm start\b/m)
     assert.match(firstBlock, /^npm install && npm test\b/m)
   })

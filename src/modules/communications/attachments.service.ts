@@ -23,7 +23,7 @@ function isUtf8(b: Buffer) {
 
 /** A file name without directories or control characters, at most 255 characters. */
 function cleanName(name: string | undefined): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const base = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, '').trim()
   return base.slice(0, 255) || 'attachment'
 }

@@ -26,7 +26,7 @@ export const NOT_WRITABLE: Readonly<Record<string, string>> = {
   subscription_status: SUBSCRIPTION_ROUTES,
   subscription_expiration_date: SUBSCRIPTION_ROUTES,
   trial_expiration_date: SUBSCRIPTION_ROUTES,
-  subscribed_features: 'they follow the subscription\'s plan; ' + SUBSCRIPTION_UPDATE,
+  subscribed_features: `they follow the subscription's plan; ${SUBSCRIPTION_UPDATE}`,
   ...CREATION_ONLY,
 }
 

@@ -50,7 +50,7 @@ const EXAMPLES: Readonly<Record<string, string>> = {
 
 /** A VAT number as stored: spaces, dots and hyphens dropped, upper case. */
 export function compactVatNumber(input: string): string {
-  return input.replace(/[\s.\-]/g, '').toUpperCase()
+  return input.replace(/[\s.-]/g, '').toUpperCase()
 }
 
 /** Null when `vatNumber` (compact) has the shape of a VAT number of `country`; else what it should look like. */

@@ -17,7 +17,7 @@ export function createEventsService(deps: { repo: EventsRepository; presenter: E
 
     /** One page of events, and the key to continue after when more remain. */
     async list(query: EventsQuery, page: Page, resources?: readonly string[]): Promise<Paged<Event>> {
-      let type
+      let type: { exact: string } | { prefix: string } | undefined
       if (query.type !== undefined) {
         if (!isEventTypePattern(query.type)) throw new ValidationError('querystring/type must be an event type (company.created, ...) or a resource and .* (subscription.*); see the Event shape for every type')
         type = query.type.endsWith('.*') ? { prefix: query.type.slice(0, -1) } : { exact: query.type }

@@ -77,7 +77,7 @@ export async function holidaysRoutes(app: App, { service, cache }: { service: Ho
     config: { access },
     schema: {
       operationId: 'listSubsidiaryHolidays', tags, summary: 'The holidays defined for a subsidiary (31)',
-      description: `As defined, sorted by day, then name, then id. A subsidiary that is not the company\'s: 404. ${PAGING}`,
+      description: `As defined, sorted by day, then name, then id. A subsidiary that is not the company's: 404. ${PAGING}`,
       params: SubsidiaryHolidaysParams, querystring: pageQuery(), response: { 200: listResponse(Type.Array(Holiday)) },
     },
   }, async (request, reply) => replyCached(reply, cache, request.params.company_id, 'subsidiary_holidays', request.url, async () => {

@@ -23,7 +23,8 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
 export interface PageContext { locale: Locale; t: Translate }
 
 export function htmlDocument(locale: Locale, title: string, style: Html, body: Html): string {
-  return '<!doctype html>\n' + html`<html lang="${locale}">
+  return html`<!doctype html>
+<html lang="${locale}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

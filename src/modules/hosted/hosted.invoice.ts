@@ -58,7 +58,7 @@ function taxName(ctx: PageContext, name: string): string {
 }
 
 const lines = (values: Array<string | null | undefined>): Html =>
-  raw(values.filter((v): v is string => Boolean(v && v.trim())).map((v) => html`${v.trim()}`.html).join('<br>'))
+  raw(values.filter((v): v is string => Boolean(v?.trim())).map((v) => html`${v.trim()}`.html).join('<br>'))
 
 function sellerBlock(ctx: DocumentContext): Html {
   const s = ctx.seller

@@ -41,7 +41,7 @@ export async function invoicesRoutes(app: App, { service, subscriptionOf }: { se
     config: company,
     schema: {
       operationId: 'listCreditNotes', tags, summary: 'The company\'s credit notes',
-      description: `Credits issued to the customer: the unused share of what a term\'s invoice charged, when the term is changed mid-way (refundable, reason subscription_change) or cancelled now (reason subscription_cancellation), with its lines, discounts and tax as invoices carry them, never more than the reference invoice charged; applied to the next invoices; amount_available is what is left. ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
+      description: `Credits issued to the customer: the unused share of what a term's invoice charged, when the term is changed mid-way (refundable, reason subscription_change) or cancelled now (reason subscription_cancellation), with its lines, discounts and tax as invoices carry them, never more than the reference invoice charged; applied to the next invoices; amount_available is what is left. ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
       params: CompanyParams, querystring: ListQuery, response: { 200: listResponse(CreditNoteList) },
     },
   }, async (request, reply) => {

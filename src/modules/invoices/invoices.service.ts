@@ -128,7 +128,7 @@ export function createInvoicesService(deps: {
     /** Acts only if the invoice still waits for this very retry, so a second run is harmless. */
     async retry(trx: Executor, s: SubscriptionRow, payload: RetryPayload, at: Date): Promise<RetryOutcome> {
       const invoice = await repo.lockInvoice(trx, payload.company_id, payload.invoice_id)
-      if (!invoice || invoice.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at) return 'nothing'
+      if (invoice?.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at) return 'nothing'
       if (charge(s, at)) {
         await markPaid(trx, invoice, at)
         return 'paid'

@@ -44,7 +44,7 @@ export function createChargebeeReconciliation(deps: {
   /** null when Chargebee does not know it. */
   async function readChargebee({ payload }: { payload: Record<string, unknown> }): Promise<ChargebeeSide | null> {
     const { subscription_id: subscriptionId } = payload as Payload
-    let remote
+    let remote: Awaited<ReturnType<ChargebeeReconcileReader['subscription']>>
     try {
       remote = await deps.reader.subscription(subscriptionId)
     } catch (err) {

@@ -172,7 +172,7 @@ export function createChargebeeWebhooksService(deps: {
         // Only a subscription this service made on Chargebee.
         const ref = referenceOf(event, parts)
         const found = ref && await repo.findSubscription(trx, ref)
-        if (!found || found.provider !== 'chargebee') return finish('ignored')
+        if (found?.provider !== 'chargebee') return finish('ignored')
         const before = await deps.subscriptions.lockByCompany(trx, found.company_id)
         if (!before || before.id !== found.id) return finish('ignored')
 

@@ -53,7 +53,7 @@ export function createSubscriptionJobs(deps: {
     if (!next) return
     const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
     const event = next.status === 'cancelled' ? 'cancelled' : which === 'trial_end' ? 'activated' : 'renewed'
-    let invoice
+    let invoice: ReturnType<typeof invoiceFor> | undefined
     let state = next
     if (next.status === 'active') {
       const customer = await customerOf(ctx.trx, s.company_id)

@@ -60,6 +60,7 @@ export function createWebhookDelivery(deps: {
   let timerAt = Infinity
   /** The last look for an enabled endpoint (afterWrite). */
   let endpointsSeen: { any: boolean; at: number } | undefined
+  // biome-ignore lint/correctness/noUnusedVariables: read by `??=`
   let looking: Promise<void> | undefined
   /** Counts endpoint changes made here: a look that began before one is not kept. */
   let endpointChanges = 0

@@ -66,7 +66,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
     const unusedCredit = change.termInvoice ? { figures: creditFor(change.termInvoice, now), referenceInvoiceId: change.termInvoice.id } : undefined
     const credit = (unusedCredit?.figures.total ?? 0) + credits
-    let invoice
+    let invoice: ReturnType<typeof invoiceFor>
     let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
       // Another billing period starts a new term now, billed in full, as Chargebee does.
