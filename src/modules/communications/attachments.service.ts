@@ -21,10 +21,12 @@ function isUtf8(b: Buffer) {
   try { new TextDecoder('utf-8', { fatal: true }).decode(b); return true } catch { return false }
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+const UNSAFE_IN_NAMES = /[\u0000-\u001f\u007f"]/g
+
 /** A file name without directories or control characters, at most 255 characters. */
 function cleanName(name: string | undefined): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
-  const base = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, '').trim()
+  const base = (name ?? '').split(/[\\/]/).pop()!.replace(UNSAFE_IN_NAMES, '').trim()
   return base.slice(0, 255) || 'attachment'
 }
 
