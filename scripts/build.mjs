@@ -27,10 +27,17 @@ await build({
     // server configured for Chargebee loads (chargebee-sdk.ts); pg-native is optional. (/docs reads
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
     // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery.
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici',
+    '@electric-sql/pglite',
+    '@electric-sql/pglite/*',
+    'date-holidays',
+    'chargebee',
+    'pg-native',
+    'undici',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
   // Less to read and compile at every start; identifiers are kept, so stack traces keep the
   // functions' names, and the map is there for NODE_OPTIONS=--enable-source-maps.
   minifyWhitespace: true,

@@ -11,26 +11,42 @@ import { forEachEngine } from './helpers/engine-suites.ts'
  * Chargebee's `credits_applied`; adjustments and write-offs are their own fields; a voided
  * invoice owes nothing and was paid by nothing it did not say (docs/decisions.md).
  */
-const invoiceOf = (t: TestApp, c: CbCompany, id: string) => t.json<any>(200, { url: `${SUB}/${c.id}/invoices/${id}`, token: c.token })
+const invoiceOf = (t: TestApp, c: CbCompany, id: string) =>
+  t.json<any>(200, { url: `${SUB}/${c.id}/invoices/${id}`, token: c.token })
 const applied = async (t: TestApp, event: unknown) => {
   const res = await deliver(t, event)
   assert.equal(res.statusCode, 200, res.body)
   assert.equal(res.json().outcome, 'applied')
 }
-const amounts = (i: any) => [i.status, i.total, i.credits_applied, i.amount_paid, i.amount_adjusted, i.write_off_amount, i.amount_due]
+const amounts = (i: any) => [
+  i.status,
+  i.total,
+  i.credits_applied,
+  i.amount_paid,
+  i.amount_adjusted,
+  i.write_off_amount,
+  i.amount_due,
+]
 
 // Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
 forEachEngine('chargebee invoice amounts', (engine) => {
   let t: TestApp
   let fake: FakeChargebee
-  before(async () => { ({ t, fake } = await chargebeeApp(engine, {})) })
-  after(async () => { await t?.close(); await fake?.close() })
+  before(async () => {
+    ;({ t, fake } = await chargebeeApp(engine, {}))
+  })
+  after(async () => {
+    await t?.close()
+    await fake?.close()
+  })
 
   it('a voided invoice shows no credits applied, nothing paid and nothing due, in the API', async () => {
     const c = await chargebeeCompany(t, fake)
     const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
     await applied(t, fake.event('invoice_generated', { invoice }))
-    const voided = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600 }))
+    const voided = fake.changeInvoice(invoice.id, (i) =>
+      Object.assign(i, { status: 'voided', amount_due: 0, voided_at: i.date + 3600 }),
+    )
     await applied(t, fake.event('invoice_updated', { invoice: voided }))
     const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
     assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['voided', invoice.total, 0, 0, 0, 0, 0])
@@ -41,7 +57,17 @@ forEachEngine('chargebee invoice amounts', (engine) => {
     const invoice = fake.addInvoice(c.subscriptionId, { status: 'payment_due' })
     await applied(t, fake.event('invoice_generated', { invoice }))
     const writeOff = invoice.total - 1000 - 500 - 200
-    const settled = fake.changeInvoice(invoice.id, (i) => Object.assign(i, { status: 'paid', credits_applied: 1000, amount_paid: 500, amount_adjusted: 200, write_off_amount: writeOff, amount_due: 0, paid_at: i.date }))
+    const settled = fake.changeInvoice(invoice.id, (i) =>
+      Object.assign(i, {
+        status: 'paid',
+        credits_applied: 1000,
+        amount_paid: 500,
+        amount_adjusted: 200,
+        write_off_amount: writeOff,
+        amount_due: 0,
+        paid_at: i.date,
+      }),
+    )
     await applied(t, fake.event('invoice_updated', { invoice: settled }))
     const [row] = await t.json<any[]>(200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
     assert.deepEqual(amounts(await invoiceOf(t, c, row.id)), ['paid', invoice.total, 1000, 500, 200, writeOff, 0])

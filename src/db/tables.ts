@@ -185,9 +185,18 @@ export interface HolidaysTable {
 
 export type SubscriptionStatus = 'future' | 'in_trial' | 'active' | 'non_renewing' | 'paused' | 'cancelled'
 
-export interface SubscriptionAddon { id: string; quantity: number }
+export interface SubscriptionAddon {
+  id: string
+  quantity: number
+}
 /** A card as kept: never its number. `test_behaviour` is what test mode derived from the number. */
-export interface PaymentSource { brand: string; last4: string; expiry_month: number; expiry_year: number; test_behaviour?: CardTestBehaviour }
+export interface PaymentSource {
+  brand: string
+  last4: string
+  expiry_month: number
+  expiry_year: number
+  test_behaviour?: CardTestBehaviour
+}
 /** `succeeds`: every charge goes through; `charge_fails`: the card is accepted but every charge fails (4000 0000 0000 0341). */
 export type CardTestBehaviour = 'succeeds' | 'charge_fails'
 
@@ -288,7 +297,11 @@ export interface JobsTable {
 
 export type CommunicationStatus = 'draft' | 'scheduled' | 'active' | 'submitted' | 'discontinued'
 export type Recurrence = 'none' | 'daily' | 'weekly' | 'monthly' | 'yearly'
-export interface AttachmentRef { id: string; name: string; mime: string }
+export interface AttachmentRef {
+  id: string
+  name: string
+  mime: string
+}
 export interface ChangeLogEntry {
   at: string
   by: string

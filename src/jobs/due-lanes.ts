@@ -7,7 +7,12 @@ import type { Lane } from './job.ts'
  * probe per company, not a row per job. Companies whose pending jobs all lie in the future are still
  * walked entry by entry; a table of next due times would bound that if scale asks for it.
  */
-export async function dueLanes(db: Kysely<DB>, kinds: string[], now: Date, real: { kinds: string[]; now: Date }): Promise<Lane[]> {
+export async function dueLanes(
+  db: Kysely<DB>,
+  kinds: string[],
+  now: Date,
+  real: { kinds: string[]; now: Date },
+): Promise<Lane[]> {
   const { rows } = await sql<{ company_id: string | null; run_at: Date | string }>`
     WITH RECURSIVE lanes AS (
       (SELECT company_id, run_at FROM jobs

@@ -21,11 +21,11 @@ export const CHROMIUM = '/usr/bin/chromium'
 type Need = 'postgres' | 'chromium'
 
 function missing(need: Need): string | null {
-  if (need === 'chromium') return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+  if (need === 'chromium')
+    return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
   if (engines.includes('postgres')) return null
   return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'
 }
-
 
 /** True when the need is met; for hooks, which run even when every test of their suite is skipped. */
 export const has = (need: Need) => missing(need) === null

@@ -28,12 +28,16 @@ export function createEventPruning(deps: {
   }
   const nextHour = (now: Date) => new Date(Math.floor(now.getTime() / EVERY_MS) * EVERY_MS + EVERY_MS)
 
-  deps.scheduler.register(PRUNE_JOB, async (ctx: JobContext) => {
-    const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
-    let deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
-    for (const prune of deps.alsoPrune ?? []) deleted = Math.max(deleted, await prune(ctx.trx, cutoff, BATCH))
-    await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
-  }, { realTime: true })
+  deps.scheduler.register(
+    PRUNE_JOB,
+    async (ctx: JobContext) => {
+      const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
+      let deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
+      for (const prune of deps.alsoPrune ?? []) deleted = Math.max(deleted, await prune(ctx.trx, cutoff, BATCH))
+      await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
+    },
+    { realTime: true },
+  )
 
   return {
     /** At start: the next hour's run, unless another instance scheduled it already. */

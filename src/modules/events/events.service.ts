@@ -19,10 +19,21 @@ export function createEventsService(deps: { repo: EventsRepository; presenter: E
     async list(query: EventsQuery, page: Page, resources?: readonly string[]): Promise<Paged<Event>> {
       let type: { exact: string } | { prefix: string } | undefined
       if (query.type !== undefined) {
-        if (!isEventTypePattern(query.type)) throw new ValidationError('querystring/type must be an event type (company.created, ...) or a resource and .* (subscription.*); see the Event shape for every type')
+        if (!isEventTypePattern(query.type))
+          throw new ValidationError(
+            'querystring/type must be an event type (company.created, ...) or a resource and .* (subscription.*); see the Event shape for every type',
+          )
         type = query.type.endsWith('.*') ? { prefix: query.type.slice(0, -1) } : { exact: query.type }
       }
-      const paged = await deps.repo.list({ companyId: query.company_id, type, createdAfter: query.created_after ? new Date(query.created_after) : undefined, resources }, page)
+      const paged = await deps.repo.list(
+        {
+          companyId: query.company_id,
+          type,
+          createdAfter: query.created_after ? new Date(query.created_after) : undefined,
+          resources,
+        },
+        page,
+      )
       return { items: await Promise.all(paged.items.map(deps.presenter.event)), next: paged.next }
     },
   }

@@ -4,12 +4,20 @@ import { REVERSE_CHARGE } from '../subscriptions/billing/vat.ts'
 import { CSRF_FIELD } from './hosted.csrf.ts'
 
 // Plain server-rendered HTML with no script (the CSP forbids them); every value goes through `esc`.
-export const esc = (value: string | number) => String(value)
-  .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+export const esc = (value: string | number) =>
+  String(value)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
 
 export type Html = { readonly html: string }
 export const raw = (html: string): Html => ({ html })
-export function html(strings: TemplateStringsArray, ...values: Array<string | number | Html | Html[] | null | undefined | false>): Html {
+export function html(
+  strings: TemplateStringsArray,
+  ...values: Array<string | number | Html | Html[] | null | undefined | false>
+): Html {
   let out = strings[0]!
   values.forEach((value, i) => {
     if (Array.isArray(value)) out += value.map((v) => v.html).join('')
@@ -20,7 +28,10 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
   return raw(out)
 }
 
-export interface PageContext { locale: Locale; t: Translate }
+export interface PageContext {
+  locale: Locale
+  t: Translate
+}
 
 export function htmlDocument(locale: Locale, title: string, style: Html, body: Html): string {
   return html`<!doctype html>
@@ -40,11 +51,16 @@ ${body}
 }
 
 export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
-  return htmlDocument(ctx.locale, title, html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`, html`<main${wide ? html` class="wide"` : null}>
+  return htmlDocument(
+    ctx.locale,
+    title,
+    html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`,
+    html`<main${wide ? html` class="wide"` : null}>
 <h1>${title}</h1>
 ${body}
 </main>
-<footer><p>${ctx.t('footer')}</p></footer>`)
+<footer><p>${ctx.t('footer')}</p></footer>`,
+  )
 }
 
 export function form(action: string, csrf: string, content: Html, className = ''): Html {
@@ -60,9 +76,10 @@ export function errorPage(ctx: PageContext, message: string): string {
 
 export function invoiceTable(ctx: PageContext, invoice: InvoiceEstimate): Html {
   const money = (cents: number) => formatMoney(ctx.locale, cents, invoice.currency_code)
-  const row = (label: string, cents: number, strong = false) => strong
-    ? html`<tr><th scope="row" colspan="2">${label}</th><td class="amount"><strong>${money(cents)}</strong></td></tr>`
-    : html`<tr><th scope="row" colspan="2">${label}</th><td class="amount">${money(cents)}</td></tr>`
+  const row = (label: string, cents: number, strong = false) =>
+    strong
+      ? html`<tr><th scope="row" colspan="2">${label}</th><td class="amount"><strong>${money(cents)}</strong></td></tr>`
+      : html`<tr><th scope="row" colspan="2">${label}</th><td class="amount">${money(cents)}</td></tr>`
   return html`<table>
 <thead><tr><th scope="col">${ctx.t('invoice.description')}</th><th scope="col" class="amount">${ctx.t('invoice.quantity')}</th><th scope="col" class="amount">${ctx.t('invoice.amount')}</th></tr></thead>
 <tbody>

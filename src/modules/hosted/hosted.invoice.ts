@@ -6,10 +6,18 @@ import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext 
 import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
 
 /** SELLER_ADDRESS separates lines with "|". */
-export interface Seller { name: string; address: string; country: string; vatNumber: string }
+export interface Seller {
+  name: string
+  address: string
+  country: string
+  vatNumber: string
+}
 
 /** `portal` null for a downloaded file, which links nowhere: files get forwarded, capabilities must not. */
-export interface DocumentContext extends PageContext { seller: Seller; portal: string | null }
+export interface DocumentContext extends PageContext {
+  seller: Seller
+  portal: string | null
+}
 
 // Inside the document, so a downloaded file prints the same offline; the CSP allows it by hash.
 const INVOICE_STYLE = `
@@ -58,13 +66,22 @@ function taxName(ctx: PageContext, name: string): string {
 }
 
 const lines = (values: Array<string | null | undefined>): Html =>
-  raw(values.filter((v): v is string => Boolean(v?.trim())).map((v) => html`${v.trim()}`.html).join('<br>'))
+  raw(
+    values
+      .filter((v): v is string => Boolean(v?.trim()))
+      .map((v) => html`${v.trim()}`.html)
+      .join('<br>'),
+  )
 
 function sellerBlock(ctx: DocumentContext): Html {
   const s = ctx.seller
-  return html`<div id="seller"><h2>${ctx.t('document.seller')}</h2><p>${s.name ? html`<strong>${s.name}</strong><br>` : null}${lines([
-    ...s.address.split('|'), countryName(ctx.locale, s.country), s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null,
-  ])}</p></div>`
+  return html`<div id="seller"><h2>${ctx.t('document.seller')}</h2><p>${s.name ? html`<strong>${s.name}</strong><br>` : null}${lines(
+    [
+      ...s.address.split('|'),
+      countryName(ctx.locale, s.country),
+      s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null,
+    ],
+  )}</p></div>`
 }
 
 export function invoiceDocument(ctx: DocumentContext, invoice: InvoiceBody, buyer: Company): string {
@@ -74,17 +91,24 @@ export function invoiceDocument(ctx: DocumentContext, invoice: InvoiceBody, buye
   const exemptions = new Set(invoice.line_items.map((l) => l.tax_exempt_reason).filter(Boolean))
   const reverseCharge = exemptions.has('reverse_charge') || invoice.taxes.some((x) => x.name === REVERSE_CHARGE)
   const discount = invoice.discounts.reduce((sum, d) => sum + d.amount, 0)
-  const vatCell = (reason: string | undefined) => reason === 'reverse_charge' ? t('document.vatReverse')
-    : reason === 'export' ? t('document.vatExport')
-    : reason ? t('document.vatNone')
-    : tax ? formatPercent(ctx.locale, tax.rate) : '—'
+  const vatCell = (reason: string | undefined) =>
+    reason === 'reverse_charge'
+      ? t('document.vatReverse')
+      : reason === 'export'
+        ? t('document.vatExport')
+        : reason
+          ? t('document.vatNone')
+          : tax
+            ? formatPercent(ctx.locale, tax.rate)
+            : '—'
   const row = (label: string, minor: number, className = '') =>
     html`<tr${className ? html` class="${className}"` : ''}><th scope="row">${label}</th><td class="amount">${money(minor)}</td></tr>`
-  const status = invoice.status === 'paid' && invoice.paid_at !== null
-    ? html`<span class="status-paid">${t('document.paidOn', { date: dateOf(ctx, invoice.paid_at) })}</span>`
-    : invoice.status === 'payment_due' && invoice.next_retry_at !== null
-      ? html`<span class="status-due">${t('document.nextAttempt', { date: dateOf(ctx, invoice.next_retry_at) })}</span>`
-      : html`<span class="${invoice.status === 'paid' ? 'status-paid' : 'status-due'}">${t(`invoiceStatus.${invoice.status}`)}</span>`
+  const status =
+    invoice.status === 'paid' && invoice.paid_at !== null
+      ? html`<span class="status-paid">${t('document.paidOn', { date: dateOf(ctx, invoice.paid_at) })}</span>`
+      : invoice.status === 'payment_due' && invoice.next_retry_at !== null
+        ? html`<span class="status-due">${t('document.nextAttempt', { date: dateOf(ctx, invoice.next_retry_at) })}</span>`
+        : html`<span class="${invoice.status === 'paid' ? 'status-paid' : 'status-due'}">${t(`invoiceStatus.${invoice.status}`)}</span>`
   const buyerVat = buyer.vat_number ?? buyer.vat
 
   const title = `${t('document.title')} ${invoice.id}`
@@ -104,15 +128,22 @@ ${ctx.portal ? html`<nav class="tools" aria-label="${t('document.title')}"><p><a
 <section class="parties">
 ${sellerBlock(ctx)}
 <div id="buyer"><h2>${t('document.buyer')}</h2><p><strong>${buyer.name}</strong><br>${lines([
-    buyer.address, [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' '), countryName(ctx.locale, buyer.country),
-    buyerVat ? t('document.vatNumber', { value: buyerVat }) : null, buyer.fiscal_code ? t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
+    buyer.address,
+    [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' '),
+    countryName(ctx.locale, buyer.country),
+    buyerVat ? t('document.vatNumber', { value: buyerVat }) : null,
+    buyer.fiscal_code ? t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
   ])}</p></div>
 </section>
 <table id="lines">
 <thead><tr><th scope="col">${t('invoice.description')}</th><th scope="col" class="amount">${t('invoice.quantity')}</th><th scope="col" class="amount">${t('document.unitPrice')}</th><th scope="col" class="amount">${t('document.vat')}</th><th scope="col" class="amount">${t('invoice.amount')}</th></tr></thead>
 <tbody>
-${invoice.line_items.map((l) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
-<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`)}
+${invoice.line_items.map(
+  (
+    l,
+  ) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
+<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`,
+)}
 </tbody>
 </table>
 <table class="totals" id="totals">
@@ -120,9 +151,18 @@ ${invoice.line_items.map((l) => html`<tr><td>${l.description}${l.amount !== l.un
 ${row(t('invoice.subtotal'), invoice.sub_total)}
 ${invoice.discounts.map((d) => row(`${t('invoice.discount')}: ${d.description}`, -d.amount))}
 ${discount > 0 ? row(t('document.taxable'), invoice.sub_total - discount) : null}
-${invoice.taxes.map((x) => x.name === REVERSE_CHARGE
+${invoice.taxes.map((x) =>
+  x.name === REVERSE_CHARGE
     ? row(`${t('document.vat')}: ${t('document.vatReverse')}`, x.amount)
-    : row(t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base: money(invoice.sub_total - discount) }), x.amount))}
+    : row(
+        t('document.taxOn', {
+          name: taxName(ctx, x.name),
+          rate: formatPercent(ctx.locale, x.rate),
+          base: money(invoice.sub_total - discount),
+        }),
+        x.amount,
+      ),
+)}
 ${row(t('document.total'), invoice.total, 'grand')}
 ${invoice.credits_applied > 0 ? row(t('document.creditsApplied'), -invoice.credits_applied) : null}
 ${invoice.amount_paid > 0 ? row(t('document.paid'), -invoice.amount_paid) : null}

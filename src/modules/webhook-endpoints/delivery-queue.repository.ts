@@ -226,7 +226,11 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
   // Looked for, not rows[0]: without ORDER BY SQL promises no row order.
   const endpoints = new Map((rows.find((row) => row.endpoints !== null)?.endpoints ?? []).map((w) => [w.id, w]))
   return rows.map((row) => ({
-    event_id: row.event_id, type: row.type, event_company_id: row.event_company_id, data: row.data, created_at: row.created_at,
+    event_id: row.event_id,
+    type: row.type,
+    event_company_id: row.event_company_id,
+    data: row.data,
+    created_at: row.created_at,
     // Read from one snapshot, so a miss is a fault of this code, reported for that event alone.
     direct: row.direct_ids.map((id) => endpoints.get(id)),
   }))
