@@ -12,14 +12,16 @@ const OPERATIONS_SETTINGS = {
   TRUST_PROXY: Type.String({
     default: '',
     description:
-      "The proxies whose X-Forwarded-For gives the client's address: addresses or CIDRs (10.0.0.0/8,127.0.0.1), or a hop count; empty: the connection's address",
+      "The proxies whose X-Forwarded-For gives the client's address: addresses or CIDRs (10.0.0.0/8,127.0.0.1), " +
+      "or a hop count; empty: the connection's address",
   }),
   // API routes answer 503 + Retry-After beyond these; 0 turns a check off.
   SHED_MAX_IN_FLIGHT: Type.Integer({
     minimum: 0,
     default: 64,
     description:
-      'Requests worked on at once per instance; the next gets 503 and Retry-After: 1 (0: no bound; never /health, /ready, /metrics)',
+      'Requests worked on at once per instance; the next gets 503 and Retry-After: 1 (0: no bound; never ' +
+      '/health, /ready, /metrics)',
   }),
   SHED_EVENT_LOOP_DELAY_MS: Type.Integer({
     minimum: 0,
@@ -400,7 +402,8 @@ export function dunningRetryDays(setting: string): number[] {
   const days = entries.map(Number)
   const refuse = () =>
     new Error(
-      `Invalid configuration: DUNNING_RETRY_DAYS must be increasing whole days from 1 to 365, comma-separated (at most 10), like 1,3,5; got "${setting}"`,
+      `Invalid configuration: DUNNING_RETRY_DAYS must be increasing whole days from 1 to 365, comma-separated ` +
+        `(at most 10), like 1,3,5; got "${setting}"`,
     )
   if (days.length > 10 || entries.some((e) => !/^\d{1,3}$/.test(e))) throw refuse()
   if (days.some((d, i) => d < 1 || d > 365 || (i > 0 && d <= days[i - 1]!))) throw refuse()
@@ -411,7 +414,8 @@ export function dunningRetryDays(setting: string): number[] {
 function checkOperationsSettings(config: Config) {
   if (config.PUBLIC_BASE_URL !== undefined && !isHttpUrl(config.PUBLIC_BASE_URL)) {
     throw new Error(
-      `Invalid configuration: PUBLIC_BASE_URL "${config.PUBLIC_BASE_URL}" must be an absolute http(s) URL like https://api.example.com`,
+      `Invalid configuration: PUBLIC_BASE_URL "${config.PUBLIC_BASE_URL}" must be an absolute http(s) URL like ` +
+        `https://api.example.com`,
     )
   }
   if (config.DATABASE_URL !== undefined) {
@@ -429,7 +433,8 @@ function checkOperationsSettings(config: Config) {
   }
   if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     throw new Error(
-      `Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`,
+      `Invalid configuration: HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed ` +
+        `REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`,
     )
   }
   // Each scheduler worker holds a connection for its whole job: at most half the pool, so API
@@ -440,7 +445,9 @@ function checkOperationsSettings(config: Config) {
     config.SCHEDULER_CONCURRENCY > Math.floor(config.DB_POOL_SIZE / 2)
   ) {
     throw new Error(
-      `Invalid configuration: SCHEDULER_CONCURRENCY (${config.SCHEDULER_CONCURRENCY}) must be at most half of DB_POOL_SIZE (${config.DB_POOL_SIZE}), so that API requests keep connections while jobs run; lower SCHEDULER_CONCURRENCY or raise DB_POOL_SIZE`,
+      `Invalid configuration: SCHEDULER_CONCURRENCY (${config.SCHEDULER_CONCURRENCY}) must be at most half of ` +
+        `DB_POOL_SIZE (${config.DB_POOL_SIZE}), so that API requests keep connections while jobs run; lower ` +
+        `SCHEDULER_CONCURRENCY or raise DB_POOL_SIZE`,
     )
   }
   trustProxy(config.TRUST_PROXY)
@@ -480,7 +487,8 @@ export function trustProxy(setting: string): false | string[] | ((address: strin
       (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))
     ) {
       throw new Error(
-        `Invalid configuration: TRUST_PROXY entry "${entry}" must be a hop count, or addresses or CIDRs like 10.0.0.0/8, comma-separated`,
+        `Invalid configuration: TRUST_PROXY entry "${entry}" must be a hop count, or addresses or CIDRs like ` +
+          `10.0.0.0/8, comma-separated`,
       )
     }
   }
@@ -498,7 +506,8 @@ export function corsOrigins(setting: string): string[] {
     if (entry === '') continue
     const refuse = () =>
       new Error(
-        `Invalid configuration: CORS_ORIGINS entry "${entry}" must be an origin like https://app.example.com (scheme://host[:port], no path)`,
+        `Invalid configuration: CORS_ORIGINS entry "${entry}" must be an origin like https://app.example.com ` +
+          `(scheme://host[:port], no path)`,
       )
     if (!/^https?:\/\/[^/?#@\s]+$/i.test(entry)) throw refuse()
     let url: URL

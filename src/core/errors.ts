@@ -26,7 +26,9 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    /** Every problem, when the refusal is about fields (a 400 validation_failed, a 403 forbidden); sent as `details`. */
+    /**
+     * Every problem, when the refusal is about fields (a 400 validation_failed, a 403 forbidden); sent as `details`.
+     */
     readonly details?: ErrorDetail[],
   ) {
     super(message)

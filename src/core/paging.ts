@@ -30,7 +30,10 @@ export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) 
   return { items, next: keyOf(items[items.length - 1]!) }
 }
 
-/** A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single query sorts. */
+/**
+ * A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single
+ * query sorts.
+ */
 export function pageInMemory<T>(
   sorted: T[],
   page: { limit?: number; after?: Readonly<SortKey> },

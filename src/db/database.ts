@@ -124,7 +124,8 @@ async function createPostgres(connectionString: string, max: number, statementTi
   } catch (err) {
     await pool.end().catch(() => {})
     throw new Error(
-      `Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ${(err as Error).message}`,
+      `Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ` +
+        `${(err as Error).message}`,
     )
   }
   const listeners: pg.Client[] = []
@@ -426,7 +427,8 @@ function takeLock(file: string): () => void {
       const owner = Number(fs.readFileSync(file, 'utf8'))
       if (owner && owner !== process.pid && isAlive(owner)) {
         throw new Error(
-          `The data directory ${path.dirname(file)} is in use by process ${owner}; stop it, or set DATA_DIR to another directory.`,
+          `The data directory ${path.dirname(file)} is in use by process ${owner}; stop it, or set DATA_DIR to ` +
+            `another directory.`,
         )
       }
       fs.unlinkSync(file)

@@ -55,7 +55,8 @@ async function migrateUnbounded(db: Kysely<any>, options: { currencyCode?: strin
         if (done.has(migration.version)) continue
         await sql
           .raw(
-            `BEGIN;\n${settings}${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${migration.version}');\nCOMMIT;`,
+            `BEGIN;\n${settings}${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ` +
+              `('${migration.version}');\nCOMMIT;`,
           )
           .execute(conn)
           .catch(async (err) => {

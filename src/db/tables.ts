@@ -36,7 +36,10 @@ export interface CompaniesTable {
   vat: string | null
   /** The VAT identification number with its country prefix (migration 0016): reverse charge. */
   vat_number: ColumnType<string | null, string | null | undefined, string | null>
-  /** Whether a platform client checked vat_number (migration 0041): reverse charge only while `valid`; null without a number. */
+  /**
+   * Whether a platform client checked vat_number (migration 0041): reverse charge only while `valid`; null without a
+   * number.
+   */
   vat_number_status: ColumnType<VatNumberStatus | null, VatNumberStatus | null | undefined, VatNumberStatus | null>
   fiscal_code: string | null
   pec: string | null
@@ -197,7 +200,10 @@ export interface PaymentSource {
   expiry_year: number
   test_behaviour?: CardTestBehaviour
 }
-/** `succeeds`: every charge goes through; `charge_fails`: the card is accepted but every charge fails (4000 0000 0000 0341). */
+/**
+ * `succeeds`: every charge goes through; `charge_fails`: the card is accepted but every charge fails (4000 0000 0000
+ * 0341).
+ */
 export type CardTestBehaviour = 'succeeds' | 'charge_fails'
 
 export interface SubscriptionsTable {

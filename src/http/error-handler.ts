@@ -214,7 +214,8 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('n
   timer.unref()
   socket.once('close', () => clearTimeout(timer))
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; ` +
+      `charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   )
   socket.resume()
 }

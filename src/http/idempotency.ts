@@ -215,7 +215,8 @@ function acceptKeyHeader(schema: Record<string, any>) {
     minLength: 1,
     maxLength: 255,
     description:
-      'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409',
+      'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret ' +
+      'field null; another body is a 409',
   }
   if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
   else if (schema.headers.type === 'object')

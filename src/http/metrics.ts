@@ -26,7 +26,9 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
 
   const batches = new Histogram({
     name: 'db_write_batch_items',
-    help: 'Items per statement of the writes that share one (src/db/write-batches.ts), by what they write and whether the statement failed as a whole',
+    help:
+      'Items per statement of the writes that share one (src/db/write-batches.ts), by what they write and whether ' +
+      'the statement failed as a whole',
     labelNames: ['name', 'outcome'],
     buckets: [1, 2, 4, 8, 16, 32, 64],
     registers,
@@ -54,7 +56,9 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
   })
   const reconciliationDrift = new Counter({
     name: 'chargebee_reconciliation_drift_total',
-    help: 'What the Chargebee reconciliation found out of step and corrected (subscription, invoice, credit_note) or could not find at Chargebee (missing_subscription)',
+    help:
+      'What the Chargebee reconciliation found out of step and corrected (subscription, invoice, credit_note) or ' +
+      'could not find at Chargebee (missing_subscription)',
     labelNames: ['kind'],
     registers,
   })
@@ -65,7 +69,9 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
   })
   const readCacheAnswers = new Counter({
     name: 'read_cache_answers_total',
-    help: 'Answers of cached reads, by read and outcome: hit (from the cache), miss (read, and kept when it safely could be), uncached (the cache off or not listening)',
+    help:
+      'Answers of cached reads, by read and outcome: hit (from the cache), miss (read, and kept when it safely ' +
+      'could be), uncached (the cache off or not listening)',
     labelNames: ['read', 'outcome'],
     registers,
   })
@@ -134,7 +140,8 @@ export function installMetrics(app: FastifyInstance, options: { token?: string }
         tags: ['Operations'],
         summary: 'Prometheus metrics (text exposition format)',
         description:
-          "The process's metrics for Prometheus. Open, unless the service has METRICS_TOKEN: then only a request with `Authorization: Bearer <METRICS_TOKEN>` reads them (401 otherwise). Changes nothing.",
+          "The process's metrics for Prometheus. Open, unless the service has METRICS_TOKEN: then only a request " +
+          'with `Authorization: Bearer <METRICS_TOKEN>` reads them (401 otherwise). Changes nothing.',
         // Only the 200 is text: `produces` would also label the JSON errors text/plain.
         response: {
           200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } },

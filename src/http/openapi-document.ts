@@ -89,7 +89,8 @@ function addReplayed(response: Schema) {
   response.headers ??= {}
   response.headers['Idempotent-Replayed'] ??= {
     description:
-      'Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again',
+      'Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request ' +
+      'with the key, and nothing ran again',
     schema: { type: 'string', const: 'true' },
   }
 }

@@ -47,7 +47,10 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
         title: API_TITLE,
         version: PACKAGE_VERSION,
         description:
-          'Companies, teams, holidays, communications and subscription billing. Get a token with POST /oauth/token (client credentials), then send `Authorization: Bearer <token>`. A path called with a method it does not have answers `405` (`code: "method_not_allowed"`) with `Allow` listing its methods; an unknown path answers `404`.',
+          'Companies, teams, holidays, communications and subscription billing. Get a token with POST ' +
+          '/oauth/token (client credentials), then send `Authorization: Bearer <token>`. A path called with a ' +
+          'method it does not have answers `405` (`code: "method_not_allowed"`) with `Allow` listing its ' +
+          'methods; an unknown path answers `404`.',
         contact: { name: 'Company Admin API maintainers' },
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
@@ -90,7 +93,8 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
           oauth2: {
             type: 'oauth2',
             description:
-              "A token from POST /oauth/token for your client's id and secret (client credentials): a company's client sees only its company, a platform client every company",
+              "A token from POST /oauth/token for your client's id and secret (client credentials): a company's " +
+              'client sees only its company, a platform client every company',
             flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
           },
           chargebeeBasic: {

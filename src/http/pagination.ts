@@ -16,7 +16,9 @@ export const PageFields = {
     Type.Integer({
       minimum: 1,
       maximum: MAX_LIMIT,
-      description: `At most this many items (1 to ${MAX_LIMIT}); when more remain, the Link header names the next page. Without it, the whole list.`,
+      description:
+        `At most this many items (1 to ${MAX_LIMIT}); when more remain, the Link header names the next page. ` +
+        `Without it, the whole list.`,
     }),
   ),
   cursor: Type.Optional(
@@ -24,7 +26,8 @@ export const PageFields = {
       minLength: 1,
       maxLength: 2048,
       description:
-        'The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list).',
+        'The next page, as the Link header of the previous page gave it (opaque; only with limit, the same ' +
+        'filters and the same list).',
     }),
   ),
 }
@@ -38,7 +41,9 @@ export const pageFieldsWithDefault = (defaultLimit: number) => ({
     Type.Integer({
       minimum: 1,
       maximum: MAX_LIMIT,
-      description: `At most this many items (1 to ${MAX_LIMIT}, default ${defaultLimit}); when more remain, the Link header names the next page.`,
+      description:
+        `At most this many items (1 to ${MAX_LIMIT}, default ${defaultLimit}); when more remain, the Link header ` +
+        `names the next page.`,
     }),
   ),
   cursor: Type.Optional(
@@ -46,7 +51,8 @@ export const pageFieldsWithDefault = (defaultLimit: number) => ({
       minLength: 1,
       maxLength: 2048,
       description:
-        'The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list).',
+        'The next page, as the Link header of the previous page gave it (opaque; only with the same filters and ' +
+        'the same list).',
     }),
   ),
 })
@@ -55,9 +61,11 @@ const LINK_HEADER = {
   link: {
     type: 'string',
     description:
-      'With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query).',
+      'With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set ' +
+      'to the next page. The URL is relative to the service (path and query).',
     examples: [
-      '</api/v1/companies/9b1f2c1e-4f7a-4c55-9a51-0f3c2d1e8a77/contracts?limit=50&cursor=WyJhIiwxLFsiUm9zc2kiXV0>; rel="next"',
+      '</api/v1/companies/9b1f2c1e-4f7a-4c55-9a51-0f3c2d1e8a77/contracts?limit=50&cursor=WyJhIiwxLFsiUm9zc2kiXV0>; ' +
+        'rel="next"',
     ],
   },
 }

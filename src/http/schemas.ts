@@ -23,7 +23,8 @@ export const ErrorBody = Type.Object(
         {
           maxItems: 100,
           description:
-            'On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with',
+            'On a validation error that names fields, or a 403 forbidden naming fields the token may not change: ' +
+            'every problem at once (at most 100); the first is the one `errors` starts with',
         },
       ),
     ),

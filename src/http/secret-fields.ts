@@ -11,7 +11,9 @@ const SECRET_KEYWORD = 'x-secret'
 export const SecretString = (description: string) =>
   Type.Union([Type.String(), Type.Null()], {
     [SECRET_KEYWORD]: true,
-    description: `${description}. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an Idempotency-Key replay (Idempotent-Replayed: true)`,
+    description:
+      `${description}. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an ` +
+      `Idempotency-Key replay (Idempotent-Replayed: true)`,
   })
 
 type Schema = Record<string, any>

@@ -13,14 +13,16 @@ const Price = Type.Number({
   minimum: 0,
   maximum: 1_000_000,
   description:
-    "Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3)",
+    "Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO " +
+    '4217: EUR 2, JPY 0, KWD 3)',
 })
 /** A price's currency: set when the price is made, never changed after. */
 const ISO_4217 = '^[A-Z]{3}$'
 const CurrencyCode = Type.String({
   pattern: ISO_4217,
   description:
-    "ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards.",
+    "ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by " +
+    'default. It never changes afterwards.',
 })
 const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
 const Feature = Code(100, 'An area name of the scope list, such as "stamping"')
@@ -126,13 +128,15 @@ export const Coupon = Type.Object(
       exclusiveMinimum: 0,
       maximum: 1_000_000,
       description:
-        "Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at most the currency's decimals)",
+        'Percent (10 = 10 %, at most 100, at most 2 decimals) or an amount in major units of currency_code (at ' +
+        "most the currency's decimals)",
     }),
     currency_code: Nullable(
       Type.String({
         pattern: ISO_4217,
         description:
-          "ISO 4217 code of a fixed_amount's currency, null for a percentage. In a request: fixed_amount only, the CURRENCY_CODE setting by default.",
+          "ISO 4217 code of a fixed_amount's currency, null for a percentage. In a request: fixed_amount only, " +
+          'the CURRENCY_CODE setting by default.',
       }),
     ),
     valid_till: Nullable(Day('Last day the coupon applies, or null')),
@@ -144,7 +148,8 @@ export const Coupon = Type.Object(
     duration_type: Type.Union([Type.Literal('one_time'), Type.Literal('forever'), Type.Literal('limited_period')], {
       description:
         "Which billing periods it discounts (Chargebee's duration_type): one_time the first period it discounts only, " +
-        'forever every period while held, limited_period the periods starting within duration_month months of the first one it discounts',
+        'forever every period while held, limited_period the periods starting within duration_month months of ' +
+        'the first one it discounts',
     }),
     duration_month: Nullable(
       Type.Integer({
@@ -155,7 +160,8 @@ export const Coupon = Type.Object(
     ),
     apply_on: Type.Union([Type.Literal('invoice_amount'), Type.Literal('each_specified_item')], {
       description:
-        'invoice_amount: off the sub-total; each_specified_item: off each line of a plan in plan_ids or an addon in addon_ids',
+        'invoice_amount: off the sub-total; each_specified_item: off each line of a plan in plan_ids or an addon ' +
+        'in addon_ids',
     }),
     plan_ids: Type.Array(Sku, {
       maxItems: 100,

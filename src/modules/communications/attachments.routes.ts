@@ -65,7 +65,10 @@ export async function attachmentsRoutes(
         operationId: 'uploadCommunicationAttachment',
         tags,
         summary: 'Upload an attachment (multipart/form-data, one part named file)',
-        description: `At most ${maxBytes} bytes (413 above); allowed types: ${ALLOWED_TYPES.join(', ')} (415 otherwise, or when the content is not of the declared type). Answers 201 with the attachment and Location; a communication then names it in attachments by id.`,
+        description:
+          `At most ${maxBytes} bytes (413 above); allowed types: ${ALLOWED_TYPES.join(', ')} (415 otherwise, or ` +
+          `when the content is not of the declared type). Answers 201 with the attachment and Location; a ` +
+          `communication then names it in attachments by id.`,
         params: Type.Object({ company_id: Uuid() }),
         body: UploadBody as never,
         response: {
@@ -130,7 +133,8 @@ export async function attachmentsRoutes(
         .header('content-length', String(file.size))
         .header(
           'content-disposition',
-          `attachment; filename="${file.name.replace(/[^\x20-\x7e]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+          `attachment; filename="${file.name.replace(/[^\x20-\x7e]/g, '_')}"; ` +
+            `filename*=UTF-8''${encodeURIComponent(file.name)}`,
         )
         .header('x-content-type-options', 'nosniff')
         .send(file.content)

@@ -46,7 +46,8 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
         response: { 202: Accepted },
         summary: 'Create a communication (21)',
         description:
-          'status defaults to scheduled (draft keeps it unsent). A scheduled communication whose send_at is past is delivered at once. Location names the new communication.',
+          'status defaults to scheduled (draft keeps it unsent). A scheduled communication whose send_at is past ' +
+          'is delivered at once. Location names the new communication.',
       },
     },
     async (request, reply) => {
@@ -68,7 +69,8 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
         response: { 200: listResponse(Type.Array(Communication)) },
         summary: 'List communications (22), newest send_at first',
         description:
-          "Newest send_at first, ties newest id first. Filters: `year` (of send_at on the company's calendar), `status`. Pages with `limit` and `cursor`; without `limit`, the whole list.",
+          "Newest send_at first, ties newest id first. Filters: `year` (of send_at on the company's calendar), " +
+          '`status`. Pages with `limit` and `cursor`; without `limit`, the whole list.',
       },
     },
     async (request, reply) => {
@@ -89,7 +91,9 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
         response: { 202: Accepted },
         summary: 'Change a communication (27)',
         description:
-          'A field left out keeps its value. Once an occurrence has been delivered, only status discontinued is accepted (409 otherwise); submitted and discontinued communications are final (409). A body that changes nothing is accepted.',
+          'A field left out keeps its value. Once an occurrence has been delivered, only status discontinued is ' +
+          'accepted (409 otherwise); submitted and discontinued communications are final (409). A body that ' +
+          'changes nothing is accepted.',
       },
     },
     async (request, reply) => {
@@ -125,7 +129,8 @@ export async function communicationsRoutes(app: App, options: CommunicationsRout
         response: { 200: listResponse(Type.Array(ReportRow)) },
         summary: 'Report of a communication (29): one row per delivered occurrence, oldest first',
         description:
-          'One row per delivered occurrence, oldest send_at first. Pages with `limit` and `cursor`; without `limit`, every occurrence.',
+          'One row per delivered occurrence, oldest send_at first. Pages with `limit` and `cursor`; without ' +
+          '`limit`, every occurrence.',
       },
     },
     async (request, reply) => {

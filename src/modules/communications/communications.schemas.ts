@@ -12,7 +12,9 @@ const Status = Type.Union(
   ],
   {
     description:
-      'draft (kept, never sent), scheduled (first occurrence to come), active (recurrent: some occurrences delivered, more to come), submitted (every occurrence delivered), discontinued (stopped). A client writes draft, scheduled or discontinued; the server moves it to active and submitted.',
+      'draft (kept, never sent), scheduled (first occurrence to come), active (recurrent: some occurrences ' +
+      'delivered, more to come), submitted (every occurrence delivered), discontinued (stopped). A client writes ' +
+      'draft, scheduled or discontinued; the server moves it to active and submitted.',
   },
 )
 const Recurrent = Type.Union(
@@ -33,7 +35,9 @@ const ActionRequired = Type.Union([Type.Literal('none'), Type.Literal('acknowled
 const SendAt = Type.String({
   format: 'date-time',
   description:
-    "ISO 8601 date-time with an offset; answered in UTC. A client writes one from one year before now to before 2200-01-01 on the company's calendar (400 otherwise). Occurrences already past when the communication is scheduled collapse into the most recent one.",
+    'ISO 8601 date-time with an offset; answered in UTC. A client writes one from one year before now to before ' +
+    "2200-01-01 on the company's calendar (400 otherwise). Occurrences already past when the communication is " +
+    'scheduled collapse into the most recent one.',
 })
 
 export const AttachmentRef = Type.Object(

@@ -30,7 +30,9 @@ export async function messagesRoutes(app: App, { service }: { service: MessagesS
         querystring: MessagesQuery,
         summary: 'Messages of one occurrence (32), a page at a time',
         description:
-          'send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default 20); or, as every list, `limit` and `cursor` (never both ways at once: 400), the Link header naming the next page. Ordered by contract id.',
+          'send_at names the occurrence (as in the report). page from 1 (default 1), page_size 1 to 100 (default ' +
+          '20); or, as every list, `limit` and `cursor` (never both ways at once: 400), the Link header naming ' +
+          'the next page. Ordered by contract id.',
         response: { 200: listResponse(MessagesPage) },
       },
     },
@@ -59,7 +61,8 @@ export async function messagesRoutes(app: App, { service }: { service: MessagesS
         response: { 200: listResponse(InboxPage) },
         summary: "A contract's inbox: the messages delivered to it, newest first",
         description:
-          'Newest send_at first, then id. page/page_size (default 1 and 20, at most 100) or `limit` and `cursor` (never both: 400), the Link header naming the next page.',
+          'Newest send_at first, then id. page/page_size (default 1 and 20, at most 100) or `limit` and `cursor` ' +
+          '(never both: 400), the Link header naming the next page.',
       },
     },
     async (request, reply) => {
@@ -104,7 +107,8 @@ export async function messagesRoutes(app: App, { service }: { service: MessagesS
         response: { 202: Accepted },
         summary: 'Record the acknowledgement a message asks for (the first time only)',
         description:
-          'Only for a communication whose action_required is acknowledge (409 otherwise). Also records the opening if none was.',
+          'Only for a communication whose action_required is acknowledge (409 otherwise). Also records the ' +
+          'opening if none was.',
       },
     },
     async (request, reply) => {

@@ -33,7 +33,8 @@ export const InboxMessage = Type.Object(
 )
 export type InboxMessage = Static<typeof InboxMessage>
 
-// No `default` keywords: validation would fill them in, and page/page_size sent could not be told from left out (limit/cursor refuse them).
+// No `default` keywords: validation would fill them in, and page/page_size sent could not be told from left out
+// (limit/cursor refuse them).
 const Page = Type.Integer({
   minimum: 1,
   maximum: 1_000_000,

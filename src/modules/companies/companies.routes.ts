@@ -84,7 +84,9 @@ export async function companiesRoutes(
         tags,
         summary: 'List companies (platform)',
         description:
-          'Every company, by name then id, for a platform client only (a company token: 403). Filters: `q` (name contains, case-insensitive), `disabled`, `subscription_status`. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+          'Every company, by name then id, for a platform client only (a company token: 403). Filters: `q` (name ' +
+          'contains, case-insensitive), `disabled`, `subscription_status`. Pages with `limit` and `cursor`; ' +
+          'without `limit`, the whole list.',
         querystring: CompaniesQuery,
         response: { 200: listResponse(Type.Array(Company)) },
       },
@@ -104,7 +106,18 @@ export async function companiesRoutes(
         tags,
         summary: "Change a company's fields (JSON merge patch)",
         description:
-          "A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's writable fields, with `write:company` (a company token on its own company, or a platform client). A field left out keeps its value; null clears an optional field (null on name, country, timezone or preferences is a 400); location_info and preferences merge member by member. Values are checked as creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the route that changes each. country, vat_number and vat_number_status decide whether the company is reverse-charged: only a platform client changes them (a company token sending another value than the company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). A vat_number must have the shape of a number of the company's country (400 naming `body/vat_number` otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status not_validated unless its status is sent with it; null clears both. Recorded in the company's change_log. 202, no body.",
+          "A JSON merge patch (RFC 7396; `application/merge-patch+json` or `application/json`) of the Company's " +
+          'writable fields, with `write:company` (a company token on its own company, or a platform client). A ' +
+          'field left out keeps its value; null clears an optional field (null on name, country, timezone or ' +
+          'preferences is a 400); location_info and preferences merge member by member. Values are checked as ' +
+          'creation checks them. `disabled` and the subscription fields are not writable here: a 400 names the ' +
+          'route that changes each. country, vat_number and vat_number_status decide whether the company is ' +
+          'reverse-charged: only a platform client changes them (a company token sending another value than the ' +
+          'company has gets 403 `forbidden`, its `details` naming each such field; the same value is accepted). ' +
+          "A vat_number must have the shape of a number of the company's country (400 naming `body/vat_number` " +
+          'otherwise, also when only the country changes); a changed vat_number starts over at vat_number_status ' +
+          "not_validated unless its status is sent with it; null clears both. Recorded in the company's " +
+          'change_log. 202, no body.',
         params: CompanyParams,
         body: CompanyPatch,
         response: {
@@ -112,7 +125,8 @@ export async function companiesRoutes(
           403: {
             ...ErrorBody,
             description:
-              'The token lacks write:company, its company is disabled, or a company token would change country, vat_number or vat_number_status (code forbidden, `details` naming each field)',
+              'The token lacks write:company, its company is disabled, or a company token would change country, ' +
+              'vat_number or vat_number_status (code forbidden, `details` naming each field)',
           },
         },
       },
@@ -157,7 +171,8 @@ export async function companiesRoutes(
         tags,
         summary: 'Disable a company (33); no body',
         description:
-          'Disables the company: its tokens then get 403 until it is enabled again. Takes no body: any body, `{}` included, is a 400 and changes nothing.',
+          'Disables the company: its tokens then get 403 until it is enabled again. Takes no body: any body, ' +
+          '`{}` included, is a 400 and changes nothing.',
         params: CompanyParams,
         response: { 202: Accepted },
       },
@@ -197,7 +212,8 @@ export async function companiesRoutes(
         tags,
         summary: "The company's authorized scopes (25)",
         description:
-          "The areas the company may grant its clients: the base areas and its plan's features, in a fixed order of areas. Pages with `limit` and `cursor`; without `limit`, the whole list.",
+          "The areas the company may grant its clients: the base areas and its plan's features, in a fixed order " +
+          'of areas. Pages with `limit` and `cursor`; without `limit`, the whole list.',
         params: CompanyParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Scope)) },
@@ -241,7 +257,8 @@ export async function companiesRoutes(
         tags,
         summary: 'List subsidiaries',
         description:
-          "The company's subsidiaries, by name then id. Pages with `limit` and `cursor`; without `limit`, the whole list.",
+          "The company's subsidiaries, by name then id. Pages with `limit` and `cursor`; without `limit`, the " +
+          'whole list.',
         params: CompanyParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Subsidiary)) },
@@ -301,7 +318,9 @@ export async function companiesRoutes(
         tags: contractTags,
         summary: 'List contracts',
         description:
-          'The company\'s contracts, by last name, first name, then id. Filters: `active`, `subsidiary_id`, `team_id` (members of that team), `q` (first name, last name, "first last" or email contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.',
+          "The company's contracts, by last name, first name, then id. Filters: `active`, `subsidiary_id`, " +
+          '`team_id` (members of that team), `q` (first name, last name, "first last" or email contains, ' +
+          'case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.',
         params: CompanyParams,
         querystring: ContractsQuery,
         response: { 200: listResponse(Type.Array(Contract)) },

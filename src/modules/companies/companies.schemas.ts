@@ -17,7 +17,8 @@ const Preferences = Type.Object(
 const vatNumberStatus = (description: string) =>
   Type.Union([Type.Literal('valid'), Type.Literal('invalid'), Type.Literal('not_validated')], { description })
 export const VatNumberStatus = vatNumberStatus(
-  "Set by a platform client once it has checked the number (VIES, or the country's register): reverse charge applies only while valid. A new or changed vat_number starts not_validated; null without a vat_number",
+  "Set by a platform client once it has checked the number (VIES, or the country's register): reverse charge " +
+    'applies only while valid. A new or changed vat_number starts not_validated; null without a vat_number',
 )
 
 /** The Company of the spec; its subscription_* fields mirror the current subscription. */
@@ -35,7 +36,9 @@ export const Company = Type.Object(
     vat_number: Nullable(
       Type.String({
         description:
-          "VAT identification number with its country prefix (DE123456789), as stored: without spaces, dots or hyphens, upper case. With it and vat_number_status valid, a company in another country than the seller's is reverse-charged",
+          'VAT identification number with its country prefix (DE123456789), as stored: without spaces, dots or ' +
+          'hyphens, upper case. With it and vat_number_status valid, a company in another country than the ' +
+          "seller's is reverse-charged",
       }),
     ),
     vat_number_status: Nullable(VatNumberStatus),
@@ -77,7 +80,8 @@ export const CompanyInput = Type.Object(
     country: Type.String({
       pattern: '^[A-Z]{2}$',
       description:
-        'ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value it has (403 otherwise)',
+        'ISO 3166-1 alpha-2, such as IT. Set by a platform client: a company token may only send back the value ' +
+        'it has (403 otherwise)',
     }),
     phone: OptionalText(50),
     vat: OptionalText(50),
@@ -86,14 +90,20 @@ export const CompanyInput = Type.Object(
         Type.String({
           maxLength: 30,
           description:
-            "VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB… or XI…). Spaces, dots and hyphens are dropped, then it must have the shape of a number of the company's country (the EU's VIES formats, CH, NO and GB; elsewhere the country code and 2 to 13 letters or digits), no checksum and no VIES call (400 otherwise). Set by a platform client: a company token may only send back the value it has (403 otherwise). Null for a consumer",
+            'VAT identification number with its country prefix (DE123456789, EL… for Greece, CHE…, GB… or XI…). ' +
+            "Spaces, dots and hyphens are dropped, then it must have the shape of a number of the company's " +
+            "country (the EU's VIES formats, CH, NO and GB; elsewhere the country code and 2 to 13 letters or " +
+            'digits), no checksum and no VIES call (400 otherwise). Set by a platform client: a company token ' +
+            'may only send back the value it has (403 otherwise). Null for a consumer',
         }),
       ),
     ),
     vat_number_status: Type.Optional(
       Nullable(
         vatNumberStatus(
-          'Only with a vat_number (400 otherwise), null only without one (a company read and sent back); default not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set by a platform client: a company token may only send back the value it has (403 otherwise)',
+          'Only with a vat_number (400 otherwise), null only without one (a company read and sent back); default ' +
+            'not_validated, and a changed vat_number starts over at not_validated unless this is sent with it. Set ' +
+            'by a platform client: a company token may only send back the value it has (403 otherwise)',
         ),
       ),
     ),
@@ -187,7 +197,9 @@ export const ContractInput = Type.Object(
       Type.Array(Uuid(), {
         maxItems: 1000,
         description:
-          'Read-only: sent back as read (in any order) it is ignored; any other value is a 400 (a new contract is in no team). Memberships change through the team routes: create a team with team_leader_ids, upgrade_contract, downgrade_contract, add_contract, remove_contract.',
+          'Read-only: sent back as read (in any order) it is ignored; any other value is a 400 (a new contract ' +
+          'is in no team). Memberships change through the team routes: create a team with team_leader_ids, ' +
+          'upgrade_contract, downgrade_contract, add_contract, remove_contract.',
       }),
     ),
     active: Type.Optional(Type.Boolean({ default: true })),

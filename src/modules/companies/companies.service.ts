@@ -372,7 +372,9 @@ function refuseTaxChanges(patch: CompanyPatchBody, current: TaxIdentity) {
   if (changed.length === 0) return
   const details: ErrorDetail[] = changed.map((key) => ({
     field: `body/${key}`,
-    message: `body/${key} is set by a platform client only: a company token may send back the value the company has, ${JSON.stringify(current[key as keyof TaxIdentity])}`,
+    message:
+      `body/${key} is set by a platform client only: a company token may send back the value the company has, ` +
+      `${JSON.stringify(current[key as keyof TaxIdentity])}`,
   }))
   throw new Forbidden(details.map((d) => d.message).join('; '), details)
 }

@@ -99,7 +99,10 @@ export const CompanyPatch = Type.Object(
     additionalProperties: false,
     title: 'CompanyPatch',
     description:
-      'A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional field, an object (location_info, preferences) is merged member by member (a null member removes it). country, vat_number and vat_number_status change only with a platform token (a company token may send back the values it has).',
+      'A JSON merge patch (RFC 7396) of the Company: a field left out keeps its value, null clears an optional ' +
+      'field, an object (location_info, preferences) is merged member by member (a null member removes it). ' +
+      'country, vat_number and vat_number_status change only with a platform token (a company token may send ' +
+      'back the values it has).',
     examples: [
       {
         name: 'Acme Italia S.r.l.',

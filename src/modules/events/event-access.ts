@@ -31,7 +31,9 @@ export function readableResources(scopes: ReadonlySet<string>): string[] {
   return EVENT_RESOURCES.filter((resource) => scopes.has(`read:${areaOf(resource)}`))
 }
 
-/** What a principal may read of the event log: every resource for a platform token (undefined), else its readable ones. */
+/**
+ * What a principal may read of the event log: every resource for a platform token (undefined), else its readable ones.
+ */
 export function resourcesReadableBy(principal: Principal | null): string[] | undefined {
   return principal && principal.companyId !== null ? readableResources(principal.scopes) : undefined
 }

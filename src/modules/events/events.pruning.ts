@@ -5,7 +5,10 @@ import type { EventsRepository } from './events.repository.ts'
 
 export const PRUNE_JOB = 'events.prune'
 const EVERY_MS = 3_600_000
-/** Events one run deletes at most (with their deliveries and attempts), and rows of each other kind it keeps; more left: another run a minute later. */
+/**
+ * Events one run deletes at most (with their deliveries and attempts), and rows of each other kind it keeps; more left:
+ * another run a minute later.
+ */
 const BATCH = 20_000
 
 /** Deletes up to `batch` rows dated before `cutoff` in the job's transaction; answers how many. */

@@ -46,7 +46,10 @@ export function createEventsRepository(db: Kysely<DB>) {
       return query.executeTakeFirst()
     },
 
-    /** Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with them); answers how many. */
+    /**
+     * Deletes up to `batch` events created before `cutoff` (their deliveries and attempts go with them); answers how
+     * many.
+     */
     async prune(executor: Executor, cutoff: Date, batch: number): Promise<number> {
       const result =
         await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(

@@ -15,7 +15,9 @@ import { resourcesReadableBy } from './event-access.ts'
 import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const ORDER =
-  'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 (default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are kept EVENTS_RETENTION_DAYS (30 by default).'
+  'Newest first. `type` is an event type or `<resource>.*`; `created_after` an ISO 8601 time; `limit` 1–500 ' +
+  '(default 100), and a `Link: <...>; rel="next"` header when more remain; `cursor` from that header. Events are ' +
+  'kept EVENTS_RETENTION_DAYS (30 by default).'
 
 /** The event log. */
 export async function eventsRoutes(app: App, { service }: { service: EventsService }) {
@@ -52,7 +54,11 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
         operationId: 'listCompanyEvents',
         tags,
         summary: "List a company's events",
-        description: `The company's events; \`read:company\` (a company token on its own company, or a platform token). A company token sees the events of the areas it may read: contract events need \`read:contract\` too, team events \`read:team\`, holiday events \`read:holiday\`, communication events \`read:company_communication\`, message events \`read:company_communication_message\`. ${ORDER}`,
+        description:
+          `The company's events; \`read:company\` (a company token on its own company, or a platform token). A ` +
+          `company token sees the events of the areas it may read: contract events need \`read:contract\` too, ` +
+          `team events \`read:team\`, holiday events \`read:holiday\`, communication events ` +
+          `\`read:company_communication\`, message events \`read:company_communication_message\`. ${ORDER}`,
         params: CompanyParams,
         querystring: CompanyEventsQuery,
         response: { 200: listResponse(Type.Array(Event)) },
@@ -94,7 +100,8 @@ export async function eventsRoutes(app: App, { service }: { service: EventsServi
         tags,
         summary: "Get one of a company's events",
         description:
-          "The company's event, while it is kept; `read:company`, and the read scope of the event's area as in the list. Another company's event, or one of an area the token may not read: 404.",
+          "The company's event, while it is kept; `read:company`, and the read scope of the event's area as in " +
+          "the list. Another company's event, or one of an area the token may not read: 404.",
         params: CompanyEventParams,
         response: { 200: Event },
       },

@@ -44,7 +44,11 @@ export const Event = Type.Object(
       {
         object: Type.Unknown({
           description:
-            "The resource after the change (before it, for a deletion), in the shape, fields and units its own GET answers: `company.*` a Company, `subsidiary.*` a Subsidiary, `contract.*` a Contract, `team.*` a Team, `team.member_*` a TeamMember, `holiday.*` a Holiday, `communication.*` a Communication, `message.*` a CommunicationMessage, `subscription.*` the `subscription` of GET .../details, `invoice.*` an Invoice, `credit_note.*` a CreditNote; `ping`: the endpoint's id and a message",
+            'The resource after the change (before it, for a deletion), in the shape, fields and units its own ' +
+            'GET answers: `company.*` a Company, `subsidiary.*` a Subsidiary, `contract.*` a Contract, `team.*` ' +
+            'a Team, `team.member_*` a TeamMember, `holiday.*` a Holiday, `communication.*` a Communication, ' +
+            '`message.*` a CommunicationMessage, `subscription.*` the `subscription` of GET .../details, ' +
+            "`invoice.*` an Invoice, `credit_note.*` a CreditNote; `ping`: the endpoint's id and a message",
         }),
         previous_attributes: Type.Optional(
           Type.Record(Type.String(), Type.Unknown(), {

@@ -8,7 +8,10 @@ import type { Page, Paged } from '../../core/paging.ts'
 /** The event log, newest first (docs/webhooks.md). */
 export function createEventsService(deps: { repo: EventsRepository; presenter: EventPresenter }) {
   return {
-    /** One event; of the company when one is given (another company's is not found), of the readable resources when they are given. */
+    /**
+     * One event; of the company when one is given (another company's is not found), of the readable resources when they
+     * are given.
+     */
     async get(id: string, companyId?: string, resources?: readonly string[]): Promise<Event> {
       const row = await deps.repo.find(id, companyId, resources)
       if (!row) throw new NotFound('Event')
@@ -21,7 +24,8 @@ export function createEventsService(deps: { repo: EventsRepository; presenter: E
       if (query.type !== undefined) {
         if (!isEventTypePattern(query.type))
           throw new ValidationError(
-            'querystring/type must be an event type (company.created, ...) or a resource and .* (subscription.*); see the Event shape for every type',
+            'querystring/type must be an event type (company.created, ...) or a resource and .* ' +
+              '(subscription.*); see the Event shape for every type',
           )
         type = query.type.endsWith('.*') ? { prefix: query.type.slice(0, -1) } : { exact: query.type }
       }

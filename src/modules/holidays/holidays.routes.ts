@@ -21,7 +21,9 @@ const DEFINED_KEY = ['day', 'text', 'uuid'] as const
 const BASE = '/api/v1/companies'
 
 const WRITE_RULES =
-  '`day` and `recurrent_until` must be real days (YYYY-MM-DD); `recurrent_until` only with `recurrent` "yearly" and not before `day`; `subsidiary_id` (null: company-wide) must be a subsidiary of the company. All 400 otherwise.'
+  '`day` and `recurrent_until` must be real days (YYYY-MM-DD); `recurrent_until` only with `recurrent` "yearly" ' +
+  'and not before `day`; `subsidiary_id` (null: company-wide) must be a subsidiary of the company. All 400 ' +
+  'otherwise.'
 
 /** Holidays: the company's and its subsidiaries' definitions (26, 31, writes) and a year's calendar (30). */
 export async function holidaysRoutes(
@@ -63,7 +65,9 @@ export async function holidaysRoutes(
         operationId: 'listCompanyHolidays',
         tags,
         summary: 'The company-wide holidays as defined (26)',
-        description: `Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day, then name, then id. ${PAGING}`,
+        description:
+          `Holidays with no subsidiary, as defined (a yearly one appears once, on its first day), sorted by day, ` +
+          `then name, then id. ${PAGING}`,
         params: CompanyParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Holiday)) },
@@ -99,7 +103,9 @@ export async function holidaysRoutes(
         operationId: 'updateHoliday',
         tags,
         summary: 'Replace a holiday',
-        description: `A field left out takes its default: is_worker_holiday true, recurrent "none", recurrent_until and subsidiary_id null. ${WRITE_RULES}`,
+        description:
+          `A field left out takes its default: is_worker_holiday true, recurrent "none", recurrent_until and ` +
+          `subsidiary_id null. ${WRITE_RULES}`,
         params: HolidayParams,
         body: HolidayInput,
         response: { 202: Accepted },
@@ -164,7 +170,13 @@ export async function holidaysRoutes(
         tags,
         summary: 'Every holiday date of a year (30)',
         description:
-          "One entry per date on which a holiday falls in `year` (default: the current year in the company's time zone): the company's and its subsidiaries' holidays, yearly ones expanded up to `recurrent_until` (one on 29 February only in leap years), and the public holidays (type \"public\" of the date-holidays data) of the company's country, narrowed to its `province` where the data knows it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). Sorted by day, then company, subsidiary, public, then name, then id. Pages with `limit` and `cursor` over that merged, sorted year; without `limit`, the whole year.",
+          "One entry per date on which a holiday falls in `year` (default: the current year in the company's " +
+          "time zone): the company's and its subsidiaries' holidays, yearly ones expanded up to " +
+          '`recurrent_until` (one on 29 February only in leap years), and the public holidays (type "public" ' +
+          "of the date-holidays data) of the company's country, narrowed to its `province` where the data knows " +
+          'it as a state or region. `source` says which; `id` is the defining holiday (null for a public one). ' +
+          'Sorted by day, then company, subsidiary, public, then name, then id. Pages with `limit` and `cursor` ' +
+          'over that merged, sorted year; without `limit`, the whole year.',
         params: CompanyParams,
         querystring: AllHolidaysQuery,
         response: { 200: listResponse(Type.Array(DatedHoliday)) },

@@ -25,9 +25,11 @@ export async function hostedApiRoutes(
   const tags = ['Subscription']
   const access = { access: { area: 'company', mode: 'write' }, billingProvider: true } as const
   const scope =
-    'Needs write:company (it opens a session that changes the subscription); a company token only for its own company (404 otherwise); none for a disabled company (403, also to the platform).'
+    'Needs write:company (it opens a session that changes the subscription); a company token only for its own ' +
+    'company (404 otherwise); none for a disabled company (403, also to the platform).'
   const redirect =
-    'redirect_url must be an absolute https URL (http only on localhost) on an allowed host, without credentials, backslashes or control characters: otherwise 400.'
+    'redirect_url must be an absolute https URL (http only on localhost) on an allowed host, without ' +
+    'credentials, backslashes or control characters: otherwise 400.'
 
   const options = (request: FastifyRequest, redirectUrl: string) => ({
     redirectUrl: checkRedirectUrl(redirectUrl, deps.allowedHosts),
@@ -66,7 +68,10 @@ export async function hostedApiRoutes(
         operationId: 'openSubscriptionManagerPage',
         tags,
         summary: 'A page to choose and confirm a plan (1)',
-        description: `The page lists the product's allowed plans with their prices and the estimate of the change; confirming applies it (as 6) and sends the browser to redirect_url with id and state=succeeded. It works until expires_at (HOSTED_PAGE_TTL_SECONDS) and once. ${redirect} ${scope} ${noStore}`,
+        description:
+          `The page lists the product's allowed plans with their prices and the estimate of the change; confirming ` +
+          `applies it (as 6) and sends the browser to redirect_url with id and state=succeeded. It works until ` +
+          `expires_at (HOSTED_PAGE_TTL_SECONDS) and once. ${redirect} ${scope} ${noStore}`,
         params: CompanyParams,
         querystring: RedirectQuery,
         response: { 200: SubscriptionManagerPage },
@@ -84,7 +89,10 @@ export async function hostedApiRoutes(
         operationId: 'openPortalSession',
         tags,
         summary: 'A self-service portal session for the customer (10)',
-        description: `access_url shows the subscription, its next charge and card, and lets the customer cancel at the end of the term, undo a scheduled cancellation and log out (which sends the browser to redirect_url). Status created → logged_in → logged_out; refused after expires_at. ${redirect} ${scope} ${noStore}`,
+        description:
+          `access_url shows the subscription, its next charge and card, and lets the customer cancel at the end of ` +
+          `the term, undo a scheduled cancellation and log out (which sends the browser to redirect_url). Status ` +
+          `created → logged_in → logged_out; refused after expires_at. ${redirect} ${scope} ${noStore}`,
         params: CustomerParams,
         querystring: RedirectQuery,
         response: { 200: PortalSession },
@@ -103,7 +111,11 @@ export async function hostedApiRoutes(
         operationId: 'openPaymentPage',
         tags,
         summary: "A page to add the customer's card (11)",
-        description: `Test mode: the card number is checked (Luhn) and only brand, last 4 digits and expiry are kept; the page becomes succeeded and sends the browser to redirect_url with id and state. A trial ends active when a usable card is on file. State created → requested → succeeded | cancelled; refused after expires_at. ${redirect} ${scope} ${noStore}`,
+        description:
+          `Test mode: the card number is checked (Luhn) and only brand, last 4 digits and expiry are kept; the ` +
+          `page becomes succeeded and sends the browser to redirect_url with id and state. A trial ends active ` +
+          `when a usable card is on file. State created → requested → succeeded | cancelled; refused after ` +
+          `expires_at. ${redirect} ${scope} ${noStore}`,
         params: CustomerParams,
         querystring: RedirectQuery,
         response: { 200: HostedPage },

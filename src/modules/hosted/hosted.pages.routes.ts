@@ -85,7 +85,10 @@ export async function hostedRoutes(
   /** Forms may post to the redirect origin too: a form's 303 must be allowed. */
   function csp(page: HostedPageRow | null): string {
     const forms = page ? `'self' ${originOf(page.redirect_url)}` : `'self'`
-    return `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${forms}; frame-ancestors 'none'; base-uri 'none'`
+    return (
+      `default-src 'none'; style-src 'self'; img-src 'self'; form-action ${forms}; frame-ancestors 'none'; ` +
+      `base-uri 'none'`
+    )
   }
 
   function sendPage(

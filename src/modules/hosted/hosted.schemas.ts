@@ -8,7 +8,8 @@ export const RedirectQuery = Type.Object({
     minLength: 1,
     maxLength: 2000,
     description:
-      'Where the browser goes when the page is done: an absolute https URL (http only for localhost/127.0.0.1) on a host of REDIRECT_ALLOWED_HOSTS, without credentials; otherwise 400',
+      'Where the browser goes when the page is done: an absolute https URL (http only for localhost/127.0.0.1) ' +
+      'on a host of REDIRECT_ALLOWED_HOSTS, without credentials; otherwise 400',
   }),
 })
 

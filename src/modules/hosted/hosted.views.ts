@@ -22,7 +22,8 @@ type PlanFields = Plan['plan']
 const DASH = '\u2014'
 
 const price = (ctx: ViewContext, plan: PlanFields) =>
-  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
+  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ` +
+  `${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
 
 const leaveForm = (ctx: ViewContext, label: string) =>
   form(`${ctx.base}/leave`, ctx.csrf, html`<button type="submit" class="secondary">${label}</button>`)

@@ -82,7 +82,10 @@ export async function tokenRoutes(
         summary: 'Get an access token (client credentials)',
         consumes: ['application/x-www-form-urlencoded', 'application/json'],
         body: TokenRequest,
-        description: `A token for the client's id and secret (HTTP Basic or the body). After ${WRONG_SECRETS_LIMIT} wrong secrets within a minute for one client_id (an unknown id counts alike), that client_id answers 429 with Retry-After for a minute, whatever the secret, the right one too; tokens issued before keep working.`,
+        description:
+          `A token for the client's id and secret (HTTP Basic or the body). After ${WRONG_SECRETS_LIMIT} wrong ` +
+          `secrets within a minute for one client_id (an unknown id counts alike), that client_id answers 429 with ` +
+          `Retry-After for a minute, whatever the secret, the right one too; tokens issued before keep working.`,
         response: {
           200: TokenResponse,
           400: TokenError,
@@ -90,13 +93,16 @@ export async function tokenRoutes(
           413: { ...ErrorBody, description: `The body is larger than ${limit} bytes` },
           429: {
             ...ErrorBody,
-            description: `${WRONG_SECRETS_LIMIT} wrong secrets for this client_id within a minute (then every request for it, for a minute), or the rate limit of the caller's address; see Retry-After`,
+            description:
+              `${WRONG_SECRETS_LIMIT} wrong secrets for this client_id within a minute (then every request for it, ` +
+              `for a minute), or the rate limit of the caller's address; see Retry-After`,
             headers: { 'Retry-After': RETRY_AFTER_HEADER },
           },
           503: {
             ...ErrorBody,
             description:
-              'The service is overloaded, the database is unavailable, or too many platform client secrets are being checked at once; see Retry-After',
+              'The service is overloaded, the database is unavailable, or too many platform client secrets are ' +
+              'being checked at once; see Retry-After',
             headers: { 'Retry-After': RETRY_AFTER_HEADER },
           },
         },
@@ -177,7 +183,8 @@ export async function clientRoutes(app: App, { service }: { service: OauthServic
         tags,
         summary: "List a company's clients",
         description:
-          "The company's live (not revoked) clients, oldest first, then client_id; secrets are never shown. Pages with `limit` and `cursor`; without `limit`, the whole list.",
+          "The company's live (not revoked) clients, oldest first, then client_id; secrets are never shown. " +
+          'Pages with `limit` and `cursor`; without `limit`, the whole list.',
         params: CompanyParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Client)) },

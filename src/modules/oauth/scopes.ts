@@ -98,7 +98,8 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'read:company':
     'Read the company, its subsidiaries, clients, events, webhook endpoints, subscription, invoices and credit notes',
   'write:company':
-    "Change the company, its subsidiaries, clients, webhook endpoints and subscription; a platform client's also the catalogue and companies",
+    "Change the company, its subsidiaries, clients, webhook endpoints and subscription; a platform client's also " +
+    'the catalogue and companies',
   'read:team': "Read the company's teams, their members and leaders",
   'write:team': 'Create and change teams; add, remove, promote and demote their members',
   'read:contract': "Read the company's contracts (its employees)",

@@ -58,7 +58,9 @@ export async function operationsRoutes(
         tags,
         summary: 'The database answers and every migration is applied',
         description:
-          'For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from SIGTERM on, before it stops accepting connections), when the database does not answer within 2 s (less when DATABASE_STATEMENT_TIMEOUT_MS is shorter), or when a migration is pending. No token.',
+          'For a load balancer: 200 while this instance takes requests; 503 once it is shutting down (from ' +
+          'SIGTERM on, before it stops accepting connections), when the database does not answer within 2 s ' +
+          '(less when DATABASE_STATEMENT_TIMEOUT_MS is shorter), or when a migration is pending. No token.',
         response: { 200: Type.Object({ status: Type.Literal('ready') }, { title: 'Readiness' }) },
       },
     },

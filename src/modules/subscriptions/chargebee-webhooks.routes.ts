@@ -55,7 +55,9 @@ const WebhookAnswer = Type.Object(
       ],
       {
         description:
-          'applied: the subscription, card or ledger changed; unchanged: it already was so; stale: an older state than the one applied; ignored: a type or subscription this service does not follow; duplicate: the event id was received before',
+          'applied: the subscription, card or ledger changed; unchanged: it already was so; stale: an older ' +
+          'state than the one applied; ignored: a type or subscription this service does not follow; duplicate: ' +
+          'the event id was received before',
       },
     ),
   },
@@ -111,7 +113,17 @@ export async function chargebeeWebhooksRoutes(
         security: [{ chargebeeBasic: [] }],
         summary: 'Receive a Chargebee webhook event (HTTP Basic)',
         description:
-          "Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by event id: a repeated event answers 200 and changes nothing. Applies the subscription events (subscription_created, _started, _trial_extended, _changed, _activated, _renewed, _cancelled, _cancellation_scheduled, _scheduled_cancellation_removed, _reactivated, _paused, _resumed, _deleted, the *_with_backdating variants, the pause/resumption/changes scheduling ones) to the subscription and the company's mirror fields; payment_source_* and card_* events record or clear the card (brand, last 4, expiry); invoice_*, credit_note_* and payment_* events copy Chargebee's invoices and credit notes into the ledger (GET .../invoices, .../credit_notes). Each object is applied only when its resource_version is newer than the last applied (else stale). Product Catalog 1.0 payloads (plan_id, addons) are accepted. Other event types (subscription_trial_end_reminder, ...) answer 200 and are ignored, as are subscriptions this service did not make. 400 for a malformed event.",
+          'Authenticated with HTTP Basic (CHARGEBEE_WEBHOOK_USER/PASSWORD), not a bearer token. Idempotent by ' +
+          'event id: a repeated event answers 200 and changes nothing. Applies the subscription events ' +
+          '(subscription_created, _started, _trial_extended, _changed, _activated, _renewed, _cancelled, ' +
+          '_cancellation_scheduled, _scheduled_cancellation_removed, _reactivated, _paused, _resumed, _deleted, ' +
+          'the *_with_backdating variants, the pause/resumption/changes scheduling ones) to the subscription and ' +
+          "the company's mirror fields; payment_source_* and card_* events record or clear the card (brand, last " +
+          "4, expiry); invoice_*, credit_note_* and payment_* events copy Chargebee's invoices and credit notes " +
+          'into the ledger (GET .../invoices, .../credit_notes). Each object is applied only when its ' +
+          'resource_version is newer than the last applied (else stale). Product Catalog 1.0 payloads (plan_id, ' +
+          'addons) are accepted. Other event types (subscription_trial_end_reminder, ...) answer 200 and are ' +
+          'ignored, as are subscriptions this service did not make. 400 for a malformed event.',
         body: ChargebeeEventBody,
         response: { 200: WebhookAnswer, 401: { ...ErrorBody, description: 'Missing or wrong HTTP Basic credentials' } },
       },

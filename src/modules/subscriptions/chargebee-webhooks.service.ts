@@ -66,7 +66,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
   if (type in SUBSCRIPTION_EVENTS || (LEDGER_EVENTS.has(type) && c.subscription !== undefined)) {
     if (!isCbSubscription(c.subscription))
       throw new ValidationError(
-        'body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items (or plan_id)',
+        'body/content/subscription must be a Chargebee subscription with id, customer_id, status and ' +
+          'subscription_items (or plan_id)',
       )
     parts.subscription = c.subscription
   }

@@ -19,7 +19,8 @@ export function cardFromBody(body: PaymentSourceInput): PaymentSource {
   }
   if (body.brand !== undefined || body.last4 !== undefined) {
     throw new ValidationError(
-      `body/${body.brand !== undefined ? 'brand' : 'last4'} comes from body/number: send either the number or brand and last4`,
+      `body/${body.brand !== undefined ? 'brand' : 'last4'} comes from body/number: send either the number or ` +
+        `brand and last4`,
     )
   }
   const digits = body.number.replace(/[\s-]/g, '')

@@ -61,7 +61,8 @@ export function createPricing(deps: {
       }
       if (ctx.current && ctx.current.currency !== plan.currency_code) {
         throw new ValidationError(
-          `${field('subscription_plan')} ${plan.sku} is priced in ${plan.currency_code}, and the subscription bills in ${ctx.current.currency}: a subscription's currency does not change`,
+          `${field('subscription_plan')} ${plan.sku} is priced in ${plan.currency_code}, and the subscription ` +
+            `bills in ${ctx.current.currency}: a subscription's currency does not change`,
         )
       }
       if (new Set(wanted.addonIds).size !== wanted.addonIds.length)
@@ -87,7 +88,8 @@ export function createPricing(deps: {
         throw new ValidationError(`${field('coupon_code')} names an unknown coupon: ${wanted.couponCode}`)
       if (row && row.currency_code !== null && row.currency_code !== plan.currency_code) {
         throw new ValidationError(
-          `${field('coupon_code')} ${row.code} takes off an amount in ${row.currency_code}, and the plan is priced in ${plan.currency_code}`,
+          `${field('coupon_code')} ${row.code} takes off an amount in ${row.currency_code}, and the plan is ` +
+            `priced in ${plan.currency_code}`,
         )
       }
       if (row && row.code !== ctx.current?.coupon) {
@@ -109,7 +111,8 @@ export function createPricing(deps: {
           !addons.some((a) => row.addon_ids.includes(a.id))
         ) {
           throw new ValidationError(
-            `${field('coupon_code')} ${row.code} applies only to plans [${row.plan_ids.join(', ')}] and addons [${row.addon_ids.join(', ')}], none of which is chosen`,
+            `${field('coupon_code')} ${row.code} applies only to plans [${row.plan_ids.join(', ')}] and addons ` +
+              `[${row.addon_ids.join(', ')}], none of which is chosen`,
           )
         }
       }
@@ -142,6 +145,7 @@ export type Pricing = ReturnType<typeof createPricing>
 // unknown item gets here: a 409 saying so, never a 500.
 export function missingFromCatalogue(s: Pick<SubscriptionRow, 'id'>, what: 'plan' | 'product', sku: string): Conflict {
   return new Conflict(
-    `The subscription ${s.id} refers to ${what} ${sku}, which is no longer in the catalogue; a platform client must restore it`,
+    `The subscription ${s.id} refers to ${what} ${sku}, which is no longer in the catalogue; a platform client ` +
+      `must restore it`,
   )
 }

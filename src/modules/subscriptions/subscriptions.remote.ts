@@ -40,7 +40,8 @@ export function createRemoteChanges(deps: {
         return await change(companyId, subscriptionId, resave)
       } catch (again) {
         throw new ProviderError(
-          `The billing provider applied the change, but it could not be saved here (${(err as Error).message}; then ${(again as Error).message}); it arrives by the provider's webhook`,
+          `The billing provider applied the change, but it could not be saved here (${(err as Error).message}; ` +
+            `then ${(again as Error).message}); it arrives by the provider's webhook`,
         )
       }
     }

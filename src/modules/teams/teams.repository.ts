@@ -88,7 +88,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
   )
   const createTeamBatched = writeBatches(
     async (batch: NewTeam[]) => {
-      // jsonb refuses a lone surrogate: made well formed as the driver does for text, so one name cannot fail the batch.
+      // jsonb refuses a lone surrogate: made well formed as the driver does for text, so one name cannot fail the
+      // batch.
       const teams = batch.map((t, n) => ({
         n,
         company_id: t.companyId,

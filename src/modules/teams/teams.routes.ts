@@ -36,7 +36,9 @@ export async function teamsRoutes(
         tags,
         summary: 'Create a team (18)',
         description:
-          '`code` is unique within the company (409). Every `team_leader_ids` entry must be a contract of the company (400) and becomes a member and a leader. `subsidiary_id`, when given, must be a subsidiary of the company (400). Answers 202 with `Location` of the new team.',
+          '`code` is unique within the company (409). Every `team_leader_ids` entry must be a contract of the ' +
+          'company (400) and becomes a member and a leader. `subsidiary_id`, when given, must be a subsidiary of ' +
+          'the company (400). Answers 202 with `Location` of the new team.',
         params: CompanyParams,
         body: TeamInput,
         response: { 202: Accepted },
@@ -57,7 +59,8 @@ export async function teamsRoutes(
         tags,
         summary: "List the company's teams (19), by name",
         description:
-          "The company's teams by name, then code (unique in the company). Filters: `subsidiary_id`, `q` (name or code contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.",
+          "The company's teams by name, then code (unique in the company). Filters: `subsidiary_id`, `q` (name " +
+          'or code contains, case-insensitive). Pages with `limit` and `cursor`; without `limit`, the whole list.',
         params: CompanyParams,
         querystring: TeamsQuery,
         response: { 200: listResponse(Type.Array(Team)) },
@@ -90,7 +93,8 @@ export async function teamsRoutes(
         tags,
         summary: 'Add a contract to several teams (35)',
         description:
-          "The contract joins every listed team, all or nothing. A team or contract that is not the company's: 404. A team the contract is already a member of is left unchanged (idempotent).",
+          "The contract joins every listed team, all or nothing. A team or contract that is not the company's: " +
+          '404. A team the contract is already a member of is left unchanged (idempotent).',
         params: CompanyParams,
         body: AddContractInput,
         response: { 202: Accepted },
@@ -120,7 +124,9 @@ export async function teamsRoutes(
         tags,
         summary: 'Replace a team (24)',
         description:
-          'Replaces name, code and subsidiary_id (left out: none). `team_leader_ids`, when sent, replaces the leader set: new leaders become members, former leaders stay members; left out, the leaders are unchanged. Same checks as the creation.',
+          'Replaces name, code and subsidiary_id (left out: none). `team_leader_ids`, when sent, replaces the ' +
+          'leader set: new leaders become members, former leaders stay members; left out, the leaders are ' +
+          'unchanged. Same checks as the creation.',
         params: TeamParams,
         body: TeamInput,
         response: { 202: Accepted },
@@ -171,7 +177,9 @@ export async function teamsRoutes(
           operationId: move.operationId,
           tags,
           summary: move.summary,
-          description: `${move.description} The contract and the team must be the company's (404 otherwise); team_id in the body, when sent, must equal the path's (400).`,
+          description:
+            `${move.description} The contract and the team must be the company's (404 otherwise); team_id in the ` +
+            `body, when sent, must equal the path's (400).`,
           params: TeamParams,
           body: ContractTeamParams,
           response: { 202: Accepted },
@@ -193,7 +201,8 @@ export async function teamsRoutes(
         tags,
         summary: "The team's members, each with is_leader",
         description:
-          'The members as contracts, by last name, first name, then id. Pages with `limit` and `cursor`; without `limit`, the whole list.',
+          'The members as contracts, by last name, first name, then id. Pages with `limit` and `cursor`; without ' +
+          '`limit`, the whole list.',
         params: TeamParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(TeamMember)) },

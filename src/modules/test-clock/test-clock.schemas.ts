@@ -37,7 +37,8 @@ export const TestClockAdvance = Type.Object(
     to: Type.String({
       format: 'date-time',
       description:
-        'The business time to reach: an ISO 8601 date-time with its offset (Z or ±hh:mm), not before the business time now, at most 10 years after it',
+        'The business time to reach: an ISO 8601 date-time with its offset (Z or ±hh:mm), not before the ' +
+        'business time now, at most 10 years after it',
     }),
   },
   { additionalProperties: false, title: 'TestClockAdvance', examples: [{ to: '2027-06-01T00:00:00Z' }] },

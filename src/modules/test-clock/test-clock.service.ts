@@ -4,11 +4,15 @@ import type { Scheduler } from '../../jobs/scheduler.ts'
 import { Conflict, ServiceUnavailable, ValidationError } from '../../core/errors.ts'
 import type { TestClock } from './test-clock.schemas.ts'
 
-/** An advance stops after this many steps (one per distinct due time): a job that keeps failing, or a runaway series. */
+/**
+ * An advance stops after this many steps (one per distinct due time): a job that keeps failing, or a runaway series.
+ */
 const MAX_STEPS = 10_000
 /** How far one advance may go: beyond, a series would take longer than anyone waits for an answer. */
 const MAX_YEARS = 10
-/** How long due jobs held by another instance (their transactions running) are waited for, with none run here meanwhile. */
+/**
+ * How long due jobs held by another instance (their transactions running) are waited for, with none run here meanwhile.
+ */
 const HELD_WAIT_MS = 60_000
 
 /**
@@ -53,7 +57,8 @@ export function createTestClockService(deps: {
       limit.setUTCFullYear(limit.getUTCFullYear() + MAX_YEARS)
       if (to > limit)
         throw new ValidationError(
-          `body/to must be at most ${MAX_YEARS} years after the business time now (${limit.toISOString()} at the latest)`,
+          `body/to must be at most ${MAX_YEARS} years after the business time now (${limit.toISOString()} at the ` +
+            `latest)`,
         )
 
       const claimed = await repo.claim(to)
@@ -86,7 +91,8 @@ export function createTestClockService(deps: {
             if (!next || next.getTime() > clock.now().getTime()) return
             if (performance.now() > deadline)
               throw new ServiceUnavailable(
-                `Jobs due at ${next.toISOString()} are held by another instance; the test clock stopped at ${clock.now().toISOString()}`,
+                `Jobs due at ${next.toISOString()} are held by another instance; the test clock stopped at ` +
+                  `${clock.now().toISOString()}`,
               )
             await stepTo(clock.now())
             await new Promise((resolve) => setTimeout(resolve, 20))
@@ -98,7 +104,8 @@ export function createTestClockService(deps: {
           if (!next || next.getTime() > to.getTime()) break
           if (steps >= MAX_STEPS) {
             throw new Conflict(
-              `The advance stopped at ${clock.now().toISOString()} after ${MAX_STEPS} steps (a job that keeps failing, or too many due times); advance again to go on`,
+              `The advance stopped at ${clock.now().toISOString()} after ${MAX_STEPS} steps (a job that keeps ` +
+                `failing, or too many due times); advance again to go on`,
             )
           }
           await stepTo(next)

@@ -22,11 +22,14 @@ import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 const NoContent = Type.Null({ description: 'Deleted' })
 
 const MAY_READ_SENT =
-  'A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 insufficient_scope naming a missing scope.'
+  'A company token must also be able to read every area the endpoint is sent (its `event_types`, among the areas ' +
+  'its creator could read: contract events need `read:contract`, team events `read:team`, ...), else 403 ' +
+  'insufficient_scope naming a missing scope.'
 const ScopeRefused = {
   ...ErrorBody,
   description:
-    'The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint is sent (insufficient_scope, naming the scope)',
+    'The token lacks the scope, or its company is disabled; or a company token may not read an area the endpoint ' +
+    'is sent (insufficient_scope, naming the scope)',
 }
 
 function callerOf(request: FastifyRequest): Caller {
@@ -74,7 +77,15 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
           operationId: `create${v.name}WebhookEndpoint`,
           tags,
           summary: `Create a webhook endpoint that hears ${v.hears}`,
-          description: `${v.who} Answers 201 with the endpoint and its signing \`secret\`, shown this once. \`url\` must be https and reach only public unicast addresses (400 naming \`url\` otherwise); \`event_types\` lists types or \`<resource>.*\` (400 for an unknown one), empty for every type. A company token's endpoint is sent only the events of the areas that token may read (contract events need \`read:contract\`, team events \`read:team\`, ...); naming a type of another area is 403 insufficient_scope. The token's client is recorded as \`created_by\`: the endpoint stops (\`disabled_reason: client_revoked\`) when that client is revoked, and when the company is disabled (\`company_disabled\`). At most 16 endpoints, and none for a disabled company (409).`,
+          description:
+            `${v.who} Answers 201 with the endpoint and its signing \`secret\`, shown this once. \`url\` must be ` +
+            `https and reach only public unicast addresses (400 naming \`url\` otherwise); \`event_types\` lists ` +
+            `types or \`<resource>.*\` (400 for an unknown one), empty for every type. A company token's endpoint ` +
+            `is sent only the events of the areas that token may read (contract events need \`read:contract\`, ` +
+            `team events \`read:team\`, ...); naming a type of another area is 403 insufficient_scope. The token's ` +
+            `client is recorded as \`created_by\`: the endpoint stops (\`disabled_reason: client_revoked\`) when ` +
+            `that client is revoked, and when the company is disabled (\`company_disabled\`). At most 16 ` +
+            `endpoints, and none for a disabled company (409).`,
           ...params,
           body: WebhookEndpointInput,
           response: { 201: CreatedWebhookEndpoint, 403: ScopeRefused },
@@ -127,7 +138,14 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
           operationId: `update${v.name}WebhookEndpoint`,
           tags,
           summary: 'Update or re-enable a webhook endpoint',
-          description: `${v.who} Changes the fields given and answers 200 with the endpoint. \`enabled: true\` re-enables a disabled endpoint (its \`disabled_reason\` is cleared, and the token's client becomes its \`created_by\`); events written while it was disabled are not sent (read them from the event log with \`created_after\`); while the company is disabled it is 409. \`enabled: false\` stops sending; its pending deliveries are not sent. \`url\` and \`event_types\` are checked as at creation (400). A change of \`url\` or \`event_types\`, or re-enabling: ${MAY_READ_SENT} \`description\` and \`enabled: false\` need \`write:company\` alone.`,
+          description:
+            `${v.who} Changes the fields given and answers 200 with the endpoint. \`enabled: true\` re-enables a ` +
+            `disabled endpoint (its \`disabled_reason\` is cleared, and the token's client becomes its ` +
+            `\`created_by\`); events written while it was disabled are not sent (read them from the event log with ` +
+            `\`created_after\`); while the company is disabled it is 409. \`enabled: false\` stops sending; its ` +
+            `pending deliveries are not sent. \`url\` and \`event_types\` are checked as at creation (400). A ` +
+            `change of \`url\` or \`event_types\`, or re-enabling: ${MAY_READ_SENT} \`description\` and \`enabled: ` +
+            `false\` need \`write:company\` alone.`,
           params: v.idParams,
           body: WebhookEndpointUpdate,
           response: {
@@ -153,7 +171,12 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
           operationId: `rotate${v.name}WebhookEndpointSecret`,
           tags,
           summary: 'Rotate the signing secret of a webhook endpoint',
-          description: `${v.who} A new \`secret\`, shown in this answer only. The replaced one keeps signing beside it for \`previous_secret_expires_in\` seconds (default a day): each delivery then carries both signatures (\`webhook-signature: v1,<new> v1,<old>\`, as Standard Webhooks allows), so receivers switch without refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left out. ${MAY_READ_SENT}`,
+          description:
+            `${v.who} A new \`secret\`, shown in this answer only. The replaced one keeps signing beside it for ` +
+            `\`previous_secret_expires_in\` seconds (default a day): each delivery then carries both signatures ` +
+            `(\`webhook-signature: v1,<new> v1,<old>\`, as Standard Webhooks allows), so receivers switch without ` +
+            `refusing a delivery. A second rotation within that time drops the oldest secret. The body may be left ` +
+            `out. ${MAY_READ_SENT}`,
           params: v.idParams,
           body: SecretRotation,
           response: { 200: CreatedWebhookEndpoint, 403: ScopeRefused },
@@ -195,7 +218,10 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
           operationId: `list${v.name}WebhookDeliveries`,
           tags,
           summary: 'List the delivery attempts of a webhook endpoint',
-          description: `${v.who} Every attempt, newest first: the event, the outcome, the receiver's status, the duration, the error and the next retry. \`limit\` 1–500 (default 100) and \`cursor\`, with \`Link: rel="next"\` when more remain.`,
+          description:
+            `${v.who} Every attempt, newest first: the event, the outcome, the receiver's status, the duration, ` +
+            `the error and the next retry. \`limit\` 1–500 (default 100) and \`cursor\`, with \`Link: rel="next"\` ` +
+            `when more remain.`,
           params: v.idParams,
           querystring: DeliveriesQuery,
           response: { 200: listResponse(Type.Array(DeliveryAttempt)) },
@@ -220,7 +246,10 @@ export async function webhookEndpointsRoutes(app: App, { service }: { service: W
           operationId: `test${v.name}WebhookEndpoint`,
           tags,
           summary: 'Send a ping event to a webhook endpoint',
-          description: `${v.who} Sends this endpoint alone a \`ping\` event, signed and retried as any other; answers 202 with the event (its \`id\` is the \`webhook-id\`) and its \`Location\`. A disabled endpoint: 409. ${MAY_READ_SENT}`,
+          description:
+            `${v.who} Sends this endpoint alone a \`ping\` event, signed and retried as any other; answers 202 ` +
+            `with the event (its \`id\` is the \`webhook-id\`) and its \`Location\`. A disabled endpoint: 409. ` +
+            `${MAY_READ_SENT}`,
           params: v.idParams,
           response: { 202: Event, 403: ScopeRefused },
         },

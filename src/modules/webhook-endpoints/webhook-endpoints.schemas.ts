@@ -15,14 +15,20 @@ export const WebhookEndpointInput = Type.Object(
       maxLength: 2048,
       format: 'uri',
       description:
-        'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true), to a public unicast address. Refused (400 naming url), as a literal address here and as what a name resolves to at each delivery: loopback, private, link-local, multicast, reserved and IPv4 written inside IPv6 (::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32), fec0::/10. WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through loopback and private ranges written plainly (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), never the other forms',
+        'Where events are POSTed: https (http only with WEBHOOK_ALLOW_PRIVATE_TARGETS=true), to a public unicast ' +
+        'address. Refused (400 naming url), as a literal address here and as what a name resolves to at each ' +
+        'delivery: loopback, private, link-local, multicast, reserved and IPv4 written inside IPv6 ' +
+        '(::ffff:0:0/96, ::/96, 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16, 2001::/32), fec0::/10. ' +
+        'WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets through loopback and private ranges written plainly ' +
+        '(127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7), never the other forms',
     }),
     event_types: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
         maxItems: 100,
         uniqueItems: true,
         description:
-          'The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or left out: every type',
+          'The types to send: event types (`team.member_added`) or `<resource>.*` (`subscription.*`); empty or ' +
+          'left out: every type',
       }),
     ),
     description: Type.Optional(Nullable(Type.String({ maxLength: 500, description: 'A note for people' }))),
@@ -50,7 +56,8 @@ export const WebhookEndpointUpdate = Type.Object(
     enabled: Type.Optional(
       Type.Boolean({
         description:
-          'true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are not sent: read them from the event log); false stops sending',
+          'true re-enables a disabled endpoint (the reason is cleared; events written while it was disabled are ' +
+          'not sent: read them from the event log); false stops sending',
       }),
     ),
   },
@@ -69,7 +76,8 @@ export const SecretRotation = Type.Object(
         minimum: 0,
         maximum: 604800,
         description:
-          'Seconds the replaced secret keeps signing beside the new one (0 to 604800, 7 days; default 86400): each delivery then carries two signatures, `v1,<new> v1,<old>`. 0: the old secret stops at once',
+          'Seconds the replaced secret keeps signing beside the new one (0 to 604800, 7 days; default 86400): ' +
+          'each delivery then carries two signatures, `v1,<new> v1,<old>`. 0: the old secret stops at once',
       }),
     ),
   },
@@ -87,25 +95,29 @@ const endpointFields = {
   description: Nullable(Type.String()),
   enabled: Type.Boolean({
     description:
-      'False once a delivery has failed for three days, once its creator client is revoked or its company disabled (see disabled_reason), or when created or set disabled',
+      'False once a delivery has failed for three days, once its creator client is revoked or its company ' +
+      'disabled (see disabled_reason), or when created or set disabled',
   }),
   disabled_reason: Nullable(
     Type.String({
       description:
-        '`client_revoked`: the client in `created_by` was revoked; `company_disabled`: the company was disabled; otherwise a sentence (three days of failed deliveries, or disabled through the API). Null while enabled',
+        '`client_revoked`: the client in `created_by` was revoked; `company_disabled`: the company was disabled; ' +
+        'otherwise a sentence (three days of failed deliveries, or disabled through the API). Null while enabled',
     }),
   ),
   created_by: Nullable(
     Type.String({
       description:
-        'The client whose token made the endpoint, or last re-enabled it: it answers for the endpoint, which stops when that client is revoked. Null: made before creators were recorded',
+        'The client whose token made the endpoint, or last re-enabled it: it answers for the endpoint, which ' +
+        'stops when that client is revoked. Null: made before creators were recorded',
     }),
   ),
   previous_secret_expires_at: Nullable(
     Type.String({
       format: 'date-time',
       description:
-        'After a secret rotation: until when the replaced secret still signs beside the new one; null when only one secret signs',
+        'After a secret rotation: until when the replaced secret still signs beside the new one; null when only ' +
+        'one secret signs',
     }),
   ),
   created_at: Type.String({ format: 'date-time' }),
@@ -161,7 +173,9 @@ export const DeliveryAttempt = Type.Object(
       ],
       {
         description:
-          "An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer in time; error: no connection; refused: the target's address is one webhooks may not reach; lost: its instance stopped (the next attempt follows)",
+          'An attempt is listed once it has ended. succeeded: a 2xx; failed: another status; timeout: no answer ' +
+          "in time; error: no connection; refused: the target's address is one webhooks may not reach; lost: its " +
+          'instance stopped (the next attempt follows)',
       },
     ),
     status_code: Nullable(Type.Integer({ description: "The receiver's HTTP status" })),
@@ -170,7 +184,12 @@ export const DeliveryAttempt = Type.Object(
       Type.String({
         pattern: ATTEMPT_ERROR_PATTERN,
         description:
-          "Why the attempt did not succeed, as a code (never an address, port or host name): `timeout` (no answer in time), `connection_refused` (no connection could be made, or the target's address is one webhooks may not reach: status `refused`), `dns_failure` (the name does not resolve), `tls_error` (the TLS handshake or the certificate failed), `invalid_response` (the connection closed, or what came back is not HTTP), `http_<status>` (the receiver answered a status other than 2xx: `http_500`). Null after a success and for `lost`",
+          'Why the attempt did not succeed, as a code (never an address, port or host name): `timeout` (no ' +
+          "answer in time), `connection_refused` (no connection could be made, or the target's address is one " +
+          'webhooks may not reach: status `refused`), `dns_failure` (the name does not resolve), `tls_error` ' +
+          '(the TLS handshake or the certificate failed), `invalid_response` (the connection closed, or what ' +
+          'came back is not HTTP), `http_<status>` (the receiver answered a status other than 2xx: `http_500`). ' +
+          'Null after a success and for `lost`',
         examples: ['http_500', 'timeout', 'connection_refused'],
       }),
     ),

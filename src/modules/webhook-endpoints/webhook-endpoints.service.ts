@@ -92,7 +92,8 @@ export function createWebhookEndpointsService(deps: {
     types.forEach((type, i) => {
       if (!isEventTypePattern(type))
         throw new ValidationError(
-          `body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`,
+          `body/event_types/${i} must be an event type (company.created, ...) or a resource and .* ` +
+            `(subscription.*); "${type}" is neither`,
         )
     })
     const unreadable = readable && types.find((type) => !readable.includes(type.split('.')[0]!))

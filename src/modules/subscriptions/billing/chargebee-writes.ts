@@ -31,7 +31,9 @@ export function createWriter(policy: RetryPolicy) {
         settled = await settle()
       } catch (readFailure) {
         throw new ProviderError(
-          `Chargebee did not answer whether it applied the request to ${action} (${(err.last as Error)?.message ?? 'no answer'}), and could not be read back (${(readFailure as Error).message}); the outcome arrives by Chargebee's webhook`,
+          `Chargebee did not answer whether it applied the request to ${action} ` +
+            `(${(err.last as Error)?.message ?? 'no answer'}), and could not be read back ` +
+            `(${(readFailure as Error).message}); the outcome arrives by Chargebee's webhook`,
         )
       }
       if (settled === null) throw providerErrorFrom(err.last, action)
