@@ -3,7 +3,7 @@
 // (src/db/migrate.ts reads them from the folder next to the running module). `npm start` runs
 // it before starting the server: plain `node` on one JavaScript file starts in a fraction of the
 // time and memory of the TypeScript loader resolving and compiling hundreds of modules
-// (docs/decisions.md, "Running a build"). Tests and tools run the sources through tsx;
+// (docs/adr/0018-one-driver-and-a-bundled-start.md). Tests and tools run the sources through tsx;
 // test/build.test.ts starts what this builds.
 import fs from 'node:fs'
 import path from 'node:path'

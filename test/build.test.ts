@@ -97,8 +97,8 @@ after(() => {
 
 describe('the bundle', () => {
   it('holds no character above U+00FF, so V8 keeps its source in one byte per character', () => {
-    // One such character (a dash in a template literal, which esbuild copies as it is) made the
-    // whole source a two-byte string: 2.4 MB more of the server's memory (bench/findings.md).
+    // One such character (a dash in a template literal, which esbuild copies as it is) makes the
+    // whole source a two-byte string, twice the memory it takes.
     const source = fs.readFileSync(path.join(OUT, 'server.js'), 'utf8')
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose
     const wide = /[^\u0000-\u00ff]/.exec(source)

@@ -7,9 +7,9 @@ import { detailsOf } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Issue 17 review: the subscription's card never moves backwards. A late (retried) card event
- * carrying an older card is stale, whether it comes as Product Catalog 1.0's `content.card` or
- * as another payment source than the one applied last (docs/decisions.md, "The card's order").
+ * The subscription's card never moves backwards. A late (retried) card event carrying an older
+ * card is stale, whether it comes as Product Catalog 1.0's `content.card` or as another payment
+ * source than the one applied last.
  */
 const outcome = async (t: TestApp, event: unknown) => {
   const res = await deliver(t, event)

@@ -7,9 +7,9 @@ import { SUB } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Issue 17 review: a Chargebee invoice's amounts as Chargebee has them. Credits applied are only
- * Chargebee's `credits_applied`; adjustments and write-offs are their own fields; a voided
- * invoice owes nothing and was paid by nothing it did not say (docs/decisions.md).
+ * A Chargebee invoice's amounts as Chargebee has them. Credits applied are only Chargebee's
+ * `credits_applied`; adjustments and write-offs are their own fields; a voided invoice owes
+ * nothing and was paid by nothing it did not say.
  */
 const invoiceOf = (t: TestApp, c: CbCompany, id: string) =>
   t.json<any>(200, { url: `${SUB}/${c.id}/invoices/${id}`, token: c.token })

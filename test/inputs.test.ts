@@ -5,7 +5,7 @@ import { addToTeams, company, contract, subsidiary, team } from './helpers/facto
 import { createComm, getComm } from './communications.fixtures.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
-/** The input rules that hold for every route (docs/decisions.md, "Input rules"). */
+/** The input rules that hold for every route (docs/api-contract.md, "Strict bodies"). */
 
 const api = (companyId: string) => `/api/v1/companies/${companyId}`
 const up = (id: string) => id.toUpperCase()

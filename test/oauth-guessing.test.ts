@@ -14,7 +14,7 @@ import { createDatabase, type Database } from '../src/db/database.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Guessing client secrets (docs/decisions.md, "Guessing"): after 10 wrong secrets within a
+ * Guessing client secrets (docs/adr/0005-guessing-coupons-and-secrets.md): after 10 wrong secrets within a
  * minute for one client_id, that id answers 429 with Retry-After for a minute whatever the
  * secret; guesses at other clients never make the configured platform client's right secret
  * wait for a hashing slot or fail. Time is the app's real-time clock, which the tests move.

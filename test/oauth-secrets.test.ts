@@ -8,7 +8,7 @@ import { hashChosenSecret, MAX_WAITING_HASHES } from '../src/modules/oauth/oauth
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"): a secret a person chose
+ * Client secrets at rest (docs/adr/0023-client-secrets-and-signing-keys.md): a secret a person chose
  * (the platform client's, ADMIN_CLIENT_SECRET) is stored with scrypt, salted, its parameters
  * beside it; a row of the previous version (unsalted SHA-256) still authenticates and is
  * upgraded.

@@ -6,7 +6,7 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * Query strings are held to the rule bodies are: a parameter the route does not know is a 400
- * naming it, never silently ignored (docs/decisions.md, "Input rules"). In the estimate (9), an
+ * naming it, never silently ignored (docs/api-contract.md, "Strict bodies"). In the estimate (9), an
  * empty `addons=` means "no addons", and leaving `addons` out keeps the subscription's.
  */
 onEachEngine('query strings', (t) => {

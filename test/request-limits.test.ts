@@ -6,7 +6,7 @@ import { company, type CompanyFixture } from './helpers/factories.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * What one request may cost (docs/decisions.md, "Limits on what one request may cost"): bodies
+ * What one request may cost (docs/adr/0020-bounded-cost-per-request.md): bodies
  * whose parsing costs far more than their size are refused with a 4xx naming the limit. How
  * long they hold the event loop is measured by the reliability suite (scenario 12), not here.
  */

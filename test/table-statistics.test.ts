@@ -12,9 +12,9 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  * A table's statistics taken when it was empty or small make every plan cached then (a pooled
  * connection's prepared statements, PostgreSQL's own foreign-key checks) read the whole table
  * once it has grown: with autovacuum off, or before its first pass, the webhook deliveries' checks
- * grew to 164 buffers read each and the delivery loop fell 50 s behind (bench/findings.md,
- * "Session of 2026-11-28: stale statistics"). The service analyzes a table that has grown by a
- * fifth (and 8 pages) since its statistics were taken, which replaces those plans.
+ * read ever more buffers and the delivery loop fell behind. The service analyzes a table that has
+ * grown by a fifth (and 8 pages) since its statistics were taken, which replaces those plans
+ * (docs/adr/0017-table-statistics-follow-growth.md).
  */
 onEachEngine('table statistics', (t, engine) => {
   /** Grows events through the API: each holiday written writes its event. */

@@ -9,8 +9,8 @@ import { WASM_TIERING_FLAG } from '../src/v8-memory.ts'
 /**
  * src/v8-memory.ts sets V8 flags from inside the running process, which only works for flags V8
  * reads as it goes: a Node or V8 upgrade that freezes flags after start, or reads one of these only
- * at start, would quietly take ~100 MB back onto a PGlite server's peak, or put TurboFan's ~1.3 s
- * and ~40 MB back onto its start (bench/findings.md). Each
+ * at start, would quietly put the memory they save back onto a PGlite server's peak, or TurboFan's
+ * time and memory back onto its start (docs/adr/0018-one-driver-and-a-bundled-start.md). Each
  * case runs in a process of its own, as the server does, so this test's process keeps its flags.
  */
 const ROOT = path.resolve(import.meta.dirname, '..')

@@ -16,10 +16,10 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * What a successful write wakes (src/app.ts, the onResponse hook): a scheduler pass only when the
- * request scheduled a job, a delivery pass only when an endpoint is enabled somewhere. Before, every
- * write (every token issue included) woke both, and in a mix of writes over 1,000 companies with
- * no endpoint those passes cost the server ~9 % of its CPU (bench/findings.md). The polls here are
- * a minute long, so a pass within seconds was woken for; the waits are generous on purpose.
+ * request scheduled a job, a delivery pass only when an endpoint is enabled somewhere: woken by every
+ * write (every token issue included), those passes cost a busy server a share of its CPU for
+ * nothing. The polls here are a minute long, so a pass within seconds was woken for; the waits are
+ * generous on purpose.
  */
 const POLL_MS = 60_000
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

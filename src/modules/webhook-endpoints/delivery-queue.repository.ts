@@ -214,8 +214,7 @@ export async function fanOutDue(db: Kysely<DB>, c: FanOutClaim): Promise<FannedE
       -- JSON, not uuid[]: pg's array parser costs more than JSON.parse (teams.repository.ts).
       coalesce((SELECT to_json(d.endpoints) FROM direct d WHERE d.event_id = f.event_id), '[]'::json) AS direct_ids,
       -- Each endpoint called in the pass once, on one row (the subquery runs once): built per
-      -- event, the same endpoints' JSON was about a fifth of this statement's time, and parsed
-      -- again per event (bench/findings.md, "Session of 2026-11-29 (second)").
+      -- event, the same endpoints' JSON would be built and parsed again for every event.
       CASE WHEN row_number() OVER () = 1 THEN coalesce((
         SELECT json_agg(json_build_object('id', w.id, 'url', w.url, 'secret', w.secret, 'previous_secret', w.previous_secret,
           'previous_secret_expires_at', w.previous_secret_expires_at))
