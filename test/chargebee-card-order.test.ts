@@ -1,8 +1,7 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
-import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
+import { withChargebee, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
 import { detailsOf } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
@@ -19,17 +18,9 @@ const outcome = async (t: TestApp, event: unknown) => {
 const cardOf = async (t: TestApp, c: CbCompany) =>
   (await detailsOf(t, c)).customer.payment_method?.last4 as string | undefined
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('chargebee card order', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine, {}))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine)
   const nowSeconds = () => Math.floor(t.clock.now().getTime() / 1000)
 
   it('a late card_updated carrying an older card (its resource_version) after a newer card_added is stale', async () => {

@@ -1,9 +1,9 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import { locationId, uniq, type TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { ATTEMPTS, chargebeeApp, chargebeeProduct, createCompany, failNextCommit } from './chargebee.fixtures.ts'
+import { ATTEMPTS, withChargebee, chargebeeProduct, createCompany, failNextCommit } from './chargebee.fixtures.ts'
 import { SUB, call, json } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
@@ -45,17 +45,9 @@ async function failEventInserts(t: TestApp) {
   }
 }
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('company creation at Chargebee under faults', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine)
 
   it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {
     const product = await chargebeeProduct(t, fake)

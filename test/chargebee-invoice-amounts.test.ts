@@ -1,8 +1,7 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
-import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
+import { withChargebee, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
 import { SUB } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
@@ -28,17 +27,9 @@ const amounts = (i: any) => [
   i.amount_due,
 ]
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('chargebee invoice amounts', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine, {}))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine)
 
   it('a voided invoice shows no credits applied, nothing paid and nothing due, in the API', async () => {
     const c = await chargebeeCompany(t, fake)

@@ -1,10 +1,9 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import type { TestApp } from './helpers/app.ts'
-import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
+import { withChargebee, chargebeeCompany, deliver, type CbCompany } from './chargebee.fixtures.ts'
 import { SUB, detailsOf, eventsOf, mirrorOf, statusOf } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
@@ -26,10 +25,8 @@ const apiEvents = async (t: TestApp, c: CbCompany, type: string) =>
     .map((e) => e.type as string)
     .reverse()
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('chargebee sync', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
   // A reconciliation every minute: the test moves real time past one run without expiring its tokens.
   // The log is read by the reconciliation's tests (its warnings name what drifted).
   const lines: string[] = []
@@ -39,17 +36,11 @@ forEachEngine('chargebee sync', (engine) => {
       done()
     },
   })
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(
-      engine,
-      { CHARGEBEE_RECONCILE_INTERVAL_SECONDS: 60 },
-      { logger: pino({ level: 'warn' }, sink) },
-    ))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(
+    engine,
+    { CHARGEBEE_RECONCILE_INTERVAL_SECONDS: 60 },
+    { logger: pino({ level: 'warn' }, sink) },
+  )
 
   it('subscription_started, _trial_extended, the *_with_backdating events and _deleted each apply and record their verb', async () => {
     const c = await chargebeeCompany(t, fake)

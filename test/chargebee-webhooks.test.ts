@@ -1,26 +1,16 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { TestApp } from './helpers/app.ts'
-import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { ATTEMPTS, HOOK, WEBHOOK_URL, chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
+import { ATTEMPTS, HOOK, WEBHOOK_URL, withChargebee, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 import { SUB, billedCompany, detailsOf, eventsOf, mirrorOf, statusOf } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString()
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 /** POST /api/v1/subscription/webhooks/chargebee: Basic auth, idempotency by event id, ordering by resource_version, mirror fields. */
 forEachEngine('chargebee webhooks', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine)
 
   it('401 without the configured Basic credentials, whatever the body; a bearer token is no credential', async () => {
     const c = await chargebeeCompany(t, fake)

@@ -1,11 +1,11 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
 import { postgresOnly } from './helpers/requires.ts'
 import type { FakeChargebee, FakeFailure } from './helpers/fake-chargebee.ts'
 import {
   ATTEMPTS,
-  chargebeeApp,
+  withChargebee,
   chargebeeCompany,
   deliver,
   failNextCommit,
@@ -77,18 +77,10 @@ const lastOf = <T>(store: Map<string, T>): T => [...store.values()].at(-1)!
 
 const updateUrl = (c: CbCompany) => `${SUB}/companies/${c.id}/update/${c.subscriptionId}`
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('chargebee writes under faults', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
   // A short timeout so that a hung request times out quickly; a spurious one under load is retried like any other.
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine, { CHARGEBEE_TIMEOUT_MS: 2000 }))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine, { CHARGEBEE_TIMEOUT_MS: 2000 })
 
   const failures: [string, FakeFailure[], number][] = [
     ['a timeout before Chargebee applies it', [{ status: 0, hang: true, when: 'before' }], 200],

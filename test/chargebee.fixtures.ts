@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
+import { after, before } from 'node:test'
 import { sql } from 'kysely'
 import type { Config } from '../src/config.ts'
+import type { Engine } from '../src/db/database.ts'
 import { buildTestApp, locationId, uniq, type TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { SUB, json, call } from './subscriptions-helpers.ts'
@@ -38,6 +40,31 @@ export async function chargebeeApp(
     await fake.close()
     throw err
   }
+  return { t, fake }
+}
+
+/**
+ * Inside a forEachEngine suite: the app on a fake Chargebee (chargebeeApp), built by a before hook registered
+ * here and closed, the app then the fake, by an after hook. `t` and `fake` are filled in by the hook: read
+ * them inside hooks and tests, not while the suite is being declared.
+ */
+export function withChargebee(
+  engine: Engine,
+  overrides: Partial<Config> = {},
+  options: Parameters<typeof buildTestApp>[2] = {},
+): { t: TestApp; fake: FakeChargebee } {
+  const t = {} as TestApp
+  const fake = {} as FakeChargebee
+  let made: Awaited<ReturnType<typeof chargebeeApp>> | undefined
+  before(async () => {
+    made = await chargebeeApp(engine, overrides, options)
+    Object.assign(t, made.t)
+    Object.assign(fake, made.fake)
+  })
+  after(async () => {
+    await made?.t.close()
+    await made?.fake.close()
+  })
   return { t, fake }
 }
 

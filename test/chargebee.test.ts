@@ -1,13 +1,12 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { TestApp } from './helpers/app.ts'
 import { startFakeChargebee, type FakeChargebee } from './helpers/fake-chargebee.ts'
 import { createChargebeeProvider } from '../src/modules/subscriptions/billing/chargebee-provider.ts'
 import { statusOf as httpStatusOf } from '../src/http/error-status.ts'
 import {
   API_KEY,
   ATTEMPTS,
-  chargebeeApp,
+  withChargebee,
   chargebeeCompany,
   chargebeeProduct,
   createCompany,
@@ -28,18 +27,10 @@ import { forEachEngine } from './helpers/engine-suites.ts'
 
 const unixOf = (d: Date) => Math.floor(d.getTime() / 1000)
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 /** The Chargebee provider through HTTP: the real SDK against a fake Chargebee on 127.0.0.1 (no other network). */
 forEachEngine('chargebee provider', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
+  const { t, fake } = withChargebee(engine)
 
   it('a company on a chargebee product: customer and subscription created at Chargebee with our ids', async () => {
     const from = fake.requests.length
