@@ -100,9 +100,8 @@ export function createReadCacheChanges(options: {
         SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
           (SELECT json_agg(json_build_object('xid', xid::text, 'ids', ids)) FROM (
             SELECT xid, array_agg(DISTINCT company_id || coalesce(':' || area, '')) AS ids FROM company_changes
-            WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8 GROUP BY xid) t) AS "byXid"`.execute(
-        options.database.db,
-      )
+            WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8 GROUP BY xid) t)
+              AS "byXid"`.execute(options.database.db)
       since = row!.xmin
       const fresh = (row!.byXid ?? []).filter((t) => !seen.has(t.xid))
       const changes = [...new Set(fresh.flatMap((t) => t.ids))]

@@ -151,9 +151,8 @@ export function createCommunicationsRepository(db: Kysely<DB>) {
      */
     cancelPendingJob: (trx: Transaction<DB>, kind: string, key: string) =>
       sql`DELETE FROM jobs WHERE id IN (
-            SELECT id FROM jobs WHERE kind = ${kind} AND key = ${key} AND done_at IS NULL FOR UPDATE SKIP LOCKED)`.execute(
-        trx,
-      ),
+            SELECT id FROM jobs WHERE kind = ${kind} AND key = ${key}
+              AND done_at IS NULL FOR UPDATE SKIP LOCKED)`.execute(trx),
 
     async hasDeliveredOccurrence(executor: Executor, companyId: string, id: string): Promise<boolean> {
       const row = await executor

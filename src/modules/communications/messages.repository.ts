@@ -122,9 +122,8 @@ export function createMessagesRepository(db: Kysely<DB>) {
       )
       UPDATE communication_occurrences o SET opened = o.opened + 1
       FROM opened
-      WHERE o.company_id = ${companyId} AND o.communication_id = opened.communication_id AND o.send_at = opened.send_at`.execute(
-        db,
-      ),
+      WHERE o.company_id = ${companyId} AND o.communication_id = opened.communication_id
+        AND o.send_at = opened.send_at`.execute(db),
 
     /**
      * Records the first acknowledgement only, counting it in `actions_done` (and `opened` if it was
@@ -146,9 +145,8 @@ export function createMessagesRepository(db: Kysely<DB>) {
       UPDATE communication_occurrences o
       SET actions_done = o.actions_done + 1, opened = o.opened + CASE WHEN done.first_opening THEN 1 ELSE 0 END
       FROM done
-      WHERE o.company_id = ${companyId} AND o.communication_id = done.communication_id AND o.send_at = done.send_at`.execute(
-        db,
-      ),
+      WHERE o.company_id = ${companyId} AND o.communication_id = done.communication_id
+        AND o.send_at = done.send_at`.execute(db),
   }
 }
 

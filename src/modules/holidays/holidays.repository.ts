@@ -31,7 +31,8 @@ export function createHolidaysRepository(db: Kysely<DB>) {
   const placeAndFallingIn = prepared(
     db,
     (companyId: string, from: string, to: string) => sql<PlaceAndHoliday>`
-    SELECT c.country, c.province, c.timezone, h.id, h.name, h.day, h.is_worker_holiday, h.recurrent, h.recurrent_until, h.subsidiary_id
+    SELECT c.country, c.province, c.timezone, h.id, h.name, h.day, h.is_worker_holiday, h.recurrent, h.recurrent_until,
+      h.subsidiary_id
     FROM companies c LEFT JOIN holidays h ON h.company_id = c.id AND (
       (h.recurrent = 'none' AND h.day >= ${from} AND h.day <= ${to})
       OR (h.recurrent = 'yearly' AND h.day <= ${to} AND (h.recurrent_until IS NULL OR h.recurrent_until >= ${from})))

@@ -58,15 +58,18 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
     (teams: string, leaders: string) => sql<CreateTeamOutcome & { n: number }>`
     WITH wanted AS (
         SELECT * FROM jsonb_to_recordset(${teams}::jsonb)
-          AS t(n int, company_id uuid, id uuid, name text, code text, subsidiary_id uuid, leader_count int, created_at timestamptz)
+          AS t(n int, company_id uuid, id uuid, name text, code text, subsidiary_id uuid, leader_count int,
+            created_at timestamptz)
       ),
       wanted_leaders AS (SELECT * FROM jsonb_to_recordset(${leaders}::jsonb) AS l(n int, contract_id uuid)),
       checked AS (
         SELECT w.*,
           EXISTS (SELECT 1 FROM companies c WHERE c.id = w.company_id) AS company_found,
-          (w.subsidiary_id IS NULL OR EXISTS (SELECT 1 FROM subsidiaries s WHERE s.company_id = w.company_id AND s.id = w.subsidiary_id)) AS subsidiary_found,
+          (w.subsidiary_id IS NULL OR EXISTS (SELECT 1 FROM subsidiaries s WHERE s.company_id = w.company_id
+            AND s.id = w.subsidiary_id)) AS subsidiary_found,
           ARRAY(
-            SELECT c.id FROM wanted_leaders l JOIN contracts c ON c.company_id = w.company_id AND c.id = l.contract_id WHERE l.n = w.n
+            SELECT c.id FROM wanted_leaders l JOIN contracts c ON c.company_id = w.company_id AND c.id = l.contract_id
+              WHERE l.n = w.n
           ) AS leaders_found
         FROM wanted w
       ),
@@ -80,10 +83,12 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
       ),
       members AS (
         INSERT INTO team_members (company_id, team_id, contract_id, is_leader, created_at)
-        SELECT c.company_id, c.id, leader, true, c.created_at FROM checked c JOIN team ON team.id = c.id, unnest(c.leaders_found) AS leader
+        SELECT c.company_id, c.id, leader, true, c.created_at FROM checked c JOIN team ON team.id = c.id,
+          unnest(c.leaders_found) AS leader
       )
     SELECT c.n, c.company_found, c.subsidiary_found, to_json(c.leaders_found) AS leaders_found,
-      EXISTS (SELECT 1 FROM team WHERE team.id = c.id) OR EXISTS (SELECT 1 FROM teams t WHERE t.company_id = c.company_id AND t.id = c.id) AS created
+      EXISTS (SELECT 1 FROM team WHERE team.id = c.id) OR EXISTS (SELECT 1 FROM teams t
+        WHERE t.company_id = c.company_id AND t.id = c.id) AS created
     FROM checked c ORDER BY c.n`,
   )
   const createTeamBatched = writeBatches(

@@ -169,22 +169,26 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       const [key, position] = page.after ?? []
       const rows = page.limit + 1
       const { rows: found } = await sql<AttemptRow>`
-        SELECT x.key, x.position, x.id, x.delivery_id, x.event_id, e.type AS event_type, x.attempt, x.started_at, x.outcome,
+        SELECT x.key, x.position, x.id, x.delivery_id, x.event_id, e.type AS event_type, x.attempt, x.started_at,
+          x.outcome,
           x.status_code, x.duration_ms, x.error, x.next_retry_at
         FROM (SELECT * FROM (
-          (SELECT a.id AS key, 0::bigint AS position, a.id, a.delivery_id, a.event_id, a.attempt, a.started_at, a.outcome,
+          (SELECT a.id AS key, 0::bigint AS position, a.id, a.delivery_id, a.event_id, a.attempt, a.started_at,
+            a.outcome,
             a.status_code, a.duration_ms, a.error, a.next_retry_at
           FROM webhook_attempts a
           WHERE a.endpoint_id = ${endpointId} AND a.outcome <> 'pending' ${key === undefined ? sql`` : sql`AND a.id < ${key}::bigint`}
           ORDER BY a.id DESC LIMIT ${rows})
           UNION ALL
-          (SELECT b.id, u.position, u.id, u.delivery_id, u.event_id, 1, u.started_at, 'succeeded', u.status_code, u.duration_ms, NULL, NULL
+          (SELECT b.id, u.position, u.id, u.delivery_id, u.event_id, 1, u.started_at, 'succeeded', u.status_code,
+            u.duration_ms, NULL, NULL
           FROM (
             SELECT * FROM webhook_delivered_batches
             WHERE endpoint_id = ${endpointId} ${key === undefined ? sql`` : sql`AND id <= ${key}::bigint`}
             ORDER BY id DESC LIMIT ${rows + 1}
           ) b
-          CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_ats, b.status_codes, b.durations_ms)
+          CROSS JOIN LATERAL unnest(b.attempt_ids, b.delivery_ids, b.event_ids, b.started_ats, b.status_codes,
+            b.durations_ms)
             WITH ORDINALITY AS u(id, delivery_id, event_id, started_at, status_code, duration_ms, position)
           ${key === undefined ? sql`` : sql`WHERE b.id < ${key}::bigint OR u.position < ${position}::bigint`}
           ORDER BY b.id DESC, u.position DESC LIMIT ${rows})
@@ -201,9 +205,8 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
     /** For the events' retention; answers how many were deleted. */
     async pruneDelivered(executor: Executor, cutoff: Date, batch: number): Promise<number> {
       const result = await sql`DELETE FROM webhook_delivered_batches WHERE id IN (
-        SELECT id FROM webhook_delivered_batches WHERE recorded_at < ${cutoff} ORDER BY recorded_at LIMIT ${batch})`.execute(
-        executor,
-      )
+        SELECT id FROM webhook_delivered_batches WHERE recorded_at < ${cutoff} ORDER BY recorded_at
+          LIMIT ${batch})`.execute(executor)
       return Number(result.numAffectedRows ?? 0)
     },
 
