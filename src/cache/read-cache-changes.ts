@@ -59,7 +59,8 @@ export function createReadCacheChanges(options: {
     const ids = batch.ids.has('') ? [''] : [...batch.ids]
     // Synchronous commit off: nothing durable is at stake, and a crashed database drops the
     // listeners' connections (and so their caches) anyway.
-    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`
+    sql`SELECT pg_notify(${COMPANY_CHANGED}, id)
+      FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`
       .execute(options.database.db)
       .then(
         () => batch.resolve(),

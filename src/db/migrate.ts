@@ -43,9 +43,8 @@ async function migrateUnbounded(db: Kysely<any>, options: { currencyCode?: strin
     await sql`SET statement_timeout = 0`.execute(conn)
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn)
     try {
-      await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(
-        conn,
-      )
+      await sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(conn)
       const done = new Set(
         (await sql<{ version: string }>`SELECT version FROM schema_migrations`.execute(conn)).rows.map(
           (r) => r.version,

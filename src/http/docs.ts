@@ -20,7 +20,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 // only: the other scheme is Chargebee's webhook Basic auth.
 const START = `const licenseName = (system) => ({
   components: {
-    OAS31License: ({ specSelectors }) => system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
+    OAS31License: ({ specSelectors }) =>
+      system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
   },
 });
 const clientCredentialsOnly = () => ({

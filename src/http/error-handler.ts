@@ -145,14 +145,24 @@ export function toAppError(err: FastifyError & { code?: string }): AppError {
   return new HttpRefusal('internal', 500, 'Internal error')
 }
 
+// "Query read timeout": no answer within the bound. The last two: the database was closed under the app.
+const UNAVAILABLE_MESSAGE = new RegExp(
+  [
+    'Connection terminated',
+    'timeout exceeded when trying to connect',
+    'Query read timeout',
+    'Client has encountered a connection error',
+    'Cannot use a pool after calling end',
+    'driver has already been destroyed',
+    'PGlite is closed',
+  ].join('|'),
+)
+
 export function isDatabaseUnavailable(err: { code?: string; message?: string }): boolean {
   const code = err.code ?? ''
   if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NET.has(code)) return true
   const message = err.message ?? ''
-  // "Query read timeout": no answer within the bound. The last two: the database was closed under the app.
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Cannot use a pool after calling end|driver has already been destroyed|PGlite is closed/.test(
-    message,
-  )
+  return UNAVAILABLE_MESSAGE.test(message)
 }
 
 /**

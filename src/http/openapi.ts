@@ -30,7 +30,9 @@ declare module 'fastify' {
 
 const PROVIDER_DESCRIPTIONS: Record<number, string> = {
   502: 'The billing provider failed, or is not configured on this service (`provider_error`)',
-  503: 'The service is overloaded, the database is unavailable, or the billing provider is rate limiting this service; see Retry-After',
+  503:
+    'The service is overloaded, the database is unavailable, or the billing provider is rate limiting this ' +
+    'service; see Retry-After',
 }
 
 export const API_TITLE = 'Company Administration and Subscription Management API'
@@ -174,14 +176,17 @@ function describe(schema: Record<string, any>, access: Access, method: string): 
   const own = (schema.security as Array<Record<string, unknown>> | undefined)?.flatMap((s) => Object.keys(s)) ?? []
   const who =
     own.length > 0 && access === 'none'
-      ? `Only callers with the credentials of the security scheme ${own.map((s) => `\`${s}\``).join(' or ')}; not a bearer token.`
+      ? `Only callers with the credentials of the security scheme ${own.map((s) => `\`${s}\``).join(' or ')}; ` +
+        'not a bearer token.'
       : access === 'none'
         ? 'Anyone: no token is needed or looked at.'
         : access === 'public'
           ? 'Anyone, without a token; a token that is sent must be valid (401 otherwise).'
           : access === 'platform'
-            ? `Platform clients only (a company's token is refused with 403)${scope ? `, with the scope \`${scope}\`` : ''}.`
-            : `A platform client, or a client of the company itself (another company's resources answer 404), with the scope \`${scope}\`.`
+            ? "Platform clients only (a company's token is refused with 403)" +
+              `${scope ? `, with the scope \`${scope}\`` : ''}.`
+            : "A platform client, or a client of the company itself (another company's resources answer 404), " +
+              `with the scope \`${scope}\`.`
   const statuses = Object.keys(schema.response ?? {})
   const changes =
     method === 'GET' || method === 'HEAD'

@@ -254,11 +254,10 @@ function single(error: ErrorObject, dataVar: string): Detail {
         field: `${where}/${String(params.missingProperty)}`,
         message: `${where}/${String(params.missingProperty)} is required`,
       }
-    case 'enum':
-      return {
-        field: where,
-        message: `${where} must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
-      }
+    case 'enum': {
+      const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')
+      return { field: where, message: `${where} must be one of ${allowed}` }
+    }
     case 'const':
       return { field: where, message: `${where} must be ${JSON.stringify(params.allowedValue)}` }
     case 'pattern':

@@ -35,7 +35,8 @@ export function createTableStatistics(deps: {
     const { rows } = await sql<{ schema: string; name: string }>`
       SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = current_schema() AND c.relkind = 'r' AND pg_has_role(c.relowner, 'USAGE')
-        AND pg_relation_size(c.oid) / current_setting('block_size')::int >= ${GROWTH}::float8 * c.relpages + ${SLACK_PAGES}::int
+        AND pg_relation_size(c.oid) / current_setting('block_size')::int
+          >= ${GROWTH}::float8 * c.relpages + ${SLACK_PAGES}::int
         ${only === undefined ? sql`` : sql`AND c.relname = ${only}`}
       ORDER BY c.relname`.execute(db)
     return rows

@@ -147,8 +147,8 @@ export const Coupon = Type.Object(
     }),
     duration_type: Type.Union([Type.Literal('one_time'), Type.Literal('forever'), Type.Literal('limited_period')], {
       description:
-        "Which billing periods it discounts (Chargebee's duration_type): one_time the first period it discounts only, " +
-        'forever every period while held, limited_period the periods starting within duration_month months of ' +
+        "Which billing periods it discounts (Chargebee's duration_type): one_time the first period it discounts " +
+        'only, forever every period while held, limited_period the periods starting within duration_month months of ' +
         'the first one it discounts',
     }),
     duration_month: Nullable(

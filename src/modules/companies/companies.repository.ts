@@ -281,11 +281,8 @@ export function contractsQuery(db: Kysely<DB>, companyId: string) {
     .selectFrom('contracts as c')
     .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active'])
     .select(
-      sql<
-        string[]
-      >`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`.as(
-        'team_ids',
-      ),
+      sql<string[]>`coalesce((SELECT json_agg(m.team_id ORDER BY m.team_id) FROM team_members m
+        WHERE m.company_id = c.company_id AND m.contract_id = c.id), '[]'::json)`.as('team_ids'),
     )
     .where('c.company_id', '=', companyId)
 }

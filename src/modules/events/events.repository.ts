@@ -51,10 +51,8 @@ export function createEventsRepository(db: Kysely<DB>) {
      * many.
      */
     async prune(executor: Executor, cutoff: Date, batch: number): Promise<number> {
-      const result =
-        await sql`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(
-          executor,
-        )
+      const result = await sql`DELETE FROM events WHERE id IN (
+          SELECT id FROM events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batch})`.execute(executor)
       return Number(result.numAffectedRows ?? 0)
     },
   }

@@ -89,7 +89,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
     for (const [i, invoice] of listOf(c.invoice).entries()) {
       if (!isCbInvoice(invoice))
         throw new ValidationError(
-          `body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, customer_id and status`,
+          `body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, ` +
+            'customer_id and status',
         )
       parts.invoices.push(invoice)
     }
@@ -101,7 +102,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
       if (!isCbCreditNote(note)) {
         if (!LEDGER_EVENTS.has(type)) continue
         throw new ValidationError(
-          `body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit note with id, customer_id and type`,
+          `body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit ` +
+            'note with id, customer_id and type',
         )
       }
       parts.creditNotes.push(note)

@@ -309,11 +309,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
             )
             .select(['c.id', 'c.first_name', 'c.last_name', 'c.email', 'c.subsidiary_id', 'c.active', 'm.is_leader'])
             .select(
-              sql<
-                string[]
-              >`(SELECT array_agg(o.team_id ORDER BY o.team_id) FROM team_members o WHERE o.company_id = c.company_id AND o.contract_id = c.id)`.as(
-                'team_ids',
-              ),
+              sql<string[]>`(SELECT array_agg(o.team_id ORDER BY o.team_id) FROM team_members o
+                WHERE o.company_id = c.company_id AND o.contract_id = c.id)`.as('team_ids'),
             )
             .where('m.company_id', '=', companyId)
             .where('m.team_id', '=', teamId),
@@ -329,7 +326,8 @@ export function createTeamsRepository(db: Kysely<DB>, options: { observer?: Writ
 // As json, not uuid[]: the driver parses json natively, while arrays go through a slow JavaScript parser.
 const leaderIds = sql<
   string[]
->`(SELECT coalesce(json_agg(m.contract_id ORDER BY m.contract_id), '[]') FROM team_members m WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader)`
+>`(SELECT coalesce(json_agg(m.contract_id ORDER BY m.contract_id), '[]') FROM team_members m
+  WHERE m.company_id = t.company_id AND m.team_id = t.id AND m.is_leader)`
 
 function teamsQuery(db: Kysely<DB>, companyId: string) {
   return db

@@ -65,7 +65,8 @@ export function createTestClockService(deps: {
       if (!claimed) {
         const busy = clock.state().advancing_to
         throw new Conflict(
-          `The test clock is already advancing${busy ? ` (to ${new Date(busy).toISOString()})` : ''}; advance again once GET /api/v1/test_clock shows status "ready"`,
+          `The test clock is already advancing${busy ? ` (to ${new Date(busy).toISOString()})` : ''}; ` +
+            'advance again once GET /api/v1/test_clock shows status "ready"',
         )
       }
       clock.apply(claimed)

@@ -22,6 +22,10 @@ const TLS_FAILURE =
 
 export const httpError = (status: number): AttemptError => `http_${status}`
 
+// An error code inside stored text that is not itself a code.
+const ERROR_CODE =
+  /\b(E[A-Z_]+|ERR_[A-Z_]+|UND_ERR_[A-Z_]+|CERT_[A-Z_]+|UNABLE_TO_[A-Z_]+|DEPTH_ZERO_[A-Z_]+|SELF_SIGNED_[A-Z_]+)\b/
+
 export function errorCodeOf(err: unknown): AttemptError {
   for (
     let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
@@ -46,8 +50,6 @@ export function shownError(outcome: AttemptOutcome, statusCode: number | null, s
   if (outcome === 'timeout') return 'timeout'
   if (outcome === 'refused') return 'connection_refused'
   return errorCodeOf({
-    code: /\b(E[A-Z_]+|ERR_[A-Z_]+|UND_ERR_[A-Z_]+|CERT_[A-Z_]+|UNABLE_TO_[A-Z_]+|DEPTH_ZERO_[A-Z_]+|SELF_SIGNED_[A-Z_]+)\b/.exec(
-      stored,
-    )?.[1],
+    code: ERROR_CODE.exec(stored)?.[1],
   })
 }

@@ -77,7 +77,8 @@ export function createOutcomeRecorder(deps: {
         seq: started.seq,
         retryAt,
         disabledReason: givenUp
-          ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ${started.attempt} attempts over three days`
+          ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ` +
+            `${started.attempt} attempts over three days`
           : null,
       })
     }

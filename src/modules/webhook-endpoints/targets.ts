@@ -49,8 +49,11 @@ export function checkTargetUrl(value: string, allowPrivate: boolean, field = 'bo
   if (net.isIP(host) && isRefusedAddress(host, allowPrivate)) {
     throw new ValidationError(
       allowPrivate
-        ? `${field} points to an address webhooks may not reach: a public unicast address, or loopback and private ranges written plainly (127.0.0.1, ::1, 10/8, 172.16/12, 192.168/16, fc00::/7), never IPv4 written inside IPv6`
-        : `${field} points to a loopback, private, link-local, multicast or reserved address, or IPv4 written inside IPv6, which webhooks may not reach`,
+        ? `${field} points to an address webhooks may not reach: a public unicast address, or loopback and ` +
+            'private ranges written plainly (127.0.0.1, ::1, 10/8, 172.16/12, 192.168/16, fc00::/7), never IPv4 ' +
+            'written inside IPv6'
+        : `${field} points to a loopback, private, link-local, multicast or reserved address, or IPv4 written ` +
+            'inside IPv6, which webhooks may not reach',
     )
   }
   return url

@@ -170,14 +170,13 @@ export function createWebhookEndpointsRepository(db: Kysely<DB>) {
       const rows = page.limit + 1
       const { rows: found } = await sql<AttemptRow>`
         SELECT x.key, x.position, x.id, x.delivery_id, x.event_id, e.type AS event_type, x.attempt, x.started_at,
-          x.outcome,
-          x.status_code, x.duration_ms, x.error, x.next_retry_at
+          x.outcome, x.status_code, x.duration_ms, x.error, x.next_retry_at
         FROM (SELECT * FROM (
           (SELECT a.id AS key, 0::bigint AS position, a.id, a.delivery_id, a.event_id, a.attempt, a.started_at,
-            a.outcome,
-            a.status_code, a.duration_ms, a.error, a.next_retry_at
+            a.outcome, a.status_code, a.duration_ms, a.error, a.next_retry_at
           FROM webhook_attempts a
-          WHERE a.endpoint_id = ${endpointId} AND a.outcome <> 'pending' ${key === undefined ? sql`` : sql`AND a.id < ${key}::bigint`}
+          WHERE a.endpoint_id = ${endpointId} AND a.outcome <> 'pending'
+            ${key === undefined ? sql`` : sql`AND a.id < ${key}::bigint`}
           ORDER BY a.id DESC LIMIT ${rows})
           UNION ALL
           (SELECT b.id, u.position, u.id, u.delivery_id, u.event_id, 1, u.started_at, 'succeeded', u.status_code,
