@@ -143,8 +143,7 @@ export async function holidaysRoutes(
         operationId: 'listSubsidiaryHolidays',
         tags,
         summary: 'The holidays defined for a subsidiary (31)',
-        description:
-          `As defined, sorted by day, then name, then id. ` + `A subsidiary that is not the company's: 404. ${PAGING}`,
+        description: `As defined, sorted by day, then name, then id. Another company's subsidiary: 404. ${PAGING}`,
         params: SubsidiaryHolidaysParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Holiday)) },
