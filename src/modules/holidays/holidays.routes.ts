@@ -16,6 +16,7 @@ import {
 } from './holidays.schemas.ts'
 
 const PAGING = 'Pages with `limit` and `cursor`; without `limit`, the whole list.'
+const AS_DEFINED = 'As defined, sorted by day, then name, then id.'
 const DEFINED_KEY = ['day', 'text', 'uuid'] as const
 
 const BASE = '/api/v1/companies'
@@ -143,7 +144,7 @@ export async function holidaysRoutes(
         operationId: 'listSubsidiaryHolidays',
         tags,
         summary: 'The holidays defined for a subsidiary (31)',
-        description: `As defined, sorted by day, then name, then id. Another company's subsidiary: 404. ${PAGING}`,
+        description: `${AS_DEFINED} A subsidiary that is not the company's: 404. ${PAGING}`,
         params: SubsidiaryHolidaysParams,
         querystring: pageQuery(),
         response: { 200: listResponse(Type.Array(Holiday)) },

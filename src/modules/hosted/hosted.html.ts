@@ -76,19 +76,26 @@ export function errorPage(ctx: PageContext, message: string): string {
 
 export function invoiceTable(ctx: PageContext, invoice: InvoiceEstimate): Html {
   const money = (cents: number) => formatMoney(ctx.locale, cents, invoice.currency_code)
+  const taxLabel = (x: InvoiceEstimate['taxes'][number]) =>
+    x.name === REVERSE_CHARGE ? ctx.t('invoice.reverseCharge') : `${x.name} ${x.rate}%`
   const row = (label: string, cents: number, strong = false) =>
     strong
       ? html`<tr><th scope="row" colspan="2">${label}</th><td class="amount"><strong>${money(cents)}</strong></td></tr>`
       : html`<tr><th scope="row" colspan="2">${label}</th><td class="amount">${money(cents)}</td></tr>`
   return html`<table>
-<thead><tr><th scope="col">${ctx.t('invoice.description')}</th><th scope="col" class="amount">${ctx.t('invoice.quantity')}</th><th scope="col" class="amount">${ctx.t('invoice.amount')}</th></tr></thead>
+<thead><tr><th scope="col">${ctx.t('invoice.description')}</th>
+<th scope="col" class="amount">${ctx.t('invoice.quantity')}</th>
+<th scope="col" class="amount">${ctx.t('invoice.amount')}</th></tr></thead>
 <tbody>
-${invoice.line_items.map((l) => html`<tr><td>${l.description}</td><td class="amount">${l.quantity}</td><td class="amount">${money(l.amount)}</td></tr>`)}
+${invoice.line_items.map(
+  (l) => html`<tr><td>${l.description}</td><td class="amount">${l.quantity}</td>
+<td class="amount">${money(l.amount)}</td></tr>`,
+)}
 </tbody>
 <tfoot>
 ${invoice.discounts.map((d) => row(`${ctx.t('invoice.discount')}: ${d.description}`, -d.amount))}
 ${row(ctx.t('invoice.subtotal'), invoice.sub_total)}
-${invoice.taxes.map((x) => row(x.name === REVERSE_CHARGE ? ctx.t('invoice.reverseCharge') : `${x.name} ${x.rate}%`, x.amount))}
+${invoice.taxes.map((x) => row(taxLabel(x), x.amount))}
 ${invoice.credits_applied ? row(ctx.t('invoice.credits'), -invoice.credits_applied) : null}
 ${row(ctx.t('invoice.due'), invoice.amount_due, true)}
 </tfoot>
@@ -103,9 +110,11 @@ export const periodOf = (ctx: PageContext, start: number, end: number) =>
 
 /** Readable sizes, contrast above 4.5:1 (WCAG AA), a visible keyboard focus. */
 export const STYLESHEET = `
-:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1b1b1f; background: #f6f7f9; }
+:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5;
+  color: #1b1b1f; background: #f6f7f9; }
 body { margin: 0; }
-main { max-width: 40rem; margin: 2rem auto; padding: 1.5rem 2rem; background: #fff; border: 1px solid #c4c7cf; border-radius: 8px; }
+main { max-width: 40rem; margin: 2rem auto; padding: 1.5rem 2rem; background: #fff; border: 1px solid #c4c7cf;
+  border-radius: 8px; }
 h1 { font-size: 1.6rem; margin-top: 0; }
 h2 { font-size: 1.2rem; }
 fieldset { border: 1px solid #c4c7cf; border-radius: 6px; margin: 0 0 1rem; padding: .75rem 1rem; }
@@ -114,9 +123,11 @@ label { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
 .choice { display: flex; gap: .5rem; align-items: baseline; margin: .25rem 0; }
 .choice label { display: inline; font-weight: 400; margin: 0; }
 .hint { color: #44474e; font-size: .9rem; margin: 0 0 .25rem; }
-input[type=text], input[type=number] { font: inherit; padding: .45rem .6rem; border: 1px solid #74777f; border-radius: 4px; min-width: 8rem; }
+input[type=text], input[type=number] { font: inherit; padding: .45rem .6rem; border: 1px solid #74777f;
+  border-radius: 4px; min-width: 8rem; }
 input[aria-invalid=true] { border: 2px solid #b3261e; }
-button { font: inherit; font-weight: 600; padding: .55rem 1.1rem; border-radius: 6px; border: 2px solid #0b57d0; background: #0b57d0; color: #fff; cursor: pointer; }
+button { font: inherit; font-weight: 600; padding: .55rem 1.1rem; border-radius: 6px; border: 2px solid #0b57d0;
+  background: #0b57d0; color: #fff; cursor: pointer; }
 button.secondary { background: #fff; color: #0b57d0; }
 button.danger { background: #b3261e; border-color: #b3261e; }
 form { margin: 1rem 0; }
@@ -133,8 +144,10 @@ dd { margin: 0; }
 .notice { border-left: 4px solid #146c2e; padding: .5rem 1rem; background: #e9f5ec; }
 main.wide, main.wide + footer { max-width: 56rem; }
 .scroll { overflow-x: auto; }
-td.ref { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .8rem; word-break: break-all; min-width: 9rem; }
-.badge { display: inline-block; padding: 0 .4rem; border-radius: 4px; font-size: .85rem; font-weight: 600; white-space: nowrap; }
+td.ref { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .8rem; word-break: break-all;
+  min-width: 9rem; }
+.badge { display: inline-block; padding: 0 .4rem; border-radius: 4px; font-size: .85rem; font-weight: 600;
+  white-space: nowrap; }
 .badge.paid { background: #e9f5ec; color: #0d5321; }
 .badge.payment_due, .badge.not_paid { background: #fcefee; color: #8c1d18; }
 .badge.voided { background: #eceef2; color: #1b1b1f; }

@@ -266,7 +266,9 @@ export async function hostedRoutes(
   )
 
   // Printable invoices: their one style is inside, allowed by its hash; nothing else runs or loads.
-  const documentCsp = `default-src 'none'; style-src ${INVOICE_STYLE_HASH}; img-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`
+  const documentCsp =
+    `default-src 'none'; style-src ${INVOICE_STYLE_HASH}; img-src 'none'; form-action 'none'; ` +
+    "frame-ancestors 'none'; base-uri 'none'"
   for (const download of [false, true]) {
     app.get(
       `/hosted/portal/:token/invoices/:invoice_id${download ? '/download' : ''}`,
