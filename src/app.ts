@@ -1,26 +1,14 @@
-import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyBaseLogger } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { corsOrigins, dunningRetryDays, trustProxy, type Config } from './config.ts'
+import type { FastifyBaseLogger } from 'fastify'
+import { dunningRetryDays, type Config } from './config.ts'
+import { createTransport } from './http/transport.ts'
 import { systemClock, type Clock } from './core/clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createTableStatistics } from './jobs/table-statistics.ts'
 import { createScheduler } from './jobs/scheduler.ts'
-import { installCors } from './http/cors.ts'
-import { installValidation } from './http/validation.ts'
-import { installRequestLimits } from './http/request-limits.ts'
-import { installUuidCase } from './http/uuids.ts'
-import { createLazyCompilers } from './http/schema-compilers.ts'
-import { indexRouteMethods } from './http/route-methods.ts'
-import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
-import { installMetrics } from './http/metrics.ts'
-import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
-import { installLoadShedding } from './http/load-shedding.ts'
-import { createReadiness } from './http/shutdown.ts'
 import { installCacheForgetting } from './cache/cached-reads.ts'
 import { createReadCache } from './cache/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
@@ -39,7 +27,6 @@ import { createSubscriptionsRepository } from './modules/subscriptions/subscript
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
 import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
-import { redactingChildLogger } from './http/log-redaction.ts'
 import { createHostedPageStore, listeningOrigin } from './modules/hosted/hosted.pages.ts'
 import { createHostedService } from './modules/hosted/hosted.service.ts'
 import { hostedRoutes } from './modules/hosted/hosted.pages.routes.ts'
@@ -105,9 +92,6 @@ export interface AppOptions {
   logger?: FastifyBaseLogger | boolean
 }
 
-const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
-const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 }
-
 export async function buildApp(options: AppOptions) {
   const { config } = options
   const realClock = options.realClock ?? systemClock
@@ -129,60 +113,7 @@ export async function buildApp(options: AppOptions) {
     : fixedBusinessClock(options.clock ?? systemClock)
   await clock.listen()
 
-  const compilers = createLazyCompilers()
-  const app = Fastify({
-    loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
-    logger:
-      typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    trustProxy: trustProxy(config.TRUST_PROXY),
-    requestTimeout: config.REQUEST_TIMEOUT_MS,
-    // Draining answers in the service's own error shape (http/error-handler.ts).
-    return503OnClosing: false,
-    clientErrorHandler,
-    // Node checks these timeouts only every connectionsCheckingInterval.
-    http: {
-      headersTimeout: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS),
-      connectionsCheckingInterval: 1000,
-    },
-    routerOptions: ROUTER_OPTIONS,
-    requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-    },
-    frameworkErrors,
-    // Hosted page tokens never reach the log.
-    childLoggerFactory: redactingChildLogger,
-    schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
-  }).withTypeProvider<TypeBoxTypeProvider>()
-
-  // Before any route, so a wrong method's 405 lists every method, the preflight's included.
-  const routeMethods = indexRouteMethods(app, ROUTER_OPTIONS)
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id)
-  })
-  // First of the request hooks: a preflight is answered before auth and limits.
-  await installCors(app, corsOrigins(config.CORS_ORIGINS))
-
-  const validation = installValidation(app, compilers)
-  installRequestLimits(app)
-  installUuidCase(app)
-  installErrorHandler(app, validation, routeMethods)
-  installDraining(app)
-  const readiness = createReadiness(app)
-  await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
-  const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
-  await installLoadShedding(
-    app,
-    {
-      maxInFlight: config.SHED_MAX_IN_FLIGHT,
-      maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS,
-      maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES,
-      retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS,
-    },
-    metrics.shed,
-  )
+  const { app, compilers, readiness, metrics } = await createTransport(config, options.logger)
 
   const scheduler = createScheduler({
     db,
