@@ -7,15 +7,26 @@ export interface CommunicationFigures {
   report: LatencyFigure & { messages: number; occurrences: number }
 }
 
-interface Db { exec: (t: string) => Promise<unknown>; count: (t: string) => Promise<number>; query: (t: string) => Promise<Record<string, unknown>[]> }
+interface Db {
+  exec: (t: string) => Promise<unknown>
+  count: (t: string) => Promise<number>
+  query: (t: string) => Promise<Record<string, unknown>[]>
+}
 
 const RECIPIENTS = 10_000
 const OCCURRENCES = 10
 
 // The communications workloads on PostgreSQL: a communication to a team of 10,000 contracts, due
 // seconds later, the harness polling the message count; then a report over 100,000 delivered messages.
-export async function measureCommunications(server: Running, seeded: Seeded, db: Db, log: (s: string) => void): Promise<CommunicationFigures | { skipped: string }> {
-  const tables = await db.count(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('communications', 'communication_messages', 'communication_occurrences')`)
+export async function measureCommunications(
+  server: Running,
+  seeded: Seeded,
+  db: Db,
+  log: (s: string) => void,
+): Promise<CommunicationFigures | { skipped: string }> {
+  const tables = await db.count(
+    `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('communications', 'communication_messages', 'communication_occurrences')`,
+  )
   if (tables < 3) return { skipped: 'the communications tables are not in the migrations yet' }
   const company = seeded.writer.id
   const team = '00000000-0000-4000-8000-00000000cafe'
@@ -33,8 +44,15 @@ export async function measureCommunications(server: Running, seeded: Seeded, db:
   const due = new Date(Date.now() + 3000)
   due.setMilliseconds(0)
   const res = await fetch(`${server.url}/api/v1/companies/${company}/communications`, {
-    method: 'POST', headers: { authorization: `Bearer ${seeded.writer.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ subject: 'All hands', message: 'Friday 17:00, canteen.', status: 'scheduled', send_at: due.toISOString(), destination_team_ids: [team] }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${seeded.writer.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      subject: 'All hands',
+      message: 'Friday 17:00, canteen.',
+      status: 'scheduled',
+      send_at: due.toISOString(),
+      destination_team_ids: [team],
+    }),
   })
   if (res.status !== 202) return { skipped: `creating a communication answered ${res.status} ${await res.text()}` }
   const location = res.headers.get('location') ?? ''
@@ -43,17 +61,31 @@ export async function measureCommunications(server: Running, seeded: Seeded, db:
   let storedAt = 0
   const deadline = due.getTime() + 30_000
   while (Date.now() < deadline) {
-    stored = await db.count(`SELECT count(*)::int AS n FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${id}'`)
-    if (stored >= RECIPIENTS) { storedAt = Date.now(); break }
+    stored = await db.count(
+      `SELECT count(*)::int AS n FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${id}'`,
+    )
+    if (stored >= RECIPIENTS) {
+      storedAt = Date.now()
+      break
+    }
     await sleep(5)
   }
-  if (!storedAt) return { skipped: `only ${stored} of ${RECIPIENTS} messages were stored 30 s after the communication was due` }
-  const claimed = (await db.query(`SELECT min(delivered_at) AS at FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${id}'`))[0]!.at as Date
+  if (!storedAt)
+    return { skipped: `only ${stored} of ${RECIPIENTS} messages were stored 30 s after the communication was due` }
+  const claimed = (
+    await db.query(
+      `SELECT min(delivered_at) AS at FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${id}'`,
+    )
+  )[0]!.at as Date
   const fanOut = {
-    recipients: stored, dueToStoredMs: storedAt - due.getTime(),
-    dueToClaimMs: claimed.getTime() - due.getTime(), claimToStoredMs: storedAt - claimed.getTime(),
+    recipients: stored,
+    dueToStoredMs: storedAt - due.getTime(),
+    dueToClaimMs: claimed.getTime() - due.getTime(),
+    claimToStoredMs: storedAt - claimed.getTime(),
   }
-  log(`  communication to ${stored} recipients: stored ${fanOut.dueToStoredMs} ms after due (scheduler claim ${fanOut.dueToClaimMs} ms, insert+commit ${fanOut.claimToStoredMs} ms)`)
+  log(
+    `  communication to ${stored} recipients: stored ${fanOut.dueToStoredMs} ms after due (scheduler claim ${fanOut.dueToClaimMs} ms, insert+commit ${fanOut.claimToStoredMs} ms)`,
+  )
 
   // 100,000 messages: 10 daily occurrences delivered to the 10,000 recipients, 60 % opened, half of those acknowledged.
   const reported = '00000000-0000-4000-8000-0000000f00d0'
@@ -77,8 +109,14 @@ export async function measureCommunications(server: Running, seeded: Seeded, db:
           FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${reported}' GROUP BY send_at) c
     WHERE o.company_id = '${company}' AND o.communication_id = '${reported}' AND o.send_at = c.send_at;
     ANALYZE communication_messages; ANALYZE communication_occurrences`)
-  const messages = await db.count(`SELECT count(*)::int AS n FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${reported}'`)
-  const report = await measureLatency(`${server.url}/api/v1/companies/${company}/communications/${reported}/report`, { authorization: `Bearer ${seeded.writer.token}` }, 100)
+  const messages = await db.count(
+    `SELECT count(*)::int AS n FROM communication_messages WHERE company_id = '${company}' AND communication_id = '${reported}'`,
+  )
+  const report = await measureLatency(
+    `${server.url}/api/v1/companies/${company}/communications/${reported}/report`,
+    { authorization: `Bearer ${seeded.writer.token}` },
+    100,
+  )
   log(`  report over ${messages} messages: p50 ${report.p50.toFixed(2)} ms`)
   return { fanOut, report: { ...report, messages, occurrences: OCCURRENCES } }
 }

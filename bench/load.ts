@@ -31,7 +31,7 @@ export interface LoadResult {
 
 const spec = JSON.parse(process.argv[2]!) as LoadSpec
 let n = 0
-const base = spec.uniqueCode && spec.body !== undefined ? JSON.parse(spec.body) as Record<string, unknown> : undefined
+const base = spec.uniqueCode && spec.body !== undefined ? (JSON.parse(spec.body) as Record<string, unknown>) : undefined
 
 const result = await autocannon({
   url: spec.url,
@@ -39,17 +39,25 @@ const result = await autocannon({
   duration: spec.seconds,
   headers: spec.headers,
   ...(spec.rate ? { overallRate: spec.rate } : {}),
-  requests: [{
-    method: spec.method,
-    ...(spec.body !== undefined && !spec.uniqueCode ? { body: spec.body } : {}),
-    ...(spec.uniqueCode ? {
-      setupRequest: (request: Record<string, unknown>) => ({ ...request, body: JSON.stringify({ ...base, code: `${spec.uniqueCode}${n++}` }) }),
-    } : {}),
-  }],
+  requests: [
+    {
+      method: spec.method,
+      ...(spec.body !== undefined && !spec.uniqueCode ? { body: spec.body } : {}),
+      ...(spec.uniqueCode
+        ? {
+            setupRequest: (request: Record<string, unknown>) => ({
+              ...request,
+              body: JSON.stringify({ ...base, code: `${spec.uniqueCode}${n++}` }),
+            }),
+          }
+        : {}),
+    },
+  ],
 })
 
 const statusCodes: Record<string, number> = {}
-for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = Number((stat as { count: number }).count)
+for (const [code, stat] of Object.entries(result.statusCodeStats ?? {}))
+  statusCodes[code] = Number((stat as { count: number }).count)
 const ok = (result as unknown as Record<string, number>)['2xx'] ?? 0
 const out: LoadResult = {
   rps: ok / result.duration,

@@ -20,7 +20,17 @@ export interface HttpFigure {
    * cpuPerRequestMs: the server's own CPU per request (steadier than req/s on a shared machine);
    * postgresCpuPerRequestMs: all PostgreSQL processes' (0 on PGlite); machineBusy: both cores' share.
    */
-  server: { rps: number; p50: number; p99: number; rounds: number[]; non2xx: number; errors: number; cpuPerRequestMs: number; postgresCpuPerRequestMs: number; machineBusy: number }
+  server: {
+    rps: number
+    p50: number
+    p99: number
+    rounds: number[]
+    non2xx: number
+    errors: number
+    cpuPerRequestMs: number
+    postgresCpuPerRequestMs: number
+    machineBusy: number
+  }
   ratio: number
 }
 
@@ -36,27 +46,60 @@ export interface Workload {
 
 async function sample(server: Running, w: Workload) {
   const body = w.uniqueCode ? JSON.stringify({ ...JSON.parse(w.body!), code: `${w.uniqueCode}sample` }) : w.body
-  const res = await fetch(`${server.url}${w.path}`, { method: w.method, headers: w.headers, ...(body !== undefined ? { body } : {}) })
+  const res = await fetch(`${server.url}${w.path}`, {
+    method: w.method,
+    headers: w.headers,
+    ...(body !== undefined ? { body } : {}),
+  })
   const text = await res.text()
   if (res.status >= 300) throw new Error(`${w.name}: ${res.status} ${text}`)
-  return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8', body: text }
+  return {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8',
+    body: text,
+  }
 }
 
 /** Rounds of ceiling and server alternated, so the machine's drift touches both alike; medians. */
-export async function measureHttp(server: Running, baseline: Running, w: Workload, log: (s: string) => void): Promise<HttpFigure> {
+export async function measureHttp(
+  server: Running,
+  baseline: Running,
+  w: Workload,
+  log: (s: string) => void,
+): Promise<HttpFigure> {
   const answer = await sample(server, w)
   await fetch(`${baseline.url}/__answer`, { method: 'PUT', body: JSON.stringify(answer) })
   const spec = (url: string, seconds: number, prefix: string): LoadSpec => ({
-    url: `${url}${w.path}`, method: w.method, headers: w.headers, body: w.body,
-    ...(w.uniqueCode ? { uniqueCode: `${w.uniqueCode}${prefix}` } : {}), connections: w.connections, seconds,
+    url: `${url}${w.path}`,
+    method: w.method,
+    headers: w.headers,
+    body: w.body,
+    ...(w.uniqueCode ? { uniqueCode: `${w.uniqueCode}${prefix}` } : {}),
+    connections: w.connections,
+    seconds,
   })
-  return (await measureRounds(server, baseline, w.name, w.connections, (url, seconds, prefix) => runLoad(spec(url, seconds, prefix)), log)).figure
+  return (
+    await measureRounds(
+      server,
+      baseline,
+      w.name,
+      w.connections,
+      (url, seconds, prefix) => runLoad(spec(url, seconds, prefix)),
+      log,
+    )
+  ).figure
 }
 
 /** `load(url, seconds, prefix)` runs one round against the server or the ceiling, set up to answer alike. */
-export async function measureRounds<R extends LoadResult>(server: Running, baseline: Running, name: string, connections: number,
-  load: (url: string, seconds: number, prefix: string) => Promise<R>, log: (s: string) => void,
-  warmupSeconds = WARMUP_SECONDS): Promise<{ figure: HttpFigure; rounds: R[] }> {
+export async function measureRounds<R extends LoadResult>(
+  server: Running,
+  baseline: Running,
+  name: string,
+  connections: number,
+  load: (url: string, seconds: number, prefix: string) => Promise<R>,
+  log: (s: string) => void,
+  warmupSeconds = WARMUP_SECONDS,
+): Promise<{ figure: HttpFigure; rounds: R[] }> {
   await load(server.url, warmupSeconds, 'w')
   await load(baseline.url, 1, 'bw')
   const ceilings: R[] = []
@@ -76,24 +119,38 @@ export async function measureRounds<R extends LoadResult>(server: Running, basel
     postgresPerRequest.push((postgresCpuMs() - postgresBefore) / requests)
     const machineAfter = machineCpuMs()
     machineBusy.push((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total))
-    log(`  ${name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request (PostgreSQL ${postgresPerRequest.at(-1)!.toFixed(3)} ms), machine ${(100 * machineBusy.at(-1)!).toFixed(0)} % busy`)
+    log(
+      `  ${name} round ${round + 1}: ceiling ${ceilings.at(-1)!.rps.toFixed(0)} req/s, server ${served.rps.toFixed(0)} req/s p99 ${served.p99} ms, ${cpuPerRequest.at(-1)!.toFixed(3)} ms CPU/request (PostgreSQL ${postgresPerRequest.at(-1)!.toFixed(3)} ms), machine ${(100 * machineBusy.at(-1)!).toFixed(0)} % busy`,
+    )
   }
   const ceiling = median(ceilings.map((r) => r.rps))
   const rps = median(servers.map((r) => r.rps))
   const figure: HttpFigure = {
-    name, connections,
+    name,
+    connections,
     ceiling: { rps: ceiling, p99: median(ceilings.map((r) => r.p99)), rounds: ceilings.map((r) => r.rps) },
     server: {
-      rps, p50: median(servers.map((r) => r.p50)), p99: median(servers.map((r) => r.p99)), rounds: servers.map((r) => r.rps),
-      non2xx: servers.reduce((s, r) => s + r.non2xx, 0), errors: servers.reduce((s, r) => s + r.errors, 0),
-      cpuPerRequestMs: median(cpuPerRequest), postgresCpuPerRequestMs: median(postgresPerRequest), machineBusy: median(machineBusy),
+      rps,
+      p50: median(servers.map((r) => r.p50)),
+      p99: median(servers.map((r) => r.p99)),
+      rounds: servers.map((r) => r.rps),
+      non2xx: servers.reduce((s, r) => s + r.non2xx, 0),
+      errors: servers.reduce((s, r) => s + r.errors, 0),
+      cpuPerRequestMs: median(cpuPerRequest),
+      postgresCpuPerRequestMs: median(postgresPerRequest),
+      machineBusy: median(machineBusy),
     },
     ratio: rps / ceiling,
   }
   return { figure, rounds: servers }
 }
 
-export interface LatencyFigure { p50: number; p99: number; mean: number; rounds: number[] }
+export interface LatencyFigure {
+  p50: number
+  p99: number
+  mean: number
+  rounds: number[]
+}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
 
@@ -113,7 +170,12 @@ function once(url: URL, headers: Record<string, string>): Promise<number> {
 }
 
 /** One request at a time (no queueing: what one client sees), timed on the load core; medians of rounds. */
-export async function measureLatency(urlText: string, headers: Record<string, string>, count = 300, warmup = 100): Promise<LatencyFigure> {
+export async function measureLatency(
+  urlText: string,
+  headers: Record<string, string>,
+  count = 300,
+  warmup = 100,
+): Promise<LatencyFigure> {
   const url = new URL(urlText)
   for (let i = 0; i < warmup; i++) await once(url, headers)
   const p50s: number[] = []
@@ -131,13 +193,24 @@ export async function measureLatency(urlText: string, headers: Record<string, st
 }
 
 /** Rounds of A and B alternated, so the machine's drift touches both alike. */
-export async function measureLatencyPair(a: { url: string; headers: Record<string, string> }, b: { url: string; headers: Record<string, string> }, count = 1000, warmup = 1000): Promise<[LatencyFigure, LatencyFigure]> {
+export async function measureLatencyPair(
+  a: { url: string; headers: Record<string, string> },
+  b: { url: string; headers: Record<string, string> },
+  count = 1000,
+  warmup = 1000,
+): Promise<[LatencyFigure, LatencyFigure]> {
   const urlA = new URL(a.url)
   const urlB = new URL(b.url)
-  for (let i = 0; i < warmup; i++) { await once(urlA, a.headers); await once(urlB, b.headers) }
+  for (let i = 0; i < warmup; i++) {
+    await once(urlA, a.headers)
+    await once(urlB, b.headers)
+  }
   const rounds: [number[][], number[][]] = [[], []]
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [side, url, headers] of [[0, urlA, a.headers], [1, urlB, b.headers]] as const) {
+    for (const [side, url, headers] of [
+      [0, urlA, a.headers],
+      [1, urlB, b.headers],
+    ] as const) {
       const times: number[] = []
       for (let i = 0; i < count; i++) times.push(await once(url, headers))
       rounds[side].push(times.sort((x, y) => x - y))

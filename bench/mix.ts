@@ -4,7 +4,14 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { measureRounds, median, type HttpFigure } from './measure.ts'
-import { CEILING_PATTERNS, mixKinds, type KindFigure, type MixCompany, type MixResult, type MixSpec } from './mix-load.ts'
+import {
+  CEILING_PATTERNS,
+  mixKinds,
+  type KindFigure,
+  type MixCompany,
+  type MixResult,
+  type MixSpec,
+} from './mix-load.ts'
 import { profileArgs, rssMb, runGenerator, sleep, startServer, type Running } from './processes.ts'
 import { ADMIN, newCatalogue, newCompany } from './seed.ts'
 import { measureFanout, type FanoutFigure } from './fanout.ts'
@@ -29,10 +36,42 @@ export const COLD_SECONDS = 5
 export const MIX_WARMUP_SECONDS = Math.max(COLD_SECONDS + 1, Number(process.env.BENCH_MIX_WARMUP ?? 20) || 20)
 export const MIX_PARTS = ['mix', 'paging', 'soak', 'overload', 'fanout', 'hostile']
 
-export interface MixRun { figure: HttpFigure; byKind: Record<string, KindFigure>; cold?: { rps: number; p99: number; errors: number } }
-export interface PagingFigure { pages: number; walks: number; firstP50: number; firstP99: number; lastP50: number; lastP99: number; worstP99: number; worstPage: number; p99s: number[] }
-export interface SoakFigure { seconds: number; rssAt60Mb: number; rssEndMb: number; peakMb: number; growth: number; samples: Array<[number, number]>; rps: number; non2xx: number; errors: number }
-export interface MixFigures { cached?: MixRun; uncached?: MixRun; paging?: PagingFigure; soak?: SoakFigure; overload?: OverloadFigure; fanout?: FanoutFigure; hostile?: HostileFigure }
+export interface MixRun {
+  figure: HttpFigure
+  byKind: Record<string, KindFigure>
+  cold?: { rps: number; p99: number; errors: number }
+}
+export interface PagingFigure {
+  pages: number
+  walks: number
+  firstP50: number
+  firstP99: number
+  lastP50: number
+  lastP99: number
+  worstP99: number
+  worstPage: number
+  p99s: number[]
+}
+export interface SoakFigure {
+  seconds: number
+  rssAt60Mb: number
+  rssEndMb: number
+  peakMb: number
+  growth: number
+  samples: Array<[number, number]>
+  rps: number
+  non2xx: number
+  errors: number
+}
+export interface MixFigures {
+  cached?: MixRun
+  uncached?: MixRun
+  paging?: PagingFigure
+  soak?: SoakFigure
+  overload?: OverloadFigure
+  fanout?: FanoutFigure
+  hostile?: HostileFigure
+}
 
 export interface MixDatabase {
   url: string
@@ -59,9 +98,14 @@ type Log = (s: string) => void
 async function inParallel<T, R>(items: T[], width: number, work: (item: T, i: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length)
   let next = 0
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) { const i = next++; out[i] = await work(items[i]!, i) }
-  }))
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) {
+        const i = next++
+        out[i] = await work(items[i]!, i)
+      }
+    }),
+  )
   return out
 }
 
@@ -76,11 +120,26 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
   url.pathname = `/${name}`
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 })
   pool.on('error', () => {})
-  const env = { ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, DATABASE_URL: url.toString() }
-  const dropDatabase = (db: string) => admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`)
-    .then(() => true, (err) => { log(`could not drop ${db}: ${err.message}`); return false })
+  const env = {
+    ADMIN_CLIENT_ID: ADMIN.client_id,
+    ADMIN_CLIENT_SECRET: ADMIN.client_secret,
+    DATABASE_URL: url.toString(),
+  }
+  const dropDatabase = (db: string) =>
+    admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).then(
+      () => true,
+      (err) => {
+        log(`could not drop ${db}: ${err.message}`)
+        return false
+      },
+    )
   let poolEnded = false
-  const endPool = async () => { if (!poolEnded) { poolEnded = true; await pool.end() } }
+  const endPool = async () => {
+    if (!poolEnded) {
+      poolEnded = true
+      await pool.end()
+    }
+  }
   const copies = new Set<string>()
   const drop = async () => {
     await endPool()
@@ -94,38 +153,66 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
     server = await startServer(env)
     const base = server.url
     const { admin: adminToken, planSku, productSku } = await newCatalogue(base)
-    const made = await inParallel(Array.from({ length: COMPANIES + 1 }, (_, i) => i), 8,
-      (i) => newCompany(base, adminToken, productSku, planSku, i === COMPANIES ? 'Paging S.p.A.' : `Mix ${i}`))
+    const made = await inParallel(
+      Array.from({ length: COMPANIES + 1 }, (_, i) => i),
+      8,
+      (i) => newCompany(base, adminToken, productSku, planSku, i === COMPANIES ? 'Paging S.p.A.' : `Mix ${i}`),
+    )
     await server.stop()
     const pagingCompany = made.pop()!
     const ids = made.map((c) => c.id)
-    await pool.query(`
+    await pool.query(
+      `
       INSERT INTO contracts (company_id, id, first_name, last_name, email)
       SELECT c.id, gen_random_uuid(), 'Worker', 'N' || lpad(g::text, 3, '0'), 'w' || g || '@example.com'
-      FROM unnest($1::uuid[]) c(id), generate_series(1, ${CONTRACTS_EACH}) g`, [ids])
-    await pool.query(`
+      FROM unnest($1::uuid[]) c(id), generate_series(1, ${CONTRACTS_EACH}) g`,
+      [ids],
+    )
+    await pool.query(
+      `
       INSERT INTO teams (company_id, id, name, code)
-      SELECT c.id, gen_random_uuid(), 'Team ' || g, 'T' || g FROM unnest($1::uuid[]) c(id), generate_series(1, ${TEAMS_EACH}) g`, [ids])
-    await pool.query(`
+      SELECT c.id, gen_random_uuid(), 'Team ' || g, 'T' || g FROM unnest($1::uuid[]) c(id), generate_series(1, ${TEAMS_EACH}) g`,
+      [ids],
+    )
+    await pool.query(
+      `
       INSERT INTO team_members (company_id, team_id, contract_id, is_leader)
       SELECT t.company_id, t.id, k.id, k.n = 1
       FROM teams t, LATERAL (SELECT id, row_number() OVER (ORDER BY random()) AS n FROM contracts WHERE company_id = t.company_id) k
-      WHERE t.company_id = ANY($1::uuid[]) AND k.n <= ${MEMBERS_EACH}`, [ids])
-    await pool.query(`
+      WHERE t.company_id = ANY($1::uuid[]) AND k.n <= ${MEMBERS_EACH}`,
+      [ids],
+    )
+    await pool.query(
+      `
       INSERT INTO holidays (company_id, id, name, day, recurrent)
       SELECT c.id, gen_random_uuid(), 'Closure ' || g, make_date(2026, 2 * g, 10), CASE WHEN g % 2 = 0 THEN 'yearly' ELSE 'none' END
-      FROM unnest($1::uuid[]) c(id), generate_series(1, ${HOLIDAYS_EACH}) g`, [ids])
-    await pool.query(`
+      FROM unnest($1::uuid[]) c(id), generate_series(1, ${HOLIDAYS_EACH}) g`,
+      [ids],
+    )
+    await pool.query(
+      `
       INSERT INTO contracts (company_id, id, first_name, last_name, email)
-      SELECT $1, gen_random_uuid(), 'Worker', 'P' || lpad(g::text, 5, '0'), 'p' || g || '@example.com' FROM generate_series(1, ${PAGING_CONTRACTS}) g`, [pagingCompany.id])
+      SELECT $1, gen_random_uuid(), 'Worker', 'P' || lpad(g::text, 5, '0'), 'p' || g || '@example.com' FROM generate_series(1, ${PAGING_CONTRACTS}) g`,
+      [pagingCompany.id],
+    )
     // Vacuumed too: each copy would otherwise start unvacuumed, its autovacuum running during the part.
     await pool.query('VACUUM (ANALYZE)')
-    const { rows } = await pool.query<{ id: string; teams: string[]; contracts: string[] }>(`
+    const { rows } = await pool.query<{ id: string; teams: string[]; contracts: string[] }>(
+      `
       SELECT c.id, (SELECT json_agg(id) FROM teams WHERE company_id = c.id) AS teams,
         (SELECT json_agg(id) FROM (SELECT id FROM contracts WHERE company_id = c.id LIMIT 20) x) AS contracts
-      FROM unnest($1::uuid[]) c(id)`, [ids])
+      FROM unnest($1::uuid[]) c(id)`,
+      [ids],
+    )
     const byId = new Map(rows.map((r) => [r.id, r]))
-    const companies = made.map((c) => ({ id: c.id, token: c.token, client_id: c.client_id, client_secret: c.client_secret, teams: byId.get(c.id)!.teams, contracts: byId.get(c.id)!.contracts }))
+    const companies = made.map((c) => ({
+      id: c.id,
+      token: c.token,
+      client_id: c.client_id,
+      client_secret: c.client_secret,
+      teams: byId.get(c.id)!.teams,
+      contracts: byId.get(c.id)!.contracts,
+    }))
     const paging = { id: pagingCompany.id, token: pagingCompany.token }
     // A template must have no connection while it is copied.
     await endPool()
@@ -138,7 +225,11 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
       const copyPool = new pg.Pool({ connectionString: copyUrl.toString(), max: 2 })
       copyPool.on('error', () => {})
       return {
-        url: copyUrl.toString(), pool: copyPool, env: { ...env, DATABASE_URL: copyUrl.toString() }, companies, paging,
+        url: copyUrl.toString(),
+        pool: copyPool,
+        env: { ...env, DATABASE_URL: copyUrl.toString() },
+        companies,
+        paging,
         async drop() {
           await copyPool.end()
           if (await dropDatabase(copyName)) copies.delete(copyName)
@@ -156,8 +247,22 @@ export async function mixDatabase(adminUrl: string, log: Log): Promise<MixSeed> 
 const specFile = path.join(os.tmpdir(), `bench-mix-${process.pid}.json`)
 process.on('exit', () => fs.rmSync(specFile, { force: true }))
 
-export function runMix(db: Pick<MixDatabase, 'companies'>, url: string, connections: number, seconds: number, prefix: string, only?: string): Promise<MixResult> {
-  const spec: MixSpec = { url, connections, seconds, companies: db.companies, prefix: `${prefix}${Date.now().toString(36)}-`, ...(only ? { only } : {}) }
+export function runMix(
+  db: Pick<MixDatabase, 'companies'>,
+  url: string,
+  connections: number,
+  seconds: number,
+  prefix: string,
+  only?: string,
+): Promise<MixResult> {
+  const spec: MixSpec = {
+    url,
+    connections,
+    seconds,
+    companies: db.companies,
+    prefix: `${prefix}${Date.now().toString(36)}-`,
+    ...(only ? { only } : {}),
+  }
   const file = `${specFile}.${prefix}`
   fs.writeFileSync(file, JSON.stringify(spec))
   return runGenerator<MixResult>('bench/mix-load.ts', file).finally(() => fs.rmSync(file, { force: true }))
@@ -168,36 +273,67 @@ async function teachCeiling(server: Running, baseline: Running, db: MixDatabase)
   const answers = []
   for (const [i, kind] of mixKinds(`sample${Date.now().toString(36)}-`).entries()) {
     const req = kind.build(company, i)
-    const res = await fetch(`${server.url}${req.path}`, { method: req.method, headers: req.headers, ...(req.body !== undefined ? { body: req.body } : {}) })
+    const res = await fetch(`${server.url}${req.path}`, {
+      method: req.method,
+      headers: req.headers,
+      ...(req.body !== undefined ? { body: req.body } : {}),
+    })
     const body = await res.text()
     if (res.status >= 300) throw new Error(`mix ${kind.name}: ${res.status} ${body}`)
     const [method, pattern] = CEILING_PATTERNS[i]!
-    answers.push({ method, pattern, status: res.status, contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8', body })
+    answers.push({
+      method,
+      pattern,
+      status: res.status,
+      contentType: res.headers.get('content-type') ?? 'application/json; charset=utf-8',
+      body,
+    })
   }
   await fetch(`${baseline.url}/__answers`, { method: 'PUT', body: JSON.stringify(answers) })
 }
 
-export async function measureMix(server: Running, baseline: Running, db: MixDatabase, name: string, log: Log): Promise<MixRun> {
+export async function measureMix(
+  server: Running,
+  baseline: Running,
+  db: MixDatabase,
+  name: string,
+  log: Log,
+): Promise<MixRun> {
   await teachCeiling(server, baseline, db)
   const cacheBefore = await cacheAnswers(server)
   const cold = await runMix(db, server.url, MIX_CONNECTIONS, COLD_SECONDS, 'cold')
   log(`  ${name}, a fresh server's first ${COLD_SECONDS} s: ${cold.rps.toFixed(0)} req/s, p99 ${cold.p99} ms`)
-  const { figure, rounds } = await measureRounds(server, baseline, name, MIX_CONNECTIONS, (url, seconds, prefix) => runMix(db, url, MIX_CONNECTIONS, seconds, prefix), log,
-    MIX_WARMUP_SECONDS - COLD_SECONDS)
+  const { figure, rounds } = await measureRounds(
+    server,
+    baseline,
+    name,
+    MIX_CONNECTIONS,
+    (url, seconds, prefix) => runMix(db, url, MIX_CONNECTIONS, seconds, prefix),
+    log,
+    MIX_WARMUP_SECONDS - COLD_SECONDS,
+  )
   const byKind: Record<string, KindFigure> = {}
   for (const kind of Object.keys(rounds[0]!.byKind)) {
     const of = rounds.map((r) => r.byKind[kind]!)
     const statuses: Record<string, number> = {}
     for (const k of of) for (const [code, n] of Object.entries(k.statuses)) statuses[code] = (statuses[code] ?? 0) + n
-    byKind[kind] = { count: of.reduce((s, k) => s + k.count, 0), p50: median(of.map((k) => k.p50)), p99: median(of.map((k) => k.p99)), statuses }
+    byKind[kind] = {
+      count: of.reduce((s, k) => s + k.count, 0),
+      p50: median(of.map((k) => k.p50)),
+      p99: median(of.map((k) => k.p99)),
+      statuses,
+    }
   }
-  for (const [kind, k] of Object.entries(byKind)) log(`    ${kind}: p50 ${k.p50} ms, p99 ${k.p99} ms, ${JSON.stringify(k.statuses)}`)
+  for (const [kind, k] of Object.entries(byKind))
+    log(`    ${kind}: p50 ${k.p50} ms, p99 ${k.p99} ms, ${JSON.stringify(k.statuses)}`)
   const cacheAfter = await cacheAnswers(server)
-  const shares = Object.keys(cacheAfter).filter((read) => cacheAfter[read]!.hit + cacheAfter[read]!.miss > 0).map((read) => {
-    const hit = cacheAfter[read]!.hit - (cacheBefore[read]?.hit ?? 0)
-    const miss = cacheAfter[read]!.miss - (cacheBefore[read]?.miss ?? 0)
-    return `${read} ${hit + miss > 0 ? Math.round((100 * hit) / (hit + miss)) : 0} %`
-  })
+  const shares = Object.keys(cacheAfter)
+    .filter((read) => cacheAfter[read]!.hit + cacheAfter[read]!.miss > 0)
+    .map((read) => {
+      const hit = cacheAfter[read]!.hit - (cacheBefore[read]?.hit ?? 0)
+      const miss = cacheAfter[read]!.miss - (cacheBefore[read]?.miss ?? 0)
+      return `${read} ${hit + miss > 0 ? Math.round((100 * hit) / (hit + miss)) : 0} %`
+    })
   if (shares.length > 0) log(`    answered from the read cache (warm-up and rounds): ${shares.join(', ')}`)
   return { figure, byKind, cold: { rps: cold.rps, p99: cold.p99, errors: cold.non2xx + cold.errors } }
 }
@@ -206,7 +342,7 @@ async function cacheAnswers(server: Running): Promise<Record<string, { hit: numb
   const text = await (await fetch(`${server.url}/metrics`)).text()
   const out: Record<string, { hit: number; miss: number }> = {}
   for (const m of text.matchAll(/^read_cache_answers_total\{read="([^"]+)",outcome="(hit|miss)"\} (\d+)/gm)) {
-    (out[m[1]!] ??= { hit: 0, miss: 0 })[m[2] as 'hit' | 'miss'] = Number(m[3])
+    ;(out[m[1]!] ??= { hit: 0, miss: 0 })[m[2] as 'hit' | 'miss'] = Number(m[3])
   }
   return out
 }
@@ -216,14 +352,17 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
 function getPage(url: URL, headers: Record<string, string>): Promise<{ ms: number; next?: string }> {
   return new Promise((resolve, reject) => {
     const started = performance.now()
-    http.request(url, { agent, headers }, (res) => {
-      res.resume()
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`${url.pathname}: ${res.statusCode}`))
-        const link = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))
-        resolve({ ms: performance.now() - started, ...(link ? { next: link[1] } : {}) })
+    http
+      .request(url, { agent, headers }, (res) => {
+        res.resume()
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`${url.pathname}: ${res.statusCode}`))
+          const link = /<([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))
+          resolve({ ms: performance.now() - started, ...(link ? { next: link[1] } : {}) })
+        })
       })
-    }).on('error', reject).end()
+      .on('error', reject)
+      .end()
   })
 }
 
@@ -243,13 +382,20 @@ export async function measurePaging(server: Running, db: MixDatabase, walks: num
       url = next ? new URL(next, server.url) : undefined
     }
   }
-  const at = (times: number[], p: number) => [...times].sort((a, b) => a - b)[Math.min(times.length - 1, Math.floor(times.length * p))]!
+  const at = (times: number[], p: number) =>
+    [...times].sort((a, b) => a - b)[Math.min(times.length - 1, Math.floor(times.length * p))]!
   const p99s = byPage.map((t) => at(t, 0.99))
   const worst = p99s.indexOf(Math.max(...p99s))
   return {
-    pages: byPage.length, walks,
-    firstP50: at(byPage[0]!, 0.5), firstP99: p99s[0]!, lastP50: at(byPage.at(-1)!, 0.5), lastP99: p99s.at(-1)!,
-    worstP99: p99s[worst]!, worstPage: worst + 1, p99s,
+    pages: byPage.length,
+    walks,
+    firstP50: at(byPage[0]!, 0.5),
+    firstP99: p99s[0]!,
+    lastP50: at(byPage.at(-1)!, 0.5),
+    lastP99: p99s.at(-1)!,
+    worstP99: p99s[worst]!,
+    worstPage: worst + 1,
+    p99s,
   }
 }
 
@@ -259,7 +405,9 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
   const started = performance.now()
   const load = runMix(db, server.url, MIX_CONNECTIONS, seconds, 'soak')
   let done = false
-  void load.finally(() => { done = true })
+  void load.finally(() => {
+    done = true
+  })
   while (!done) {
     samples.push([Math.round((performance.now() - started) / 1000), rssMb(server.child.pid!)])
     await Promise.race([sleep(5000), load.catch(() => {})])
@@ -274,21 +422,50 @@ export async function measureSoak(server: Running, db: MixDatabase, seconds: num
   const at60 = median(firstMinute.length ? firstMinute : [samples[0]![1]])
   const end = median(lastMinute)
   const after = samples.filter(([t]) => t >= 60).map(([, r]) => r)
-  const figure = { seconds, rssAt60Mb: at60, rssEndMb: end, peakMb: Math.max(...after, at60), growth: end / at60 - 1, samples, rps: result.rps, non2xx: result.non2xx, errors: result.errors }
-  log(`  soak ${seconds} s: RSS median ${at60.toFixed(0)} MB over 60-120 s → ${end.toFixed(0)} MB over the last minute (${(100 * figure.growth).toFixed(1)} %, peak ${figure.peakMb.toFixed(0)} MB); ${result.rps.toFixed(0)} req/s, non-2xx ${result.non2xx}`)
+  const figure = {
+    seconds,
+    rssAt60Mb: at60,
+    rssEndMb: end,
+    peakMb: Math.max(...after, at60),
+    growth: end / at60 - 1,
+    samples,
+    rps: result.rps,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  }
+  log(
+    `  soak ${seconds} s: RSS median ${at60.toFixed(0)} MB over 60-120 s → ${end.toFixed(0)} MB over the last minute (${(100 * figure.growth).toFixed(1)} %, peak ${figure.peakMb.toFixed(0)} MB); ${result.rps.toFixed(0)} req/s, non-2xx ${result.non2xx}`,
+  )
   return figure
 }
 
 /** Every part that runs on the mix database, as `want` selects; a failing part is logged and left out. */
-export async function runMixWorkloads(adminUrl: string, baseline: Running, want: (part: string) => boolean, log: Log): Promise<MixFigures> {
+export async function runMixWorkloads(
+  adminUrl: string,
+  baseline: Running,
+  want: (part: string) => boolean,
+  log: Log,
+): Promise<MixFigures> {
   const figures: MixFigures = {}
   const hostile = async () => {
-    if (want('hostile')) figures.hostile = await measureHostileRss(log).catch((err) => { log(`  hostile failed, left out: ${err.message}`); return undefined })
+    if (want('hostile'))
+      figures.hostile = await measureHostileRss(log).catch((err) => {
+        log(`  hostile failed, left out: ${err.message}`)
+        return undefined
+      })
   }
-  if (!MIX_PARTS.filter((p) => p !== 'hostile').some(want)) { await hostile(); return figures }
+  if (!MIX_PARTS.filter((p) => p !== 'hostile').some(want)) {
+    await hostile()
+    return figures
+  }
   const seed = await mixDatabase(adminUrl, log)
   /** One part on a copy of the seeded database and a fresh server, both gone after it. */
-  const part = async <K extends keyof MixFigures>(name: string, key: K, env: Record<string, string>, work: (s: Running, db: MixDatabase) => Promise<MixFigures[K]>) => {
+  const part = async <K extends keyof MixFigures>(
+    name: string,
+    key: K,
+    env: Record<string, string>,
+    work: (s: Running, db: MixDatabase) => Promise<MixFigures[K]>,
+  ) => {
     if (!want(name)) return
     let server: Running | undefined
     let db: MixDatabase | undefined
@@ -297,9 +474,17 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
       // Only the mix's rounds are profiled: profile samples stay in memory and would count in RSS figures.
       server = await startServer({ ...db.env, ...env }, name === 'mix' ? profileArgs() : [])
       figures[key] = await work(server, db)
-      await db.pool.query<{ teams: number; holidays: number }>('SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays').then(
-        ({ rows: [grown] }) => log(`  ${String(key)}: its copy ended with ${grown!.teams} teams and ${grown!.holidays} holidays (seeded: ${COMPANIES * TEAMS_EACH} and ${COMPANIES * HOLIDAYS_EACH})`),
-        (err) => log(`  ${String(key)}: its copy's teams and holidays could not be counted: ${err.message}`))
+      await db.pool
+        .query<{ teams: number; holidays: number }>(
+          'SELECT (SELECT count(*) FROM teams)::int AS teams, (SELECT count(*) FROM holidays)::int AS holidays',
+        )
+        .then(
+          ({ rows: [grown] }) =>
+            log(
+              `  ${String(key)}: its copy ended with ${grown!.teams} teams and ${grown!.holidays} holidays (seeded: ${COMPANIES * TEAMS_EACH} and ${COMPANIES * HOLIDAYS_EACH})`,
+            ),
+          (err) => log(`  ${String(key)}: its copy's teams and holidays could not be counted: ${err.message}`),
+        )
     } catch (err) {
       log(`  ${name} failed, left out: ${err instanceof Error ? err.message : String(err)}`)
     } finally {
@@ -314,11 +499,15 @@ export async function runMixWorkloads(adminUrl: string, baseline: Running, want:
   }
   try {
     await part('mix', 'cached', {}, (s, db) => measureMix(s, baseline, db, 'mix (read cache on)', log))
-    await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s, db) => measureMix(s, baseline, db, 'mix (read cache off)', log))
+    await part('mix', 'uncached', { READ_CACHE_MAX_BYTES: '0' }, (s, db) =>
+      measureMix(s, baseline, db, 'mix (read cache off)', log),
+    )
     // The read cache off: a walk repeated hundreds of times would time the cache, not the keyset query.
     await part('paging', 'paging', { READ_CACHE_MAX_BYTES: '0' }, async (s, db) => {
       const p = await measurePaging(s, db, Number(process.env.BENCH_PAGING_WALKS ?? 300))
-      log(`  contracts paging: ${p.pages} pages; first p50 ${p.firstP50.toFixed(2)} p99 ${p.firstP99.toFixed(2)} ms, last p50 ${p.lastP50.toFixed(2)} p99 ${p.lastP99.toFixed(2)} ms, worst p99 ${p.worstP99.toFixed(2)} ms (page ${p.worstPage})`)
+      log(
+        `  contracts paging: ${p.pages} pages; first p50 ${p.firstP50.toFixed(2)} p99 ${p.firstP99.toFixed(2)} ms, last p50 ${p.lastP50.toFixed(2)} p99 ${p.lastP99.toFixed(2)} ms, worst p99 ${p.worstP99.toFixed(2)} ms (page ${p.worstPage})`,
+      )
       return p
     })
     await part('soak', 'soak', {}, (s, db) => measureSoak(s, db, Number(process.env.BENCH_SOAK_SECONDS ?? 600), log))

@@ -56,7 +56,9 @@ export function freePort(): Promise<number> {
 
 /** BENCH_PROFILE=1: the servers of the HTTP, events and mix workloads run with --cpu-prof (see bench/profile.ts). */
 export function profileArgs(): string[] {
-  return process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', path.join(os.tmpdir(), 'company-admin-api-profiles')] : []
+  return process.env.BENCH_PROFILE === '1'
+    ? ['--cpu-prof', '--cpu-prof-dir', path.join(os.tmpdir(), 'company-admin-api-profiles')]
+    : []
 }
 
 /** Node options for every server started here (experiments). */
@@ -69,23 +71,40 @@ export async function startServer(env: Record<string, string>, extraNodeArgs: st
   const started = performance.now()
   const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', RATE_LIMIT_MAX: '0', LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      RATE_LIMIT_MAX: '0',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   children.add(child)
   let err = ''
-  child.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-4000) })
+  child.stderr!.on('data', (d: Buffer) => {
+    err = (err + d.toString()).slice(-4000)
+  })
   const url = `http://127.0.0.1:${port}`
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${err}`)
     if (performance.now() - started > 120_000) throw new Error(`server not ready after 120 s: ${err}`)
-    const ok = await fetch(`${url}/ready`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${url}/ready`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     await sleep(20)
   }
   const startMs = performance.now() - started
   return {
-    child, port, url, startMs, stderr: () => err,
+    child,
+    port,
+    url,
+    startMs,
+    stderr: () => err,
     async stop() {
       // Exited or killed by a signal: no 'exit' is coming.
       if (child.exitCode !== null || child.signalCode !== null) return
@@ -108,14 +127,22 @@ export async function startCeiling(script: string, env: Record<string, string> =
   const port = await freePort()
   const command = pinned(SERVER_CORE, [process.execPath, '--import', 'tsx', script])
   const started = performance.now()
-  const child = spawn(command[0]!, command.slice(1), { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   children.add(child)
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve())
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
   })
   return {
-    child, port, url: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stderr: () => '',
+    child,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    startMs: performance.now() - started,
+    stderr: () => '',
     async stop() {
       // Exited or killed by a signal: no 'exit' is coming.
       if (child.exitCode !== null || child.signalCode !== null) return
@@ -156,14 +183,19 @@ export function postgresCpuMs(): number {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10
-    } catch { /* the process ended while we looked */ }
+    } catch {
+      /* the process ended while we looked */
+    }
   }
   return total
 }
 
 /** Busy and total CPU time of a /proc/stat line (`cpu`: the machine; `cpu<N>`: one core), in ms. */
 function statCpuMs(name: string): { busy: number; total: number } {
-  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith(`${name} `))
+  const line = fs
+    .readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name} `))
   // Unknown, not idle: a share computed from it reads NaN.
   if (line === undefined) return { busy: NaN, total: NaN }
   const fields = line.trim().split(/\s+/).slice(1, 9).map(Number)
@@ -185,7 +217,9 @@ export function coreOf(pid: number): string {
   try {
     const allowed = /Cpus_allowed_list:\s+(\S+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
     return allowed ?? '?'
-  } catch { return '?' }
+  } catch {
+    return '?'
+  }
 }
 
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
@@ -200,8 +234,12 @@ export function runGenerator<T>(script: string, arg: string): Promise<T> {
     children.add(child)
     let out = ''
     let err = ''
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString()
+    })
     child.on('exit', (code) => {
       children.delete(child)
       if (code !== 0) return reject(new Error(`load generator failed (${code}): ${err}`))

@@ -3,8 +3,16 @@ import path from 'node:path'
 
 // Summarizes a V8 .cpuprofile (from `node --cpu-prof`): self time by function and by package.
 // Usage: node --import tsx bench/profile.ts <file.cpuprofile> [top] [skip seconds]
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+interface Profile {
+  nodes: Node[]
+  samples: number[]
+  timeDeltas: number[]
+}
 
 const file = process.argv[2]!
 const top = Number(process.argv[3] ?? 25)
@@ -41,6 +49,12 @@ for (const [id, t] of self) {
   const pkg = where(n.callFrame.url).replace(/^src\/.*/, 'src (the service)')
   pkgs.set(pkg, (pkgs.get(pkg) ?? 0) + t)
 }
-const show = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n)
-  .map(([k, v]) => `${(100 * v / total).toFixed(1).padStart(5)} %  ${k}`).join('\n')
-process.stdout.write(`${(total / 1000).toFixed(0)} ms of CPU sampled (idle and the first ${skipSeconds} s left out)\n\nby package:\n${show(pkgs, 15)}\n\nby function (self time):\n${show(fns, top)}\n`)
+const show = (m: Map<string, number>, n: number) =>
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`)
+    .join('\n')
+process.stdout.write(
+  `${(total / 1000).toFixed(0)} ms of CPU sampled (idle and the first ${skipSeconds} s left out)\n\nby package:\n${show(pkgs, 15)}\n\nby function (self time):\n${show(fns, top)}\n`,
+)

@@ -3,8 +3,31 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
-import { measureHttp, measureLatency, measureLatencyPair, SECONDS, WARMUP_SECONDS, type HttpFigure, type LatencyFigure, type Workload } from './measure.ts'
-import { CORES, LOAD_CORE, ROOT, SERVER_CORE, coreOf, killAll, pinSelf, profileArgs, rssMb, sleep, startBaseline, startServer, type Running } from './processes.ts'
+import {
+  measureHttp,
+  measureLatency,
+  measureLatencyPair,
+  SECONDS,
+  WARMUP_SECONDS,
+  type HttpFigure,
+  type LatencyFigure,
+  type Workload,
+} from './measure.ts'
+import {
+  CORES,
+  LOAD_CORE,
+  ROOT,
+  SERVER_CORE,
+  coreOf,
+  killAll,
+  pinSelf,
+  profileArgs,
+  rssMb,
+  sleep,
+  startBaseline,
+  startServer,
+  type Running,
+} from './processes.ts'
 import { ADMIN, growCompanies, seedThroughApi, type Seeded } from './seed.ts'
 import { measureCommunications, type CommunicationFigures } from './communications.ts'
 import { writeResults } from './report.ts'
@@ -44,16 +67,39 @@ function httpWorkloads(seeded: Seeded, adminToken: string): Workload[] {
   const auth = (t: string) => ({ authorization: `Bearer ${t}` })
   void adminToken
   return [
-    { name: 'GET teams', method: 'GET', path: `/api/v1/companies/${reader.id}/teams`, headers: auth(reader.token), connections: 32 },
-    { name: 'GET company', method: 'GET', path: `/api/v1/companies/${reader.id}`, headers: auth(reader.token), connections: 32 },
     {
-      name: 'POST teams', method: 'POST', path: `/api/v1/companies/${writer.id}/teams`,
-      headers: { ...auth(writer.token), 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Night shift', code: 'x', team_leader_ids: writer.leaders }), uniqueCode: `c${Date.now()}-`, connections: 32,
+      name: 'GET teams',
+      method: 'GET',
+      path: `/api/v1/companies/${reader.id}/teams`,
+      headers: auth(reader.token),
+      connections: 32,
     },
     {
-      name: 'POST /oauth/token', method: 'POST', path: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: reader.client_id, client_secret: reader.client_secret }).toString(),
+      name: 'GET company',
+      method: 'GET',
+      path: `/api/v1/companies/${reader.id}`,
+      headers: auth(reader.token),
+      connections: 32,
+    },
+    {
+      name: 'POST teams',
+      method: 'POST',
+      path: `/api/v1/companies/${writer.id}/teams`,
+      headers: { ...auth(writer.token), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Night shift', code: 'x', team_leader_ids: writer.leaders }),
+      uniqueCode: `c${Date.now()}-`,
+      connections: 32,
+    },
+    {
+      name: 'POST /oauth/token',
+      method: 'POST',
+      path: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: reader.client_id,
+        client_secret: reader.client_secret,
+      }).toString(),
       connections: 32,
     },
   ]
@@ -97,7 +143,9 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
         server = await startServer({ ...env, ...UNCACHED })
         const [at100, at100k] = await measureLatencyPair({ url: teamsUrl(), headers: auth }, big.teams)
         figures.growth = { at100, at100k }
-        log(`  growth: teams read p50 ${at100.p50.toFixed(2)} ms with 100 companies, ${at100k.p50.toFixed(2)} ms with 100,000`)
+        log(
+          `  growth: teams read p50 ${at100.p50.toFixed(2)} ms with 100 companies, ${at100k.p50.toFixed(2)} ms with 100,000`,
+        )
       } finally {
         await big.drop()
       }
@@ -108,21 +156,45 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
     Object.assign(figures, await afterStart(server))
     log(`  start to /ready ${figures.startMs.toFixed(0)} ms, idle RSS ${figures.idleRssMb.toFixed(0)} MB`)
 
-    if (want('http')) for (const w of httpWorkloads(seeded, '').filter(chosen)) figures.http.push(await measureHttp(server, baseline, w, log))
+    if (want('http'))
+      for (const w of httpWorkloads(seeded, '').filter(chosen))
+        figures.http.push(await measureHttp(server, baseline, w, log))
     if (want('holidays')) {
-      figures.holidays = await measureLatency(`${server.url}/api/v1/companies/${seeded.reader.id}/all_holidays?year=2027`, auth, 500)
+      figures.holidays = await measureLatency(
+        `${server.url}/api/v1/companies/${seeded.reader.id}/all_holidays?year=2027`,
+        auth,
+        500,
+      )
       log(`  all_holidays p50 ${figures.holidays.p50.toFixed(2)} ms`)
     }
-    if (want('communications')) figures.communications = await measureCommunications(server, seeded, { exec, count, query: (t) => db.query(t).then((r) => r.rows) }, log)
+    if (want('communications'))
+      figures.communications = await measureCommunications(
+        server,
+        seeded,
+        { exec, count, query: (t) => db.query(t).then((r) => r.rows) },
+        log,
+      )
     // Last: it starts a server of its own (private targets allowed), so this one stops first.
-    if (want('events')) { await server.stop(); figures.events = await measureEvents(env, seeded, { query: (t, p) => db.query(t, p).then((r) => r.rows) }, log, profileArgs()) }
+    if (want('events')) {
+      await server.stop()
+      figures.events = await measureEvents(
+        env,
+        seeded,
+        { query: (t, p) => db.query(t, p).then((r) => r.rows) },
+        log,
+        profileArgs(),
+      )
+    }
     return figures
   } finally {
     // Exit code 0: stopped on purpose (the events part stops it); anything else is a crash worth its stderr.
-    if (server && server.child.exitCode !== null && server.child.exitCode !== 0) log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
+    if (server && server.child.exitCode !== null && server.child.exitCode !== 0)
+      log(`the server had exited (${server.child.exitCode}, ${server.child.signalCode}): ${server.stderr()}`)
     await server?.stop()
     await db.end()
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err) => log(`could not drop ${name}: ${err.message}`))
+    await admin
+      .query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      .catch((err) => log(`could not drop ${name}: ${err.message}`))
     await admin.end()
   }
 }
@@ -143,15 +215,27 @@ async function bigDatabase(admin: pg.Client, url: URL, name: string) {
   const drop = async () => {
     await server?.stop()
     await pool.end()
-    await admin.query(`DROP DATABASE IF EXISTS ${bigName} WITH (FORCE)`).catch((err) => log(`could not drop ${bigName}: ${err.message}`))
+    await admin
+      .query(`DROP DATABASE IF EXISTS ${bigName} WITH (FORCE)`)
+      .catch((err) => log(`could not drop ${bigName}: ${err.message}`))
   }
   try {
     server = await startServer(env)
     const seeded = await seedThroughApi(server.url)
-    await growCompanies((t) => pool.query(t), async (t) => Number((await pool.query(t)).rows[0].n), 100_000)
+    await growCompanies(
+      (t) => pool.query(t),
+      async (t) => Number((await pool.query(t)).rows[0].n),
+      100_000,
+    )
     await server.stop()
     server = await startServer({ ...env, ...UNCACHED })
-    return { teams: { url: `${server.url}/api/v1/companies/${seeded.reader.id}/teams`, headers: { authorization: `Bearer ${seeded.reader.token}` } }, drop }
+    return {
+      teams: {
+        url: `${server.url}/api/v1/companies/${seeded.reader.id}/teams`,
+        headers: { authorization: `Bearer ${seeded.reader.token}` },
+      },
+      drop,
+    }
   } catch (err) {
     await drop()
     throw err
@@ -170,13 +254,24 @@ async function runPglite(baseline: Running): Promise<EngineFigures> {
     // PGlite is one process: the bulk rows go in while the server is stopped.
     const pglite = new PGlite({ dataDir: path.join(dir, 'pgdata') })
     await pglite.waitReady
-    const version = ((await pglite.query<{ server_version: string }>('SHOW server_version')).rows[0]!).server_version
-    await growCompanies((t) => pglite.exec(t), async (t) => Number((await pglite.query<{ n: number }>(t)).rows[0]!.n), 1000)
+    const version = (await pglite.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version
+    await growCompanies(
+      (t) => pglite.exec(t),
+      async (t) => Number((await pglite.query<{ n: number }>(t)).rows[0]!.n),
+      1000,
+    )
     await pglite.close()
     server = await startServer(env)
-    const figures: EngineFigures = { engine: 'pglite', version: `PGlite (PostgreSQL ${version})`, ...(await afterStart(server)), http: [] }
+    const figures: EngineFigures = {
+      engine: 'pglite',
+      version: `PGlite (PostgreSQL ${version})`,
+      ...(await afterStart(server)),
+      http: [],
+    }
     log(`  start to /ready ${figures.startMs.toFixed(0)} ms, idle RSS ${figures.idleRssMb.toFixed(0)} MB`)
-    if (want('http')) for (const w of httpWorkloads(seeded, '').slice(0, 2).filter(chosen)) figures.http.push(await measureHttp(server, baseline, w, log))
+    if (want('http'))
+      for (const w of httpWorkloads(seeded, '').slice(0, 2).filter(chosen))
+        figures.http.push(await measureHttp(server, baseline, w, log))
     return figures
   } finally {
     await server?.stop()
@@ -189,17 +284,35 @@ async function main() {
   const started = new Date()
   const loadAtStart = os.loadavg()[0]!
   const busy = othersRunning()
-  log(`bench: ${CORES} cores; server on core ${SERVER_CORE}, load generator on core ${LOAD_CORE}; ${SECONDS} s rounds, ${WARMUP_SECONDS} s warm-up`)
+  log(
+    `bench: ${CORES} cores; server on core ${SERVER_CORE}, load generator on core ${LOAD_CORE}; ${SECONDS} s rounds, ${WARMUP_SECONDS} s warm-up`,
+  )
   if (busy.length > 0) log(`warning: other test processes are running (${busy.length}); figures will be noisy`)
   const baseline = await startBaseline()
   try {
     const engines: EngineFigures[] = []
     if (want('postgres')) engines.push(await runPostgres(baseline))
     if (want('pglite')) engines.push(await runPglite(baseline))
-    const mix: MixFigures | undefined = MIX_PARTS.some(want) ? await runMixWorkloads(ADMIN_URL, baseline, want, log) : undefined
+    const mix: MixFigures | undefined = MIX_PARTS.some(want)
+      ? await runMixWorkloads(ADMIN_URL, baseline, want, log)
+      : undefined
     // Test runs of other engineers seen at the start or at the end of the run.
     busy.push(...othersRunning().filter((cmd) => !busy.includes(cmd)))
-    const file = writeResults({ started, finished: new Date(), load: [loadAtStart, os.loadavg()[0]!], cores: CORES, serverCore: SERVER_CORE, loadCore: LOAD_CORE, baselineCores: coreOf(baseline.child.pid!), busy, seconds: SECONDS, warmup: WARMUP_SECONDS, engines, mix, partial: ONLY.size > 0 })
+    const file = writeResults({
+      started,
+      finished: new Date(),
+      load: [loadAtStart, os.loadavg()[0]!],
+      cores: CORES,
+      serverCore: SERVER_CORE,
+      loadCore: LOAD_CORE,
+      baselineCores: coreOf(baseline.child.pid!),
+      busy,
+      seconds: SECONDS,
+      warmup: WARMUP_SECONDS,
+      engines,
+      mix,
+      partial: ONLY.size > 0,
+    })
     log(`results written to ${path.relative(ROOT, file)}`)
   } finally {
     await baseline.stop()
@@ -213,16 +326,24 @@ function othersRunning(): string[] {
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')
       if (cmd.includes('--test') && cmd.includes('node')) found.push(cmd.trim())
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return found
 }
 
-const stop = () => { killAll(); process.exit(130) }
+const stop = () => {
+  killAll()
+  process.exit(130)
+}
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
-main().then(() => process.exit(0), (err) => {
-  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`)
-  killAll()
-  process.exit(1)
-})
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`)
+    killAll()
+    process.exit(1)
+  },
+)

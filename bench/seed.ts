@@ -15,16 +15,27 @@ export interface Seeded {
 async function call(base: string, method: string, url: string, token: string | undefined, body?: unknown) {
   const res = await fetch(`${base}${url}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   })
   const text = await res.text()
   return { status: res.status, location: res.headers.get('location') ?? '', body: text ? JSON.parse(text) : undefined }
 }
 
-async function expect(base: string, status: number, method: string, url: string, token: string | undefined, body?: unknown) {
+async function expect(
+  base: string,
+  status: number,
+  method: string,
+  url: string,
+  token: string | undefined,
+  body?: unknown,
+) {
   const res = await call(base, method, url, token, body)
-  if (res.status !== status) throw new Error(`${method} ${url}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`)
+  if (res.status !== status)
+    throw new Error(`${method} ${url}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`)
   return res
 }
 
@@ -32,29 +43,62 @@ const lastSegment = (location: string) => location.slice(location.lastIndexOf('/
 
 export async function token(base: string, clientId: string, secret: string): Promise<string> {
   const res = await fetch(`${base}/oauth/token`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }),
   })
   if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
   return ((await res.json()) as { access_token: string }).access_token
 }
 
-const SCOPES = ['read:company', 'read:team', 'write:team', 'read:holiday', 'write:holiday', 'read:contract', 'write:contract',
-  'read:company_communication', 'write:company_communication', 'read:company_communication_message']
+const SCOPES = [
+  'read:company',
+  'read:team',
+  'write:team',
+  'read:holiday',
+  'write:holiday',
+  'read:contract',
+  'write:contract',
+  'read:company_communication',
+  'write:company_communication',
+  'read:company_communication_message',
+]
 
 export async function newCompany(base: string, admin: string, productSku: string, planSku: string, name: string) {
-  const created = await expect(base, 202, 'POST', '/api/v1/companies', admin,
-    { name, country: 'IT', province: 'MI', city: 'Milano', timezone: 'Europe/Rome', vat: 'IT01234567890', billing_email: 'billing@example.com', product_sku: productSku, subscription_plan: planSku, plan_quantity: 40 })
+  const created = await expect(base, 202, 'POST', '/api/v1/companies', admin, {
+    name,
+    country: 'IT',
+    province: 'MI',
+    city: 'Milano',
+    timezone: 'Europe/Rome',
+    vat: 'IT01234567890',
+    billing_email: 'billing@example.com',
+    product_sku: productSku,
+    subscription_plan: planSku,
+    plan_quantity: 40,
+  })
   const id = lastSegment(created.location)
-  const client = (await expect(base, 201, 'POST', `/api/v1/companies/${id}/clients`, admin, { name: 'bench', scopes: SCOPES })).body as { client_id: string; client_secret: string }
+  const client = (
+    await expect(base, 201, 'POST', `/api/v1/companies/${id}/clients`, admin, { name: 'bench', scopes: SCOPES })
+  ).body as { client_id: string; client_secret: string }
   return { id, ...client, token: await token(base, client.client_id, client.client_secret) }
 }
 
-async function contracts(base: string, tokenValue: string, companyId: string, count: number, subsidiaryId?: string): Promise<string[]> {
+async function contracts(
+  base: string,
+  tokenValue: string,
+  companyId: string,
+  count: number,
+  subsidiaryId?: string,
+): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < count; i++) {
-    const res = await expect(base, 202, 'POST', `/api/v1/companies/${companyId}/contracts`, tokenValue,
-      { first_name: 'Worker', last_name: `N${String(i).padStart(3, '0')}`, email: `w${i}@example.com`, ...(subsidiaryId ? { subsidiary_id: subsidiaryId } : {}) })
+    const res = await expect(base, 202, 'POST', `/api/v1/companies/${companyId}/contracts`, tokenValue, {
+      first_name: 'Worker',
+      last_name: `N${String(i).padStart(3, '0')}`,
+      email: `w${i}@example.com`,
+      ...(subsidiaryId ? { subsidiary_id: subsidiaryId } : {}),
+    })
     ids.push(lastSegment(res.location))
   }
   return ids
@@ -66,8 +110,19 @@ export async function newCatalogue(base: string) {
   const admin = await token(base, ADMIN.client_id, ADMIN.client_secret)
   const planSku = `bench-plan-${randomUUID().slice(0, 8)}`
   const productSku = `bench-product-${randomUUID().slice(0, 8)}`
-  await expect(base, 202, 'POST', '/api/v1/subscription/plans', admin, { plan: { sku: planSku, name: 'Bench', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping', 'expense'] } })
-  await expect(base, 202, 'POST', '/api/v1/subscription/products', admin, { product: { sku: productSku, name: 'Bench', visible: true, subscription_manager: 'local', allowed_plans: [planSku] } })
+  await expect(base, 202, 'POST', '/api/v1/subscription/plans', admin, {
+    plan: {
+      sku: planSku,
+      name: 'Bench',
+      price: 29.9,
+      plan_family: 'core',
+      period_unit: 'month',
+      features: ['stamping', 'expense'],
+    },
+  })
+  await expect(base, 202, 'POST', '/api/v1/subscription/products', admin, {
+    product: { sku: productSku, name: 'Bench', visible: true, subscription_manager: 'local', allowed_plans: [planSku] },
+  })
   return { admin, planSku, productSku }
 }
 
@@ -75,20 +130,39 @@ export async function seedThroughApi(base: string): Promise<Seeded> {
   const { admin, planSku, productSku } = await newCatalogue(base)
 
   const reader = await newCompany(base, admin, productSku, planSku, 'Bench Reader S.p.A.')
-  const subsidiary = lastSegment((await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/subsidiaries`, admin, { name: 'Torino', city: 'Torino', country: 'IT' })).location)
+  const subsidiary = lastSegment(
+    (
+      await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/subsidiaries`, admin, {
+        name: 'Torino',
+        city: 'Torino',
+        country: 'IT',
+      })
+    ).location,
+  )
   const people = await contracts(base, reader.token, reader.id, 40, subsidiary)
   for (let i = 0; i < 20; i++) {
-    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/teams`, reader.token,
-      { name: `Team ${String(i).padStart(2, '0')}`, code: `T${i}`, subsidiary_id: subsidiary, team_leader_ids: [people[2 * i]!, people[2 * i + 1]!] })
+    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/teams`, reader.token, {
+      name: `Team ${String(i).padStart(2, '0')}`,
+      code: `T${i}`,
+      subsidiary_id: subsidiary,
+      team_leader_ids: [people[2 * i]!, people[2 * i + 1]!],
+    })
   }
   // Holidays: company-wide dated and yearly ones, and the subsidiary's; the public ones are Italy's (and Milan's).
   for (let i = 0; i < 8; i++) {
-    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/holidays`, reader.token,
-      { name: `Closure ${i}`, day: `2026-0${1 + (i % 9)}-1${i}`, recurrent: i % 2 === 0 ? 'yearly' : 'none' })
+    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/holidays`, reader.token, {
+      name: `Closure ${i}`,
+      day: `2026-0${1 + (i % 9)}-1${i}`,
+      recurrent: i % 2 === 0 ? 'yearly' : 'none',
+    })
   }
   for (let i = 0; i < 4; i++) {
-    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/holidays`, reader.token,
-      { name: `Patron ${i}`, day: `2025-0${2 + i}-2${i}`, recurrent: 'yearly', subsidiary_id: subsidiary })
+    await expect(base, 202, 'POST', `/api/v1/companies/${reader.id}/holidays`, reader.token, {
+      name: `Patron ${i}`,
+      day: `2025-0${2 + i}-2${i}`,
+      recurrent: 'yearly',
+      subsidiary_id: subsidiary,
+    })
   }
 
   const writer = await newCompany(base, admin, productSku, planSku, 'Bench Writer S.r.l.')

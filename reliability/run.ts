@@ -28,7 +28,12 @@ async function main() {
       if (only && !only.includes(scenario.id)) continue
       for (const engine of scenario.engines.filter((e) => engines.includes(e))) {
         if (Date.now() - started > BUDGET_MS) {
-          rows.push({ scenario, engine, ms: 0, result: { pass: false, figures: {}, notes: ['not run: the 15-minute budget was spent'] } })
+          rows.push({
+            scenario,
+            engine,
+            ms: 0,
+            result: { pass: false, figures: {}, notes: ['not run: the 15-minute budget was spent'] },
+          })
           continue
         }
         const t0 = Date.now()
@@ -37,7 +42,11 @@ async function main() {
         try {
           result = await scenario.run(makeContext(engine, scale, cluster, scratch))
         } catch (err) {
-          result = { pass: false, figures: {}, notes: [`FAILED: the scenario threw: ${(err as Error).stack ?? err}`.slice(0, 2000)] }
+          result = {
+            pass: false,
+            figures: {},
+            notes: [`FAILED: the scenario threw: ${(err as Error).stack ?? err}`.slice(0, 2000)],
+          }
         }
         const ms = Date.now() - t0
         rows.push({ scenario, engine, result, ms })
@@ -58,7 +67,10 @@ async function main() {
   process.exitCode = failed === 0 ? 0 : 1
 }
 
-function writeReport(rows: Array<{ scenario: Scenario; engine: EngineName; result: Result; ms: number }>, totalMs: number) {
+function writeReport(
+  rows: Array<{ scenario: Scenario; engine: EngineName; result: Result; ms: number }>,
+  totalMs: number,
+) {
   const out = process.env.RELIABILITY_REPORT ?? path.join(HERE, 'results', 'reliability-report.md')
   const lines = [
     '# Reliability report',
@@ -70,17 +82,34 @@ function writeReport(rows: Array<{ scenario: Scenario; engine: EngineName; resul
     '',
     '| # | scenario | engine | result | time | figures |',
     '|---|---|---|---|---|---|',
-    ...rows.map(({ scenario, engine, result, ms }) =>
-      `| ${scenario.id} | ${scenario.title} | ${engine} | ${result.pass ? 'pass' : '**FAIL**'} | ${(ms / 1000).toFixed(1)} s | ${Object.entries(result.figures).map(([k, v]) => `${k}: ${v}`).join('; ').replace(/\|/g, '\\|')} |`),
+    ...rows.map(
+      ({ scenario, engine, result, ms }) =>
+        `| ${scenario.id} | ${scenario.title} | ${engine} | ${result.pass ? 'pass' : '**FAIL**'} | ${(ms / 1000).toFixed(1)} s | ${Object.entries(
+          result.figures,
+        )
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('; ')
+          .replace(/\|/g, '\\|')} |`,
+    ),
     '',
     '## Notes',
     '',
-    ...rows.flatMap(({ scenario, engine, result }) => result.notes.length === 0 ? [] : [
-      `### ${scenario.id}. ${scenario.title} (${engine})`, '', ...result.notes.map((n) => `- ${n.replace(/\n/g, ' ').slice(0, 600)}`), '',
-    ]),
+    ...rows.flatMap(({ scenario, engine, result }) =>
+      result.notes.length === 0
+        ? []
+        : [
+            `### ${scenario.id}. ${scenario.title} (${engine})`,
+            '',
+            ...result.notes.map((n) => `- ${n.replace(/\n/g, ' ').slice(0, 600)}`),
+            '',
+          ],
+    ),
   ]
   fs.mkdirSync(path.dirname(out), { recursive: true })
-  fs.writeFileSync(out, lines.join('\n') + '\n')
+  fs.writeFileSync(out, `${lines.join('\n')}\n`)
 }
 
-main().catch((err) => { process.stderr.write(`${err.stack ?? err}\n`); process.exit(1) })
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`)
+  process.exit(1)
+})

@@ -3,7 +3,7 @@
 // (src/db/migrate.ts reads them from the folder next to the running module). `npm start` runs
 // it before starting the server: plain `node` on one JavaScript file starts in a fraction of the
 // time and memory of the TypeScript loader resolving and compiling hundreds of modules
-// (docs/decisions.md, "Running a build"). Tests and tools run the sources through tsx;
+// (docs/adr/0018-one-driver-and-a-bundled-start.md). Tests and tools run the sources through tsx;
 // test/build.test.ts starts what this builds.
 import fs from 'node:fs'
 import path from 'node:path'
@@ -28,10 +28,18 @@ await build({
     // swagger-ui-dist's files from node_modules at its first visit: nothing of it is imported.)
     // undici (the webhook sender's HTTP client) is loaded at an instance's first delivery; pdfkit
     // at the first PDF document, and it reads its fonts' metrics from its own folder.
-    '@electric-sql/pglite', '@electric-sql/pglite/*', 'date-holidays', 'chargebee', 'pg-native', 'undici', 'pdfkit',
+    '@electric-sql/pglite',
+    '@electric-sql/pglite/*',
+    'date-holidays',
+    'chargebee',
+    'pg-native',
+    'undici',
+    'pdfkit',
   ],
   // CommonJS packages inside an ES module bundle call require() for Node's built-in modules.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
   // Less to read and compile at every start; identifiers are kept, so stack traces keep the
   // functions' names, and the map is there for NODE_OPTIONS=--enable-source-maps.
   minifyWhitespace: true,

@@ -15,7 +15,7 @@ export async function clientTypes(doc: Record<string, unknown>): Promise<string>
   // structuredClone: openapi-typescript may annotate the object it walks. defaultNonNullable
   // off: a body field with a default (a product's `visible`) may be left out by the caller.
   const ast = await openapiTS(structuredClone(doc) as never, { alphabetize: false, defaultNonNullable: false })
-  return `${COMMENT_HEADER.replace(' */', ' * Regenerate with `npm run generate:client` (from the app\'s /openapi.json).\n */')}${astToString(ast)}`
+  return `${COMMENT_HEADER.replace(' */', " * Regenerate with `npm run generate:client` (from the app's /openapi.json).\n */")}${astToString(ast)}`
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -10,7 +10,13 @@ import { buildOpenApiDocument } from './openapi-document.ts'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
-export interface LintProblem { linter: 'redocly' | 'spectral'; severity: 'error' | 'warning'; rule: string; message: string; where: string }
+export interface LintProblem {
+  linter: 'redocly' | 'spectral'
+  severity: 'error' | 'warning'
+  rule: string
+  message: string
+  where: string
+}
 
 function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -29,19 +35,54 @@ export async function lintOpenApi(doc: unknown): Promise<LintProblem[]> {
   try {
     fs.writeFileSync(file, JSON.stringify(doc, null, 2))
     const [redocly, spectral] = await Promise.all([
-      run([path.join(root, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--config', path.join(root, 'redocly.yaml'), '--format=json']),
-      run([path.join(root, 'node_modules/@stoplight/spectral-cli/dist/index.js'), 'lint', file, '--ruleset', path.join(root, '.spectral.yaml'), '--format', 'json', '--quiet']),
+      run([
+        path.join(root, 'node_modules/@redocly/cli/bin/cli.js'),
+        'lint',
+        file,
+        '--config',
+        path.join(root, 'redocly.yaml'),
+        '--format=json',
+      ]),
+      run([
+        path.join(root, 'node_modules/@stoplight/spectral-cli/dist/index.js'),
+        'lint',
+        file,
+        '--ruleset',
+        path.join(root, '.spectral.yaml'),
+        '--format',
+        'json',
+        '--quiet',
+      ]),
     ])
     const problems: LintProblem[] = []
-    const redoclyJson = parse(redocly, 'redocly') as { problems: Array<{ ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }> }
+    const redoclyJson = parse(redocly, 'redocly') as {
+      problems: Array<{ ruleId: string; severity: string; message: string; location: Array<{ pointer: string }> }>
+    }
     for (const p of redoclyJson.problems) {
-      problems.push({ linter: 'redocly', severity: p.severity === 'error' ? 'error' : 'warning', rule: p.ruleId, message: p.message, where: p.location[0]?.pointer ?? '' })
+      problems.push({
+        linter: 'redocly',
+        severity: p.severity === 'error' ? 'error' : 'warning',
+        rule: p.ruleId,
+        message: p.message,
+        where: p.location[0]?.pointer ?? '',
+      })
     }
     // Spectral's severities: 0 error, 1 warning, 2 info, 3 hint.
-    const spectralJson = parse(spectral, 'spectral') as Array<{ code: string; severity: number; message: string; path: string[] }>
+    const spectralJson = parse(spectral, 'spectral') as Array<{
+      code: string
+      severity: number
+      message: string
+      path: string[]
+    }>
     for (const p of spectralJson) {
       if (p.severity > 1) continue
-      problems.push({ linter: 'spectral', severity: p.severity === 0 ? 'error' : 'warning', rule: p.code, message: p.message, where: p.path.join('.') })
+      problems.push({
+        linter: 'spectral',
+        severity: p.severity === 0 ? 'error' : 'warning',
+        rule: p.code,
+        message: p.message,
+        where: p.path.join('.'),
+      })
     }
     return problems
   } finally {
@@ -66,7 +107,8 @@ function parse(result: { code: number; stdout: string; stderr: string }, linter:
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const problems = await lintOpenApi(await buildOpenApiDocument())
-  for (const p of problems) process.stdout.write(`${p.severity.padEnd(7)} ${p.linter.padEnd(8)} ${p.rule}: ${p.message} (${p.where})\n`)
+  for (const p of problems)
+    process.stdout.write(`${p.severity.padEnd(7)} ${p.linter.padEnd(8)} ${p.rule}: ${p.message} (${p.where})\n`)
   const errors = problems.filter((p) => p.severity === 'error').length
   process.stdout.write(`${errors} errors, ${problems.length - errors} warnings\n`)
   process.exit(errors > 0 ? 1 : 0)

@@ -14,9 +14,11 @@ try {
   try {
     const applied = await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
     const total = readMigrations().length
-    process.stdout.write(applied.length
-      ? `Applied ${applied.length} migration(s): ${applied.join(', ')}. The database is current (${total} migrations).\n`
-      : `Nothing to apply: the database is current (${total} migrations).\n`)
+    process.stdout.write(
+      applied.length
+        ? `Applied ${applied.length} migration(s): ${applied.join(', ')}. The database is current (${total} migrations).\n`
+        : `Nothing to apply: the database is current (${total} migrations).\n`,
+    )
   } finally {
     await database.close()
   }

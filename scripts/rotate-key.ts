@@ -24,9 +24,11 @@ try {
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const keys = createTokenKeys(createOauthRepository(database.db), tokenSettings(config), systemClock)
   const key = await keys.rotate({ immediately: args.includes('--now') })
-  process.stdout.write(args.includes('--now')
-    ? `Key ${key.kid} signs from now; every other key was deleted, and the tokens they signed are refused.\n`
-    : `Key ${key.kid} is published and signs from ${key.activeFrom.toISOString()}; the current key verifies until its last token expires.\n`)
+  process.stdout.write(
+    args.includes('--now')
+      ? `Key ${key.kid} signs from now; every other key was deleted, and the tokens they signed are refused.\n`
+      : `Key ${key.kid} is published and signs from ${key.activeFrom.toISOString()}; the current key verifies until its last token expires.\n`,
+  )
 } finally {
   await database.close()
 }

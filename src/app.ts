@@ -1,26 +1,14 @@
-import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyBaseLogger } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { corsOrigins, dunningRetryDays, trustProxy, type Config } from './config.ts'
+import type { FastifyBaseLogger } from 'fastify'
+import { dunningRetryDays, type Config } from './config.ts'
+import { createTransport } from './http/transport.ts'
 import { systemClock, type Clock } from './core/clock.ts'
 import { createDatabase, type Database } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { createTableStatistics } from './jobs/table-statistics.ts'
 import { createScheduler } from './jobs/scheduler.ts'
-import { installCors } from './http/cors.ts'
-import { installValidation } from './http/validation.ts'
-import { installRequestLimits } from './http/request-limits.ts'
-import { installUuidCase } from './http/uuids.ts'
-import { createLazyCompilers } from './http/schema-compilers.ts'
-import { indexRouteMethods } from './http/route-methods.ts'
-import { clientErrorHandler, frameworkErrors, installDraining, installErrorHandler } from './http/error-handler.ts'
-import { installMetrics } from './http/metrics.ts'
-import { installOpenApi } from './http/openapi.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
-import { installLoadShedding } from './http/load-shedding.ts'
-import { createReadiness } from './http/shutdown.ts'
 import { installCacheForgetting } from './cache/cached-reads.ts'
 import { createReadCache } from './cache/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
@@ -39,7 +27,6 @@ import { createSubscriptionsRepository } from './modules/subscriptions/subscript
 import { createSubscriptionsService } from './modules/subscriptions/subscriptions.service.ts'
 import { subscriptionsRoutes } from './modules/subscriptions/subscriptions.routes.ts'
 import { createHostedRepository } from './modules/hosted/hosted.repository.ts'
-import { redactingChildLogger } from './http/log-redaction.ts'
 import { createHostedPageStore, listeningOrigin } from './modules/hosted/hosted.pages.ts'
 import { createHostedService } from './modules/hosted/hosted.service.ts'
 import { hostedRoutes } from './modules/hosted/hosted.pages.routes.ts'
@@ -109,13 +96,17 @@ export interface AppOptions {
   logger?: FastifyBaseLogger | boolean
 }
 
-const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,100}$/
-const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 }
-
 export async function buildApp(options: AppOptions) {
   const { config } = options
   const realClock = options.realClock ?? systemClock
-  const database = options.database ?? await createDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolSize: config.DB_POOL_SIZE, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS })
+  const database =
+    options.database ??
+    (await createDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      poolSize: config.DB_POOL_SIZE,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    }))
   const ownsDatabase = !options.database
   await migrate(database.db, { currencyCode: config.CURRENCY_CODE })
   const { db } = database
@@ -126,50 +117,25 @@ export async function buildApp(options: AppOptions) {
     : fixedBusinessClock(options.clock ?? systemClock)
   await clock.listen()
 
-  const compilers = createLazyCompilers()
-  const app = Fastify({
-    loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
-    logger: typeof options.logger === 'object' ? undefined : options.logger === false ? false : { level: config.LOG_LEVEL },
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    trustProxy: trustProxy(config.TRUST_PROXY),
-    requestTimeout: config.REQUEST_TIMEOUT_MS,
-    // Draining answers in the service's own error shape (http/error-handler.ts).
-    return503OnClosing: false,
-    clientErrorHandler,
-    // Node checks these timeouts only every connectionsCheckingInterval.
-    http: { headersTimeout: Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
-    routerOptions: ROUTER_OPTIONS,
-    requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-    },
-    frameworkErrors,
-    // Hosted page tokens never reach the log.
-    childLoggerFactory: redactingChildLogger,
-    schemaController: { compilersFactory: { buildSerializer: compilers.buildSerializer } },
-  }).withTypeProvider<TypeBoxTypeProvider>()
+  const { app, compilers, readiness, metrics } = await createTransport(config, options.logger)
 
-  // Before any route, so a wrong method's 405 lists every method, the preflight's included.
-  const routeMethods = indexRouteMethods(app, ROUTER_OPTIONS)
-  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
-  // First of the request hooks: a preflight is answered before auth and limits.
-  await installCors(app, corsOrigins(config.CORS_ORIGINS))
-
-  const validation = installValidation(app, compilers)
-  installRequestLimits(app)
-  installUuidCase(app)
-  installErrorHandler(app, validation, routeMethods)
-  installDraining(app)
-  const readiness = createReadiness(app)
-  await installOpenApi(app, { serverUrl: config.PUBLIC_BASE_URL })
-  const metrics = installMetrics(app, { token: config.METRICS_TOKEN })
-  await installLoadShedding(app, { maxInFlight: config.SHED_MAX_IN_FLIGHT, maxEventLoopDelayMs: config.SHED_EVENT_LOOP_DELAY_MS, maxHeapUsedBytes: config.SHED_HEAP_USED_BYTES, retryAfterSeconds: config.SHED_RETRY_AFTER_SECONDS }, metrics.shed)
-
-  const scheduler = createScheduler({ db, clock, realClock, log: app.log, pollMs: config.SCHEDULER_POLL_MS, concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY, onFailure: metrics.jobFailed, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
+  const scheduler = createScheduler({
+    db,
+    clock,
+    realClock,
+    log: app.log,
+    pollMs: config.SCHEDULER_POLL_MS,
+    concurrency: database.engine === 'pglite' ? 1 : config.SCHEDULER_CONCURRENCY,
+    onFailure: metrics.jobFailed,
+    statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS,
+  })
   metrics.watch({ backlog: scheduler.backlog, pool: database.poolStats })
   // The queues' tables grow fastest, and their plans suffer first from stale statistics.
-  const tableStatistics = createTableStatistics({ db, log: app.log, statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS })
+  const tableStatistics = createTableStatistics({
+    db,
+    log: app.log,
+    statementTimeoutMs: config.DATABASE_JOB_STATEMENT_TIMEOUT_MS,
+  })
   clock.onChange(() => scheduler.wake())
 
   const oauthRepo = createOauthRepository(db)
@@ -179,10 +145,17 @@ export async function buildApp(options: AppOptions) {
   const access = createAccessState(oauthRepo, database)
   await access.listen()
   installAuth(app, { keys, access })
-  installRateLimit(app, { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS }, keys, metrics.rateLimited)
+  installRateLimit(
+    app,
+    { max: config.RATE_LIMIT_MAX, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS },
+    keys,
+    metrics.rateLimited,
+  )
   installIdempotency(app, { db, database, clock: realClock, scheduler })
   const readCache = createReadCache({
-    maxBytes: config.READ_CACHE_MAX_BYTES, database, observe: metrics.readCacheAnswer,
+    maxBytes: config.READ_CACHE_MAX_BYTES,
+    database,
+    observe: metrics.readCacheAnswer,
     // The write stands: others hear of it from the record its commit left.
     failedToAnnounce: (err) => app.log.warn({ err }, 'could not announce a change to cached reads'),
   })
@@ -195,31 +168,83 @@ export async function buildApp(options: AppOptions) {
   const hostedPages = createHostedPageStore(hostedRepo)
   const configured = chargebeeFromConfig(config)
   const chargebee = configured && observedProvider(configured, metrics.observeProvider)
-  const providers = createProviderRegistry([observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider), ...(chargebee ? [chargebee] : [])])
-  const invoices = createInvoicesService({ db, repo: createInvoicesRepository(), scheduler, retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS) })
-  const subscriptions = createSubscriptionsService({ db, repo: createSubscriptionsRepository(), scheduler, clock, trialDays: config.TRIAL_DAYS, vatRates: config.VAT_RATES, sellerCountry: config.SELLER_COUNTRY, providers, ledger: invoices })
+  const providers = createProviderRegistry([
+    observedProvider(createLocalProvider({ hostedPages }), metrics.observeProvider),
+    ...(chargebee ? [chargebee] : []),
+  ])
+  const invoices = createInvoicesService({
+    db,
+    repo: createInvoicesRepository(),
+    scheduler,
+    retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS),
+  })
+  const subscriptions = createSubscriptionsService({
+    db,
+    repo: createSubscriptionsRepository(),
+    scheduler,
+    clock,
+    trialDays: config.TRIAL_DAYS,
+    vatRates: config.VAT_RATES,
+    sellerCountry: config.SELLER_COUNTRY,
+    providers,
+    ledger: invoices,
+  })
   const ledgerRepo = createProviderLedgerRepository()
   const providerLedger = createProviderLedger({ repo: ledgerRepo })
   const webhooksRepo = createChargebeeWebhooksRepository()
-  const webhooks = createChargebeeWebhooksService({ db, repo: webhooksRepo, subscriptions, clock, chargebee, ledger: providerLedger })
+  const webhooks = createChargebeeWebhooksService({
+    db,
+    repo: webhooksRepo,
+    subscriptions,
+    clock,
+    chargebee,
+    ledger: providerLedger,
+  })
   subscriptions.registerJobs(scheduler)
-  const reconciliation = configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
-    ? createChargebeeReconciliation({
-      scheduler, clock: realClock, intervalSeconds: config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS,
-      reader: createChargebeeReconcileReader({
-        site: config.CHARGEBEE_SITE!, apiKey: config.CHARGEBEE_API_KEY!, protocol: config.CHARGEBEE_PROTOCOL,
-        hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
-      }),
-      subscriptions, webhooksRepo, ledger: providerLedger, log: app.log, onDrift: metrics.reconciliationDrift,
-    })
-    : undefined
-  const companies = createCompaniesService({ db, repo: createCompaniesRepository(db), catalogue, subscriptions, access, clock })
+  const reconciliation =
+    configured && config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS > 0
+      ? createChargebeeReconciliation({
+          scheduler,
+          clock: realClock,
+          intervalSeconds: config.CHARGEBEE_RECONCILE_INTERVAL_SECONDS,
+          reader: createChargebeeReconcileReader({
+            site: config.CHARGEBEE_SITE!,
+            apiKey: config.CHARGEBEE_API_KEY!,
+            protocol: config.CHARGEBEE_PROTOCOL,
+            hostSuffix: config.CHARGEBEE_HOST_SUFFIX,
+            port: config.CHARGEBEE_PORT,
+            timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
+          }),
+          subscriptions,
+          webhooksRepo,
+          ledger: providerLedger,
+          log: app.log,
+          onDrift: metrics.reconciliationDrift,
+        })
+      : undefined
+  const companies = createCompaniesService({
+    db,
+    repo: createCompaniesRepository(db),
+    catalogue,
+    subscriptions,
+    access,
+    clock,
+  })
   const seller = {
-    name: config.SELLER_NAME, address: config.SELLER_ADDRESS, country: config.SELLER_COUNTRY, vatNumber: config.SELLER_VAT_NUMBER,
+    name: config.SELLER_NAME,
+    address: config.SELLER_ADDRESS,
+    country: config.SELLER_COUNTRY,
+    vatNumber: config.SELLER_VAT_NUMBER,
   }
   const documents = createInvoiceDocumentsService({ invoices, companies, seller })
   const hosted = createHostedService({
-    repo: hostedRepo, subscriptions, catalogue, invoices, companies, documents, clock,
+    repo: hostedRepo,
+    subscriptions,
+    catalogue,
+    invoices,
+    companies,
+    documents,
+    clock,
   })
   const communicationsRepo = createCommunicationsRepository(db)
   const delivery = createCommunicationDelivery({ repo: communicationsRepo, scheduler })
@@ -231,15 +256,23 @@ export async function buildApp(options: AppOptions) {
     delivery,
   }
   const teams = createTeamsService({ repo: createTeamsRepository(db, { observer: metrics.writeBatches }), clock })
-  const holidays = createHolidaysService({ repo: createHolidaysRepository(db), publicHolidays: createPublicHolidayCalendar(), clock })
+  const holidays = createHolidaysService({
+    repo: createHolidaysRepository(db),
+    publicHolidays: createPublicHolidayCalendar(),
+    clock,
+  })
   // Kept only while both the clients' and the companies' changes are heard.
   const tokenClients = createTokenClients(oauthRepo, { listening: () => access.listening() && readCache.listening() })
   access.onForget(tokenClients.forgetClient)
-  readCache.onForget((companyId, areas) => { if (changeShowsIn('token_client', areas)) tokenClients.forgetCompany(companyId) })
+  readCache.onForget((companyId, areas) => {
+    if (changeShowsIn('token_client', areas)) tokenClients.forgetCompany(companyId)
+  })
   const secrets = createSecretChecker()
   // A remembered secret is tied to its stored hash, so only the client's own change needs forgetting;
   // otherwise every platform secret would cost a scrypt again.
-  access.onForget((clientId) => { if (clientId) secrets.forget(clientId) })
+  access.onForget((clientId) => {
+    if (clientId) secrets.forget(clientId)
+  })
   // Events are written by the tables' triggers; these read, prune and send them.
   const eventsRepo = createEventsRepository(db)
   const presenter = createEventPresenter({
@@ -247,7 +280,9 @@ export async function buildApp(options: AppOptions) {
     subsidiary: companies.subsidiaryEventObject,
     contract: companies.contractEventObject,
     team: teams.teamEventObject,
-    'team.member_added': memberObject, 'team.member_updated': memberObject, 'team.member_removed': memberObject,
+    'team.member_added': memberObject,
+    'team.member_updated': memberObject,
+    'team.member_removed': memberObject,
     holiday: holidays.holidayEventObject,
     communication: communications.communications.communicationEventObject,
     'communication.occurrence_delivered': communications.communications.occurrenceEventObject,
@@ -262,35 +297,82 @@ export async function buildApp(options: AppOptions) {
   const events = createEventsService({ repo: eventsRepo, presenter })
   const endpointsRepo = createWebhookEndpointsRepository(db)
   const eventPruning = createEventPruning({
-    repo: eventsRepo, alsoPrune: [endpointsRepo.pruneDelivered], scheduler, clock: realClock, retentionDays: config.EVENTS_RETENTION_DAYS,
+    repo: eventsRepo,
+    alsoPrune: [endpointsRepo.pruneDelivered],
+    scheduler,
+    clock: realClock,
+    retentionDays: config.EVENTS_RETENTION_DAYS,
   })
   const webhookDelivery = createWebhookDelivery({
-    repo: endpointsRepo, clock: realClock, log: app.log, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()), presenter,
+    repo: endpointsRepo,
+    clock: realClock,
+    log: app.log,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
+    presenter,
   })
-  const webhookEndpoints = createWebhookEndpointsService({ repo: endpointsRepo, allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS, wake: () => webhookDelivery.wake(), changed: () => webhookDelivery.endpointsChanged(), presenter })
-  const oauth = createOauthService({ repo: oauthRepo, clients: tokenClients, secrets, guesses: createSecretGuesses({ repo: oauthRepo, clock: realClock }), keys, access, clock: realClock, companyScopes: (id) => companies.scopeStrings(id) })
+  const webhookEndpoints = createWebhookEndpointsService({
+    repo: endpointsRepo,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    wake: () => webhookDelivery.wake(),
+    changed: () => webhookDelivery.endpointsChanged(),
+    presenter,
+  })
+  const oauth = createOauthService({
+    repo: oauthRepo,
+    clients: tokenClients,
+    secrets,
+    guesses: createSecretGuesses({ repo: oauthRepo, clock: realClock }),
+    keys,
+    access,
+    clock: realClock,
+    companyScopes: (id) => companies.scopeStrings(id),
+  })
 
-  await app.register(operationsRoutes, { db, readiness, probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS) })
+  await app.register(operationsRoutes, {
+    db,
+    readiness,
+    probeTimeoutMs: Math.min(2_000, config.DATABASE_STATEMENT_TIMEOUT_MS),
+  })
   await app.register(tokenRoutes, { service: oauth, keys, bodyLimit: config.BODY_LIMIT_BYTES })
   await app.register(clientRoutes, { service: oauth })
   await app.register(catalogueRoutes, { service: catalogue })
   await app.register(companiesRoutes, { service: companies, cache: readCache })
   await app.register(communicationsRoutes, { ...communications, attachmentMaxBytes: config.ATTACHMENT_MAX_BYTES })
   await app.register(subscriptionsRoutes, { service: subscriptions })
-  await app.register(invoicesRoutes, { service: invoices, subscriptionOf: (companyId: string) => subscriptions.status(companyId) })
+  await app.register(invoicesRoutes, {
+    service: invoices,
+    subscriptionOf: (companyId: string) => subscriptions.status(companyId),
+  })
   const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   await app.register(invoiceDocumentsRoutes, { service: documents })
   // Never the request's Host.
-  const hostedBaseUrl = () => config.PUBLIC_BASE_URL ?? listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
-  await app.register(hostedApiRoutes, { subscriptions, hosted, allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS), ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS, baseUrl: hostedBaseUrl })
-  await app.register(hostedRoutes, { service: hosted, publicBaseUrl: config.PUBLIC_BASE_URL, seller })
-  await app.register(chargebeeWebhooksRoutes, { service: webhooks, credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD } })
+  const hostedBaseUrl = () =>
+    config.PUBLIC_BASE_URL ??
+    listeningOrigin(config.HOST, config.PORT, app.server.listening ? app.server.address() : null)
+  await app.register(hostedApiRoutes, {
+    subscriptions,
+    hosted,
+    allowedHosts: parseAllowedHosts(config.REDIRECT_ALLOWED_HOSTS),
+    ttlSeconds: config.HOSTED_PAGE_TTL_SECONDS,
+    baseUrl: hostedBaseUrl,
+  })
+  await app.register(hostedRoutes, {
+    service: hosted,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    seller,
+  })
+  await app.register(chargebeeWebhooksRoutes, {
+    service: webhooks,
+    credentials: { user: config.CHARGEBEE_WEBHOOK_USER, password: config.CHARGEBEE_WEBHOOK_PASSWORD },
+  })
   await app.register(teamsRoutes, { service: teams, cache: readCache })
   await app.register(holidaysRoutes, { service: holidays, cache: readCache })
   // Elsewhere the routes do not exist (404).
-  if (config.TEST_CLOCK_ENABLED) await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
+  if (config.TEST_CLOCK_ENABLED)
+    await app.register(testClockRoutes, { service: createTestClockService({ repo: testClockRepo, clock, scheduler }) })
   await app.register(eventsRoutes, { service: events })
   await app.register(webhookEndpointsRoutes, { service: webhookEndpoints })
   // A write's jobs and event fan-out are committed by its own transaction: a pass now runs them
@@ -327,7 +409,27 @@ export async function buildApp(options: AppOptions) {
     if (ownsDatabase) await database.close()
   })
 
-  return Object.assign(app, { services: { communications, oauth, catalogue, companies, subscriptions, scheduler, reconciliation, keys, readCache, clock, events, eventPruning, webhookDelivery, tableStatistics }, database, readiness, compileSchemas: compilers.compileAll })
+  return Object.assign(app, {
+    services: {
+      communications,
+      oauth,
+      catalogue,
+      companies,
+      subscriptions,
+      scheduler,
+      reconciliation,
+      keys,
+      readCache,
+      clock,
+      events,
+      eventPruning,
+      webhookDelivery,
+      tableStatistics,
+    },
+    database,
+    readiness,
+    compileSchemas: compilers.compileAll,
+  })
 }
 
 export type BuiltApp = Awaited<ReturnType<typeof buildApp>>

@@ -16,7 +16,7 @@ async function main() {
       // Shown once: only the hash is stored. On stderr, outside the JSON log, so no collector keeps it.
       process.stderr.write(
         `\nA platform client was created for this new database. Keep its secret now; it is not shown again.\n` +
-        `  client_id:     ${created.client_id}\n  client_secret: ${created.client_secret}\n\n`,
+          `  client_id:     ${created.client_id}\n  client_secret: ${created.client_secret}\n\n`,
       )
     }
   }

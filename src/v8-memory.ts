@@ -12,7 +12,11 @@ export const WASM_TIERING_FLAG = '--wasm-tiering-budget=2000000000'
  * V8 flags trading some CPU for memory, set at run time so every way of starting gets them. 'auto'
  * turns them on for PGlite only, the small single-instance setup (bench/README.md).
  */
-export const SMALL_HEAP_FLAGS = ['--heap-growing-percent=20', '--semi-space-growth-factor=1', WASM_TIERING_FLAG] as const
+export const SMALL_HEAP_FLAGS = [
+  '--heap-growing-percent=20',
+  '--semi-space-growth-factor=1',
+  WASM_TIERING_FLAG,
+] as const
 
 export function tuneV8ForMemory(config: Pick<Config, 'V8_SMALL_HEAP' | 'DATABASE_URL'>): boolean {
   const on = config.V8_SMALL_HEAP === 'on' || (config.V8_SMALL_HEAP === 'auto' && config.DATABASE_URL === undefined)

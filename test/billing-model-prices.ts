@@ -5,8 +5,14 @@
  */
 
 export type Unit = 'month' | 'year'
-export interface PlanSpec { price: number; unit: Unit }
-export interface AddonSpec { price: number; unit: Unit }
+export interface PlanSpec {
+  price: number
+  unit: Unit
+}
+export interface AddonSpec {
+  price: number
+  unit: Unit
+}
 
 /** Catalogue prices in minor units (cents), with odd cents so that proration rounds. */
 export const PLANS = {
@@ -16,7 +22,10 @@ export const PLANS = {
   yearlyLow: { price: 9999, unit: 'year' },
 } as const satisfies Record<string, PlanSpec>
 export type PlanKey = keyof typeof PLANS
-export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 4999, unit: 'year' } } as const satisfies Record<Unit, AddonSpec>
+export const ADDONS = {
+  month: { price: 499, unit: 'month' },
+  year: { price: 4999, unit: 'year' },
+} as const satisfies Record<Unit, AddonSpec>
 
 /**
  * Coupons: a percentage (of every invoice it applies to) and fixed amounts (whole, once per
@@ -25,23 +34,48 @@ export const ADDONS = { month: { price: 499, unit: 'month' }, year: { price: 499
  * forever, one_time or limited_period (3 months); on the invoice amount, or on specified items
  * (`on`: the plans and addons it names; each named line is discounted and taxed on its own).
  */
-export interface CouponSpec { type: 'percentage' | 'fixed_amount'; value: number; duration: 'forever' | 'one_time' | 'limited_period'; on?: { plans: PlanKey[]; addons: Unit[] } }
+export interface CouponSpec {
+  type: 'percentage' | 'fixed_amount'
+  value: number
+  duration: 'forever' | 'one_time' | 'limited_period'
+  on?: { plans: PlanKey[]; addons: Unit[] }
+}
 export const COUPONS = {
   percent: { type: 'percentage', value: 2500, duration: 'forever' },
   fixed: { type: 'fixed_amount', value: 1000, duration: 'forever' },
   percentOnce: { type: 'percentage', value: 5000, duration: 'one_time' },
   fixedThreeMonths: { type: 'fixed_amount', value: 700, duration: 'limited_period' },
-  fixedEachItem: { type: 'fixed_amount', value: 1000, duration: 'forever', on: { plans: ['monthly', 'yearlyLow'], addons: ['month', 'year'] } },
-  percentItems: { type: 'percentage', value: 2000, duration: 'limited_period', on: { plans: ['monthlyLow', 'yearly'], addons: [] } },
+  fixedEachItem: {
+    type: 'fixed_amount',
+    value: 1000,
+    duration: 'forever',
+    on: { plans: ['monthly', 'yearlyLow'], addons: ['month', 'year'] },
+  },
+  percentItems: {
+    type: 'percentage',
+    value: 2000,
+    duration: 'limited_period',
+    on: { plans: ['monthlyLow', 'yearly'], addons: [] },
+  },
 } as const satisfies Record<string, CouponSpec>
 export const LIMITED_MONTHS = 3
 export type CouponKey = keyof typeof COUPONS
 
 /** What a company's use of a coupon is (kept while the coupon is off, resumed when it is back); `taken` by target. */
-export interface CouponUse { count: number; till: number | null; periodStart: number | null; taken: Record<string, number> }
+export interface CouponUse {
+  count: number
+  till: number | null
+  periodStart: number | null
+  taken: Record<string, number>
+}
 
 /** plan × quantity, plus the addon of the plan's period (quantity 1) when `addon`, and a coupon. */
-export interface Selection { plan: PlanKey; quantity: number; addon: boolean; coupon: CouponKey | null }
+export interface Selection {
+  plan: PlanKey
+  quantity: number
+  addon: boolean
+  coupon: CouponKey | null
+}
 
 export type CardKind = 'none' | 'good' | 'fails'
 export type Status = 'in_trial' | 'active' | 'non_renewing' | 'cancelled'
@@ -74,7 +108,10 @@ function spread(total: number, amounts: number[]): number[] {
 }
 
 /** How the coupon stands for one invoice: whether it applies, what a fixed amount has taken in the period (by target). */
-export interface CouponTerms { applies: boolean; taken: Record<string, number> }
+export interface CouponTerms {
+  applies: boolean
+  taken: Record<string, number>
+}
 export const NO_COUPON: CouponTerms = { applies: false, taken: {} }
 
 /**
@@ -84,10 +121,18 @@ export const NO_COUPON: CouponTerms = { applies: false, taken: {} }
  * on its amount less its part of the discount (rate in basis points; null: no tax line).
  * `taken`: what a fixed amount took, by target.
  */
-export function invoiceOf(sel: Selection, left: number, len: number, rateBp: number | null, terms: CouponTerms): { total: number; discount: number; taken: Record<string, number>; lines: number[]; shares: number[] } {
+export function invoiceOf(
+  sel: Selection,
+  left: number,
+  len: number,
+  rateBp: number | null,
+  terms: CouponTerms,
+): { total: number; discount: number; taken: Record<string, number>; lines: number[]; shares: number[] } {
   const plan = PLANS[sel.plan]
   const targets = [`plan:${sel.plan}`, ...(sel.addon ? [`addon:${plan.unit}`] : [])]
-  const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) => roundHalfUp(line, left, len))
+  const lines = [plan.price * sel.quantity, ...(sel.addon ? [ADDONS[plan.unit].price] : [])].map((line) =>
+    roundHalfUp(line, left, len),
+  )
   const subTotal = lines.reduce((a, b) => a + b, 0)
   const coupon: CouponSpec | null = sel.coupon === null || !terms.applies ? null : COUPONS[sel.coupon]
   const taken: Record<string, number> = {}
@@ -100,13 +145,18 @@ export function invoiceOf(sel: Selection, left: number, len: number, rateBp: num
   }
   const named = (target: string) => {
     const [kind, key] = target.split(':') as ['plan' | 'addon', string]
-    return kind === 'plan' ? (coupon!.on!.plans as readonly string[]).includes(key) : (coupon!.on!.addons as readonly string[]).includes(key)
+    return kind === 'plan'
+      ? (coupon!.on!.plans as readonly string[]).includes(key)
+      : (coupon!.on!.addons as readonly string[]).includes(key)
   }
-  const shares = !coupon ? lines.map(() => 0)
-    : coupon.on ? lines.map((line, i) => (named(targets[i]!) ? off(line, targets[i]!) : 0))
-    : spread(off(subTotal, 'invoice'), lines)
+  const shares = !coupon
+    ? lines.map(() => 0)
+    : coupon.on
+      ? lines.map((line, i) => (named(targets[i]!) ? off(line, targets[i]!) : 0))
+      : spread(off(subTotal, 'invoice'), lines)
   const discount = shares.reduce((a, b) => a + b, 0)
-  const tax = rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
+  const tax =
+    rateBp === null ? 0 : lines.reduce((sum, line, i) => sum + roundHalfUp(line - shares[i]!, rateBp, 10_000), 0)
   return { total: subTotal - discount + tax, discount, taken, lines, shares }
 }
 
@@ -116,7 +166,11 @@ export function invoiceOf(sel: Selection, left: number, len: number, rateBp: num
  * of the invoice period's `len` seconds, half-up; each line taxed on what is credited for it at
  * the invoice's rate.
  */
-export function creditOf(invoice: { lines: number[]; shares: number[]; rateBp: number | null }, left: number, len: number): number {
+export function creditOf(
+  invoice: { lines: number[]; shares: number[]; rateBp: number | null },
+  left: number,
+  len: number,
+): number {
   return invoice.lines.reduce((sum, line, i) => {
     const charged = roundHalfUp(line - invoice.shares[i]!, left, len)
     return sum + charged + (invoice.rateBp === null ? 0 : roundHalfUp(charged, invoice.rateBp, 10_000))
@@ -139,8 +193,16 @@ export function priceOf(sel: Selection, left: number, len: number, rateBp: numbe
 export function monthsAfter(at: number, months: number): number {
   const d = new Date(at)
   const total = d.getUTCFullYear() * 12 + d.getUTCMonth() + months
-  const last = new Date(Date.UTC(Math.floor(total / 12), total % 12 + 1, 0)).getUTCDate()
-  return Date.UTC(Math.floor(total / 12), total % 12, Math.min(d.getUTCDate(), last), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds())
+  const last = new Date(Date.UTC(Math.floor(total / 12), (total % 12) + 1, 0)).getUTCDate()
+  return Date.UTC(
+    Math.floor(total / 12),
+    total % 12,
+    Math.min(d.getUTCDate(), last),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+    d.getUTCMilliseconds(),
+  )
 }
 
 /** One period later on the anchor day, or the month's last day when shorter; UTC, same time of day. */
@@ -150,5 +212,13 @@ export function nextTermEnd(start: number, unit: Unit, anchorDay: number): numbe
   const year = Math.floor(months / 12)
   const month = months % 12
   const last = new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
-  return Date.UTC(year, month, Math.min(anchorDay, last), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds())
+  return Date.UTC(
+    year,
+    month,
+    Math.min(anchorDay, last),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+    d.getUTCMilliseconds(),
+  )
 }

@@ -17,8 +17,24 @@
  */
 
 import {
-  COUPONS, DAY_MS, LIMITED_MONTHS, NO_COUPON, PLANS, RETRY_DAYS, creditOf, invoiceOf, monthsAfter, namesNoneOf, nextTermEnd, priceOf,
-  type CardKind, type CouponKey, type CouponTerms, type CouponUse, type Selection, type Status,
+  COUPONS,
+  DAY_MS,
+  LIMITED_MONTHS,
+  NO_COUPON,
+  PLANS,
+  RETRY_DAYS,
+  creditOf,
+  invoiceOf,
+  monthsAfter,
+  namesNoneOf,
+  nextTermEnd,
+  priceOf,
+  type CardKind,
+  type CouponKey,
+  type CouponTerms,
+  type CouponUse,
+  type Selection,
+  type Status,
 } from './billing-model-prices.ts'
 
 export * from './billing-model-prices.ts'
@@ -26,11 +42,26 @@ export * from './billing-model-prices.ts'
 const seconds = (ms: number) => Math.floor(ms / 1000)
 
 /** A term and the selections it was billed for, each from `from` at the tax rate of the invoice that billed it. */
-interface Term { start: number; end: number; segments: { sel: Selection; from: number; rateBp: number | null }[]; cutAt: number | null }
+interface Term {
+  start: number
+  end: number
+  segments: { sel: Selection; from: number; rateBp: number | null }[]
+  cutAt: number | null
+}
 export interface ModelInvoice {
-  total: number; applied: number; paid: number; due: number; status: 'paid' | 'payment_due' | 'not_paid'; date: number; retry: number
+  total: number
+  applied: number
+  paid: number
+  due: number
+  status: 'paid' | 'payment_due' | 'not_paid'
+  date: number
+  retry: number
   /** What a credit is computed from: the lines, each line's discount, the tax rate and the period billed (ms). */
-  lines: number[]; shares: number[]; rateBp: number | null; periodStart: number; periodEnd: number
+  lines: number[]
+  shares: number[]
+  rateBp: number | null
+  periodStart: number
+  periodEnd: number
 }
 
 export class BillingModel {
@@ -49,7 +80,12 @@ export class BillingModel {
   /** What coupons took off, in all (their tax effect included): off invoices, less off credits. */
   couponOff = 0
 
-  constructor(public now: number, trialDays: number, public sel: Selection, public rateBp: number | null) {
+  constructor(
+    public now: number,
+    trialDays: number,
+    public sel: Selection,
+    public rateBp: number | null,
+  ) {
     this.termStart = now
     this.termEnd = now + trialDays * DAY_MS
   }
@@ -71,7 +107,7 @@ export class BillingModel {
 
   private use(key: CouponKey): CouponUse {
     let use = this.uses.get(key)
-    if (!use) this.uses.set(key, use = { count: 0, till: null, periodStart: null, taken: {} })
+    if (!use) this.uses.set(key, (use = { count: 0, till: null, periodStart: null, taken: {} }))
     return use
   }
 
@@ -81,9 +117,11 @@ export class BillingModel {
     const coupon = COUPONS[sel.coupon]
     const use = this.use(sel.coupon)
     const samePeriod = use.periodStart === periodStart
-    const applies = samePeriod || coupon.duration === 'forever'
-      || (coupon.duration === 'one_time' && use.count === 0)
-      || (coupon.duration === 'limited_period' && (use.till === null ? use.count === 0 : periodStart < use.till))
+    const applies =
+      samePeriod ||
+      coupon.duration === 'forever' ||
+      (coupon.duration === 'one_time' && use.count === 0) ||
+      (coupon.duration === 'limited_period' && (use.till === null ? use.count === 0 : periodStart < use.till))
     return { applies, taken: samePeriod ? use.taken : {} }
   }
 
@@ -96,7 +134,11 @@ export class BillingModel {
     const invoice = this.invoices.at(-1)
     if (!invoice) return 0
     const invoiceLen = Math.max(1, seconds(invoice.periodEnd - invoice.periodStart))
-    const total = creditOf(invoice, Math.min(invoiceLen, Math.max(0, seconds(invoice.periodEnd - this.now))), invoiceLen)
+    const total = creditOf(
+      invoice,
+      Math.min(invoiceLen, Math.max(0, seconds(invoice.periodEnd - this.now))),
+      invoiceLen,
+    )
     this.couponOff -= priceOf(sel, left, len, invoice.rateBp) - total
     if (total > 0) {
       this.notes.push(total)
@@ -107,7 +149,13 @@ export class BillingModel {
 
   /** Bills `sel` for `left` of `len` seconds of the period starting at `periodStart`, with the customer's credits. */
   private bill(sel: Selection, left: number, len: number, at: number, periodStart: number) {
-    const { total, discount, taken, lines, shares } = invoiceOf(sel, left, len, this.rateBp, this.couponTerms(sel, periodStart))
+    const { total, discount, taken, lines, shares } = invoiceOf(
+      sel,
+      left,
+      len,
+      this.rateBp,
+      this.couponTerms(sel, periodStart),
+    )
     this.couponOff += priceOf(sel, left, len, this.rateBp) - total
     if (sel.coupon !== null && discount > 0) {
       // The coupon discounted this period: counted once per period, its duration running from the first.
@@ -124,7 +172,20 @@ export class BillingModel {
     const applied = Math.min(this.credits, total)
     this.credits -= applied
     const due = total - applied
-    const invoice: ModelInvoice = { total, applied, paid: 0, due, status: 'paid', date: at, retry: 0, lines, shares, rateBp: this.rateBp, periodStart: at, periodEnd: this.termEnd }
+    const invoice: ModelInvoice = {
+      total,
+      applied,
+      paid: 0,
+      due,
+      status: 'paid',
+      date: at,
+      retry: 0,
+      lines,
+      shares,
+      rateBp: this.rateBp,
+      periodStart: at,
+      periodEnd: this.termEnd,
+    }
     if (due > 0 && this.card === 'good') Object.assign(invoice, { paid: due, due: 0 })
     else if (due > 0) invoice.status = 'payment_due'
     this.invoices.push(invoice)
@@ -134,7 +195,12 @@ export class BillingModel {
     this.termStart = at
     this.anchorDay = anchorDay
     this.termEnd = nextTermEnd(at, PLANS[this.sel.plan].unit, anchorDay)
-    this.terms.push({ start: at, end: this.termEnd, segments: [{ sel: { ...this.sel }, from: at, rateBp: this.rateBp }], cutAt: null })
+    this.terms.push({
+      start: at,
+      end: this.termEnd,
+      segments: [{ sel: { ...this.sel }, from: at, rateBp: this.rateBp }],
+      cutAt: null,
+    })
     this.bill(this.sel, 1, 1, at, at)
   }
 
@@ -145,7 +211,9 @@ export class BillingModel {
   /** The next time-driven event at or before `to`, if any: the trial's or term's end, or a retry. */
   private nextEvent(to: number): { at: number; run: () => void } | null {
     let best: { at: number; run: () => void } | null = null
-    const consider = (at: number, run: () => void) => { if (at <= to && (!best || at < best.at)) best = { at, run } }
+    const consider = (at: number, run: () => void) => {
+      if (at <= to && (!best || at < best.at)) best = { at, run }
+    }
     if (this.status === 'in_trial') consider(this.termEnd, () => this.trialEnds())
     if (this.status === 'active' || this.status === 'non_renewing') consider(this.termEnd, () => this.termEnds())
     for (const invoice of this.invoices) {
@@ -238,7 +306,8 @@ export class BillingModel {
   /** An immediate cancellation; `creditOption` prorate credits the unused share of the term's invoice when it was paid. */
   cancelNow(creditOption: 'prorate' | 'none' = 'prorate'): number {
     if (this.status === 'cancelled') return 409
-    const paidTerm = (this.status === 'active' || this.status === 'non_renewing') && this.invoices.at(-1)?.status === 'paid'
+    const paidTerm =
+      (this.status === 'active' || this.status === 'non_renewing') && this.invoices.at(-1)?.status === 'paid'
     if (paidTerm && creditOption === 'prorate') {
       const len = seconds(this.termEnd - this.termStart)
       this.credit(this.sel, Math.min(len, Math.max(0, seconds(this.termEnd - this.now))), len)
@@ -251,6 +320,7 @@ export class BillingModel {
   setCard(kind: Exclude<CardKind, 'none'>) {
     this.card = kind
     if (kind !== 'good') return
-    for (const i of this.invoices) if (i.status === 'payment_due') Object.assign(i, { status: 'paid', paid: i.paid + i.due, due: 0 })
+    for (const i of this.invoices)
+      if (i.status === 'payment_due') Object.assign(i, { status: 'paid', paid: i.paid + i.due, due: 0 })
   }
 }

@@ -7,9 +7,23 @@ describe('bounded memories (src/core/bounded-map.ts)', () => {
     const map = new BoundedMap<string, number>(2)
     map.set('a', 1).set('b', 2)
     map.set('a', 10)
-    assert.deepEqual([...map], [['a', 10], ['b', 2]], 'replacing a kept key drops nothing')
+    assert.deepEqual(
+      [...map],
+      [
+        ['a', 10],
+        ['b', 2],
+      ],
+      'replacing a kept key drops nothing',
+    )
     map.set('c', 3)
-    assert.deepEqual([...map], [['b', 2], ['c', 3]], 'the first set went, not the whole map')
+    assert.deepEqual(
+      [...map],
+      [
+        ['b', 2],
+        ['c', 3],
+      ],
+      'the first set went, not the whole map',
+    )
     for (let i = 0; i < 100; i++) map.set(`k${i}`, i)
     assert.equal(map.size, 2)
     assert.deepEqual([...map.keys()], ['k98', 'k99'])

@@ -21,35 +21,62 @@ const ADMIN = { client_id: 'build-admin', client_secret: 'build-admin-secret-012
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    }).on('error', reject)
+    const server = net
+      .createServer()
+      .listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo
+        server.close(() => resolve(port))
+      })
+      .on('error', reject)
   })
 }
 
-async function startBuilt(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+async function startBuilt(
+  env: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess; output: () => string }> {
   const port = await freePort()
   const child = spawn(process.execPath, [path.join(OUT, 'server.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ADMIN_CLIENT_ID: ADMIN.client_id,
+      ADMIN_CLIENT_SECRET: ADMIN.client_secret,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
-  child.stdout!.on('data', (d: Buffer) => { output += d.toString() })
-  child.stderr!.on('data', (d: Buffer) => { output += d.toString() })
+  child.stdout!.on('data', (d: Buffer) => {
+    output += d.toString()
+  })
+  child.stderr!.on('data', (d: Buffer) => {
+    output += d.toString()
+  })
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the built server exited with ${child.exitCode}: ${output}`)
     if (Date.now() > deadline) throw new Error(`the built server was not ready in 60 s: ${output}`)
-    if (await fetch(`${url}/ready`).then((r) => r.ok, () => false)) return { url, child, output: () => output }
+    if (
+      await fetch(`${url}/ready`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { url, child, output: () => output }
     await new Promise((r) => setTimeout(r, 50))
   }
 }
 
 async function adminToken(url: string): Promise<string> {
-  const res = await fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', ...ADMIN }) })
+  const res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', ...ADMIN }),
+  })
   assert.equal(res.status, 200)
   return ((await res.json()) as { access_token: string }).access_token
 }
@@ -64,15 +91,23 @@ async function stop(child: ChildProcess | undefined) {
 before(() => {
   execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), OUT], { stdio: 'pipe' })
 })
-after(() => { fs.rmSync(OUT, { recursive: true, force: true }) })
+after(() => {
+  fs.rmSync(OUT, { recursive: true, force: true })
+})
 
 describe('the bundle', () => {
   it('holds no character above U+00FF, so V8 keeps its source in one byte per character', () => {
-    // One such character (a dash in a template literal, which esbuild copies as it is) made the
-    // whole source a two-byte string: 2.4 MB more of the server's memory (bench/findings.md).
+    // One such character (a dash in a template literal, which esbuild copies as it is) makes the
+    // whole source a two-byte string, twice the memory it takes.
     const source = fs.readFileSync(path.join(OUT, 'server.js'), 'utf8')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at U+0000 on purpose
     const wide = /[^\u0000-\u00ff]/.exec(source)
-    assert.ok(!wide, wide ? `found ${JSON.stringify(wide[0])} in ${JSON.stringify(source.slice(Math.max(0, wide.index - 60), wide.index + 20))}` : '')
+    assert.ok(
+      !wide,
+      wide
+        ? `found ${JSON.stringify(wide[0])} in ${JSON.stringify(source.slice(Math.max(0, wide.index - 60), wide.index + 20))}`
+        : '',
+    )
   })
 })
 
@@ -114,11 +149,26 @@ forEachEngine('the built server (npm start)', (engine) => {
     const token = await adminToken(url)
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
 
-    const plan = { sku: `build-plan-${process.pid}`, name: 'Pro', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'] }
-    const bad = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan: { ...plan, price: 'free' } }) })
+    const plan = {
+      sku: `build-plan-${process.pid}`,
+      name: 'Pro',
+      price: 29.9,
+      plan_family: 'core',
+      period_unit: 'month',
+      features: ['stamping'],
+    }
+    const bad = await fetch(`${url}/api/v1/subscription/plans`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ plan: { ...plan, price: 'free' } }),
+    })
     assert.equal(bad.status, 400)
     assert.match(((await bad.json()) as { errors: string }).errors, /price/)
-    const created = await fetch(`${url}/api/v1/subscription/plans`, { method: 'POST', headers, body: JSON.stringify({ plan }) })
+    const created = await fetch(`${url}/api/v1/subscription/plans`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ plan }),
+    })
     assert.equal(created.status, 202, await created.clone().text())
     const listed = await fetch(`${url}/api/v1/subscription/plans`, { headers })
     assert.equal(listed.status, 200)
@@ -135,12 +185,18 @@ forEachEngine('the built server (npm start)', (engine) => {
       const text = await new Promise<string>((resolve) => {
         let got = ''
         const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => {
-          socket.write(`POST /api/v1/subscription/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)
+          socket.write(
+            `POST /api/v1/subscription/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+          )
           const chunk = 'a'.repeat(64 * 1024)
-          for (let sent = 0; sent < 2 * 1024 * 1024 && !socket.destroyed; sent += chunk.length) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+          for (let sent = 0; sent < 2 * 1024 * 1024 && !socket.destroyed; sent += chunk.length)
+            socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
           if (!socket.destroyed) socket.write('0\r\n\r\n')
         })
-        socket.on('data', (d: Buffer) => { got += d.toString(); socket.end() })
+        socket.on('data', (d: Buffer) => {
+          got += d.toString()
+          socket.end()
+        })
         socket.on('error', () => {})
         socket.on('close', () => resolve(got))
       })
@@ -174,8 +230,12 @@ describe('the built server configured for Chargebee', () => {
     let server: Awaited<ReturnType<typeof startBuilt>> | undefined
     try {
       server = await startBuilt({
-        DATA_DIR: dataDir, CHARGEBEE_SITE: 'build-test', CHARGEBEE_API_KEY: 'test_key', CHARGEBEE_PROTOCOL: 'http',
-        CHARGEBEE_HOST_SUFFIX: '.invalid', CHARGEBEE_RECONCILE_INTERVAL_SECONDS: '0',
+        DATA_DIR: dataDir,
+        CHARGEBEE_SITE: 'build-test',
+        CHARGEBEE_API_KEY: 'test_key',
+        CHARGEBEE_PROTOCOL: 'http',
+        CHARGEBEE_HOST_SUFFIX: '.invalid',
+        CHARGEBEE_RECONCILE_INTERVAL_SECONDS: '0',
       })
       assert.equal((await fetch(`${server.url}/ready`)).status, 200)
       assert.doesNotMatch(server.output(), /Cannot find|ERR_MODULE_NOT_FOUND/)

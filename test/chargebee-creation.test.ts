@@ -1,9 +1,9 @@
-import { it, before, after } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import { locationId, uniq, type TestApp } from './helpers/app.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { ATTEMPTS, chargebeeApp, chargebeeProduct, createCompany, failNextCommit } from './chargebee.fixtures.ts'
+import { ATTEMPTS, withChargebee, chargebeeProduct, createCompany, failNextCommit } from './chargebee.fixtures.ts'
 import { SUB, call, json } from './subscriptions-helpers.ts'
 import { forEachEngine } from './helpers/engine-suites.ts'
 
@@ -15,27 +15,39 @@ import { forEachEngine } from './helpers/engine-suites.ts'
 
 /** POST /api/v1/companies with one body each call of the returned function (a retry sends the same). */
 function creation(product: { productSku: string; plans: Record<string, string> }, headers: Record<string, string>) {
-  const body = { name: uniq('Acme'), country: 'IT', product_sku: product.productSku, subscription_plan: Object.values(product.plans)[0], plan_quantity: 5 }
+  const body = {
+    name: uniq('Acme'),
+    country: 'IT',
+    product_sku: product.productSku,
+    subscription_plan: Object.values(product.plans)[0],
+    plan_quantity: 5,
+  }
   return (t: TestApp) => call(t, { method: 'POST', url: '/api/v1/companies', headers, body })
 }
 
 /** Chargebee's subscriptions of a customer. */
-const subscriptionsOf = (fake: FakeChargebee, customerId: string) => [...fake.subscriptions.values()].filter((s) => s.customer_id === customerId)
+const subscriptionsOf = (fake: FakeChargebee, customerId: string) =>
+  [...fake.subscriptions.values()].filter((s) => s.customer_id === customerId)
 
 /** Makes every insert into subscription_events fail (a failure inside the creation, after Chargebee made both); returns the undo. */
 async function failEventInserts(t: TestApp) {
   const db = t.app.database.db
-  await sql.raw(`CREATE OR REPLACE FUNCTION test_fail_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`).execute(db)
-  await sql`CREATE TRIGGER test_fail_event BEFORE INSERT ON subscription_events FOR EACH ROW EXECUTE FUNCTION test_fail_event()`.execute(db)
-  return async () => { await sql`DROP TRIGGER test_fail_event ON subscription_events`.execute(db) }
+  await sql
+    .raw(
+      `CREATE OR REPLACE FUNCTION test_fail_event() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`,
+    )
+    .execute(db)
+  await sql`CREATE TRIGGER test_fail_event BEFORE INSERT ON subscription_events FOR EACH ROW EXECUTE FUNCTION test_fail_event()`.execute(
+    db,
+  )
+  return async () => {
+    await sql`DROP TRIGGER test_fail_event ON subscription_events`.execute(db)
+  }
 }
 
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The app on a fake Chargebee, built and closed by the hooks withChargebee registers.
 forEachEngine('company creation at Chargebee under faults', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
-  after(async () => { await t?.close(); await fake?.close() })
+  const { t, fake } = withChargebee(engine)
 
   it('company creation: a timeout after Chargebee created the customer is replayed, one customer; a failed commit deletes it there', async () => {
     const product = await chargebeeProduct(t, fake)
@@ -69,8 +81,15 @@ forEachEngine('company creation at Chargebee under faults', (engine) => {
     const again = await createCompany(t, product, headers)
     assert.equal(again.statusCode, 202, again.body)
     assert.equal(locationId(again), madeFor, 'the same company')
-    assert.equal([...fake.subscriptions.values()].filter((sub) => sub.customer_id === madeFor).length, 1, 'one subscription at Chargebee')
-    assert.equal((await json(t, 200, { url: `${SUB}/${madeFor}/status` })).subscription_id, [...fake.subscriptions.values()].find((sub) => sub.customer_id === madeFor)!.id)
+    assert.equal(
+      [...fake.subscriptions.values()].filter((sub) => sub.customer_id === madeFor).length,
+      1,
+      'one subscription at Chargebee',
+    )
+    assert.equal(
+      (await json(t, 200, { url: `${SUB}/${madeFor}/status` })).subscription_id,
+      [...fake.subscriptions.values()].find((sub) => sub.customer_id === madeFor)!.id,
+    )
 
     const customers = fake.customers.size
     const subscriptions = fake.subscriptions.size
@@ -78,7 +97,11 @@ forEachEngine('company creation at Chargebee under faults', (engine) => {
     const failed = await createCompany(t, product)
     await disarm()
     assert.ok(failed.statusCode >= 500, failed.body)
-    assert.deepEqual([fake.customers.size, fake.subscriptions.size], [customers, subscriptions], 'no orphan customer or subscription at Chargebee')
+    assert.deepEqual(
+      [fake.customers.size, fake.subscriptions.size],
+      [customers, subscriptions],
+      'no orphan customer or subscription at Chargebee',
+    )
   })
 
   it('a failure inside the creation deletes what Chargebee made; the retry with the key makes them again rather than replaying the deleted ones', async () => {
@@ -104,7 +127,7 @@ forEachEngine('company creation at Chargebee under faults', (engine) => {
     assert.equal(locationId(replay), id)
   })
 
-  it('the same, retried after Chargebee forgot its idempotency keys: the deleted customer\'s id stays taken there, so the retry takes another', async () => {
+  it("the same, retried after Chargebee forgot its idempotency keys: the deleted customer's id stays taken there, so the retry takes another", async () => {
     const product = await chargebeeProduct(t, fake)
     const send = creation(product, { 'idempotency-key': `forgotten-${Date.now()}` })
     const disarm = await failEventInserts(t)

@@ -22,19 +22,28 @@ function check(lockPackages: Record<string, unknown>) {
 }
 
 describe('the engines check', () => {
-  it('passes this repository\'s lockfile', () => {
+  it("passes this repository's lockfile", () => {
     const result = spawnSync(process.execPath, [SCRIPT], { encoding: 'utf8' })
     assert.equal(result.status, 0, result.stdout + result.stderr)
   })
 
   it('refuses a package that wants a later Node 22 than the oldest promised, naming it', () => {
-    const { status, output } = check({ 'node_modules/late': { version: '1.2.3', engines: { node: '>=22.19.0' } }, 'node_modules/fine': { version: '1.0.0', engines: { node: '>=18' } } })
+    const { status, output } = check({
+      'node_modules/late': { version: '1.2.3', engines: { node: '>=22.19.0' } },
+      'node_modules/fine': { version: '1.0.0', engines: { node: '>=18' } },
+    })
     assert.equal(status, 1)
     assert.match(output, /late 1\.2\.3 wants Node >=22\.19\.0, refusing 22\.12\.0/)
     assert.doesNotMatch(output, /fine/)
   })
 
   it('ignores engines given in the old array form, and packages without engines', () => {
-    assert.equal(check({ 'node_modules/old': { version: '0.1.0', engines: ['node >= 0.8'] }, 'node_modules/none': { version: '1.0.0' } }).status, 0)
+    assert.equal(
+      check({
+        'node_modules/old': { version: '0.1.0', engines: ['node >= 0.8'] },
+        'node_modules/none': { version: '1.0.0' },
+      }).status,
+      0,
+    )
   })
 })

@@ -22,18 +22,33 @@ const PACKAGE = path.join(ROOT, 'clients/typescript')
 const CONSUMER = path.join(ROOT, 'test/client-consumer')
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc')
 
-interface PackageJson { name: string; version: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }
+interface PackageJson {
+  name: string
+  version: string
+  dependencies?: Record<string, string>
+  devDependencies?: Record<string, string>
+}
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as PackageJson
 
 /** npm as the test runner was started by it (`npm test`), else the one on PATH. */
 function npm(args: string[], cwd: string): string {
   const cli = process.env.npm_execpath
   const [command, argv] = cli && /\.c?js$/.test(cli) ? [process.execPath, [cli, ...args]] : ['npm', args]
-  return execFileSync(command, argv, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } })
+  return execFileSync(command, argv, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  })
 }
 
 /** consumer.ts's `session`, as the test reads its result. */
-type Session = (baseUrl: string, clientId: string, clientSecret: string, suffix: string) => Promise<{
+type Session = (
+  baseUrl: string,
+  clientId: string,
+  clientSecret: string,
+  suffix: string,
+) => Promise<{
   company: { name: string; plan_quantity: number | null }
   productVisible: boolean
   missing: { status: number; error?: { code: string; errors: string } }
@@ -63,11 +78,17 @@ describe('the client package (clients/typescript)', () => {
       fs.symlinkSync(path.join(ROOT, 'node_modules', name), link, 'junction')
     }
   })
-  after(() => { if (work) fs.rmSync(work, { recursive: true, force: true }) })
+  after(() => {
+    if (work) fs.rmSync(work, { recursive: true, force: true })
+  })
 
-  it('carries the service\'s version and the openapi-fetch the service is tested with', () => {
+  it("carries the service's version and the openapi-fetch the service is tested with", () => {
     const root = readJson(path.join(ROOT, 'package.json'))
-    assert.equal(pkg.version, root.version, 'clients/typescript/package.json has the version of the service whose document it was generated from')
+    assert.equal(
+      pkg.version,
+      root.version,
+      'clients/typescript/package.json has the version of the service whose document it was generated from',
+    )
     // The consumer below runs on the root's copy: the range the package declares must allow it.
     assert.equal(pkg.dependencies?.['openapi-fetch'], `^${root.devDependencies?.['openapi-fetch']}`)
   })
@@ -78,7 +99,11 @@ describe('the client package (clients/typescript)', () => {
 
   it('type-checks in a consumer project: defaulted body fields optional, wrong bodies refused', () => {
     try {
-      execFileSync(process.execPath, [TSC, '-p', consumer], { cwd: consumer, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      execFileSync(process.execPath, [TSC, '-p', consumer], {
+        cwd: consumer,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     } catch (error) {
       const { stdout, stderr } = error as { stdout?: string; stderr?: string }
       assert.fail(`tsc on the consumer project failed:\n${stdout ?? ''}${stderr ?? ''}`)
@@ -92,11 +117,13 @@ describe('the client package (clients/typescript)', () => {
       t = await buildTestApp('pglite')
       baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' })
     })
-    after(async () => { await t?.close() })
+    after(async () => {
+      await t?.close()
+    })
 
     it('takes a token, writes leaving defaulted fields out, reads back, and types an error answer', async () => {
       // Typed here by hand: the root's typecheck cannot resolve the consumer's import of the package.
-      const { session } = await import(pathToFileURL(path.join(consumer, 'consumer.ts')).href) as { session: Session }
+      const { session } = (await import(pathToFileURL(path.join(consumer, 'consumer.ts')).href)) as { session: Session }
       const result = await session(baseUrl, ADMIN.client_id, ADMIN.client_secret, 'pkg')
       assert.equal(result.company.name, 'Acme Srl')
       assert.equal(result.company.plan_quantity, 1)

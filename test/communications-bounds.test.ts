@@ -22,12 +22,21 @@ onEachEngine('communication bounds', (t) => {
     const s = await subsidiary(t, c.id)
     const oldest = yearBefore(t.clock.now())
     const refused = [
-      '0001-01-01T00:00:00Z', '1970-01-01T00:00:00Z', new Date(oldest.getTime() - 1).toISOString(),
-      '2199-12-31T23:00:00Z', '2200-01-01T00:00:00Z', '9999-12-31T23:59:59Z',
+      '0001-01-01T00:00:00Z',
+      '1970-01-01T00:00:00Z',
+      new Date(oldest.getTime() - 1).toISOString(),
+      '2199-12-31T23:00:00Z',
+      '2200-01-01T00:00:00Z',
+      '9999-12-31T23:59:59Z',
     ]
     for (const send_at of refused) {
       for (const status of ['draft', 'scheduled']) {
-        const res = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: commBody({ send_at, status, destination_subsidiary_ids: [s] }) })
+        const res = await t.call({
+          method: 'POST',
+          url: commsUrl(c.id),
+          token: c.token,
+          body: commBody({ send_at, status, destination_subsidiary_ids: [s] }),
+        })
         assert.equal(res.statusCode, 400, `${send_at} ${status}: ${res.body}`)
         assert.match(res.json().errors, /body\/send_at/, send_at)
       }
@@ -37,10 +46,16 @@ onEachEngine('communication bounds', (t) => {
     const last = await createComm(t, c, { status: 'draft', send_at: '2199-12-31T22:59:59.999Z' })
     assert.equal((await getComm(t, c, first)).send_at, oldest.toISOString())
     const in2199 = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { year: '2199' } })
-    assert.deepEqual(in2199.map((x: any) => x.id), [last])
+    assert.deepEqual(
+      in2199.map((x: any) => x.id),
+      [last],
+    )
     const yearInRome = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Rome', year: 'numeric' }).format(oldest)
     const inFirstYear = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { year: yearInRome } })
-    assert.ok(inFirstYear.some((x: any) => x.id === first), 'the oldest send_at accepted is listed in its year')
+    assert.ok(
+      inFirstYear.some((x: any) => x.id === first),
+      'the oldest send_at accepted is listed in its year',
+    )
   })
 
   it('refuses a PUT that moves send_at out of bounds, and accepts a body sent back as read', async () => {
@@ -55,7 +70,12 @@ onEachEngine('communication bounds', (t) => {
     // as time would have made it) stays writable back unchanged: only a new send_at is checked.
     const aging = await createComm(t, c, { status: 'draft' })
     const aged = new Date(t.clock.now().getTime() - 400 * 86_400_000)
-    await t.app.database.db.updateTable('communications').set({ send_at: aged }).where('company_id', '=', c.id).where('id', '=', aging).execute()
+    await t.app.database.db
+      .updateTable('communications')
+      .set({ send_at: aged })
+      .where('company_id', '=', c.id)
+      .where('id', '=', aging)
+      .execute()
     const read = await getComm(t, c, aging)
     assert.equal(read.send_at, aged.toISOString())
     assert.equal((await putComm(t, c, aging, { ...read, subject: 'Changed' })).statusCode, 202)
@@ -74,16 +94,26 @@ onEachEngine('communication bounds', (t) => {
     assert.deepEqual(created.changes.subject, [null, exactly200])
     assert.deepEqual(created.changes.message, [null, { length: 250, sha256: sha256(long) }])
 
-    const big = (n: number) => `${n}:` + 'x'.repeat(50_000 - String(n).length - 1)
-    for (let n = 1; n <= 5; n++) assert.equal((await putComm(t, c, id, { message: big(n), subject: `s${n}` })).statusCode, 202)
+    const big = (n: number) => `${n}:${'x'.repeat(50_000 - String(n).length - 1)}`
+    for (let n = 1; n <= 5; n++)
+      assert.equal((await putComm(t, c, id, { message: big(n), subject: `s${n}` })).statusCode, 202)
     const got = await getComm(t, c, id)
     assert.equal(got.message, big(5))
     const updates = got.change_log.filter((e: any) => e.action === 'updated')
     assert.equal(updates.length, 5)
-    assert.deepEqual(updates[0].changes.message, [{ length: 250, sha256: sha256(long) }, { length: 50_000, sha256: sha256(big(1)) }])
-    assert.deepEqual(updates[4].changes.message, [{ length: 50_000, sha256: sha256(big(4)) }, { length: 50_000, sha256: sha256(big(5)) }])
+    assert.deepEqual(updates[0].changes.message, [
+      { length: 250, sha256: sha256(long) },
+      { length: 50_000, sha256: sha256(big(1)) },
+    ])
+    assert.deepEqual(updates[4].changes.message, [
+      { length: 50_000, sha256: sha256(big(4)) },
+      { length: 50_000, sha256: sha256(big(5)) },
+    ])
     assert.deepEqual(updates[0].changes.subject, [exactly200, 's1'])
     // Six entries about two 50 KB texts stay a few KB: the log no longer grows with the message.
-    assert.ok(JSON.stringify(got.change_log).length < 5_000, `change_log is ${JSON.stringify(got.change_log).length} characters`)
+    assert.ok(
+      JSON.stringify(got.change_log).length < 5_000,
+      `change_log is ${JSON.stringify(got.change_log).length} characters`,
+    )
   })
 })

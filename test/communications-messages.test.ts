@@ -8,8 +8,10 @@ import { commsUrl, counterDrift, createComm, messagesOf, report, runAt } from '.
 import { withStatementTimeout } from '../src/db/database.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
-const inboxUrl = (companyId: string, contractId: string) => `/api/v1/companies/${companyId}/contracts/${contractId}/messages`
-const messageUrl = (companyId: string, messageId: string, what: 'open' | 'action') => commsUrl(companyId, `/messages/${messageId}/${what}`)
+const inboxUrl = (companyId: string, contractId: string) =>
+  `/api/v1/companies/${companyId}/contracts/${contractId}/messages`
+const messageUrl = (companyId: string, messageId: string, what: 'open' | 'action') =>
+  commsUrl(companyId, `/messages/${messageId}/${what}`)
 
 // The delivery to 100,000 recipients is one job: on a loaded 2-core machine it can take more than
 // the jobs' default bound, which would fail it (and leave the report empty) rather than test it.
@@ -27,26 +29,47 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
   }
 
   it('counts openings and acknowledgements in the report, recording the first time only', async () => {
-    const { c, id, sendAt, contracts } = await delivered(3, { action_required: 'acknowledge', subject: 'Sign the policy' })
+    const { c, id, sendAt, contracts } = await delivered(3, {
+      action_required: 'acknowledge',
+      subject: 'Sign the policy',
+    })
     const messages = await messagesOf(t, c, id, sendAt)
     assert.equal(messages.length, 3)
     const [m1, m2] = messages
-    assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m1.id, 'open'), token: c.token })).statusCode, 202)
+    assert.equal(
+      (await t.call({ method: 'PUT', url: messageUrl(c.id, m1.id, 'open'), token: c.token })).statusCode,
+      202,
+    )
     const openedAt = (await messagesOf(t, c, id, sendAt)).find((m: any) => m.id === m1.id).opened_at
     assert.equal(openedAt, t.clock.now().toISOString())
     t.clock.advance(60_000)
-    assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m1.id, 'open'), token: c.token })).statusCode, 202)
+    assert.equal(
+      (await t.call({ method: 'PUT', url: messageUrl(c.id, m1.id, 'open'), token: c.token })).statusCode,
+      202,
+    )
     assert.equal((await messagesOf(t, c, id, sendAt)).find((m: any) => m.id === m1.id).opened_at, openedAt)
     // Acknowledging also records the opening; twice changes nothing.
-    assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m2.id, 'action'), token: c.token })).statusCode, 202)
+    assert.equal(
+      (await t.call({ method: 'PUT', url: messageUrl(c.id, m2.id, 'action'), token: c.token })).statusCode,
+      202,
+    )
     const acted = (await messagesOf(t, c, id, sendAt)).find((m: any) => m.id === m2.id)
     t.clock.advance(60_000)
-    assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m2.id, 'action'), token: c.token })).statusCode, 202)
-    assert.deepEqual((await messagesOf(t, c, id, sendAt)).find((m: any) => m.id === m2.id), acted)
+    assert.equal(
+      (await t.call({ method: 'PUT', url: messageUrl(c.id, m2.id, 'action'), token: c.token })).statusCode,
+      202,
+    )
+    assert.deepEqual(
+      (await messagesOf(t, c, id, sendAt)).find((m: any) => m.id === m2.id),
+      acted,
+    )
     assert.ok(acted.action_done_at && acted.opened_at === acted.action_done_at)
-    assert.deepEqual(await report(t, c, id), [{ send_at: sendAt, recipients: 3, delivered: 3, opened: 2, actions_done: 1 }])
+    assert.deepEqual(await report(t, c, id), [
+      { send_at: sendAt, recipients: 3, delivered: 3, opened: 2, actions_done: 1 },
+    ])
     // Filters of endpoint 32.
-    const ids = async (query: Record<string, string>) => (await messagesOf(t, c, id, sendAt, query)).map((m: any) => m.id).sort()
+    const ids = async (query: Record<string, string>) =>
+      (await messagesOf(t, c, id, sendAt, query)).map((m: any) => m.id).sort()
     assert.deepEqual(await ids({ opened: 'true' }), [m1.id, m2.id].sort())
     assert.deepEqual(await ids({ opened: 'false' }), [messages[2].id])
     assert.deepEqual(await ids({ actions: 'true' }), [m2.id])
@@ -58,7 +81,10 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
     assert.equal(inbox.messages[0].action_required, 'acknowledge')
     assert.equal(inbox.messages[0].action_done_at, acted.action_done_at)
     assert.ok(contracts.includes(m2.contract_id))
-    assert.equal((await t.json(200, { url: inboxUrl(c.id, m2.contract_id), token: c.token, query: { opened: 'false' } })).total, 0)
+    assert.equal(
+      (await t.json(200, { url: inboxUrl(c.id, m2.contract_id), token: c.token, query: { opened: 'false' } })).total,
+      0,
+    )
   })
 
   it('refuses an acknowledgement that the communication does not ask for', async () => {
@@ -72,10 +98,23 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
 
   it('keeps the report exact per occurrence: fan-out, openings, repeated ones, acknowledgements with and without an opening', async () => {
     const until = new Date(t.clock.now().getTime() + 4 * 86_400_000).toISOString().slice(0, 10)
-    const { c, id, sendAt } = await delivered(5, { action_required: 'acknowledge', recurrent: 'daily', recurrent_until: until })
+    const { c, id, sendAt } = await delivered(5, {
+      action_required: 'acknowledge',
+      recurrent: 'daily',
+      recurrent_until: until,
+    })
     const put = async (messageId: string, what: 'open' | 'action') =>
-      assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, messageId, what), token: c.token })).statusCode, 202)
-    const row = (opened: number, actions: number, at = sendAt) => ({ send_at: at, recipients: 5, delivered: 5, opened, actions_done: actions })
+      assert.equal(
+        (await t.call({ method: 'PUT', url: messageUrl(c.id, messageId, what), token: c.token })).statusCode,
+        202,
+      )
+    const row = (opened: number, actions: number, at = sendAt) => ({
+      send_at: at,
+      recipients: 5,
+      delivered: 5,
+      opened,
+      actions_done: actions,
+    })
     assert.deepEqual(await report(t, c, id), [row(0, 0)])
     const [m1, m2, m3] = await messagesOf(t, c, id, sendAt)
     await put(m1.id, 'open')
@@ -106,7 +145,8 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
     for (let round = 0; round < 3; round++) {
       const { c, id, sendAt } = await delivered(8, { action_required: 'acknowledge' })
       const ms = await messagesOf(t, c, id, sendAt)
-      const put = (i: number, what: 'open' | 'action') => t.call({ method: 'PUT', url: messageUrl(c.id, ms[i].id, what), token: c.token })
+      const put = (i: number, what: 'open' | 'action') =>
+        t.call({ method: 'PUT', url: messageUrl(c.id, ms[i].id, what), token: c.token })
       assert.equal((await put(3, 'open')).statusCode, 202) // opened before the race
       const calls = []
       for (let k = 0; k < 6; k++) {
@@ -118,7 +158,9 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       calls.push(put(4, 'open'), put(5, 'action')) // other messages of the occurrence at the same time
       const statuses = (await Promise.all(calls)).map((r) => r.statusCode)
       assert.deepEqual([...new Set(statuses)], [202])
-      assert.deepEqual(await report(t, c, id), [{ send_at: sendAt, recipients: 8, delivered: 8, opened: 6, actions_done: 4 }])
+      assert.deepEqual(await report(t, c, id), [
+        { send_at: sendAt, recipients: 8, delivered: 8, opened: 6, actions_done: 4 },
+      ])
       const after = await messagesOf(t, c, id, sendAt)
       assert.equal(after.filter((m: any) => m.opened_at).length, 6)
       assert.equal(after.filter((m: any) => m.action_done_at).length, 4)
@@ -130,31 +172,47 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
     const { c, s, id, sendAt } = await delivered(3, { action_required: 'acknowledge' })
     const nobody = await delivered(0)
     const [m1, m2, m3] = await messagesOf(t, c, id, sendAt)
-    for (const [m, what] of [[m1, 'open'], [m2, 'action']] as const) {
+    for (const [m, what] of [
+      [m1, 'open'],
+      [m2, 'action'],
+    ] as const) {
       assert.equal((await t.call({ method: 'PUT', url: messageUrl(c.id, m.id, what), token: c.token })).statusCode, 202)
     }
     const late = await contract(t, c.id, { subsidiary_id: s })
     const before = [await report(t, c, id), await report(t, nobody.c, nobody.id)]
-    assert.deepEqual(before, [[{ send_at: sendAt, recipients: 3, delivered: 3, opened: 2, actions_done: 1 }], [{ send_at: nobody.sendAt, recipients: 0, delivered: 0, opened: 0, actions_done: 0 }]])
+    assert.deepEqual(before, [
+      [{ send_at: sendAt, recipients: 3, delivered: 3, opened: 2, actions_done: 1 }],
+      [{ send_at: nobody.sendAt, recipients: 0, delivered: 0, opened: 0, actions_done: 0 }],
+    ])
     const migration = readMigrations().find((m) => m.version === '0007_occurrence_counters')
     assert.ok(migration)
-    const counters = (trx: typeof t.app.database.db, companyId: string) => sql<Record<string, unknown>>`
-      SELECT recipients, opened, actions_done FROM communication_occurrences WHERE company_id = ${companyId}`.execute(trx).then((r) => r.rows)
+    const counters = (trx: typeof t.app.database.db, companyId: string) =>
+      sql<Record<string, unknown>>`
+      SELECT recipients, opened, actions_done FROM communication_occurrences WHERE company_id = ${companyId}`
+        .execute(trx)
+        .then((r) => r.rows)
     // In a transaction rolled back at the end: the schema of this file's database stays as migrated.
     const rollback = new Error('rollback')
-    await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
-      // Writes that know nothing of counters, as before the migration: one more message, opened
-      // and acknowledged, and an opening.
-      await sql`INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at, opened_at, action_done_at)
+    await assert.rejects(
+      t.app.database.db.transaction().execute(async (trx) => {
+        // Writes that know nothing of counters, as before the migration: one more message, opened
+        // and acknowledged, and an opening.
+        await sql`INSERT INTO communication_messages (company_id, id, communication_id, contract_id, send_at, delivered_at, opened_at, action_done_at)
         VALUES (${c.id}, gen_random_uuid(), ${id}, ${late}, ${sendAt}, ${sendAt}, ${sendAt}, ${sendAt})`.execute(trx)
-      await sql`UPDATE communication_messages SET opened_at = ${sendAt} WHERE company_id = ${c.id} AND id = ${m3.id}`.execute(trx)
-      await sql`ALTER TABLE communication_occurrences DROP COLUMN recipients, DROP COLUMN opened, DROP COLUMN actions_done`.execute(trx)
-      await sql.raw(migration.sql).execute(trx)
-      assert.deepEqual(await counters(trx, c.id), [{ recipients: 4, opened: 4, actions_done: 2 }])
-      assert.deepEqual(await counters(trx, nobody.c.id), [{ recipients: 0, opened: 0, actions_done: 0 }])
-      assert.deepEqual(await counterDrift(trx), [])
-      throw rollback
-    }), (err) => err === rollback)
+        await sql`UPDATE communication_messages SET opened_at = ${sendAt} WHERE company_id = ${c.id} AND id = ${m3.id}`.execute(
+          trx,
+        )
+        await sql`ALTER TABLE communication_occurrences DROP COLUMN recipients, DROP COLUMN opened, DROP COLUMN actions_done`.execute(
+          trx,
+        )
+        await sql.raw(migration.sql).execute(trx)
+        assert.deepEqual(await counters(trx, c.id), [{ recipients: 4, opened: 4, actions_done: 2 }])
+        assert.deepEqual(await counters(trx, nobody.c.id), [{ recipients: 0, opened: 0, actions_done: 0 }])
+        assert.deepEqual(await counterDrift(trx), [])
+        throw rollback
+      }),
+      (err) => err === rollback,
+    )
     assert.deepEqual([await report(t, c, id), await report(t, nobody.c, nobody.id)], before)
   })
 
@@ -173,22 +231,42 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       ['contracts', deleted, sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
       ['contracts', deleted, sql`DELETE FROM contracts WHERE company_id = ${c.id} AND id = ${unnamed}`],
       ['contracts', deleted, sql`TRUNCATE contracts CASCADE`],
-      ['contracts', rekeyed, sql`UPDATE contracts SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${contracts[0]}`],
-      ['contracts', rekeyed, sql`UPDATE contracts SET company_id = ${other.id} WHERE company_id = ${c.id} AND id = ${unnamed}`],
+      [
+        'contracts',
+        rekeyed,
+        sql`UPDATE contracts SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${contracts[0]}`,
+      ],
+      [
+        'contracts',
+        rekeyed,
+        sql`UPDATE contracts SET company_id = ${other.id} WHERE company_id = ${c.id} AND id = ${unnamed}`,
+      ],
       ['communications', deleted, sql`DELETE FROM communications WHERE company_id = ${c.id} AND id = ${id}`],
       ['communications', deleted, sql`TRUNCATE communications CASCADE`],
-      ['communications', rekeyed, sql`UPDATE communications SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${id}`],
+      [
+        'communications',
+        rekeyed,
+        sql`UPDATE communications SET id = gen_random_uuid() WHERE company_id = ${c.id} AND id = ${id}`,
+      ],
     ]
     for (const [table, what, statement] of statements) {
       // Each in a transaction of its own: a statement let through is rolled back with it.
-      await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
-        await statement.execute(trx)
-        throw new Error(`${table}: the statement went through`)
-      }), refused(table, what))
+      await assert.rejects(
+        t.app.database.db.transaction().execute(async (trx) => {
+          await statement.execute(trx)
+          throw new Error(`${table}: the statement went through`)
+        }),
+        refused(table, what),
+      )
     }
     assert.deepEqual((await messagesOf(t, c, id, sendAt)).map((m: any) => m.contract_id).sort(), [...contracts].sort())
     // Any other column still changes, through the API as before.
-    const patched = await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/contracts/${contracts[0]}`, token: c.token, body: { first_name: 'Renamed', last_name: 'Person' } })
+    const patched = await t.call({
+      method: 'PUT',
+      url: `/api/v1/companies/${c.id}/contracts/${contracts[0]}`,
+      token: c.token,
+      body: { first_name: 'Renamed', last_name: 'Person' },
+    })
     assert.equal(patched.statusCode, 202, patched.body)
   })
 
@@ -200,21 +278,47 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
     assert.equal(first.page_size, 20)
     assert.equal(first.total, 45)
     assert.equal(first.messages.length, 20)
-    assert.deepEqual(Object.keys(first.messages[0]).sort(), ['action_done_at', 'communication_id', 'contract_id', 'delivered_at', 'id', 'opened_at', 'send_at'])
+    assert.deepEqual(Object.keys(first.messages[0]).sort(), [
+      'action_done_at',
+      'communication_id',
+      'contract_id',
+      'delivered_at',
+      'id',
+      'opened_at',
+      'send_at',
+    ])
     const third = await t.json(200, { url, token: c.token, query: { send_at: sendAt, page: '3' } })
     assert.equal(third.messages.length, 5)
     const fourth = await t.json(200, { url, token: c.token, query: { send_at: sendAt, page: '4' } })
     assert.deepEqual([fourth.messages.length, fourth.total], [0, 45])
-    const seen = new Set([...first.messages, ...(await t.json(200, { url, token: c.token, query: { send_at: sendAt, page: '2' } })).messages, ...third.messages].map((m: any) => m.id))
+    const seen = new Set(
+      [
+        ...first.messages,
+        ...(await t.json(200, { url, token: c.token, query: { send_at: sendAt, page: '2' } })).messages,
+        ...third.messages,
+      ].map((m: any) => m.id),
+    )
     assert.equal(seen.size, 45)
     const max = await t.json(200, { url, token: c.token, query: { send_at: sendAt, page_size: '100' } })
     assert.equal(max.messages.length, 45)
     const exact = await t.json(200, { url, token: c.token, query: { send_at: sendAt, page_size: '45' } })
     assert.equal(exact.messages.length, 45)
-    assert.equal((await t.json(200, { url, token: c.token, query: { send_at: sendAt, page_size: '45', page: '2' } })).messages.length, 0)
+    assert.equal(
+      (await t.json(200, { url, token: c.token, query: { send_at: sendAt, page_size: '45', page: '2' } })).messages
+        .length,
+      0,
+    )
     // Another instant names another occurrence: none.
     assert.equal((await t.json(200, { url, token: c.token, query: { send_at: '2000-01-01T00:00:00Z' } })).total, 0)
-    for (const query of <Record<string, string>[]>[{ send_at: sendAt, page_size: '101' }, { send_at: sendAt, page_size: '0' }, { send_at: sendAt, page: '0' }, { send_at: sendAt, page: 'x' }, {}, { send_at: 'yesterday' }, { send_at: sendAt, opened: 'maybe' }]) {
+    for (const query of <Record<string, string>[]>[
+      { send_at: sendAt, page_size: '101' },
+      { send_at: sendAt, page_size: '0' },
+      { send_at: sendAt, page: '0' },
+      { send_at: sendAt, page: 'x' },
+      {},
+      { send_at: 'yesterday' },
+      { send_at: sendAt, opened: 'maybe' },
+    ]) {
       const res = await t.call({ url, token: c.token, query })
       assert.equal(res.statusCode, 400, JSON.stringify(query))
       assert.match(res.json().errors, /querystring/)
@@ -229,18 +333,26 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       const s = await subsidiary(t, c.id)
       // The recipients are made by SQL: 100,000 HTTP calls would test nothing more. Bulk set-up,
       // not a request: free of the requests' statement bound (the server's and this process's).
-      await withStatementTimeout(0, () => t.app.database.db.transaction().execute(async (trx) => {
-        await sql`SET LOCAL statement_timeout = 0`.execute(trx)
-        await sql`INSERT INTO contracts (company_id, id, first_name, last_name, subsidiary_id)
-          SELECT ${c.id}::uuid, gen_random_uuid(), 'Bulk', 'Contract ' || g, ${s}::uuid FROM generate_series(1, 100000) g`.execute(trx)
-      }))
+      await withStatementTimeout(0, () =>
+        t.app.database.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL statement_timeout = 0`.execute(trx)
+          await sql`INSERT INTO contracts (company_id, id, first_name, last_name, subsidiary_id)
+          SELECT ${c.id}::uuid, gen_random_uuid(), 'Bulk', 'Contract ' || g, ${s}::uuid FROM generate_series(1, 100000) g`.execute(
+            trx,
+          )
+        }),
+      )
       const sendAt = '2087-01-01T08:00:00.000Z'
       const id = await createComm(t, c, { send_at: sendAt, destination_subsidiary_ids: [s] })
       await runAt(t, sendAt)
       // How quick it is, is the bench's to measure (npm run bench); here, that it is right.
       const rows = await report(t, c, id)
       assert.deepEqual(rows, [{ send_at: sendAt, recipients: 100_000, delivered: 100_000, opened: 0, actions_done: 0 }])
-      const deep = await t.json(200, { url: commsUrl(c.id, `/messages/by_communication/${id}`), token: c.token, query: { send_at: sendAt, page: '1000', page_size: '100' } })
+      const deep = await t.json(200, {
+        url: commsUrl(c.id, `/messages/by_communication/${id}`),
+        token: c.token,
+        query: { send_at: sendAt, page: '1000', page_size: '100' },
+      })
       assert.deepEqual([deep.messages.length, deep.total], [100, 100_000])
     })
   })
@@ -256,7 +368,10 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       { method: 'PUT' as const, url: messageUrl(c.id, m.id, 'open') },
       { method: 'PUT' as const, url: messageUrl(c.id, m.id, 'action') },
     ]
-    const communicationOnly = await companyClient(t, c.id, ['read:company_communication', 'write:company_communication'])
+    const communicationOnly = await companyClient(t, c.id, [
+      'read:company_communication',
+      'write:company_communication',
+    ])
     const wrongScope = await t.tokenFor(communicationOnly.client_id, communicationOnly.client_secret)
     for (const route of routes) {
       assert.equal((await t.call({ ...route, token: null })).statusCode, 401, route.url)
@@ -264,7 +379,11 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       assert.equal((await t.call({ ...route, token: other.c.token })).statusCode, 404, route.url)
     }
     for (const route of [
-      { method: 'GET' as const, url: commsUrl(c.id, `/messages/by_communication/${other.id}`), query: { send_at: other.sendAt } },
+      {
+        method: 'GET' as const,
+        url: commsUrl(c.id, `/messages/by_communication/${other.id}`),
+        query: { send_at: other.sendAt },
+      },
       { method: 'GET' as const, url: inboxUrl(c.id, other.contracts[0]!) },
       { method: 'PUT' as const, url: messageUrl(c.id, otherMessage.id, 'open') },
       { method: 'PUT' as const, url: messageUrl(c.id, otherMessage.id, 'action') },
@@ -273,7 +392,9 @@ onEachEngine('communication messages', { DATABASE_JOB_STATEMENT_TIMEOUT_MS: 600_
       assert.equal(res.statusCode, 404, route.url)
       assert.equal(res.json().code, 'not_found')
     }
-    assert.deepEqual(await report(t, other.c, other.id), [{ send_at: other.sendAt, recipients: 1, delivered: 1, opened: 0, actions_done: 0 }])
+    assert.deepEqual(await report(t, other.c, other.id), [
+      { send_at: other.sendAt, recipients: 1, delivered: 1, opened: 0, actions_done: 0 },
+    ])
   })
 
   it('leaves no occurrence of this file whose counters differ from its messages', async () => {

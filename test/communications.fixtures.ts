@@ -22,19 +22,25 @@ export async function createComm(t: TestApp, c: CompanyFixture, fields: Record<s
   return locationId(res)
 }
 
-export const getComm = (t: TestApp, c: CompanyFixture, id: string) => t.json(200, { url: commsUrl(c.id, `/${id}`), token: c.token })
+export const getComm = (t: TestApp, c: CompanyFixture, id: string) =>
+  t.json(200, { url: commsUrl(c.id, `/${id}`), token: c.token })
 
 export async function putComm(t: TestApp, c: CompanyFixture, id: string, body: Record<string, unknown>) {
   return t.call({ method: 'PUT', url: commsUrl(c.id, `/${id}`), token: c.token, body })
 }
 
-export const report = (t: TestApp, c: CompanyFixture, id: string) => t.json(200, { url: commsUrl(c.id, `/${id}/report`), token: c.token })
+export const report = (t: TestApp, c: CompanyFixture, id: string) =>
+  t.json(200, { url: commsUrl(c.id, `/${id}/report`), token: c.token })
 
 /** Moves the injected clock to `when`, runs every due job, and puts the clock back (tokens stay valid). */
 export async function runAt(t: TestApp, when: string | Date, app = t.app): Promise<number> {
   const back = t.clock.now()
   t.clock.set(when)
-  try { return await app.services.scheduler.runDue() } finally { t.clock.set(back) }
+  try {
+    return await app.services.scheduler.runDue()
+  } finally {
+    t.clock.set(back)
+  }
 }
 
 /**
@@ -62,10 +68,20 @@ export async function organisation(t: TestApp) {
 }
 
 /** Every message of one occurrence (all pages), through endpoint 32. */
-export async function messagesOf(t: TestApp, c: CompanyFixture, id: string, sendAt: string, query: Record<string, string> = {}) {
+export async function messagesOf(
+  t: TestApp,
+  c: CompanyFixture,
+  id: string,
+  sendAt: string,
+  query: Record<string, string> = {},
+) {
   const all: any[] = []
   for (let page = 1; ; page++) {
-    const body = await t.json(200, { url: commsUrl(c.id, `/messages/by_communication/${id}`), token: c.token, query: { send_at: sendAt, page: String(page), page_size: '100', ...query } })
+    const body = await t.json(200, {
+      url: commsUrl(c.id, `/messages/by_communication/${id}`),
+      token: c.token,
+      query: { send_at: sendAt, page: String(page), page_size: '100', ...query },
+    })
     all.push(...body.messages)
     if (body.messages.length < 100) return all
   }
@@ -82,6 +98,8 @@ export async function counterDrift(db: Kysely<any>) {
     FROM communication_occurrences o
     LEFT JOIN communication_messages m ON m.company_id = o.company_id AND m.communication_id = o.communication_id AND m.send_at = o.send_at
     GROUP BY o.company_id, o.communication_id, o.send_at
-    HAVING o.recipients <> count(m.id) OR o.opened <> count(m.opened_at) OR o.actions_done <> count(m.action_done_at)`.execute(db)
+    HAVING o.recipients <> count(m.id) OR o.opened <> count(m.opened_at) OR o.actions_done <> count(m.action_done_at)`.execute(
+    db,
+  )
   return rows
 }

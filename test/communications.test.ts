@@ -1,7 +1,17 @@
 import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import { company, companyClient, contract, subsidiary, team } from './helpers/factories.ts'
-import { FAR_FUTURE, commBody, commsUrl, createComm, getComm, organisation, putComm, report, runAt } from './communications.fixtures.ts'
+import {
+  FAR_FUTURE,
+  commBody,
+  commsUrl,
+  createComm,
+  getComm,
+  organisation,
+  putComm,
+  report,
+  runAt,
+} from './communications.fixtures.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 onEachEngine('communications', (t) => {
@@ -10,9 +20,15 @@ onEachEngine('communications', (t) => {
     const s = await subsidiary(t, c.id)
     const k = await team(t, c.id)
     const id = await createComm(t, c, {
-      send_at: '2099-03-01T10:00:00+01:00', destination_subsidiary_ids: [s, s], destination_team_ids: [k],
-      recurrent: 'weekly', recurrent_until: '2099-04-01', action_required: 'acknowledge',
-      id: 'ignored', company_id: 'ignored', change_log: [{ junk: true }],
+      send_at: '2099-03-01T10:00:00+01:00',
+      destination_subsidiary_ids: [s, s],
+      destination_team_ids: [k],
+      recurrent: 'weekly',
+      recurrent_until: '2099-04-01',
+      action_required: 'acknowledge',
+      id: 'ignored',
+      company_id: 'ignored',
+      change_log: [{ junk: true }],
     })
     const got = await getComm(t, c, id)
     assert.equal(got.id, id)
@@ -38,7 +54,12 @@ onEachEngine('communications', (t) => {
     const other = await company(t)
     const foreign = await contract(t, other.id)
     for (const sender of [foreign, 'someone-else']) {
-      const res = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: commBody({ status: 'draft', sender_id: sender }) })
+      const res = await t.call({
+        method: 'POST',
+        url: commsUrl(c.id),
+        token: c.token,
+        body: commBody({ status: 'draft', sender_id: sender }),
+      })
       assert.equal(res.statusCode, 400)
       assert.match(res.json().errors, /body\/sender_id/)
     }
@@ -51,17 +72,46 @@ onEachEngine('communications', (t) => {
     const later = await createComm(t, c, { status: 'draft', send_at: '2092-03-01T09:00:00Z' })
     await putComm(t, c, later, { status: 'discontinued' })
     const all = await t.json(200, { url: commsUrl(c.id), token: c.token })
-    assert.deepEqual(all.map((x: any) => x.id), [later, newYear, old])
+    assert.deepEqual(
+      all.map((x: any) => x.id),
+      [later, newYear, old],
+    )
     const y2092 = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { year: '2092' } })
-    assert.deepEqual(y2092.map((x: any) => x.id), [later, newYear])
+    assert.deepEqual(
+      y2092.map((x: any) => x.id),
+      [later, newYear],
+    )
     const y2091 = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { year: '2091' } })
-    assert.deepEqual(y2091.map((x: any) => x.id), [old])
+    assert.deepEqual(
+      y2091.map((x: any) => x.id),
+      [old],
+    )
     const drafts = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { status: 'draft' } })
-    assert.deepEqual(drafts.map((x: any) => x.id), [newYear, old])
-    const both = await t.json(200, { url: commsUrl(c.id), token: c.token, query: { status: 'discontinued', year: '2092' } })
-    assert.deepEqual(both.map((x: any) => x.id), [later])
-    for (const query of <Record<string, string>[]>[{ year: 'abc' }, { year: '1899' }, { year: '2200' }, { status: 'sent' }, { color: 'red' }]) {
-      assert.equal((await t.call({ url: commsUrl(c.id), token: c.token, query })).statusCode, 400, JSON.stringify(query))
+    assert.deepEqual(
+      drafts.map((x: any) => x.id),
+      [newYear, old],
+    )
+    const both = await t.json(200, {
+      url: commsUrl(c.id),
+      token: c.token,
+      query: { status: 'discontinued', year: '2092' },
+    })
+    assert.deepEqual(
+      both.map((x: any) => x.id),
+      [later],
+    )
+    for (const query of <Record<string, string>[]>[
+      { year: 'abc' },
+      { year: '1899' },
+      { year: '2200' },
+      { status: 'sent' },
+      { color: 'red' },
+    ]) {
+      assert.equal(
+        (await t.call({ url: commsUrl(c.id), token: c.token, query })).statusCode,
+        400,
+        JSON.stringify(query),
+      )
     }
   })
 
@@ -92,12 +142,22 @@ onEachEngine('communications', (t) => {
       [{ attachments: [{ id: '00000000-0000-4000-8000-000000000000' }] }, /body\/attachments/],
     ]
     for (const [fields, message] of cases) {
-      const res = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: commBody({ destination_subsidiary_ids: [s], ...fields }) })
+      const res = await t.call({
+        method: 'POST',
+        url: commsUrl(c.id),
+        token: c.token,
+        body: commBody({ destination_subsidiary_ids: [s], ...fields }),
+      })
       assert.equal(res.statusCode, 400, `${JSON.stringify(fields)}: ${res.body}`)
       assert.equal(res.json().code, 'validation_failed')
       assert.match(res.json().errors, message, JSON.stringify(fields))
     }
-    const missing = await t.call({ method: 'POST', url: commsUrl(c.id), token: c.token, body: { subject: 'x', send_at: FAR_FUTURE } })
+    const missing = await t.call({
+      method: 'POST',
+      url: commsUrl(c.id),
+      token: c.token,
+      body: { subject: 'x', send_at: FAR_FUTURE },
+    })
     assert.match(missing.json().errors, /body\/message is required/)
     assert.deepEqual(await t.json(200, { url: commsUrl(c.id), token: c.token }), [])
   })
@@ -112,11 +172,26 @@ onEachEngine('communications', (t) => {
     await t.app.services.scheduler.runDue()
     const got = await getComm(t, c, id)
     assert.equal(got.status, 'submitted')
-    assert.deepEqual((await report(t, c, id)).map((r: any) => [r.send_at, r.recipients]), [[past, 1]])
-    assert.deepEqual(got.change_log.map((e: any) => e.action), ['created', 'updated', 'delivered'])
+    assert.deepEqual(
+      (await report(t, c, id)).map((r: any) => [r.send_at, r.recipients]),
+      [[past, 1]],
+    )
+    assert.deepEqual(
+      got.change_log.map((e: any) => e.action),
+      ['created', 'updated', 'delivered'],
+    )
     assert.deepEqual(got.change_log[1].changes, { subject: ['Fire drill', 'Now'], status: ['draft', 'scheduled'] })
-    assert.deepEqual(got.change_log[2], { at: t.clock.now().toISOString(), by: 'scheduler', action: 'delivered', changes: { status: ['scheduled', 'submitted'] }, occurrence: past })
-    const inbox = await t.json(200, { url: `/api/v1/companies/${c.id}/contracts/${contracts.b1}/messages`, token: c.token })
+    assert.deepEqual(got.change_log[2], {
+      at: t.clock.now().toISOString(),
+      by: 'scheduler',
+      action: 'delivered',
+      changes: { status: ['scheduled', 'submitted'] },
+      occurrence: past,
+    })
+    const inbox = await t.json(200, {
+      url: `/api/v1/companies/${c.id}/contracts/${contracts.b1}/messages`,
+      token: c.token,
+    })
     assert.equal(inbox.messages[0].subject, 'Now')
   })
 
@@ -134,7 +209,10 @@ onEachEngine('communications', (t) => {
     for (const id of [toDraft, toMove, toStop]) assert.deepEqual(await report(t, c, id), [])
     assert.equal((await getComm(t, c, toMove)).status, 'scheduled')
     await runAt(t, '2093-06-15T00:00:00Z')
-    assert.deepEqual((await report(t, c, toMove)).map((r: any) => r.send_at), [moved])
+    assert.deepEqual(
+      (await report(t, c, toMove)).map((r: any) => r.send_at),
+      [moved],
+    )
     assert.deepEqual(await report(t, c, toDraft), [])
     const stopped = await getComm(t, c, toStop)
     assert.equal(stopped.status, 'discontinued')
@@ -153,10 +231,16 @@ onEachEngine('communications', (t) => {
   it('draft: edited and discontinued; a series set back to draft and rescheduled to the same instant is still delivered', async () => {
     const { c, subB } = await organisation(t)
     const draft = await createComm(t, c, { status: 'draft' })
-    assert.equal((await putComm(t, c, draft, { subject: 'Edited', destination_subsidiary_ids: [subB] })).statusCode, 202)
+    assert.equal(
+      (await putComm(t, c, draft, { subject: 'Edited', destination_subsidiary_ids: [subB] })).statusCode,
+      202,
+    )
     const edited = await getComm(t, c, draft)
     assert.deepEqual([edited.status, edited.subject, edited.destination_subsidiary_ids], ['draft', 'Edited', [subB]])
-    assert.deepEqual(edited.change_log.at(-1).changes, { subject: ['Fire drill', 'Edited'], destination_subsidiary_ids: [[], [subB]] })
+    assert.deepEqual(edited.change_log.at(-1).changes, {
+      subject: ['Fire drill', 'Edited'],
+      destination_subsidiary_ids: [[], [subB]],
+    })
     assert.equal((await putComm(t, c, draft, { status: 'discontinued' })).statusCode, 202)
     assert.equal((await putComm(t, c, draft, { status: 'draft' })).statusCode, 409)
 
@@ -166,17 +250,31 @@ onEachEngine('communications', (t) => {
     await runAt(t, at) // nothing: its job was cancelled (and would find a draft)
     assert.equal((await putComm(t, c, id, { status: 'scheduled', subject: 'Second try' })).statusCode, 202)
     await runAt(t, at)
-    assert.deepEqual((await report(t, c, id)).map((r: any) => [r.send_at, r.recipients]), [[at, 1]])
+    assert.deepEqual(
+      (await report(t, c, id)).map((r: any) => [r.send_at, r.recipients]),
+      [[at, 1]],
+    )
     assert.equal((await getComm(t, c, id)).status, 'submitted')
   })
 
   it('active: a delivered occurrence refuses every change but discontinued, which stops the rest', async () => {
     const { c, subB } = await organisation(t)
-    const id = await createComm(t, c, { send_at: '2094-01-10T08:00:00Z', recurrent: 'daily', recurrent_until: '2094-01-20', destination_subsidiary_ids: [subB] })
+    const id = await createComm(t, c, {
+      send_at: '2094-01-10T08:00:00Z',
+      recurrent: 'daily',
+      recurrent_until: '2094-01-20',
+      destination_subsidiary_ids: [subB],
+    })
     await runAt(t, '2094-01-10T08:00:00Z')
     const active = await getComm(t, c, id)
     assert.equal(active.status, 'active')
-    for (const body of [{ subject: 'Changed' }, { status: 'scheduled' }, { status: 'draft' }, { recurrent_until: '2094-01-30' }, { status: 'discontinued', subject: 'Changed' }]) {
+    for (const body of [
+      { subject: 'Changed' },
+      { status: 'scheduled' },
+      { status: 'draft' },
+      { recurrent_until: '2094-01-30' },
+      { status: 'discontinued', subject: 'Changed' },
+    ]) {
       const res = await putComm(t, c, id, body)
       assert.equal(res.statusCode, 409, JSON.stringify(body))
     }
@@ -184,10 +282,16 @@ onEachEngine('communications', (t) => {
     assert.equal((await putComm(t, c, id, active)).statusCode, 202) // sent back unchanged
     assert.equal((await putComm(t, c, id, { status: 'discontinued' })).statusCode, 202)
     await runAt(t, '2094-01-25T00:00:00Z')
-    assert.deepEqual((await report(t, c, id)).map((r: any) => r.send_at), ['2094-01-10T08:00:00.000Z'])
+    assert.deepEqual(
+      (await report(t, c, id)).map((r: any) => r.send_at),
+      ['2094-01-10T08:00:00.000Z'],
+    )
     const stopped = await getComm(t, c, id)
     assert.equal(stopped.status, 'discontinued')
-    assert.deepEqual(stopped.change_log.map((e: any) => e.action), ['created', 'delivered', 'discontinued'])
+    assert.deepEqual(
+      stopped.change_log.map((e: any) => e.action),
+      ['created', 'delivered', 'discontinued'],
+    )
     assert.deepEqual(stopped.change_log[1].changes, { status: ['scheduled', 'active'] })
     assert.equal((await putComm(t, c, id, { status: 'scheduled' })).statusCode, 409)
   })

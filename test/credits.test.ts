@@ -1,7 +1,21 @@
 import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
-import { SUB, at, billedCompany, cancel, coupon, detailsOf, estimate, json, moveTo, setCard, unix, update, type BillingFixture } from './subscriptions-helpers.ts'
+import {
+  SUB,
+  at,
+  billedCompany,
+  cancel,
+  coupon,
+  detailsOf,
+  estimate,
+  json,
+  moveTo,
+  setCard,
+  unix,
+  update,
+  type BillingFixture,
+} from './subscriptions-helpers.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
@@ -14,8 +28,10 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  * Every story starts on a 2 March (the trial of 30 days ends 1 April): April is a 30-day term,
  * so 11 April leaves 20 of 30 days.
  */
-const invoicesOf = (t: TestApp, c: BillingFixture) => json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-const creditNotesOf = (t: TestApp, c: BillingFixture) => json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
+const invoicesOf = (t: TestApp, c: BillingFixture) =>
+  json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+const creditNotesOf = (t: TestApp, c: BillingFixture) =>
+  json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
 const plans = { gold: { price: 30, features: ['stamping'] }, silver: { price: 15, features: ['stamping'] } }
 const italian = { plan_quantity: 1, country: 'IT', timezone: 'Europe/Rome' }
 const american = { plan_quantity: 1, country: 'US', timezone: 'America/New_York' }
@@ -25,7 +41,8 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
   async function activeOnGold(year: number, company: Record<string, unknown>, couponCode?: string) {
     const c = await billedCompany(t, { start: `${year}-03-02T00:00:00.000Z`, plans, company })
     await setCard(t, c.id)
-    if (couponCode) assert.equal((await update(t, c.id, c.subscriptionId, { coupon_code: couponCode }, c.token)).statusCode, 200)
+    if (couponCode)
+      assert.equal((await update(t, c.id, c.subscriptionId, { coupon_code: couponCode }, c.token)).statusCode, 200)
     await at(t, `${year}-04-01T00:00:00.000Z`)
     const [activation] = await invoicesOf(t, c)
     return { c, activation }
@@ -34,7 +51,10 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
   it('a downgrade under a fixed coupon that made the invoice 0.00 credits nothing (it credited 24.40 of a 0.00 invoice)', async () => {
     const thirty = await coupon(t, { name: 'Thirty off', discount_type: 'fixed_amount', discount_value: 30 })
     const { c, activation } = await activeOnGold(2061, italian, thirty)
-    assert.deepEqual([activation.sub_total, activation.discounts.map((d: any) => d.amount), activation.total], [3000, [3000], 0])
+    assert.deepEqual(
+      [activation.sub_total, activation.discounts.map((d: any) => d.amount), activation.total],
+      [3000, [3000], 0],
+    )
     // 11 April, 20 of 30 days left. The list price's unused share would be 20.00 + 22 % = 24.40; nothing was paid.
     await moveTo(t, '2061-04-11T00:00:00.000Z')
     const res = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.silver }, c.token)
@@ -42,7 +62,10 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     assert.deepEqual(await creditNotesOf(t, c), [])
     // Silver for the rest: 15.00 × 20/30 = 10.00 + 2.20; the coupon took its 30.00 for April already.
     const [change] = await invoicesOf(t, c)
-    assert.deepEqual([change.sub_total, change.discounts, change.total, change.credits_applied, change.amount_due], [1000, [], 1220, 0, 0])
+    assert.deepEqual(
+      [change.sub_total, change.discounts, change.total, change.credits_applied, change.amount_due],
+      [1000, [], 1220, 0, 0],
+    )
     assert.equal(res.json().customer.refundable_credits, 0)
   })
 
@@ -60,8 +83,26 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     assert.equal(notes.length, 1)
     const [note] = notes
     assert.deepEqual(
-      [note.reference_invoice_id, note.type, note.reason_code, note.line_items.map((l: any) => [l.amount, l.discount_amount]), note.discounts.map((d: any) => d.amount), note.sub_total, note.taxes, note.total],
-      [activation.id, 'refundable', 'subscription_change', [[2000, 667]], [667], 2000, [{ name: 'IT VAT', rate: 22, amount: 293 }], 1626],
+      [
+        note.reference_invoice_id,
+        note.type,
+        note.reason_code,
+        note.line_items.map((l: any) => [l.amount, l.discount_amount]),
+        note.discounts.map((d: any) => d.amount),
+        note.sub_total,
+        note.taxes,
+        note.total,
+      ],
+      [
+        activation.id,
+        'refundable',
+        'subscription_change',
+        [[2000, 667]],
+        [667],
+        2000,
+        [{ name: 'IT VAT', rate: 22, amount: 293 }],
+        1626,
+      ],
     )
     assert.ok(note.total <= activation.total)
     // Silver for the rest, 10.00 + 2.20 (the coupon's 10.00 is spent for April), paid from the credit: 4.06 kept.
@@ -78,7 +119,10 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     const up = await update(t, c.id, c.subscriptionId, { plan_quantity: 4, coupon_code: ten }, c.token)
     assert.equal(up.statusCode, 200, up.body)
     const [upInvoice] = await invoicesOf(t, c)
-    assert.deepEqual([upInvoice.sub_total, upInvoice.total, upInvoice.credits_applied, upInvoice.amount_paid], [6000, 5000, 1500, 3500])
+    assert.deepEqual(
+      [upInvoice.sub_total, upInvoice.total, upInvoice.credits_applied, upInvoice.amount_paid],
+      [6000, 5000, 1500, 3500],
+    )
     // At once back to one seat: the unused share of the 50.00 just charged is all of it, 50.00, not 60.00.
     const down = await update(t, c.id, c.subscriptionId, { plan_quantity: 1 }, c.token)
     assert.equal(down.statusCode, 200, down.body)
@@ -90,10 +134,23 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     const percent = await coupon(t, { name: 'Tenth', discount_type: 'percentage', discount_value: 10 })
     const { c } = await activeOnGold(2064, american)
     await moveTo(t, '2064-04-11T00:00:00.000Z')
-    const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.plans.gold!, plan_quantity: '1', coupon_code: percent }
+    const query = {
+      company_id: c.id,
+      product_sku: c.productSku,
+      subscription_plan: c.plans.gold!,
+      plan_quantity: '1',
+      coupon_code: percent,
+    }
     const est = (await estimate(t, c.id, query, c.token)).json().estimate
     // The estimate is the next invoice the choice leads to: May's renewal, 30.00 − 3.00.
-    assert.deepEqual([est.subscription_estimate.next_billing_at, est.invoice_estimate.discounts.map((d: any) => d.amount), est.invoice_estimate.total], [unix('2064-05-01T00:00:00Z'), [300], 2700])
+    assert.deepEqual(
+      [
+        est.subscription_estimate.next_billing_at,
+        est.invoice_estimate.discounts.map((d: any) => d.amount),
+        est.invoice_estimate.total,
+      ],
+      [unix('2064-05-01T00:00:00Z'), [300], 2700],
+    )
     const added = await update(t, c.id, c.subscriptionId, { coupon_code: percent }, c.token)
     assert.equal(added.statusCode, 200, added.body)
     assert.deepEqual(added.json().estimate, est)
@@ -102,7 +159,10 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     assert.deepEqual(await creditNotesOf(t, c), [])
     await at(t, '2064-05-01T00:00:00.000Z')
     const [renewal] = await invoicesOf(t, c)
-    assert.deepEqual([renewal.date, renewal.discounts.map((d: any) => d.amount), renewal.total, renewal.amount_paid], [unix('2064-05-01T00:00:00Z'), [300], 2700, 2700])
+    assert.deepEqual(
+      [renewal.date, renewal.discounts.map((d: any) => d.amount), renewal.total, renewal.amount_paid],
+      [unix('2064-05-01T00:00:00Z'), [300], 2700, 2700],
+    )
     // Removed mid-May: nothing billed or credited now; June's renewal is the list price.
     await moveTo(t, '2064-05-20T00:00:00.000Z')
     const removed = await update(t, c.id, c.subscriptionId, { coupon_code: null }, c.token)
@@ -114,7 +174,7 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     assert.deepEqual([june.discounts, june.total], [[], 3000])
   })
 
-  it('an immediate cancellation credits the unused share of the term\'s invoice, tax included, as one refundable credit note', async () => {
+  it("an immediate cancellation credits the unused share of the term's invoice, tax included, as one refundable credit note", async () => {
     const { c, activation } = await activeOnGold(2065, italian)
     assert.equal(activation.total, 3660)
     await moveTo(t, '2065-04-11T00:00:00.000Z')
@@ -122,8 +182,30 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     assert.equal(res.statusCode, 200, res.body)
     // 20 of 30 days: 30.00 → 20.00, 22 % VAT 4.40: 24.40.
     const notes = await creditNotesOf(t, c)
-    assert.deepEqual(notes.map((n) => [n.reference_invoice_id, n.type, n.reason_code, n.sub_total, n.taxes, n.total, n.amount_available, n.date]),
-      [[activation.id, 'refundable', 'subscription_cancellation', 2000, [{ name: 'IT VAT', rate: 22, amount: 440 }], 2440, 2440, unix('2065-04-11T00:00:00Z')]])
+    assert.deepEqual(
+      notes.map((n) => [
+        n.reference_invoice_id,
+        n.type,
+        n.reason_code,
+        n.sub_total,
+        n.taxes,
+        n.total,
+        n.amount_available,
+        n.date,
+      ]),
+      [
+        [
+          activation.id,
+          'refundable',
+          'subscription_cancellation',
+          2000,
+          [{ name: 'IT VAT', rate: 22, amount: 440 }],
+          2440,
+          2440,
+          unix('2065-04-11T00:00:00Z'),
+        ],
+      ],
+    )
     const d = await detailsOf(t, c)
     assert.deepEqual([d.subscription.status, d.customer.refundable_credits], ['cancelled', 2440])
     assert.equal((await invoicesOf(t, c)).length, 1)
@@ -138,7 +220,10 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
       assert.match(refused.json().errors, /body\/credit_option/)
     }
     assert.equal((await detailsOf(t, c)).subscription.status, 'active')
-    const res = await cancel(t, c.id, c.token, '?end_of_term=false', { credit_option: 'none', cancellation_reason: 'closing' })
+    const res = await cancel(t, c.id, c.token, '?end_of_term=false', {
+      credit_option: 'none',
+      cancellation_reason: 'closing',
+    })
     assert.equal(res.statusCode, 200, res.body)
     assert.deepEqual(await creditNotesOf(t, c), [])
     const d = await detailsOf(t, c)
@@ -163,19 +248,40 @@ onEachEngine('credit never exceeds payment', { TEST_CLOCK_ENABLED: true }, (t) =
     // 30.00 × 4.35 % = 1.305 exactly, and 50.00 × 1.13 % = 0.565: half-up gives 1.31 and 0.57. In
     // floating point 3000 × 4.35 / 100 is 130.4999…, and 5000 × 0.0113 and 5000 × 1.13 / 100 are
     // 56.4999…: rounding those, or rounding down, or half to even, gives 1.30 and 0.56.
-    const cases: [number, number, number][] = [[4.35, 30, 131], [1.13, 50, 57]]
+    const cases: [number, number, number][] = [
+      [4.35, 30, 131],
+      [1.13, 50, 57],
+    ]
     for (const [percent, price, off] of cases) {
       const code = await coupon(t, { name: `${percent} %`, discount_type: 'percentage', discount_value: percent })
-      const c = await billedCompany(t, { start: '2068-03-02T00:00:00.000Z', plans: { only: { price } }, company: american })
-      const query = { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1', coupon_code: code }
+      const c = await billedCompany(t, {
+        start: '2068-03-02T00:00:00.000Z',
+        plans: { only: { price } },
+        company: american,
+      })
+      const query = {
+        company_id: c.id,
+        product_sku: c.productSku,
+        subscription_plan: c.planSku,
+        plan_quantity: '1',
+        coupon_code: code,
+      }
       const inv = (await estimate(t, c.id, query, c.token)).json().estimate.invoice_estimate
-      assert.deepEqual([inv.sub_total, inv.discounts.map((d: any) => d.amount), inv.total], [price * 100, [off], price * 100 - off], `${percent} %`)
+      assert.deepEqual(
+        [inv.sub_total, inv.discounts.map((d: any) => d.amount), inv.total],
+        [price * 100, [off], price * 100 - off],
+        `${percent} %`,
+      )
       // The invoice the trial's end bills is the same.
       await setCard(t, c.id)
       assert.equal((await update(t, c.id, c.subscriptionId, { coupon_code: code }, c.token)).statusCode, 200)
       await at(t, '2068-04-01T00:00:00.000Z')
       const [activation] = await invoicesOf(t, c)
-      assert.deepEqual([activation.discounts.map((d: any) => d.amount), activation.total], [[off], price * 100 - off], `${percent} % invoiced`)
+      assert.deepEqual(
+        [activation.discounts.map((d: any) => d.amount), activation.total],
+        [[off], price * 100 - off],
+        `${percent} % invoiced`,
+      )
       await cancel(t, c.id, c.token, '?end_of_term=false')
     }
   })

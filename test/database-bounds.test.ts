@@ -33,8 +33,12 @@ async function holdingProxy(target: URL) {
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
     for (const socket of [client, upstream]) sockets.add(socket)
-    client.on('data', (chunk) => { if (!holding) upstream.write(chunk) })
-    upstream.on('data', (chunk) => { if (!holding) client.write(chunk) })
+    client.on('data', (chunk) => {
+      if (!holding) upstream.write(chunk)
+    })
+    upstream.on('data', (chunk) => {
+      if (!holding) client.write(chunk)
+    })
     const close = () => {
       for (const socket of [client, upstream]) {
         socket.destroy()
@@ -51,8 +55,12 @@ async function holdingProxy(target: URL) {
   url.host = `127.0.0.1:${(server.address() as net.AddressInfo).port}`
   return {
     url: url.toString(),
-    hold() { holding = true },
-    pass() { holding = false },
+    hold() {
+      holding = true
+    },
+    pass() {
+      holding = false
+    },
     async close() {
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
@@ -70,14 +78,22 @@ describe('the database behind a network that holds its bytes', () => {
     if (!has('postgres')) return // its tests show as skipped, with the reason
     t = await buildTestApp('postgres')
     c = await company(t)
-    databaseName = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+    databaseName = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!
+      .name
     proxy = await holdingProxy(new URL(process.env.TEST_DATABASE_URL!))
     app = await buildApp({
-      config: loadConfig({}, {
-        DATABASE_URL: withDatabase(proxy.url, databaseName), DATABASE_STATEMENT_TIMEOUT_MS: BOUND_MS,
-        SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent',
-      }),
-      clock: t.clock, logger: false,
+      config: loadConfig(
+        {},
+        {
+          DATABASE_URL: withDatabase(proxy.url, databaseName),
+          DATABASE_STATEMENT_TIMEOUT_MS: BOUND_MS,
+          SCHEDULER_ENABLED: false,
+          RATE_LIMIT_MAX: 0,
+          LOG_LEVEL: 'silent',
+        },
+      ),
+      clock: t.clock,
+      logger: false,
     })
     await app.ready()
   })
@@ -90,21 +106,36 @@ describe('the database behind a network that holds its bytes', () => {
 
   const headers = () => ({ authorization: `Bearer ${c.token}` })
   const createSubsidiary = (extra: Record<string, string> = {}) =>
-    app.inject({ method: 'POST', url: `/api/v1/companies/${c.id}/subsidiaries`, headers: { ...headers(), ...extra }, payload: { name: `S-${randomUUID().slice(0, 8)}` } })
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/companies/${c.id}/subsidiaries`,
+      headers: { ...headers(), ...extra },
+      payload: { name: `S-${randomUUID().slice(0, 8)}` },
+    })
 
-  it('answers 503 unavailable with Retry-After while the network holds, /ready too, and succeeds on sound connections once it passes again', { ...requires('postgres'), timeout: 60_000 }, async () => {
+  it('answers 503 unavailable with Retry-After while the network holds, /ready too, and succeeds on sound connections once it passes again', {
+    ...requires('postgres'),
+    timeout: 60_000,
+  }, async () => {
     assert.equal((await createSubsidiary()).statusCode, 202)
     assert.equal((await app.inject({ url: '/ready' })).statusCode, 200)
     proxy.hold()
     try {
-      for (const res of [await createSubsidiary(), await createSubsidiary({ 'idempotency-key': randomUUID() }), await app.inject({ url: '/ready' })]) {
+      for (const res of [
+        await createSubsidiary(),
+        await createSubsidiary({ 'idempotency-key': randomUUID() }),
+        await app.inject({ url: '/ready' }),
+      ]) {
         assert.equal(res.statusCode, 503, res.body)
         assert.equal(res.json().code, 'unavailable', res.body)
         assert.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After')
         assert.doesNotMatch(res.body, /timeout|pool|Query read/i, 'no internals leak')
       }
       // Nothing may be answered from memory while changes cannot be heard.
-      const deaf = await eventually(async () => app.services.readCache.listening(), (listening) => !listening)
+      const deaf = await eventually(
+        async () => app.services.readCache.listening(),
+        (listening) => !listening,
+      )
       assert.equal(deaf, false, 'the read cache stops trusting what it keeps')
     } finally {
       proxy.pass()
@@ -116,11 +147,18 @@ describe('the database behind a network that holds its bytes', () => {
       assert.equal(res.statusCode, 202, `request ${i} after the network came back: ${res.body}`)
     }
     assert.equal((await app.inject({ url: '/ready' })).statusCode, 200)
-    const hearing = await eventually(async () => app.services.readCache.listening(), (listening) => listening, 10_000)
+    const hearing = await eventually(
+      async () => app.services.readCache.listening(),
+      (listening) => listening,
+      10_000,
+    )
     assert.equal(hearing, true, 'the read cache hears changes again')
   })
 
-  it('a statement past the bound is cancelled by the server: 503 unavailable, and the connection serves the next request', { ...requires('postgres'), timeout: 60_000 }, async () => {
+  it('a statement past the bound is cancelled by the server: 503 unavailable, and the connection serves the next request', {
+    ...requires('postgres'),
+    timeout: 60_000,
+  }, async () => {
     const blocker = new pg.Client({ connectionString: withDatabase(process.env.TEST_DATABASE_URL!, databaseName) })
     await blocker.connect()
     try {
@@ -137,15 +175,27 @@ describe('the database behind a network that holds its bytes', () => {
     assert.equal((await createSubsidiary()).statusCode, 202)
   })
 
-  it('a job\'s statements get the jobs\' longer bound, a request\'s connection keeps the request bound', { ...requires('postgres'), timeout: 60_000 }, async () => {
+  it("a job's statements get the jobs' longer bound, a request's connection keeps the request bound", {
+    ...requires('postgres'),
+    timeout: 60_000,
+  }, async () => {
     const seen: string[] = []
     app.services.scheduler.register('test.statement_bound', async ({ trx }) => {
-      seen.push((await sql<{ bound: string }>`SELECT current_setting('statement_timeout') AS bound`.execute(trx)).rows[0]!.bound)
+      seen.push(
+        (await sql<{ bound: string }>`SELECT current_setting('statement_timeout') AS bound`.execute(trx)).rows[0]!
+          .bound,
+      )
     })
-    await app.services.scheduler.schedule(app.database.db, { kind: 'test.statement_bound', key: randomUUID(), runAt: t.clock.now() })
+    await app.services.scheduler.schedule(app.database.db, {
+      kind: 'test.statement_bound',
+      key: randomUUID(),
+      runAt: t.clock.now(),
+    })
     await app.services.scheduler.runDue()
     assert.deepEqual(seen, ['1min'], 'DATABASE_JOB_STATEMENT_TIMEOUT_MS, 60 s by default')
-    const { rows } = await sql<{ bound: string }>`SELECT current_setting('statement_timeout') AS bound`.execute(app.database.db)
+    const { rows } = await sql<{ bound: string }>`SELECT current_setting('statement_timeout') AS bound`.execute(
+      app.database.db,
+    )
     assert.equal(rows[0]!.bound, `${BOUND_MS}ms`)
   })
 })

@@ -12,7 +12,10 @@ describe('.env.example', () => {
   const committed = fs.existsSync(ENV_EXAMPLE) ? fs.readFileSync(ENV_EXAMPLE, 'utf8') : ''
 
   it('is generated from the current settings schema', () => {
-    assert.ok(committed === envExample(), '.env.example is out of date with src/config.ts: run `npm run generate:env-example` and commit the result')
+    assert.ok(
+      committed === envExample(),
+      '.env.example is out of date with src/config.ts: run `npm run generate:env-example` and commit the result',
+    )
   })
 
   it('names every setting once, with its default and a one-line description above it', () => {
@@ -28,18 +31,26 @@ describe('.env.example', () => {
       assert.equal(value, defaults[name] === undefined ? '' : String(defaults[name]), `${name} shows its default`)
       const description = lines[at - 1]!
       assert.match(description, /^# [A-Z`][^\n]{15,}$/, `${name} has a one-line description`)
-      assert.ok(!description.startsWith('# ' + name + '='))
+      assert.ok(!description.startsWith(`# ${name}=`))
     }
     // Nothing else is set: a copy of the file changes no setting until a line is uncommented.
-    assert.deepEqual(lines.filter((l) => l.trim() !== '' && !l.startsWith('#')), [])
+    assert.deepEqual(
+      lines.filter((l) => l.trim() !== '' && !l.startsWith('#')),
+      [],
+    )
   })
 
   it('as an environment, is the defaults', () => {
     // Each line uncommented: the service starts with what it would without any.
-    const env = Object.fromEntries(committed.split('\n').filter((l) => /^# [A-Z0-9_]+=/.test(l)).map((l) => {
-      const [name, ...rest] = l.slice(2).split('=')
-      return [name!, rest.join('=')]
-    }))
+    const env = Object.fromEntries(
+      committed
+        .split('\n')
+        .filter((l) => /^# [A-Z0-9_]+=/.test(l))
+        .map((l) => {
+          const [name, ...rest] = l.slice(2).split('=')
+          return [name!, rest.join('=')]
+        }),
+    )
     assert.deepEqual(loadConfig(env), loadConfig({}))
   })
 })

@@ -20,42 +20,104 @@ onEachEngine('events', (t) => {
     const s = await subsidiary(t, c.id)
     const k = await contract(t, c.id, { subsidiary_id: s })
     const k2 = await contract(t, c.id)
-    assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/contracts/${k}`, token: c.token, body: { first_name: 'Giulia', last_name: 'Verdi', email: 'g@example.com', subsidiary_id: s } })).statusCode, 202)
+    assert.equal(
+      (
+        await t.call({
+          method: 'PUT',
+          url: `/api/v1/companies/${c.id}/contracts/${k}`,
+          token: c.token,
+          body: { first_name: 'Giulia', last_name: 'Verdi', email: 'g@example.com', subsidiary_id: s },
+        })
+      ).statusCode,
+      202,
+    )
     const x = await team(t, c.id, { team_leader_ids: [k] })
     await addToTeams(t, c.id, k2, [x])
-    const holidayRes = await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/holidays`, token: c.token, body: { name: 'Patrono', day: '2026-06-24' } })
+    const holidayRes = await t.call({
+      method: 'POST',
+      url: `/api/v1/companies/${c.id}/holidays`,
+      token: c.token,
+      body: { name: 'Patrono', day: '2026-06-24' },
+    })
     assert.equal(holidayRes.statusCode, 202)
     const sendAt = new Date(t.clock.now().getTime() - 1000).toISOString()
     const comm = await createComm(t, c, { send_at: sendAt, destination_team_ids: [x], action_required: 'acknowledge' })
     await t.app.services.scheduler.runDue()
     const [m1, m2] = await messagesOf(t, c, comm, sendAt)
-    assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/communications/messages/${m1.id}/open`, token: c.token })).statusCode, 202)
-    assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/communications/messages/${m2.id}/action`, token: c.token })).statusCode, 202)
-    assert.equal((await t.call({ method: 'PUT', url: `/api/v1/subscription/${c.id}/cancel?end_of_term=true`, token: c.token })).statusCode, 200)
+    assert.equal(
+      (
+        await t.call({
+          method: 'PUT',
+          url: `/api/v1/companies/${c.id}/communications/messages/${m1.id}/open`,
+          token: c.token,
+        })
+      ).statusCode,
+      202,
+    )
+    assert.equal(
+      (
+        await t.call({
+          method: 'PUT',
+          url: `/api/v1/companies/${c.id}/communications/messages/${m2.id}/action`,
+          token: c.token,
+        })
+      ).statusCode,
+      202,
+    )
+    assert.equal(
+      (await t.call({ method: 'PUT', url: `/api/v1/subscription/${c.id}/cancel?end_of_term=true`, token: c.token }))
+        .statusCode,
+      200,
+    )
     assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}` })).statusCode, 202)
     assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/enable` })).statusCode, 202)
 
     const types = await typesOf(c.id)
     const expected = [
-      'company.created', 'subscription.created', 'subsidiary.created', 'contract.created', 'contract.created', 'contract.updated',
-      'team.created', 'team.member_added', 'team.member_added', 'holiday.created', 'communication.created',
-      'communication.occurrence_delivered', 'communication.updated', 'message.opened', 'message.opened', 'message.acknowledged',
-      'subscription.cancellation_scheduled', 'company.disabled', 'company.enabled',
+      'company.created',
+      'subscription.created',
+      'subsidiary.created',
+      'contract.created',
+      'contract.created',
+      'contract.updated',
+      'team.created',
+      'team.member_added',
+      'team.member_added',
+      'holiday.created',
+      'communication.created',
+      'communication.occurrence_delivered',
+      'communication.updated',
+      'message.opened',
+      'message.opened',
+      'message.acknowledged',
+      'subscription.cancellation_scheduled',
+      'company.disabled',
+      'company.enabled',
     ]
     // Statements of one transaction may come in another order than the requests' (the
     // delivery's occurrence record and its status change): compared as multisets, then the
     // order of the requests.
     assert.deepEqual([...types].sort(), [...expected].sort())
-    assert.deepEqual(types.filter((type) => !type.startsWith('communication.')), expected.filter((type) => !type.startsWith('communication.')))
+    assert.deepEqual(
+      types.filter((type) => !type.startsWith('communication.')),
+      expected.filter((type) => !type.startsWith('communication.')),
+    )
     for (const type of types) assert.ok((EVENT_TYPES as readonly string[]).includes(type), `${type} is listed`)
 
-    const [latest] = await t.json<any[]>(200, { url: eventsUrl(c.id), token: c.token, query: { type: 'contract.updated' } })
+    const [latest] = await t.json<any[]>(200, {
+      url: eventsUrl(c.id),
+      token: c.token,
+      query: { type: 'contract.updated' },
+    })
     assert.equal(latest.company_id, c.id)
     assert.equal(latest.data.object.id, k)
     assert.equal(latest.data.object.first_name, 'Giulia')
     assert.equal(latest.data.previous_attributes.first_name, 'Mario')
     assert.match(latest.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-    const [cancelled] = await t.json<any[]>(200, { url: eventsUrl(c.id), query: { type: 'subscription.cancellation_scheduled' } })
+    const [cancelled] = await t.json<any[]>(200, {
+      url: eventsUrl(c.id),
+      query: { type: 'subscription.cancellation_scheduled' },
+    })
     // In trial, a cancellation at the end of the term keeps the status and schedules the end.
     assert.ok(cancelled.data.object.scheduled_cancellation_at)
     assert.equal(cancelled.data.previous_attributes.scheduled_cancellation_at, null)
@@ -67,16 +129,42 @@ onEachEngine('events', (t) => {
     await team(t, c.id, { code })
     const before = await typesOf(c.id)
     // 409: the code is taken (the batched insert fails for this item only).
-    assert.equal((await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: 'Other', code, team_leader_ids: [] } })).statusCode, 409)
+    assert.equal(
+      (
+        await t.call({
+          method: 'POST',
+          url: `/api/v1/companies/${c.id}/teams`,
+          token: c.token,
+          body: { name: 'Other', code, team_leader_ids: [] },
+        })
+      ).statusCode,
+      409,
+    )
     // A transaction whose change committed nothing: the trigger's event rolls back with it.
-    await assert.rejects(t.app.database.db.transaction().execute(async (trx) => {
-      await trx.updateTable('companies').set({ name: 'Rolled back' }).where('id', '=', c.id).execute()
-      throw new Error('abort')
-    }))
+    await assert.rejects(
+      t.app.database.db.transaction().execute(async (trx) => {
+        await trx.updateTable('companies').set({ name: 'Rolled back' }).where('id', '=', c.id).execute()
+        throw new Error('abort')
+      }),
+    )
     const k = await contract(t, c.id, { first_name: 'Anna', last_name: 'Bianchi', email: 'a@example.com' })
-    assert.equal((await t.call({ method: 'PUT', url: `/api/v1/companies/${c.id}/contracts/${k}`, token: c.token, body: { first_name: 'Anna', last_name: 'Bianchi', email: 'a@example.com' } })).statusCode, 202)
+    assert.equal(
+      (
+        await t.call({
+          method: 'PUT',
+          url: `/api/v1/companies/${c.id}/contracts/${k}`,
+          token: c.token,
+          body: { first_name: 'Anna', last_name: 'Bianchi', email: 'a@example.com' },
+        })
+      ).statusCode,
+      202,
+    )
     assert.deepEqual(await typesOf(c.id), [...before, 'contract.created'])
-    const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE company_id = ${c.id} AND data->'object'->>'name' = 'Rolled back'`.execute(t.app.database.db)
+    const rows = await sql<{
+      n: number
+    }>`SELECT count(*)::int AS n FROM events WHERE company_id = ${c.id} AND data->'object'->>'name' = 'Rolled back'`.execute(
+      t.app.database.db,
+    )
     assert.equal(rows.rows[0]!.n, 0)
   })
 
@@ -84,11 +172,29 @@ onEachEngine('events', (t) => {
     const c = await company(t)
     for (let i = 0; i < 5; i++) await contract(t, c.id)
     const all = await t.json<any[]>(200, { url: eventsUrl(c.id), token: c.token })
-    assert.deepEqual(all.map((e) => e.type), ['contract.created', 'contract.created', 'contract.created', 'contract.created', 'contract.created', 'subscription.created', 'company.created'])
-    assert.deepEqual((await t.json<any[]>(200, { url: eventsUrl(c.id), query: { type: 'subscription.*' } })).map((e) => e.type), ['subscription.created'])
+    assert.deepEqual(
+      all.map((e) => e.type),
+      [
+        'contract.created',
+        'contract.created',
+        'contract.created',
+        'contract.created',
+        'contract.created',
+        'subscription.created',
+        'company.created',
+      ],
+    )
+    assert.deepEqual(
+      (await t.json<any[]>(200, { url: eventsUrl(c.id), query: { type: 'subscription.*' } })).map((e) => e.type),
+      ['subscription.created'],
+    )
     assert.equal((await t.json<any[]>(200, { url: eventsUrl(c.id), query: { type: 'company.created' } })).length, 1)
     const after = all[2].created_at
-    assert.ok((await t.json<any[]>(200, { url: eventsUrl(c.id), query: { created_after: after } })).every((e) => e.created_at > after))
+    assert.ok(
+      (await t.json<any[]>(200, { url: eventsUrl(c.id), query: { created_after: after } })).every(
+        (e) => e.created_at > after,
+      ),
+    )
 
     const seen: string[] = []
     let url: string | undefined = `${eventsUrl(c.id)}?limit=3`
@@ -98,11 +204,18 @@ onEachEngine('events', (t) => {
       seen.push(...res.json().map((e: any) => e.id))
       url = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link ?? ''))?.[1]
     }
-    assert.deepEqual(seen, all.map((e) => e.id))
+    assert.deepEqual(
+      seen,
+      all.map((e) => e.id),
+    )
 
     for (const [query, field] of [
-      [{ type: 'contract.exploded' }, 'querystring/type'], [{ type: 'nothing.*' }, 'querystring/type'], [{ limit: '0' }, 'querystring/limit'],
-      [{ limit: '501' }, 'querystring/limit'], [{ cursor: 'not-a-cursor' }, 'querystring/cursor'], [{ created_after: 'yesterday' }, 'querystring/created_after'],
+      [{ type: 'contract.exploded' }, 'querystring/type'],
+      [{ type: 'nothing.*' }, 'querystring/type'],
+      [{ limit: '0' }, 'querystring/limit'],
+      [{ limit: '501' }, 'querystring/limit'],
+      [{ cursor: 'not-a-cursor' }, 'querystring/cursor'],
+      [{ created_after: 'yesterday' }, 'querystring/created_after'],
       [{ colour: 'red' }, 'colour'],
     ] as const) {
       const res = await t.call({ url: eventsUrl(c.id), query: query as Record<string, string> })
@@ -113,7 +226,9 @@ onEachEngine('events', (t) => {
 
   it('answers pages of 100 without limit (a log is never answered whole); a cursor is bound to its list and filters', async () => {
     const c = await company(t)
-    await sql`SELECT write_event('contract.created', ${c.id}::uuid, '{"object": {}}'::jsonb) FROM generate_series(1, 120)`.execute(t.app.database.db)
+    await sql`SELECT write_event('contract.created', ${c.id}::uuid, '{"object": {}}'::jsonb) FROM generate_series(1, 120)`.execute(
+      t.app.database.db,
+    )
     const first = await t.call({ url: eventsUrl(c.id), token: c.token })
     assert.equal(first.statusCode, 200, first.body)
     assert.equal(first.json().length, 100)
@@ -126,12 +241,16 @@ onEachEngine('events', (t) => {
     const seen = new Set([...first.json(), ...rest.json()].map((e: { id: string }) => e.id))
     assert.equal(seen.size, 122)
     const cursor = new URL(next, 'http://x').searchParams.get('cursor')!
-    const elsewhere = await t.call({ url: eventsUrl(c.id), token: c.token, query: { cursor, type: 'contract.created' } })
+    const elsewhere = await t.call({
+      url: eventsUrl(c.id),
+      token: c.token,
+      query: { cursor, type: 'contract.created' },
+    })
     assert.equal(elsewhere.statusCode, 400)
     assert.match(elsewhere.json().errors, /querystring\/cursor/)
   })
 
-  it('is tenant-isolated: a company reads only its own events, the platform log is the platform\'s', async () => {
+  it("is tenant-isolated: a company reads only its own events, the platform log is the platform's", async () => {
     const a = await company(t)
     const b = await company(t)
     await contract(t, b.id)
@@ -139,9 +258,17 @@ onEachEngine('events', (t) => {
     assert.equal((await t.call({ url: '/api/v1/events', token: a.token })).statusCode, 403)
     assert.equal((await t.call({ url: eventsUrl(a.id), token: null })).statusCode, 401)
     const writeOnly = await companyClient(t, a.id, ['write:company'])
-    assert.equal((await t.call({ url: eventsUrl(a.id), token: await t.tokenFor(writeOnly.client_id, writeOnly.client_secret) })).statusCode, 403)
+    assert.equal(
+      (await t.call({ url: eventsUrl(a.id), token: await t.tokenFor(writeOnly.client_id, writeOnly.client_secret) }))
+        .statusCode,
+      403,
+    )
     const readOnly = await companyClient(t, a.id, ['read:company'])
-    assert.equal((await t.call({ url: eventsUrl(a.id), token: await t.tokenFor(readOnly.client_id, readOnly.client_secret) })).statusCode, 200)
+    assert.equal(
+      (await t.call({ url: eventsUrl(a.id), token: await t.tokenFor(readOnly.client_id, readOnly.client_secret) }))
+        .statusCode,
+      200,
+    )
     assert.ok((await t.json<any[]>(200, { url: eventsUrl(a.id), token: a.token })).every((e) => e.company_id === a.id))
 
     const [ofB] = await t.json<any[]>(200, { url: eventsUrl(b.id), token: b.token })
@@ -166,14 +293,37 @@ onEachEngine('events', (t) => {
     const withContractsToken = await t.tokenFor(withContracts.client_id, withContracts.client_secret)
 
     assert.deepEqual(await typesOf(c.id, companyOnlyToken), ['company.created', 'subscription.created'])
-    assert.deepEqual(await typesOf(c.id, withContractsToken), ['company.created', 'subscription.created', 'contract.created'])
+    assert.deepEqual(await typesOf(c.id, withContractsToken), [
+      'company.created',
+      'subscription.created',
+      'contract.created',
+    ])
     const all = await typesOf(c.id, c.token)
-    assert.deepEqual(all, ['company.created', 'subscription.created', 'contract.created', 'team.created', 'team.member_added'])
+    assert.deepEqual(all, [
+      'company.created',
+      'subscription.created',
+      'contract.created',
+      'team.created',
+      'team.member_added',
+    ])
     // A filter for an area the token may not read answers an empty list; one event of it is not found.
-    assert.deepEqual(await t.json<unknown[]>(200, { url: eventsUrl(c.id), token: companyOnlyToken, query: { type: 'contract.*' } }), [])
-    const [contractEvent] = await t.json<any[]>(200, { url: eventsUrl(c.id), token: c.token, query: { type: 'contract.created' } })
-    assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: companyOnlyToken })).statusCode, 404)
-    assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: withContractsToken })).statusCode, 200)
+    assert.deepEqual(
+      await t.json<unknown[]>(200, { url: eventsUrl(c.id), token: companyOnlyToken, query: { type: 'contract.*' } }),
+      [],
+    )
+    const [contractEvent] = await t.json<any[]>(200, {
+      url: eventsUrl(c.id),
+      token: c.token,
+      query: { type: 'contract.created' },
+    })
+    assert.equal(
+      (await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: companyOnlyToken })).statusCode,
+      404,
+    )
+    assert.equal(
+      (await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}`, token: withContractsToken })).statusCode,
+      200,
+    )
     // A platform token reads every event.
     assert.equal((await t.call({ url: `${eventsUrl(c.id)}/${contractEvent.id}` })).statusCode, 200)
   })
@@ -181,11 +331,16 @@ onEachEngine('events', (t) => {
   it('lists an event of a type newer than the documented list instead of failing the list (it was a 500)', async () => {
     const c = await company(t)
     // A verb a later change of the subscriptions' history may bring before this list knows it.
-    await sql`SELECT write_event('subscription.newer_verb', ${c.id}::uuid, '{"object": {}}'::jsonb)`.execute(t.app.database.db)
+    await sql`SELECT write_event('subscription.newer_verb', ${c.id}::uuid, '{"object": {}}'::jsonb)`.execute(
+      t.app.database.db,
+    )
     const [latest] = await t.json<any[]>(200, { url: eventsUrl(c.id), token: c.token })
     assert.equal(latest.type, 'subscription.newer_verb')
     const doc = await t.json(200, { url: '/openapi.json', token: null })
-    assert.ok(JSON.stringify(doc).includes('"communication.occurrence_delivered"'), 'the types are listed in the OpenAPI document')
+    assert.ok(
+      JSON.stringify(doc).includes('"communication.occurrence_delivered"'),
+      'the types are listed in the OpenAPI document',
+    )
   })
 
   it('keeps events EVENTS_RETENTION_DAYS: the hourly job deletes older ones', async () => {
@@ -199,7 +354,11 @@ onEachEngine('events', (t) => {
       t.clock.set(back)
     }
     // The jobs due by then (the trial's end) write events of their own, now.
-    const left = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE company_id = ${c.id} AND created_at <= ${back}`.execute(t.app.database.db)
+    const left = await sql<{
+      n: number
+    }>`SELECT count(*)::int AS n FROM events WHERE company_id = ${c.id} AND created_at <= ${back}`.execute(
+      t.app.database.db,
+    )
     assert.equal(left.rows[0]!.n, 0)
   })
 })

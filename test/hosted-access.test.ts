@@ -38,7 +38,10 @@ onEachEngine('hosted pages of disabled companies and revoked clients', { REDIREC
     assertHtml(await pages.portal.post('logout'), 403)
     assertHtml(await pages.manager.post('confirm', { plan: c.plans.basic!, quantity: '7' }), 403)
     assertHtml(await pages.manager.post('leave'), 403)
-    assertHtml(await pages.payment.post('submit', { number: '4242 4242 4242 4242', expiry_month: '12', expiry_year: '2099' }), 403)
+    assertHtml(
+      await pages.payment.post('submit', { number: '4242 4242 4242 4242', expiry_month: '12', expiry_year: '2099' }),
+      403,
+    )
     assert.equal(await stateOf(t, pages.portal.path), 'logged_in')
     assert.equal(await stateOf(t, pages.manager.path), 'requested')
     assert.equal(await stateOf(t, pages.payment.path), 'requested')
@@ -52,7 +55,7 @@ onEachEngine('hosted pages of disabled companies and revoked clients', { REDIREC
     assert.equal((await pages.portal.post('cancel')).statusCode, 303)
   })
 
-  it('opens no new page for a disabled company: 403 to its own token and to the platform\'s', async () => {
+  it("opens no new page for a disabled company: 403 to its own token and to the platform's", async () => {
     const c = await billedCompany(t)
     await disable(c)
     for (const kind of ['manager', 'portal', 'payment'] as const) {
@@ -62,7 +65,11 @@ onEachEngine('hosted pages of disabled companies and revoked clients', { REDIREC
       assert.equal(platform.statusCode, 403, platform.body)
       assert.deepEqual(platform.json(), { errors: 'The company is disabled', code: 'forbidden' })
     }
-    const count = await t.app.database.db.selectFrom('hosted_pages').select((e) => e.fn.countAll<string>().as('n')).where('company_id', '=', c.id).executeTakeFirstOrThrow()
+    const count = await t.app.database.db
+      .selectFrom('hosted_pages')
+      .select((e) => e.fn.countAll<string>().as('n'))
+      .where('company_id', '=', c.id)
+      .executeTakeFirstOrThrow()
     assert.equal(Number(count.n), 0)
   })
 
@@ -81,7 +88,10 @@ onEachEngine('hosted pages of disabled companies and revoked clients', { REDIREC
     }
     assertHtml(await pages.portal.post('cancel'), 410)
     assertHtml(await pages.manager.post('confirm', { plan: c.plans.basic!, quantity: '7' }), 410)
-    assertHtml(await pages.payment.post('submit', { number: '4242 4242 4242 4242', expiry_month: '12', expiry_year: '2099' }), 410)
+    assertHtml(
+      await pages.payment.post('submit', { number: '4242 4242 4242 4242', expiry_month: '12', expiry_year: '2099' }),
+      410,
+    )
     const { subscription, customer } = await detailsOf(t, c)
     assert.equal(subscription.scheduled_cancellation_at, null)
     assert.equal(subscription.plan_quantity, 5)
@@ -92,11 +102,13 @@ onEachEngine('hosted pages of disabled companies and revoked clients', { REDIREC
   })
 })
 
-onEachEngine('the token endpoint for a disabled company\'s clients', (t) => {
-  const token = (client: { client_id: string; client_secret: string }, secret = client.client_secret) => t.app.inject({
-    method: 'POST', url: '/oauth/token',
-    payload: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: secret },
-  })
+onEachEngine("the token endpoint for a disabled company's clients", (t) => {
+  const token = (client: { client_id: string; client_secret: string }, secret = client.client_secret) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      payload: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: secret },
+    })
 
   it('answers 400 unauthorized_client while the company is disabled, and tokens again once it is enabled', async () => {
     const c = await billedCompany(t)
@@ -104,7 +116,12 @@ onEachEngine('the token endpoint for a disabled company\'s clients', (t) => {
     await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}` })
     const refused = await token(c.client)
     assert.equal(refused.statusCode, 400, refused.body)
-    assert.deepEqual(refused.json(), { error: 'unauthorized_client', error_description: 'The client\'s company is disabled', errors: 'The client\'s company is disabled', code: 'forbidden' })
+    assert.deepEqual(refused.json(), {
+      error: 'unauthorized_client',
+      error_description: "The client's company is disabled",
+      errors: "The client's company is disabled",
+      code: 'forbidden',
+    })
     assert.equal(refused.headers['cache-control'], 'no-store')
     // Wrong credentials stay what they are: nothing is said about the company to who holds no secret.
     const wrong = await token(c.client, 'not-the-secret-0123456789')
@@ -114,9 +131,13 @@ onEachEngine('the token endpoint for a disabled company\'s clients', (t) => {
     assert.equal((await token(c.client)).statusCode, 200)
   })
 
-  it('documents unauthorized_client among the token endpoint\'s errors', async () => {
+  it("documents unauthorized_client among the token endpoint's errors", async () => {
     const doc = await t.json(200, { url: '/openapi.json', token: null })
-    const error = JSON.stringify(doc.components.schemas[doc.paths['/oauth/token'].post.responses['400'].content['application/json'].schema.$ref.split('/').pop()])
+    const error = JSON.stringify(
+      doc.components.schemas[
+        doc.paths['/oauth/token'].post.responses['400'].content['application/json'].schema.$ref.split('/').pop()
+      ],
+    )
     assert.match(error, /unauthorized_client/)
   })
 })

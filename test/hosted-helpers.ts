@@ -11,7 +11,11 @@ export const KINDS = { manager: 'manager_page', portal: 'portal', payment: 'paym
 export type Kind = keyof typeof KINDS
 
 export function open(t: TestApp, kind: Kind, companyId: string, token: string | null, redirect: string | null = BACK) {
-  return t.call({ url: `${SUB}/${companyId}/${KINDS[kind]}/`, token, ...(redirect !== null ? { query: { redirect_url: redirect } } : {}) })
+  return t.call({
+    url: `${SUB}/${companyId}/${KINDS[kind]}/`,
+    token,
+    ...(redirect !== null ? { query: { redirect_url: redirect } } : {}),
+  })
 }
 
 /** Opens a page through the API and answers its path (/hosted/<kind>/<token>). */
@@ -26,10 +30,18 @@ export async function pathOf(t: TestApp, kind: Kind, companyId: string, token: s
 export class PageSession {
   cookie = ''
   csrf = ''
-  constructor(readonly t: TestApp, readonly path: string, readonly language = 'en') {}
+  constructor(
+    readonly t: TestApp,
+    readonly path: string,
+    readonly language = 'en',
+  ) {}
 
   async get(suffix = ''): Promise<LightMyRequestResponse> {
-    const res = await this.t.app.inject({ method: 'GET', url: this.path + suffix, headers: { 'accept-language': this.language } })
+    const res = await this.t.app.inject({
+      method: 'GET',
+      url: this.path + suffix,
+      headers: { 'accept-language': this.language },
+    })
     this.remember(res)
     return res
   }
@@ -41,14 +53,26 @@ export class PageSession {
     if (field) this.csrf = field[1]!
   }
 
-  async post(action: string, fields: Record<string, string> = {}, headers: Record<string, string> = {}, options: { csrf?: string | null; cookie?: string | null } = {}) {
+  async post(
+    action: string,
+    fields: Record<string, string> = {},
+    headers: Record<string, string> = {},
+    options: { csrf?: string | null; cookie?: string | null } = {},
+  ) {
     const form = new URLSearchParams({ ...fields })
     const csrf = options.csrf === undefined ? this.csrf : options.csrf
     if (csrf !== null) form.set('csrf', csrf)
     const cookie = options.cookie === undefined ? this.cookie : options.cookie
     const res = await this.t.app.inject({
-      method: 'POST', url: `${this.path}/${action}`, payload: form.toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-language': this.language, ...(cookie ? { cookie } : {}), ...headers },
+      method: 'POST',
+      url: `${this.path}/${action}`,
+      payload: form.toString(),
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'accept-language': this.language,
+        ...(cookie ? { cookie } : {}),
+        ...headers,
+      },
     })
     this.remember(res)
     return res
@@ -58,7 +82,11 @@ export class PageSession {
 export async function stateOf(t: TestApp, path: string): Promise<string> {
   const { createHash } = await import('node:crypto')
   const hash = createHash('sha256').update(path.split('/').pop()!).digest('hex')
-  const row = await t.app.database.db.selectFrom('hosted_pages').select('state').where('token_hash', '=', hash).executeTakeFirstOrThrow()
+  const row = await t.app.database.db
+    .selectFrom('hosted_pages')
+    .select('state')
+    .where('token_hash', '=', hash)
+    .executeTakeFirstOrThrow()
   return row.state
 }
 

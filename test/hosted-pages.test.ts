@@ -21,8 +21,11 @@ onEachEngine('hosted pages (/hosted/)', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t)
     assert.match(view.body, /<html lang="en">/)
     assert.match(view.body, /Basic — €29\.90 per month/)
     assert.match(view.body, /Pro — €49\.90 per month/)
-    assert.match(view.body, new RegExp(`<label for="plan-0">`))
-    assert.match(String(view.headers['set-cookie']), /^hosted_csrf=[^;]+; Path=\/hosted\/manager\/[^;]+; HttpOnly; SameSite=Strict$/)
+    assert.match(view.body, /<label for="plan-0">/)
+    assert.match(
+      String(view.headers['set-cookie']),
+      /^hosted_csrf=[^;]+; Path=\/hosted\/manager\/[^;]+; HttpOnly; SameSite=Strict$/,
+    )
     assert.match(String(view.headers['content-security-policy']), /form-action 'self' https:\/\/app\.example\.com/)
     assert.equal(await stateOf(t, page.path), 'requested')
 
@@ -67,7 +70,8 @@ onEachEngine('hosted pages (/hosted/)', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t)
     const page = new PageSession(t, await pathOf(t, 'manager', c.id, c.token))
     await page.get()
     const [first, second] = await Promise.all([
-      page.post('confirm', { plan: c.plans.basic!, quantity: '4' }), page.post('confirm', { plan: c.plans.pro!, quantity: '6' }),
+      page.post('confirm', { plan: c.plans.basic!, quantity: '4' }),
+      page.post('confirm', { plan: c.plans.pro!, quantity: '6' }),
     ])
     assert.deepEqual([first.statusCode, second.statusCode].sort(), [303, 409])
     const won = first.statusCode === 303 ? { plan: c.plans.basic, quantity: 4 } : { plan: c.plans.pro, quantity: 6 }
@@ -76,7 +80,9 @@ onEachEngine('hosted pages (/hosted/)', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t)
   })
 
   it('escapes what it shows from the catalogue', async () => {
-    const odd = await billedCompany(t, { plans: { odd: { price: 10, name: '<img src=x onerror=alert(1)> "Odd" & co' } } })
+    const odd = await billedCompany(t, {
+      plans: { odd: { price: 10, name: '<img src=x onerror=alert(1)> "Odd" & co' } },
+    })
     const view = await new PageSession(t, await pathOf(t, 'manager', odd.id, odd.token)).get()
     assertHtml(view, 200)
     assert.ok(!view.body.includes('<img'), 'no markup from data')
@@ -156,10 +162,21 @@ onEachEngine('hosted pages (/hosted/)', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t)
     const ok = await page.post('submit', { number: CARD, expiry_month: '12', expiry_year: '2099' })
     assert.equal(ok.statusCode, 303, ok.body)
     assert.equal(new URL(String(ok.headers.location)).searchParams.get('state'), 'succeeded')
-    assert.deepEqual((await detailsOf(t, c)).customer.payment_method, { type: 'card', brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 })
+    assert.deepEqual((await detailsOf(t, c)).customer.payment_method, {
+      type: 'card',
+      brand: 'visa',
+      last4: '4242',
+      expiry_month: 12,
+      expiry_year: 2099,
+    })
     assertHtml(await page.post('submit', { number: CARD, expiry_month: '12', expiry_year: '2099' }), 409)
-    const stored = JSON.stringify(await t.app.database.db.selectFrom('subscriptions').selectAll().where('company_id', '=', c.id).execute())
-      + JSON.stringify(await t.app.database.db.selectFrom('subscription_events').selectAll().where('company_id', '=', c.id).execute())
+    const stored =
+      JSON.stringify(
+        await t.app.database.db.selectFrom('subscriptions').selectAll().where('company_id', '=', c.id).execute(),
+      ) +
+      JSON.stringify(
+        await t.app.database.db.selectFrom('subscription_events').selectAll().where('company_id', '=', c.id).execute(),
+      )
     assert.ok(!stored.includes('4242424242424242') && !stored.includes('4242 4242'), 'the number is stored nowhere')
   })
 
@@ -206,11 +223,18 @@ onEachEngine('hosted pages (/hosted/)', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t)
     assert.match(String(css.headers['content-type']), /^text\/css/)
     const page = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
     await page.get()
-    const big = await t.app.inject({ method: 'POST', url: `${page.path}/cancel`, payload: 'a='.padEnd(20_000, 'x'), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const big = await t.app.inject({
+      method: 'POST',
+      url: `${page.path}/cancel`,
+      payload: 'a='.padEnd(20_000, 'x'),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     assertHtml(big, 413)
     // A JSON body (fields that are not strings) is not a form: 415, never a 500.
     const json = await t.app.inject({
-      method: 'POST', url: `${page.path}/cancel`, payload: { csrf: 1, number: 4242 },
+      method: 'POST',
+      url: `${page.path}/cancel`,
+      payload: { csrf: 1, number: 4242 },
       headers: { cookie: page.cookie },
     })
     assertHtml(json, 415)

@@ -17,7 +17,15 @@ const TARGET = 'http://127.0.0.1:9/hook'
 interface SecretRoute {
   name: string
   /** Makes what the route needs; answers its url, body, token, expected status and secret field. */
-  setUp(): Promise<{ url: string; body: unknown; other: unknown; token?: string; status: number; field: string; read: (res: LightMyRequestResponse) => string }>
+  setUp(): Promise<{
+    url: string
+    body: unknown
+    other: unknown
+    token?: string
+    status: number
+    field: string
+    read: (res: LightMyRequestResponse) => string
+  }>
 }
 
 onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARGETS: true }, (t) => {
@@ -28,43 +36,83 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
 
   const keyed = (url: string, body: unknown, key: string, token?: string) =>
     t.call({ method: 'POST', url, body, token, headers: { 'idempotency-key': key } })
-  const stored = async () => JSON.stringify(await t.app.database.db.selectFrom('idempotency_keys').selectAll().execute())
-  const endpointOf = async (url: string, token?: string) => t.json(201, { method: 'POST', url, token, body: { url: TARGET } })
+  const stored = async () =>
+    JSON.stringify(await t.app.database.db.selectFrom('idempotency_keys').selectAll().execute())
+  const endpointOf = async (url: string, token?: string) =>
+    t.json(201, { method: 'POST', url, token, body: { url: TARGET } })
 
   const routes: SecretRoute[] = [
     {
-      name: 'a company client\'s creation (client_secret)',
+      name: "a company client's creation (client_secret)",
       async setUp() {
         const url = `/api/v1/companies/${c.id}/clients`
-        return { url, body: { name: uniq('keyed'), scopes: ['read:team'] }, other: { name: 'other', scopes: ['read:team'] }, token: c.token, status: 201, field: 'client_secret', read: (res) => String(res.headers.location) }
+        return {
+          url,
+          body: { name: uniq('keyed'), scopes: ['read:team'] },
+          other: { name: 'other', scopes: ['read:team'] },
+          token: c.token,
+          status: 201,
+          field: 'client_secret',
+          read: (res) => String(res.headers.location),
+        }
       },
     },
     {
-      name: 'a company webhook endpoint\'s creation (secret)',
+      name: "a company webhook endpoint's creation (secret)",
       async setUp() {
-        return { url: companyEndpoints(c.id), body: { url: TARGET, description: uniq('keyed') }, other: { url: TARGET, description: 'other' }, token: c.token, status: 201, field: 'secret', read: (res) => String(res.headers.location) }
+        return {
+          url: companyEndpoints(c.id),
+          body: { url: TARGET, description: uniq('keyed') },
+          other: { url: TARGET, description: 'other' },
+          token: c.token,
+          status: 201,
+          field: 'secret',
+          read: (res) => String(res.headers.location),
+        }
       },
     },
     {
-      name: 'a platform webhook endpoint\'s creation (secret)',
+      name: "a platform webhook endpoint's creation (secret)",
       async setUp() {
-        return { url: '/api/v1/webhook_endpoints', body: { url: TARGET, description: uniq('keyed') }, other: { url: TARGET }, status: 201, field: 'secret', read: (res) => String(res.headers.location) }
+        return {
+          url: '/api/v1/webhook_endpoints',
+          body: { url: TARGET, description: uniq('keyed') },
+          other: { url: TARGET },
+          status: 201,
+          field: 'secret',
+          read: (res) => String(res.headers.location),
+        }
       },
     },
     {
-      name: 'a company webhook endpoint\'s secret rotation (secret)',
+      name: "a company webhook endpoint's secret rotation (secret)",
       async setUp() {
         const made = await endpointOf(companyEndpoints(c.id), c.token)
         const one = `${companyEndpoints(c.id)}/${made.id}`
-        return { url: `${one}/rotate_secret`, body: { previous_secret_expires_in: 60 }, other: {}, token: c.token, status: 200, field: 'secret', read: () => one }
+        return {
+          url: `${one}/rotate_secret`,
+          body: { previous_secret_expires_in: 60 },
+          other: {},
+          token: c.token,
+          status: 200,
+          field: 'secret',
+          read: () => one,
+        }
       },
     },
     {
-      name: 'a platform webhook endpoint\'s secret rotation (secret)',
+      name: "a platform webhook endpoint's secret rotation (secret)",
       async setUp() {
         const made = await endpointOf('/api/v1/webhook_endpoints')
         const one = `/api/v1/webhook_endpoints/${made.id}`
-        return { url: `${one}/rotate_secret`, body: { previous_secret_expires_in: 0 }, other: { previous_secret_expires_in: 1 }, status: 200, field: 'secret', read: () => one }
+        return {
+          url: `${one}/rotate_secret`,
+          body: { previous_secret_expires_in: 0 },
+          other: { previous_secret_expires_in: 1 },
+          status: 200,
+          field: 'secret',
+          read: () => one,
+        }
       },
     },
   ]
@@ -91,9 +139,20 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
       assert.ok(!replay.body.includes(secret))
       // The replay ran nothing: the resource is the first answer's, and its secret still the first one.
       const resource = await t.json(200, { url: read(first), token })
-      for (const [name, value] of Object.entries(resource)) if (name in first.json()) assert.deepEqual(value, first.json()[name], name)
+      for (const [name, value] of Object.entries(resource))
+        if (name in first.json()) assert.deepEqual(value, first.json()[name], name)
       if (field === 'client_secret') await t.tokenFor(first.json().client_id, secret)
-      else assert.equal((await t.app.database.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', first.json().id).executeTakeFirstOrThrow()).secret, secret)
+      else
+        assert.equal(
+          (
+            await t.app.database.db
+              .selectFrom('webhook_endpoints')
+              .select('secret')
+              .where('id', '=', first.json().id)
+              .executeTakeFirstOrThrow()
+          ).secret,
+          secret,
+        )
 
       // Another body under the key is refused (409), without a secret.
       const differing = await keyed(url, other, key, token)
@@ -108,8 +167,14 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
     const url = `/api/v1/companies/${c.id}/clients`
     const name = uniq('once')
     const key = randomUUID()
-    const answers = [await keyed(url, { name, scopes: ['read:team'] }, key, c.token), await keyed(url, { name, scopes: ['read:team'] }, key, c.token)]
-    assert.deepEqual(answers.map((a) => a.statusCode), [201, 201])
+    const answers = [
+      await keyed(url, { name, scopes: ['read:team'] }, key, c.token),
+      await keyed(url, { name, scopes: ['read:team'] }, key, c.token),
+    ]
+    assert.deepEqual(
+      answers.map((a) => a.statusCode),
+      [201, 201],
+    )
     assert.equal(answers[1]!.json().client_secret, null)
     assert.equal(answers[1]!.json().client_id, answers[0]!.json().client_id)
     const clients = await t.json(200, { url, token: c.token })
@@ -131,7 +196,7 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
     const theirs = await keyed(url, body, key, secondToken)
     assert.equal(mine.statusCode, 202, mine.body)
     assert.equal(theirs.statusCode, 202, theirs.body)
-    assert.equal(theirs.headers['idempotent-replayed'], undefined, 'the second client\'s request ran')
+    assert.equal(theirs.headers['idempotent-replayed'], undefined, "the second client's request ran")
     assert.notEqual(locationId(theirs), locationId(mine))
     // With another body, the second client's key is still its own: no 409 from the first client's.
     const other = randomUUID()
@@ -152,11 +217,44 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
     const json = 'application/json; charset=utf-8'
     // Three kept answers in the forms the migration's header describes: a webhook endpoint's
     // creation and a rotation with their secret in the body, a client's creation without a body.
-    const made = await t.json(201, { method: 'POST', url: companyEndpoints(c.id), token: c.token, body: { url: TARGET } })
+    const made = await t.json(201, {
+      method: 'POST',
+      url: companyEndpoints(c.id),
+      token: c.token,
+      body: { url: TARGET },
+    })
     const old = [
-      { url: companyEndpoints(c.id), body: { url: TARGET, description: uniq('old') }, field: 'secret', keep: (first: any, res: LightMyRequestResponse) => ({ response_body: JSON.stringify(first), response_headers: JSON.stringify({ location: String(res.headers.location), 'content-type': json }) }) },
-      { url: `${companyEndpoints(c.id)}/${made.id}/rotate_secret`, body: {}, field: 'secret', keep: (first: any) => ({ response_body: JSON.stringify(first), response_headers: JSON.stringify({ 'content-type': json }) }) },
-      { url: `/api/v1/companies/${c.id}/clients`, body: { name: uniq('old'), scopes: ['read:team'] }, field: 'client_secret', keep: (_first: any, res: LightMyRequestResponse) => ({ response_body: null, response_headers: JSON.stringify({ location: String(res.headers.location), 'content-type': json, 'cache-control': 'no-store' }) }) },
+      {
+        url: companyEndpoints(c.id),
+        body: { url: TARGET, description: uniq('old') },
+        field: 'secret',
+        keep: (first: any, res: LightMyRequestResponse) => ({
+          response_body: JSON.stringify(first),
+          response_headers: JSON.stringify({ location: String(res.headers.location), 'content-type': json }),
+        }),
+      },
+      {
+        url: `${companyEndpoints(c.id)}/${made.id}/rotate_secret`,
+        body: {},
+        field: 'secret',
+        keep: (first: any) => ({
+          response_body: JSON.stringify(first),
+          response_headers: JSON.stringify({ 'content-type': json }),
+        }),
+      },
+      {
+        url: `/api/v1/companies/${c.id}/clients`,
+        body: { name: uniq('old'), scopes: ['read:team'] },
+        field: 'client_secret',
+        keep: (_first: any, res: LightMyRequestResponse) => ({
+          response_body: null,
+          response_headers: JSON.stringify({
+            location: String(res.headers.location),
+            'content-type': json,
+            'cache-control': 'no-store',
+          }),
+        }),
+      },
     ].map((o) => ({ ...o, key: randomUUID() }))
     const firsts: LightMyRequestResponse[] = []
     for (const o of old) {
@@ -166,15 +264,30 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
       await db.updateTable('idempotency_keys').set(o.keep(first.json(), first)).where('key', '=', o.key).execute()
     }
     // Not secrets: a description that quotes one, and an answer without a body, stay as they are.
-    const quoted = { key: randomUUID(), status_code: 201, response_headers: JSON.stringify({ 'content-type': json }), response_body: JSON.stringify({ id: 'x', description: '"secret":"whsec_abc" "client_secret":"y"' }) }
-    const empty = { key: randomUUID(), status_code: 202, response_headers: JSON.stringify({ location: '/api/v1/x' }), response_body: '' }
-    for (const row of [quoted, empty]) await db.insertInto('idempotency_keys').values({ owner: c.client.client_id, request_hash: 'h', created_at: t.realClock.now(), ...row }).execute()
+    const quoted = {
+      key: randomUUID(),
+      status_code: 201,
+      response_headers: JSON.stringify({ 'content-type': json }),
+      response_body: JSON.stringify({ id: 'x', description: '"secret":"whsec_abc" "client_secret":"y"' }),
+    }
+    const empty = {
+      key: randomUUID(),
+      status_code: 202,
+      response_headers: JSON.stringify({ location: '/api/v1/x' }),
+      response_body: '',
+    }
+    for (const row of [quoted, empty])
+      await db
+        .insertInto('idempotency_keys')
+        .values({ owner: c.client.client_id, request_hash: 'h', created_at: t.realClock.now(), ...row })
+        .execute()
     assert.ok((await stored()).includes(firsts[0]!.json().secret))
 
     await sql.raw(migration.sql).execute(db)
 
     const text = await stored()
-    for (const [i, o] of old.entries()) assert.ok(!text.includes(firsts[i]!.json()[o.field]), `${o.url}: no secret kept`)
+    for (const [i, o] of old.entries())
+      assert.ok(!text.includes(firsts[i]!.json()[o.field]), `${o.url}: no secret kept`)
     for (const [i, o] of old.entries()) {
       const replay = await keyed(o.url, o.body, o.key, c.token)
       assert.equal(replay.statusCode, firsts[i]!.statusCode, replay.body)
@@ -182,7 +295,11 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
       assert.equal(replay.headers['cache-control'], 'no-store')
       assert.deepEqual(replay.json(), { ...firsts[i]!.json(), [o.field]: null })
     }
-    const kept = new Map((await db.selectFrom('idempotency_keys').selectAll().where('key', 'in', [quoted.key, empty.key]).execute()).map((r) => [r.key, r]))
+    const kept = new Map(
+      (await db.selectFrom('idempotency_keys').selectAll().where('key', 'in', [quoted.key, empty.key]).execute()).map(
+        (r) => [r.key, r],
+      ),
+    )
     assert.equal(kept.get(quoted.key)!.response_body, quoted.response_body)
     assert.deepEqual(kept.get(quoted.key)!.response_headers, { 'content-type': json })
     assert.equal(kept.get(empty.key)!.response_body, '')
@@ -192,7 +309,8 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
   it('documents the secret fields as nullable, and Cache-Control and Idempotent-Replayed on their answers', async () => {
     const doc = (await t.call({ url: '/openapi.json', token: null })).json()
     const schemas = doc.components.schemas
-    const allowsNull = (schema: any) => (schema.anyOf ?? schema.oneOf ?? []).some((s: any) => s.type === 'null') || [schema.type].flat().includes('null')
+    const allowsNull = (schema: any) =>
+      (schema.anyOf ?? schema.oneOf ?? []).some((s: any) => s.type === 'null') || [schema.type].flat().includes('null')
     assert.ok(allowsNull(schemas.CreatedClient.properties.client_secret))
     assert.ok(allowsNull(schemas.CreatedWebhookEndpoint.properties.secret))
     const answers: Array<[string, string, string]> = [
@@ -204,7 +322,11 @@ onEachEngine('secrets and Idempotency-Key replays', { WEBHOOK_ALLOW_PRIVATE_TARG
     ]
     for (const [path, method, status] of answers) {
       const headers = doc.paths[path][method].responses[status].headers ?? {}
-      assert.match(headers['Cache-Control']?.schema?.const ?? headers['Cache-Control']?.schema?.enum?.[0] ?? '', /^no-store$/, `${path} Cache-Control`)
+      assert.match(
+        headers['Cache-Control']?.schema?.const ?? headers['Cache-Control']?.schema?.enum?.[0] ?? '',
+        /^no-store$/,
+        `${path} Cache-Control`,
+      )
       assert.ok(headers['Idempotent-Replayed'], `${path} Idempotent-Replayed`)
     }
     // Every keyed answer may be a replay; only the ones with a secret are no-store.

@@ -24,7 +24,13 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
     c = await company(t)
   })
 
-  const createTeam = (code: string) => t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: `Team ${code}`, code } })
+  const createTeam = (code: string) =>
+    t.call({
+      method: 'POST',
+      url: `/api/v1/companies/${c.id}/teams`,
+      token: c.token,
+      body: { name: `Team ${code}`, code },
+    })
   const refusals = async () => {
     const text = (await t.call({ url: '/metrics', token: null })).body
     return Number(/^load_shed_refusals_total\{reason="in_flight"\} (\d+)$/m.exec(text)?.[1] ?? 0)
@@ -36,16 +42,25 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
    */
   async function lockTeams() {
     let unlock!: () => void
-    const unlocked = new Promise<void>((resolve) => { unlock = resolve })
+    const unlocked = new Promise<void>((resolve) => {
+      unlock = resolve
+    })
     let locked!: () => void
-    const isLocked = new Promise<void>((resolve) => { locked = resolve })
+    const isLocked = new Promise<void>((resolve) => {
+      locked = resolve
+    })
     const holder = t.app.database.db.transaction().execute(async (trx) => {
       await sql`LOCK TABLE teams IN ACCESS EXCLUSIVE MODE`.execute(trx)
       locked()
       await unlocked
     })
     await isLocked
-    return { release: async () => { unlock(); await holder } }
+    return {
+      release: async () => {
+        unlock()
+        await holder
+      },
+    }
   }
 
   it('beyond the bound a request is answered 503 + Retry-After: 1 and changes nothing; the probes always answer', async () => {
@@ -62,15 +77,25 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
     const held = [createTeam('held1'), createTeam('held2')]
     // What the held creations answered, if they did: the report when no 503 comes (seen flaky on PostgreSQL).
     const answered: string[] = []
-    held.forEach((request, i) => void request.then((r) => answered.push(`held${i + 1}: ${r.statusCode} ${r.body.slice(0, 200)}`)))
+    held.forEach(
+      (request, i) => void request.then((r) => answered.push(`held${i + 1}: ${r.statusCode} ${r.body.slice(0, 200)}`)),
+    )
     try {
       // The held creations get a head start to their handlers: a polling request that took the
       // second slot just as the second creation reached the bound had that creation refused
       // instead, and then no 503 came (the flaky failure seen on PostgreSQL under load).
       await new Promise((resolve) => setTimeout(resolve, 1000))
       // Once both are in their handlers, the next request is refused at once.
-      const refused = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 503, 10_000)
-      assert.equal(refused.statusCode, 503, `${refused.body}; held creations answered meanwhile: ${answered.join('; ') || 'none'}`)
+      const refused = await eventually(
+        () => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }),
+        (r) => r.statusCode === 503,
+        10_000,
+      )
+      assert.equal(
+        refused.statusCode,
+        503,
+        `${refused.body}; held creations answered meanwhile: ${answered.join('; ') || 'none'}`,
+      )
       assert.equal(refused.headers['retry-after'], '1')
       assert.match(refused.json().errors, /retry shortly/)
       const write = await createTeam('refused1')
@@ -79,13 +104,16 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
     } finally {
       await teamsLock.release()
     }
-    assert.deepEqual((await Promise.all(held)).map((r) => r.statusCode), [202, 202])
+    assert.deepEqual(
+      (await Promise.all(held)).map((r) => r.statusCode),
+      [202, 202],
+    )
     // The refused creation stored nothing; the held ones everything.
     const teams = await t.json(200, { url: `/api/v1/companies/${c.id}/teams`, token: c.token })
     const codes = (teams.items ?? teams).map((team: { code: string }) => team.code)
     assert.ok(codes.includes('held1') && codes.includes('held2'), codes.join())
     assert.ok(!codes.includes('refused1'), codes.join())
-    assert.ok(await refusals() - before >= 2)
+    assert.ok((await refusals()) - before >= 2)
   })
 
   it('a client that goes away keeps its slot until its handler is done', async () => {
@@ -97,13 +125,23 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
     // Two creations over real connections, held in their handlers by the lock.
     const body = (code: string) => JSON.stringify({ name: `Team ${code}`, code })
     const sockets = ['gone1', 'gone2'].map((code) => {
-      const request = http.request({ port, host: '127.0.0.1', method: 'POST', path: `/api/v1/companies/${c.id}/teams`, headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' } })
+      const request = http.request({
+        port,
+        host: '127.0.0.1',
+        method: 'POST',
+        path: `/api/v1/companies/${c.id}/teams`,
+        headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json' },
+      })
       request.on('error', () => undefined)
       request.end(body(code))
       return request
     })
     try {
-      const full = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 503, 10_000)
+      const full = await eventually(
+        () => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }),
+        (r) => r.statusCode === 503,
+        10_000,
+      )
       assert.equal(full.statusCode, 503, full.body)
       // Both clients go away; their handlers still wait for the lock, so their slots are still taken.
       for (const s of sockets) s.destroy()
@@ -117,7 +155,11 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
       await teamsLock.release()
     }
     // The handlers done, their slots come back.
-    const after = await eventually(() => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), (r) => r.statusCode === 200, 10_000)
+    const after = await eventually(
+      () => t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }),
+      (r) => r.statusCode === 200,
+      10_000,
+    )
     assert.equal(after.statusCode, 200, after.body)
   })
 
@@ -128,11 +170,21 @@ onEachEngine('requests in flight', { SHED_MAX_IN_FLIGHT: 2 }, (t) => {
     for (let round = 0; round < 3; round++) {
       assert.equal((await t.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000' })).statusCode, 404)
       assert.equal((await createTeam('same')).statusCode, round === 0 ? 202 : 409)
-      assert.equal((await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: 1 } })).statusCode, 400)
+      assert.equal(
+        (await t.call({ method: 'POST', url: `/api/v1/companies/${c.id}/teams`, token: c.token, body: { name: 1 } }))
+          .statusCode,
+        400,
+      )
       assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: null })).statusCode, 401)
       assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token: c.token })).statusCode, 200)
     }
-    const together = await Promise.all([t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }), t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token })])
-    assert.deepEqual(together.map((r) => r.statusCode), [200, 200])
+    const together = await Promise.all([
+      t.call({ url: `/api/v1/companies/${c.id}`, token: c.token }),
+      t.call({ url: `/api/v1/companies/${c.id}/teams`, token: c.token }),
+    ])
+    assert.deepEqual(
+      together.map((r) => r.statusCode),
+      [200, 200],
+    )
   })
 })

@@ -9,7 +9,12 @@ const DOCUMENTED = ['get', 'put', 'post', 'delete', 'patch', 'options'] as const
 /** Any value fills a path parameter: no route runs, so nothing checks or reads it. */
 const SAMPLE = '3f1c2f60-0000-4000-8000-000000000000'
 
-const allowOf = (res: LightMyRequestResponse) => String(res.headers.allow ?? '').split(',').map((m) => m.trim()).filter(Boolean).sort()
+const allowOf = (res: LightMyRequestResponse) =>
+  String(res.headers.allow ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean)
+    .sort()
 
 onEachEngine('405 Method Not Allowed', (t) => {
   let paths: Record<string, Record<string, unknown>>
@@ -17,7 +22,7 @@ onEachEngine('405 Method Not Allowed', (t) => {
     paths = (await t.json<{ paths: typeof paths }>(200, { url: '/openapi.json', token: null })).paths
   })
 
-  it('answers every path of the document called with a method it does not have 405, with Allow listing the path\'s methods', async () => {
+  it("answers every path of the document called with a method it does not have 405, with Allow listing the path's methods", async () => {
     // A URL can match more than one path: `.../communications/attachments` (POST) is also
     // `.../communications/{id}` (GET, PUT). Its methods are those of every path it matches.
     const patterns = Object.entries(paths).map(([path, item]) => ({
@@ -35,7 +40,14 @@ onEachEngine('405 Method Not Allowed', (t) => {
         const where = `${method} ${path}`
         assert.equal(res.statusCode, 405, `${where}: ${res.body}`)
         assert.deepEqual(allowOf(res), allow, `${where} Allow`)
-        assert.deepEqual(res.json(), { errors: `${method} is not allowed on ${url}; its methods are ${res.headers.allow}`, code: 'method_not_allowed' }, where)
+        assert.deepEqual(
+          res.json(),
+          {
+            errors: `${method} is not allowed on ${url}; its methods are ${res.headers.allow}`,
+            code: 'method_not_allowed',
+          },
+          where,
+        )
         calls++
       }
     }
@@ -46,10 +58,20 @@ onEachEngine('405 Method Not Allowed', (t) => {
     const res = await t.call({ method: 'DELETE', url: `/api/v1/companies/${SAMPLE}/?expand=teams`, token: null })
     assert.equal(res.statusCode, 405, res.body)
     assert.deepEqual(allowOf(res), ['GET', 'HEAD', 'PATCH', 'PUT'])
-    assert.equal(res.json().errors, `DELETE is not allowed on /api/v1/companies/${SAMPLE}/; its methods are GET, HEAD, PUT, PATCH`)
+    assert.equal(
+      res.json().errors,
+      `DELETE is not allowed on /api/v1/companies/${SAMPLE}/; its methods are GET, HEAD, PUT, PATCH`,
+    )
     // A static segment beside a parameter: `/plans` is its own path, `/plans/{id}` another.
-    assert.deepEqual(allowOf(await t.call({ method: 'DELETE', url: '/api/v1/subscription/plans', token: null })), ['GET', 'HEAD', 'POST'])
-    assert.deepEqual(allowOf(await t.call({ method: 'DELETE', url: '/api/v1/subscription/plans/by_sku/pro', token: null })), ['GET', 'HEAD'])
+    assert.deepEqual(allowOf(await t.call({ method: 'DELETE', url: '/api/v1/subscription/plans', token: null })), [
+      'GET',
+      'HEAD',
+      'POST',
+    ])
+    assert.deepEqual(
+      allowOf(await t.call({ method: 'DELETE', url: '/api/v1/subscription/plans/by_sku/pro', token: null })),
+      ['GET', 'HEAD'],
+    )
   })
 
   it('answers 405 before authentication: without a token, with an invalid one, with a valid one', async () => {

@@ -28,7 +28,11 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
 
   it('with METRICS_TOKEN, /metrics answers 401 without it or with another one', async () => {
     assert.equal((await t.call({ url: '/metrics', token: null })).statusCode, 401)
-    const wrong = await t.call({ url: '/metrics', token: null, headers: { authorization: 'Bearer not-the-metrics-token' } })
+    const wrong = await t.call({
+      url: '/metrics',
+      token: null,
+      headers: { authorization: 'Bearer not-the-metrics-token' },
+    })
     assert.equal(wrong.statusCode, 401)
     assert.match(wrong.json().errors, /METRICS_TOKEN/)
     // A platform token is not the metrics token either.
@@ -36,18 +40,39 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
     assert.match(await scrape(), /^http_request_duration_seconds_bucket/m)
   })
 
-  it('the scheduler: jobs due, the oldest one\'s wait, failures by kind', async () => {
+  it("the scheduler: jobs due, the oldest one's wait, failures by kind", async () => {
     const { scheduler } = t.app.services
-    scheduler.register('metrics-test-failing', async () => { throw new Error('always fails') })
+    scheduler.register('metrics-test-failing', async () => {
+      throw new Error('always fails')
+    })
     const now = t.clock.now()
     // The service's own jobs (key rotation, purges) may be due too: counted from here.
     const baseline = value(await scrape(), 'scheduler_jobs_due')!
-    await scheduler.schedule(t.app.database.db, { kind: 'metrics-test-failing', key: 'a', runAt: new Date(now.getTime() - 90_000) })
-    await scheduler.schedule(t.app.database.db, { kind: 'metrics-test-failing', key: 'b', runAt: new Date(now.getTime() - 30_000) })
+    await scheduler.schedule(t.app.database.db, {
+      kind: 'metrics-test-failing',
+      key: 'a',
+      runAt: new Date(now.getTime() - 90_000),
+    })
+    await scheduler.schedule(t.app.database.db, {
+      kind: 'metrics-test-failing',
+      key: 'b',
+      runAt: new Date(now.getTime() - 30_000),
+    })
     // Not due yet: not counted.
-    await scheduler.schedule(t.app.database.db, { kind: 'metrics-test-failing', key: 'c', runAt: new Date(now.getTime() + 60_000) })
+    await scheduler.schedule(t.app.database.db, {
+      kind: 'metrics-test-failing',
+      key: 'c',
+      runAt: new Date(now.getTime() + 60_000),
+    })
     let text = await scrape()
-    assert.equal(value(text, 'scheduler_jobs_due'), baseline + 2, text.split('\n').filter((l) => l.includes('scheduler')).join('\n'))
+    assert.equal(
+      value(text, 'scheduler_jobs_due'),
+      baseline + 2,
+      text
+        .split('\n')
+        .filter((l) => l.includes('scheduler'))
+        .join('\n'),
+    )
     assert.ok(value(text, 'scheduler_oldest_due_seconds')! >= 90)
     await scheduler.runDue()
     text = await scrape()
@@ -80,15 +105,25 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
   it('billing provider calls by provider, operation and outcome', async () => {
     await company(t)
     const text = await scrape()
-    const calls = value(text, 'billing_provider_call_duration_seconds_count{provider="local",operation="createSubscription",outcome="ok"}')
-    assert.ok(calls !== undefined && calls >= 1, text.split('\n').filter((l) => l.includes('billing')).join('\n'))
+    const calls = value(
+      text,
+      'billing_provider_call_duration_seconds_count{provider="local",operation="createSubscription",outcome="ok"}',
+    )
+    assert.ok(
+      calls !== undefined && calls >= 1,
+      text
+        .split('\n')
+        .filter((l) => l.includes('billing'))
+        .join('\n'),
+    )
   })
 
-  it('events written, webhook attempts by outcome, and each endpoint\'s oldest event not delivered yet', async () => {
+  it("events written, webhook attempts by outcome, and each endpoint's oldest event not delivered yet", async () => {
     const c = await company(t)
     const ok = await endpoint(c.id, { url: (await listen('ok')).url, event_types: ['contract.created'] })
     const failing = await endpoint(c.id, { url: (await listen('fail')).url, event_types: ['contract.created'] })
-    const oldest = (text: string, id: string) => value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${id}"}`)
+    const oldest = (text: string, id: string) =>
+      value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${id}"}`)
     let text = await scrape()
     const written = value(text, 'events_written_total{type="contract.created"}') ?? 0
     const succeeded = value(text, 'webhook_delivery_attempts_total{outcome="succeeded"}') ?? 0
@@ -97,7 +132,13 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
     // Written, not fanned out yet: both endpoints are owed it.
     text = await scrape()
     assert.equal(value(text, 'events_written_total{type="contract.created"}'), written + 1)
-    assert.ok(oldest(text, ok.id)! >= 0, text.split('\n').filter((l) => l.includes('webhook')).join('\n'))
+    assert.ok(
+      oldest(text, ok.id)! >= 0,
+      text
+        .split('\n')
+        .filter((l) => l.includes('webhook'))
+        .join('\n'),
+    )
     assert.ok(oldest(text, failing.id)! >= 0)
     await deliverNow()
     // Delivered to one; the other's retry is owed.
@@ -106,7 +147,10 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
     assert.ok(value(text, 'webhook_delivery_attempts_total{outcome="failed"}')! >= 1)
     assert.equal(oldest(text, ok.id), undefined)
     assert.ok(oldest(text, failing.id)! >= 0)
-    assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${failing.id}`, token: c.token })).statusCode, 204)
+    assert.equal(
+      (await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${failing.id}`, token: c.token })).statusCode,
+      204,
+    )
   })
 
   it('an event whose first call is under way is still owed to its endpoint', async () => {
@@ -118,15 +162,27 @@ onEachEngine('metrics', { METRICS_TOKEN, RATE_LIMIT_MAX: 30, WEBHOOK_ALLOW_PRIVA
     t.realClock.set(new Date(Date.now() + 1000))
     try {
       await t.app.services.webhookDelivery.runDue()
-      await eventually(async () => r.received.length, (n) => n === 1)
+      await eventually(
+        async () => r.received.length,
+        (n) => n === 1,
+      )
       const text = await scrape()
-      assert.ok(value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${hanging.id}"}`)! >= 0, text.split('\n').filter((l) => l.includes('oldest')).join('\n'))
+      assert.ok(
+        value(text, `webhook_oldest_pending_delivery_seconds{endpoint_id="${hanging.id}"}`)! >= 0,
+        text
+          .split('\n')
+          .filter((l) => l.includes('oldest'))
+          .join('\n'),
+      )
     } finally {
       t.realClock.set(back)
       r.release()
       await t.app.services.webhookDelivery.settled()
     }
-    assert.equal((await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${hanging.id}`, token: c.token })).statusCode, 204)
+    assert.equal(
+      (await t.call({ method: 'DELETE', url: `${companyEndpoints(c.id)}/${hanging.id}`, token: c.token })).statusCode,
+      204,
+    )
   })
 
   it('rate-limit refusals', async () => {

@@ -17,7 +17,10 @@ const total = readMigrations().length
 
 async function migrateCommand(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+    })
     return { code: 0, stdout, stderr }
   } catch (err) {
     const { code, stdout, stderr } = err as { code: number; stdout: string; stderr: string }
@@ -44,31 +47,35 @@ describe('npm run migrate on pglite', () => {
 })
 
 describe('npm run migrate on postgres', () => {
-  it('applies every migration to a new database and exits; a second run finds nothing to do', requires('postgres'), async () => {
-    const admin = process.env.TEST_DATABASE_URL!
-    const name = `cai_migrate_${process.pid}`
-    const client = new pg.Client({ connectionString: admin })
-    await client.connect()
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name}`)
-      await client.query(`CREATE DATABASE ${name}`)
-      const url = withDatabase(admin, name)
-      const first = await migrateCommand({ DATABASE_URL: url })
-      assert.equal(first.code, 0, first.stderr)
-      assert.match(first.stdout, new RegExp(`^Applied ${total} migration\\(s\\)`))
-      const check = new pg.Client({ connectionString: url })
-      await check.connect()
-      const { rows } = await check.query('SELECT count(*)::int AS n FROM schema_migrations')
-      await check.end()
-      assert.equal(rows[0].n, total)
-      const second = await migrateCommand({ DATABASE_URL: url })
-      assert.equal(second.code, 0, second.stderr)
-      assert.match(second.stdout, /^Nothing to apply/)
-    } finally {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await client.end()
-    }
-  })
+  it(
+    'applies every migration to a new database and exits; a second run finds nothing to do',
+    requires('postgres'),
+    async () => {
+      const admin = process.env.TEST_DATABASE_URL!
+      const name = `cai_migrate_${process.pid}`
+      const client = new pg.Client({ connectionString: admin })
+      await client.connect()
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name}`)
+        await client.query(`CREATE DATABASE ${name}`)
+        const url = withDatabase(admin, name)
+        const first = await migrateCommand({ DATABASE_URL: url })
+        assert.equal(first.code, 0, first.stderr)
+        assert.match(first.stdout, new RegExp(`^Applied ${total} migration\\(s\\)`))
+        const check = new pg.Client({ connectionString: url })
+        await check.connect()
+        const { rows } = await check.query('SELECT count(*)::int AS n FROM schema_migrations')
+        await check.end()
+        assert.equal(rows[0].n, total)
+        const second = await migrateCommand({ DATABASE_URL: url })
+        assert.equal(second.code, 0, second.stderr)
+        assert.match(second.stdout, /^Nothing to apply/)
+      } finally {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+        await client.end()
+      }
+    },
+  )
 })
 
 describe('npm run migrate, refused', () => {

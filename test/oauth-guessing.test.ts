@@ -14,7 +14,7 @@ import { createDatabase, type Database } from '../src/db/database.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Guessing client secrets (docs/decisions.md, "Guessing"): after 10 wrong secrets within a
+ * Guessing client secrets (docs/adr/0005-guessing-coupons-and-secrets.md): after 10 wrong secrets within a
  * minute for one client_id, that id answers 429 with Retry-After for a minute whatever the
  * secret; guesses at other clients never make the configured platform client's right secret
  * wait for a hashing slot or fail. Time is the app's real-time clock, which the tests move.
@@ -23,9 +23,14 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 const TOKEN = '/oauth/token'
 const MINUTE = 60_000
 
-onEachEngine('guessing client secrets', (t, engine) => {
+onEachEngine('guessing client secrets', (t) => {
   const token = (client_id: string, client_secret: string) =>
-    t.call({ method: 'POST', url: TOKEN, token: null, body: { grant_type: 'client_credentials', client_id, client_secret } })
+    t.call({
+      method: 'POST',
+      url: TOKEN,
+      token: null,
+      body: { grant_type: 'client_credentials', client_id, client_secret },
+    })
 
   async function wrong(clientId: string, times: number) {
     for (let i = 0; i < times; i++) {
@@ -50,14 +55,21 @@ onEachEngine('guessing client secrets', (t, engine) => {
   async function instanceOnSameDatabase(): Promise<{ app: BuiltApp; close(): Promise<void> }> {
     let database: Database | undefined
     if (t.engine === 'postgres') {
-      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
+      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!
+        .name
       database = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
     }
     const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0 })
-    const app = await buildApp({ config, database: database ?? t.app.database, clock: t.clock, realClock: t.realClock, logger: false })
+    const app = await buildApp({
+      config,
+      database: database ?? t.app.database,
+      clock: t.clock,
+      realClock: t.realClock,
+      logger: false,
+    })
     await app.ready()
     let closed: Promise<void> | undefined
-    return { app, close: () => closed ??= app.close().then(() => database?.close()) }
+    return { app, close: () => (closed ??= app.close().then(() => database?.close())) }
   }
 
   const tokenOn = (app: BuiltApp, client_id: string, client_secret: string) =>
@@ -66,8 +78,16 @@ onEachEngine('guessing client secrets', (t, engine) => {
   /** A platform client that no start-up configured: its secret is checked with scrypt, as a guess at it is. */
   async function unconfiguredPlatformClient(secret: string) {
     const id = `platform-${randomUUID().slice(0, 8)}`
-    await t.app.database.db.insertInto('oauth_clients')
-      .values({ client_id: id, secret_hash: await hashChosenSecret(secret), name: 'other', company_id: null, scopes: [...ALL_SCOPE_STRINGS] }).execute()
+    await t.app.database.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: id,
+        secret_hash: await hashChosenSecret(secret),
+        name: 'other',
+        company_id: null,
+        scopes: [...ALL_SCOPE_STRINGS],
+      })
+      .execute()
     return id
   }
 
@@ -75,15 +95,31 @@ onEachEngine('guessing client secrets', (t, engine) => {
     const a = await company(t)
     const b = await company(t)
     await wrong(a.client.client_id, 9)
-    assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'nine wrong secrets lock nothing')
+    assert.equal(
+      (await token(a.client.client_id, a.client.client_secret)).statusCode,
+      200,
+      'nine wrong secrets lock nothing',
+    )
     await wrong(a.client.client_id, 1)
 
     assertLocked(await token(a.client.client_id, a.client.client_secret), 60)
     assertLocked(await token(a.client.client_id, 'yet-another-guess'), 60)
     // HTTP Basic names the same client id.
-    const basic = await t.call({ method: 'POST', url: TOKEN, token: null, headers: { authorization: `Basic ${Buffer.from(`${a.client.client_id}:${a.client.client_secret}`).toString('base64')}` }, body: { grant_type: 'client_credentials' } })
+    const basic = await t.call({
+      method: 'POST',
+      url: TOKEN,
+      token: null,
+      headers: {
+        authorization: `Basic ${Buffer.from(`${a.client.client_id}:${a.client.client_secret}`).toString('base64')}`,
+      },
+      body: { grant_type: 'client_credentials' },
+    })
     assertLocked(basic, 60)
-    assert.equal((await token(b.client.client_id, b.client.client_secret)).statusCode, 200, 'another client id is not locked')
+    assert.equal(
+      (await token(b.client.client_id, b.client.client_secret)).statusCode,
+      200,
+      'another client id is not locked',
+    )
     assert.equal((await token(ADMIN.client_id, ADMIN.client_secret)).statusCode, 200)
     // Tokens issued before the lock still work: the lock is on getting new ones.
     assert.equal((await t.call({ url: `/api/v1/companies/${a.id}`, token: a.token })).statusCode, 200)
@@ -95,7 +131,11 @@ onEachEngine('guessing client secrets', (t, engine) => {
     t.realClock.advance(1000)
     assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'the minute has passed')
     await wrong(a.client.client_id, 1)
-    assert.equal((await token(a.client.client_id, a.client.client_secret)).statusCode, 200, 'the count starts again after a lock')
+    assert.equal(
+      (await token(a.client.client_id, a.client.client_secret)).statusCode,
+      200,
+      'the count starts again after a lock',
+    )
   })
 
   it('counts wrong secrets across the instances on one database, exactly, and keeps the lock over a restart', async (ctx) => {
@@ -105,7 +145,11 @@ onEachEngine('guessing client secrets', (t, engine) => {
     ctx.after(() => other.close())
     await wrong(id, 5)
     for (let i = 0; i < 4; i++) assert.equal((await tokenOn(other.app, id, `wrong-${i}`)).statusCode, 401)
-    assert.equal((await tokenOn(other.app, id, a.client.client_secret)).statusCode, 200, 'nine wrong secrets between the two lock nothing')
+    assert.equal(
+      (await tokenOn(other.app, id, a.client.client_secret)).statusCode,
+      200,
+      'nine wrong secrets between the two lock nothing',
+    )
     assert.equal((await tokenOn(other.app, id, 'the-tenth')).statusCode, 401)
 
     assertLocked(await token(id, a.client.client_secret), 60)
@@ -155,9 +199,18 @@ onEachEngine('guessing client secrets', (t, engine) => {
 
   it('keeps the rows of made-up ids bounded: each wrong secret deletes rows whose window and lock are past', async () => {
     const db = t.app.database.db
-    const stale = async () => Number((await db.selectFrom('client_secret_guesses').select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('stale_at', '<=', t.realClock.now()).executeTakeFirstOrThrow()).n)
-    const rowOf = async (id: string) => db.selectFrom('client_secret_guesses').select('client_id').where('client_id', '=', id).executeTakeFirst()
+    const stale = async () =>
+      Number(
+        (
+          await db
+            .selectFrom('client_secret_guesses')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('stale_at', '<=', t.realClock.now())
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
+    const rowOf = async (id: string) =>
+      db.selectFrom('client_secret_guesses').select('client_id').where('client_id', '=', id).executeTakeFirst()
     const counted = `nobody-${randomUUID()}`
     const locked = `nobody-${randomUUID()}`
     await wrong(counted, 1)
@@ -169,8 +222,8 @@ onEachEngine('guessing client secrets', (t, engine) => {
     assertLocked(await token(locked, 'anything'), 1)
 
     t.realClock.advance(1000)
-    assert.ok(await stale() >= 2)
-    while (await stale() > 0) {
+    assert.ok((await stale()) >= 2)
+    while ((await stale()) > 0) {
       const before = await stale()
       await wrong(`nobody-${randomUUID()}`, 1)
       assert.equal(await stale(), Math.max(0, before - 2), 'a wrong secret deletes two rows that are past')
@@ -184,7 +237,12 @@ onEachEngine('guessing client secrets', (t, engine) => {
   it('refuses bad input before counting: a request without a client id or secret counts for no one', async () => {
     const a = await company(t)
     for (let i = 0; i < 12; i++) {
-      const res = await t.call({ method: 'POST', url: TOKEN, token: null, body: { grant_type: 'client_credentials', client_id: a.client.client_id } })
+      const res = await t.call({
+        method: 'POST',
+        url: TOKEN,
+        token: null,
+        body: { grant_type: 'client_credentials', client_id: a.client.client_id },
+      })
       assert.equal(res.statusCode, 401)
       assert.equal(res.json().error, 'invalid_client')
     }
@@ -208,10 +266,18 @@ onEachEngine('guessing client secrets', (t, engine) => {
     await t.app.services.oauth.ensureAdminClient({ id, secret })
     // Another instance stored the same secret anew (a new salt, as when scrypt's parameters rise):
     // this one no longer knows the stored hash and must run scrypt for the right secret.
-    await t.app.database.db.updateTable('oauth_clients').set({ secret_hash: await hashChosenSecret(secret) }).where('client_id', '=', id).execute()
+    await t.app.database.db
+      .updateTable('oauth_clients')
+      .set({ secret_hash: await hashChosenSecret(secret) })
+      .where('client_id', '=', id)
+      .execute()
     const other = await unconfiguredPlatformClient('the-others-secret-0123')
     const flood = Array.from({ length: MAX_WAITING_HASHES + 4 }, (_, i) => token(other, `guess-${i}`))
-    await Promise.any(flood.map((p) => p.then((res) => res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))))
+    await Promise.any(
+      flood.map((p) =>
+        p.then((res) => (res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))),
+      ),
+    )
     const right = await token(id, secret)
     assert.equal(right.statusCode, 200, right.body)
     await Promise.all(flood)
@@ -222,7 +288,11 @@ onEachEngine('guessing client secrets', (t, engine) => {
     const secret = 'settled-during-a-flood-0123'
     const other = await unconfiguredPlatformClient('the-others-secret-0123')
     const flood = Array.from({ length: MAX_WAITING_HASHES + 4 }, (_, i) => token(other, `guess-${i}`))
-    await Promise.any(flood.map((p) => p.then((res) => res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))))
+    await Promise.any(
+      flood.map((p) =>
+        p.then((res) => (res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))),
+      ),
+    )
     await t.app.services.oauth.ensureAdminClient({ id, secret })
     assert.equal((await token(id, secret)).statusCode, 200)
     await Promise.all(flood)
@@ -242,7 +312,7 @@ onEachEngine('guessing client secrets', (t, engine) => {
     assert.ok(coupon.responses['403'])
   })
 
-  it('a flood of wrong secrets at other and unknown clients never makes the platform client\'s right secret wait or fail', async () => {
+  it("a flood of wrong secrets at other and unknown clients never makes the platform client's right secret wait or fail", async () => {
     const other = await unconfiguredPlatformClient('the-others-secret-0123')
     // A start-up (or the secret settled anew) makes every instance forget the platform secret it
     // verified: a flood's scrypt checks are then all this instance runs.
@@ -253,11 +323,18 @@ onEachEngine('guessing client secrets', (t, engine) => {
       ...Array.from({ length: MAX_WAITING_HASHES * 2 }, (_, i) => token(`unknown-${i}-${randomUUID()}`, `guess-${i}`)),
     ]
     // Once a guess has been sent back (503), the shared queue is full.
-    await Promise.any(flood.map((p) => p.then((res) => res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))))
+    await Promise.any(
+      flood.map((p) =>
+        p.then((res) => (res.statusCode === 503 ? res : Promise.reject(new Error(String(res.statusCode))))),
+      ),
+    )
     const right = await token(ADMIN.client_id, ADMIN.client_secret)
     assert.equal(right.statusCode, 200, right.body)
     const statuses = new Set((await Promise.all(flood)).map((res) => res.statusCode))
-    assert.deepEqual([...statuses].filter((s) => ![401, 429, 503].includes(s)), [])
+    assert.deepEqual(
+      [...statuses].filter((s) => ![401, 429, 503].includes(s)),
+      [],
+    )
     assert.equal((await token(ADMIN.client_id, ADMIN.client_secret)).statusCode, 200)
   })
 })

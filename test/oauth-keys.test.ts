@@ -38,14 +38,23 @@ forEachEngine('signing keys', (engine) => {
         assert.equal(res.statusCode, 200)
         return res.json()
       },
-      async kids() { return (await this.jwks()).keys.map((k) => k.kid).sort() },
+      async kids() {
+        return (await this.jwks()).keys.map((k) => k.kid).sort()
+      },
       async token() {
-        const res = await app.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', ...a.client } })
+        const res = await app.inject({
+          method: 'POST',
+          url: TOKEN,
+          payload: { grant_type: 'client_credentials', ...a.client },
+        })
         assert.equal(res.statusCode, 200, res.body)
         return res.json().access_token as string
       },
       async status(token: string) {
-        const res = await app.inject({ url: `/api/v1/companies/${a.id}`, headers: { authorization: `Bearer ${token}` } })
+        const res = await app.inject({
+          url: `/api/v1/companies/${a.id}`,
+          headers: { authorization: `Bearer ${token}` },
+        })
         if (res.statusCode === 401) {
           assert.equal(res.json().code, 'unauthorized')
           assert.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"')
@@ -57,15 +66,29 @@ forEachEngine('signing keys', (engine) => {
 
   /** One of the service's private keys, read from its table (as an attacker who stole it would hold it). */
   async function privateKey(t: TestApp, kid: string) {
-    const row = await t.app.database.db.selectFrom('signing_keys').selectAll().where('kid', '=', kid).executeTakeFirstOrThrow()
+    const row = await t.app.database.db
+      .selectFrom('signing_keys')
+      .selectAll()
+      .where('kid', '=', kid)
+      .executeTakeFirstOrThrow()
     return { kid, key: await importJWK(row.private_jwk as JWK, 'EdDSA') }
   }
 
   /** A token made with one of the service's private keys, with the times given. */
-  async function forge(a: CompanyFixture, { kid, key }: Awaited<ReturnType<typeof privateKey>>, times: { iat: number; exp: number }) {
-    return new SignJWT({ scope: 'read:company', company_id: a.id }).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' })
-      .setIssuer('company-admin-api').setAudience('company-admin-api').setSubject(a.client.client_id)
-      .setIssuedAt(times.iat).setExpirationTime(times.exp).setJti(randomUUID()).sign(key)
+  async function forge(
+    a: CompanyFixture,
+    { kid, key }: Awaited<ReturnType<typeof privateKey>>,
+    times: { iat: number; exp: number },
+  ) {
+    return new SignJWT({ scope: 'read:company', company_id: a.id })
+      .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' })
+      .setIssuer('company-admin-api')
+      .setAudience('company-admin-api')
+      .setSubject(a.client.client_id)
+      .setIssuedAt(times.iat)
+      .setExpirationTime(times.exp)
+      .setJti(randomUUID())
+      .sign(key)
   }
 
   describe('the time claims of a token', () => {
@@ -75,7 +98,9 @@ forEachEngine('signing keys', (engine) => {
       t = await buildTestApp(engine)
       a = await company(t)
     })
-    after(async () => { await t?.close() })
+    after(async () => {
+      await t?.close()
+    })
 
     it('refuses a token issued in the future (beyond 60 s of clock skew) with 401', async () => {
       const c = client(t.app, a)
@@ -148,15 +173,21 @@ forEachEngine('signing keys', (engine) => {
       // Past that (the token lifetime and 60 s of skew after the new key's time): the old key is gone.
       at(activation + HOUR + 61)
       assert.deepEqual(await c.kids(), [second])
-      const fresh = await forge(a, firstKey, { iat: unix(activation + HOUR + 61), exp: unix(activation + HOUR + 61 + 600) })
+      const fresh = await forge(a, firstKey, {
+        iat: unix(activation + HOUR + 61),
+        exp: unix(activation + HOUR + 61 + 600),
+      })
       assert.equal(await c.status(fresh), 401, 'a token of the dropped key is refused, however fresh')
       assert.equal(kidOf(await c.token()), second)
       // The private part of a dropped key does not stay in the database.
       const rows = await t.app.database.db.selectFrom('signing_keys').select('kid').execute()
-      assert.deepEqual(rows.map((r) => r.kid), [second])
+      assert.deepEqual(
+        rows.map((r) => r.kid),
+        [second],
+      )
     })
 
-    it('an immediate rotation (a key that leaked) refuses the old key\'s tokens at once, also those verified before', async (ctx) => {
+    it("an immediate rotation (a key that leaked) refuses the old key's tokens at once, also those verified before", async (ctx) => {
       const t = await buildTestApp(engine, ROTATION)
       ctx.after(() => t.close())
       const a = await company(t)
@@ -180,12 +211,22 @@ forEachEngine('signing keys', (engine) => {
       let otherDatabase: Database | undefined
       if (engine === 'postgres') {
         // A second process would have its own pool and LISTEN connection: so does this instance.
-        const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-        otherDatabase = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
+        const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db))
+          .rows[0]!.name
+        otherDatabase = await createDatabase({
+          databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name),
+          poolSize: 2,
+        })
       }
       // PGlite is one process's database: a second instance there shares its session.
       const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, ...ROTATION })
-      const other = await buildApp({ config, database: otherDatabase ?? t.app.database, clock: t.clock, realClock: t.realClock, logger: false })
+      const other = await buildApp({
+        config,
+        database: otherDatabase ?? t.app.database,
+        clock: t.clock,
+        realClock: t.realClock,
+        logger: false,
+      })
       await other.ready()
       ctx.after(async () => {
         await other.close()
@@ -213,7 +254,10 @@ forEachEngine('signing keys', (engine) => {
       assert.equal(kidOf(oldToken), first)
       const kids = await one.kids()
       assert.equal(kids.length, 2)
-      const seen = await eventually(() => two.kids(), (k) => k.length === 2)
+      const seen = await eventually(
+        () => two.kids(),
+        (k) => k.length === 2,
+      )
       assert.deepEqual(seen, kids, 'the other instance learns of the new key before it signs')
       assert.equal(await two.status(oldToken), 200)
 
@@ -246,30 +290,51 @@ forEachEngine('signing keys', (engine) => {
       const before = await two.token()
       assert.equal(await two.status(before), 200)
       const rotated = await t.app.services.keys.rotate({ immediately: true })
-      assert.equal(await eventually(() => two.status(before), (s) => s === 401), 401)
+      assert.equal(
+        await eventually(
+          () => two.status(before),
+          (s) => s === 401,
+        ),
+        401,
+      )
       assert.deepEqual(await two.kids(), [rotated.kid])
       assert.equal(kidOf(await two.token()), rotated.kid)
       assert.equal(kidOf(await one.token()), rotated.kid)
     })
 
     it('npm run rotate-key, run beside a running instance, publishes a next key; with --now it replaces every key at once', {
-      skip: engine === 'postgres' ? false : 'the script reaches a running service only through a shared PostgreSQL (PGlite\'s directory is locked by its one process)',
+      skip:
+        engine === 'postgres'
+          ? false
+          : "the script reaches a running service only through a shared PostgreSQL (PGlite's directory is locked by its one process)",
     }, async (ctx) => {
       const t = await buildTestApp(engine)
       ctx.after(() => t.close())
       const a = await company(t)
       const c = client(t.app, a)
-      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-      const run = (...args: string[]) => execFileAsync(process.execPath, ['--import', 'tsx', 'scripts/rotate-key.ts', ...args], {
-        env: { ...process.env, DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), LOG_LEVEL: 'silent' },
-      })
+      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!
+        .name
+      const run = (...args: string[]) =>
+        execFileAsync(process.execPath, ['--import', 'tsx', 'scripts/rotate-key.ts', ...args], {
+          env: {
+            ...process.env,
+            DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name),
+            LOG_LEVEL: 'silent',
+          },
+        })
       const before = await c.token()
       const [first] = await c.kids()
 
       const planned = await run()
       const next = /Key (\S+) is published/.exec(planned.stdout)?.[1]
       assert.ok(next, planned.stdout)
-      assert.deepEqual(await eventually(() => c.kids(), (k) => k.length === 2), [first!, next].sort())
+      assert.deepEqual(
+        await eventually(
+          () => c.kids(),
+          (k) => k.length === 2,
+        ),
+        [first!, next].sort(),
+      )
       // The script ran on the real clock, the instance on its own: what matters is that it signs
       // with the current key until the next one's time, and that both verify.
       assert.equal(await c.status(before), 200)
@@ -278,7 +343,13 @@ forEachEngine('signing keys', (engine) => {
       const urgent = await run('--now')
       const replacement = /Key (\S+) signs from now/.exec(urgent.stdout)?.[1]
       assert.ok(replacement, urgent.stdout)
-      assert.equal(await eventually(() => c.status(before), (s) => s === 401), 401)
+      assert.equal(
+        await eventually(
+          () => c.status(before),
+          (s) => s === 401,
+        ),
+        401,
+      )
       assert.deepEqual(await c.kids(), [replacement])
       assert.equal(kidOf(await c.token()), replacement)
 
@@ -293,8 +364,10 @@ describe('signing-key settings', () => {
     assert.equal(config.SIGNING_KEY_ROTATION_DAYS, 90)
     assert.equal(config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS, 86_400)
     assert.equal(loadConfig({ SIGNING_KEY_ROTATION_DAYS: '0' }).SIGNING_KEY_ROTATION_DAYS, 0)
-    assert.throws(() => loadConfig({ SIGNING_KEY_ROTATION_DAYS: '1', SIGNING_KEY_PUBLISH_AHEAD_SECONDS: '86400' }),
-      /^Error: Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS$/)
+    assert.throws(
+      () => loadConfig({ SIGNING_KEY_ROTATION_DAYS: '1', SIGNING_KEY_PUBLISH_AHEAD_SECONDS: '86400' }),
+      /^Error: Invalid configuration: SIGNING_KEY_PUBLISH_AHEAD_SECONDS must be shorter than SIGNING_KEY_ROTATION_DAYS$/,
+    )
     assert.throws(() => loadConfig({ SIGNING_KEY_PUBLISH_AHEAD_SECONDS: '300' }), /SIGNING_KEY_PUBLISH_AHEAD_SECONDS/)
     assert.throws(() => loadConfig({ SIGNING_KEY_ROTATION_DAYS: '-1' }), /SIGNING_KEY_ROTATION_DAYS/)
   })

@@ -8,7 +8,7 @@ import { hashChosenSecret, MAX_WAITING_HASHES } from '../src/modules/oauth/oauth
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
- * Client secrets at rest (docs/decisions.md, "Secrets and signing keys"): a secret a person chose
+ * Client secrets at rest (docs/adr/0023-client-secrets-and-signing-keys.md): a secret a person chose
  * (the platform client's, ADMIN_CLIENT_SECRET) is stored with scrypt, salted, its parameters
  * beside it; a row of the previous version (unsalted SHA-256) still authenticates and is
  * upgraded.
@@ -20,9 +20,20 @@ const sha256 = (value: string) => createHash('sha256').update(value).digest('hex
 
 onEachEngine('client secrets', (t) => {
   const token = (client_id: string, client_secret: string) =>
-    t.call({ method: 'POST', url: TOKEN, token: null, body: { grant_type: 'client_credentials', client_id, client_secret } })
+    t.call({
+      method: 'POST',
+      url: TOKEN,
+      token: null,
+      body: { grant_type: 'client_credentials', client_id, client_secret },
+    })
   const storedHash = async (clientId: string) =>
-    (await t.app.database.db.selectFrom('oauth_clients').select('secret_hash').where('client_id', '=', clientId).executeTakeFirstOrThrow()).secret_hash
+    (
+      await t.app.database.db
+        .selectFrom('oauth_clients')
+        .select('secret_hash')
+        .where('client_id', '=', clientId)
+        .executeTakeFirstOrThrow()
+    ).secret_hash
 
   async function expectInvalidClient(clientId: string, secret: string) {
     const res = await token(clientId, secret)
@@ -56,11 +67,25 @@ onEachEngine('client secrets', (t) => {
   it('a flood of wrong secrets at a platform client is told to come back (503 + Retry-After) past a short queue; past ten wrong ones the id is locked for a minute', async () => {
     // A platform client that no start-up configured and no request verified yet: every guess costs a scrypt.
     const id = 'admin-flooded'
-    await t.app.database.db.insertInto('oauth_clients')
-      .values({ client_id: id, secret_hash: await hashChosenSecret(ADMIN.client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] }).execute()
-    const guesses = await Promise.all(Array.from({ length: MAX_WAITING_HASHES * 3 }, (_, i) => token(id, `wrong-secret-${i}`)))
+    await t.app.database.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: id,
+        secret_hash: await hashChosenSecret(ADMIN.client_secret),
+        name: 'admin',
+        company_id: null,
+        scopes: [...ALL_SCOPE_STRINGS],
+      })
+      .execute()
+    const guesses = await Promise.all(
+      Array.from({ length: MAX_WAITING_HASHES * 3 }, (_, i) => token(id, `wrong-secret-${i}`)),
+    )
     const statuses = guesses.map((res) => res.statusCode)
-    assert.deepEqual([...new Set(statuses)].sort(), [401, 429, 503], 'every guess refused (401), sent back (503), or locked out past the tenth wrong one (429)')
+    assert.deepEqual(
+      [...new Set(statuses)].sort(),
+      [401, 429, 503],
+      'every guess refused (401), sent back (503), or locked out past the tenth wrong one (429)',
+    )
     const busy = guesses.find((res) => res.statusCode === 503)!
     assert.equal(busy.headers['retry-after'], '1')
     assert.deepEqual(Object.keys(busy.json()).sort(), ['code', 'errors'])
@@ -89,8 +114,16 @@ onEachEngine('client secrets', (t) => {
   it('a platform client of the previous version (unsalted SHA-256) still authenticates, and its hash is upgraded at its next use', async () => {
     const id = 'legacy-admin'
     const secret = 'a-secret-a-person-chose-long-ago'
-    await t.app.database.db.insertInto('oauth_clients')
-      .values({ client_id: id, secret_hash: sha256(secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] }).execute()
+    await t.app.database.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: id,
+        secret_hash: sha256(secret),
+        name: 'admin',
+        company_id: null,
+        scopes: [...ALL_SCOPE_STRINGS],
+      })
+      .execute()
     await expectInvalidClient(id, 'not-the-secret')
     assert.equal(await storedHash(id), sha256(secret), 'a failed attempt changes nothing')
 
@@ -107,16 +140,28 @@ onEachEngine('client secrets', (t) => {
   it('the configured platform client of the previous version is upgraded at start-up', async () => {
     const id = 'legacy-configured'
     const secret = 'configured-before-the-upgrade'
-    await t.app.database.db.insertInto('oauth_clients')
-      .values({ client_id: id, secret_hash: sha256(secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] }).execute()
+    await t.app.database.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: id,
+        secret_hash: sha256(secret),
+        name: 'admin',
+        company_id: null,
+        scopes: [...ALL_SCOPE_STRINGS],
+      })
+      .execute()
     await t.app.services.oauth.ensureAdminClient({ id, secret })
     assert.match(await storedHash(id), SCRYPT)
     assert.equal((await token(id, secret)).statusCode, 200)
   })
 
-  it('keeps company clients\' generated secrets (256 random bits) as SHA-256, and still refuses a wrong one', async () => {
+  it("keeps company clients' generated secrets (256 random bits) as SHA-256, and still refuses a wrong one", async () => {
     const a = await company(t)
-    const client = await t.json(201, { method: 'POST', url: `/api/v1/companies/${a.id}/clients`, body: { name: 'hr', scopes: ['read:company'] } })
+    const client = await t.json(201, {
+      method: 'POST',
+      url: `/api/v1/companies/${a.id}/clients`,
+      body: { name: 'hr', scopes: ['read:company'] },
+    })
     assert.equal(await storedHash(client.client_id), sha256(client.client_secret))
     assert.equal((await token(client.client_id, client.client_secret)).statusCode, 200)
     await expectInvalidClient(client.client_id, `${client.client_secret}x`)

@@ -1,7 +1,16 @@
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomUUID } from 'node:crypto'
-import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, jwtVerify, type JWK } from 'jose'
+import {
+  SignJWT,
+  createLocalJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  generateKeyPair,
+  importJWK,
+  jwtVerify,
+  type JWK,
+} from 'jose'
 import { sql } from 'kysely'
 import { ADMIN } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
@@ -13,8 +22,10 @@ import { postgresOnly } from './helpers/requires.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
 const TOKEN = '/oauth/token'
-const b64url = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
-const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
+const b64url = (value: unknown) =>
+  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
+const basic = (id: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
 
 onEachEngine('oauth', (t, engine) => {
   let a: CompanyFixture
@@ -29,7 +40,11 @@ onEachEngine('oauth', (t, engine) => {
 
   describe('token endpoint', () => {
     it('issues a token for JSON, form-encoded and HTTP Basic requests', async () => {
-      const json = await token({ grant_type: 'client_credentials', client_id: ADMIN.client_id, client_secret: ADMIN.client_secret })
+      const json = await token({
+        grant_type: 'client_credentials',
+        client_id: ADMIN.client_id,
+        client_secret: ADMIN.client_secret,
+      })
       assert.equal(json.statusCode, 200, json.body)
       const body = json.json()
       assert.equal(body.token_type, 'Bearer')
@@ -38,27 +53,37 @@ onEachEngine('oauth', (t, engine) => {
       assert.equal(json.headers['cache-control'], 'no-store')
 
       const form = await token(
-        new URLSearchParams({ grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: a.client.client_secret }).toString(),
+        new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: a.client.client_id,
+          client_secret: a.client.client_secret,
+        }).toString(),
         { 'content-type': 'application/x-www-form-urlencoded' },
       )
       assert.equal(form.statusCode, 200, form.body)
       assert.ok(form.json().scope.split(' ').includes('read:stamping'))
 
       const viaBasic = await token('grant_type=client_credentials', {
-        'content-type': 'application/x-www-form-urlencoded', authorization: basic(a.client.client_id, a.client.client_secret),
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basic(a.client.client_id, a.client.client_secret),
       })
       assert.equal(viaBasic.statusCode, 200, viaBasic.body)
       // The token works on the company's own routes.
       await t.json(200, { url: `/api/v1/companies/${a.id}`, token: viaBasic.json().access_token })
     })
 
-    it('grants a subset of the client\'s scopes when asked, and refuses others with invalid_scope', async () => {
+    it("grants a subset of the client's scopes when asked, and refuses others with invalid_scope", async () => {
       const ok = await token({ grant_type: 'client_credentials', ...a.client, scope: 'read:company  read:team' })
       assert.equal(ok.statusCode, 200, ok.body)
       assert.equal(ok.json().scope, 'read:company read:team')
       const limited = ok.json().access_token
       await t.json(200, { url: `/api/v1/companies/${a.id}`, token: limited })
-      const res = await t.call({ method: 'POST', url: `/api/v1/companies/${a.id}/subsidiaries`, token: limited, body: { name: 'X' } })
+      const res = await t.call({
+        method: 'POST',
+        url: `/api/v1/companies/${a.id}/subsidiaries`,
+        token: limited,
+        body: { name: 'X' },
+      })
       assert.equal(res.statusCode, 403)
 
       for (const scope of ['read:expense', 'write:calendar', 'read:nonsense']) {
@@ -71,18 +96,66 @@ onEachEngine('oauth', (t, engine) => {
 
     it('answers every RFC 6749 error in its format', async () => {
       const cases: Array<[string, Record<string, unknown> | string, Record<string, string>, number, string]> = [
-        ['wrong secret', { grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'nope' }, {}, 401, 'invalid_client'],
-        ['unknown client', { grant_type: 'client_credentials', client_id: 'who', client_secret: 'nope' }, {}, 401, 'invalid_client'],
+        [
+          'wrong secret',
+          { grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'nope' },
+          {},
+          401,
+          'invalid_client',
+        ],
+        [
+          'unknown client',
+          { grant_type: 'client_credentials', client_id: 'who', client_secret: 'nope' },
+          {},
+          401,
+          'invalid_client',
+        ],
         ['no credentials', { grant_type: 'client_credentials' }, {}, 401, 'invalid_client'],
-        ['wrong Basic secret', 'grant_type=client_credentials', { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(a.client.client_id, 'bad') }, 401, 'invalid_client'],
-        ['no grant_type', { client_id: a.client.client_id, client_secret: a.client.client_secret }, {}, 400, 'invalid_request'],
+        [
+          'wrong Basic secret',
+          'grant_type=client_credentials',
+          { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(a.client.client_id, 'bad') },
+          401,
+          'invalid_client',
+        ],
+        [
+          'no grant_type',
+          { client_id: a.client.client_id, client_secret: a.client.client_secret },
+          {},
+          400,
+          'invalid_request',
+        ],
         ['grant_type of the wrong type', { grant_type: 7, ...a.client }, {}, 400, 'invalid_request'],
-        ['two client ids', { grant_type: 'client_credentials', client_id: 'other' }, { authorization: basic(a.client.client_id, a.client.client_secret) }, 400, 'invalid_request'],
+        [
+          'two client ids',
+          { grant_type: 'client_credentials', client_id: 'other' },
+          { authorization: basic(a.client.client_id, a.client.client_secret) },
+          400,
+          'invalid_request',
+        ],
         ['broken JSON', '{"grant_type": ', { 'content-type': 'application/json' }, 400, 'invalid_request'],
-        ['a repeated parameter', `grant_type=password&grant_type=client_credentials&client_id=${a.client.client_id}&client_secret=${a.client.client_secret}`, { 'content-type': 'application/x-www-form-urlencoded' }, 400, 'invalid_request'],
-        ['two authentication methods', { grant_type: 'client_credentials', client_secret: a.client.client_secret }, { authorization: basic(a.client.client_id, a.client.client_secret) }, 400, 'invalid_request'],
+        [
+          'a repeated parameter',
+          `grant_type=password&grant_type=client_credentials&client_id=${a.client.client_id}&client_secret=${a.client.client_secret}`,
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          400,
+          'invalid_request',
+        ],
+        [
+          'two authentication methods',
+          { grant_type: 'client_credentials', client_secret: a.client.client_secret },
+          { authorization: basic(a.client.client_id, a.client.client_secret) },
+          400,
+          'invalid_request',
+        ],
         ['password grant', { grant_type: 'password', ...a.client }, {}, 400, 'unsupported_grant_type'],
-        ['unknown scope', { grant_type: 'client_credentials', ...a.client, scope: 'write:everything' }, {}, 400, 'invalid_scope'],
+        [
+          'unknown scope',
+          { grant_type: 'client_credentials', ...a.client, scope: 'write:everything' },
+          {},
+          400,
+          'invalid_scope',
+        ],
       ]
       for (const [name, payload, headers, status, error] of cases) {
         const res = await token(payload, headers)
@@ -114,7 +187,9 @@ onEachEngine('oauth', (t, engine) => {
       assert.equal(header.alg, 'EdDSA')
       assert.ok(jwks.keys.some((k: { kid: string }) => k.kid === header.kid))
       const { payload } = await jwtVerify(accessToken, createLocalJWKSet(jwks), {
-        issuer: 'company-admin-api', audience: 'company-admin-api', currentDate: t.realClock.now(),
+        issuer: 'company-admin-api',
+        audience: 'company-admin-api',
+        currentDate: t.realClock.now(),
       })
       assert.equal(payload.sub, a.client.client_id)
       assert.equal(payload.company_id, a.id)
@@ -135,7 +210,12 @@ onEachEngine('oauth', (t, engine) => {
     const clients = (id: string) => `/api/v1/companies/${id}/clients`
 
     it('creates a client with its secret shown once and stored only as a hash', async () => {
-      const res = await t.call({ method: 'POST', url: clients(a.id), token: a.token, body: { name: 'payroll', scopes: ['read:team', 'read:stamping', 'read:team'] } })
+      const res = await t.call({
+        method: 'POST',
+        url: clients(a.id),
+        token: a.token,
+        body: { name: 'payroll', scopes: ['read:team', 'read:stamping', 'read:team'] },
+      })
       assert.equal(res.statusCode, 201, res.body)
       const created = res.json()
       assert.deepEqual(Object.keys(created).sort(), ['client_id', 'client_secret', 'name', 'scopes'])
@@ -144,16 +224,24 @@ onEachEngine('oauth', (t, engine) => {
       assert.equal(res.headers['cache-control'], 'no-store')
       await t.json(200, { url: String(res.headers.location), token: a.token })
 
-      const row = await t.app.database.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', created.client_id).executeTakeFirstOrThrow()
+      const row = await t.app.database.db
+        .selectFrom('oauth_clients')
+        .selectAll()
+        .where('client_id', '=', created.client_id)
+        .executeTakeFirstOrThrow()
       assert.equal(row.company_id, a.id)
       assert.equal(row.secret_hash, createHash('sha256').update(created.client_secret).digest('hex'))
       assert.ok(!JSON.stringify(row).includes(created.client_secret), 'the secret itself is not stored')
 
-      const issued = await token({ grant_type: 'client_credentials', client_id: created.client_id, client_secret: created.client_secret })
+      const issued = await token({
+        grant_type: 'client_credentials',
+        client_id: created.client_id,
+        client_secret: created.client_secret,
+      })
       assert.equal(issued.json().scope, 'read:team read:stamping')
     })
 
-    it('refuses scopes outside the company\'s authorized scopes, and bad input', async () => {
+    it("refuses scopes outside the company's authorized scopes, and bad input", async () => {
       for (const [body, field] of [
         [{ name: 'x', scopes: ['read:expense'] }, 'read:expense'], // not in b's plan
         [{ name: 'x', scopes: ['write:calendar'] }, 'write:calendar'], // calendar is read-only
@@ -169,7 +257,11 @@ onEachEngine('oauth', (t, engine) => {
       }
       // A platform client may create one for any company, within the same limits.
       await t.json(201, { method: 'POST', url: clients(b.id), body: { name: 'ops', scopes: ['read:company'] } })
-      assert.equal((await t.call({ method: 'POST', url: clients(b.id), body: { name: 'ops', scopes: ['read:expense'] } })).statusCode, 400)
+      assert.equal(
+        (await t.call({ method: 'POST', url: clients(b.id), body: { name: 'ops', scopes: ['read:expense'] } }))
+          .statusCode,
+        400,
+      )
     })
 
     it('lists clients without secrets', async () => {
@@ -180,7 +272,10 @@ onEachEngine('oauth', (t, engine) => {
         assert.match(client.created_at, /Z$/)
       }
       assert.ok(list.some((c: { client_id: string }) => c.client_id === b.client.client_id))
-      assert.ok(!list.some((c: { client_id: string }) => c.client_id === a.client.client_id), 'only the company\'s own clients')
+      assert.ok(
+        !list.some((c: { client_id: string }) => c.client_id === a.client.client_id),
+        "only the company's own clients",
+      )
       assert.equal((await t.call({ url: clients(b.id), token: a.token })).statusCode, 404)
       const one = await t.json(200, { url: `${clients(b.id)}/${b.client.client_id}`, token: b.token })
       assert.deepEqual(Object.keys(one).sort(), ['client_id', 'created_at', 'name', 'scopes'])
@@ -195,8 +290,14 @@ onEachEngine('oauth', (t, engine) => {
       await t.json(200, { url: `/api/v1/companies/${a.id}`, token: clientToken })
 
       // Another company's token, and this company's token on another company's client: 404.
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${client.client_id}`, token: b.token })).statusCode, 404)
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(b.id)}/${client.client_id}`, token: b.token })).statusCode, 404)
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(a.id)}/${client.client_id}`, token: b.token })).statusCode,
+        404,
+      )
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(b.id)}/${client.client_id}`, token: b.token })).statusCode,
+        404,
+      )
       await t.json(200, { url: `/api/v1/companies/${a.id}`, token: clientToken })
 
       const res = await t.call({ method: 'DELETE', url: `${clients(a.id)}/${client.client_id}`, token: a.token })
@@ -207,33 +308,68 @@ onEachEngine('oauth', (t, engine) => {
       assert.equal(refused.headers['www-authenticate'], 'Bearer error="invalid_token"')
       assert.equal((await token({ grant_type: 'client_credentials', ...client })).statusCode, 401)
       assert.equal((await t.call({ url: `${clients(a.id)}/${client.client_id}`, token: a.token })).statusCode, 404)
-      assert.ok(!(await t.json(200, { url: clients(a.id), token: a.token })).some((c: { client_id: string }) => c.client_id === client.client_id))
+      assert.ok(
+        !(await t.json(200, { url: clients(a.id), token: a.token })).some(
+          (c: { client_id: string }) => c.client_id === client.client_id,
+        ),
+      )
 
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${client.client_id}`, token: a.token })).statusCode, 404)
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/company_unknown`, token: a.token })).statusCode, 404)
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${ADMIN.client_id}`, token: a.token })).statusCode, 404)
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(a.id)}/${client.client_id}`, token: a.token })).statusCode,
+        404,
+      )
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(a.id)}/company_unknown`, token: a.token })).statusCode,
+        404,
+      )
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(a.id)}/${ADMIN.client_id}`, token: a.token })).statusCode,
+        404,
+      )
     })
 
     it('lets a company client grant only scopes it holds itself', async () => {
       const admin = await companyClient(t, a.id, ['read:company', 'write:company', 'read:team'])
       const adminToken = await t.tokenFor(admin.client_id, admin.client_secret)
-      await t.json(201, { method: 'POST', url: clients(a.id), token: adminToken, body: { name: 'reader', scopes: ['read:team'] } })
-      const res = await t.call({ method: 'POST', url: clients(a.id), token: adminToken, body: { name: 'wider', scopes: ['read:team', 'write:contract'] } })
+      await t.json(201, {
+        method: 'POST',
+        url: clients(a.id),
+        token: adminToken,
+        body: { name: 'reader', scopes: ['read:team'] },
+      })
+      const res = await t.call({
+        method: 'POST',
+        url: clients(a.id),
+        token: adminToken,
+        body: { name: 'wider', scopes: ['read:team', 'write:contract'] },
+      })
       assert.equal(res.statusCode, 403)
       assert.equal(res.json().code, 'forbidden')
       assert.match(res.json().errors, /write:contract/)
       // The platform grants any of the company's authorized scopes.
-      await t.json(201, { method: 'POST', url: clients(a.id), body: { name: 'wider', scopes: ['read:team', 'write:contract'] } })
+      await t.json(201, {
+        method: 'POST',
+        url: clients(a.id),
+        body: { name: 'wider', scopes: ['read:team', 'write:contract'] },
+      })
     })
 
     it('needs read:company to list and write:company to create or revoke', async () => {
       const reader = await companyClient(t, a.id, ['read:company'])
       const readToken = await t.tokenFor(reader.client_id, reader.client_secret)
       await t.json(200, { url: clients(a.id), token: readToken })
-      const res = await t.call({ method: 'POST', url: clients(a.id), token: readToken, body: { name: 'x', scopes: ['read:team'] } })
+      const res = await t.call({
+        method: 'POST',
+        url: clients(a.id),
+        token: readToken,
+        body: { name: 'x', scopes: ['read:team'] },
+      })
       assert.equal(res.statusCode, 403)
       assert.equal(res.json().code, 'insufficient_scope')
-      assert.equal((await t.call({ method: 'DELETE', url: `${clients(a.id)}/${reader.client_id}`, token: readToken })).statusCode, 403)
+      assert.equal(
+        (await t.call({ method: 'DELETE', url: `${clients(a.id)}/${reader.client_id}`, token: readToken })).statusCode,
+        403,
+      )
       assert.equal((await t.call({ url: clients(a.id), token: null })).statusCode, 401)
     })
   })
@@ -247,7 +383,10 @@ onEachEngine('oauth', (t, engine) => {
         return (res.json().scope as string).split(' ')
       }
       assert.ok((await scopes()).includes('read:expense'))
-      assert.ok((await scopes()).includes('read:expense'), 'asked twice: the second answer may come from what the service keeps')
+      assert.ok(
+        (await scopes()).includes('read:expense'),
+        'asked twice: the second answer may come from what the service keeps',
+      )
       // A plan changed outside the service (psql): the next token follows once the change is announced.
       await t.app.database.db.transaction().execute(async (trx) => {
         await sql`SELECT set_config(${ANNOUNCE_SETTING}, '', true)`.execute(trx)
@@ -268,15 +407,31 @@ onEachEngine('oauth', (t, engine) => {
       const rotated = 'rotated-admin-secret-0123456789'
       try {
         assert.equal(await t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: rotated }), undefined)
-        assert.equal((await token({ grant_type: 'client_credentials', client_id: ADMIN.client_id, client_secret: rotated })).statusCode, 200)
+        assert.equal(
+          (await token({ grant_type: 'client_credentials', client_id: ADMIN.client_id, client_secret: rotated }))
+            .statusCode,
+          200,
+        )
         assert.equal((await token({ grant_type: 'client_credentials', ...ADMIN })).statusCode, 401)
       } finally {
         await t.app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
       }
       assert.equal((await token({ grant_type: 'client_credentials', ...ADMIN })).statusCode, 200)
       // A configured id that is a company client's stays that company's.
-      await t.app.services.oauth.ensureAdminClient({ id: a.client.client_id, secret: 'attempt-to-take-over-0123456789' })
-      assert.equal((await token({ grant_type: 'client_credentials', client_id: a.client.client_id, client_secret: 'attempt-to-take-over-0123456789' })).statusCode, 401)
+      await t.app.services.oauth.ensureAdminClient({
+        id: a.client.client_id,
+        secret: 'attempt-to-take-over-0123456789',
+      })
+      assert.equal(
+        (
+          await token({
+            grant_type: 'client_credentials',
+            client_id: a.client.client_id,
+            client_secret: 'attempt-to-take-over-0123456789',
+          })
+        ).statusCode,
+        401,
+      )
       assert.equal((await token({ grant_type: 'client_credentials', ...a.client })).statusCode, 200)
     })
 
@@ -302,24 +457,35 @@ onEachEngine('oauth', (t, engine) => {
 
   describe('several instances on one PostgreSQL', () => {
     it('a revocation or a disabling on one instance holds on the other at once', postgresOnly(engine), async () => {
-      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-      const database = await createDatabase({ databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name), poolSize: 2 })
+      const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!
+        .name
+      const database = await createDatabase({
+        databaseUrl: withDatabase(process.env.TEST_DATABASE_URL!, name),
+        poolSize: 2,
+      })
       const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0 })
       const other = await buildApp({ config, database, clock: t.clock, realClock: t.realClock, logger: false })
       await other.ready()
       try {
-        const get = (token: string) => other.inject({ url: `/api/v1/companies/${a.id}`, headers: { authorization: `Bearer ${token}` } })
+        const get = (token: string) =>
+          other.inject({ url: `/api/v1/companies/${a.id}`, headers: { authorization: `Bearer ${token}` } })
         /** The status the other instance answers once it settles, and how long that took. */
         async function settle(token: string, status: number) {
           const start = Date.now()
-          while ((await get(token)).statusCode !== status && Date.now() - start < 8000) await new Promise((r) => setTimeout(r, 20))
+          while ((await get(token)).statusCode !== status && Date.now() - start < 8000)
+            await new Promise((r) => setTimeout(r, 20))
           return { status: (await get(token)).statusCode, ms: Date.now() - start }
         }
         const client = await companyClient(t, a.id, ['read:company'])
         const clientToken = await t.tokenFor(client.client_id, client.client_secret)
         assert.equal((await get(clientToken)).statusCode, 200, 'a token of one instance works on the other')
-        const tokenOnOther = () => other.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', ...client } })
-        assert.equal((await tokenOnOther()).statusCode, 200, 'the other instance issues tokens to the client (and keeps it)')
+        const tokenOnOther = () =>
+          other.inject({ method: 'POST', url: TOKEN, payload: { grant_type: 'client_credentials', ...client } })
+        assert.equal(
+          (await tokenOnOther()).statusCode,
+          200,
+          'the other instance issues tokens to the client (and keeps it)',
+        )
 
         await t.json(204, { method: 'DELETE', url: `/api/v1/companies/${a.id}/clients/${client.client_id}` })
         const revoked = await settle(clientToken, 401)
@@ -349,7 +515,11 @@ onEachEngine('oauth', (t, engine) => {
     const protectedUrl = () => `/api/v1/companies/${a.id}`
 
     async function expect401(tok: string | null, header?: string) {
-      const res = await t.call({ url: protectedUrl(), token: header ? null : tok, headers: header ? { authorization: header } : {} })
+      const res = await t.call({
+        url: protectedUrl(),
+        token: header ? null : tok,
+        headers: header ? { authorization: header } : {},
+      })
       assert.equal(res.statusCode, 401, `${header ?? tok}: ${res.body}`)
       assert.equal(res.json().code, 'unauthorized')
       assert.equal(typeof res.json().errors, 'string')
@@ -358,7 +528,15 @@ onEachEngine('oauth', (t, engine) => {
 
     it('refuses a missing or malformed Authorization header', async () => {
       await expect401(null)
-      for (const header of ['Bearer', 'Bearer ', 'Basic abc', 'Token abc', `Bearer ${a.token} extra`, 'Bearer not-a-jwt', 'Bearer a.b.c']) {
+      for (const header of [
+        'Bearer',
+        'Bearer ',
+        'Basic abc',
+        'Token abc',
+        `Bearer ${a.token} extra`,
+        'Bearer not-a-jwt',
+        'Bearer a.b.c',
+      ]) {
         await expect401(null, header)
       }
     })
@@ -393,22 +571,46 @@ onEachEngine('oauth', (t, engine) => {
 
       const jwks = await t.json(200, { url: '/.well-known/jwks.json', token: null })
       const publicJwk = jwks.keys.find((k: { kid: string }) => k.kid === kid)
-      for (const secret of [JSON.stringify(publicJwk), Buffer.from(publicJwk.x, 'base64url').toString('latin1'), publicJwk.x]) {
-        const confused = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid }).sign(new TextEncoder().encode(secret))
+      for (const secret of [
+        JSON.stringify(publicJwk),
+        Buffer.from(publicJwk.x, 'base64url').toString('latin1'),
+        publicJwk.x,
+      ]) {
+        const confused = await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'HS256', kid })
+          .sign(new TextEncoder().encode(secret))
         await expect401(confused)
       }
       // The untouched token still works: the refusals above were about the changes.
       await t.json(200, { url: protectedUrl(), token: a.token })
     })
 
-    it('refuses a token signed with the service\'s own key unless every claim is right', async () => {
-      const row = await t.app.database.db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').executeTakeFirstOrThrow()
+    it("refuses a token signed with the service's own key unless every claim is right", async () => {
+      const row = await t.app.database.db
+        .selectFrom('signing_keys')
+        .selectAll()
+        .orderBy('created_at')
+        .orderBy('kid')
+        .executeTakeFirstOrThrow()
       const key = await importJWK(row.private_jwk as JWK, 'EdDSA')
       const now = Math.floor(t.realClock.now().getTime() / 1000)
       const claims = { scope: 'read:company', company_id: a.id }
-      const make = (change: { iss?: string; aud?: string; typ?: string; exp?: number | null; sub?: string | null; payload?: Record<string, unknown> } = {}) => {
-        let jwt = new SignJWT({ ...claims, ...change.payload }).setProtectedHeader({ alg: 'EdDSA', kid: row.kid, typ: change.typ ?? 'at+jwt' })
-          .setIssuer(change.iss ?? 'company-admin-api').setAudience(change.aud ?? 'company-admin-api').setIssuedAt(now).setJti(randomUUID())
+      const make = (
+        change: {
+          iss?: string
+          aud?: string
+          typ?: string
+          exp?: number | null
+          sub?: string | null
+          payload?: Record<string, unknown>
+        } = {},
+      ) => {
+        let jwt = new SignJWT({ ...claims, ...change.payload })
+          .setProtectedHeader({ alg: 'EdDSA', kid: row.kid, typ: change.typ ?? 'at+jwt' })
+          .setIssuer(change.iss ?? 'company-admin-api')
+          .setAudience(change.aud ?? 'company-admin-api')
+          .setIssuedAt(now)
+          .setJti(randomUUID())
         if (change.sub !== null) jwt = jwt.setSubject(change.sub ?? a.client.client_id)
         if (change.exp !== null) jwt = jwt.setExpirationTime(change.exp ?? now + 600)
         return jwt.sign(key)
@@ -429,7 +631,11 @@ onEachEngine('oauth', (t, engine) => {
       const c = await company(t)
       await t.json(200, { url: `/api/v1/companies/${c.id}`, token: c.token })
       await t.json(202, { method: 'PUT', url: `/api/v1/companies/${c.id}` })
-      for (const url of [`/api/v1/companies/${c.id}`, `/api/v1/companies/${c.id}/clients`, `/api/v1/companies/${c.id}/contracts`]) {
+      for (const url of [
+        `/api/v1/companies/${c.id}`,
+        `/api/v1/companies/${c.id}/clients`,
+        `/api/v1/companies/${c.id}/contracts`,
+      ]) {
         const res = await t.call({ url, token: c.token })
         assert.equal(res.statusCode, 403, url)
         assert.equal(res.json().code, 'forbidden')
@@ -448,11 +654,21 @@ onEachEngine('oauth', (t, engine) => {
       assert.equal(res.statusCode, 403)
       assert.equal(res.json().code, 'insufficient_scope')
       assert.equal(res.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="read:company"')
-      const write = await t.call({ method: 'POST', url: `/api/v1/companies/${a.id}/contracts`, token: narrow, body: { first_name: 'A', last_name: 'B' } })
+      const write = await t.call({
+        method: 'POST',
+        url: `/api/v1/companies/${a.id}/contracts`,
+        token: narrow,
+        body: { first_name: 'A', last_name: 'B' },
+      })
       assert.equal(write.statusCode, 403)
       assert.match(String(write.headers['www-authenticate']), /scope="write:contract"/)
       // A company token on a platform route.
-      const platformOnly = await t.call({ method: 'POST', url: '/api/v1/subscription/addons', token: a.token, body: { name: 'x', price: 1, period_unit: 'month' } })
+      const platformOnly = await t.call({
+        method: 'POST',
+        url: '/api/v1/subscription/addons',
+        token: a.token,
+        body: { name: 'x', price: 1, period_unit: 'month' },
+      })
       assert.equal(platformOnly.statusCode, 403)
       assert.equal(platformOnly.json().code, 'forbidden')
     })

@@ -14,16 +14,29 @@ import { lazyChild } from '../src/http/lazy-child-logger.ts'
  * engine: PGlite only.
  */
 let t: TestApp | undefined
-afterEach(async () => { await t?.close(); t = undefined })
+afterEach(async () => {
+  await t?.close()
+  t = undefined
+})
 
 function logSink() {
   const lines: Array<Record<string, unknown>> = []
-  const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)))
+      done()
+    },
+  })
   return { lines, logger: pino({ level: 'info' }, sink) }
 }
 
 // Anonymous requests to an API route: each counts against its address's budget, then is a 401.
-const anonymous = (forwardedFor: string) => t!.call({ url: '/api/v1/companies/00000000-0000-4000-8000-000000000000', token: null, headers: { 'x-forwarded-for': forwardedFor } })
+const anonymous = (forwardedFor: string) =>
+  t!.call({
+    url: '/api/v1/companies/00000000-0000-4000-8000-000000000000',
+    token: null,
+    headers: { 'x-forwarded-for': forwardedFor },
+  })
 
 describe('TRUST_PROXY', () => {
   it('behind a trusted proxy, the rate limit and the log see the address it forwards', async () => {
@@ -35,7 +48,9 @@ describe('TRUST_PROXY', () => {
     assert.equal((await anonymous('203.0.113.5')).statusCode, 429)
     // Another client behind the same proxy has a budget of its own.
     assert.equal((await anonymous('198.51.100.7')).statusCode, 401)
-    const incoming = lines.filter((l) => l.msg === 'incoming request' && /companies/.test((l.req as { url: string }).url)).map((l) => (l.req as { remoteAddress: string }).remoteAddress)
+    const incoming = lines
+      .filter((l) => l.msg === 'incoming request' && /companies/.test((l.req as { url: string }).url))
+      .map((l) => (l.req as { remoteAddress: string }).remoteAddress)
     assert.deepEqual(incoming, ['203.0.113.5', '203.0.113.5', '203.0.113.5', '198.51.100.7'])
   })
 
@@ -43,13 +58,21 @@ describe('TRUST_PROXY', () => {
     t = await buildTestApp(engines[0]!, { TRUST_PROXY: '1', RATE_LIMIT_MAX: 1 })
     // The client claims an address; the balancer (the one hop trusted) appended the real one.
     assert.equal((await anonymous('10.9.9.9, 203.0.113.5')).statusCode, 401)
-    assert.equal((await anonymous('10.9.9.8, 203.0.113.5')).statusCode, 429, 'what the client wrote itself is not believed')
+    assert.equal(
+      (await anonymous('10.9.9.8, 203.0.113.5')).statusCode,
+      429,
+      'what the client wrote itself is not believed',
+    )
   })
 
   it('unset, X-Forwarded-For is not believed: a client cannot buy budgets by writing it', async () => {
     t = await buildTestApp(engines[0]!, { RATE_LIMIT_MAX: 3 })
     // One budget, 127.0.0.1's (the helper's token request took one of its three already).
-    const answers = [await anonymous('203.0.113.5'), await anonymous('203.0.113.6'), await anonymous('203.0.113.7')].map((r) => r.statusCode)
+    const answers = [
+      await anonymous('203.0.113.5'),
+      await anonymous('203.0.113.6'),
+      await anonymous('203.0.113.7'),
+    ].map((r) => r.statusCode)
     assert.equal(answers.at(-1), 429, String(answers))
   })
 })
@@ -63,10 +86,19 @@ describe('load shedding', () => {
     // for in between. Blocking only before each request left the loop idle while a probe waited
     // on PostgreSQL, long enough once (CI, Node 24) for a sample to fall under the threshold and
     // the next API request to pass.
-    const pressure = setInterval(() => { const until = Date.now() + 200; while (Date.now() < until) { /* the load */ } }, 1)
+    const pressure = setInterval(() => {
+      const until = Date.now() + 200
+      while (Date.now() < until) {
+        /* the load */
+      }
+    }, 1)
     let token: Awaited<ReturnType<TestApp['call']>> | undefined
     try {
-      const shed = await eventually(() => t!.call({ url: '/api/v1/subscription/plans' }), (r) => r.statusCode === 503, 15_000)
+      const shed = await eventually(
+        () => t!.call({ url: '/api/v1/subscription/plans' }),
+        (r) => r.statusCode === 503,
+        15_000,
+      )
       assert.equal(shed.statusCode, 503, shed.body)
       assert.equal(shed.headers['retry-after'], '7')
       assert.match(shed.json().errors, /overloaded/)
@@ -75,7 +107,12 @@ describe('load shedding', () => {
         // Still under pressure at that moment: an API route next to it is shed.
         assert.equal((await t.call({ url: '/api/v1/subscription/plans' })).statusCode, 503, `after ${url}`)
       }
-      token = await t.call({ method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials' } })
+      token = await t.call({
+        method: 'POST',
+        url: '/oauth/token',
+        token: null,
+        body: { grant_type: 'client_credentials' },
+      })
     } finally {
       clearInterval(pressure)
     }
@@ -86,20 +123,31 @@ describe('load shedding', () => {
 describe('logging at LOG_LEVEL=warn', () => {
   it('a request that writes no line makes no child logger; a line it writes carries its bindings', async () => {
     const lines: Array<Record<string, unknown>> = []
-    const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done() } })
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(JSON.parse(String(chunk)))
+        done()
+      },
+    })
     const logger = pino({ level: 'warn' }, sink)
     // Every child made from this logger, or from a child of it (pino's children inherit from their parent).
     let children = 0
     const child = logger.child
-    logger.child = function (this: typeof logger, ...args: Parameters<typeof child>) { children++; return child.apply(this, args) } as typeof child
+    logger.child = function (this: typeof logger, ...args: Parameters<typeof child>) {
+      children++
+      return child.apply(this, args)
+    } as typeof child
     t = await buildTestApp(engines[0]!, {}, { logger })
     const c = await company(t)
-    const portal = await t.call({ url: `/api/v1/subscription/${c.id}/portal/?redirect_url=${encodeURIComponent('http://localhost/back')}` })
+    const portal = await t.call({
+      url: `/api/v1/subscription/${c.id}/portal/?redirect_url=${encodeURIComponent('http://localhost/back')}`,
+    })
     assert.equal(portal.statusCode, 200, portal.body)
     const path = new URL(portal.json().access_url).pathname
 
     const before = children
-    for (const token of [undefined, c.token]) assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token })).statusCode, 200)
+    for (const token of [undefined, c.token])
+      assert.equal((await t.call({ url: `/api/v1/companies/${c.id}`, token })).statusCode, 200)
     assert.equal((await t.call({ url: `/api/v1/companies/${c.id}/nothing-here`, token: c.token })).statusCode, 404)
     assert.equal(children, before, 'no child logger for requests that wrote no line')
     assert.equal(lines.length, 0, JSON.stringify(lines))
@@ -107,8 +155,14 @@ describe('logging at LOG_LEVEL=warn', () => {
     // A refused form writes a warn line: its request's id and trace id are on it, and its URL's token is not.
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
     const refused = await t.call({
-      method: 'POST', url: `${path}/cancel`, token: null, body: 'csrf=wrong',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      method: 'POST',
+      url: `${path}/cancel`,
+      token: null,
+      body: 'csrf=wrong',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+      },
     })
     assert.equal(refused.statusCode, 403)
     assert.equal(lines.length, 1, JSON.stringify(lines))
@@ -121,17 +175,28 @@ describe('logging at LOG_LEVEL=warn', () => {
 
   it('a lazy child writes the very line of a pino child, its own children too, and makes none for a level that is off', () => {
     const written: string[] = []
-    const sink = new Writable({ write(chunk, _enc, done) { written.push(String(chunk)); done() } })
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        written.push(String(chunk))
+        done()
+      },
+    })
     const root = pino({ level: 'warn', timestamp: false }, sink)
     let made = 0
-    const lazy = lazyChild(root, () => { made++; return root.child({ reqId: 'r1', trace_id: 't1' }) })
+    const lazy = lazyChild(root, () => {
+      made++
+      return root.child({ reqId: 'r1', trace_id: 't1' })
+    })
     const client = lazy.child({ client_id: 'c1', company_id: null })
     client.info('not written')
     lazy.debug('not written either')
     assert.equal(made, 0, 'no child for lines at a level that is off')
     assert.equal(lazy.level, 'warn')
     client.warn({ code: 'x' }, 'written')
-    root.child({ reqId: 'r1', trace_id: 't1' }).child({ client_id: 'c1', company_id: null }).warn({ code: 'x' }, 'written')
+    root
+      .child({ reqId: 'r1', trace_id: 't1' })
+      .child({ client_id: 'c1', company_id: null })
+      .warn({ code: 'x' }, 'written')
     assert.equal(made, 1)
     assert.equal(written.length, 2)
     assert.equal(written[0], written[1])
@@ -146,14 +211,21 @@ describe('logging at LOG_LEVEL=warn', () => {
 describe('with the default settings', () => {
   const { lines, logger } = logSink()
   let d: TestApp
-  before(async () => { d = await buildTestApp(engines[0]!, {}, { logger }) })
-  after(async () => { await d?.close() })
+  before(async () => {
+    d = await buildTestApp(engines[0]!, {}, { logger })
+  })
+  after(async () => {
+    await d?.close()
+  })
 
   it('log lines name the client and company of the token, and the trace id of a W3C traceparent', async () => {
     const c = await company(d)
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
     lines.length = 0
-    const res = await d.call({ url: `/api/v1/companies/${c.id}`, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+    const res = await d.call({
+      url: `/api/v1/companies/${c.id}`,
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    })
     assert.equal(res.statusCode, 200, res.body)
     const completed = lines.find((l) => l.msg === 'request completed')
     assert.ok(completed, JSON.stringify(lines))
@@ -165,7 +237,16 @@ describe('with the default settings', () => {
 
     // A company's own client: its company on the line.
     lines.length = 0
-    assert.equal((await d.call({ url: `/api/v1/companies/${c.id}`, token: c.token, headers: { traceparent: 'not-a-traceparent' } })).statusCode, 200)
+    assert.equal(
+      (
+        await d.call({
+          url: `/api/v1/companies/${c.id}`,
+          token: c.token,
+          headers: { traceparent: 'not-a-traceparent' },
+        })
+      ).statusCode,
+      200,
+    )
     const own = lines.find((l) => l.msg === 'request completed')!
     assert.equal(own.client_id, c.client.client_id)
     assert.equal(own.company_id, c.id)

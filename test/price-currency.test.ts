@@ -12,7 +12,20 @@ import { locationId, uniq, type TestApp } from './helpers/app.ts'
 import { withDatabase } from './helpers/databases.ts'
 import { company } from './helpers/factories.ts'
 import { ALLOWED, PageSession, pathOf } from './hosted-helpers.ts'
-import { SUB, addon, at, billedCompany, call, coupon, detailsOf, estimate, json, setCard, update, type BillingFixture } from './subscriptions-helpers.ts'
+import {
+  SUB,
+  addon,
+  at,
+  billedCompany,
+  call,
+  coupon,
+  detailsOf,
+  estimate,
+  json,
+  setCard,
+  update,
+  type BillingFixture,
+} from './subscriptions-helpers.ts'
 import { onEachEngine, forEachEngine } from './helpers/engine-suites.ts'
 
 /**
@@ -23,8 +36,17 @@ import { onEachEngine, forEachEngine } from './helpers/engine-suites.ts'
  */
 const CURRENCY_MIGRATION = '0042_price_currency'
 
-const planBody = (fields: Record<string, unknown> = {}) =>
-  ({ plan: { sku: uniq('plan'), name: 'Plan', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'], ...fields } })
+const planBody = (fields: Record<string, unknown> = {}) => ({
+  plan: {
+    sku: uniq('plan'),
+    name: 'Plan',
+    price: 29.9,
+    plan_family: 'core',
+    period_unit: 'month',
+    features: ['stamping'],
+    ...fields,
+  },
+})
 
 async function created(t: TestApp, url: string, body: unknown) {
   const res = await call(t, { method: 'POST', url, body })
@@ -43,7 +65,10 @@ function refused(res: { statusCode: number; body: string; json(): any }, field: 
 async function restartedWith(t: TestApp, overrides: Partial<Config>) {
   const app = await buildApp({
     config: loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, ...overrides }),
-    database: t.app.database, clock: t.clock, realClock: t.realClock, logger: false,
+    database: t.app.database,
+    clock: t.clock,
+    realClock: t.realClock,
+    logger: false,
   })
   await app.ready()
   return app
@@ -68,28 +93,75 @@ onEachEngine('currency on each price', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLO
     const percent = await coupon(t, { discount_value: 10 })
     const coupons = await json(t, 200, { url: `${SUB}/coupons` })
     const of = (code: string) => coupons.find((k: { code: string }) => k.code === code)
-    assert.deepEqual([fixed, fixedYen, percent].map((code) => [of(code).discount_value, of(code).currency_code]), [[5, 'EUR'], [100, 'JPY'], [10, null]])
+    assert.deepEqual(
+      [fixed, fixedYen, percent].map((code) => [of(code).discount_value, of(code).currency_code]),
+      [
+        [5, 'EUR'],
+        [100, 'JPY'],
+        [10, null],
+      ],
+    )
   })
 
-  it('counts a price in its own currency\'s decimals, whatever CURRENCY_CODE is', async () => {
-    refused(await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ price: 1000.5, currency_code: 'JPY' }) }), 'body/plan/price', /JPY has no decimals/)
-    refused(await call(t, { method: 'POST', url: `${SUB}/addons`, body: { name: 'Fils', price: 1.2345, period_unit: 'month', currency_code: 'KWD' } }), 'body/price', /3 decimals \(KWD\)/)
+  it("counts a price in its own currency's decimals, whatever CURRENCY_CODE is", async () => {
+    refused(
+      await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ price: 1000.5, currency_code: 'JPY' }) }),
+      'body/plan/price',
+      /JPY has no decimals/,
+    )
+    refused(
+      await call(t, {
+        method: 'POST',
+        url: `${SUB}/addons`,
+        body: { name: 'Fils', price: 1.2345, period_unit: 'month', currency_code: 'KWD' },
+      }),
+      'body/price',
+      /3 decimals \(KWD\)/,
+    )
     const kwd = await created(t, `${SUB}/plans`, planBody({ price: 12.345, currency_code: 'KWD' }))
     assert.equal((await json(t, 200, { url: `${SUB}/plans/${kwd}`, token: null })).plan.price, 12.345)
   })
 
   it('refuses a currency_code that is not an ISO 4217 code, and one on a percentage coupon, with 400 naming the field', async () => {
     for (const code of ['XYZ', 'eur', 'EURO', 'E1R', 978, null]) {
-      refused(await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ currency_code: code }) }), 'body/plan/currency_code')
-      refused(await call(t, { method: 'POST', url: `${SUB}/addons`, body: { name: 'A', price: 1, period_unit: 'month', currency_code: code } }), 'body/currency_code')
-      refused(await call(t, { method: 'POST', url: `${SUB}/coupons`, body: { code: uniq('C'), name: 'C', discount_type: 'fixed_amount', discount_value: 1, currency_code: code } }), 'body/currency_code')
+      refused(
+        await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ currency_code: code }) }),
+        'body/plan/currency_code',
+      )
+      refused(
+        await call(t, {
+          method: 'POST',
+          url: `${SUB}/addons`,
+          body: { name: 'A', price: 1, period_unit: 'month', currency_code: code },
+        }),
+        'body/currency_code',
+      )
+      refused(
+        await call(t, {
+          method: 'POST',
+          url: `${SUB}/coupons`,
+          body: { code: uniq('C'), name: 'C', discount_type: 'fixed_amount', discount_value: 1, currency_code: code },
+        }),
+        'body/currency_code',
+      )
     }
-    refused(await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ currency_code: 'XYZ' }) }), 'body/plan/currency_code', /XYZ is not an ISO 4217 currency code/)
-    refused(await call(t, { method: 'POST', url: `${SUB}/coupons`, body: { code: uniq('C'), name: 'C', discount_type: 'percentage', discount_value: 10, currency_code: 'EUR' } }),
-      'body/currency_code', /fixed_amount/)
+    refused(
+      await call(t, { method: 'POST', url: `${SUB}/plans`, body: planBody({ currency_code: 'XYZ' }) }),
+      'body/plan/currency_code',
+      /XYZ is not an ISO 4217 currency code/,
+    )
+    refused(
+      await call(t, {
+        method: 'POST',
+        url: `${SUB}/coupons`,
+        body: { code: uniq('C'), name: 'C', discount_type: 'percentage', discount_value: 10, currency_code: 'EUR' },
+      }),
+      'body/currency_code',
+      /fixed_amount/,
+    )
   })
 
-  it('keeps every stored price\'s currency when the service starts again with another CURRENCY_CODE; only new prices take the new default', async () => {
+  it("keeps every stored price's currency when the service starts again with another CURRENCY_CODE; only new prices take the new default", async () => {
     const c = await billedCompany(t, { plans: { basic: { price: 29.9 } }, company: { plan_quantity: 1 } })
     const badge = await addon(t, { price: 5 })
     const fixed = await coupon(t, { discount_type: 'fixed_amount', discount_value: 2 })
@@ -102,15 +174,30 @@ onEachEngine('currency on each price', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLO
       }
       const plan = (await get(`${SUB}/plans/by_sku/${c.planSku}`, null)).plan
       assert.deepEqual([plan.price, plan.currency_code], [29.9, 'EUR'])
-      assert.deepEqual([(await get(`${SUB}/addons/${badge}`, null)).price, (await get(`${SUB}/addons/${badge}`, null)).currency_code], [5, 'EUR'])
+      assert.deepEqual(
+        [(await get(`${SUB}/addons/${badge}`, null)).price, (await get(`${SUB}/addons/${badge}`, null)).currency_code],
+        [5, 'EUR'],
+      )
       const stored = (await get(`${SUB}/coupons`)).find((k: { code: string }) => k.code === fixed)
       assert.deepEqual([stored.discount_value, stored.currency_code], [2, 'EUR'])
       // The subscription still bills in euros: 29.90 + 5.00 − 2.00 = 32.90, Italian VAT 22 % = 7.24.
-      const query = new URLSearchParams({ company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1', addons: badge, coupon_code: fixed })
+      const query = new URLSearchParams({
+        company_id: c.id,
+        product_sku: c.productSku,
+        subscription_plan: c.planSku,
+        plan_quantity: '1',
+        addons: badge,
+        coupon_code: fixed,
+      })
       const invoice = (await get(`${SUB}/${c.id}/estimate?${query}`)).estimate.invoice_estimate
       assert.deepEqual([invoice.sub_total, invoice.total, invoice.currency_code], [3490, 4014, 'EUR'])
       // A new price without currency_code takes the setting in force now.
-      const made = await app.inject({ method: 'POST', url: `${SUB}/plans`, headers: { authorization: `Bearer ${t.platformToken}` }, payload: planBody({ price: 1000 }) })
+      const made = await app.inject({
+        method: 'POST',
+        url: `${SUB}/plans`,
+        headers: { authorization: `Bearer ${t.platformToken}` },
+        payload: planBody({ price: 1000 }),
+      })
       assert.equal(made.statusCode, 202, made.body)
       assert.equal((await get(made.headers.location as string, null)).plan.currency_code, 'JPY')
     } finally {
@@ -118,7 +205,7 @@ onEachEngine('currency on each price', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLO
     }
   })
 
-  describe('a subscription in its plan\'s currency', () => {
+  describe("a subscription in its plan's currency", () => {
     let c: BillingFixture
     let dollarAddon: string
     let dollarCoupon: string
@@ -126,24 +213,40 @@ onEachEngine('currency on each price', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLO
     let stranger: string
     before(async () => {
       stranger = (await company(t)).token
-      c = await billedCompany(t, { plans: { basic: { price: 29.9 }, dollars: { price: 30, currency_code: 'USD' }, gold: { price: 49.9 } }, company: { plan_quantity: 1 } })
+      c = await billedCompany(t, {
+        plans: { basic: { price: 29.9 }, dollars: { price: 30, currency_code: 'USD' }, gold: { price: 49.9 } },
+        company: { plan_quantity: 1 },
+      })
       dollarAddon = await addon(t, { price: 5, currency_code: 'USD' })
       dollarCoupon = await coupon(t, { discount_type: 'fixed_amount', discount_value: 2, currency_code: 'USD' })
     })
-    const query = (extra: Record<string, string | string[]> = {}) =>
-      ({ company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1', ...extra })
+    const query = (extra: Record<string, string | string[]> = {}) => ({
+      company_id: c.id,
+      product_sku: c.productSku,
+      subscription_plan: c.planSku,
+      plan_quantity: '1',
+      ...extra,
+    })
 
     it('refuses an addon in another currency with 400 naming addons: estimate (stored and new) and update', async () => {
       refused(await estimate(t, c.id, query({ addons: [dollarAddon] })), 'querystring/addons', /USD.*EUR|EUR.*USD/)
       refused(await estimate(t, c.id, query({ addons: [dollarAddon] }), null), 'querystring/addons')
-      refused(await update(t, c.id, c.subscriptionId, { addons: [dollarAddon] }, c.token), 'body/addons', /USD.*EUR|EUR.*USD/)
+      refused(
+        await update(t, c.id, c.subscriptionId, { addons: [dollarAddon] }, c.token),
+        'body/addons',
+        /USD.*EUR|EUR.*USD/,
+      )
       assert.deepEqual((await detailsOf(t, c)).addons ?? [], [])
     })
 
     it('refuses a fixed-amount coupon in another currency with 400 naming coupon_code; a percentage coupon fits any', async () => {
       refused(await estimate(t, c.id, query({ coupon_code: dollarCoupon })), 'querystring/coupon_code', /USD/)
       refused(await estimate(t, c.id, query({ coupon_code: dollarCoupon }), stranger), 'querystring/coupon_code')
-      refused(await update(t, c.id, c.subscriptionId, { coupon_code: dollarCoupon }, c.token), 'body/coupon_code', /USD/)
+      refused(
+        await update(t, c.id, c.subscriptionId, { coupon_code: dollarCoupon }, c.token),
+        'body/coupon_code',
+        /USD/,
+      )
       const percent = await coupon(t, { discount_value: 10 })
       const res = await estimate(t, c.id, query({ coupon_code: percent }))
       assert.equal(res.statusCode, 200, res.body)
@@ -151,25 +254,50 @@ onEachEngine('currency on each price', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLO
     })
 
     it('refuses a change to a plan in another currency with 400 naming subscription_plan; a plan of the same currency is fine', async () => {
-      refused(await estimate(t, c.id, query({ subscription_plan: c.plans.dollars! })), 'querystring/subscription_plan', /USD.*EUR|EUR.*USD/)
-      refused(await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.dollars }, c.token), 'body/subscription_plan', /USD.*EUR|EUR.*USD/)
+      refused(
+        await estimate(t, c.id, query({ subscription_plan: c.plans.dollars! })),
+        'querystring/subscription_plan',
+        /USD.*EUR|EUR.*USD/,
+      )
+      refused(
+        await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.dollars }, c.token),
+        'body/subscription_plan',
+        /USD.*EUR|EUR.*USD/,
+      )
       assert.equal((await detailsOf(t, c)).plan.sku, c.planSku)
       const gold = await estimate(t, c.id, query({ subscription_plan: c.plans.gold! }))
       assert.equal(gold.statusCode, 200, gold.body)
       // A new subscription may start on the dollar plan with dollar prices: all one currency.
-      const fresh = await estimate(t, c.id, query({ subscription_plan: c.plans.dollars!, addons: [dollarAddon], coupon_code: dollarCoupon }), stranger)
+      const fresh = await estimate(
+        t,
+        c.id,
+        query({ subscription_plan: c.plans.dollars!, addons: [dollarAddon], coupon_code: dollarCoupon }),
+        stranger,
+      )
       assert.equal(fresh.statusCode, 200, fresh.body)
-      assert.deepEqual([fresh.json().estimate.invoice_estimate.sub_total, fresh.json().estimate.invoice_estimate.currency_code], [3500, 'USD'])
+      assert.deepEqual(
+        [fresh.json().estimate.invoice_estimate.sub_total, fresh.json().estimate.invoice_estimate.currency_code],
+        [3500, 'USD'],
+      )
     })
   })
 
-  it('bills in the plan\'s currency: a 1000-yen plan under CURRENCY_CODE EUR is invoiced 1000 JPY, its details and estimate say so', async () => {
+  it("bills in the plan's currency: a 1000-yen plan under CURRENCY_CODE EUR is invoiced 1000 JPY, its details and estimate say so", async () => {
     const c = await billedCompany(t, {
-      start: '2027-03-02T00:00:00.000Z', plans: { yen: { price: 1000, currency_code: 'JPY' } }, company: { plan_quantity: 1 },
+      start: '2027-03-02T00:00:00.000Z',
+      plans: { yen: { price: 1000, currency_code: 'JPY' } },
+      company: { plan_quantity: 1 },
     })
     const details = await detailsOf(t, c)
     assert.deepEqual([details.plan.price, details.plan.currency_code], [1000, 'JPY'])
-    const invoice = (await estimate(t, c.id, { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' })).json().estimate.invoice_estimate
+    const invoice = (
+      await estimate(t, c.id, {
+        company_id: c.id,
+        product_sku: c.productSku,
+        subscription_plan: c.planSku,
+        plan_quantity: '1',
+      })
+    ).json().estimate.invoice_estimate
     // 1000 yen, Italian VAT 22 % = 220.
     assert.deepEqual([invoice.sub_total, invoice.total, invoice.currency_code], [1000, 1220, 'JPY'])
     // The manager page writes the plan in its own currency, not in CURRENCY_CODE's.
@@ -190,17 +318,30 @@ forEachEngine(`migration ${CURRENCY_MIGRATION}`, (engine) => {
     for (const given of ['JPY', undefined]) {
       const { db, close } = await databaseBefore(engine, CURRENCY_MIGRATION)
       try {
-        await sql`INSERT INTO plans (id, sku, name, price_cents, plan_family, period_unit, features) VALUES (gen_random_uuid(), 'old', 'Old', 1000, 'core', 'month', '{}')`.execute(db)
-        await sql`INSERT INTO addons (id, name, price_cents, period_unit) VALUES (gen_random_uuid(), 'Badge', 150, 'month')`.execute(db)
-        await sql`INSERT INTO coupons (id, code, name, discount_type, discount_value_minor) VALUES (gen_random_uuid(), 'FIXED', 'F', 'fixed_amount', 100), (gen_random_uuid(), 'PCT', 'P', 'percentage', 1000)`.execute(db)
+        await sql`INSERT INTO plans (id, sku, name, price_cents, plan_family, period_unit, features) VALUES (gen_random_uuid(), 'old', 'Old', 1000, 'core', 'month', '{}')`.execute(
+          db,
+        )
+        await sql`INSERT INTO addons (id, name, price_cents, period_unit) VALUES (gen_random_uuid(), 'Badge', 150, 'month')`.execute(
+          db,
+        )
+        await sql`INSERT INTO coupons (id, code, name, discount_type, discount_value_minor) VALUES (gen_random_uuid(), 'FIXED', 'F', 'fixed_amount', 100), (gen_random_uuid(), 'PCT', 'P', 'percentage', 1000)`.execute(
+          db,
+        )
         if (given === undefined) {
           await assert.rejects(migrate(db), /need the CURRENCY_CODE they were written under/)
           continue
         }
         assert.ok((await migrate(db, { currencyCode: given })).includes(CURRENCY_MIGRATION))
         const currencies = async (table: string) =>
-          (await sql<{ currency_code: string | null }>`SELECT currency_code FROM ${sql.table(table)} ORDER BY 1 NULLS LAST`.execute(db)).rows.map((r) => r.currency_code)
-        assert.deepEqual([await currencies('plans'), await currencies('addons'), await currencies('coupons')], [['JPY'], ['JPY'], ['JPY', null]])
+          (
+            await sql<{
+              currency_code: string | null
+            }>`SELECT currency_code FROM ${sql.table(table)} ORDER BY 1 NULLS LAST`.execute(db)
+          ).rows.map((r) => r.currency_code)
+        assert.deepEqual(
+          [await currencies('plans'), await currencies('addons'), await currencies('coupons')],
+          [['JPY'], ['JPY'], ['JPY', null]],
+        )
         // A later change of setting rewrites nothing: the migration is applied once.
         assert.deepEqual(await migrate(db, { currencyCode: 'USD' }), [])
         assert.deepEqual(await currencies('plans'), ['JPY'])
@@ -228,7 +369,10 @@ async function databaseBefore(engine: string, before: string): Promise<{ db: Kys
     const pglite = new PGlite()
     await pglite.waitReady
     db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ ...createPgConfig(pglite), max: 1 }) }) })
-    close = async () => { await db.destroy(); await pglite.close() }
+    close = async () => {
+      await db.destroy()
+      await pglite.close()
+    }
   } else {
     const admin = process.env.TEST_DATABASE_URL!
     const name = `cai_currency_${process.pid}_${randomBytes(3).toString('hex')}`
@@ -238,11 +382,19 @@ async function databaseBefore(engine: string, before: string): Promise<{ db: Kys
     const pool = new pg.Pool({ connectionString: withDatabase(admin, name), max: 2 })
     pool.on('error', () => {})
     db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
-    close = async () => { await db.destroy(); await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`); await client.end() }
+    close = async () => {
+      await db.destroy()
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await client.end()
+    }
   }
-  await sql`CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(db)
+  await sql`CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(
+    db,
+  )
   for (const m of readMigrations().filter((m) => m.version < before)) {
-    await sql.raw(`BEGIN;\n${m.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${m.version}');\nCOMMIT;`).execute(db)
+    await sql
+      .raw(`BEGIN;\n${m.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${m.version}');\nCOMMIT;`)
+      .execute(db)
   }
   return { db, close }
 }

@@ -23,19 +23,29 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 
 /** Write routes that cannot succeed with a request built from their schemas, and why. */
 const NOT_WALKED: Record<string, string> = {
-  'POST /oauth/token': 'takes a client\'s own secret; issues a token and writes no table a cached read shows (test/oauth.test.ts)',
-  'POST /api/v1/subscription/webhooks/chargebee': 'takes only a body signed by the billing provider (test/chargebee-webhooks.test.ts)',
-  'PUT /api/v1/companies/{company_id}/communications/messages/{message_id}/action': 'acts only on a message whose communication asks for an action, which a generated communication does not (test/communications-messages.test.ts)',
+  'POST /oauth/token':
+    "takes a client's own secret; issues a token and writes no table a cached read shows (test/oauth.test.ts)",
+  'POST /api/v1/subscription/webhooks/chargebee':
+    'takes only a body signed by the billing provider (test/chargebee-webhooks.test.ts)',
+  'PUT /api/v1/companies/{company_id}/communications/messages/{message_id}/action':
+    'acts only on a message whose communication asks for an action, which a generated communication does not (test/communications-messages.test.ts)',
 }
 
 /** Write routes that need more than a request built from their schemas: what is done first, or changed in the request. */
 const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promise<void> | void> = {
   'POST /api/v1/companies': (_t, tenant, call) => {
-    Object.assign(call.body as object, { product_sku: tenant.company.productSku, subscription_plan: tenant.company.planSku })
+    Object.assign(call.body as object, {
+      product_sku: tenant.company.productSku,
+      subscription_plan: tenant.company.planSku,
+    })
   },
   // A new contract is in no team: its team_ids are refused on creation.
-  'POST /api/v1/companies/{company_id}/contracts': (_t, _tenant, call) => { delete (call.body as { team_ids?: unknown }).team_ids },
-  'PUT /api/v1/subscription/{company_id}/payment_source': (_t, _tenant, call) => { call.body = CARD },
+  'POST /api/v1/companies/{company_id}/contracts': (_t, _tenant, call) => {
+    delete (call.body as { team_ids?: unknown }).team_ids
+  },
+  'PUT /api/v1/subscription/{company_id}/payment_source': (_t, _tenant, call) => {
+    call.body = CARD
+  },
   'PUT /api/v1/subscription/{company_id}/remove_scheduled_cancellation/{subscription_id}': async (t, tenant) => {
     await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/cancel`, body: {} })
   },
@@ -51,8 +61,12 @@ function readsOf(tenant: Tenant, year: number): Reads {
   const subsidiary = tenant.byName.get('subsidiary')
   assert.ok(subsidiary, 'the tenant has a subsidiary')
   return {
-    company: base, teams: `${base}/teams`, contracts: `${base}/contracts?limit=50`, holidays: `${base}/holidays`,
-    subsidiary_holidays: `${base}/subsidiaries/${subsidiary}/holidays`, all_holidays: `${base}/all_holidays?year=${year}`,
+    company: base,
+    teams: `${base}/teams`,
+    contracts: `${base}/contracts?limit=50`,
+    holidays: `${base}/holidays`,
+    subsidiary_holidays: `${base}/subsidiaries/${subsidiary}/holidays`,
+    all_holidays: `${base}/all_holidays?year=${year}`,
   }
 }
 
@@ -107,16 +121,31 @@ onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, en
     return out
   }
 
-  const onFirst = (tenant: Tenant) => (url: string) => url === 'token'
-    ? t.call({ method: 'POST', url: '/oauth/token', token: null, body: { grant_type: 'client_credentials', ...tenant.company.client } })
-    : t.call({ url })
-  const onSecond = (tenant: Tenant) => (url: string) => url === 'token'
-    ? second!.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', ...tenant.company.client } })
-    : second!.inject({ url, headers: { authorization: `Bearer ${t.platformToken}` } })
+  const onFirst = (tenant: Tenant) => (url: string) =>
+    url === 'token'
+      ? t.call({
+          method: 'POST',
+          url: '/oauth/token',
+          token: null,
+          body: { grant_type: 'client_credentials', ...tenant.company.client },
+        })
+      : t.call({ url })
+  const onSecond = (tenant: Tenant) => (url: string) =>
+    url === 'token'
+      ? second!.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          payload: { grant_type: 'client_credentials', ...tenant.company.client },
+        })
+      : second!.inject({ url, headers: { authorization: `Bearer ${t.platformToken}` } })
 
   it('walks every write route or says why not', () => {
     const all = writes.map(key)
-    assert.deepEqual(Object.keys(NOT_WALKED).filter((r) => !all.includes(r)), [], 'not walked, yet not documented')
+    assert.deepEqual(
+      Object.keys(NOT_WALKED).filter((r) => !all.includes(r)),
+      [],
+      'not walked, yet not documented',
+    )
   })
 
   it('answers every cached read with the new state right after each write', async () => {
@@ -135,9 +164,14 @@ onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, en
       if (!known) failures.push(`${key(route)}: no id for ${unknown.join(', ') || 'its path'} (seed one)`)
       await PREPARED[key(route)]?.(t, tenant, call)
       // Keyed where the route takes a key: the request's work is then one transaction, committed as its answer is kept.
-      const keyHeader: Record<string, string> = route.method === 'POST' || route.method === 'PUT' ? { 'idempotency-key': randomUUID() } : {}
+      const keyHeader: Record<string, string> =
+        route.method === 'POST' || route.method === 'PUT' ? { 'idempotency-key': randomUUID() } : {}
       const form = multipart ? pdfForm() : undefined
-      const res = await t.call({ ...call, ...(form ? { body: form.body } : {}), headers: { ...form?.headers, ...keyHeader } })
+      const res = await t.call({
+        ...call,
+        ...(form ? { body: form.body } : {}),
+        headers: { ...form?.headers, ...keyHeader },
+      })
       if (res.statusCode >= 300) {
         failures.push(`${key(route)}: ${res.statusCode} ${res.body}`)
         continue
@@ -151,7 +185,11 @@ onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, en
       }
       if (second) {
         // The bound is the announcement's travel to the other instance's LISTEN connection; a second leaves room for a loaded machine.
-        const heard = await eventually(() => readAll(onSecond(tenant), tenant), (bodies) => JSON.stringify(bodies) === JSON.stringify(truth), 1_000)
+        const heard = await eventually(
+          () => readAll(onSecond(tenant), tenant),
+          (bodies) => JSON.stringify(bodies) === JSON.stringify(truth),
+          1_000,
+        )
         for (const read of Object.keys(truth)) {
           if (heard[read] !== truth[read]) failures.push(`${key(route)}: ${read} is stale on another instance`)
         }
@@ -161,12 +199,14 @@ onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, en
     assert.ok(changing >= 10, `only ${changing} writes changed a cached read: the walk shows too little`)
   })
 
-  it('finds a write left unannounced: the walk\'s check can fail', async () => {
+  it("finds a write left unannounced: the walk's check can fail", async () => {
     const tenant = await seeded()
     await t.app.services.readCache.heardUpToNow()
     await readAll(onFirst(tenant), tenant)
     const before = await readAll(onFirst(tenant), tenant)
-    await behindEveryCache(t.app.database, (trx) => sql`UPDATE companies SET name = 'Unannounced' WHERE id = ${tenant.company.id}`.execute(trx))
+    await behindEveryCache(t.app.database, (trx) =>
+      sql`UPDATE companies SET name = 'Unannounced' WHERE id = ${tenant.company.id}`.execute(trx),
+    )
     assert.deepEqual(await readAll(onFirst(tenant), tenant), before, 'the cache still answers the old state')
     t.app.services.readCache.forget()
     assert.notDeepEqual(await readAll(onFirst(tenant), tenant), before)

@@ -17,17 +17,39 @@ import { requires } from './helpers/requires.ts'
 const ADMIN = { client_id: 'restore-admin', client_secret: 'restore-admin-secret-0123456789' }
 
 async function service(settings: Partial<Config>) {
-  const config = loadConfig({}, { LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, SHED_EVENT_LOOP_DELAY_MS: 0, ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...settings })
+  const config = loadConfig(
+    {},
+    {
+      LOG_LEVEL: 'silent',
+      SCHEDULER_ENABLED: false,
+      RATE_LIMIT_MAX: 0,
+      SHED_EVENT_LOOP_DELAY_MS: 0,
+      ADMIN_CLIENT_ID: ADMIN.client_id,
+      ADMIN_CLIENT_SECRET: ADMIN.client_secret,
+      ...settings,
+    },
+  )
   const app = await buildApp({ config, logger: false })
   await app.services.oauth.ensureAdminClient({ id: ADMIN.client_id, secret: ADMIN.client_secret })
   await app.ready()
-  const token = await app.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', ...ADMIN } })
+  const token = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: { grant_type: 'client_credentials', ...ADMIN },
+  })
   assert.equal(token.statusCode, 200, token.body)
   const headers = { authorization: `Bearer ${token.json().access_token}` }
   return {
     app,
     async write() {
-      const plan = { sku: 'restore-pro', name: 'Pro', price: 29.9, plan_family: 'core', period_unit: 'month', features: ['stamping'] }
+      const plan = {
+        sku: 'restore-pro',
+        name: 'Pro',
+        price: 29.9,
+        plan_family: 'core',
+        period_unit: 'month',
+        features: ['stamping'],
+      }
       const res = await app.inject({ method: 'POST', url: '/api/v1/subscription/plans', headers, payload: { plan } })
       assert.equal(res.statusCode, 202, res.body)
     },
@@ -75,7 +97,11 @@ describe('restore on postgres', () => {
     const sql = async (text: string) => {
       const client = new pg.Client({ connectionString: admin })
       await client.connect()
-      try { await client.query(text) } finally { await client.end() }
+      try {
+        await client.query(text)
+      } finally {
+        await client.end()
+      }
     }
     await sql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     await sql(`CREATE DATABASE ${name}`)

@@ -21,8 +21,15 @@ forEachEngine('the running scheduler', (engine) => {
 
   before(async () => {
     database = await openTestDatabase(engine)
-    scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS })
-    scheduler.register('test.wake', async ({ key }) => { ran.get(key)?.(Date.now()) })
+    scheduler = createScheduler({
+      db: database.db,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      pollMs: POLL_MS,
+    })
+    scheduler.register('test.wake', async ({ key }) => {
+      ran.get(key)?.(Date.now())
+    })
   })
   after(async () => {
     await scheduler?.stop()
@@ -44,11 +51,16 @@ forEachEngine('the running scheduler', (engine) => {
     assert.ok(at - due < 10_000, `ran ${at - due} ms after it was due`)
   })
 
-  it('runs a job another instance scheduled when it falls due, once a pass has seen it', { timeout: 15_000 }, async () => {
+  it('runs a job another instance scheduled when it falls due, once a pass has seen it', {
+    timeout: 15_000,
+  }, async () => {
     await scheduler.stop()
     const due = Date.now() + 1_500
     // Written as another instance would: this one is not told.
-    await database.db.insertInto('jobs').values({ kind: 'test.wake', key: 'other', run_at: new Date(due), payload: '{}' }).execute()
+    await database.db
+      .insertInto('jobs')
+      .values({ kind: 'test.wake', key: 'other', run_at: new Date(due), payload: '{}' })
+      .execute()
     const done = runs('other')
     scheduler.start()
     const at = await done
@@ -65,36 +77,54 @@ forEachEngine('the running scheduler', (engine) => {
  * the 20 s and the test fails on the count). PostgreSQL only: PGlite is one session, where the app
  * runs one job at a time (src/app.ts), and a second transaction waits for the first.
  */
-forEachEngine('the scheduler\'s concurrent workers', (engine) => {
-  it('runs four due jobs of one lane at once with concurrency 4', { timeout: 60_000 }, async () => {
-    const database = await openTestDatabase(engine)
-    const scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS, concurrency: 4 })
-    let active = 0
-    let most = 0
-    const done: string[] = []
-    let allDone: () => void
-    const finished = new Promise<void>((resolve) => { allDone = resolve })
-    scheduler.register('test.together', async ({ key }) => {
-      active++
-      most = Math.max(most, active)
-      for (let waited = 0; active < 4 && most < 4 && waited < 20_000; waited += 20) await new Promise((r) => setTimeout(r, 20))
-      active--
-      done.push(key)
-      if (done.length === 4) allDone()
+forEachEngine(
+  "the scheduler's concurrent workers",
+  (engine) => {
+    it('runs four due jobs of one lane at once with concurrency 4', { timeout: 60_000 }, async () => {
+      const database = await openTestDatabase(engine)
+      const scheduler = createScheduler({
+        db: database.db,
+        clock: systemClock,
+        log: pino({ level: 'silent' }),
+        pollMs: POLL_MS,
+        concurrency: 4,
+      })
+      let active = 0
+      let most = 0
+      const done: string[] = []
+      let allDone: () => void
+      const finished = new Promise<void>((resolve) => {
+        allDone = resolve
+      })
+      scheduler.register('test.together', async ({ key }) => {
+        active++
+        most = Math.max(most, active)
+        for (let waited = 0; active < 4 && most < 4 && waited < 20_000; waited += 20)
+          await new Promise((r) => setTimeout(r, 20))
+        active--
+        done.push(key)
+        if (done.length === 4) allDone()
+      })
+      try {
+        for (let i = 0; i < 4; i++)
+          await scheduler.schedule(database.db, {
+            kind: 'test.together',
+            key: `j${i}`,
+            runAt: new Date(Date.now() - 1000),
+          })
+        scheduler.start()
+        await finished
+        assert.equal(most, 4, `at most ${most} jobs ran at once`)
+        assert.deepEqual([...done].sort(), ['j0', 'j1', 'j2', 'j3'])
+      } finally {
+        await scheduler.stop()
+        await database.close()
+        await database.drop()
+      }
     })
-    try {
-      for (let i = 0; i < 4; i++) await scheduler.schedule(database.db, { kind: 'test.together', key: `j${i}`, runAt: new Date(Date.now() - 1000) })
-      scheduler.start()
-      await finished
-      assert.equal(most, 4, `at most ${most} jobs ran at once`)
-      assert.deepEqual([...done].sort(), ['j0', 'j1', 'j2', 'j3'])
-    } finally {
-      await scheduler.stop()
-      await database.close()
-      await database.drop()
-    }
-  })
-}, (engine) => ({ skip: engine === 'pglite' ? 'PGlite is one database session: one job at a time' : false }))
+  },
+  (engine) => ({ skip: engine === 'pglite' ? 'PGlite is one database session: one job at a time' : false }),
+)
 
 // Its own setup: a scheduler over a bare database, without an app.
 /**
@@ -103,33 +133,61 @@ forEachEngine('the scheduler\'s concurrent workers', (engine) => {
  * used to run the pass to its end (up to 1,000 jobs) before stop() resolved.
  */
 forEachEngine('stopping the running scheduler', (engine) => {
-  it('finishes the job in flight and leaves the other due jobs for the next instance', { timeout: 60_000 }, async () => {
+  it('finishes the job in flight and leaves the other due jobs for the next instance', {
+    timeout: 60_000,
+  }, async () => {
     const database = await openTestDatabase(engine)
-    const scheduler = createScheduler({ db: database.db, clock: systemClock, log: pino({ level: 'silent' }), pollMs: POLL_MS, concurrency: 1 })
+    const scheduler = createScheduler({
+      db: database.db,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      pollMs: POLL_MS,
+      concurrency: 1,
+    })
     const ran: string[] = []
     let started: () => void
-    const firstStarted = new Promise<void>((resolve) => { started = resolve })
+    const firstStarted = new Promise<void>((resolve) => {
+      started = resolve
+    })
     let release: () => void
-    const released = new Promise<void>((resolve) => { release = resolve })
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
     scheduler.register('test.stop', async ({ key }) => {
       ran.push(key)
       started()
       await released
     })
     try {
-      for (let i = 0; i < 3; i++) await scheduler.schedule(database.db, { kind: 'test.stop', key: `j${i}`, runAt: new Date(Date.now() - 1000 + i) })
+      for (let i = 0; i < 3; i++)
+        await scheduler.schedule(database.db, {
+          kind: 'test.stop',
+          key: `j${i}`,
+          runAt: new Date(Date.now() - 1000 + i),
+        })
       scheduler.start()
       await firstStarted
       let stopResolved = false
-      const stopping = scheduler.stop().then(() => { stopResolved = true })
+      const stopping = scheduler.stop().then(() => {
+        stopResolved = true
+      })
       // Yield to every pending callback: stop() must still be waiting for the job in flight.
       await new Promise((resolve) => setImmediate(resolve))
       assert.equal(stopResolved, false, 'stop() resolved while a job was in flight')
       release!()
       await stopping
       assert.deepEqual(ran, ['j0'])
-      const pending = await database.db.selectFrom('jobs').select('key').where('kind', '=', 'test.stop').where('done_at', 'is', null).orderBy('key').execute()
-      assert.deepEqual(pending.map((j) => j.key), ['j1', 'j2'])
+      const pending = await database.db
+        .selectFrom('jobs')
+        .select('key')
+        .where('kind', '=', 'test.stop')
+        .where('done_at', 'is', null)
+        .orderBy('key')
+        .execute()
+      assert.deepEqual(
+        pending.map((j) => j.key),
+        ['j1', 'j2'],
+      )
     } finally {
       await scheduler.stop()
       await database.close()

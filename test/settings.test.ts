@@ -41,7 +41,12 @@ describe('a bad setting stops the start with a sentence naming it', () => {
 
   it('DATABASE_URL whose port is closed (it used to stop with a bare ECONNREFUSED)', async () => {
     const port = await freePort()
-    await refused({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nothing` }, new RegExp(`Could not connect to the PostgreSQL server of DATABASE_URL \\(127\\.0\\.0\\.1:${port}/nothing\\): .*ECONNREFUSED`))
+    await refused(
+      { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nothing` },
+      new RegExp(
+        `Could not connect to the PostgreSQL server of DATABASE_URL \\(127\\.0\\.0\\.1:${port}/nothing\\): .*ECONNREFUSED`,
+      ),
+    )
   })
 
   it('DATA_DIR that cannot be created (it used to hang for 90 s, silently)', async () => {
@@ -70,29 +75,53 @@ describe('a bad setting stops the start with a sentence naming it', () => {
   })
 
   it('HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS (it used to be accepted)', async () => {
-    await refused({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }, /HEADERS_TIMEOUT_MS \(20000\) must not exceed REQUEST_TIMEOUT_MS \(10000\)/)
+    await refused(
+      { HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' },
+      /HEADERS_TIMEOUT_MS \(20000\) must not exceed REQUEST_TIMEOUT_MS \(10000\)/,
+    )
   })
 
   it('SCHEDULER_CONCURRENCY above half of DB_POOL_SIZE on PostgreSQL (it used to be accepted up to 64)', async () => {
     const postgres = { DATABASE_URL: 'postgres://app@db.internal:5432/app' }
-    await refused({ ...postgres, SCHEDULER_CONCURRENCY: '6' }, /SCHEDULER_CONCURRENCY \(6\) must be at most half of DB_POOL_SIZE \(10\)/)
-    assert.throws(() => loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '7', DB_POOL_SIZE: '12' }), /SCHEDULER_CONCURRENCY \(7\) must be at most half of DB_POOL_SIZE \(12\)/)
+    await refused(
+      { ...postgres, SCHEDULER_CONCURRENCY: '6' },
+      /SCHEDULER_CONCURRENCY \(6\) must be at most half of DB_POOL_SIZE \(10\)/,
+    )
+    assert.throws(
+      () => loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '7', DB_POOL_SIZE: '12' }),
+      /SCHEDULER_CONCURRENCY \(7\) must be at most half of DB_POOL_SIZE \(12\)/,
+    )
     assert.equal(loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '5' }).SCHEDULER_CONCURRENCY, 5)
     // PGlite runs one job at a time whatever the setting; a disabled scheduler holds no connection.
     assert.equal(loadConfig({ SCHEDULER_CONCURRENCY: '8' }).SCHEDULER_CONCURRENCY, 8)
-    assert.equal(loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '8', SCHEDULER_ENABLED: 'false' }).SCHEDULER_CONCURRENCY, 8)
+    assert.equal(
+      loadConfig({ ...postgres, SCHEDULER_CONCURRENCY: '8', SCHEDULER_ENABLED: 'false' }).SCHEDULER_CONCURRENCY,
+      8,
+    )
   })
 
   it('TRUST_PROXY that is neither a hop count nor addresses', async () => {
-    await refused({ TRUST_PROXY: '10.0.0.0/8,proxy.local' }, /TRUST_PROXY entry "proxy.local" must be a hop count, or addresses or CIDRs/)
+    await refused(
+      { TRUST_PROXY: '10.0.0.0/8,proxy.local' },
+      /TRUST_PROXY entry "proxy.local" must be a hop count, or addresses or CIDRs/,
+    )
   })
 
   it('the database bounds: a few seconds for requests and a minute for jobs by default, never none', () => {
     const defaults = loadConfig({})
-    assert.deepEqual([defaults.DATABASE_STATEMENT_TIMEOUT_MS, defaults.DATABASE_JOB_STATEMENT_TIMEOUT_MS], [5000, 60_000])
+    assert.deepEqual(
+      [defaults.DATABASE_STATEMENT_TIMEOUT_MS, defaults.DATABASE_JOB_STATEMENT_TIMEOUT_MS],
+      [5000, 60_000],
+    )
     assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '800' }).DATABASE_STATEMENT_TIMEOUT_MS, 800)
-    assert.throws(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }), /Invalid configuration: DATABASE_STATEMENT_TIMEOUT_MS /)
-    assert.throws(() => loadConfig({ DATABASE_JOB_STATEMENT_TIMEOUT_MS: 'soon' }), /Invalid configuration: DATABASE_JOB_STATEMENT_TIMEOUT_MS /)
+    assert.throws(
+      () => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }),
+      /Invalid configuration: DATABASE_STATEMENT_TIMEOUT_MS /,
+    )
+    assert.throws(
+      () => loadConfig({ DATABASE_JOB_STATEMENT_TIMEOUT_MS: 'soon' }),
+      /Invalid configuration: DATABASE_JOB_STATEMENT_TIMEOUT_MS /,
+    )
   })
 
   it('a number out of range names the setting', async () => {
@@ -113,7 +142,11 @@ describe('the first-run secret', () => {
         assert.ok(!server.stdout().includes(secret), `LOG_LEVEL=${level}: the secret is on stdout`)
         if (level === 'info') for (const line of server.stdout().trim().split('\n')) JSON.parse(line)
         // The credentials printed work.
-        const token = await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials', client_id: id, client_secret: secret }) })
+        const token = await fetch(`${server.url}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ grant_type: 'client_credentials', client_id: id, client_secret: secret }),
+        })
         assert.equal(token.status, 200)
       } finally {
         await server.stop()
@@ -124,7 +157,7 @@ describe('the first-run secret', () => {
 })
 
 describe('a first start on a new DATA_DIR', () => {
-  it('creates the database aside and renames it into place: a killed start\'s leftover is removed, an empty pgdata replaced', async () => {
+  it("creates the database aside and renames it into place: a killed start's leftover is removed, an empty pgdata replaced", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-initdb-'))
     // As a start killed during initdb leaves them (src/db/pglite-initdb.ts), and an empty pgdata made by hand.
     fs.mkdirSync(path.join(dataDir, 'pgdata.init-999999'))
@@ -133,7 +166,10 @@ describe('a first start on a new DATA_DIR', () => {
     const server = await startServer({ DATA_DIR: dataDir })
     try {
       await ready(server)
-      assert.deepEqual(fs.readdirSync(dataDir).filter((entry) => entry.startsWith('pgdata')), ['pgdata'])
+      assert.deepEqual(
+        fs.readdirSync(dataDir).filter((entry) => entry.startsWith('pgdata')),
+        ['pgdata'],
+      )
       assert.ok(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION')))
     } finally {
       await server.stop()

@@ -21,8 +21,12 @@ describe('SIGTERM', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cai-shutdown-'))
     const server = await startServer({
       // The request below stays open across the steps: a loaded machine must not time it out.
-      DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DELAY_MS: '1500', REQUEST_TIMEOUT_MS: '600000',
-      ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DELAY_MS: '1500',
+      REQUEST_TIMEOUT_MS: '600000',
+      ADMIN_CLIENT_ID: ADMIN.client_id,
+      ADMIN_CLIENT_SECRET: ADMIN.client_secret,
     })
     try {
       await ready(server)
@@ -30,11 +34,17 @@ describe('SIGTERM', () => {
       const body = JSON.stringify({ grant_type: 'client_credentials', ...ADMIN })
       const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1')
       let answer = ''
-      socket.on('data', (d: Buffer) => { answer += d.toString() })
+      socket.on('data', (d: Buffer) => {
+        answer += d.toString()
+      })
       const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
       socket.on('error', () => {})
-      socket.write(`POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`)
-      await server.waitFor(/"msg":"incoming request"[^\n]*"url":"\/oauth\/token"|"url":"\/oauth\/token"[^\n]*"msg":"incoming request"/)
+      socket.write(
+        `POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
+      )
+      await server.waitFor(
+        /"msg":"incoming request"[^\n]*"url":"\/oauth\/token"|"url":"\/oauth\/token"[^\n]*"msg":"incoming request"/,
+      )
 
       server.child.kill('SIGTERM')
       await server.waitFor(/"msg":"shutting down: \/ready answers 503"/)
@@ -47,7 +57,11 @@ describe('SIGTERM', () => {
       // write, not end: a client's half-close while the server is closing makes Node drop the connection.
       socket.write(body.slice(10))
       await closed
-      assert.match(answer, /^HTTP\/1\.1 200 /, `answer: ${JSON.stringify(answer)}; server's stdout: ${server.stdout().slice(-3000)}; stderr: ${server.stderr()}`)
+      assert.match(
+        answer,
+        /^HTTP\/1\.1 200 /,
+        `answer: ${JSON.stringify(answer)}; server's stdout: ${server.stdout().slice(-3000)}; stderr: ${server.stderr()}`,
+      )
       assert.match(answer, /"access_token":"/)
       // Closed by the server after the answer, not left kept alive to hold the shutdown up.
       assert.match(answer, /\r\nconnection: close\r\n/i)

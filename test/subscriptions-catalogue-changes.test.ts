@@ -12,8 +12,10 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  * keeps answering (no 5xx) whatever change the catalogue routes allow.
  */
 onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t) => {
-  const productOf = async (sku: string) => (await json<any[]>(t, 200, { url: `${SUB}/products`, token: null })).find((p) => p.product.sku === sku).product
-  const replaceProduct = (id: string, fields: Record<string, unknown>) => call(t, { method: 'PUT', url: `${SUB}/products/${id}`, body: { product: fields } })
+  const productOf = async (sku: string) =>
+    (await json<any[]>(t, 200, { url: `${SUB}/products`, token: null })).find((p) => p.product.sku === sku).product
+  const replaceProduct = (id: string, fields: Record<string, unknown>) =>
+    call(t, { method: 'PUT', url: `${SUB}/products/${id}`, body: { product: fields } })
 
   /** The product's fields as read, with `changes` applied through 15. */
   async function changeProduct(c: BillingFixture, changes: Record<string, unknown>) {
@@ -32,14 +34,33 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
       { name: 'company (34)', url: `/api/v1/companies/${c.id}` },
       { name: 'scopes (25)', url: `/api/v1/companies/${c.id}/authorized/scopes` },
       { name: 'estimate (9), own token', url: `${SUB}/${c.subscriptionId}/estimate`, query: estimateQuery },
-      { name: 'estimate (9), anonymous', url: `${SUB}/${c.subscriptionId}/estimate`, query: estimateQuery, token: null },
-      { name: 'update (6), quantity', method: 'PUT' as const, url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, body: { plan_quantity: 3 } },
-      { name: 'update (6), plan named', method: 'PUT' as const, url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, body: { subscription_plan: planSku, plan_quantity: 4 } },
+      {
+        name: 'estimate (9), anonymous',
+        url: `${SUB}/${c.subscriptionId}/estimate`,
+        query: estimateQuery,
+        token: null,
+      },
+      {
+        name: 'update (6), quantity',
+        method: 'PUT' as const,
+        url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+        body: { plan_quantity: 3 },
+      },
+      {
+        name: 'update (6), plan named',
+        method: 'PUT' as const,
+        url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+        body: { subscription_plan: planSku, plan_quantity: 4 },
+      },
       { name: 'manager page (1)', url: `${SUB}/${c.id}/manager_page/`, query: { redirect_url: BACK } },
       { name: 'portal (10)', url: `${SUB}/${c.id}/portal/`, query: { redirect_url: BACK } },
       { name: 'payment page (11)', url: `${SUB}/${c.id}/payment_page/`, query: { redirect_url: BACK } },
       { name: 'cancel (2)', method: 'PUT' as const, url: `${SUB}/${c.id}/cancel` },
-      { name: 'undo cancel (3)', method: 'PUT' as const, url: `${SUB}/${c.id}/remove_scheduled_cancellation/${c.subscriptionId}` },
+      {
+        name: 'undo cancel (3)',
+        method: 'PUT' as const,
+        url: `${SUB}/${c.id}/remove_scheduled_cancellation/${c.subscriptionId}`,
+      },
     ]
     const answers: Record<string, { status: number; body: string }> = {}
     for (const { name, token, ...request } of requests) {
@@ -55,16 +76,24 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
     return answers
   }
 
-  it('renaming the product\'s sku is carried over: every route answers 2xx and shows the new sku', async () => {
+  it("renaming the product's sku is carried over: every route answers 2xx and shows the new sku", async () => {
     const c = await billedCompany(t)
     const renamed = uniq('renamed-product')
     await changeProduct(c, { sku: renamed })
     const answers = await routesOf(c, renamed, c.planSku)
-    for (const [name, answer] of Object.entries(answers)) assert.ok(answer.status >= 200 && answer.status < 300, `${name}: ${answer.status} ${answer.body}`)
+    for (const [name, answer] of Object.entries(answers))
+      assert.ok(answer.status >= 200 && answer.status < 300, `${name}: ${answer.status} ${answer.body}`)
     const details = await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })
-    assert.deepEqual([details.subscription.product_sku, details.product.sku, details.subscription.plan_id], [renamed, renamed, c.planSku])
+    assert.deepEqual(
+      [details.subscription.product_sku, details.product.sku, details.subscription.plan_id],
+      [renamed, renamed, c.planSku],
+    )
     // The old sku names nothing any more.
-    const old = await call(t, { url: `${SUB}/${c.subscriptionId}/estimate`, query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' }, token: c.token })
+    const old = await call(t, {
+      url: `${SUB}/${c.subscriptionId}/estimate`,
+      query: { company_id: c.id, product_sku: c.productSku, subscription_plan: c.planSku, plan_quantity: '1' },
+      token: c.token,
+    })
     assert.equal(old.statusCode, 400)
     assert.match(old.json().errors, /querystring\/product_sku/)
   })
@@ -73,7 +102,11 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
     const c = await billedCompany(t)
     const renamed = uniq('renamed-product')
     await changeProduct(c, { sku: renamed })
-    const squatter = await call(t, { method: 'POST', url: `${SUB}/products`, body: { product: { sku: c.productSku, name: 'Squatter', allowed_plans: [c.planSku] } } })
+    const squatter = await call(t, {
+      method: 'POST',
+      url: `${SUB}/products`,
+      body: { product: { sku: c.productSku, name: 'Squatter', allowed_plans: [c.planSku] } },
+    })
     assert.equal(squatter.statusCode, 202, squatter.body)
     const details = await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })
     assert.deepEqual([details.product.sku, details.product.name], [renamed, 'Workforce'])
@@ -82,11 +115,26 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
   it('a plan the product no longer allows keeps applying to the subscription that holds it', async () => {
     const c = await billedCompany(t, { plans: { basic: { price: 29.9 }, pro: { price: 49.9 } } })
     await changeProduct(c, { allowed_plans: [c.plans.pro] })
-    const updated = await json(t, 200, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { plan_quantity: 7 } })
+    const updated = await json(t, 200, {
+      method: 'PUT',
+      url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+      token: c.token,
+      body: { plan_quantity: 7 },
+    })
     assert.deepEqual([updated.subscription.plan_id, updated.subscription.plan_quantity], [c.plans.basic, 7])
     // Choosing it again after leaving it is refused, as for any plan the product does not allow.
-    await json(t, 200, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { subscription_plan: c.plans.pro } })
-    const back = await call(t, { method: 'PUT', url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`, token: c.token, body: { subscription_plan: c.plans.basic } })
+    await json(t, 200, {
+      method: 'PUT',
+      url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+      token: c.token,
+      body: { subscription_plan: c.plans.pro },
+    })
+    const back = await call(t, {
+      method: 'PUT',
+      url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+      token: c.token,
+      body: { subscription_plan: c.plans.basic },
+    })
     assert.equal(back.statusCode, 400)
     assert.match(back.json().errors, /body\/subscription_plan .* is not among the allowed_plans/)
   })
@@ -102,36 +150,100 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
     const answers = await routesOf(c, gone, c.planSku)
     for (const name of ['details (8)', 'estimate (9), own token', 'update (6), quantity']) {
       assert.equal(answers[name]!.status, 409, `${name}: ${answers[name]!.body}`)
-      assert.match(JSON.parse(answers[name]!.body).errors, new RegExp(`refers to product ${gone}, which is no longer in the catalogue`))
+      assert.match(
+        JSON.parse(answers[name]!.body).errors,
+        new RegExp(`refers to product ${gone}, which is no longer in the catalogue`),
+      )
     }
-    for (const [name, answer] of Object.entries(answers)) assert.ok(answer.status < 500, `${name}: ${answer.status} ${answer.body}`)
+    for (const [name, answer] of Object.entries(answers))
+      assert.ok(answer.status < 500, `${name}: ${answer.status} ${answer.body}`)
   })
 
   /** Each change the catalogue routes allow, applied to a fresh company's product. */
-  const changes: Array<{ name: string; apply: (c: BillingFixture) => Promise<{ productSku: string; planSku: string }> }> = [
-    { name: 'product sku renamed', apply: async (c) => { const sku = uniq('p'); await changeProduct(c, { sku }); return { productSku: sku, planSku: c.planSku } } },
-    { name: 'product sku renamed twice', apply: async (c) => { await changeProduct(c, { sku: uniq('p') }); const sku = uniq('p'); const { id, ...p } = await productOf((await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).product.sku); assert.equal((await replaceProduct(id, { ...p, sku })).statusCode, 202); return { productSku: sku, planSku: c.planSku } } },
-    { name: 'current plan removed from allowed_plans', apply: async (c) => { await changeProduct(c, { allowed_plans: [c.plans.pro] }); return { productSku: c.productSku, planSku: c.planSku } } },
-    { name: 'allowed_plans emptied', apply: async (c) => { await changeProduct(c, { allowed_plans: [] }); return { productSku: c.productSku, planSku: c.planSku } } },
-    { name: 'product hidden', apply: async (c) => { await changeProduct(c, { visible: false }); return { productSku: c.productSku, planSku: c.planSku } } },
-    { name: 'product moved to another billing provider', apply: async (c) => { await changeProduct(c, { subscription_manager: 'chargebee' }); return { productSku: c.productSku, planSku: c.planSku } } },
-    { name: 'product renamed to a taken sku (409, nothing changes)', apply: async (c) => {
-      const other = await billedCompany(t)
-      const { id, ...p } = await productOf(c.productSku)
-      assert.equal((await replaceProduct(id, { ...p, sku: other.productSku })).statusCode, 409)
-      return { productSku: c.productSku, planSku: c.planSku }
-    } },
-    { name: 'product renamed with other fields left out', apply: async (c) => {
-      const { id } = await productOf(c.productSku)
-      const sku = uniq('p')
-      assert.equal((await replaceProduct(id, { sku, name: 'Bare' })).statusCode, 202)
-      return { productSku: sku, planSku: c.planSku }
-    } },
-    { name: 'plan with the same sku created again (409)', apply: async (c) => {
-      const res = await call(t, { method: 'POST', url: `${SUB}/plans`, body: { plan: { sku: c.planSku, name: 'Again', price: 1, plan_family: 'core', period_unit: 'year', features: [] } } })
-      assert.equal(res.statusCode, 409)
-      return { productSku: c.productSku, planSku: c.planSku }
-    } },
+  const changes: Array<{
+    name: string
+    apply: (c: BillingFixture) => Promise<{ productSku: string; planSku: string }>
+  }> = [
+    {
+      name: 'product sku renamed',
+      apply: async (c) => {
+        const sku = uniq('p')
+        await changeProduct(c, { sku })
+        return { productSku: sku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'product sku renamed twice',
+      apply: async (c) => {
+        await changeProduct(c, { sku: uniq('p') })
+        const sku = uniq('p')
+        const { id, ...p } = await productOf(
+          (await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).product.sku,
+        )
+        assert.equal((await replaceProduct(id, { ...p, sku })).statusCode, 202)
+        return { productSku: sku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'current plan removed from allowed_plans',
+      apply: async (c) => {
+        await changeProduct(c, { allowed_plans: [c.plans.pro] })
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'allowed_plans emptied',
+      apply: async (c) => {
+        await changeProduct(c, { allowed_plans: [] })
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'product hidden',
+      apply: async (c) => {
+        await changeProduct(c, { visible: false })
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'product moved to another billing provider',
+      apply: async (c) => {
+        await changeProduct(c, { subscription_manager: 'chargebee' })
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'product renamed to a taken sku (409, nothing changes)',
+      apply: async (c) => {
+        const other = await billedCompany(t)
+        const { id, ...p } = await productOf(c.productSku)
+        assert.equal((await replaceProduct(id, { ...p, sku: other.productSku })).statusCode, 409)
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'product renamed with other fields left out',
+      apply: async (c) => {
+        const { id } = await productOf(c.productSku)
+        const sku = uniq('p')
+        assert.equal((await replaceProduct(id, { sku, name: 'Bare' })).statusCode, 202)
+        return { productSku: sku, planSku: c.planSku }
+      },
+    },
+    {
+      name: 'plan with the same sku created again (409)',
+      apply: async (c) => {
+        const res = await call(t, {
+          method: 'POST',
+          url: `${SUB}/plans`,
+          body: {
+            plan: { sku: c.planSku, name: 'Again', price: 1, plan_family: 'core', period_unit: 'year', features: [] },
+          },
+        })
+        assert.equal(res.statusCode, 409)
+        return { productSku: c.productSku, planSku: c.planSku }
+      },
+    },
   ]
 
   for (const change of changes) {
@@ -140,7 +252,8 @@ onEachEngine('catalogue changes and subscriptions', { REDIRECT_ALLOWED_HOSTS: AL
       const skus = await change.apply(c)
       const answers = await routesOf(c, skus.productSku, skus.planSku)
       assert.equal(Object.keys(answers).length, 16)
-      for (const [name, answer] of Object.entries(answers)) assert.ok(answer.status < 500, `${change.name}, ${name}: ${answer.status} ${answer.body}`)
+      for (const [name, answer] of Object.entries(answers))
+        assert.ok(answer.status < 500, `${change.name}, ${name}: ${answer.status} ${answer.body}`)
     })
   }
 })

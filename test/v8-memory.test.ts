@@ -9,8 +9,8 @@ import { WASM_TIERING_FLAG } from '../src/v8-memory.ts'
 /**
  * src/v8-memory.ts sets V8 flags from inside the running process, which only works for flags V8
  * reads as it goes: a Node or V8 upgrade that freezes flags after start, or reads one of these only
- * at start, would quietly take ~100 MB back onto a PGlite server's peak, or put TurboFan's ~1.3 s
- * and ~40 MB back onto its start (bench/findings.md). Each
+ * at start, would quietly put the memory they save back onto a PGlite server's peak, or TurboFan's
+ * time and memory back onto its start (docs/adr/0018-one-driver-and-a-bundled-start.md). Each
  * case runs in a process of its own, as the server does, so this test's process keeps its flags.
  */
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -26,7 +26,10 @@ function youngGenerationMb(settings: Record<string, string | undefined>): { on: 
     const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size
     console.log(JSON.stringify({ on, mb: young / 1048576 }))
   `
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
   return JSON.parse(out.trim().split('\n').pop()!)
 }
 
@@ -53,7 +56,11 @@ function tieredUp(settings: Record<string, string | undefined>, waitMs: number):
     }
     console.log(JSON.stringify({ on, turbofan }))
   `
-  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' })
+  const out = execFileSync(
+    process.execPath,
+    ['--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', script],
+    { cwd: ROOT, encoding: 'utf8' },
+  )
   return JSON.parse(out.trim().split('\n').pop()!)
 }
 
@@ -68,7 +75,10 @@ describe('V8 tuned for memory (src/v8-memory.ts)', () => {
   })
 
   it('on PostgreSQL, and when turned off, V8 keeps its defaults (the young generation grows)', () => {
-    for (const settings of [{ V8_SMALL_HEAP: 'auto', DATABASE_URL: 'postgres://x@127.0.0.1/x' }, { V8_SMALL_HEAP: 'off' }]) {
+    for (const settings of [
+      { V8_SMALL_HEAP: 'auto', DATABASE_URL: 'postgres://x@127.0.0.1/x' },
+      { V8_SMALL_HEAP: 'off' },
+    ]) {
       const figure = youngGenerationMb(settings)
       assert.equal(figure.on, false)
       assert.ok(figure.mb >= 16, `young generation ${figure.mb} MB with ${JSON.stringify(settings)}`)

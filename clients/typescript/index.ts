@@ -28,7 +28,10 @@ export interface ClientOptions {
 }
 
 export function createClient(options: ClientOptions) {
-  const client = createFetchClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch ? { fetch: options.fetch } : {}) })
+  const client = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  })
   const { token } = options
   if (token !== undefined) {
     client.use({
@@ -44,9 +47,19 @@ export function createClient(options: ClientOptions) {
 export type Client = ReturnType<typeof createClient>
 
 /** A client-credentials token (POST /oauth/token); `scope` narrows it to some of the client's scopes. */
-export async function getToken(baseUrl: string, clientId: string, clientSecret: string, scope?: string): Promise<string> {
+export async function getToken(
+  baseUrl: string,
+  clientId: string,
+  clientSecret: string,
+  scope?: string,
+): Promise<string> {
   const { data, error } = await createClient({ baseUrl }).POST('/oauth/token', {
-    body: { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, ...(scope ? { scope } : {}) },
+    body: {
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+      ...(scope ? { scope } : {}),
+    },
   })
   if (!data) throw new Error(`token for ${clientId}: ${JSON.stringify(error)}`)
   return data.access_token

@@ -34,13 +34,26 @@ export function createCluster(): Cluster {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-pg-'))
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir])
   asPostgres([`${BIN}/initdb`, '-D', `${dir}/data`, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
-  fs.appendFileSync(`${dir}/data/postgresql.conf`, `\nmax_connections = 200\nfsync = on\nlisten_addresses = '127.0.0.1'\n`)
+  fs.appendFileSync(
+    `${dir}/data/postgresql.conf`,
+    `\nmax_connections = 200\nfsync = on\nlisten_addresses = '127.0.0.1'\n`,
+  )
   let running = false
   const cluster: Cluster = {
     dir,
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${PG_PORT}/${database}`,
     start() {
-      asPostgres([`${BIN}/pg_ctl`, '-D', `${dir}/data`, '-o', `-p ${PG_PORT} -k ${dir}`, '-l', `${dir}/log`, '-w', 'start'])
+      asPostgres([
+        `${BIN}/pg_ctl`,
+        '-D',
+        `${dir}/data`,
+        '-o',
+        `-p ${PG_PORT} -k ${dir}`,
+        '-l',
+        `${dir}/log`,
+        '-w',
+        'start',
+      ])
       running = true
     },
     crash() {
@@ -48,14 +61,24 @@ export function createCluster(): Cluster {
       running = false
     },
     psql(sql, database = 'postgres') {
-      return execFileSync('psql', ['-h', '127.0.0.1', '-p', String(PG_PORT), '-U', 'postgres', '-d', database, '-XAtqc', sql], { encoding: 'utf8' }).trim()
+      return execFileSync(
+        'psql',
+        ['-h', '127.0.0.1', '-p', String(PG_PORT), '-U', 'postgres', '-d', database, '-XAtqc', sql],
+        { encoding: 'utf8' },
+      ).trim()
     },
     createDatabase(name) {
       cluster.psql(`CREATE DATABASE ${name}`)
       return cluster.url(name)
     },
     destroy() {
-      if (running) { try { cluster.crash() } catch { /* already down */ } }
+      if (running) {
+        try {
+          cluster.crash()
+        } catch {
+          /* already down */
+        }
+      }
       fs.rmSync(dir, { recursive: true, force: true })
     },
   }

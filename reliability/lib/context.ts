@@ -31,7 +31,8 @@ export interface Scenario {
 let stores = 0
 export function makeContext(engine: EngineName, scale: number, cluster: Cluster, scratch: string): Context {
   return {
-    engine, cluster,
+    engine,
+    cluster,
     store() {
       stores++
       if (engine === 'postgres') return { engine, url: cluster.createDatabase(`rel_${process.pid}_${stores}`) }
@@ -53,14 +54,25 @@ export function checks() {
   let pass = true
   return {
     notes,
-    check(ok: boolean, what: string) { if (!ok) { pass = false; notes.push(`FAILED: ${what}`) } return ok },
-    get pass() { return pass },
+    check(ok: boolean, what: string) {
+      if (!ok) {
+        pass = false
+        notes.push(`FAILED: ${what}`)
+      }
+      return ok
+    },
+    get pass() {
+      return pass
+    },
   }
 }
 
 /** Answer statuses and their counts, in status order: `200×3 409×1`. */
 export function fmt(m: Map<number, number>) {
-  return [...m].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ')
+  return [...m]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ')
 }
 
 /** The middle value (the upper one of an even count); undefined for none. */

@@ -39,15 +39,26 @@ export function http(base: string, req: Request): Promise<Response> {
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload))
     // The path goes as is: a URL object would normalise `..` and `%2e%2e` before the server sees them.
     const { hostname, port } = new URL(base)
-    const r = nodeHttp.request({ host: hostname, port, path: req.url, method: req.method ?? 'GET', headers, agent: req.ownConnection ? false : agent, timeout: req.timeoutMs ?? 30_000 }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('error', reject)
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
-      })
-    })
+    const r = nodeHttp.request(
+      {
+        host: hostname,
+        port,
+        path: req.url,
+        method: req.method ?? 'GET',
+        headers,
+        agent: req.ownConnection ? false : agent,
+        timeout: req.timeoutMs ?? 30_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('error', reject)
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) })
+        })
+      },
+    )
     r.on('timeout', () => r.destroy(new Error('timeout')))
     r.on('error', reject)
     if (payload !== undefined) r.write(payload)
@@ -64,7 +75,10 @@ export function client(base: string, token?: string) {
     call,
     async expect(status: number, req: Request) {
       const res = await call(req)
-      if (res.status !== status) throw new Error(`${req.method ?? 'GET'} ${req.url}: expected ${status}, got ${res.status} ${res.text.slice(0, 300)}`)
+      if (res.status !== status)
+        throw new Error(
+          `${req.method ?? 'GET'} ${req.url}: expected ${status}, got ${res.status} ${res.text.slice(0, 300)}`,
+        )
       return res
     },
   }

@@ -8,7 +8,7 @@ import { sleep } from './server.ts'
  * acknowledged: the client cannot know, and it may or may not be stored.
  */
 export interface Load {
-  teams: Map<string, string>          // code -> id of acknowledged team creations
+  teams: Map<string, string> // code -> id of acknowledged team creations
   communications: Map<string, string> // subject -> id
   statuses: Map<number, number>
   /** Keys of writes that were refused (an answer other than 2xx): they must have no effect. */
@@ -20,12 +20,25 @@ export interface Load {
   stop(): Promise<void>
 }
 
-export function startLoad(base: string, tenant: Tenant, options: { connections: number; onAnswer?: (status: number, sentAt: number) => void }): Load {
+export function startLoad(
+  base: string,
+  tenant: Tenant,
+  options: { connections: number; onAnswer?: (status: number, sentAt: number) => void },
+): Load {
   const api = client(base, tenant.token)
   let stopping = false
   const load: Load = {
-    teams: new Map(), communications: new Map(), statuses: new Map(), refused: new Set(), violations: [], noAnswer: 0, requests: 0,
-    async stop() { stopping = true; await Promise.all(workers) },
+    teams: new Map(),
+    communications: new Map(),
+    statuses: new Map(),
+    refused: new Set(),
+    violations: [],
+    noAnswer: 0,
+    requests: 0,
+    async stop() {
+      stopping = true
+      await Promise.all(workers)
+    },
   }
   async function worker(n: number) {
     let i = 0
@@ -36,8 +49,18 @@ export function startLoad(base: string, tenant: Tenant, options: { connections: 
       const sentAt = Date.now()
       try {
         const res = team
-          ? await api.call({ method: 'POST', url: `/api/v1/companies/${tenant.id}/teams`, body: teamBody(key), timeoutMs: 20_000 })
-          : await api.call({ method: 'POST', url: `/api/v1/companies/${tenant.id}/communications`, body: communicationBody(key, tenant.team), timeoutMs: 20_000 })
+          ? await api.call({
+              method: 'POST',
+              url: `/api/v1/companies/${tenant.id}/teams`,
+              body: teamBody(key),
+              timeoutMs: 20_000,
+            })
+          : await api.call({
+              method: 'POST',
+              url: `/api/v1/companies/${tenant.id}/communications`,
+              body: communicationBody(key, tenant.team),
+              timeoutMs: 20_000,
+            })
         load.statuses.set(res.status, (load.statuses.get(res.status) ?? 0) + 1)
         options.onAnswer?.(res.status, sentAt)
         if (res.status >= 200 && res.status < 300) {
@@ -65,7 +88,8 @@ export function judgeError(status: number, retryAfter: unknown, text: string): s
   if (status === 503 && !retryAfter) return `503 without Retry-After: ${text.slice(0, 200)}`
   try {
     const body = JSON.parse(text)
-    if (typeof body?.errors !== 'string' || typeof body?.code !== 'string') return `${status} body is not {errors, code}: ${text.slice(0, 200)}`
+    if (typeof body?.errors !== 'string' || typeof body?.code !== 'string')
+      return `${status} body is not {errors, code}: ${text.slice(0, 200)}`
   } catch {
     return `${status} body is not JSON: ${text.slice(0, 200)}`
   }
@@ -75,8 +99,15 @@ export function judgeError(status: number, retryAfter: unknown, text: string): s
 /** Which acknowledged writes are missing, or stored more than once, as read back through the API. */
 export async function verifyStored(base: string, tenant: Tenant, load: Pick<Load, 'teams' | 'communications'>) {
   const api = client(base, tenant.token)
-  const teams = (await api.expect(200, { url: `/api/v1/companies/${tenant.id}/teams` })).json() as Array<{ id: string; code: string; team_leader_ids: string[] }>
-  const comms = (await api.expect(200, { url: `/api/v1/companies/${tenant.id}/communications` })).json() as Array<{ id: string; subject: string }>
+  const teams = (await api.expect(200, { url: `/api/v1/companies/${tenant.id}/teams` })).json() as Array<{
+    id: string
+    code: string
+    team_leader_ids: string[]
+  }>
+  const comms = (await api.expect(200, { url: `/api/v1/companies/${tenant.id}/communications` })).json() as Array<{
+    id: string
+    subject: string
+  }>
   const teamCount = countBy(teams.map((t) => t.code))
   const commCount = countBy(comms.map((c) => c.subject))
   const missing: string[] = []

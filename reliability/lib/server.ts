@@ -38,30 +38,50 @@ export async function freePort(): Promise<number> {
 }
 
 /** The service as a user starts it (`npm start`: the build, then `node dist/server.js`), configured by its environment. */
-export async function startServer(store: Store, env: Record<string, string> = {}, readyWithinMs = 60_000): Promise<Server> {
+export async function startServer(
+  store: Store,
+  env: Record<string, string> = {},
+  readyWithinMs = 60_000,
+): Promise<Server> {
   const port = await freePort()
   const output: string[] = []
   const child = spawn(process.execPath, [builtServer()], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH, HOME: process.env.HOME,
-      PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-      ADMIN_CLIENT_ID: ADMIN.id, ADMIN_CLIENT_SECRET: ADMIN.secret,
-      RATE_LIMIT_MAX: '0', SCHEDULER_POLL_MS: '200',
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ADMIN_CLIENT_ID: ADMIN.id,
+      ADMIN_CLIENT_SECRET: ADMIN.secret,
+      RATE_LIMIT_MAX: '0',
+      SCHEDULER_POLL_MS: '200',
       ...(store.engine === 'postgres' ? { DATABASE_URL: store.url } : { DATA_DIR: store.dataDir }),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const keep = (chunk: Buffer) => { output.push(chunk.toString()); if (output.length > 2000) output.splice(0, 1000) }
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString())
+    if (output.length > 2000) output.splice(0, 1000)
+  }
   child.stdout!.on('data', keep)
   child.stderr!.on('data', keep)
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)))
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  )
   const base = `http://127.0.0.1:${port}`
   const server: Server = {
-    port, base, child, pid: child.pid!, exited,
+    port,
+    base,
+    child,
+    pid: child.pid!,
+    exited,
     log: () => output.join(''),
-    kill: (signal) => { if (child.exitCode === null && child.signalCode === null) child.kill(signal) },
+    kill: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
     async stop() {
       server.kill('SIGTERM')
       const timer = setTimeout(() => server.kill('SIGKILL'), 15_000)
@@ -71,9 +91,12 @@ export async function startServer(store: Store, env: Record<string, string> = {}
   }
   const deadline = Date.now() + readyWithinMs
   let exitedEarly: number | string | undefined
-  void exited.then((code) => { exitedEarly = code })
+  void exited.then((code) => {
+    exitedEarly = code
+  })
   while (Date.now() < deadline) {
-    if (exitedEarly !== undefined) throw new Error(`the server exited (${exitedEarly}) before it was ready:\n${server.log().slice(-3000)}`)
+    if (exitedEarly !== undefined)
+      throw new Error(`the server exited (${exitedEarly}) before it was ready:\n${server.log().slice(-3000)}`)
     const res = await http(base, { url: '/ready', timeoutMs: 2000 }).catch(() => undefined)
     if (res?.status === 200) return server
     await sleep(100)

@@ -8,7 +8,14 @@ import { sleep, startServer, type Server } from '../lib/server.ts'
 const SETTLE_WITHIN_MS = 60_000
 const WORKERS = 12
 
-interface Keyed { key: string; kind: 'team' | 'contract' | 'communication'; url: string; body: unknown; marker: string; before?: Response }
+interface Keyed {
+  key: string
+  kind: 'team' | 'contract' | 'communication'
+  url: string
+  body: unknown
+  marker: string
+  before?: Response
+}
 
 /**
  * 14. kill -9 with keyed requests in flight, then a restart and a retry of every key: each runs or
@@ -41,8 +48,14 @@ export const idempotencyKill: Scenario = {
           while (!killed && planned.length > 0) {
             const k = planned.shift()!
             keyed.push(k)
-            await client(base, t.token).call({ method: 'POST', url: k.url, body: k.body, headers: { 'idempotency-key': k.key } })
-              .then((res) => { k.before = res }, () => undefined)
+            await client(base, t.token)
+              .call({ method: 'POST', url: k.url, body: k.body, headers: { 'idempotency-key': k.key } })
+              .then(
+                (res) => {
+                  k.before = res
+                },
+                () => undefined,
+              )
           }
         })
         await sleep(300 + Math.random() * 1200)
@@ -61,19 +74,26 @@ export const idempotencyKill: Scenario = {
             statuses.set(k.before.status, (statuses.get(k.before.status) ?? 0) + 1)
           } else outcome.unanswered++
         }
-        const retried = await Promise.all(keyed.map(async (k) => {
-          const started = Date.now()
-          for (;;) {
-            const res = await api.call({ method: 'POST', url: k.url, body: k.body, headers: { 'idempotency-key': k.key } })
-            if (res.status === 409 && /still running/.test(res.text) && Date.now() - started < SETTLE_WITHIN_MS) {
-              stillRunning++
-              await sleep(500)
-              continue
+        const retried = await Promise.all(
+          keyed.map(async (k) => {
+            const started = Date.now()
+            for (;;) {
+              const res = await api.call({
+                method: 'POST',
+                url: k.url,
+                body: k.body,
+                headers: { 'idempotency-key': k.key },
+              })
+              if (res.status === 409 && /still running/.test(res.text) && Date.now() - started < SETTLE_WITHIN_MS) {
+                stillRunning++
+                await sleep(500)
+                continue
+              }
+              settleMs.push(Date.now() - started)
+              return res
             }
-            settleMs.push(Date.now() - started)
-            return res
-          }
-        }))
+          }),
+        )
         keyed.forEach((k, i) => {
           const res = retried[i]!
           const replayed = res.headers['idempotent-replayed'] === 'true'
@@ -82,17 +102,29 @@ export const idempotencyKill: Scenario = {
           if (replayed && !k.before) outcome.replayedUnanswered++
           c.check(res.status === 202, `round ${round}: ${k.kind} key retried: ${res.status} ${res.text.slice(0, 200)}`)
           if (k.before?.status === 202) {
-            c.check(replayed && res.headers.location === k.before.headers.location, `round ${round}: a ${k.kind} answered before the kill did not replay its answer`)
+            c.check(
+              replayed && res.headers.location === k.before.headers.location,
+              `round ${round}: a ${k.kind} answered before the kill did not replay its answer`,
+            )
           }
         })
         // One row per key, whatever happened to its first request.
-        const teams = (await api.expect(200, { url: `/api/v1/companies/${t.id}/teams` })).json() as Array<{ code: string }>
-        const contracts = (await api.expect(200, { url: `/api/v1/companies/${t.id}/contracts` })).json() as Array<{ last_name: string }>
-        const comms = (await api.expect(200, { url: `/api/v1/companies/${t.id}/communications` })).json() as Array<{ subject: string }>
+        const teams = (await api.expect(200, { url: `/api/v1/companies/${t.id}/teams` })).json() as Array<{
+          code: string
+        }>
+        const contracts = (await api.expect(200, { url: `/api/v1/companies/${t.id}/contracts` })).json() as Array<{
+          last_name: string
+        }>
+        const comms = (await api.expect(200, { url: `/api/v1/companies/${t.id}/communications` })).json() as Array<{
+          subject: string
+        }>
         for (const k of keyed) {
-          const rows = k.kind === 'team' ? teams.filter((x) => x.code === k.marker).length
-            : k.kind === 'contract' ? contracts.filter((x) => x.last_name === k.marker).length
-              : comms.filter((x) => x.subject === k.marker).length
+          const rows =
+            k.kind === 'team'
+              ? teams.filter((x) => x.code === k.marker).length
+              : k.kind === 'contract'
+                ? contracts.filter((x) => x.last_name === k.marker).length
+                : comms.filter((x) => x.subject === k.marker).length
           c.check(rows === 1, `round ${round}: ${rows} ${k.kind}s stored for one key`)
         }
       }
@@ -106,7 +138,9 @@ export const idempotencyKill: Scenario = {
           'retries that replayed / ran': `${outcome.replayed} / ${outcome.ran}`,
           'replayed though unanswered (committed, answer lost with the process)': outcome.replayedUnanswered,
           '409 "still running" on a retry': stillRunning,
-          'retry settled after': settleMs.length ? `median ${median(settleMs)} ms, max ${Math.max(...settleMs)} ms` : 'n/a',
+          'retry settled after': settleMs.length
+            ? `median ${median(settleMs)} ms, max ${Math.max(...settleMs)} ms`
+            : 'n/a',
         },
         notes: c.notes,
       }
@@ -124,9 +158,21 @@ function requests(t: Tenant, perKind: number): Keyed[] {
     const code = uniq('KT')
     out.push({ key: randomUUID(), kind: 'team', url: `${companies}/teams`, body: teamBody(code), marker: code })
     const lastName = uniq('Kill')
-    out.push({ key: randomUUID(), kind: 'contract', url: `${companies}/contracts`, body: { first_name: 'Ada', last_name: lastName, email: 'ada@example.com', subsidiary_id: t.subsidiary }, marker: lastName })
+    out.push({
+      key: randomUUID(),
+      kind: 'contract',
+      url: `${companies}/contracts`,
+      body: { first_name: 'Ada', last_name: lastName, email: 'ada@example.com', subsidiary_id: t.subsidiary },
+      marker: lastName,
+    })
     const subject = uniq('KC')
-    out.push({ key: randomUUID(), kind: 'communication', url: `${companies}/communications`, body: { subject, message, send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] }, marker: subject })
+    out.push({
+      key: randomUUID(),
+      kind: 'communication',
+      url: `${companies}/communications`,
+      body: { subject, message, send_at: '2099-01-01T09:00:00Z', destination_team_ids: [t.team] },
+      marker: subject,
+    })
   }
   return out
 }

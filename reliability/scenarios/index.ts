@@ -15,4 +15,20 @@ import { pathologicalBodies } from './pathological-bodies.ts'
 import { idempotencyKill } from './idempotency-kill.ts'
 import { webhooksKill } from './webhooks-kill.ts'
 
-export const scenarios: Scenario[] = [concurrentWriters, races, killRestart, postgresDown, sigterm, hostile, tenants, redirects, limits, idempotency, schedulerFaults, pathologicalBodies, schedulerFairness, idempotencyKill, webhooksKill]
+export const scenarios: Scenario[] = [
+  concurrentWriters,
+  races,
+  killRestart,
+  postgresDown,
+  sigterm,
+  hostile,
+  tenants,
+  redirects,
+  limits,
+  idempotency,
+  schedulerFaults,
+  pathologicalBodies,
+  schedulerFairness,
+  idempotencyKill,
+  webhooksKill,
+]

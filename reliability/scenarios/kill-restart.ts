@@ -37,19 +37,25 @@ export const killRestart: Scenario = {
         unanswered += load.noAnswer
         for (const [k, v] of load.teams) teams.set(k, v)
         for (const [k, v] of load.communications) communications.set(k, v)
-        if (store.engine === 'pglite') c.check(fs.existsSync(path.join(store.dataDir, 'pgdata')), 'the data directory is gone')
+        if (store.engine === 'pglite')
+          c.check(fs.existsSync(path.join(store.dataDir, 'pgdata')), 'the data directory is gone')
         const t0 = Date.now()
         server = undefined
         try {
           server = await startServer(store)
         } catch (err) {
-          c.check(false, `round ${round}: the service did not start again on its data: ${(err as Error).message.slice(0, 800)}`)
+          c.check(
+            false,
+            `round ${round}: the service did not start again on its data: ${(err as Error).message.slice(0, 800)}`,
+          )
           break
         }
         restartMs.push(Date.now() - t0)
         const stored = await verifyStored(server.base, t, { teams, communications })
-        const ok = c.check(stored.missing.length === 0 && stored.duplicated.length === 0,
-          `round ${round}: missing ${stored.missing.length} (${stored.missing.slice(0, 3).join(', ')}), duplicated ${stored.duplicated.length}`)
+        const ok = c.check(
+          stored.missing.length === 0 && stored.duplicated.length === 0,
+          `round ${round}: missing ${stored.missing.length} (${stored.missing.slice(0, 3).join(', ')}), duplicated ${stored.duplicated.length}`,
+        )
         if (ok) good++
       }
       return {
@@ -58,7 +64,9 @@ export const killRestart: Scenario = {
           'rounds passed': `${good}/${rounds}`,
           'acknowledged writes': teams.size + communications.size,
           'writes without answer (killed in flight)': unanswered,
-          'restart to ready': restartMs.length ? `median ${median(restartMs)} ms, max ${Math.max(...restartMs)} ms` : 'n/a',
+          'restart to ready': restartMs.length
+            ? `median ${median(restartMs)} ms, max ${Math.max(...restartMs)} ms`
+            : 'n/a',
         },
         notes: c.notes,
       }

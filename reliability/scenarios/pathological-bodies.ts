@@ -51,8 +51,16 @@ export const pathologicalBodies: Scenario = {
         if (!c.check(!(res instanceof Error), `${body.kind}: no answer (${String(res)})`)) return
         const r = res as Response
         statuses.add(r.status)
-        c.check(body.statuses.includes(r.status), `${body.kind}: answered ${r.status}, expected ${body.statuses.join(' or ')}: ${r.text.slice(0, 200)}`)
-        const problem = body.html || r.status < 400 ? (r.status >= 500 ? `${r.status}` : undefined) : judgeError(r.status, r.headers['retry-after'], r.text)
+        c.check(
+          body.statuses.includes(r.status),
+          `${body.kind}: answered ${r.status}, expected ${body.statuses.join(' or ')}: ${r.text.slice(0, 200)}`,
+        )
+        const problem =
+          body.html || r.status < 400
+            ? r.status >= 500
+              ? `${r.status}`
+              : undefined
+            : judgeError(r.status, r.headers['retry-after'], r.text)
         c.check(problem === undefined, `${body.kind}: ${problem}`)
       }
       for (const body of bodies) {
@@ -72,9 +80,16 @@ export const pathologicalBodies: Scenario = {
         }
         const wait = median(waits) ?? 0
         const held = median(busy) ?? 0
-        figures[body.kind] = `${[...statuses].join('/')}; /health wait ${wait} ms (worst ${Math.max(...waits)}); loop thread busy ${held} ms`
-        c.check(wait <= MAX_WAIT_MS, `${body.kind}: /health waited ${wait} ms (median of ${waits.join(', ')} ms), over ${MAX_WAIT_MS} ms`)
-        c.check(held <= MAX_HOLD_MS, `${body.kind}: the server's loop thread ran ${held} ms for it (median of ${busy.join(', ')} ms), over ${MAX_HOLD_MS} ms`)
+        figures[body.kind] =
+          `${[...statuses].join('/')}; /health wait ${wait} ms (worst ${Math.max(...waits)}); loop thread busy ${held} ms`
+        c.check(
+          wait <= MAX_WAIT_MS,
+          `${body.kind}: /health waited ${wait} ms (median of ${waits.join(', ')} ms), over ${MAX_WAIT_MS} ms`,
+        )
+        c.check(
+          held <= MAX_HOLD_MS,
+          `${body.kind}: the server's loop thread ran ${held} ms for it (median of ${busy.join(', ')} ms), over ${MAX_HOLD_MS} ms`,
+        )
       }
       const health = await http(server.base, { url: '/health' })
       c.check(health.status === 200, `/health after the bodies: ${health.status}`)
@@ -98,15 +113,16 @@ function threadClock(pid: number) {
 function prober(base: string) {
   const agent = new nodeHttp.Agent({ keepAlive: true, maxSockets: 64 })
   const { hostname, port } = new URL(base)
-  const once = () => new Promise<number>((resolve) => {
-    const started = performance.now()
-    const req = nodeHttp.get({ host: hostname, port, path: '/health', agent, timeout: 30_000 }, (res) => {
-      res.resume()
-      res.on('end', () => resolve(Math.round(performance.now() - started)))
+  const once = () =>
+    new Promise<number>((resolve) => {
+      const started = performance.now()
+      const req = nodeHttp.get({ host: hostname, port, path: '/health', agent, timeout: 30_000 }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(Math.round(performance.now() - started)))
+      })
+      req.on('timeout', () => req.destroy(new Error('timeout')))
+      req.on('error', () => resolve(Math.round(performance.now() - started)))
     })
-    req.on('timeout', () => req.destroy(new Error('timeout')))
-    req.on('error', () => resolve(Math.round(performance.now() - started)))
-  })
   return {
     async during(work: () => Promise<unknown>): Promise<{ max: number; median: number }> {
       // Warm connections first, so a wait is the server's, not a TCP handshake's.
@@ -135,10 +151,17 @@ function pathological(companyId: string, token: string): Body[] {
   const json = { 'content-type': 'application/json' }
   const distinctForm = (n: number) => Array.from({ length: n }, (_, i) => `k${i}=1`).join('&')
   const fill = (unit: string, bytes: number) => unit.repeat(Math.floor(bytes / unit.length))
-  const nested = (open: string, close: string, bytes: number) => { const n = Math.floor(bytes / (open.length + close.length)); return open.repeat(n) + close.repeat(n) }
-  const wideObject = (bytes: number, key = 'k') => `{${Array.from({ length: Math.floor(bytes / (key.length + 10)) }, (_, i) => `"${key}${i}":1`).join(',')}}`
-  const post = (url: string, raw: string, headers: Record<string, string>, statuses: number[], kind: string): Body =>
-    ({ kind, statuses, req: { method: 'POST', url, raw: Buffer.from(raw), headers: { ...headers } } })
+  const nested = (open: string, close: string, bytes: number) => {
+    const n = Math.floor(bytes / (open.length + close.length))
+    return open.repeat(n) + close.repeat(n)
+  }
+  const wideObject = (bytes: number, key = 'k') =>
+    `{${Array.from({ length: Math.floor(bytes / (key.length + 10)) }, (_, i) => `"${key}${i}":1`).join(',')}}`
+  const post = (url: string, raw: string, headers: Record<string, string>, statuses: number[], kind: string): Body => ({
+    kind,
+    statuses,
+    req: { method: 'POST', url, raw: Buffer.from(raw), headers: { ...headers } },
+  })
 
   const form40k = distinctForm(40_000)
   const form20k = distinctForm(20_000)
@@ -146,7 +169,7 @@ function pathological(companyId: string, token: string): Body[] {
   const multipart = (parts: number) => {
     const boundary = 'b0undary'
     const part = `--${boundary}\r\nContent-Disposition: form-data; name="f"\r\n\r\nx\r\n`
-    return { raw: part.repeat(parts) + `--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` }
+    return { raw: `${part.repeat(parts)}--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` }
   }
   const manyParts = multipart(Math.floor(NEAR_LIMIT / 60))
   const boundary = 'b0undary'
@@ -167,24 +190,98 @@ function pathological(companyId: string, token: string): Body[] {
     post('/oauth/token', repeated, form, [400], 'token form, 7 KB of one repeated key'),
     post('/oauth/token', nested('[', ']', NEAR_LIMIT), json, [400, 413], 'token JSON, 1 MB of nested arrays'),
     post(teams, nested('[', ']', NEAR_LIMIT), { ...json, ...auth }, [400], 'JSON, 1 MB of nested arrays'),
-    post(teams, `{"a":${nested('[', ']', NEAR_LIMIT - 10)}}`, { ...json, ...auth }, [400], 'JSON, {"a": 1 MB of nested arrays}'),
-    post(teams, `${nested('{"a":', '}', NEAR_LIMIT).replace(/\{"a":\}/, '{"a":1}')}`, { ...json, ...auth }, [400], 'JSON, 1 MB of nested objects'),
-    post(teams, `{"name":"n","code":"c","id":${nested('[', ']', NEAR_LIMIT - 40)}}`, { ...json, ...auth, 'idempotency-key': 'deep' }, [400], 'JSON, nested arrays in an ignored field, Idempotency-Key'),
+    post(
+      teams,
+      `{"a":${nested('[', ']', NEAR_LIMIT - 10)}}`,
+      { ...json, ...auth },
+      [400],
+      'JSON, {"a": 1 MB of nested arrays}',
+    ),
+    post(
+      teams,
+      `${nested('{"a":', '}', NEAR_LIMIT).replace(/\{"a":\}/, '{"a":1}')}`,
+      { ...json, ...auth },
+      [400],
+      'JSON, 1 MB of nested objects',
+    ),
+    post(
+      teams,
+      `{"name":"n","code":"c","id":${nested('[', ']', NEAR_LIMIT - 40)}}`,
+      { ...json, ...auth, 'idempotency-key': 'deep' },
+      [400],
+      'JSON, nested arrays in an ignored field, Idempotency-Key',
+    ),
     post(teams, wideObject(NEAR_LIMIT), { ...json, ...auth }, [400], 'JSON, 1 MB wide object'),
-    post(teams, `{"name":"n","code":"c","id":${wideObject(NEAR_LIMIT - 40)}}`, { ...json, ...auth, 'idempotency-key': 'wide' }, [202, 400], 'JSON, 1 MB wide object in an ignored field, Idempotency-Key'),
-    post(teams, wideObject(NEAR_LIMIT, 'constructor'), { ...json, ...auth }, [400], 'JSON, 1 MB wide object of "constructor" keys'),
+    post(
+      teams,
+      `{"name":"n","code":"c","id":${wideObject(NEAR_LIMIT - 40)}}`,
+      { ...json, ...auth, 'idempotency-key': 'wide' },
+      [202, 400],
+      'JSON, 1 MB wide object in an ignored field, Idempotency-Key',
+    ),
+    post(
+      teams,
+      wideObject(NEAR_LIMIT, 'constructor'),
+      { ...json, ...auth },
+      [400],
+      'JSON, 1 MB wide object of "constructor" keys',
+    ),
     post(teams, `[${fill('1,', NEAR_LIMIT - 2)}1]`, { ...json, ...auth }, [400], 'JSON, 1 MB wide array'),
     post(teams, `[${fill('{},', NEAR_LIMIT - 3)}{}]`, { ...json, ...auth }, [400], 'JSON, 1 MB array of empty objects'),
-    post(teams, `[${fill('"\\u0000",', NEAR_LIMIT - 10)}""]`, { ...json, ...auth }, [400], 'JSON, 1 MB of escaped strings'),
-    { ...post('/hosted/payment/not-a-token/submit', `${fill('a[', 7000)}=1`, form, [400, 403, 404], 'hosted form, 7 KB of brackets'), html: true },
-    { ...post('/hosted/payment/not-a-token/submit', fill('a=1&', 7000), form, [400, 403, 404], 'hosted form, 7 KB of repeated keys'), html: true },
+    post(
+      teams,
+      `[${fill('"\\u0000",', NEAR_LIMIT - 10)}""]`,
+      { ...json, ...auth },
+      [400],
+      'JSON, 1 MB of escaped strings',
+    ),
+    {
+      ...post(
+        '/hosted/payment/not-a-token/submit',
+        `${fill('a[', 7000)}=1`,
+        form,
+        [400, 403, 404],
+        'hosted form, 7 KB of brackets',
+      ),
+      html: true,
+    },
+    {
+      ...post(
+        '/hosted/payment/not-a-token/submit',
+        fill('a=1&', 7000),
+        form,
+        [400, 403, 404],
+        'hosted form, 7 KB of repeated keys',
+      ),
+      html: true,
+    },
     post(attachments, manyParts.raw, { ...auth, ...multipartType }, [400, 413], 'multipart, 1 MB of tiny parts'),
-    post(attachments, fileThenParts, { ...auth, ...multipartType }, [201, 400, 413], 'multipart, a file then 1 MB of tiny parts'),
-    post(attachments, manyPartHeaders, { ...auth, ...multipartType }, [400, 413, 415], 'multipart, a part of 1 MB of headers'),
-    { kind: 'query, 15 KB of one repeated key', statuses: [400], req: { url: `${teams}${repeatedQuery}`, headers: auth } },
+    post(
+      attachments,
+      fileThenParts,
+      { ...auth, ...multipartType },
+      [201, 400, 413],
+      'multipart, a file then 1 MB of tiny parts',
+    ),
+    post(
+      attachments,
+      manyPartHeaders,
+      { ...auth, ...multipartType },
+      [400, 413, 415],
+      'multipart, a part of 1 MB of headers',
+    ),
+    {
+      kind: 'query, 15 KB of one repeated key',
+      statuses: [400],
+      req: { url: `${teams}${repeatedQuery}`, headers: auth },
+    },
     { kind: 'query, 1,500 distinct keys', statuses: [400], req: { url: `${teams}${distinctQuery}`, headers: auth } },
     { kind: 'headers, 1,000 of them', statuses: [200, 400, 431], req: { url: teams, headers: manyHeaders } },
-    { kind: 'headers, a 15 KB Authorization', statuses: [401, 431], req: { url: teams, headers: { authorization: `Bearer ${'a'.repeat(15_000)}` } } },
+    {
+      kind: 'headers, a 15 KB Authorization',
+      statuses: [401, 431],
+      req: { url: teams, headers: { authorization: `Bearer ${'a'.repeat(15_000)}` } },
+    },
     { kind: 'URL, a 15 KB path', statuses: [404, 414, 431], req: { url: `/api/v1/${'a/'.repeat(7500)}` } },
   ]
 }

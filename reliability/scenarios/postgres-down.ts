@@ -42,7 +42,11 @@ export const postgresDown: Scenario = {
       const probes = await Promise.all([
         t.api.call({ url: `/api/v1/companies/${t.id}/teams` }),
         t.api.call({ url: '/ready' }),
-        t.api.call({ method: 'POST', url: '/oauth/token', body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret } }),
+        t.api.call({
+          method: 'POST',
+          url: '/oauth/token',
+          body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret },
+        }),
       ])
       for (const p of probes) {
         whileDown.set(p.status, (whileDown.get(p.status) ?? 0) + 1)
@@ -62,25 +66,49 @@ export const postgresDown: Scenario = {
       const other = await startServer(store)
       let revokedAfter = Infinity
       try {
-        const made = (await admin.expect(201, { method: 'POST', url: `/api/v1/companies/${t.id}/clients`, body: { name: 'to revoke', scopes: ['read:team'] } })).json()
+        const made = (
+          await admin.expect(201, {
+            method: 'POST',
+            url: `/api/v1/companies/${t.id}/clients`,
+            body: { name: 'to revoke', scopes: ['read:team'] },
+          })
+        ).json()
         const token = await tokenFor(server.base, made.client_id, made.client_secret)
         await client(server.base, token).expect(200, { url: `/api/v1/companies/${t.id}/teams` })
-        await client(other.base, admin.token!).expect(204, { method: 'DELETE', url: `/api/v1/companies/${t.id}/clients/${made.client_id}` })
+        await client(other.base, admin.token!).expect(204, {
+          method: 'DELETE',
+          url: `/api/v1/companies/${t.id}/clients/${made.client_id}`,
+        })
         const revokedAt = Date.now()
         while (Date.now() - revokedAt < 10_000) {
-          if ((await client(server.base, token).call({ url: `/api/v1/companies/${t.id}/teams` })).status === 401) { revokedAfter = Date.now() - revokedAt; break }
+          if ((await client(server.base, token).call({ url: `/api/v1/companies/${t.id}/teams` })).status === 401) {
+            revokedAfter = Date.now() - revokedAt
+            break
+          }
           await sleep(50)
         }
       } finally {
         await other.stop()
       }
-      c.check(revokedAfter < 2000, `a revocation on another instance reached this one after ${revokedAfter} ms (its notification channel was not restored)`)
+      c.check(
+        revokedAfter < 2000,
+        `a revocation on another instance reached this one after ${revokedAfter} ms (its notification channel was not restored)`,
+      )
       const recovery = recoveredAt ? recoveredAt - upAt : Infinity
-      c.check([...whileDown.keys()].every((s) => s === 503), `answers while down other than 503: ${fmt(whileDown)}`)
+      c.check(
+        [...whileDown.keys()].every((s) => s === 503),
+        `answers while down other than 503: ${fmt(whileDown)}`,
+      )
       c.check(load.violations.length === 0, `error answers out of contract: ${load.violations.slice(0, 3).join(' / ')}`)
-      c.check(probes[0]!.status === 503 && probes[0]!.headers['retry-after'] !== undefined, `a read while down: ${probes[0]!.status} ${probes[0]!.text.slice(0, 200)}`)
+      c.check(
+        probes[0]!.status === 503 && probes[0]!.headers['retry-after'] !== undefined,
+        `a read while down: ${probes[0]!.status} ${probes[0]!.text.slice(0, 200)}`,
+      )
       c.check(probes[1]!.status === 503, `/ready while down: ${probes[1]!.status}`)
-      c.check(probes[2]!.status === 503, `the token endpoint while down: ${probes[2]!.status} ${probes[2]!.text.slice(0, 200)}`)
+      c.check(
+        probes[2]!.status === 503,
+        `the token endpoint while down: ${probes[2]!.status} ${probes[2]!.text.slice(0, 200)}`,
+      )
       c.check(recovery <= 10_000, `recovered ${recovery} ms after PostgreSQL was back (at most 10 s)`)
       c.check(stored.missing.length === 0, `acknowledged writes missing: ${stored.missing.slice(0, 5).join(', ')}`)
       c.check(stored.duplicated.length === 0, `duplicated: ${stored.duplicated.slice(0, 5).join(', ')}`)
@@ -91,7 +119,7 @@ export const postgresDown: Scenario = {
           'answers while down': fmt(whileDown),
           'first 2xx after PostgreSQL started': `${recovery} ms`,
           'acknowledged writes': load.teams.size + load.communications.size,
-          'missing': stored.missing.length,
+          missing: stored.missing.length,
           'revocation seen by this instance after the outage': `${revokedAfter} ms`,
           'all statuses': fmt(load.statuses),
         },
@@ -99,7 +127,11 @@ export const postgresDown: Scenario = {
       }
     } finally {
       down = false
-      try { ctx.cluster.start() } catch { /* already up */ }
+      try {
+        ctx.cluster.start()
+      } catch {
+        /* already up */
+      }
       await server.stop()
     }
   },

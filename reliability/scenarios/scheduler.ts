@@ -35,13 +35,22 @@ export const schedulerFaults: Scenario = {
         const ids: string[] = []
         // Created through both instances, due at the same moment.
         for (let i = 0; i < perRound; i++) {
-          const res = await (i % 2 ? client(b.base, t.token) : t.api).expect(202, { method: 'POST', url: `/api/v1/companies/${t.id}/communications`,
-            body: { subject: uniq('due'), message: 'Deliver me once', send_at: due, destination_subsidiary_ids: [t.subsidiary] } })
+          const res = await (i % 2 ? client(b.base, t.token) : t.api).expect(202, {
+            method: 'POST',
+            url: `/api/v1/companies/${t.id}/communications`,
+            body: {
+              subject: uniq('due'),
+              message: 'Deliver me once',
+              send_at: due,
+              destination_subsidiary_ids: [t.subsidiary],
+            },
+          })
           ids.push(locationId(res))
         }
         created.push(...ids)
         const list = ids.map((id) => `'${id}'`).join(',')
-        const count = () => Number(sql(`SELECT count(*) FROM communication_messages WHERE communication_id IN (${list})`))
+        const count = () =>
+          Number(sql(`SELECT count(*) FROM communication_messages WHERE communication_id IN (${list})`))
         // Kill B as soon as the deliveries have started.
         const deadline = Date.now() + 30_000
         let seen = 0
@@ -55,22 +64,34 @@ export const schedulerFaults: Scenario = {
         while (Date.now() < until && count() < expected) await sleep(200)
         const got = count()
         c.check(got === expected, `round ${round}: ${got} messages delivered, expected ${expected}`)
-        const dupes = sql(`SELECT count(*) FROM (SELECT 1 FROM communication_messages WHERE communication_id IN (${list}) GROUP BY communication_id, send_at, contract_id HAVING count(*) > 1) d`)
+        const dupes = sql(
+          `SELECT count(*) FROM (SELECT 1 FROM communication_messages WHERE communication_id IN (${list}) GROUP BY communication_id, send_at, contract_id HAVING count(*) > 1) d`,
+        )
         c.check(dupes === '0', `round ${round}: ${dupes} recipients got an occurrence more than once`)
       }
       // The API's own account of it: one report line per communication, every recipient delivered.
       let reported = 0
       for (const id of created) {
-        const report = (await t.api.expect(200, { url: `/api/v1/companies/${t.id}/communications/${id}/report` })).json() as Array<{ recipients: number; delivered: number }>
-        if (report.length === 1 && report[0]!.recipients === recipients && report[0]!.delivered === recipients) reported++
+        const report = (
+          await t.api.expect(200, { url: `/api/v1/companies/${t.id}/communications/${id}/report` })
+        ).json() as Array<{ recipients: number; delivered: number }>
+        if (report.length === 1 && report[0]!.recipients === recipients && report[0]!.delivered === recipients)
+          reported++
       }
-      c.check(reported === created.length, `${created.length - reported} reports do not show every recipient delivered once`)
+      c.check(
+        reported === created.length,
+        `${created.length - reported} reports do not show every recipient delivered once`,
+      )
       const failedJobs = sql(`SELECT count(*) FROM jobs WHERE last_error IS NOT NULL`)
       return {
         pass: c.pass,
         figures: {
-          'rounds': rounds, 'communications': created.length, 'recipients each': recipients,
-          'messages when B was killed': killedAt.join(', '), 'reports complete': `${reported}/${created.length}`, 'jobs with an error': failedJobs,
+          rounds: rounds,
+          communications: created.length,
+          'recipients each': recipients,
+          'messages when B was killed': killedAt.join(', '),
+          'reports complete': `${reported}/${created.length}`,
+          'jobs with an error': failedJobs,
         },
         notes: c.notes,
       }

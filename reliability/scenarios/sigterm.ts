@@ -35,20 +35,30 @@ export const sigterm: Scenario = {
     c.check(exitMs <= 10_000, `exited after ${exitMs} ms`)
     c.check(!/shutdown failed|shutdown took too long/.test(server.log()), `shutdown log: ${server.log().slice(-500)}`)
     c.check(load.violations.length === 0, `error answers out of contract: ${load.violations.slice(0, 3).join(' / ')}`)
-    if (store.engine === 'pglite') c.check(!fs.existsSync(path.join(store.dataDir, '.lock')), 'the data directory lock was left behind (PGlite not closed)')
+    if (store.engine === 'pglite')
+      c.check(
+        !fs.existsSync(path.join(store.dataDir, '.lock')),
+        'the data directory lock was left behind (PGlite not closed)',
+      )
     const again = await startServer(store)
     try {
       const stored = await verifyStored(again.base, t, load)
       c.check(stored.missing.length === 0, `answered writes missing: ${stored.missing.slice(0, 5).join(', ')}`)
       c.check(stored.duplicated.length === 0, `duplicated: ${stored.duplicated.slice(0, 5).join(', ')}`)
       const refusedButStored = [...load.refused].filter((k) => stored.stored.has(k))
-      c.check(refusedButStored.length === 0, `writes answered with an error but stored: ${refusedButStored.slice(0, 5).join(', ')}`)
+      c.check(
+        refusedButStored.length === 0,
+        `writes answered with an error but stored: ${refusedButStored.slice(0, 5).join(', ')}`,
+      )
       return {
         pass: c.pass,
         figures: {
-          'exit code': String(code), 'exit after SIGTERM': `${exitMs} ms`,
+          'exit code': String(code),
+          'exit after SIGTERM': `${exitMs} ms`,
           'acknowledged writes': load.teams.size + load.communications.size,
-          'statuses': fmt(load.statuses), 'missing': stored.missing.length, 'refused yet stored': refusedButStored.length,
+          statuses: fmt(load.statuses),
+          missing: stored.missing.length,
+          'refused yet stored': refusedButStored.length,
         },
         notes: c.notes,
       }

@@ -39,11 +39,22 @@ export const webhooksKill: Scenario = {
       const admin = client(server.base, await platformToken(server.base))
       // No contract before the endpoint: an event written before it has no delivery.
       const t = await tenant(server.base, admin, 0)
-      const endpointId = (await t.api.expect(201, { method: 'POST', url: `/api/v1/companies/${t.id}/webhook_endpoints`, body: { url, event_types: ['contract.created'] } })).json().id as string
+      const endpointId = (
+        await t.api.expect(201, {
+          method: 'POST',
+          url: `/api/v1/companies/${t.id}/webhook_endpoints`,
+          body: { url, event_types: ['contract.created'] },
+        })
+      ).json().id as string
       let writing = true
       const writers = Array.from({ length: 8 }, async () => {
         while (writing) {
-          await http(server!.base, { method: 'POST', url: `/api/v1/companies/${t.id}/contracts`, token: t.token, body: { first_name: 'Ada', last_name: uniq('L'), email: 'ada@example.com' } }).catch(() => undefined)
+          await http(server!.base, {
+            method: 'POST',
+            url: `/api/v1/companies/${t.id}/contracts`,
+            token: t.token,
+            body: { first_name: 'Ada', last_name: uniq('L'), email: 'ada@example.com' },
+          }).catch(() => undefined)
         }
       })
       const deadline = Date.now() + 30_000
@@ -56,10 +67,23 @@ export const webhooksKill: Scenario = {
       await Promise.all(writers)
       hanging = false
       server = await startServer(store, env)
-      const api = client(server.base, (await http(server.base, { method: 'POST', url: '/oauth/token', body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret } })).json().access_token)
+      const api = client(
+        server.base,
+        (
+          await http(server.base, {
+            method: 'POST',
+            url: '/oauth/token',
+            body: { grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.secret },
+          })
+        ).json().access_token,
+      )
 
-      const contracts = new Set<string>((await api.expect(200, { url: `/api/v1/companies/${t.id}/contracts` })).json().map((k: { id: string }) => k.id))
-      const events = (await api.expect(200, { url: `/api/v1/companies/${t.id}/events?type=contract.created&limit=500` })).json() as Array<{ id: string; data: { object: { id: string } } }>
+      const contracts = new Set<string>(
+        (await api.expect(200, { url: `/api/v1/companies/${t.id}/contracts` })).json().map((k: { id: string }) => k.id),
+      )
+      const events = (
+        await api.expect(200, { url: `/api/v1/companies/${t.id}/events?type=contract.created&limit=500` })
+      ).json() as Array<{ id: string; data: { object: { id: string } } }>
       const evented = events.map((e) => e.data.object.id)
       c.check(evented.length === new Set(evented).size, 'a contract has two contract.created events')
       const withoutEvent = [...contracts].filter((k) => !evented.includes(k))
@@ -71,22 +95,37 @@ export const webhooksKill: Scenario = {
       const delivered = () => new Set(received.slice(inFlight.size).map((r) => r.id))
       while (Date.now() < until && !events.every((e) => delivered().has(e.id))) await sleep(200)
       // An event that timed out twice before the kill waits minutes for its third attempt: not lost.
-      const attempts = (await api.expect(200, { url: `/api/v1/companies/${t.id}/webhook_endpoints/${endpointId}/deliveries?limit=500` })).json() as Array<{ event_id: string; next_retry_at: string | null }>
-      const waiting = (id: string) => attempts.some((a) => a.event_id === id && a.next_retry_at !== null && Date.parse(a.next_retry_at) > Date.now())
+      const attempts = (
+        await api.expect(200, { url: `/api/v1/companies/${t.id}/webhook_endpoints/${endpointId}/deliveries?limit=500` })
+      ).json() as Array<{ event_id: string; next_retry_at: string | null }>
+      const waiting = (id: string) =>
+        attempts.some((a) => a.event_id === id && a.next_retry_at !== null && Date.parse(a.next_retry_at) > Date.now())
       const missing = events.filter((e) => !delivered().has(e.id))
       const lost = missing.filter((e) => !waiting(e.id))
-      const rows = (id: string) => store.engine === 'postgres'
-        ? ctx.cluster.psql(`SELECT row_to_json(x) FROM (SELECT d.status, d.attempts, d.seq, d.next_attempt_at, d.created_at FROM webhook_deliveries d WHERE d.event_id = '${id}') x`, store.url.split('/').pop()!)
-        : ''
+      const rows = (id: string) =>
+        store.engine === 'postgres'
+          ? ctx.cluster.psql(
+              `SELECT row_to_json(x) FROM (SELECT d.status, d.attempts, d.seq, d.next_attempt_at, d.created_at FROM webhook_deliveries d WHERE d.event_id = '${id}') x`,
+              store.url.split('/').pop()!,
+            )
+          : ''
       const story = (id: string) => `${JSON.stringify(attempts.filter((a) => a.event_id === id))} ${rows(id)}`
-      c.check(lost.length === 0, `${lost.length} of ${events.length} events never reached the receiver after the restart, and none waits for a retry: ${lost.map((e) => `${e.id} (received ${received.filter((r) => r.id === e.id).length} times in all; attempts ${story(e.id)})`).join('; ')} at ${new Date().toISOString()}`)
+      c.check(
+        lost.length === 0,
+        `${lost.length} of ${events.length} events never reached the receiver after the restart, and none waits for a retry: ${lost.map((e) => `${e.id} (received ${received.filter((r) => r.id === e.id).length} times in all; attempts ${story(e.id)})`).join('; ')} at ${new Date().toISOString()}`,
+      )
       const again = [...inFlight].filter((id) => delivered().has(id))
-      c.check(again.length === inFlight.size, `${inFlight.size - again.length} of the ${inFlight.size} calls in flight at the kill were not sent again with their webhook-id`)
+      c.check(
+        again.length === inFlight.size,
+        `${inFlight.size - again.length} of the ${inFlight.size} calls in flight at the kill were not sent again with their webhook-id`,
+      )
       return {
         pass: c.pass,
         figures: {
-          'contracts stored': contracts.size, 'contract.created events': events.length,
-          'calls in flight at the kill': inFlight.size, 'sent again with the same webhook-id': again.length,
+          'contracts stored': contracts.size,
+          'contract.created events': events.length,
+          'calls in flight at the kill': inFlight.size,
+          'sent again with the same webhook-id': again.length,
           'waiting for a later retry': missing.length - lost.length,
         },
         notes: c.notes,

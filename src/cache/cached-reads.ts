@@ -6,7 +6,14 @@ import type { CachedRead } from './read-areas.ts'
  * Answers a read from the cache; a miss is serialized by the route's own response schema, the same
  * bytes as uncached. `query` is what else the answer depends on (for a list, the request's URL).
  */
-export async function replyCached<T>(reply: FastifyReply, cache: Pick<ReadCache, 'get'>, companyId: string, read: CachedRead, query: string, load: () => Promise<T>) {
+export async function replyCached<T>(
+  reply: FastifyReply,
+  cache: Pick<ReadCache, 'get'>,
+  companyId: string,
+  read: CachedRead,
+  query: string,
+  load: () => Promise<T>,
+) {
   const answer = await cache.get(companyId, read, query, async () => {
     const body = reply.serialize(await load()) as string
     const link = reply.getHeader('link')

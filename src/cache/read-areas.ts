@@ -23,13 +23,22 @@ export function changeShowsIn(read: CachedRead, areas: readonly string[] | undef
 }
 
 /** As the triggers name it: '<company>:<table,...>', ':<table,...>' for every company, no ':' for every table. */
-export interface Change { companyId?: string; areas?: string[] }
+export interface Change {
+  companyId?: string
+  areas?: string[]
+}
 
 export function parseChange(payload: string): Change {
   const colon = payload.indexOf(':')
   const company = colon < 0 ? payload : payload.slice(0, colon)
   return {
     companyId: company || undefined,
-    areas: colon < 0 ? undefined : payload.slice(colon + 1).split(',').filter(Boolean),
+    areas:
+      colon < 0
+        ? undefined
+        : payload
+            .slice(colon + 1)
+            .split(',')
+            .filter(Boolean),
   }
 }

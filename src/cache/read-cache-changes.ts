@@ -30,16 +30,22 @@ export function createReadCacheChanges(options: {
     forgetChange(companyId, areas)
   }
 
-
-  interface Batch { ids: Set<string>; sent: Promise<void>; resolve: () => void }
+  interface Batch {
+    ids: Set<string>
+    sent: Promise<void>
+    resolve: () => void
+  }
   let gathering: Batch | undefined
   let sending = false
   let inFlight: Promise<void> | undefined
+  // biome-ignore lint/correctness/noUnusedVariables: read by `??=`
   let timer: NodeJS.Timeout | undefined
 
   function newBatch(): Batch {
     const batch = { ids: new Set<string>() } as Batch
-    batch.sent = new Promise<void>((resolve) => { batch.resolve = resolve })
+    batch.sent = new Promise<void>((resolve) => {
+      batch.resolve = resolve
+    })
     return batch
   }
 
@@ -53,9 +59,20 @@ export function createReadCacheChanges(options: {
     const ids = batch.ids.has('') ? [''] : [...batch.ids]
     // Synchronous commit off: nothing durable is at stake, and a crashed database drops the
     // listeners' connections (and so their caches) anyway.
-    sql`SELECT pg_notify(${COMPANY_CHANGED}, id) FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`.execute(options.database.db)
-      .then(() => batch.resolve(), (err: unknown) => { options.failed?.(err); batch.resolve() })
-      .finally(() => { sending = false; sendGathered() })
+    sql`SELECT pg_notify(${COMPANY_CHANGED}, id)
+      FROM set_config('synchronous_commit', 'off', true), unnest(${ids}::text[]) AS id`
+      .execute(options.database.db)
+      .then(
+        () => batch.resolve(),
+        (err: unknown) => {
+          options.failed?.(err)
+          batch.resolve()
+        },
+      )
+      .finally(() => {
+        sending = false
+        sendGathered()
+      })
   }
 
   // The record is read from the previous snapshot's xmin, so nothing committed since is missed.
@@ -78,12 +95,14 @@ export function createReadCacheChanges(options: {
     const served = waiting
     waiting = []
     try {
-      const { rows: [row] } = await sql<{ xmin: string; byXid: Array<{ xid: string; ids: string[] }> | null }>`
+      const {
+        rows: [row],
+      } = await sql<{ xmin: string; byXid: Array<{ xid: string; ids: string[] }> | null }>`
         SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
           (SELECT json_agg(json_build_object('xid', xid::text, 'ids', ids)) FROM (
             SELECT xid, array_agg(DISTINCT company_id || coalesce(':' || area, '')) AS ids FROM company_changes
-            WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8 GROUP BY xid) t) AS "byXid"`
-        .execute(options.database.db)
+            WHERE ${since ?? null}::xid8 IS NOT NULL AND xid >= ${since ?? null}::xid8 GROUP BY xid) t)
+              AS "byXid"`.execute(options.database.db)
       since = row!.xmin
       const fresh = (row!.byXid ?? []).filter((t) => !seen.has(t.xid))
       const changes = [...new Set(fresh.flatMap((t) => t.ids))]
@@ -93,7 +112,8 @@ export function createReadCacheChanges(options: {
       else for (const change of changes) heardChange(change)
       if (Date.now() - lastPurge > RECORDED_KEPT_MS) {
         lastPurge = Date.now()
-        if (purgeBelow) await sql`DELETE FROM company_changes WHERE xid < ${purgeBelow}::xid8`.execute(options.database.db)
+        if (purgeBelow)
+          await sql`DELETE FROM company_changes WHERE xid < ${purgeBelow}::xid8`.execute(options.database.db)
         purgeBelow = row!.xmin
       }
       recordRead = true
@@ -145,7 +165,9 @@ export function createReadCacheChanges(options: {
     /** Resolves once every change committed before now has been heard (tests). */
     async heardUpToNow(): Promise<void> {
       await Promise.allSettled([inFlight, gathering?.sent])
-      await new Promise<void>((resolve) => { waiting.push(resolve) })
+      await new Promise<void>((resolve) => {
+        waiting.push(resolve)
+      })
     },
 
     stop() {

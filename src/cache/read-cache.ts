@@ -12,9 +12,16 @@ const MAX_AGE_MS = 60_000
 const SHELF_BYTES = 256
 const ANSWER_BYTES = 64
 
-export interface Answer { body: string; link?: string }
+export interface Answer {
+  body: string
+  link?: string
+}
 
-interface Kept extends Answer { at: number; read: CachedRead; size: number }
+interface Kept extends Answer {
+  at: number
+  read: CachedRead
+  size: number
+}
 
 interface Shelf {
   /** Keyed by read and query, as the bytes sent. */
@@ -56,7 +63,8 @@ export function createReadCache(options: {
   function forgetAreas(shelf: Shelf, areas: readonly string[]) {
     for (const area of areas) shelf.generations.set(area, (shelf.generations.get(area) ?? 0) + 1)
     for (const [key, answer] of shelf.answers) {
-      if ((CACHED_READS[answer.read] as readonly string[]).some((area) => areas.includes(area))) remove(shelf, key, answer)
+      if ((CACHED_READS[answer.read] as readonly string[]).some((area) => areas.includes(area)))
+        remove(shelf, key, answer)
     }
   }
 
@@ -102,7 +110,11 @@ export function createReadCache(options: {
     }
   }
 
-  const changes = createReadCacheChanges({ database: options.database, forget: forgetChange, failed: options.failedToAnnounce })
+  const changes = createReadCacheChanges({
+    database: options.database,
+    forget: forgetChange,
+    failed: options.failedToAnnounce,
+  })
   options.database.onChangesWritten(changes.written)
 
   return {
@@ -129,7 +141,11 @@ export function createReadCache(options: {
       const areas: readonly Area[] = CACHED_READS[read]
       const before = areas.map((area) => shelf.generations.get(area) ?? 0)
       const answer = await load()
-      if (changes.listening() && shelves.get(companyId) === shelf && areas.every((area, i) => (shelf.generations.get(area) ?? 0) === before[i])) {
+      if (
+        changes.listening() &&
+        shelves.get(companyId) === shelf &&
+        areas.every((area, i) => (shelf.generations.get(area) ?? 0) === before[i])
+      ) {
         keep(shelf, key, read, answer)
       }
       return answer
@@ -137,10 +153,11 @@ export function createReadCache(options: {
 
     forget: forgetChange,
 
-    onForget(forget: (companyId: string | undefined, areas: readonly string[] | undefined) => void) { alsoForget.push(forget) },
+    onForget(forget: (companyId: string | undefined, areas: readonly string[] | undefined) => void) {
+      alsoForget.push(forget)
+    },
 
     listening: changes.listening,
-
 
     written: changes.written,
     announced: changes.announced,

@@ -14,7 +14,10 @@ export interface Page {
 }
 
 /** A page as a repository or service read it: its items and, when more remain, the key to continue after. */
-export interface Paged<T> { items: T[]; next?: SortKey }
+export interface Paged<T> {
+  items: T[]
+  next?: SortKey
+}
 export type SortKey = Array<string | number>
 
 /**
@@ -27,8 +30,15 @@ export function cutPage<T>(rows: T[], page: { limit?: number }, keyOf: (row: T) 
   return { items, next: keyOf(items[items.length - 1]!) }
 }
 
-/** A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single query sorts. */
-export function pageInMemory<T>(sorted: T[], page: { limit?: number; after?: Readonly<SortKey> }, keyOf: (row: T) => SortKey): Paged<T> {
+/**
+ * A page of a list merged in memory and sorted by `keyOf` (ascending, as JavaScript compares): for lists no single
+ * query sorts.
+ */
+export function pageInMemory<T>(
+  sorted: T[],
+  page: { limit?: number; after?: Readonly<SortKey> },
+  keyOf: (row: T) => SortKey,
+): Paged<T> {
   if (page.limit === undefined) return { items: sorted }
   const after = page.after
   const start = after ? sorted.findIndex((row) => compareKeys(keyOf(row), after) > 0) : 0

@@ -14,7 +14,11 @@ export interface Database {
   db: Kysely<DB>
   engine: Engine
   /** Subscribes to a NOTIFY channel; `onListening(false)` says notifications may be missed until `true`. */
-  listen(channel: string, onMessage: (payload: string) => void, onListening?: (listening: boolean) => void): Promise<void>
+  listen(
+    channel: string,
+    onMessage: (payload: string) => void,
+    onListening?: (listening: boolean) => void,
+  ): Promise<void>
   /** Begins a transaction every statement of the current request joins (request-transaction.ts). */
   requestTransaction(settings?: string[]): Promise<RequestTransaction>
   /**
@@ -55,7 +59,8 @@ export interface DatabaseOptions {
 }
 
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 5_000)
+  if (options.databaseUrl)
+    return createPostgres(options.databaseUrl, options.poolSize ?? 10, options.statementTimeoutMs ?? 5_000)
   return createPglite(options)
 }
 
@@ -89,7 +94,7 @@ function isAnswerTimeout(err: unknown): boolean {
 
 /** A connection whose answer never came is never reused. */
 function abandonConnection(client: pg.ClientBase) {
-  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+  ;(client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
 function serverOf(connectionString: string): string {
@@ -103,16 +108,25 @@ function serverOf(connectionString: string): string {
 
 async function createPostgres(connectionString: string, max: number, statementTimeoutMs: number): Promise<Database> {
   const pool = new pg.Pool({
-    connectionString, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: statementTimeoutMs, options: SESSION_OPTIONS,
-    statement_timeout: statementTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    connectionString,
+    max,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: statementTimeoutMs,
+    options: SESSION_OPTIONS,
+    statement_timeout: statementTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   })
   keepErrorsQuiet(pool)
   // Connect once first, so a wrong setting stops the start with a sentence naming it.
   try {
-    (await pool.connect()).release()
+    ;(await pool.connect()).release()
   } catch (err) {
     await pool.end().catch(() => {})
-    throw new Error(`Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ${(err as Error).message}`)
+    throw new Error(
+      `Could not connect to the PostgreSQL server of DATABASE_URL (${serverOf(connectionString)}): ` +
+        `${(err as Error).message}`,
+    )
   }
   const listeners: pg.Client[] = []
   const written = changesWritten()
@@ -131,16 +145,25 @@ async function createPostgres(connectionString: string, max: number, statementTi
         const delay = Math.min(1_000, 100 * 2 ** attempt++)
         setTimeout(() => {
           if (closed) return
-          open().then(() => { attempt = 0; onMessage(''); onListening?.(true) }, reconnectLater)
+          open().then(() => {
+            attempt = 0
+            onMessage('')
+            onListening?.(true)
+          }, reconnectLater)
         }, delay).unref()
       }
       const open = async () => {
         const client = new pg.Client({
-          connectionString, connectionTimeoutMillis: statementTimeoutMs, query_timeout: statementTimeoutMs + NETWORK_GRACE_MS,
-          keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+          connectionString,
+          connectionTimeoutMillis: statementTimeoutMs,
+          query_timeout: statementTimeoutMs + NETWORK_GRACE_MS,
+          keepAlive: true,
+          keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
         })
         client.on('error', () => {})
-        client.on('notification', (n) => { if (n.channel === channel) onMessage(n.payload ?? '') })
+        client.on('notification', (n) => {
+          if (n.channel === channel) onMessage(n.payload ?? '')
+        })
         try {
           await client.connect()
           await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
@@ -152,7 +175,12 @@ async function createPostgres(connectionString: string, max: number, statementTi
         let lost = false
         // A waiting connection hears nothing when the network holds its bytes: a periodic statement
         // must be answered in time, or it counts as lost.
-        const heartbeat = setInterval(() => { client.query('SELECT 1').catch(onLost) }, Math.max(1_000, statementTimeoutMs))
+        const heartbeat = setInterval(
+          () => {
+            client.query('SELECT 1').catch(onLost)
+          },
+          Math.max(1_000, statementTimeoutMs),
+        )
         heartbeat.unref()
         function onLost() {
           if (lost) return
@@ -191,7 +219,9 @@ async function createPostgres(connectionString: string, max: number, statementTi
 // without a listener either would end the process.
 function keepErrorsQuiet(pool: pg.Pool) {
   pool.on('error', () => {})
-  pool.on('connect', (client) => { client.on('error', () => {}) })
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
 }
 
 /**
@@ -206,11 +236,17 @@ const TOLD = Symbol('told')
 function changesWritten() {
   const handlers: Array<(changes: string[]) => void> = []
   return {
-    subscribe: (handler: (changes: string[]) => void) => { handlers.push(handler) },
+    subscribe: (handler: (changes: string[]) => void) => {
+      handlers.push(handler)
+    },
     handOver: (changes: string[]) => {
       for (const handler of handlers) {
         // A handler's failure must neither keep the connection from the pool nor the others from hearing.
-        try { handler(changes) } catch { /* the commits' record tells every instance within its interval */ }
+        try {
+          handler(changes)
+        } catch {
+          /* the commits' record tells every instance within its interval */
+        }
       }
     },
   }
@@ -221,7 +257,12 @@ function changesWritten() {
  * each text once (prepared.ts keeps hot texts identical). Statements without parameters and texts
  * beyond `maxNamed` go unnamed.
  */
-function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: string[]) => void, answerWait: () => number = () => 0) {
+function preparingPool(
+  pool: pg.Pool,
+  maxNamed: number,
+  handOver: (changes: string[]) => void,
+  answerWait: () => number = () => 0,
+) {
   const names = new Map<string, string>()
   function statementName(text: string): string | undefined {
     let name = names.get(text)
@@ -232,7 +273,7 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
     return name
   }
   async function connectOwn() {
-    const client = await pool.connect() as pg.PoolClient & { [PREPARING]?: true; [TOLD]: string[] }
+    const client = (await pool.connect()) as pg.PoolClient & { [PREPARING]?: true; [TOLD]: string[] }
     // A statement's notices arrive before its answer, so by release the connection has heard every change.
     const giveBack = client.release
     client.release = (err?: Error | boolean) => {
@@ -261,7 +302,12 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
         const waitMs = answerWait()
         if (waitMs === 0 || typeof text !== 'string') return unbounded(text, values)
         const name = Array.isArray(values) && values.length > 0 ? statementName(text) : undefined
-        const config = { text, ...(values === undefined ? {} : { values }), ...(name === undefined ? {} : { name }), query_timeout: waitMs }
+        const config = {
+          text,
+          ...(values === undefined ? {} : { values }),
+          ...(name === undefined ? {} : { name }),
+          query_timeout: waitMs,
+        }
         return (query(config) as Promise<unknown>).catch((err: unknown) => {
           if (isAnswerTimeout(err)) abandonConnection(client)
           throw err
@@ -281,7 +327,10 @@ function preparingPool(pool: pg.Pool, maxNamed: number, handOver: (changes: stri
 
 async function createPglite(options: DatabaseOptions): Promise<Database> {
   // Loaded only for PGlite: a PostgreSQL server starts faster and smaller without it.
-  const [{ PGlite }, { createPgConfig }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/node-postgres')])
+  const [{ PGlite }, { createPgConfig }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/node-postgres'),
+  ])
   let release = () => {}
   let pglite: PGlite
   // PGlite touches all its shared buffers at start, so each one is idle memory: keep them to a
@@ -366,12 +415,21 @@ function takeLock(file: string): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(file, String(process.pid), { flag: 'wx' })
-      return () => { try { fs.unlinkSync(file) } catch { /* already gone */ } }
+      return () => {
+        try {
+          fs.unlinkSync(file)
+        } catch {
+          /* already gone */
+        }
+      }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
       const owner = Number(fs.readFileSync(file, 'utf8'))
       if (owner && owner !== process.pid && isAlive(owner)) {
-        throw new Error(`The data directory ${path.dirname(file)} is in use by process ${owner}; stop it, or set DATA_DIR to another directory.`)
+        throw new Error(
+          `The data directory ${path.dirname(file)} is in use by process ${owner}; stop it, or set DATA_DIR to ` +
+            `another directory.`,
+        )
       }
       fs.unlinkSync(file)
     }
@@ -380,5 +438,10 @@ function takeLock(file: string): () => void {
 }
 
 function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }

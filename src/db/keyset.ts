@@ -17,7 +17,11 @@ export interface KeysetPage {
   after?: ReadonlyArray<string | number>
 }
 
-export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>, order: readonly SortColumn[], page: KeysetPage | undefined): SelectQueryBuilder<DB, TB, O> {
+export function keyset<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  order: readonly SortColumn[],
+  page: KeysetPage | undefined,
+): SelectQueryBuilder<DB, TB, O> {
   let q = query
   if (page?.after) q = q.where(after(order, page.after))
   for (const { column, desc } of order) q = q.orderBy(sql.ref(column), desc ? 'desc' : 'asc')
@@ -29,13 +33,21 @@ export function keyset<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB,
  * A list without filters compiled once: each page shape is one SQL text whatever the company and
  * cursor. Answers undefined for what it does not cover; the caller then builds the query.
  */
-export function preparedPages<O>(db: Kysely<any>, order: readonly SortColumn[], list: (scope: string) => SelectQueryBuilder<any, any, O>) {
+export function preparedPages<O>(
+  db: Kysely<any>,
+  order: readonly SortColumn[],
+  list: (scope: string) => SelectQueryBuilder<any, any, O>,
+) {
   const whole = prepared(db, (scope: string) => keyset(list(scope), order, undefined))
   const first = prepared(db, (scope: string, rows: number) => keyset(list(scope), order, undefined).limit(rows))
-  const next = prepared(db, (scope: string, rows: number, ...key: Array<string | number>) => keyset(list(scope), order, { after: key }).limit(rows))
+  const next = prepared(db, (scope: string, rows: number, ...key: Array<string | number>) =>
+    keyset(list(scope), order, { after: key }).limit(rows),
+  )
   return (scope: string, page: KeysetPage): Promise<O[]> | undefined => {
     if (!page.after) return page.limit === undefined ? whole(scope) : first(scope, page.limit + 1)
-    return page.limit !== undefined && page.after.length === order.length ? next(scope, page.limit + 1, ...page.after) : undefined
+    return page.limit !== undefined && page.after.length === order.length
+      ? next(scope, page.limit + 1, ...page.after)
+      : undefined
   }
 }
 

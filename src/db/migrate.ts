@@ -8,15 +8,19 @@ const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '
 // Any constant: it only keeps two starting instances from migrating at the same time.
 const MIGRATION_LOCK = 72_410_001
 
-export interface Migration { version: string; sql: string }
+export interface Migration {
+  version: string
+  sql: string
+}
 
 let cached: Migration[] | undefined
 
 export function readMigrations(): Migration[] {
-  return cached ??= fs.readdirSync(MIGRATIONS_DIR)
+  return (cached ??= fs
+    .readdirSync(MIGRATIONS_DIR)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
     .sort()
-    .map((f) => ({ version: f.replace(/\.sql$/, ''), sql: fs.readFileSync(path.join(MIGRATIONS_DIR, f), 'utf8') }))
+    .map((f) => ({ version: f.replace(/\.sql$/, ''), sql: fs.readFileSync(path.join(MIGRATIONS_DIR, f), 'utf8') })))
 }
 
 /**
@@ -31,19 +35,34 @@ async function migrateUnbounded(db: Kysely<any>, options: { currencyCode?: strin
   const applied: string[] = []
   const { currencyCode } = options
   // Inlined into the migration's text, so it must be the three letters a code is, nothing else.
-  if (currencyCode !== undefined && !/^[A-Z]{3}$/.test(currencyCode)) throw new Error(`migrate: currencyCode must be an ISO 4217 code, not ${JSON.stringify(currencyCode)}`)
-  const settings = currencyCode === undefined ? '' : `SELECT set_config('company_admin.currency_code', '${currencyCode}', true);\n`
+  if (currencyCode !== undefined && !/^[A-Z]{3}$/.test(currencyCode))
+    throw new Error(`migrate: currencyCode must be an ISO 4217 code, not ${JSON.stringify(currencyCode)}`)
+  const settings =
+    currencyCode === undefined ? '' : `SELECT set_config('company_admin.currency_code', '${currencyCode}', true);\n`
   await db.connection().execute(async (conn) => {
     await sql`SET statement_timeout = 0`.execute(conn)
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn)
     try {
-      await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(conn)
-      const done = new Set((await sql<{ version: string }>`SELECT version FROM schema_migrations`.execute(conn)).rows.map((r) => r.version))
+      await sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(conn)
+      const done = new Set(
+        (await sql<{ version: string }>`SELECT version FROM schema_migrations`.execute(conn)).rows.map(
+          (r) => r.version,
+        ),
+      )
       for (const migration of readMigrations()) {
         if (done.has(migration.version)) continue
-        await sql.raw(`BEGIN;\n${settings}${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ('${migration.version}');\nCOMMIT;`).execute(conn)
+        await sql
+          .raw(
+            `BEGIN;\n${settings}${migration.sql}\n;INSERT INTO schema_migrations (version) VALUES ` +
+              `('${migration.version}');\nCOMMIT;`,
+          )
+          .execute(conn)
           .catch(async (err) => {
-            await sql.raw('ROLLBACK').execute(conn).catch(() => {})
+            await sql
+              .raw('ROLLBACK')
+              .execute(conn)
+              .catch(() => {})
             throw new Error(`Migration ${migration.version} failed: ${(err as Error).message}`)
           })
         applied.push(migration.version)

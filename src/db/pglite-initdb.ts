@@ -14,7 +14,14 @@ await db.close()
 // initdb runs PGlite's code once and exits, so TurboFan's recompilations are wasted: the tiering
 // budget is always given (src/v8-memory.ts).
 export function initdbArgs(directory: string): string[] {
-  return [WASM_TIERING_FLAG, '--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), directory]
+  return [
+    WASM_TIERING_FLAG,
+    '--input-type=module',
+    '-e',
+    INITDB,
+    import.meta.resolve('@electric-sql/pglite'),
+    directory,
+  ]
 }
 
 /**
@@ -29,21 +36,26 @@ export async function initPgliteDataDir(pgdata: string): Promise<void> {
   // initdb writes PG_VERSION early, so it runs in a directory of its own, renamed to pgdata only once
   // complete; a leftover of a killed start is removed.
   const prefix = `${path.basename(pgdata)}.init-`
-  for (const entry of fs.readdirSync(parent)) if (entry.startsWith(prefix)) fs.rmSync(path.join(parent, entry), { recursive: true, force: true })
+  for (const entry of fs.readdirSync(parent))
+    if (entry.startsWith(prefix)) fs.rmSync(path.join(parent, entry), { recursive: true, force: true })
   const building = path.join(parent, `${prefix}${process.pid}`)
   fs.mkdirSync(building)
   const child = spawn(process.execPath, initdbArgs(building), {
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
-  child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-2000) })
+  child.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-2000)
+  })
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
     child.once('exit', (c) => resolve(c))
   })
   if (code !== 0) {
     fs.rmSync(building, { recursive: true, force: true })
-    throw new Error(`DATA_DIR ${parent}: the embedded database could not be created (initdb exited with ${code}): ${stderr.trim()}`)
+    throw new Error(
+      `DATA_DIR ${parent}: the embedded database could not be created (initdb exited with ${code}): ${stderr.trim()}`,
+    )
   }
   // An empty pgdata is replaced; a non-empty one without PG_VERSION is not ours to delete.
   if (fs.existsSync(pgdata) && fs.readdirSync(pgdata).length === 0) fs.rmdirSync(pgdata)

@@ -5,7 +5,9 @@ import type { CompiledQuery, Kysely } from 'kysely'
  * much CPU as the rest of its request. `build` gets placeholders once, so every argument must reach
  * the SQL as a parameter (constants belong in the SQL text).
  */
-interface Compiles<R> { compile(db: Kysely<any>): CompiledQuery<R> }
+interface Compiles<R> {
+  compile(db: Kysely<any>): CompiledQuery<R>
+}
 
 export function prepared<A extends unknown[], R>(db: Kysely<any>, build: (...args: A) => Compiles<R>) {
   let compiled: { template: CompiledQuery<R>; slots: number[] } | undefined

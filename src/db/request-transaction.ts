@@ -15,7 +15,9 @@ export interface RequestTransaction {
   end(commit: boolean, closeScope?: boolean): Promise<void>
 }
 
-interface Scope { pinned?: Pinned | 'closed' }
+interface Scope {
+  pinned?: Pinned | 'closed'
+}
 
 const scope = new AsyncLocalStorage<Scope>()
 
@@ -34,12 +36,17 @@ export function inRequestTransaction(): boolean {
 
 export function pinnedBorrow(): Promise<pg.PoolClient> | undefined {
   const pinned = scope.getStore()?.pinned
-  if (pinned === 'closed') return Promise.reject(new Error('This request ended before its work did; its transaction was rolled back'))
+  if (pinned === 'closed')
+    return Promise.reject(new Error('This request ended before its work did; its transaction was rolled back'))
   return pinned?.borrow()
 }
 
 /** Throws outside a request's scope. */
-export async function pin(client: pg.PoolClient, release: (err?: Error) => void, settings: string[]): Promise<RequestTransaction> {
+export async function pin(
+  client: pg.PoolClient,
+  release: (err?: Error) => void,
+  settings: string[],
+): Promise<RequestTransaction> {
   const current = scope.getStore()
   if (!current) throw new Error('pin() outside a request scope')
   if (current.pinned) throw new Error('This request already holds a transaction')

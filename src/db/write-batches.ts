@@ -15,9 +15,16 @@ export interface WriteBatchOptions {
 
 export type WriteBatchObserver = (name: string, items: number, outcome: 'written' | 'failed') => void
 
-interface Waiting<I, O> { item: I; resolve: (outcome: O) => void; reject: (err: unknown) => void }
+interface Waiting<I, O> {
+  item: I
+  resolve: (outcome: O) => void
+  reject: (err: unknown) => void
+}
 
-export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: WriteBatchOptions): (item: I) => Promise<O> {
+export function writeBatches<I, O>(
+  run: (items: I[]) => Promise<O[]>,
+  options: WriteBatchOptions,
+): (item: I) => Promise<O> {
   const queue: Waiting<I, O>[] = []
   let inFlight = 0
   let scheduled = false
@@ -26,7 +33,8 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
     let outcomes: O[]
     try {
       outcomes = await run(batch.map((w) => w.item))
-      if (outcomes.length !== batch.length) throw new Error(`A write batch of ${batch.length} answered ${outcomes.length} outcomes`)
+      if (outcomes.length !== batch.length)
+        throw new Error(`A write batch of ${batch.length} answered ${outcomes.length} outcomes`)
     } catch (err) {
       observe(batch.length, 'failed')
       if (batch.length === 1) return batch[0]!.reject(err)
@@ -34,15 +42,14 @@ export function writeBatches<I, O>(run: (items: I[]) => Promise<O[]>, options: W
       for (const waiting of batch) await runBatch([waiting])
       return
     }
-    batch.forEach((w, i) => w.resolve(outcomes[i]!))
+    for (const [i, w] of batch.entries()) w.resolve(outcomes[i]!)
     observe(batch.length, 'written')
   }
 
   function observe(items: number, outcome: 'written' | 'failed') {
     try {
       options.observer?.(options.name, items, outcome)
-    } catch {
-    }
+    } catch {}
   }
 
   function startBatches() {

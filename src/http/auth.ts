@@ -11,8 +11,12 @@ import { bearerToken, verifiedBearer } from './bearer.ts'
 export type Access = 'none' | 'public' | 'platform' | { area: string; mode?: 'read' | 'write' }
 
 declare module 'fastify' {
-  interface FastifyContextConfig { access?: Access }
-  interface FastifyRequest { principal: Principal | null }
+  interface FastifyContextConfig {
+    access?: Access
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
 }
 
 export function scopeNeeded(access: Access, method: string): string | undefined {
@@ -25,7 +29,10 @@ export function scopeNeeded(access: Access, method: string): string | undefined 
 
 export const PLATFORM_WRITE_SCOPE = 'write:company'
 
-export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 'verify' | 'cached'>; access: Pick<AccessState, 'get' | 'fresh'> }) {
+export function installAuth(
+  app: FastifyInstance,
+  deps: { keys: Pick<TokenKeys, 'verify' | 'cached'>; access: Pick<AccessState, 'get' | 'fresh'> },
+) {
   app.decorateRequest('principal', null)
 
   app.addHook('onRoute', (route) => {
@@ -46,13 +53,19 @@ export function installAuth(app: FastifyInstance, deps: { keys: Pick<TokenKeys, 
       } catch (err) {
         return done(err as Error)
       }
-      authenticate(request, optional).then((principal) => { authorize(request, reply, principal); done() }).catch((err: Error) => done(err))
+      authenticate(request, optional)
+        .then((principal) => {
+          authorize(request, reply, principal)
+          done()
+        })
+        .catch((err: Error) => done(err))
     }
     const authorize = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
       request.principal = principal
       if (!principal) return
       logAs(request, reply, principal)
-      if (access === 'platform' && principal.companyId !== null) throw new Forbidden('Only a platform client may do this')
+      if (access === 'platform' && principal.companyId !== null)
+        throw new Forbidden('Only a platform client may do this')
       if (needed && !principal.scopes.has(needed)) throw new InsufficientScope(needed)
       // A company's token on another company's path is answered as if that company did not exist.
       const companyId = (request.params as Record<string, string> | undefined)?.company_id
@@ -96,7 +109,7 @@ function logAs(request: FastifyRequest, reply: FastifyReply, principal: Principa
 }
 
 function admit(state: ClientAccessState | undefined) {
-  if (!state || state.revoked) throw new Unauthorized('The token\'s client has been revoked')
+  if (!state || state.revoked) throw new Unauthorized("The token's client has been revoked")
   if (state.companyDisabled) throw new Forbidden('The company is disabled')
 }
 

@@ -13,7 +13,10 @@ const verifications = new WeakMap<FastifyRequest, Promise<Principal | undefined>
 
 // Verified once per request, whichever hook asks first, so a token that never verifies costs one
 // signature check per request, not one per hook.
-export function verifiedBearer(request: FastifyRequest, keys: Pick<TokenKeys, 'verify'>): Promise<Principal | undefined> {
+export function verifiedBearer(
+  request: FastifyRequest,
+  keys: Pick<TokenKeys, 'verify'>,
+): Promise<Principal | undefined> {
   let verification = verifications.get(request)
   if (!verification) {
     const token = bearerToken(request.headers.authorization)

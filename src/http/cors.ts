@@ -5,8 +5,16 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id']
 // Headers a browser hides from scripts unless exposed; Link is the lists' paging header.
 const EXPOSED_HEADERS = [
-  'Location', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', 'Link', 'WWW-Authenticate',
-  'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Content-Disposition',
+  'Location',
+  'Retry-After',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'Link',
+  'WWW-Authenticate',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Content-Disposition',
 ]
 const PREFLIGHT_MAX_AGE_SECONDS = 600
 
@@ -25,8 +33,12 @@ export async function installCors(app: FastifyInstance, origins: readonly string
       const ok = origin !== undefined && allowed.has(origin) && !isHostedPage(request.url)
       // Spelled out, not spread: adding properties after a spread is slow on V8, and this runs per request.
       callback(null, {
-        origin: ok ? origin : false, methods: METHODS, allowedHeaders: ALLOWED_HEADERS, exposedHeaders: EXPOSED_HEADERS,
-        maxAge: PREFLIGHT_MAX_AGE_SECONDS, strictPreflight: false,
+        origin: ok ? origin : false,
+        methods: METHODS,
+        allowedHeaders: ALLOWED_HEADERS,
+        exposedHeaders: EXPOSED_HEADERS,
+        maxAge: PREFLIGHT_MAX_AGE_SECONDS,
+        strictPreflight: false,
       })
     },
   })

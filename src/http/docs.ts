@@ -20,7 +20,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 // only: the other scheme is Chargebee's webhook Basic auth.
 const START = `const licenseName = (system) => ({
   components: {
-    OAS31License: ({ specSelectors }) => system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
+    OAS31License: ({ specSelectors }) =>
+      system.React.createElement('div', { className: 'info__license' }, specSelectors.selectLicenseNameField()),
   },
 });
 const clientCredentialsOnly = () => ({
@@ -68,8 +69,14 @@ const PAGE = `<!doctype html>
 
 // Swagger UI sets inline styles and draws icons as data: images; requests go to this service only.
 const POLICY = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
-  "connect-src 'self'", "form-action 'self'", "base-uri 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
 ].join('; ')
 
 /** The assets change only with the package's version, which comes with a restart. */
@@ -77,21 +84,39 @@ const CACHE = 'public, max-age=3600'
 
 export function installDocs(app: FastifyInstance) {
   let folder: string | undefined
-  const assetFolder = () => (folder ??= path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json')))
+  const assetFolder = () =>
+    (folder ??= path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json')))
 
   app.route({
-    method: 'GET', url: '/docs', schema: { hide: true }, config: { access: 'none' },
-    handler: async (_request, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache')
-      .header('content-security-policy', POLICY).send(PAGE),
+    method: 'GET',
+    url: '/docs',
+    schema: { hide: true },
+    config: { access: 'none' },
+    handler: async (_request, reply) =>
+      reply
+        .type('text/html; charset=utf-8')
+        .header('cache-control', 'no-cache')
+        .header('content-security-policy', POLICY)
+        .send(PAGE),
   })
   app.route<{ Params: { file: string } }>({
-    method: 'GET', url: '/docs/:file', schema: { hide: true }, config: { access: 'none' },
+    method: 'GET',
+    url: '/docs/:file',
+    schema: { hide: true },
+    config: { access: 'none' },
     handler: async (request, reply) => {
       const { file } = request.params
-      if (file === 'start.js') return reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(START)
+      if (file === 'start.js')
+        return reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(START)
       const asset = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined
-      if (!asset) { reply.callNotFound(); return reply }
-      return reply.type(asset.type).header('cache-control', CACHE).send(createReadStream(path.join(assetFolder(), asset.file)))
+      if (!asset) {
+        reply.callNotFound()
+        return reply
+      }
+      return reply
+        .type(asset.type)
+        .header('cache-control', CACHE)
+        .send(createReadStream(path.join(assetFolder(), asset.file)))
     },
   })
 }

@@ -8,7 +8,14 @@ import { enterRequestScope, type RequestTransaction } from '../db/request-transa
 import type { Clock } from '../core/clock.ts'
 import type { Scheduler } from '../jobs/scheduler.ts'
 import { Conflict } from '../core/errors.ts'
-import { AFTER_CLAIM, claimSettings, idempotencyRepository, isLockNotAvailable, purgeKeys, type KeptKey } from './idempotency.repository.ts'
+import {
+  AFTER_CLAIM,
+  claimSettings,
+  idempotencyRepository,
+  isLockNotAvailable,
+  purgeKeys,
+  type KeptKey,
+} from './idempotency.repository.ts'
 import { secretsByStatus, withoutSecrets } from './secret-fields.ts'
 
 declare module 'fastify' {
@@ -34,7 +41,15 @@ const RETRY_DELAYS_MS = [10, 25, 50, 100, 200, 400]
  * 24 h, another body is a 409; a 5xx is not kept, secrets are kept as `null`. Claim, work and answer
  * share one transaction, so a key is answered with its work committed or not claimed at all.
  */
-export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>; database: Pick<Database, 'engine' | 'requestTransaction'>; clock: Clock; scheduler: Pick<Scheduler, 'register' | 'schedule'> }) {
+export function installIdempotency(
+  app: FastifyInstance,
+  deps: {
+    db: Kysely<DB>
+    database: Pick<Database, 'engine' | 'requestTransaction'>
+    clock: Clock
+    scheduler: Pick<Scheduler, 'register' | 'schedule'>
+  },
+) {
   const { db, database, clock, scheduler } = deps
   const keys = idempotencyRepository(db)
   app.decorateRequest('idempotency', null)
@@ -44,11 +59,15 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
   // Expired keys are purged hourly: one job per hour (its key), each scheduling the next.
   const purgeKey = (at: Date) => new Date(Math.floor(at.getTime() / PURGE_EVERY_MS) * PURGE_EVERY_MS).toISOString()
   // Real time: keys live 24 real hours, and a test clock's advance must not run the purge on its way.
-  scheduler.register(PURGE_JOB, async ({ trx, now }) => {
-    await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
-    const next = new Date(now.getTime() + PURGE_EVERY_MS)
-    await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
-  }, { realTime: true })
+  scheduler.register(
+    PURGE_JOB,
+    async ({ trx, now }) => {
+      await purgeKeys(trx, new Date(now.getTime() - KEY_LIFETIME_MS))
+      const next = new Date(now.getTime() + PURGE_EVERY_MS)
+      await scheduler.schedule(trx, { kind: PURGE_JOB, key: purgeKey(next), runAt: next })
+    },
+    { realTime: true },
+  )
   app.addHook('onReady', async () => {
     await scheduler.schedule(db, { kind: PURGE_JOB, key: purgeKey(clock.now()), runAt: clock.now() })
   })
@@ -84,7 +103,8 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
     const expiredBefore = new Date(now.getTime() - KEY_LIFETIME_MS)
     const abandonedBefore = new Date(now.getTime() - ABANDONED_AFTER_MS)
     const live = (row: KeptKey | undefined): row is KeptKey =>
-      row !== undefined && row.created_at.getTime() >= (row.status_code === null ? abandonedBefore : expiredBefore).getTime()
+      row !== undefined &&
+      row.created_at.getTime() >= (row.status_code === null ? abandonedBefore : expiredBefore).getTime()
 
     const kept = await keys.find(owner, key)
     if (live(kept)) return answerFrom(kept, hash, reply)
@@ -100,13 +120,16 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
         await transaction.end(false).catch(() => {})
         if (!isLockNotAvailable(err)) throw err
         const pause = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]!
-        if (performance.now() + pause >= deadline) throw new Conflict('A request with this Idempotency-Key is still running')
+        if (performance.now() + pause >= deadline)
+          throw new Conflict('A request with this Idempotency-Key is still running')
         await sleep(pause)
         continue
       }
       if (claimed) {
         request.idempotency = { owner, key, transaction }
-        reply.raw.once('close', () => { if (!reply.raw.writableFinished) void abandon(request) })
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) void abandon(request)
+        })
         return
       }
       await transaction.end(false)
@@ -128,36 +151,37 @@ export function installIdempotency(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   // The answer is written in the request's transaction, which then commits: a failing commit
   // turns the answer into an error and nothing of the request stays.
-  const keepFor = (secrets: Map<number, string[]>) => async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
-    const claim = request.idempotency
-    if (!claim) return payload
-    // An answer no one will read is not kept: the retry must run.
-    if (clientGone(request, reply)) {
-      await abandon(request)
+  const keepFor = (secrets: Map<number, string[]>) =>
+    async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+      const claim = request.idempotency
+      if (!claim) return payload
+      // An answer no one will read is not kept: the retry must run.
+      if (clientGone(request, reply)) {
+        await abandon(request)
+        return payload
+      }
+      request.idempotency = null
+      try {
+        if (reply.statusCode >= 500) {
+          // What committed before the failure stays committed, as without a key.
+          await keys.release(claim.owner, claim.key)
+        } else {
+          const headers: Record<string, string> = {}
+          for (const name of REPLAYED_HEADERS) {
+            const value = reply.getHeader(name)
+            if (value !== undefined) headers[name] = String(value)
+          }
+          const fields = secrets.get(reply.statusCode)
+          const body = typeof payload !== 'string' ? null : fields ? withoutSecrets(payload, fields) : payload
+          await keys.keepAnswer(claim.owner, claim.key, { status: reply.statusCode, headers, body })
+        }
+        await claim.transaction.end(true)
+      } catch (err) {
+        await claim.transaction.end(false).catch(() => {})
+        throw err
+      }
       return payload
     }
-    request.idempotency = null
-    try {
-      if (reply.statusCode >= 500) {
-        // What committed before the failure stays committed, as without a key.
-        await keys.release(claim.owner, claim.key)
-      } else {
-        const headers: Record<string, string> = {}
-        for (const name of REPLAYED_HEADERS) {
-          const value = reply.getHeader(name)
-          if (value !== undefined) headers[name] = String(value)
-        }
-        const fields = secrets.get(reply.statusCode)
-        const body = typeof payload !== 'string' ? null : fields ? withoutSecrets(payload, fields) : payload
-        await keys.keepAnswer(claim.owner, claim.key, { status: reply.statusCode, headers, body })
-      }
-      await claim.transaction.end(true)
-    } catch (err) {
-      await claim.transaction.end(false).catch(() => {})
-      throw err
-    }
-    return payload
-  }
 
   // A request that ended before its answer rolls back and frees its key; later writes of its handler fail.
   async function abandon(request: FastifyRequest) {
@@ -186,9 +210,17 @@ function toArray<T>(value: T | T[] | undefined): T[] {
 
 // The key is validated (1 to 255 characters) and documented with the route's headers schema.
 function acceptKeyHeader(schema: Record<string, any>) {
-  const header = { type: 'string', minLength: 1, maxLength: 255, description: 'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409' }
+  const header = {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    description:
+      'The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret ' +
+      'field null; another body is a 409',
+  }
   if (!schema.headers) schema.headers = { type: 'object', properties: { 'idempotency-key': header } }
-  else if (schema.headers.type === 'object') schema.headers.properties = { 'idempotency-key': header, ...schema.headers.properties }
+  else if (schema.headers.type === 'object')
+    schema.headers.properties = { 'idempotency-key': header, ...schema.headers.properties }
   else throw new Error('A POST or PUT route that takes Idempotency-Key needs an object headers schema')
 }
 
@@ -200,7 +232,9 @@ function requestHash(request: FastifyRequest): string {
   return hash.digest('hex')
 }
 
-class Text { constructor(readonly text: string) {} }
+class Text {
+  constructor(readonly text: string) {}
+}
 
 /**
  * Writes `value` as JSON with sorted keys and no white space, so equal JSON values give equal
@@ -210,7 +244,8 @@ export function canonicalJson(value: unknown, write: (text: string) => void) {
   const stack: unknown[] = [value]
   while (stack.length > 0) {
     let next = stack.pop()
-    if (next !== null && typeof next === 'object' && typeof (next as { toJSON?: unknown }).toJSON === 'function') next = (next as { toJSON: () => unknown }).toJSON()
+    if (next !== null && typeof next === 'object' && typeof (next as { toJSON?: unknown }).toJSON === 'function')
+      next = (next as { toJSON: () => unknown }).toJSON()
     if (next instanceof Text) {
       write(next.text)
     } else if (Array.isArray(next)) {
@@ -222,7 +257,9 @@ export function canonicalJson(value: unknown, write: (text: string) => void) {
       }
     } else if (next !== null && typeof next === 'object') {
       const record = next as Record<string, unknown>
-      const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort()
+      const keys = Object.keys(record)
+        .filter((k) => record[k] !== undefined)
+        .sort()
       write('{')
       stack.push(new Text('}'))
       for (let i = keys.length - 1; i >= 0; i--) {

@@ -3,7 +3,10 @@ import type { Bindings, ChildLoggerOptions } from 'pino'
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 
-interface Root { level: string; isLevelEnabled?: (level: string) => boolean }
+interface Root {
+  level: string
+  isLevelEnabled?: (level: string) => boolean
+}
 
 /**
  * A child logger that pino makes only when it first writes at an enabled level: most requests
@@ -17,26 +20,48 @@ export function lazyChild(root: Root, make: () => FastifyBaseLogger, options?: C
 /** A class, not closures: two per request. */
 class LazyChild implements FastifyBaseLogger, Root {
   private made: (FastifyBaseLogger & Root) | undefined
-  constructor(private readonly root: Root, private readonly make: () => FastifyBaseLogger) {}
+  constructor(
+    private readonly root: Root,
+    private readonly make: () => FastifyBaseLogger,
+  ) {}
 
   private real(): FastifyBaseLogger & Root {
     return (this.made ??= this.make() as FastifyBaseLogger & Root)
   }
 
   private write(level: Level, args: unknown[]) {
-    if (this.made || (this.root.isLevelEnabled?.(level) ?? true)) (this.real()[level] as (...a: unknown[]) => void)(...args)
+    if (this.made || (this.root.isLevelEnabled?.(level) ?? true))
+      (this.real()[level] as (...a: unknown[]) => void)(...args)
   }
 
-  get level() { return (this.made ?? this.root).level }
-  set level(level: string) { this.real().level = level }
-  isLevelEnabled(level: string) { return (this.made ?? this.root).isLevelEnabled?.(level) ?? true }
+  get level() {
+    return (this.made ?? this.root).level
+  }
+  set level(level: string) {
+    this.real().level = level
+  }
+  isLevelEnabled(level: string) {
+    return (this.made ?? this.root).isLevelEnabled?.(level) ?? true
+  }
 
-  fatal(...args: unknown[]) { this.write('fatal', args) }
-  error(...args: unknown[]) { this.write('error', args) }
-  warn(...args: unknown[]) { this.write('warn', args) }
-  info(...args: unknown[]) { this.write('info', args) }
-  debug(...args: unknown[]) { this.write('debug', args) }
-  trace(...args: unknown[]) { this.write('trace', args) }
+  fatal(...args: unknown[]) {
+    this.write('fatal', args)
+  }
+  error(...args: unknown[]) {
+    this.write('error', args)
+  }
+  warn(...args: unknown[]) {
+    this.write('warn', args)
+  }
+  info(...args: unknown[]) {
+    this.write('info', args)
+  }
+  debug(...args: unknown[]) {
+    this.write('debug', args)
+  }
+  trace(...args: unknown[]) {
+    this.write('trace', args)
+  }
   silent() {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {

@@ -15,7 +15,11 @@ export interface SheddingSettings {
 }
 
 // While over a threshold, requests get 503 with Retry-After, so the requests taken finish in time.
-export async function installLoadShedding(app: FastifyInstance, settings: SheddingSettings, onShed?: (kind: string) => void) {
+export async function installLoadShedding(
+  app: FastifyInstance,
+  settings: SheddingSettings,
+  onShed?: (kind: string) => void,
+) {
   if (settings.maxInFlight > 0) boundInFlight(app, settings.maxInFlight, onShed)
   if (settings.maxEventLoopDelayMs === 0 && settings.maxHeapUsedBytes === 0) return
   await app.register(underPressure, {
@@ -44,12 +48,16 @@ function boundInFlight(app: FastifyInstance, max: number, onShed?: (kind: string
     if (neverShed(request)) return done()
     if (inFlight >= max) {
       onShed?.('in_flight')
-      return done(new ServiceUnavailable('The service is working on as many requests as it takes at once; retry shortly', 1))
+      return done(
+        new ServiceUnavailable('The service is working on as many requests as it takes at once; retry shortly', 1),
+      )
     }
     inFlight++
     holding.add(request)
     // A hijacked reply has no onSend: its end gives the slot back.
-    reply.raw.once('close', () => { if (reply.sent) release(request) })
+    reply.raw.once('close', () => {
+      if (reply.sent) release(request)
+    })
     done()
   })
   app.addHook('onSend', (request, _reply, payload, done) => {

@@ -13,10 +13,21 @@ type Doc = Record<string, any>
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head'] as const
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'] as const
 const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'] as const
-const SCHEMA_ONES = ['items', 'additionalProperties', 'not', 'contains', 'if', 'then', 'else', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems'] as const
+const SCHEMA_ONES = [
+  'items',
+  'additionalProperties',
+  'not',
+  'contains',
+  'if',
+  'then',
+  'else',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+] as const
 
 export function finishDocument(doc: Doc): Doc {
-  const components: Record<string, Schema> = (doc.components ??= {}).schemas ??= {}
+  const components: Record<string, Schema> = ((doc.components ??= {}).schemas ??= {})
   const lifted = new Map<string, string>()
   const lift = (schema: Schema) => liftTitled(schema, components, lifted)
 
@@ -25,21 +36,34 @@ export function finishDocument(doc: Doc): Doc {
       const op = item[method]
       if (!op) continue
       for (const media of Object.values((op.requestBody?.content ?? {}) as Record<string, Schema>)) addExample(media)
-      const keyed = ((op.parameters ?? []) as Schema[]).some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key')
+      const keyed = ((op.parameters ?? []) as Schema[]).some(
+        (p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key',
+      )
       for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, Schema>)) {
         const success = /^2\d\d$/.test(status)
-        for (const media of Object.values((response.content ?? {}) as Record<string, Schema>)) if (success) addExample(media)
+        for (const media of Object.values((response.content ?? {}) as Record<string, Schema>))
+          if (success) addExample(media)
         if (status === '201' || (status === '202' && method === 'post')) addLocation(response)
         if (success && keyed) addReplayed(response)
-        if (success && Object.values((response.content ?? {}) as Record<string, Schema>).some((media) => secretFieldsOf(media.schema).length > 0)) addNoStore(response)
+        if (
+          success &&
+          Object.values((response.content ?? {}) as Record<string, Schema>).some(
+            (media) => secretFieldsOf(media.schema).length > 0,
+          )
+        )
+          addNoStore(response)
         if (success && response.description === 'Default Response') response.description = successDescription(response)
       }
-      for (const media of Object.values((op.requestBody?.content ?? {}) as Record<string, Schema>)) if (media.schema) media.schema = lift(media.schema)
+      for (const media of Object.values((op.requestBody?.content ?? {}) as Record<string, Schema>))
+        if (media.schema) media.schema = lift(media.schema)
       for (const response of Object.values((op.responses ?? {}) as Record<string, Schema>)) {
-        for (const media of Object.values((response.content ?? {}) as Record<string, Schema>)) if (media.schema) media.schema = lift(media.schema)
-        for (const header of Object.values((response.headers ?? {}) as Record<string, Schema>)) if (header.schema) header.schema = lift(header.schema)
+        for (const media of Object.values((response.content ?? {}) as Record<string, Schema>))
+          if (media.schema) media.schema = lift(media.schema)
+        for (const header of Object.values((response.headers ?? {}) as Record<string, Schema>))
+          if (header.schema) header.schema = lift(header.schema)
       }
-      for (const parameter of (op.parameters ?? []) as Schema[]) if (parameter.schema) parameter.schema = lift(parameter.schema)
+      for (const parameter of (op.parameters ?? []) as Schema[])
+        if (parameter.schema) parameter.schema = lift(parameter.schema)
     }
   }
   doc.components.schemas = Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b)))
@@ -64,7 +88,9 @@ function addLocation(response: Schema) {
 function addReplayed(response: Schema) {
   response.headers ??= {}
   response.headers['Idempotent-Replayed'] ??= {
-    description: 'Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again',
+    description:
+      'Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request ' +
+      'with the key, and nothing ran again',
     schema: { type: 'string', const: 'true' },
   }
 }
@@ -91,22 +117,33 @@ function liftTitled(schema: Schema, components: Record<string, Schema>, lifted: 
   const out: Schema = { ...schema }
   for (const key of SCHEMA_MAPS) {
     if (out[key] && typeof out[key] === 'object') {
-      out[key] = Object.fromEntries(Object.entries(out[key] as Record<string, Schema>).map(([k, v]) => [k, liftTitled(v, components, lifted)]))
+      out[key] = Object.fromEntries(
+        Object.entries(out[key] as Record<string, Schema>).map(([k, v]) => [k, liftTitled(v, components, lifted)]),
+      )
     }
   }
-  for (const key of SCHEMA_LISTS) if (Array.isArray(out[key])) out[key] = out[key].map((s: Schema) => liftTitled(s, components, lifted))
-  for (const key of SCHEMA_ONES) if (out[key] && typeof out[key] === 'object') out[key] = liftTitled(out[key], components, lifted)
+  for (const key of SCHEMA_LISTS)
+    if (Array.isArray(out[key])) out[key] = out[key].map((s: Schema) => liftTitled(s, components, lifted))
+  for (const key of SCHEMA_ONES)
+    if (out[key] && typeof out[key] === 'object') out[key] = liftTitled(out[key], components, lifted)
   const title = out.title
   if (typeof title !== 'string') return out
-  if (!/^[A-Za-z0-9._-]+$/.test(title)) throw new Error(`OpenAPI: the schema title "${title}" cannot name a component (letters, digits, . _ - only)`)
+  if (!/^[A-Za-z0-9._-]+$/.test(title))
+    throw new Error(`OpenAPI: the schema title "${title}" cannot name a component (letters, digits, . _ - only)`)
   const { description, example, examples, ...shape } = out
   const key = canonical(shape)
   const known = lifted.get(title)
   if (known === undefined) {
     lifted.set(title, key)
-    components[title] = { ...shape, ...(description !== undefined ? { description } : {}), ...(examples ? { examples } : example !== undefined ? { examples: [example] } : {}) }
+    components[title] = {
+      ...shape,
+      ...(description !== undefined ? { description } : {}),
+      ...(examples ? { examples } : example !== undefined ? { examples: [example] } : {}),
+    }
   } else if (known !== key) {
-    throw new Error(`OpenAPI: two different shapes are both titled "${title}"; give one of them another title.\n${known}\n${key}`)
+    throw new Error(
+      `OpenAPI: two different shapes are both titled "${title}"; give one of them another title.\n${known}\n${key}`,
+    )
   } else if (examples && !components[title]!.examples) {
     components[title]!.examples = examples
   }
@@ -116,7 +153,13 @@ function liftTitled(schema: Schema, components: Record<string, Schema>, lifted: 
 }
 
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) => v && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-    : v)
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
+  )
 }

@@ -12,14 +12,24 @@ import type { Page, Paged, SortKey } from '../core/paging.ts'
 export const MAX_LIMIT = 500
 
 export const PageFields = {
-  limit: Type.Optional(Type.Integer({
-    minimum: 1, maximum: MAX_LIMIT,
-    description: `At most this many items (1 to ${MAX_LIMIT}); when more remain, the Link header names the next page. Without it, the whole list.`,
-  })),
-  cursor: Type.Optional(Type.String({
-    minLength: 1, maxLength: 2048,
-    description: 'The next page, as the Link header of the previous page gave it (opaque; only with limit, the same filters and the same list).',
-  })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIMIT,
+      description:
+        `At most this many items (1 to ${MAX_LIMIT}); when more remain, the Link header names the next page. ` +
+        `Without it, the whole list.`,
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'The next page, as the Link header of the previous page gave it (opaque; only with limit, the same ' +
+        'filters and the same list).',
+    }),
+  ),
 }
 
 export const pageQuery = <T extends TProperties>(filters: T = {} as T) =>
@@ -27,21 +37,36 @@ export const pageQuery = <T extends TProperties>(filters: T = {} as T) =>
 
 /** For lists never answered whole (growing logs): without `limit`, pages of `defaultLimit`. */
 export const pageFieldsWithDefault = (defaultLimit: number) => ({
-  limit: Type.Optional(Type.Integer({
-    minimum: 1, maximum: MAX_LIMIT,
-    description: `At most this many items (1 to ${MAX_LIMIT}, default ${defaultLimit}); when more remain, the Link header names the next page.`,
-  })),
-  cursor: Type.Optional(Type.String({
-    minLength: 1, maxLength: 2048,
-    description: 'The next page, as the Link header of the previous page gave it (opaque; only with the same filters and the same list).',
-  })),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIMIT,
+      description:
+        `At most this many items (1 to ${MAX_LIMIT}, default ${defaultLimit}); when more remain, the Link header ` +
+        `names the next page.`,
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'The next page, as the Link header of the previous page gave it (opaque; only with the same filters and ' +
+        'the same list).',
+    }),
+  ),
 })
 
 const LINK_HEADER = {
   link: {
     type: 'string',
-    description: 'With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set to the next page. The URL is relative to the service (path and query).',
-    examples: ['</api/v1/companies/9b1f2c1e-4f7a-4c55-9a51-0f3c2d1e8a77/contracts?limit=50&cursor=WyJhIiwxLFsiUm9zc2kiXV0>; rel="next"'],
+    description:
+      'With `limit`, when more items remain: `<url>; rel="next"` (RFC 8288), the same request with `cursor` set ' +
+      'to the next page. The URL is relative to the service (path and query).',
+    examples: [
+      '</api/v1/companies/9b1f2c1e-4f7a-4c55-9a51-0f3c2d1e8a77/contracts?limit=50&cursor=WyJhIiwxLFsiUm9zc2kiXV0>; ' +
+        'rel="next"',
+    ],
   },
 }
 
@@ -70,16 +95,30 @@ function fingerprint(request: FastifyRequest): string {
   const query = { ...(request.query as Record<string, unknown> | undefined) }
   delete query.limit
   delete query.cursor
-  const sorted = Object.keys(query).sort().map((key) => [key, query[key]])
+  const sorted = Object.keys(query)
+    .sort()
+    .map((key) => [key, query[key]])
   const params = request.params as Record<string, unknown> | undefined
-  const paramList = Object.keys(params ?? {}).sort().map((key) => [key, String(params![key]).toLowerCase()])
-  return createHash('sha256').update(JSON.stringify([request.routeOptions.url, paramList, sorted])).digest('base64url').slice(0, 16)
+  const paramList = Object.keys(params ?? {})
+    .sort()
+    .map((key) => [key, String(params![key]).toLowerCase()])
+  return createHash('sha256')
+    .update(JSON.stringify([request.routeOptions.url, paramList, sorted]))
+    .digest('base64url')
+    .slice(0, 16)
 }
 
-const badCursor = (why: string) => new ValidationError(`querystring/cursor ${why}`, [{ field: 'querystring/cursor', message: `querystring/cursor ${why}` }])
+const badCursor = (why: string) =>
+  new ValidationError(`querystring/cursor ${why}`, [
+    { field: 'querystring/cursor', message: `querystring/cursor ${why}` },
+  ])
 
 /** The page a list request asks for; `kinds` are the list's sort key, checked in a cursor. */
-export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], options: { defaultLimit?: number } = {}): Page {
+export function readPage(
+  request: FastifyRequest,
+  kinds: readonly KeyKind[],
+  options: { defaultLimit?: number } = {},
+): Page {
   const { limit: asked, cursor } = request.query as { limit?: number; cursor?: string }
   const limit = asked ?? options.defaultLimit
   if (cursor === undefined) return { limit, number: 1 }
@@ -93,10 +132,17 @@ export function readPage(request: FastifyRequest, kinds: readonly KeyKind[], opt
     throw badCursor('is not a cursor this service gave (altered or cut)')
   }
   const c = decoded as { f?: unknown; p?: unknown; k?: unknown }
-  if (typeof decoded !== 'object' || decoded === null || typeof c.f !== 'string') throw badCursor('is not a cursor this service gave (altered or cut)')
-  if (c.f !== fingerprint(request)) throw badCursor('belongs to another list or to other filters: page with the filters it was made with')
-  if (!Number.isSafeInteger(c.p) || (c.p as number) < 2 || !Array.isArray(c.k) || c.k.length !== kinds.length
-    || !c.k.every((value, i) => KIND_CHECK[kinds[i]!](value))) {
+  if (typeof decoded !== 'object' || decoded === null || typeof c.f !== 'string')
+    throw badCursor('is not a cursor this service gave (altered or cut)')
+  if (c.f !== fingerprint(request))
+    throw badCursor('belongs to another list or to other filters: page with the filters it was made with')
+  if (
+    !Number.isSafeInteger(c.p) ||
+    (c.p as number) < 2 ||
+    !Array.isArray(c.k) ||
+    c.k.length !== kinds.length ||
+    !c.k.every((value, i) => KIND_CHECK[kinds[i]!](value))
+  ) {
     throw badCursor('is not a cursor this service gave (altered or cut)')
   }
   return { limit, after: c.k as SortKey, number: c.p as number }
@@ -116,7 +162,9 @@ export function linkNext(request: FastifyRequest, reply: FastifyReply, page: Pag
 
 export function nextPageUrl(request: FastifyRequest, page: Page, next: SortKey | undefined): string | undefined {
   if (page.limit === undefined || !next) return undefined
-  const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: next })).toString('base64url')
+  const cursor = Buffer.from(JSON.stringify({ f: fingerprint(request), p: page.number + 1, k: next })).toString(
+    'base64url',
+  )
   const [path, search = ''] = request.url.split('?', 2)
   const query = new URLSearchParams(search)
   query.set('cursor', cursor)

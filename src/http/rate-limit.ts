@@ -10,7 +10,12 @@ const EXEMPT = new Set(['/health', '/ready', '/metrics'])
  * Made-up tokens count against their address, so minting tokens buys no fresh budget; the token's
  * verification is the one authentication reuses.
  */
-export function installRateLimit(app: FastifyInstance, settings: { max: number; windowSeconds: number }, keys: Pick<TokenKeys, 'verify'>, onRefused?: () => void) {
+export function installRateLimit(
+  app: FastifyInstance,
+  settings: { max: number; windowSeconds: number },
+  keys: Pick<TokenKeys, 'verify'>,
+  onRefused?: () => void,
+) {
   if (settings.max === 0) return
   let windowStart = Date.now()
   let counts = new Map<string, number>()

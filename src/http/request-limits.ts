@@ -11,8 +11,13 @@ export const JSON_MAX_DEPTH = 64
 export const JSON_MAX_MEMBERS = 20_000
 export const QUERY_MAX_PARAMETERS = 100
 
-const OPEN_ARRAY = 0x5b, OPEN_OBJECT = 0x7b, CLOSE_ARRAY = 0x5d, CLOSE_OBJECT = 0x7d
-const COMMA = 0x2c, QUOTE = 0x22, BACKSLASH = 0x5c
+const OPEN_ARRAY = 0x5b,
+  OPEN_OBJECT = 0x7b,
+  CLOSE_ARRAY = 0x5d,
+  CLOSE_OBJECT = 0x7d
+const COMMA = 0x2c,
+  QUOTE = 0x22,
+  BACKSLASH = 0x5c
 
 /**
  * Counts brackets and commas outside strings: containers plus commas bound the members. Malformed
@@ -52,7 +57,11 @@ const tooWide = () => `The body has more than ${JSON_MAX_MEMBERS} array elements
 export function installRequestLimits(app: FastifyInstance) {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
-  const parse = (request: Parameters<typeof parseJson>[0], body: string | Buffer, done: NonNullable<Parameters<typeof parseJson>[2]>) => {
+  const parse = (
+    request: Parameters<typeof parseJson>[0],
+    body: string | Buffer,
+    done: NonNullable<Parameters<typeof parseJson>[2]>,
+  ) => {
     const problem = jsonShapeProblem(body as string)
     if (problem) return done(new ValidationError(problem), undefined)
     parseJson(request, body as string, done)
@@ -68,7 +77,8 @@ export function installRequestLimits(app: FastifyInstance) {
     if (start < 0) return done()
     let parameters = 1
     for (let i = url.indexOf('&', start); i >= 0; i = url.indexOf('&', i + 1)) {
-      if (++parameters > QUERY_MAX_PARAMETERS) return done(new ValidationError(`The query string has more than ${QUERY_MAX_PARAMETERS} parameters`))
+      if (++parameters > QUERY_MAX_PARAMETERS)
+        return done(new ValidationError(`The query string has more than ${QUERY_MAX_PARAMETERS} parameters`))
     }
     done()
   })

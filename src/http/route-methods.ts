@@ -3,14 +3,20 @@
 import Router, { type HTTPMethod } from 'find-my-way'
 import type { FastifyInstance } from 'fastify'
 
-export interface PathMatching { ignoreTrailingSlash?: boolean; maxParamLength?: number }
+export interface PathMatching {
+  ignoreTrailingSlash?: boolean
+  maxParamLength?: number
+}
 
 export interface RouteMethods {
   of(url: string): string[]
 }
 
 const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
-const rank = (method: string) => { const i = ORDER.indexOf(method); return i === -1 ? ORDER.length : i }
+const rank = (method: string) => {
+  const i = ORDER.indexOf(method)
+  return i === -1 ? ORDER.length : i
+}
 const noop = () => {}
 
 // A second router fed by an onRoute hook matches a path exactly as Fastify's does; it must be

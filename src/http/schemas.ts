@@ -1,22 +1,44 @@
 import { Type, type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../core/errors.ts'
 
-
 export const ErrorBody = Type.Object(
   {
     errors: Type.String({ description: 'What went wrong, as a sentence' }),
-    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES], description: 'A machine code, stable across versions (the sentence may change)' }),
-    details: Type.Optional(Type.Array(
-      Type.Object({
-        field: Type.String({ description: 'The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year' }),
-        message: Type.String({ description: 'The problem, as a sentence naming the field' }),
-      }, { additionalProperties: false }),
-      { maxItems: 100, description: 'On a validation error that names fields, or a 403 forbidden naming fields the token may not change: every problem at once (at most 100); the first is the one `errors` starts with' },
-    )),
+    code: Type.Unsafe<ErrorCode>({
+      type: 'string',
+      enum: [...ERROR_CODES],
+      description: 'A machine code, stable across versions (the sentence may change)',
+    }),
+    details: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            field: Type.String({
+              description: 'The path of the field, as the sentence names it: body/team_leader_ids/2, querystring/year',
+            }),
+            message: Type.String({ description: 'The problem, as a sentence naming the field' }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: 100,
+          description:
+            'On a validation error that names fields, or a 403 forbidden naming fields the token may not change: ' +
+            'every problem at once (at most 100); the first is the one `errors` starts with',
+        },
+      ),
+    ),
   },
   {
-    additionalProperties: false, title: 'Error',
-    examples: [{ errors: 'body/name must not be blank (white space only)', code: 'validation_failed', details: [{ field: 'body/name', message: 'body/name must not be blank (white space only)' }] }],
+    additionalProperties: false,
+    title: 'Error',
+    examples: [
+      {
+        errors: 'body/name must not be blank (white space only)',
+        code: 'validation_failed',
+        details: [{ field: 'body/name', message: 'body/name must not be blank (white space only)' }],
+      },
+    ],
   },
 )
 
@@ -38,10 +60,15 @@ export const PATTERN_SENTENCES: Record<string, string> = {
 }
 
 /** Checked as a real calendar day by the services. */
-export const Day = (description?: string) => Type.String({ pattern: DAY, format: 'date', ...(description ? { description } : {}) })
+export const Day = (description?: string) =>
+  Type.String({ pattern: DAY, format: 'date', ...(description ? { description } : {}) })
 
 export const ReadableDay = (description?: string) =>
-  Type.String({ pattern: READABLE_DAY, format: 'date', description: `${description ? `${description}; ` : ''}from 1900-01-01 to 2199-12-31` })
+  Type.String({
+    pattern: READABLE_DAY,
+    format: 'date',
+    description: `${description ? `${description}; ` : ''}from 1900-01-01 to 2199-12-31`,
+  })
 
 export const Year = (description: string) => Type.Integer({ minimum: 1900, maximum: 2199, description })
 

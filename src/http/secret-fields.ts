@@ -8,17 +8,22 @@ import { Type } from 'typebox'
 /** OpenAPI 3.1 allows `x-` keywords in a schema. */
 const SECRET_KEYWORD = 'x-secret'
 
-export const SecretString = (description: string) => Type.Union([Type.String(), Type.Null()], {
-  [SECRET_KEYWORD]: true,
-  description: `${description}. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an Idempotency-Key replay (Idempotent-Replayed: true)`,
-})
+export const SecretString = (description: string) =>
+  Type.Union([Type.String(), Type.Null()], {
+    [SECRET_KEYWORD]: true,
+    description:
+      `${description}. Shown in this answer only (sent with Cache-Control: no-store); null when the answer is an ` +
+      `Idempotency-Key replay (Idempotent-Replayed: true)`,
+  })
 
 type Schema = Record<string, any>
 
 export function secretFieldsOf(schema: unknown): string[] {
   const properties = (schema as Schema | undefined)?.properties
   if (!properties || typeof properties !== 'object') return []
-  return Object.entries(properties as Record<string, Schema>).filter(([, s]) => s?.[SECRET_KEYWORD] === true).map(([name]) => name)
+  return Object.entries(properties as Record<string, Schema>)
+    .filter(([, s]) => s?.[SECRET_KEYWORD] === true)
+    .map(([name]) => name)
 }
 
 export function secretsByStatus(response: unknown): Map<number, string[]> {

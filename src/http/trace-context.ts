@@ -2,7 +2,9 @@
 // or all-zero ids are ignored: tracing never refuses a request.
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
-export function traceBindings(header: string | string[] | undefined): { trace_id: string; parent_span_id: string } | undefined {
+export function traceBindings(
+  header: string | string[] | undefined,
+): { trace_id: string; parent_span_id: string } | undefined {
   if (typeof header !== 'string') return undefined
   const match = TRACEPARENT.exec(header.trim())
   if (!match) return undefined

@@ -52,9 +52,11 @@ const MAX_DEPTH = 32
 /** null when the schema holds no uuid at all. */
 function compile(schema: Schema, depth: number): Lower | null {
   if (depth > MAX_DEPTH) return null
-  if (schema.format === 'uuid') return (value) => (typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : value)
+  if (schema.format === 'uuid')
+    return (value) => (typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : value)
   const branches = [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]
-    .map((branch) => compile(branch, depth + 1)).filter((plan): plan is Lower => plan !== null)
+    .map((branch) => compile(branch, depth + 1))
+    .filter((plan): plan is Lower => plan !== null)
   const items = schema.items && !Array.isArray(schema.items) ? compile(schema.items, depth + 1) : null
   const properties = Object.entries(schema.properties ?? {})
     .map(([name, property]) => [name, compile(property, depth + 1)] as const)
@@ -66,7 +68,8 @@ function compile(schema: Schema, depth: number): Lower | null {
       // A query parameter sent once arrives as a string.
       if (typeof value === 'string') return items(value)
       // Past maxItems validation refuses the array anyway.
-      if (Array.isArray(value) && value.length <= maxItems) for (let i = 0; i < value.length; i++) value[i] = items(value[i])
+      if (Array.isArray(value) && value.length <= maxItems)
+        for (let i = 0; i < value.length; i++) value[i] = items(value[i])
     }
     if (properties.length > 0 && value !== null && typeof value === 'object' && !Array.isArray(value)) {
       const object = value as Record<string, unknown>

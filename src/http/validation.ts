@@ -5,7 +5,8 @@ import type { LazyCompilers } from './schema-compilers.ts'
 import { PATTERN_SENTENCES } from './schemas.ts'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
@@ -17,12 +18,28 @@ type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 export function installValidation(app: FastifyInstance, compilers: Pick<LazyCompilers, 'lazily'>) {
   // verbose: anyOf errors carry their schema, so a message names every allowed value. allErrors is
   // bounded by the request limits and DETAILS_MAX.
-  const common: { allErrors: boolean; useDefaults: boolean; removeAdditional: boolean; strict: boolean; verbose: boolean; keywords: string[] } = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false, verbose: true, keywords: ['example'] }
+  const common: {
+    allErrors: boolean
+    useDefaults: boolean
+    removeAdditional: boolean
+    strict: boolean
+    verbose: boolean
+    keywords: string[]
+  } = {
+    allErrors: true,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    verbose: true,
+    keywords: ['example'],
+  }
   const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }))
   const textAjv = withFormats(new Ajv({ ...common, coerceTypes: 'array' }))
   const validators = new RouteValidators()
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart, method, url }) => {
-    const validate = compilers.lazily(() => withoutNul((httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)))
+    const validate = compilers.lazily(() =>
+      withoutNul((httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object)),
+    )
     validators.add(method, url ?? '', httpPart ?? '', validate as Validate)
     return validate as ReturnType<FastifySchemaCompiler<unknown>>
   }
@@ -103,7 +120,16 @@ function withoutNul(validate: Validate): Validate {
       return false
     }
     const nuls = nulsAt(data)
-    checked.errors = nuls.length === 0 ? null : nuls.map((nul) => ({ keyword: 'nul', instancePath: nul.path, schemaPath: '', params: {}, message: nul.inKey ? 'must not contain the NUL character in a key' : 'must not contain the NUL character' }))
+    checked.errors =
+      nuls.length === 0
+        ? null
+        : nuls.map((nul) => ({
+            keyword: 'nul',
+            instancePath: nul.path,
+            schemaPath: '',
+            params: {},
+            message: nul.inKey ? 'must not contain the NUL character in a key' : 'must not contain the NUL character',
+          }))
     return nuls.length === 0
   }
   return checked
@@ -126,14 +152,18 @@ function nulsAt(data: unknown): Array<{ path: string; inKey: boolean }> {
     }
     const keys = Object.keys(value)
     if (keys.some((key) => key.includes('\u0000'))) found.push({ path, inKey: true })
-    for (let i = keys.length - 1; i >= 0; i--) stack.push([(value as Record<string, unknown>)[keys[i]!], `${path}/${pointer(keys[i]!)}`])
+    for (let i = keys.length - 1; i >= 0; i--)
+      stack.push([(value as Record<string, unknown>)[keys[i]!], `${path}/${pointer(keys[i]!)}`])
   }
   return found
 }
 
 const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
 
-export interface Detail { field: string; message: string }
+export interface Detail {
+  field: string
+  message: string
+}
 
 /** A body of thousands of wrong members would otherwise answer with as many details. */
 export const DETAILS_MAX = 100
@@ -175,13 +205,24 @@ function collect(errors: ErrorObject[], dataVar: string, add: (detail: Detail) =
     for (const e of group) done.add(e)
     const choices = literals(union.schema)
     if (choices) {
-      add({ field: `${dataVar}${union.instancePath}`, message: `${dataVar}${union.instancePath} must be one of ${choices.map((v) => JSON.stringify(v)).join(', ')}` })
+      add({
+        field: `${dataVar}${union.instancePath}`,
+        message: `${dataVar}${union.instancePath} must be one of ${choices.map((v) => JSON.stringify(v)).join(', ')}`,
+      })
       continue
     }
     const first = group.find((e) => e !== union)
-    if (!first) { add(single(union, dataVar)); continue }
+    if (!first) {
+      add(single(union, dataVar))
+      continue
+    }
     const branch = `${union.schemaPath}/${first.schemaPath.slice(union.schemaPath.length + 1).split('/')[0]}/`
-    collect(group.filter((e) => e !== union && e.schemaPath.startsWith(branch)), dataVar, add, full)
+    collect(
+      group.filter((e) => e !== union && e.schemaPath.startsWith(branch)),
+      dataVar,
+      add,
+      full,
+    )
   }
 }
 
@@ -192,20 +233,40 @@ function outermostUnion(unions: ErrorObject[], error: ErrorObject): ErrorObject 
 }
 
 function within(union: ErrorObject, error: ErrorObject): boolean {
-  return error !== union && error.schemaPath.startsWith(`${union.schemaPath}/`)
-    && (error.instancePath === union.instancePath || error.instancePath.startsWith(`${union.instancePath}/`))
+  return (
+    error !== union &&
+    error.schemaPath.startsWith(`${union.schemaPath}/`) &&
+    (error.instancePath === union.instancePath || error.instancePath.startsWith(`${union.instancePath}/`))
+  )
 }
 
 function single(error: ErrorObject, dataVar: string): Detail {
   const where = `${dataVar}${error.instancePath}`
   const params = error.params as Record<string, unknown>
   switch (error.keyword) {
-    case 'additionalProperties': return { field: `${where}/${String(params.additionalProperty)}`, message: `${where}/${String(params.additionalProperty)} is not a known field` }
-    case 'required': return { field: `${where}/${String(params.missingProperty)}`, message: `${where}/${String(params.missingProperty)} is required` }
-    case 'enum': return { field: where, message: `${where} must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` }
-    case 'const': return { field: where, message: `${where} must be ${JSON.stringify(params.allowedValue)}` }
-    case 'pattern': return { field: where, message: `${where} ${PATTERN_SENTENCES[String(params.pattern)] ?? error.message ?? 'is invalid'}` }
-    default: return { field: where, message: `${where} ${error.message ?? 'is invalid'}` }
+    case 'additionalProperties':
+      return {
+        field: `${where}/${String(params.additionalProperty)}`,
+        message: `${where}/${String(params.additionalProperty)} is not a known field`,
+      }
+    case 'required':
+      return {
+        field: `${where}/${String(params.missingProperty)}`,
+        message: `${where}/${String(params.missingProperty)} is required`,
+      }
+    case 'enum': {
+      const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')
+      return { field: where, message: `${where} must be one of ${allowed}` }
+    }
+    case 'const':
+      return { field: where, message: `${where} must be ${JSON.stringify(params.allowedValue)}` }
+    case 'pattern':
+      return {
+        field: where,
+        message: `${where} ${PATTERN_SENTENCES[String(params.pattern)] ?? error.message ?? 'is invalid'}`,
+      }
+    default:
+      return { field: where, message: `${where} ${error.message ?? 'is invalid'}` }
   }
 }
 

@@ -35,10 +35,12 @@ export function createJobRunner(deps: {
   function claimDue(trx: Transaction<DB>, lane: Lane, now: Date, realNow: Date) {
     const kinds = businessKinds()
     let claim = trx.selectFrom('jobs').selectAll().where('done_at', 'is', null)
-    claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) => eb.or([
-      eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
-      eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
-    ]))
+    claim = (lane === null ? claim.where('company_id', 'is', null) : claim.where('company_id', '=', lane)).where((eb) =>
+      eb.or([
+        eb.and([eb('run_at', '<=', now), eb('kind', '=', eb.fn.any(eb.val(kinds)))]),
+        eb.and([eb('run_at', '<=', realNow), eb('kind', '=', eb.fn.any(eb.val([...realKinds])))]),
+      ]),
+    )
     return claim.orderBy('run_at').orderBy('id').limit(1).forUpdate().skipLocked().executeTakeFirst()
   }
 
@@ -46,9 +48,11 @@ export function createJobRunner(deps: {
   async function recordFailure(trx: Transaction<DB>, job: JobRow, at: Date, err: unknown) {
     const attempts = job.attempts + 1
     const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.min(attempts, 20))
-    await trx.updateTable('jobs')
+    await trx
+      .updateTable('jobs')
       .set({ attempts, last_error: (err as Error).message.slice(0, 2000), run_at: new Date(at.getTime() + backoff) })
-      .where('id', '=', job.id).execute()
+      .where('id', '=', job.id)
+      .execute()
     deps.log.error({ err, job: { kind: job.kind, key: job.key } }, 'job failed')
     deps.onFailure?.(job.kind)
   }
@@ -56,12 +60,26 @@ export function createJobRunner(deps: {
   async function runHandler(trx: Transaction<DB>, job: JobRow, now: Date, prepared: unknown): Promise<void> {
     // The job's changes to cached reads are announced by the tables' triggers in its transaction. The
     // jobs' statement bound is set on the server too: the connection keeps the pool's.
-    const bound = deps.statementTimeoutMs === undefined ? sql`` : sql`, set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`
+    const bound =
+      deps.statementTimeoutMs === undefined
+        ? sql``
+        : sql`, set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`
     await sql`SELECT set_config(${ANNOUNCE_SETTING}, 'in_transaction', true)${bound}`.execute(trx)
     try {
       await sql`SAVEPOINT job`.execute(trx)
-      await handlers.get(job.kind)!({ trx, runAt: job.run_at, now, payload: job.payload as Record<string, unknown>, key: job.key, prepared })
-      await trx.updateTable('jobs').set({ done_at: now, attempts: job.attempts + 1, last_error: null }).where('id', '=', job.id).execute()
+      await handlers.get(job.kind)!({
+        trx,
+        runAt: job.run_at,
+        now,
+        payload: job.payload as Record<string, unknown>,
+        key: job.key,
+        prepared,
+      })
+      await trx
+        .updateTable('jobs')
+        .set({ done_at: now, attempts: job.attempts + 1, last_error: null })
+        .where('id', '=', job.id)
+        .execute()
     } catch (err) {
       await sql`ROLLBACK TO SAVEPOINT job`.execute(trx)
       await recordFailure(trx, job, now, err)
@@ -73,22 +91,30 @@ export function createJobRunner(deps: {
    * (committed), prepared with no transaction open, then run in its own transaction.
    */
   function runOne(lane: Lane): Promise<boolean> {
-    return deps.statementTimeoutMs === undefined ? runOneBounded(lane) : withStatementTimeout(deps.statementTimeoutMs, () => runOneBounded(lane))
+    return deps.statementTimeoutMs === undefined
+      ? runOneBounded(lane)
+      : withStatementTimeout(deps.statementTimeoutMs, () => runOneBounded(lane))
   }
 
   async function runOneBounded(lane: Lane): Promise<boolean> {
     const now = deps.clock.now()
     const realNow = realClock.now()
     const nowOf = (kind: string) => (realKinds.has(kind) ? realNow : now)
-    const claimed = await deps.db.transaction().execute((trx) => claimDue(trx, lane, now, realNow).then(async (job) => {
-      if (!job) return undefined
-      if (preparers.has(job.kind)) {
-        await trx.updateTable('jobs').set({ run_at: new Date(nowOf(job.kind).getTime() + PREPARE_LEASE_MS) }).where('id', '=', job.id).execute()
-      } else {
-        await runHandler(trx, job, nowOf(job.kind), undefined)
-      }
-      return job
-    }))
+    const claimed = await deps.db.transaction().execute((trx) =>
+      claimDue(trx, lane, now, realNow).then(async (job) => {
+        if (!job) return undefined
+        if (preparers.has(job.kind)) {
+          await trx
+            .updateTable('jobs')
+            .set({ run_at: new Date(nowOf(job.kind).getTime() + PREPARE_LEASE_MS) })
+            .where('id', '=', job.id)
+            .execute()
+        } else {
+          await runHandler(trx, job, nowOf(job.kind), undefined)
+        }
+        return job
+      }),
+    )
     if (!claimed) return false
     const prepare = preparers.get(claimed.kind)
     if (prepare) await runPrepared(claimed, prepare, nowOf(claimed.kind))
@@ -98,14 +124,22 @@ export function createJobRunner(deps: {
   async function runPrepared(leased: JobRow, prepare: JobPreparer, now: Date): Promise<void> {
     let prepared: unknown
     try {
-      prepared = await outsideRequestScope(() => prepare({ payload: leased.payload as Record<string, unknown>, key: leased.key }))
+      prepared = await outsideRequestScope(() =>
+        prepare({ payload: leased.payload as Record<string, unknown>, key: leased.key }),
+      )
     } catch (err) {
       await deps.db.transaction().execute((trx) => recordFailure(trx, leased, now, err))
       return
     }
     await deps.db.transaction().execute(async (trx) => {
       // Cancelled meanwhile, or run by another instance after the lease ran out.
-      const job = await trx.selectFrom('jobs').selectAll().where('id', '=', leased.id).where('done_at', 'is', null).forUpdate().executeTakeFirst()
+      const job = await trx
+        .selectFrom('jobs')
+        .selectAll()
+        .where('id', '=', leased.id)
+        .where('done_at', 'is', null)
+        .forUpdate()
+        .executeTakeFirst()
       if (job) await runHandler(trx, job, now, prepared)
     })
   }

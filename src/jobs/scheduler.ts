@@ -56,8 +56,15 @@ export function createScheduler(deps: {
 
   /** Schedules a job unless one with the same kind and key exists. */
   async function schedule(executor: Executor, job: NewJob): Promise<void> {
-    await executor.insertInto('jobs')
-      .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: job.companyId ?? null })
+    await executor
+      .insertInto('jobs')
+      .values({
+        kind: job.kind,
+        key: job.key,
+        run_at: job.runAt,
+        payload: JSON.stringify(job.payload ?? {}),
+        company_id: job.companyId ?? null,
+      })
       .onConflict((oc) => oc.columns(['kind', 'key']).doNothing())
       .execute()
     lastScheduledAt = performance.now()
@@ -66,9 +73,25 @@ export function createScheduler(deps: {
 
   async function reschedule(executor: Executor, job: NewJob): Promise<void> {
     const companyId = job.companyId ?? null
-    await executor.insertInto('jobs')
-      .values({ kind: job.kind, key: job.key, run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: companyId })
-      .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ run_at: job.runAt, payload: JSON.stringify(job.payload ?? {}), company_id: companyId, done_at: null, attempts: 0, last_error: null }))
+    await executor
+      .insertInto('jobs')
+      .values({
+        kind: job.kind,
+        key: job.key,
+        run_at: job.runAt,
+        payload: JSON.stringify(job.payload ?? {}),
+        company_id: companyId,
+      })
+      .onConflict((oc) =>
+        oc.columns(['kind', 'key']).doUpdateSet({
+          run_at: job.runAt,
+          payload: JSON.stringify(job.payload ?? {}),
+          company_id: companyId,
+          done_at: null,
+          attempts: 0,
+          last_error: null,
+        }),
+      )
       .execute()
     lastScheduledAt = performance.now()
     wakeFor(job.runAt, job.kind)
@@ -86,7 +109,6 @@ export function createScheduler(deps: {
     timer = outsideRequestScope(() => setTimeout(loop, delayMs))
   }
 
-
   const clockOf = (kind: string) => (realKinds.has(kind) ? realClock : deps.clock)
 
   function wakeFor(runAt: Date, kind: string) {
@@ -96,8 +118,11 @@ export function createScheduler(deps: {
 
   async function earliestOf(kinds: string[]): Promise<Date | undefined> {
     if (kinds.length === 0) return undefined
-    const row = await deps.db.selectFrom('jobs').select((eb) => eb.fn.min('run_at').as('at'))
-      .where('done_at', 'is', null).where('kind', 'in', kinds)
+    const row = await deps.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.min('run_at').as('at'))
+      .where('done_at', 'is', null)
+      .where('kind', 'in', kinds)
       .executeTakeFirst()
     return row?.at ? new Date(row.at as unknown as string | Date) : undefined
   }
@@ -115,7 +140,12 @@ export function createScheduler(deps: {
   }
 
   async function cancel(executor: Executor, kind: string, key: string): Promise<void> {
-    await executor.deleteFrom('jobs').where('kind', '=', kind).where('key', '=', key).where('done_at', 'is', null).execute()
+    await executor
+      .deleteFrom('jobs')
+      .where('kind', '=', kind)
+      .where('key', '=', key)
+      .where('done_at', 'is', null)
+      .execute()
   }
 
   /**
@@ -134,9 +164,15 @@ export function createScheduler(deps: {
 
     async function look() {
       // Nothing ran since the last look: what is still due is locked by another instance.
-      if (queue.length === 0 && !ranSinceLook) { finished = true; return }
+      if (queue.length === 0 && !ranSinceLook) {
+        finished = true
+        return
+      }
       const queued = new Set(queue)
-      const due = await dueLanes(deps.db, businessKinds(), deps.clock.now(), { kinds: [...realKinds], now: realClock.now() })
+      const due = await dueLanes(deps.db, businessKinds(), deps.clock.now(), {
+        kinds: [...realKinds],
+        now: realClock.now(),
+      })
       queue = [...due.filter((lane) => !queued.has(lane)), ...queue]
       lookedAt = performance.now()
       ranSinceLook = false
@@ -146,7 +182,9 @@ export function createScheduler(deps: {
     async function worker() {
       while (!finished && count < limit && !halted()) {
         if (queue.length === 0 || performance.now() - lookedAt >= LANES_REFRESH_MS) {
-          looking ??= look().finally(() => { looking = undefined })
+          looking ??= look().finally(() => {
+            looking = undefined
+          })
           await looking
           continue
         }
@@ -172,7 +210,10 @@ export function createScheduler(deps: {
     timer = undefined
     timerAt = Infinity
     if (stopped) return
-    if (running) { wokenWhileRunning = true; return }
+    if (running) {
+      wokenWhileRunning = true
+      return
+    }
     let next = deps.pollMs
     running = (async () => {
       await runDue(1000, deps.concurrency ?? 1, () => stopped)
@@ -191,12 +232,17 @@ export function createScheduler(deps: {
   /** For the metrics: business jobs due and not run, and the oldest one's wait. */
   async function backlog(): Promise<{ due: number; oldestDueSeconds: number }> {
     const now = deps.clock.now()
-    const row = await deps.db.selectFrom('jobs')
+    const row = await deps.db
+      .selectFrom('jobs')
       .select((eb) => [eb.fn.countAll<number>().as('due'), eb.fn.min('run_at').as('oldest')])
-      .where('done_at', 'is', null).where('run_at', '<=', now)
+      .where('done_at', 'is', null)
+      .where('run_at', '<=', now)
       .executeTakeFirstOrThrow()
     const oldest = row.oldest === null ? null : new Date(row.oldest as Date)
-    return { due: Number(row.due), oldestDueSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0 }
+    return {
+      due: Number(row.due),
+      oldestDueSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0,
+    }
   }
 
   return {
@@ -212,13 +258,17 @@ export function createScheduler(deps: {
     cancel,
     runDue,
     nextDue: earliestPending,
-    wake() { wakeIn(WAKE_COALESCE_MS) },
+    wake() {
+      wakeIn(WAKE_COALESCE_MS)
+    },
     /**
      * After a write request commits: a pass soon if this process scheduled a job since the request
      * began, since the job's own wake-up may have run before the commit. Requests that scheduled
      * nothing wake no pass, so idle passes do not eat CPU.
      */
-    wakeAfterRequest(startedAt: number) { if (lastScheduledAt >= startedAt - REQUEST_START_MARGIN_MS) wakeIn(WAKE_COALESCE_MS) },
+    wakeAfterRequest(startedAt: number) {
+      if (lastScheduledAt >= startedAt - REQUEST_START_MARGIN_MS) wakeIn(WAKE_COALESCE_MS)
+    },
     start() {
       if (!stopped) return
       stopped = false

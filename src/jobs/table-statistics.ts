@@ -28,11 +28,15 @@ export function createTableStatistics(deps: {
   let stopped = true
   let waitMs = CHECK_EVERY_MS
 
-  async function grown(db: Kysely<any> | Transaction<any>, only?: string): Promise<Array<{ schema: string; name: string }>> {
+  async function grown(
+    db: Kysely<any> | Transaction<any>,
+    only?: string,
+  ): Promise<Array<{ schema: string; name: string }>> {
     const { rows } = await sql<{ schema: string; name: string }>`
       SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = current_schema() AND c.relkind = 'r' AND pg_has_role(c.relowner, 'USAGE')
-        AND pg_relation_size(c.oid) / current_setting('block_size')::int >= ${GROWTH}::float8 * c.relpages + ${SLACK_PAGES}::int
+        AND pg_relation_size(c.oid) / current_setting('block_size')::int
+          >= ${GROWTH}::float8 * c.relpages + ${SLACK_PAGES}::int
         ${only === undefined ? sql`` : sql`AND c.relname = ${only}`}
       ORDER BY c.relname`.execute(db)
     return rows
@@ -43,14 +47,23 @@ export function createTableStatistics(deps: {
     const analyzed: string[] = []
     let failure: unknown
     for (const { schema, name } of await grown(deps.db)) {
-      const done = await deps.db.transaction().execute(async (trx) => {
-        const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(trx)
-        // Another instance is analyzing it; under the lock, look again: it may have just been analyzed.
-        if (!rows[0]?.locked || (await grown(trx, name)).length === 0) return false
-        if (deps.statementTimeoutMs !== undefined) await sql`SELECT set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`.execute(trx)
-        await sql`ANALYZE ${sql.id(schema, name)}`.execute(trx)
-        return true
-      }).catch((err: unknown) => { failure ??= err; return false })
+      const done = await deps.db
+        .transaction()
+        .execute(async (trx) => {
+          const { rows } = await sql<{
+            locked: boolean
+          }>`SELECT pg_try_advisory_xact_lock(${ANALYZE_LOCK}::bigint) AS locked`.execute(trx)
+          // Another instance is analyzing it; under the lock, look again: it may have just been analyzed.
+          if (!rows[0]?.locked || (await grown(trx, name)).length === 0) return false
+          if (deps.statementTimeoutMs !== undefined)
+            await sql`SELECT set_config('statement_timeout', ${String(deps.statementTimeoutMs)}, true)`.execute(trx)
+          await sql`ANALYZE ${sql.id(schema, name)}`.execute(trx)
+          return true
+        })
+        .catch((err: unknown) => {
+          failure ??= err
+          return false
+        })
       if (done) analyzed.push(name)
     }
     if (analyzed.length > 0) deps.log.debug({ tables: analyzed }, 'tables analyzed: they had outgrown their statistics')
@@ -59,8 +72,11 @@ export function createTableStatistics(deps: {
   }
 
   function runOnce(): Promise<string[]> {
-    const bounded = () => (deps.statementTimeoutMs === undefined ? check() : withStatementTimeout(deps.statementTimeoutMs, check))
-    running ??= outsideRequestScope(bounded).finally(() => { running = undefined })
+    const bounded = () =>
+      deps.statementTimeoutMs === undefined ? check() : withStatementTimeout(deps.statementTimeoutMs, check)
+    running ??= outsideRequestScope(bounded).finally(() => {
+      running = undefined
+    })
     return running
   }
 
@@ -68,12 +84,19 @@ export function createTableStatistics(deps: {
     timer = undefined
     if (stopped) return
     void runOnce()
-      .then(() => { waitMs = CHECK_EVERY_MS }, (err: unknown) => {
-        // A lasting failure is retried less and less often.
-        waitMs = Math.min(MAX_BACKOFF_MS, waitMs * 2)
-        deps.log.warn({ err, retry_in_ms: waitMs }, 'table statistics not refreshed')
+      .then(
+        () => {
+          waitMs = CHECK_EVERY_MS
+        },
+        (err: unknown) => {
+          // A lasting failure is retried less and less often.
+          waitMs = Math.min(MAX_BACKOFF_MS, waitMs * 2)
+          deps.log.warn({ err, retry_in_ms: waitMs }, 'table statistics not refreshed')
+        },
+      )
+      .finally(() => {
+        if (!stopped) timer = outsideRequestScope(() => setTimeout(loop, waitMs))
       })
-      .finally(() => { if (!stopped) timer = outsideRequestScope(() => setTimeout(loop, waitMs)) })
   }
 
   return {

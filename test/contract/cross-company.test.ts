@@ -1,7 +1,17 @@
 import { it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { company } from '../helpers/factories.ts'
-import { isPlatformOnly, isPublic, key, pdfForm, routeWalk, tenantOf, type Creation, type Route, type Tenant } from '../helpers/route-walk.ts'
+import {
+  isPlatformOnly,
+  isPublic,
+  key,
+  pdfForm,
+  routeWalk,
+  tenantOf,
+  type Creation,
+  type Route,
+  type Tenant,
+} from '../helpers/route-walk.ts'
 import { READ_WRITE_AREAS } from '../../src/modules/oauth/scopes.ts'
 import { onEachEngine } from '../helpers/engine-suites.ts'
 
@@ -27,29 +37,42 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'GET /health': 'liveness, no data',
   'GET /ready': 'readiness, no data',
   'GET /metrics': 'process metrics, no company data (no label names a company)',
-  'POST /oauth/token': 'takes a client\'s own credentials; test/oauth.test.ts tries other clients\' secrets',
+  'POST /oauth/token': "takes a client's own credentials; test/oauth.test.ts tries other clients' secrets",
   'GET /.well-known/jwks.json': 'the public signing keys',
-  'POST /api/v1/subscription/webhooks/chargebee': 'the billing provider\'s, authenticated by its signature, not a company token',
+  'POST /api/v1/subscription/webhooks/chargebee':
+    "the billing provider's, authenticated by its signature, not a company token",
   'POST /api/v1/companies': 'creates a company: platform only (test/companies.test.ts: 403 to a company token)',
   'GET /api/v1/companies': 'lists every company: platform only (test/companies-patch.test.ts: 403 to a company token)',
-  'GET /api/v1/subscription/{subscription_id}/estimate': 'public by the spec (no token, so no company to cross); test/subscriptions-access.test.ts covers what it shows',
+  'GET /api/v1/subscription/{subscription_id}/estimate':
+    'public by the spec (no token, so no company to cross); test/subscriptions-access.test.ts covers what it shows',
   // The catalogue is the platform's, shared by every company: read by anyone, written by the platform.
-  'GET /api/v1/subscription/plans': 'catalogue', 'POST /api/v1/subscription/plans': 'catalogue',
-  'GET /api/v1/subscription/plans/{id}': 'catalogue', 'GET /api/v1/subscription/plans/by_sku/{sku}': 'catalogue',
-  'GET /api/v1/subscription/products': 'catalogue', 'POST /api/v1/subscription/products': 'catalogue',
-  'GET /api/v1/subscription/products/{id}': 'catalogue', 'PUT /api/v1/subscription/products/{id}': 'catalogue',
-  'GET /api/v1/subscription/addons': 'catalogue', 'POST /api/v1/subscription/addons': 'catalogue',
+  'GET /api/v1/subscription/plans': 'catalogue',
+  'POST /api/v1/subscription/plans': 'catalogue',
+  'GET /api/v1/subscription/plans/{id}': 'catalogue',
+  'GET /api/v1/subscription/plans/by_sku/{sku}': 'catalogue',
+  'GET /api/v1/subscription/products': 'catalogue',
+  'POST /api/v1/subscription/products': 'catalogue',
+  'GET /api/v1/subscription/products/{id}': 'catalogue',
+  'PUT /api/v1/subscription/products/{id}': 'catalogue',
+  'GET /api/v1/subscription/addons': 'catalogue',
+  'POST /api/v1/subscription/addons': 'catalogue',
   'GET /api/v1/subscription/addons/{id}': 'catalogue',
   // Coupons too, but only the platform reads them (test/catalogue.test.ts: 403 to a company token).
-  'GET /api/v1/subscription/coupons': 'catalogue', 'POST /api/v1/subscription/coupons': 'catalogue',
+  'GET /api/v1/subscription/coupons': 'catalogue',
+  'POST /api/v1/subscription/coupons': 'catalogue',
   'GET /api/v1/subscription/coupons/{id}': 'catalogue, platform only',
   // The platform's event log and webhook endpoints: platform tokens only (test/events.test.ts and
   // test/webhook-endpoints.test.ts: 403 to a company token); a company's are under its path.
-  'GET /api/v1/events': 'platform only', 'GET /api/v1/events/{event_id}': 'platform only',
-  'GET /api/v1/webhook_endpoints': 'platform only', 'POST /api/v1/webhook_endpoints': 'platform only',
-  'GET /api/v1/webhook_endpoints/{id}': 'platform only', 'DELETE /api/v1/webhook_endpoints/{id}': 'platform only',
-  'GET /api/v1/webhook_endpoints/{id}/deliveries': 'platform only', 'POST /api/v1/webhook_endpoints/{id}/test': 'platform only',
-  'PATCH /api/v1/webhook_endpoints/{id}': 'platform only', 'POST /api/v1/webhook_endpoints/{id}/rotate_secret': 'platform only',
+  'GET /api/v1/events': 'platform only',
+  'GET /api/v1/events/{event_id}': 'platform only',
+  'GET /api/v1/webhook_endpoints': 'platform only',
+  'POST /api/v1/webhook_endpoints': 'platform only',
+  'GET /api/v1/webhook_endpoints/{id}': 'platform only',
+  'DELETE /api/v1/webhook_endpoints/{id}': 'platform only',
+  'GET /api/v1/webhook_endpoints/{id}/deliveries': 'platform only',
+  'POST /api/v1/webhook_endpoints/{id}/test': 'platform only',
+  'PATCH /api/v1/webhook_endpoints/{id}': 'platform only',
+  'POST /api/v1/webhook_endpoints/{id}/rotate_secret': 'platform only',
 }
 
 /** A path that names a company or one of its resources outside a company path (a subscription). */
@@ -91,7 +114,11 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
     b = tenantOf(await company(t, {}, { features }))
     // Cards, so that the trials' end (now: TRIAL_DAYS is 0 here) bills a first invoice at the seeds' runDue.
     for (const tenant of [a, b]) {
-      await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 } })
+      await t.json(200, {
+        method: 'PUT',
+        url: `/api/v1/subscription/${tenant.company.id}/payment_source`,
+        body: { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 },
+      })
     }
     await walk.seed(a, (creation) => creations.push(creation))
     await walk.seed(b, (creation) => creations.push(creation))
@@ -110,7 +137,9 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
     // Every POST of a company path made something for both companies (the factories made the first ones).
     // An action that answers 200 and makes nothing (rotate_secret) is no creation.
     const action = (r: Route) => Object.keys(r.op.responses ?? {}).every((status) => !/^20[12]$/.test(status))
-    const posts = routes.filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !action(r))
+    const posts = routes.filter(
+      (r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !action(r),
+    )
     const made = (r: Route, tenant: Tenant) => tenant.byCollection.has(r.path)
     assert.deepEqual(posts.filter((r) => !made(r, a) || !made(r, b)).map(key), [], 'POST routes that created nothing')
     const actions = new Set(routes.filter(action).map(key))
@@ -122,7 +151,7 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
     }
   })
 
-  it('answers 404 to a company token on another company\'s path, for every route, and changes nothing', async () => {
+  it("answers 404 to a company token on another company's path, for every route, and changes nothing", async () => {
     const before = await snapshot(b)
     const checked: string[] = []
     const failures: string[] = []
@@ -139,24 +168,39 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
     assert.deepEqual(failures, [])
     // Every documented operation was walked, or says why it takes no company.
     const all = routes.map(key)
-    assert.deepEqual(all.filter((r) => !checked.includes(r) && !(r in NOT_COMPANY_SCOPED)), [], 'operations neither walked nor excluded')
-    assert.deepEqual(checked.filter((r) => r in NOT_COMPANY_SCOPED), [], 'walked, yet excluded as taking no company')
-    assert.deepEqual(Object.keys(NOT_COMPANY_SCOPED).filter((r) => !all.includes(r)), [], 'excluded, yet not documented')
+    assert.deepEqual(
+      all.filter((r) => !checked.includes(r) && !(r in NOT_COMPANY_SCOPED)),
+      [],
+      'operations neither walked nor excluded',
+    )
+    assert.deepEqual(
+      checked.filter((r) => r in NOT_COMPANY_SCOPED),
+      [],
+      'walked, yet excluded as taking no company',
+    )
+    assert.deepEqual(
+      Object.keys(NOT_COMPANY_SCOPED).filter((r) => !all.includes(r)),
+      [],
+      'excluded, yet not documented',
+    )
     assert.deepEqual(await snapshot(b), before)
     // B still works with its own token: it was neither disabled nor revoked.
     await t.json(200, { url: `/api/v1/companies/${b.company.id}`, token: b.company.token })
   })
 
-  it('never lets a company reach another company\'s resources through its own path', async () => {
+  it("never lets a company reach another company's resources through its own path", async () => {
     const before = await snapshot(b)
     const failures: string[] = []
     const walked: string[] = []
-    for (const route of routes.filter((r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'))) {
+    for (const route of routes.filter(
+      (r) => !isPublic(r.op) && !isPlatformOnly(r.op) && r.path.includes('{company_id'),
+    )) {
       const { call, usesChild, multipart, unknown } = request(route, a, b, a.company.token)
       // A route with one of B's resources in its path, or an id field of a resource B has none
       // of, must not drop out of the walk: it would be tried with nothing of B's.
       if (unknown.length) failures.push(`${key(route)}: no id of B for ${unknown.join(', ')} (seed one)`)
-      if (CHILD_IN_PATH.test(route.path) && !fill(route.path, a, b).usesChild) failures.push(`${key(route)}: no id of B for its path (seed one)`)
+      if (CHILD_IN_PATH.test(route.path) && !fill(route.path, a, b).usesChild)
+        failures.push(`${key(route)}: no id of B for its path (seed one)`)
       if (multipart && usesChild) failures.push(`${key(route)}: a multipart body with ids is not generated here`)
       if (!usesChild || multipart) continue
       walked.push(key(route))
@@ -166,10 +210,17 @@ onEachEngine('cross-company isolation', { TRIAL_DAYS: 0 }, (t) => {
       const allowed = inPath && route.method !== 'POST' && route.method !== 'PUT' ? [404] : [400, 404]
       // A query this generator could not fill validly is refused before any lookup: no leak either.
       const queryRefused = res.statusCode === 400 && /^querystring/.test(res.json().errors)
-      if (!allowed.includes(res.statusCode) && !queryRefused) failures.push(`${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`)
+      if (!allowed.includes(res.statusCode) && !queryRefused)
+        failures.push(
+          `${route.method} ${route.path} (${call.url} ${JSON.stringify(call.body)}): ${res.statusCode} ${res.body}`,
+        )
     }
     assert.deepEqual(failures, [])
-    assert.ok(walked.includes('GET /api/v1/companies/{company_id}/contracts/{contract_id}') && walked.includes('POST /api/v1/companies/{company_id}/teams'), walked.join('\n'))
+    assert.ok(
+      walked.includes('GET /api/v1/companies/{company_id}/contracts/{contract_id}') &&
+        walked.includes('POST /api/v1/companies/{company_id}/teams'),
+      walked.join('\n'),
+    )
     assert.deepEqual(await snapshot(b), before)
   })
 })

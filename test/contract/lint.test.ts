@@ -16,22 +16,41 @@ describe('OpenAPI document under Redocly (recommended) and Spectral (spectral:oa
     t = await buildTestApp('pglite')
     problems = await lintOpenApi(await t.json(200, { url: '/openapi.json', token: null }))
   })
-  after(async () => { await t?.close() })
+  after(async () => {
+    await t?.close()
+  })
 
   it('has no error', () => {
-    assert.deepEqual(problems.filter((p) => p.severity === 'error').map((p) => `${p.linter} ${p.rule}: ${p.message} at ${p.where}`), [])
+    assert.deepEqual(
+      problems.filter((p) => p.severity === 'error').map((p) => `${p.linter} ${p.rule}: ${p.message} at ${p.where}`),
+      [],
+    )
   })
 
   it('has only the warnings documented in docs/api-contract.md', () => {
-    assert.deepEqual(problems.filter((p) => p.severity === 'warning' && !ACCEPTED_WARNINGS.has(`${p.linter} ${p.rule}`))
-      .map((p) => `${p.linter} ${p.rule}: ${p.message} at ${p.where}`), [])
+    assert.deepEqual(
+      problems
+        .filter((p) => p.severity === 'warning' && !ACCEPTED_WARNINGS.has(`${p.linter} ${p.rule}`))
+        .map((p) => `${p.linter} ${p.rule}: ${p.message} at ${p.where}`),
+      [],
+    )
   })
 
   it('runs both linters on the document (a broken document is reported)', async () => {
     // Guards against a linter that silently checks nothing: one operationId twice is an error to both.
     const op = { operationId: 'twice', responses: { 200: { description: 'OK' } } }
-    const broken = await lintOpenApi({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: { '/x': { get: op }, '/y': { get: op } } })
-    assert.ok(broken.some((p) => p.linter === 'redocly' && p.severity === 'error'), 'redocly reports an error')
-    assert.ok(broken.some((p) => p.linter === 'spectral' && p.severity === 'error'), 'spectral reports an error')
+    const broken = await lintOpenApi({
+      openapi: '3.1.0',
+      info: { title: 'x', version: '1' },
+      paths: { '/x': { get: op }, '/y': { get: op } },
+    })
+    assert.ok(
+      broken.some((p) => p.linter === 'redocly' && p.severity === 'error'),
+      'redocly reports an error',
+    )
+    assert.ok(
+      broken.some((p) => p.linter === 'spectral' && p.severity === 'error'),
+      'spectral reports an error',
+    )
   })
 })

@@ -14,14 +14,22 @@ import { ERROR_CODES } from '../../src/core/errors.ts'
 
 type Schema = Record<string, any>
 type Operation = {
-  operationId: string; description?: string; security?: Array<Record<string, string[]>>
-  requestBody?: { content: Record<string, Schema> }; responses: Record<string, Schema>
+  operationId: string
+  description?: string
+  security?: Array<Record<string, string[]>>
+  requestBody?: { content: Record<string, Schema> }
+  responses: Record<string, Schema>
 }
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
 
 function operations(doc: Schema) {
   return Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
-    METHODS.filter((m) => item[m]).map((method) => ({ where: `${method.toUpperCase()} ${path}`, method, op: item[method]! })))
+    METHODS.filter((m) => item[m]).map((method) => ({
+      where: `${method.toUpperCase()} ${path}`,
+      method,
+      op: item[method]!,
+    })),
+  )
 }
 
 /** Every schema node under `schema`, with its JSON path. */
@@ -47,11 +55,31 @@ describe('OpenAPI shapes, examples and descriptions', () => {
     t = await buildTestApp('pglite')
     doc = await t.json(200, { url: '/openapi.json', token: null })
   })
-  after(async () => { await t?.close() })
+  after(async () => {
+    await t?.close()
+  })
 
   it('names the shapes of the specification under components.schemas', () => {
     const names = Object.keys(doc.components.schemas)
-    for (const name of ['Company', 'Subsidiary', 'Contract', 'Team', 'TeamMember', 'Holiday', 'Communication', 'CommunicationMessage', 'Plan', 'Product', 'Addon', 'Coupon', 'SubscriptionDetails', 'Estimate', 'Error', 'TeamInput', 'CompanyInput']) {
+    for (const name of [
+      'Company',
+      'Subsidiary',
+      'Contract',
+      'Team',
+      'TeamMember',
+      'Holiday',
+      'Communication',
+      'CommunicationMessage',
+      'Plan',
+      'Product',
+      'Addon',
+      'Coupon',
+      'SubscriptionDetails',
+      'Estimate',
+      'Error',
+      'TeamInput',
+      'CompanyInput',
+    ]) {
       assert.ok(names.includes(name), `components.schemas has ${name}`)
     }
   })
@@ -59,10 +87,12 @@ describe('OpenAPI shapes, examples and descriptions', () => {
   it('inlines no titled shape: every one is a $ref to its component', () => {
     const inlined: string[] = []
     for (const { where, op } of operations(doc)) {
-      for (const [node, at] of nodes(op, where)) if (typeof node.title === 'string') inlined.push(`${at} (${node.title})`)
+      for (const [node, at] of nodes(op, where))
+        if (typeof node.title === 'string') inlined.push(`${at} (${node.title})`)
     }
     for (const [name, schema] of Object.entries(doc.components.schemas as Record<string, Schema>)) {
-      for (const [node, at] of nodes(schema, name)) if (node !== schema && typeof node.title === 'string') inlined.push(`${at} (${node.title})`)
+      for (const [node, at] of nodes(schema, name))
+        if (node !== schema && typeof node.title === 'string') inlined.push(`${at} (${node.title})`)
     }
     assert.deepEqual(inlined, [])
   })
@@ -70,16 +100,26 @@ describe('OpenAPI shapes, examples and descriptions', () => {
   it('refuses two different shapes under one title', () => {
     const shape = (type: string) => ({ type: 'object', title: 'Twin', properties: { a: { type } } })
     const twoUses = (a: Schema, b: Schema) => ({
-      paths: { '/x': { get: { responses: { 200: { content: { 'application/json': { schema: a } } } } }, post: { requestBody: { content: { 'application/json': { schema: b } } }, responses: {} } } },
+      paths: {
+        '/x': {
+          get: { responses: { 200: { content: { 'application/json': { schema: a } } } } },
+          post: { requestBody: { content: { 'application/json': { schema: b } } }, responses: {} },
+        },
+      },
     })
-    assert.throws(() => finishDocument(twoUses(shape('string'), shape('integer'))), /two different shapes are both titled "Twin"/)
+    assert.throws(
+      () => finishDocument(twoUses(shape('string'), shape('integer'))),
+      /two different shapes are both titled "Twin"/,
+    )
     // The same shape twice, even with another description, is one component.
     const same = finishDocument(twoUses(shape('string'), { ...shape('string'), description: 'the body' }))
     assert.deepEqual(Object.keys(same.components.schemas), ['Twin'])
   })
 
   it('describes every operation: what it does and who may call it', () => {
-    const missing = operations(doc).filter(({ op }) => !/\S[\s\S]*\*\*Who may call:\*\* \S/.test(op.description ?? '')).map(({ where }) => where)
+    const missing = operations(doc)
+      .filter(({ op }) => !/\S[\s\S]*\*\*Who may call:\*\* \S/.test(op.description ?? ''))
+      .map(({ where }) => where)
     assert.deepEqual(missing, [])
   })
 
@@ -89,7 +129,10 @@ describe('OpenAPI shapes, examples and descriptions', () => {
     ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc')
     const problems: string[] = []
     const check = (where: string, media: Schema) => {
-      const example = 'example' in media ? media.example : Object.values((media.examples ?? {}) as Record<string, { value: unknown }>)[0]?.value
+      const example =
+        'example' in media
+          ? media.example
+          : Object.values((media.examples ?? {}) as Record<string, { value: unknown }>)[0]?.value
       if (example === undefined) return problems.push(`${where}: no example`)
       const schema = JSON.parse(JSON.stringify(media.schema).replaceAll('"#/components/', '"doc#/components/'))
       if (!ajv.validate(schema, example)) problems.push(`${where}: ${ajv.errorsText(ajv.errors)}`)
@@ -98,7 +141,8 @@ describe('OpenAPI shapes, examples and descriptions', () => {
       for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) check(`${where} body ${type}`, media)
       for (const [status, response] of Object.entries(op.responses)) {
         if (!/^2/.test(status)) continue
-        for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, Schema>)) check(`${where} ${status} ${type}`, media)
+        for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, Schema>))
+          check(`${where} ${status} ${type}`, media)
       }
     }
     assert.deepEqual(problems, [])
@@ -107,7 +151,8 @@ describe('OpenAPI shapes, examples and descriptions', () => {
   it('documents Location on every answer that creates something', () => {
     for (const { where, method, op } of operations(doc)) {
       for (const [status, response] of Object.entries(op.responses)) {
-        if (status === '201' || (status === '202' && method === 'post')) assert.ok(response.headers?.Location?.required, `${where} ${status} documents Location`)
+        if (status === '201' || (status === '202' && method === 'post'))
+          assert.ok(response.headers?.Location?.required, `${where} ${status} documents Location`)
       }
     }
   })
@@ -117,8 +162,13 @@ describe('OpenAPI shapes, examples and descriptions', () => {
   })
 
   it('marks the routes that look at no token `security: []`, and has a server', () => {
-    const open = Object.fromEntries(operations(doc).filter(({ op }) => Array.isArray(op.security) && op.security.length === 0).map(({ op }) => [op.operationId, true]))
-    for (const id of ['health', 'ready', 'metrics', 'issueToken', 'getJwks']) assert.ok(open[id], `${id} has security: []`)
+    const open = Object.fromEntries(
+      operations(doc)
+        .filter(({ op }) => Array.isArray(op.security) && op.security.length === 0)
+        .map(({ op }) => [op.operationId, true]),
+    )
+    for (const id of ['health', 'ready', 'metrics', 'issueToken', 'getJwks'])
+      assert.ok(open[id], `${id} has security: []`)
     assert.ok(doc.servers.length > 0 && doc.servers.every((s: { url: string }) => s.url.length > 0))
   })
 })

@@ -11,17 +11,32 @@ import { OPENAPI_STRUCTURE, openapiStructure } from '../../scripts/openapi-struc
  */
 describe('the structure of /openapi.json', () => {
   let t: TestApp
-  before(async () => { t = await buildTestApp('pglite') })
-  after(async () => { await t?.close() })
+  before(async () => {
+    t = await buildTestApp('pglite')
+  })
+  after(async () => {
+    await t?.close()
+  })
 
   it('is the committed snapshot', async () => {
     const fresh = openapiStructure(await t.json(200, { url: '/openapi.json', token: null }))
     const committed = JSON.parse(fs.readFileSync(OPENAPI_STRUCTURE, 'utf8'))
-    assert.deepStrictEqual(fresh, committed, 'the structure of /openapi.json changed: paths, methods, parameters, schemas or status codes differ from test/contract/openapi-structure.json')
+    assert.deepStrictEqual(
+      fresh,
+      committed,
+      'the structure of /openapi.json changed: paths, methods, parameters, schemas or status codes differ from test/contract/openapi-structure.json',
+    )
   })
 
   it('keeps a property named like an annotation', () => {
-    const doc = { info: { title: 'x' }, components: { schemas: { A: { description: 'prose', properties: { description: { type: 'string', description: 'prose' } } } } } }
-    assert.deepStrictEqual(openapiStructure(doc), { components: { schemas: { A: { properties: { description: { type: 'string' } } } } } })
+    const doc = {
+      info: { title: 'x' },
+      components: {
+        schemas: { A: { description: 'prose', properties: { description: { type: 'string', description: 'prose' } } } },
+      },
+    }
+    assert.deepStrictEqual(openapiStructure(doc), {
+      components: { schemas: { A: { properties: { description: { type: 'string' } } } } },
+    })
   })
 })

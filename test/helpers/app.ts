@@ -42,11 +42,22 @@ export interface TestApp {
  * moves them (the business clock's base, and real time for tokens and idempotency keys), the scheduler stopped (tests run due jobs with app.services.scheduler.runDue()), no
  * rate limit unless a test asks for one, and no log unless it gives a logger.
  */
-export async function buildTestApp(engine: Engine, overrides: Partial<Config> = {}, options: { logger?: FastifyBaseLogger } = {}): Promise<TestApp> {
-  const config = loadConfig({}, {
-    LOG_LEVEL: 'silent', SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0,
-    ADMIN_CLIENT_ID: ADMIN.client_id, ADMIN_CLIENT_SECRET: ADMIN.client_secret, ...overrides,
-  })
+export async function buildTestApp(
+  engine: Engine,
+  overrides: Partial<Config> = {},
+  options: { logger?: FastifyBaseLogger } = {},
+): Promise<TestApp> {
+  const config = loadConfig(
+    {},
+    {
+      LOG_LEVEL: 'silent',
+      SCHEDULER_ENABLED: false,
+      RATE_LIMIT_MAX: 0,
+      ADMIN_CLIENT_ID: ADMIN.client_id,
+      ADMIN_CLIENT_SECRET: ADMIN.client_secret,
+      ...overrides,
+    },
+  )
   // A test of the pool's limits gives DB_POOL_SIZE; the others get the default of 10.
   const database = await openTestDatabase(engine, overrides.DB_POOL_SIZE)
   const clock = manualClock(new Date())
@@ -57,7 +68,16 @@ export async function buildTestApp(engine: Engine, overrides: Partial<Config> = 
   await app.ready()
 
   async function tokenFor(clientId: string, clientSecret: string, scope?: string) {
-    const res = await app.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, ...(scope ? { scope } : {}) } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      payload: {
+        grant_type: 'client_credentials',
+        client_id: clientId,
+        client_secret: clientSecret,
+        ...(scope ? { scope } : {}),
+      },
+    })
     if (res.statusCode !== 200) throw new Error(`token for ${clientId}: ${res.statusCode} ${res.body}`)
     return res.json().access_token as string
   }
@@ -76,11 +96,19 @@ export async function buildTestApp(engine: Engine, overrides: Partial<Config> = 
   }
 
   return {
-    app, engine, clock, realClock, platformToken, call, tokenFor,
+    app,
+    engine,
+    clock,
+    realClock,
+    platformToken,
+    call,
+    tokenFor,
     async json(status, request) {
       const res = await call(request)
       if (res.statusCode !== status) {
-        throw new Error(`${request.method ?? 'GET'} ${request.url}: expected ${status}, got ${res.statusCode} ${res.body}`)
+        throw new Error(
+          `${request.method ?? 'GET'} ${request.url}: expected ${status}, got ${res.statusCode} ${res.body}`,
+        )
       }
       // A 202 has no body: undefined, typed as what the caller expects.
       return (res.body === '' ? undefined : res.json()) as never
@@ -108,7 +136,19 @@ export const uniq = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`
  */
 export async function secondInstance(t: TestApp): Promise<BuiltApp> {
   const name = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(t.app.database.db)).rows[0]!.name
-  const second = await buildApp({ config: loadConfig({}, { DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name), SCHEDULER_ENABLED: false, RATE_LIMIT_MAX: 0, LOG_LEVEL: 'silent' }), clock: t.clock, logger: false })
+  const second = await buildApp({
+    config: loadConfig(
+      {},
+      {
+        DATABASE_URL: withDatabase(process.env.TEST_DATABASE_URL!, name),
+        SCHEDULER_ENABLED: false,
+        RATE_LIMIT_MAX: 0,
+        LOG_LEVEL: 'silent',
+      },
+    ),
+    clock: t.clock,
+    logger: false,
+  })
   await second.ready()
   return second
 }

@@ -21,7 +21,14 @@ import { selectedEngines } from './engine-selection.mjs'
  */
 export const engines: Engine[] = selectedEngines().filter((e) => e === 'pglite' || process.env.TEST_DATABASE_URL)
 
-const migrationsHash = createHash('sha256').update(readMigrations().map((m) => m.version + m.sql).join('\n')).digest('hex').slice(0, 12)
+const migrationsHash = createHash('sha256')
+  .update(
+    readMigrations()
+      .map((m) => m.version + m.sql)
+      .join('\n'),
+  )
+  .digest('hex')
+  .slice(0, 12)
 const cacheDir = path.resolve('node_modules/.cache/company-admin-api')
 
 export async function openTestDatabase(engine: Engine, poolSize = 10): Promise<Database & { drop(): Promise<void> }> {
@@ -68,7 +75,11 @@ export function withDatabase(url: string, name: string): string {
 async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  try { return await fn(client) } finally { await client.end() }
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
 }
 
 async function pgliteTemplate(): Promise<Blob> {
@@ -77,7 +88,9 @@ async function pgliteTemplate(): Promise<Blob> {
     const pglite = new PGlite()
     await pglite.waitReady
     // The way the service reaches PGlite (src/db/database.ts): node-postgres over PGlite's adapter.
-    const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ ...createPgConfig(pglite), max: 1 }) }) })
+    const db = new Kysely<any>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ ...createPgConfig(pglite), max: 1 }) }),
+    })
     await migrate(db)
     await db.destroy()
     const dump = await pglite.dumpDataDir('gzip')
@@ -117,7 +130,10 @@ export async function postgresTemplate(url: string, family = 'cai_tpl'): Promise
       await database.close()
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`)
       // Templates of older migrations are no use any more; one still being copied stays.
-      const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE $2 AND datname NOT LIKE '%\\_build' AND datname <> $1`, [name, `${family.replaceAll('_', '\\_')}\\_%`])
+      const stale = await admin.query(
+        `SELECT datname FROM pg_database WHERE datname LIKE $2 AND datname NOT LIKE '%\\_build' AND datname <> $1`,
+        [name, `${family.replaceAll('_', '\\_')}\\_%`],
+      )
       for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${row.datname}`).catch(() => {})
     } finally {
       await admin.query('SELECT pg_advisory_unlock(72410002)')

@@ -20,8 +20,11 @@ export const ALL_ENGINES = ['pglite', 'postgres']
  */
 export function selectedEngines(env = process.env) {
   if (env.TEST_ENGINES === undefined || env.TEST_ENGINES.trim() === '') return [...ALL_ENGINES]
-  const names = env.TEST_ENGINES.split(',').map((s) => s.trim()).filter(Boolean)
+  const names = env.TEST_ENGINES.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   const unknown = names.filter((n) => !ALL_ENGINES.includes(n))
-  if (unknown.length) throw new Error(`TEST_ENGINES names no engine: ${unknown.join(', ')} (engines: ${ALL_ENGINES.join(', ')})`)
+  if (unknown.length)
+    throw new Error(`TEST_ENGINES names no engine: ${unknown.join(', ')} (engines: ${ALL_ENGINES.join(', ')})`)
   return ALL_ENGINES.filter((e) => names.includes(e))
 }

@@ -9,14 +9,18 @@ import { buildTestApp, engines, type TestApp } from './app.ts'
 
 type Title = string | ((engine: Engine) => string)
 
-const nameOf = (title: Title, engine: Engine) => typeof title === 'function' ? title(engine) : `${title} on ${engine}`
+const nameOf = (title: Title, engine: Engine) => (typeof title === 'function' ? title(engine) : `${title} on ${engine}`)
 
 /**
  * `describe(title on <engine>)` for each engine of the run (TEST_ENGINES), for suites that build
  * what they need themselves (their own database, two instances, a fake provider beside the app).
  * `options` are describe's, per engine (a suite that cannot mean anything on PGlite skips there).
  */
-export function forEachEngine(title: Title, body: (engine: Engine) => void, options?: (engine: Engine) => { skip?: string | boolean }): void {
+export function forEachEngine(
+  title: Title,
+  body: (engine: Engine) => void,
+  options?: (engine: Engine) => { skip?: string | boolean },
+): void {
   const describeHere = describeIn(callerFile())
   for (const engine of engines) describeHere(nameOf(title, engine), options?.(engine) ?? {}, () => body(engine))
 }
@@ -33,7 +37,9 @@ const shims = new Map<string, Describe>()
 function describeIn(file: string): Describe {
   let shim = shims.get(file)
   if (!shim) {
-    shim = new Function('describe', `return (name, options, fn) => describe(name, options, fn)\n//# sourceURL=${file}`)(describe) as Describe
+    shim = new Function('describe', `return (name, options, fn) => describe(name, options, fn)\n//# sourceURL=${file}`)(
+      describe,
+    ) as Describe
     shims.set(file, shim)
   }
   return shim
@@ -56,15 +62,23 @@ function callerFile(): string {
  */
 export function onEachEngine(title: Title, body: (t: TestApp, engine: Engine) => void): void
 export function onEachEngine(title: Title, config: Partial<Config>, body: (t: TestApp, engine: Engine) => void): void
-export function onEachEngine(title: Title, ...rest: [(t: TestApp, engine: Engine) => void] | [Partial<Config>, (t: TestApp, engine: Engine) => void]): void {
+export function onEachEngine(
+  title: Title,
+  ...rest: [(t: TestApp, engine: Engine) => void] | [Partial<Config>, (t: TestApp, engine: Engine) => void]
+): void {
   const [config, body] = rest.length === 1 ? [{}, rest[0]] : rest
   forEachEngine(title, (engine) => {
     const t = {} as TestApp
     let built = false
     // Hooks run in the order they are registered: the app is built before the body's hooks
     // and closed after them (what they close, such as a second instance, may use its database).
-    before(async () => { Object.assign(t, await buildTestApp(engine, config)); built = true })
+    before(async () => {
+      Object.assign(t, await buildTestApp(engine, config))
+      built = true
+    })
     body(t, engine)
-    after(async () => { if (built) await t.close() })
+    after(async () => {
+      if (built) await t.close()
+    })
   })
 }

@@ -4,7 +4,15 @@ type Obj = Record<string, any>
 
 /** Chargebee's error (status, api_error_code, message, type, param), thrown by a route and answered as Chargebee's error JSON. */
 export class CbError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly type = 'invalid_request', readonly param?: string) { super(message) }
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly type = 'invalid_request',
+    readonly param?: string,
+  ) {
+    super(message)
+  }
 }
 
 /** Chargebee's times: Unix seconds. */
@@ -21,26 +29,53 @@ export function addPeriod(from: number, unit: 'month' | 'year', count = 1): numb
  * The billing half of the fake Chargebee (fake-chargebee.ts): a subscription's items and coupons
  * as the requests set them, and the invoices and estimates a change makes.
  */
-export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPrice>; coupons: Map<string, FakeCoupon>; customers: Map<string, Obj>; now: () => number }) {
+export function fakeChargebeeBilling(deps: {
+  itemPrices: Map<string, FakeItemPrice>
+  coupons: Map<string, FakeCoupon>
+  customers: Map<string, Obj>
+  now: () => number
+}) {
   const { itemPrices, coupons, customers, now } = deps
 
   function itemsFrom(params: Obj, field = 'subscription_items'): Obj[] {
     const items = (params[field] ?? []) as Obj[]
     return items.map((item, i) => {
       const price = itemPrices.get(item.item_price_id)
-      if (!price) throw new CbError(404, 'resource_not_found', `${field}[item_price_id][${i}] : The Item Price referenced by this parameter is not present`, 'invalid_request', `${field}[item_price_id][${i}]`)
+      if (!price)
+        throw new CbError(
+          404,
+          'resource_not_found',
+          `${field}[item_price_id][${i}] : The Item Price referenced by this parameter is not present`,
+          'invalid_request',
+          `${field}[item_price_id][${i}]`,
+        )
       const quantity = Number(item.quantity ?? 1)
-      return { item_price_id: price.id, item_type: price.item_type, quantity, unit_price: price.price, amount: price.price * quantity, object: 'subscription_item' }
+      return {
+        item_price_id: price.id,
+        item_type: price.item_type,
+        quantity,
+        unit_price: price.price,
+        amount: price.price * quantity,
+        object: 'subscription_item',
+      }
     })
   }
 
   function couponsFrom(params: Obj): Obj[] {
     return ((params.coupon_ids ?? []) as string[]).map((id, i) => {
-      if (!coupons.has(id)) throw new CbError(404, 'resource_not_found', `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`, 'invalid_request', `coupon_ids[${i}]`)
+      if (!coupons.has(id))
+        throw new CbError(
+          404,
+          'resource_not_found',
+          `coupon_ids[${i}] : The Coupon referenced by this parameter is not present`,
+          'invalid_request',
+          `coupon_ids[${i}]`,
+        )
       // Subscription object, coupons[] (apidocs.chargebee.com/docs/api/subscriptions#subscription_coupons):
       // applied_count counts the invoices it discounted; apply_till ends a limited_period coupon.
       const coupon = coupons.get(id)!
-      const till = coupon.duration_type === 'limited_period' ? addPeriod(now(), 'month', coupon.duration_month ?? 1) : undefined
+      const till =
+        coupon.duration_type === 'limited_period' ? addPeriod(now(), 'month', coupon.duration_month ?? 1) : undefined
       return { coupon_id: id, applied_count: 0, ...(till ? { apply_till: till } : {}), object: 'coupon' }
     })
   }
@@ -55,7 +90,10 @@ export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPri
     if (p.subscription_items === undefined) return s.subscription_items
     const sent = itemsFrom(p)
     if (p.replace_items_list === 'true') return sent
-    const kept = (s.subscription_items as Obj[]).filter((i) => !sent.some((n) => n.item_price_id === i.item_price_id || (n.item_type === 'plan' && i.item_type === 'plan')))
+    const kept = (s.subscription_items as Obj[]).filter(
+      (i) =>
+        !sent.some((n) => n.item_price_id === i.item_price_id || (n.item_type === 'plan' && i.item_type === 'plan')),
+    )
     const plan = [...sent, ...kept].filter((i) => i.item_type === 'plan')
     return [...plan, ...[...kept, ...sent].filter((i) => i.item_type !== 'plan')]
   }
@@ -63,7 +101,8 @@ export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPri
   /** `coupon_ids` are added to the subscription's coupons; `replace_coupon_list` true replaces them (none sent: none left). Same reference as mergedItems. */
   function mergedCoupons(s: Obj, p: Obj): Obj[] {
     const sent = couponsFrom(p)
-    if (p.replace_coupon_list === 'true') return sent.map((c) => (s.coupons as Obj[]).find((k) => k.coupon_id === c.coupon_id) ?? c)
+    if (p.replace_coupon_list === 'true')
+      return sent.map((c) => (s.coupons as Obj[]).find((k) => k.coupon_id === c.coupon_id) ?? c)
     return [...s.coupons, ...sent.filter((c) => !(s.coupons as Obj[]).some((k) => k.coupon_id === c.coupon_id))]
   }
 
@@ -75,24 +114,56 @@ export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPri
    */
   function invoiceFor(items: Obj[], couponIds: Obj[], promotional = 0): Obj {
     const lines = items.map((i) => ({
-      entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price', entity_id: i.item_price_id,
-      description: i.item_price_id, unit_amount: i.unit_price, quantity: i.quantity, amount: i.amount, object: 'line_item',
+      entity_type: i.item_type === 'addon' ? 'addon_item_price' : 'plan_item_price',
+      entity_id: i.item_price_id,
+      description: i.item_price_id,
+      unit_amount: i.unit_price,
+      quantity: i.quantity,
+      amount: i.amount,
+      object: 'line_item',
     }))
     const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
-    const discounts = couponIds.filter((c) => c.apply_till === undefined || c.apply_till > now()).map((c) => {
-      const coupon = coupons.get(c.coupon_id)!
-      const amount = coupon.discount_type === 'percentage' ? Math.round(subTotal * (coupon.discount_percentage ?? 0) / 100) : Math.min(subTotal, coupon.discount_amount ?? 0)
-      return { object: 'discount', entity_type: 'document_level_coupon', entity_id: c.coupon_id, description: c.coupon_id, amount }
-    })
+    const discounts = couponIds
+      .filter((c) => c.apply_till === undefined || c.apply_till > now())
+      .map((c) => {
+        const coupon = coupons.get(c.coupon_id)!
+        const amount =
+          coupon.discount_type === 'percentage'
+            ? Math.round((subTotal * (coupon.discount_percentage ?? 0)) / 100)
+            : Math.min(subTotal, coupon.discount_amount ?? 0)
+        return {
+          object: 'discount',
+          entity_type: 'document_level_coupon',
+          entity_id: c.coupon_id,
+          description: c.coupon_id,
+          amount,
+        }
+      })
     const left = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
-    if (promotional > 0 && left > 0) discounts.push({ object: 'discount', entity_type: 'promotional_credits', entity_id: undefined as unknown as string, description: 'Promotional Credits', amount: Math.min(left, promotional) })
+    if (promotional > 0 && left > 0)
+      discounts.push({
+        object: 'discount',
+        entity_type: 'promotional_credits',
+        entity_id: undefined as unknown as string,
+        description: 'Promotional Credits',
+        amount: Math.min(left, promotional),
+      })
     const taxable = subTotal - discounts.reduce((sum, d) => sum + d.amount, 0)
     const tax = Math.round(taxable * 0.22)
     return {
-      object: 'invoice_estimate', recurring: true, price_type: 'tax_exclusive', currency_code: 'EUR', line_items: lines, discounts, sub_total: subTotal,
+      object: 'invoice_estimate',
+      recurring: true,
+      price_type: 'tax_exclusive',
+      currency_code: 'EUR',
+      line_items: lines,
+      discounts,
+      sub_total: subTotal,
       taxes: [{ object: 'tax', name: 'IT VAT', amount: tax, description: 'IT VAT @ 22%' }],
       line_item_taxes: [{ tax_name: 'IT VAT', tax_rate: 22, tax_amount: tax, tax_juris_type: 'country' }],
-      total: taxable + tax, credits_applied: 0, amount_paid: 0, amount_due: taxable + tax,
+      total: taxable + tax,
+      credits_applied: 0,
+      amount_paid: 0,
+      amount_due: taxable + tax,
     }
   }
 
@@ -109,7 +180,8 @@ export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPri
    *   `amount_available`), else the charges wait for the next invoice (`unbilled_charge_estimates`).
    */
   function changeBilling(s: Obj, items: Obj[], couponList: Obj[], p: Obj): Obj {
-    if (s.status === 'in_trial' || p.prorate === 'false') return { next_invoice_estimate: invoiceFor(items, couponList) }
+    if (s.status === 'in_trial' || p.prorate === 'false')
+      return { next_invoice_estimate: invoiceFor(items, couponList) }
     const share = Math.max(0, s.current_term_end - now()) / (s.current_term_end - s.current_term_start)
     const same = (a: Obj, b: Obj) => a.item_price_id === b.item_price_id && a.quantity === b.quantity
     const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
@@ -120,12 +192,39 @@ export function fakeChargebeeBilling(deps: { itemPrices: Map<string, FakeItemPri
     const invoice = invoiceFor(charged, couponList, customers.get(s.customer_id)?.promotional_credits ?? 0)
     const credit = credited.length > 0 ? invoiceFor(credited, s.coupons) : null
     if (p.invoice_immediately !== 'true') {
-      return { unbilled_charge_estimates: invoice.line_items, ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: 0, amount_available: credit.total }] } : {}) }
+      return {
+        unbilled_charge_estimates: invoice.line_items,
+        ...(credit
+          ? {
+              credit_note_estimates: [
+                {
+                  ...credit,
+                  object: 'credit_note_estimate',
+                  type: 'adjustment',
+                  amount_allocated: 0,
+                  amount_available: credit.total,
+                },
+              ],
+            }
+          : {}),
+      }
     }
     const applied = Math.min(credit?.total ?? 0, invoice.total)
     return {
       invoice_estimate: { ...invoice, credits_applied: applied, amount_due: invoice.total - applied },
-      ...(credit ? { credit_note_estimates: [{ ...credit, object: 'credit_note_estimate', type: 'adjustment', amount_allocated: applied, amount_available: credit.total - applied }] } : {}),
+      ...(credit
+        ? {
+            credit_note_estimates: [
+              {
+                ...credit,
+                object: 'credit_note_estimate',
+                type: 'adjustment',
+                amount_allocated: applied,
+                amount_available: credit.total - applied,
+              },
+            ],
+          }
+        : {}),
     }
   }
 

@@ -28,10 +28,14 @@ export function fakeChargebeeSync(deps: {
   function listOf(store: Map<string, Obj>, wrapper: string, p: Obj): Obj {
     const limit = Math.min(100, Math.max(1, Number(p.limit ?? 10)))
     const start = Number(p.offset ?? 0)
-    const all = [...store.values()].filter((o) => !o.deleted && (p.subscription_id?.is === undefined || o.subscription_id === p.subscription_id.is))
+    const all = [...store.values()]
+      .filter((o) => !o.deleted && (p.subscription_id?.is === undefined || o.subscription_id === p.subscription_id.is))
       .sort((a, b) => b.date - a.date || (b.id < a.id ? -1 : 1))
     const page = all.slice(start, start + limit)
-    return { list: page.map((o) => ({ [wrapper]: structuredClone(o) })), ...(start + limit < all.length ? { next_offset: String(start + limit) } : {}) }
+    return {
+      list: page.map((o) => ({ [wrapper]: structuredClone(o) })),
+      ...(start + limit < all.length ? { next_offset: String(start + limit) } : {}),
+    }
   }
   const findIn = (store: Map<string, Obj>, what: string, id: string) => {
     const o = store.get(id)
@@ -59,10 +63,32 @@ export function fakeChargebeeSync(deps: {
       const status = fields.status ?? 'paid'
       const paid = status === 'paid' ? priced.total : 0
       const invoice: Obj = {
-        ...priced, object: 'invoice', id: nextId('inv'), customer_id: s.customer_id, subscription_id: s.id, recurring: true, first_invoice: false,
-        status, date, due_date: date, generated_at: date, net_term_days: 0, tax: priced.taxes[0].amount, amount_paid: paid, amount_adjusted: 0, write_off_amount: 0,
-        amount_due: priced.total - paid, ...(status === 'paid' ? { paid_at: date } : {}), term_finalized: true, is_gifted: false, deleted: false,
-        line_items: priced.line_items.map((l: Obj) => ({ ...l, date_from: s.current_term_start ?? date, date_to: s.current_term_end ?? date })),
+        ...priced,
+        object: 'invoice',
+        id: nextId('inv'),
+        customer_id: s.customer_id,
+        subscription_id: s.id,
+        recurring: true,
+        first_invoice: false,
+        status,
+        date,
+        due_date: date,
+        generated_at: date,
+        net_term_days: 0,
+        tax: priced.taxes[0].amount,
+        amount_paid: paid,
+        amount_adjusted: 0,
+        write_off_amount: 0,
+        amount_due: priced.total - paid,
+        ...(status === 'paid' ? { paid_at: date } : {}),
+        term_finalized: true,
+        is_gifted: false,
+        deleted: false,
+        line_items: priced.line_items.map((l: Obj) => ({
+          ...l,
+          date_from: s.current_term_start ?? date,
+          date_to: s.current_term_end ?? date,
+        })),
         ...fields,
       }
       invoices.set(invoice.id, touch(invoice))
@@ -78,9 +104,25 @@ export function fakeChargebeeSync(deps: {
       const i = invoices.get(invoiceId)!
       const date = now()
       const note: Obj = {
-        object: 'credit_note', id: nextId('cn'), customer_id: i.customer_id, subscription_id: i.subscription_id, reference_invoice_id: i.id,
-        type: 'refundable', reason_code: 'subscription_change', status: 'refund_due', date, price_type: 'tax_exclusive', currency_code: 'EUR',
-        total: 1000, amount_allocated: 0, amount_refunded: 0, amount_available: 1000, sub_total: 820, generated_at: date, deleted: false, ...fields,
+        object: 'credit_note',
+        id: nextId('cn'),
+        customer_id: i.customer_id,
+        subscription_id: i.subscription_id,
+        reference_invoice_id: i.id,
+        type: 'refundable',
+        reason_code: 'subscription_change',
+        status: 'refund_due',
+        date,
+        price_type: 'tax_exclusive',
+        currency_code: 'EUR',
+        total: 1000,
+        amount_allocated: 0,
+        amount_refunded: 0,
+        amount_available: 1000,
+        sub_total: 820,
+        generated_at: date,
+        deleted: false,
+        ...fields,
       }
       creditNotes.set(note.id, touch(note))
       return structuredClone(note)
@@ -93,9 +135,14 @@ export function fakeChargebeeSync(deps: {
       const { subscription_items: items, ...rest } = structuredClone(subscriptionOf(id))
       const plan = (items as Obj[]).find((i) => i.item_type === 'plan')!
       return {
-        ...rest, plan_id: plan.item_price_id, plan_quantity: plan.quantity, plan_unit_price: plan.unit_price,
-        addons: (items as Obj[]).filter((i) => i.item_type === 'addon').map((i) => ({ id: i.item_price_id, quantity: i.quantity, unit_price: i.unit_price, object: 'addon' })),
+        ...rest,
+        plan_id: plan.item_price_id,
+        plan_quantity: plan.quantity,
+        plan_unit_price: plan.unit_price,
+        addons: (items as Obj[])
+          .filter((i) => i.item_type === 'addon')
+          .map((i) => ({ id: i.item_price_id, quantity: i.quantity, unit_price: i.unit_price, object: 'addon' })),
       }
-    }
+    },
   }
 }

@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net'
 
 export type Behaviour = 'ok' | 'fail' | 'slow' | 'never' | 'large' | 'hints'
 
-export interface Received { headers: Record<string, string>; body: string; at: number }
+export interface Received {
+  headers: Record<string, string>
+  body: string
+  at: number
+}
 
 /**
  * A webhook receiver on 127.0.0.1: `ok` answers 200, `fail` 500, `slow` answers 200 after
@@ -19,13 +23,22 @@ export async function receiver(initial: Behaviour, options: { slowMs?: number } 
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString(), at: Date.now() })
+      received.push({
+        headers: req.headers as Record<string, string>,
+        body: Buffer.concat(chunks).toString(),
+        at: Date.now(),
+      })
       if (behaviour === 'ok') return res.writeHead(200).end('ok')
       if (behaviour === 'fail') return res.writeHead(500).end('boom')
       if (behaviour === 'large') return res.writeHead(200).end(Buffer.alloc(1024 * 1024, 'x'))
-      if (behaviour === 'hints') return res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }, () => res.socket?.destroy())
+      if (behaviour === 'hints')
+        return res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }, () => res.socket?.destroy())
       hanging.add(res)
-      if (behaviour === 'slow') setTimeout(() => { hanging.delete(res); if (!res.destroyed) res.writeHead(200).end('late') }, options.slowMs ?? 5_000).unref()
+      if (behaviour === 'slow')
+        setTimeout(() => {
+          hanging.delete(res)
+          if (!res.destroyed) res.writeHead(200).end('late')
+        }, options.slowMs ?? 5_000).unref()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -34,7 +47,9 @@ export async function receiver(initial: Behaviour, options: { slowMs?: number } 
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
-    set(next: Behaviour) { behaviour = next },
+    set(next: Behaviour) {
+      behaviour = next
+    },
     /** Answers the oldest request left unanswered with `status` (a late answer, when the test chooses). */
     answerOldest(status: number) {
       const [res] = hanging

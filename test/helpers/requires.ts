@@ -35,7 +35,6 @@ function missing(need: Need): string | null {
   return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'
 }
 
-
 /** True when the need is met; for hooks, which run even when every test of their suite is skipped. */
 export const has = (need: Need) => missing(need) === null
 

@@ -14,7 +14,12 @@ if (isMainThread) register(import.meta.url)
 
 /** Loader hook: a test file's `node:test` is the wrapper (which itself imports the real one). */
 export async function resolve(specifier, context, next) {
-  if (specifier === 'node:test' && context.parentURL && context.parentURL !== wrapper && !context.parentURL.includes('/node_modules/')) {
+  if (
+    specifier === 'node:test' &&
+    context.parentURL &&
+    context.parentURL !== wrapper &&
+    !context.parentURL.includes('/node_modules/')
+  ) {
     return { url: wrapper, shortCircuit: true }
   }
   return next(specifier, context)

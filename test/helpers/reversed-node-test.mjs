@@ -10,14 +10,23 @@ function register(kind, args) {
   const copy = [...args]
   copy[at] = function (...context) {
     const outer = buffer
-    const mine = buffer = []
-    try { build.apply(this, context) } finally { buffer = outer }
+    const mine = (buffer = [])
+    try {
+      build.apply(this, context)
+    } finally {
+      buffer = outer
+    }
     for (const [k, rest] of mine.reverse()) register(k, rest)
   }
   return real.describe(...copy)
 }
 
-const deferred = (kind) => (...args) => { if (buffer) buffer.push([kind, args]); else return register(kind, args) }
+const deferred =
+  (kind) =>
+  (...args) => {
+    if (buffer) buffer.push([kind, args])
+    else return register(kind, args)
+  }
 
 export const describe = deferred('describe')
 export const it = deferred('it')

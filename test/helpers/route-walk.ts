@@ -16,23 +16,46 @@ export function pdfForm() {
   const boundary = '----cross-company'
   const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(64, 0x20), Buffer.from('\n%%EOF\n')])
   const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.pdf"\r\nContent-Type: application/pdf\r\n\r\n`),
-    pdf, Buffer.from(`\r\n--${boundary}--\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="b.pdf"\r\nContent-Type: application/pdf\r\n\r\n`,
+    ),
+    pdf,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
   ])
   return { body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }
 }
 
 export type Schema = {
   $ref?: string
-  type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]
-  enum?: unknown[]; const?: unknown; default?: unknown; format?: string; pattern?: string; minLength?: number; minItems?: number
-  minimum?: number; exclusiveMinimum?: number; description?: string
+  type?: string | string[]
+  properties?: Record<string, Schema>
+  required?: string[]
+  items?: Schema
+  anyOf?: Schema[]
+  oneOf?: Schema[]
+  enum?: unknown[]
+  const?: unknown
+  default?: unknown
+  format?: string
+  pattern?: string
+  minLength?: number
+  minItems?: number
+  minimum?: number
+  exclusiveMinimum?: number
+  description?: string
 }
 export type Operation = {
-  security?: Array<Record<string, string[]>>; 'x-platform-only'?: boolean; parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
-  requestBody?: { content: Record<string, { schema: Schema }> }; responses?: Record<string, unknown>
+  security?: Array<Record<string, string[]>>
+  'x-platform-only'?: boolean
+  parameters?: Array<{ in: string; name: string; required?: boolean; schema: Schema }>
+  requestBody?: { content: Record<string, { schema: Schema }> }
+  responses?: Record<string, unknown>
 }
-export interface Route { method: string; path: string; op: Operation }
+export interface Route {
+  method: string
+  path: string
+  op: Operation
+}
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch']
 
@@ -45,7 +68,13 @@ export interface Tenant {
 
 export const singular = (word: string) => word.replace(/ies$/, 'y').replace(/s$/, '')
 // Id fields whose name does not say the resource they point to.
-const ALIASES: Record<string, string> = { team_leader: 'contract', sender: 'contract', destination_team: 'team', destination_subsidiary: 'subsidiary', addon: 'addon' }
+const ALIASES: Record<string, string> = {
+  team_leader: 'contract',
+  sender: 'contract',
+  destination_team: 'team',
+  destination_subsidiary: 'subsidiary',
+  addon: 'addon',
+}
 
 /** The resource a field or parameter named like `team_id`, `team_ids`, `destination_team_ids` points to. */
 export function resourceOf(name: string): string | undefined {
@@ -59,11 +88,17 @@ export function isPublic(op: Operation) {
 }
 
 export function isPlatformOnly(op: Operation) {
-  return op['x-platform-only'] === true || ((op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2))
+  return (
+    op['x-platform-only'] === true || ((op.security ?? []).length > 0 && !(op.security ?? []).some((s) => s.oauth2))
+  )
 }
 
 /** What a seeding POST answered. */
-export interface Creation { route: string; status: number; location: unknown }
+export interface Creation {
+  route: string
+  status: number
+  location: unknown
+}
 
 /** A tenant with no resources yet. */
 export const tenantOf = (company: CompanyFixture): Tenant => ({ company, byName: new Map(), byCollection: new Map() })
@@ -71,11 +106,15 @@ export const tenantOf = (company: CompanyFixture): Tenant => ({ company, byName:
 /** The operations of an OpenAPI document, as routes. */
 export function routesOf(doc: { paths: Record<string, Record<string, Operation>> }): Route[] {
   return Object.entries(doc.paths).flatMap(([path, item]) =>
-    METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })))
+    METHODS.filter((m) => item[m]).map((m) => ({ method: m.toUpperCase(), path, op: item[m]! })),
+  )
 }
 
 /** Request building and seeding over `doc` (the app's /openapi.json), for the app `t`. */
-export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } }) {
+export function routeWalk(
+  t: TestApp,
+  doc: { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } },
+) {
   const routes = routesOf(doc)
   const schemas = doc.components.schemas
   const today = () => t.clock.now().toISOString().slice(0, 10)
@@ -99,7 +138,12 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
   }
 
   /** A value that satisfies the schema, with id fields pointing at `ids`; `used` says when one was, and which were unknown. */
-  function sample(given: Schema | undefined, name: string, ids: Tenant, used: { child: boolean; unknown?: string[] }): unknown {
+  function sample(
+    given: Schema | undefined,
+    name: string,
+    ids: Tenant,
+    used: { child: boolean; unknown?: string[] },
+  ): unknown {
     // Named shapes are $refs to components.schemas.
     const schema = given?.$ref ? schemas[given.$ref.split('/').pop()!] : given
     if (!schema) return undefined
@@ -123,14 +167,25 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
         return out
       }
       case 'array': {
-        if (id) { used.child = true; return [id] }
+        if (id) {
+          used.child = true
+          return [id]
+        }
         return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items, singular(name), ids, used))
       }
-      case 'integer': case 'number':
-        return schema.default ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : schema.minimum ?? 1)
-      case 'boolean': return schema.default ?? true
+      case 'integer':
+      case 'number':
+        return (
+          schema.default ??
+          (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : (schema.minimum ?? 1))
+        )
+      case 'boolean':
+        return schema.default ?? true
       case 'string': {
-        if (id) { used.child = true; return id }
+        if (id) {
+          used.child = true
+          return id
+        }
         if (schema.default !== undefined) return schema.default
         if (schema.format === 'uuid') return randomUUID()
         if (schema.format === 'date' || schema.pattern?.includes('\\d{4}-\\d{2}-\\d{2}')) return today()
@@ -142,7 +197,8 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
         const text = `${name || 'x'}-${randomUUID().slice(0, 8)}`.replace(/[^A-Za-z0-9_-]/g, '')
         return text.padEnd(schema.minLength ?? 1, 'x')
       }
-      default: return undefined
+      default:
+        return undefined
     }
   }
 
@@ -157,7 +213,9 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
     }
     return {
       call: { method: route.method as 'GET', url, token, body, query },
-      known: known && used.unknown.length === 0, unknown: used.unknown, usesChild: usesChild || (children !== owner && used.child),
+      known: known && used.unknown.length === 0,
+      unknown: used.unknown,
+      usesChild: usesChild || (children !== owner && used.child),
       multipart: !json && route.op.requestBody !== undefined,
     }
   }
@@ -183,7 +241,12 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
     if (got.subscription_customer_id) tenant.byName.set('subscription_customer', got.subscription_customer_id)
 
     const pending = routes
-      .filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/companies/{company_id}/') && !tenant.byCollection.has(r.path))
+      .filter(
+        (r) =>
+          r.method === 'POST' &&
+          r.path.startsWith('/api/v1/companies/{company_id}/') &&
+          !tenant.byCollection.has(r.path),
+      )
       .sort((x, y) => x.path.split('/').length - y.path.split('/').length || x.path.localeCompare(y.path))
     for (const route of pending) {
       const { call, known, multipart } = request(route, tenant, tenant, t.platformToken)
@@ -200,7 +263,8 @@ export function routeWalk(t: TestApp, doc: { paths: Record<string, Record<string
     // What the creations set in motion (deliveries of communications, the trial's end and its invoice, ...).
     await t.app.services.scheduler.runDue()
     // Resources that no POST makes (delivered messages, ...): the first one a list shows.
-    const listed = (path: string) => path.startsWith('/api/v1/companies/{company_id}/') || path.startsWith('/api/v1/subscription/{company_id}/')
+    const listed = (path: string) =>
+      path.startsWith('/api/v1/companies/{company_id}/') || path.startsWith('/api/v1/subscription/{company_id}/')
     for (const route of routes.filter((r) => r.method === 'GET' && !isPublic(r.op) && listed(r.path))) {
       const last = route.path.split('/').pop()!
       if (last.startsWith('{') || tenant.byName.has(singular(last))) continue

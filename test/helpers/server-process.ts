@@ -18,14 +18,19 @@ export function buildServer(): string {
   return path.join(OUT, 'server.js')
 }
 
-export function removeBuild() { fs.rmSync(OUT, { recursive: true, force: true }) }
+export function removeBuild() {
+  fs.rmSync(OUT, { recursive: true, force: true })
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    }).on('error', reject)
+    const server = net
+      .createServer()
+      .listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo
+        server.close(() => resolve(port))
+      })
+      .on('error', reject)
   })
 }
 
@@ -52,8 +57,14 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   let out = ''
   let err = ''
   const watchers = new Set<() => void>()
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); for (const w of watchers) w() })
-  child.stderr!.on('data', (d: Buffer) => { err += d.toString(); for (const w of watchers) w() })
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString()
+    for (const w of watchers) w()
+  })
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString()
+    for (const w of watchers) w()
+  })
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   return {
     child,
@@ -63,19 +74,40 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     async exited(ms) {
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`still running after ${ms} ms; stderr: ${err}; stdout: ${out.slice(-2000)}`)) }, ms)
+        timer = setTimeout(() => {
+          child.kill('SIGKILL')
+          reject(new Error(`still running after ${ms} ms; stderr: ${err}; stdout: ${out.slice(-2000)}`))
+        }, ms)
       })
-      try { return await Promise.race([exit, late]) } finally { clearTimeout(timer) }
+      try {
+        return await Promise.race([exit, late])
+      } finally {
+        clearTimeout(timer)
+      }
     },
     waitFor(pattern, ms = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          if (pattern.test(out) || pattern.test(err)) { done(); resolve() }
+          if (pattern.test(out) || pattern.test(err)) {
+            done()
+            resolve()
+          }
         }
-        const timer = setTimeout(() => { done(); reject(new Error(`${pattern} not seen in ${ms} ms; stderr: ${err}; stdout: ${out.slice(-2000)}`)) }, ms)
-        const done = () => { clearTimeout(timer); watchers.delete(check) }
+        const timer = setTimeout(() => {
+          done()
+          reject(new Error(`${pattern} not seen in ${ms} ms; stderr: ${err}; stdout: ${out.slice(-2000)}`))
+        }, ms)
+        const done = () => {
+          clearTimeout(timer)
+          watchers.delete(check)
+        }
         watchers.add(check)
-        exit.then(() => { if (watchers.has(check)) { done(); reject(new Error(`exited before ${pattern}; stderr: ${err}; stdout: ${out.slice(-2000)}`)) } })
+        exit.then(() => {
+          if (watchers.has(check)) {
+            done()
+            reject(new Error(`exited before ${pattern}; stderr: ${err}; stdout: ${out.slice(-2000)}`))
+          }
+        })
         check()
       })
     },
@@ -91,9 +123,16 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
 export async function ready(server: ServerProcess, ms = 180_000) {
   const deadline = Date.now() + ms
   for (;;) {
-    if (server.child.exitCode !== null) throw new Error(`the server exited with ${server.child.exitCode}: ${server.stderr()}`)
+    if (server.child.exitCode !== null)
+      throw new Error(`the server exited with ${server.child.exitCode}: ${server.stderr()}`)
     if (Date.now() > deadline) throw new Error(`the server was not ready in ${ms} ms: ${server.stderr()}`)
-    if (await fetch(`${server.url}/ready`).then((r) => r.ok, () => false)) return
+    if (
+      await fetch(`${server.url}/ready`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return
     await new Promise((r) => setTimeout(r, 50))
   }
 }

@@ -38,7 +38,8 @@ export default async function* summaryReporter(source) {
   const skips = []
   const count = (file) => {
     let c = files.get(file)
-    if (!c) files.set(file, c = { ran: { pglite: 0, postgres: 0, none: 0 }, engineSuites: false, skipped: 0, leftOut: 0 })
+    if (!c)
+      files.set(file, (c = { ran: { pglite: 0, postgres: 0, none: 0 }, engineSuites: false, skipped: 0, leftOut: 0 }))
     return c
   }
 
@@ -59,7 +60,11 @@ export default async function* summaryReporter(source) {
     if (data.skip !== undefined && data.skip !== false) {
       c.skipped++
       if (data.skip === LEFT_OUT) c.leftOut++
-      skips.push({ file, name: trail.join(' > '), reason: typeof data.skip === 'string' ? data.skip : '(no reason given)' })
+      skips.push({
+        file,
+        name: trail.join(' > '),
+        reason: typeof data.skip === 'string' ? data.skip : '(no reason given)',
+      })
     } else if (type === 'test:pass' && !data.todo) {
       c.ran[engine ?? 'none']++
     }
@@ -68,13 +73,19 @@ export default async function* summaryReporter(source) {
   const ci = process.env.CI === 'true'
   const problems = []
   const rel = (file) => path.relative(process.cwd(), file)
-  const lines = ['', `Tests that ran (passed), per file and engine (engines of this run: ${ENGINES.join(', ')}${process.env.TEST_ENGINES ? ', from TEST_ENGINES' : ''}):`]
+  const lines = [
+    '',
+    `Tests that ran (passed), per file and engine (engines of this run: ${ENGINES.join(', ')}${process.env.TEST_ENGINES ? ', from TEST_ENGINES' : ''}):`,
+  ]
   for (const [file, c] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
-    const parts = c.engineSuites ? ENGINES.map((e) => `${e} ${c.ran[e]}`).concat(c.ran.none ? [`other ${c.ran.none}`] : []) : [`${c.ran.none + c.ran.pglite + c.ran.postgres}`]
+    const parts = c.engineSuites
+      ? ENGINES.map((e) => `${e} ${c.ran[e]}`).concat(c.ran.none ? [`other ${c.ran.none}`] : [])
+      : [`${c.ran.none + c.ran.pglite + c.ran.postgres}`]
     lines.push(`  ${rel(file)}: ${parts.join(', ')}${c.skipped ? `, skipped ${c.skipped}` : ''}`)
     const total = c.ran.none + c.ran.pglite + c.ran.postgres
     if (total === 0 && !(c.leftOut > 0 && c.leftOut === c.skipped)) problems.push(`${rel(file)} ran no test`)
-    else if (c.engineSuites) for (const e of ENGINES) if (c.ran[e] === 0) problems.push(`${rel(file)} ran no test on ${e}`)
+    else if (c.engineSuites)
+      for (const e of ENGINES) if (c.ran[e] === 0) problems.push(`${rel(file)} ran no test on ${e}`)
   }
   const seen = new Set(files.keys())
   const notRun = testFiles(path.resolve('test')).filter((file) => !seen.has(file))
@@ -91,7 +102,10 @@ export default async function* summaryReporter(source) {
   if (problems.length === 0) {
     lines.push('Every test file of the run ran tests, on every engine it has suites for.')
   } else if (ci) {
-    lines.push(`CI=true: the run fails, ${problems.length} test(s) or file(s) did not run:`, ...problems.map((p) => `  ${p}`))
+    lines.push(
+      `CI=true: the run fails, ${problems.length} test(s) or file(s) did not run:`,
+      ...problems.map((p) => `  ${p}`),
+    )
     process.exitCode = 1
   } else {
     lines.push(`Not run here (CI=true would fail on these):`, ...problems.map((p) => `  ${p}`))

@@ -36,7 +36,12 @@ export function endpointSteps(app: () => TestApp, options: { slowMs?: number } =
     /** Runs the deliveries due a second from now (past the database's time, which dates the writes) and waits for their outcomes. */
     deliverNow: () => deliverAt(new Date(Date.now() + 1000)),
     async endpoint(companyId: string | null, body: Record<string, unknown>, token?: string) {
-      const res = await app().call({ method: 'POST', url: companyId ? companyEndpoints(companyId) : '/api/v1/webhook_endpoints', token, body })
+      const res = await app().call({
+        method: 'POST',
+        url: companyId ? companyEndpoints(companyId) : '/api/v1/webhook_endpoints',
+        token,
+        body,
+      })
       assert.equal(res.statusCode, 201, res.body)
       return res.json()
     },

@@ -1,4 +1,4 @@
--- Events and outgoing webhooks (docs/webhooks.md, docs/decisions.md "Events and webhooks").
+-- Events and outgoing webhooks (docs/webhooks.md, docs/adr/0024-events-through-an-outbox.md).
 --
 -- Every change writes its event in its own transaction, by triggers on the tables that hold
 -- the resources: a change without its event, or an event without its change, cannot commit,

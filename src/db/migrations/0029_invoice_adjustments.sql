@@ -1,5 +1,4 @@
--- A provider's invoice amounts as the provider has them (issue 17 review, docs/decisions.md
--- "A Chargebee invoice's amounts"). Chargebee settles an invoice by credits, payments,
+-- A provider's invoice amounts as the provider has them. Chargebee settles an invoice by credits, payments,
 -- adjustments (adjustment credit notes) and write-offs; 0014 had only the first two, so the
 -- others were shown as credits applied. The local engine neither adjusts nor writes off: 0.
 -- A voided invoice owes nothing (amount_due 0); what no field settled is what was voided.

@@ -1,10 +1,10 @@
--- A webhook delivery is its own queue entry (docs/webhooks.md, docs/decisions.md "Events and
--- webhooks"): no scheduler job per delivery any more. A pending delivery is due at
+-- A webhook delivery is its own queue entry (docs/webhooks.md,
+-- docs/adr/0024-events-through-an-outbox.md): no scheduler job per delivery any more. A pending delivery is due at
 -- next_attempt_at; a claim moves next_attempt_at to the end of its lease (the timeout and a
 -- minute) and bumps seq, so an attempt whose instance died is claimed again when the lease runs
 -- out, and an outcome that arrives after that (its seq is not the delivery's) decides nothing.
 -- One statement claims, starts and records many deliveries (webhook-endpoints.repository.ts):
--- a job per delivery cost about seventeen round trips (bench/findings.md, "Issue 15").
+-- a job per delivery cost about seventeen round trips.
 
 ALTER TABLE webhook_deliveries RENAME COLUMN job_seq TO seq;
 ALTER TABLE webhook_deliveries ALTER COLUMN next_attempt_at SET DEFAULT now();

@@ -1,4 +1,4 @@
--- Webhook outcomes are recorded row by row, each by its primary key (bench/findings.md, "Issue 15").
+-- Webhook outcomes are recorded row by row, each by its primary key.
 --
 -- The batch statement of migration 0030's design joined the batch to webhook_deliveries and
 -- webhook_attempts, and the planner, from statistics that a busy queue outruns, chose to read

@@ -1,6 +1,5 @@
 -- Events are fanned out to their webhook endpoints when the delivery loop claims them, not when
--- they are written (bench/findings.md, "Issue 15"; docs/decisions.md, "Events are fanned out
--- when claimed"). A change's transaction writes its event and, when an enabled endpoint wants
+-- they are written (docs/adr/0024-events-through-an-outbox.md). A change's transaction writes its event and, when an enabled endpoint wants
 -- it, one webhook_fanouts row: no longer a delivery row per endpoint (each cost the change ~18 µs
 -- of PostgreSQL's CPU, and was then updated at its claim and at its outcome).
 --
@@ -60,7 +59,7 @@ END $$;
 
 -- The outcomes of direct calls (attempt 1, seq 1), each with its delivery and attempt written in
 -- their final state, in two set-wise inserts for the batch: a statement per outcome in a loop
--- cost more than the rows themselves (bench/findings.md, "Issue 15"). An endpoint deleted during
+-- cost more than the rows themselves. An endpoint deleted during
 -- the call has nothing to record (the endpoints' rows are key-share locked, so a deletion cannot
 -- slip in between and fail the batch on the foreign key). A delivery a claim wrote meanwhile (the
 -- lease ran out: its attempt 1 is 'lost') is settled as record_webhook_outcomes() settles an

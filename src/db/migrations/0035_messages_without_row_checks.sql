@@ -1,6 +1,5 @@
--- A delivery's messages are written without a check per row (bench/findings.md, "100,000
--- recipients without a check per row"; docs/decisions.md, "Contracts and communications are
--- never deleted").
+-- A delivery's messages are written without a check per row
+-- (docs/adr/0016-contracts-and-communications-never-deleted.md).
 --
 -- The two foreign keys of communication_messages ran a lookup of the referenced row for every
 -- message: for a communication to 100,000 recipients, 0.8 of the statement's 1.9 s. They guarded

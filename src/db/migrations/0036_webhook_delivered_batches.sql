@@ -1,7 +1,6 @@
 -- A direct call that succeeds is recorded as an item of a batch row, one row per endpoint and
--- outcome batch, not as a delivery row and an attempt row of its own (bench/findings.md, "Session
--- of 2026-11-28 (evening)"; docs/decisions.md, "Deliveries that succeed at once are recorded in
--- batches"). The two rows, their five index entries and the key-share locks on the endpoint's and
+-- outcome batch, not as a delivery row and an attempt row of its own
+-- (docs/adr/0024-events-through-an-outbox.md). The two rows, their five index entries and the key-share locks on the endpoint's and
 -- the event's rows were most of what a change with endpoints cost PostgreSQL: ~70 µs of its CPU
 -- per delivery, eight to ten deliveries per change. Nothing reads such a delivery again but the
 -- endpoint's list of attempts, which reads these rows beside webhook_attempts.

@@ -1,6 +1,6 @@
 -- What the statistics keeper (src/db/table-statistics.ts) and PostgreSQL's own analyze cost on
--- the webhooks' busiest tables, and one join of the direct calls' outcomes (bench/findings.md,
--- "Session of 2026-11-28 (night)").
+-- the webhooks' busiest tables, and one join of the direct calls' outcomes
+-- (docs/adr/0017-table-statistics-follow-growth.md).
 --
 -- No statistics for columns no query filters, joins or sorts by: the events' payload (jsonb) and
 -- the batch rows' arrays. ANALYZE sorted 30,000 sampled payloads, and the arrays' elements,

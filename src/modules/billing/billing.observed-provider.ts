@@ -7,7 +7,10 @@ export function observedProvider<P extends BillingProvider>(provider: P, observe
   const wrapped: Record<string, unknown> = { name: provider.name }
   for (const key of Object.keys(provider) as Array<keyof P & string>) {
     const value = provider[key]
-    if (typeof value !== 'function') { wrapped[key] = value; continue }
+    if (typeof value !== 'function') {
+      wrapped[key] = value
+      continue
+    }
     // A synchronous operation stays synchronous: its callers use the value at once.
     wrapped[key] = (...args: unknown[]) => {
       const started = process.hrtime.bigint()
@@ -24,8 +27,14 @@ export function observedProvider<P extends BillingProvider>(provider: P, observe
         return result
       }
       return result.then(
-        (answer) => { observe(provider.name, key, seconds(), false); return answer },
-        (err: unknown) => { observe(provider.name, key, seconds(), true); throw err },
+        (answer) => {
+          observe(provider.name, key, seconds(), false)
+          return answer
+        },
+        (err: unknown) => {
+          observe(provider.name, key, seconds(), true)
+          throw err
+        },
       )
     }
   }

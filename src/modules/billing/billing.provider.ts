@@ -8,11 +8,21 @@ import type { PeriodUnit } from './billing.terms.ts'
 export type ProviderName = 'local' | 'chargebee'
 
 /** A company's billing customer; its id is the subscription's customer_id. */
-export interface BillingCustomer { id: string; company_id: string; name: string; email: string | null; country: string }
+export interface BillingCustomer {
+  id: string
+  company_id: string
+  name: string
+  email: string | null
+  country: string
+}
 
 /** A change of plan, quantity, addons or coupon; `current` is what the subscription holds now. */
 export interface ChangeRequest {
-  selection: PricedSelection; current: PricedSelection; tax: TaxRate | null; currency: string; now: Date
+  selection: PricedSelection
+  current: PricedSelection
+  tax: TaxRate | null
+  currency: string
+  now: Date
   /** A coupon put on again resumes where it had stopped discounting. */
   couponHistory?: CouponUsage | null
   /** Refundable credits (minor units) the local engine applies; remote providers keep their own. */
@@ -21,28 +31,58 @@ export interface ChangeRequest {
   termInvoice?: ChargedInvoice | null
 }
 
-export interface UnusedCredit { figures: CreditFigures; referenceInvoiceId: string }
+export interface UnusedCredit {
+  figures: CreditFigures
+  referenceInvoiceId: string
+}
 
-export interface HostedPageSubject { subscription: BillingState; customer: BillingCustomer }
+export interface HostedPageSubject {
+  subscription: BillingState
+  customer: BillingCustomer
+}
 
 /**
  * `redirectUrl` is already checked against the allow-list; `baseUrl` is where the local provider
  * serves its pages; `clientId` lets the local provider withdraw the page when that client is revoked.
  */
-export interface HostedPageOptions { redirectUrl: string; now: Date; ttlSeconds: number; baseUrl: string; clientId?: string | null }
+export interface HostedPageOptions {
+  redirectUrl: string
+  now: Date
+  ttlSeconds: number
+  baseUrl: string
+  clientId?: string | null
+}
 
-export interface SubscriptionManagerPage { url: string; expires_at: number }
+export interface SubscriptionManagerPage {
+  url: string
+  expires_at: number
+}
 
 /** Chargebee's portal_session: created → logged_in → logged_out. */
 export interface PortalSession {
-  token: string; status: 'created' | 'logged_in' | 'logged_out'; redirect_url: string; object: 'portal_session'
-  id: string; expires_at: number; customer_id: string; created_at: number; access_url: string
+  token: string
+  status: 'created' | 'logged_in' | 'logged_out'
+  redirect_url: string
+  object: 'portal_session'
+  id: string
+  expires_at: number
+  customer_id: string
+  created_at: number
+  access_url: string
 }
 
 /** Chargebee's hosted_page: created → requested → succeeded | cancelled. */
 export interface HostedPage {
-  url: string; updated_at: number; type: string; state: 'created' | 'requested' | 'succeeded' | 'cancelled'
-  resource_version: number; object: 'hosted_page'; id: string; expires_at: number; embed: boolean; created_at: number
+  url: string
+  updated_at: number
+  type: string
+  state: 'created' | 'requested' | 'succeeded' | 'cancelled'
+  resource_version: number
+  object: 'hosted_page'
+  id: string
+  expires_at: number
+  embed: boolean
+  created_at: number
 }
 
 /**
@@ -61,7 +101,10 @@ export interface BillingProvider {
    * Applies a change; answers the new state and the estimate applied. `billNow` and `unusedCredit`
    * (local engine) are set only when something is billed now.
    */
-  changeSubscription(subscription: BillingState, change: ChangeRequest): Promise<{ state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit }>
+  changeSubscription(
+    subscription: BillingState,
+    change: ChangeRequest,
+  ): Promise<{ state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit }>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
   /** Undoes `createSubscription` when the company's creation failed after the provider created its objects. */
   abandonCustomer?(customerId: string): Promise<void>

@@ -13,7 +13,17 @@ export function termEnd(start: Date, unit: PeriodUnit, anchorDay: number = start
   const year = Math.floor(total / 12)
   const month = total % 12
   const day = Math.min(anchorDay, daysInMonth(year, month))
-  return new Date(Date.UTC(year, month, day, start.getUTCHours(), start.getUTCMinutes(), start.getUTCSeconds(), start.getUTCMilliseconds()))
+  return new Date(
+    Date.UTC(
+      year,
+      month,
+      day,
+      start.getUTCHours(),
+      start.getUTCMinutes(),
+      start.getUTCSeconds(),
+      start.getUTCMilliseconds(),
+    ),
+  )
 }
 
 /** Unix seconds, the unit of billing timestamps in the API; null stays null. */

@@ -16,7 +16,12 @@ import { termEnd, type PeriodUnit } from './billing.terms.ts'
 export type BillingState = SubscriptionRow
 
 /** Chargebee's credit_option_for_current_term_charges: `prorate` credits the unused term, `none` nothing. */
-export interface Cancellation { endOfTerm: boolean; reason: string | null; message: string | null; creditOption: 'prorate' | 'none' }
+export interface Cancellation {
+  endOfTerm: boolean
+  reason: string | null
+  message: string | null
+  creditOption: 'prorate' | 'none'
+}
 
 export function cancelRefusal(s: BillingState, endOfTerm: boolean): string | null {
   if (s.status === 'cancelled') return 'The subscription is already cancelled'
@@ -40,8 +45,11 @@ export function removalRefusal(s: BillingState): string | null {
 
 export function removeScheduledCancellation(s: BillingState): BillingState {
   return {
-    ...s, status: s.status === 'non_renewing' ? 'active' : s.status,
-    cancel_scheduled_at: null, cancellation_reason: null, cancellation_message: null,
+    ...s,
+    status: s.status === 'non_renewing' ? 'active' : s.status,
+    cancel_scheduled_at: null,
+    cancellation_reason: null,
+    cancellation_message: null,
   }
 }
 
@@ -62,14 +70,24 @@ export function atTrialEnd(s: BillingState, unit: PeriodUnit): BillingState | nu
     return { ...s, status: 'cancelled', cancelled_at: at, cancel_scheduled_at: null, current_term_end: at }
   }
   const anchor = at.getUTCDate()
-  return { ...s, status: 'active', current_term_start: at, current_term_end: termEnd(at, unit, anchor), billing_anchor_day: anchor }
+  return {
+    ...s,
+    status: 'active',
+    current_term_start: at,
+    current_term_end: termEnd(at, unit, anchor),
+    billing_anchor_day: anchor,
+  }
 }
 
 export function atTermEnd(s: BillingState, unit: PeriodUnit): BillingState | null {
   const end = s.current_term_end
   if (!end) return null
   if (s.status === 'active') {
-    return { ...s, current_term_start: end, current_term_end: termEnd(end, unit, s.billing_anchor_day ?? end.getUTCDate()) }
+    return {
+      ...s,
+      current_term_start: end,
+      current_term_end: termEnd(end, unit, s.billing_anchor_day ?? end.getUTCDate()),
+    }
   }
   if (s.status === 'non_renewing') {
     return { ...s, status: 'cancelled', cancelled_at: end, cancel_scheduled_at: null }

@@ -28,12 +28,17 @@ export function createCatalogueRepository(db: Kysely<DB>) {
 
     insertProduct: (product: Insertable<ProductsTable>) => db.insertInto('products').values(product).execute(),
     async updateProduct(id: string, product: Omit<Insertable<ProductsTable>, 'id'>): Promise<boolean> {
-      const result = await db.updateTable('products').set({ ...product, updated_at: new Date() }).where('id', '=', id).executeTakeFirst()
+      const result = await db
+        .updateTable('products')
+        .set({ ...product, updated_at: new Date() })
+        .where('id', '=', id)
+        .executeTakeFirst()
       return Number(result.numUpdatedRows) > 0
     },
     findProduct: (id: string) => db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst(),
     findProductBySku: (sku: string) => db.selectFrom('products').selectAll().where('sku', '=', sku).executeTakeFirst(),
-    findProductSkuOwner: (sku: string) => db.selectFrom('products').select('id').where('sku', '=', sku).executeTakeFirst(),
+    findProductSkuOwner: (sku: string) =>
+      db.selectFrom('products').select('id').where('sku', '=', sku).executeTakeFirst(),
     async listProducts(filter: { category?: string; brand?: string; visible?: boolean }, page: KeysetPage) {
       let query = db.selectFrom('products').selectAll()
       if (filter.category !== undefined) query = query.where('category', '=', filter.category)
@@ -44,13 +49,22 @@ export function createCatalogueRepository(db: Kysely<DB>) {
 
     insertAddon: (addon: Insertable<AddonsTable>) => db.insertInto('addons').values(addon).execute(),
     findAddon: (id: string) => db.selectFrom('addons').selectAll().where('id', '=', id).executeTakeFirst(),
-    listAddons: async (page: KeysetPage) => cutPage(await keyset(db.selectFrom('addons').selectAll(), ADDON_ORDER, page).execute(), page, (row) => [row.name, row.id]),
-    findAddons: (ids: string[]) => ids.length === 0 ? Promise.resolve([]) : db.selectFrom('addons').selectAll().where('id', 'in', ids).execute(),
+    listAddons: async (page: KeysetPage) =>
+      cutPage(await keyset(db.selectFrom('addons').selectAll(), ADDON_ORDER, page).execute(), page, (row) => [
+        row.name,
+        row.id,
+      ]),
+    findAddons: (ids: string[]) =>
+      ids.length === 0 ? Promise.resolve([]) : db.selectFrom('addons').selectAll().where('id', 'in', ids).execute(),
 
     insertCoupon: (coupon: Insertable<CouponsTable>) => db.insertInto('coupons').values(coupon).execute(),
     findCoupon: (id: string) => db.selectFrom('coupons').selectAll().where('id', '=', id).executeTakeFirst(),
-    findCouponByCode: (code: string) => db.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
-    listCoupons: async (page: KeysetPage) => cutPage(await keyset(db.selectFrom('coupons').selectAll(), COUPON_ORDER, page).execute(), page, (row) => [row.code]),
+    findCouponByCode: (code: string) =>
+      db.selectFrom('coupons').selectAll().where('code', '=', code).executeTakeFirst(),
+    listCoupons: async (page: KeysetPage) =>
+      cutPage(await keyset(db.selectFrom('coupons').selectAll(), COUPON_ORDER, page).execute(), page, (row) => [
+        row.code,
+      ]),
   }
 }
 

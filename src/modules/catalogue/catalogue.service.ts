@@ -8,7 +8,16 @@ import { basisPointsToPercent, fromMinor, isCurrency, percentToBasisPoints, toMi
 import { isArea } from '../oauth/scopes.ts'
 import { isRealDay } from '../../core/days.ts'
 import type { CatalogueRepository } from './catalogue.repository.ts'
-import type { Addon, AddonInput, Coupon, CouponInput, Plan, PlanInput, Product, ProductInput } from './catalogue.schemas.ts'
+import type {
+  Addon,
+  AddonInput,
+  Coupon,
+  CouponInput,
+  Plan,
+  PlanInput,
+  Product,
+  ProductInput,
+} from './catalogue.schemas.ts'
 
 /**
  * Each price keeps its own `currency_code`, which gives it its decimals; CURRENCY_CODE is only a new
@@ -37,8 +46,14 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       const currency = currencyOf(input.currency_code, 'body/plan/currency_code')
       const id = randomUUID()
       await repo.insertPlan({
-        id, sku: input.sku, name: input.name, price_cents: toMinor(input.price, 'body/plan/price', currency), currency_code: currency,
-        plan_family: input.plan_family, period_unit: input.period_unit, features,
+        id,
+        sku: input.sku,
+        name: input.name,
+        price_cents: toMinor(input.price, 'body/plan/price', currency),
+        currency_code: currency,
+        plan_family: input.plan_family,
+        period_unit: input.period_unit,
+        features,
       })
       return id
     },
@@ -59,7 +74,8 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
 
     async createProduct(input: ProductInput): Promise<string> {
       const values = await productValues(input)
-      if (await repo.findProductSkuOwner(input.sku)) throw new Conflict(`A product with sku ${input.sku} already exists`)
+      if (await repo.findProductSkuOwner(input.sku))
+        throw new Conflict(`A product with sku ${input.sku} already exists`)
       const id = randomUUID()
       await repo.insertProduct({ id, ...values })
       return id
@@ -70,7 +86,10 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       if (owner && owner.id !== id) throw new Conflict(`A product with sku ${input.sku} already exists`)
       if (!(await repo.updateProduct(id, values))) throw new NotFound('Product')
     },
-    async listProducts(filter: { category?: string; brand?: string; visible?: 'true' | 'false' }, page: KeysetPage = {}): Promise<Paged<Product>> {
+    async listProducts(
+      filter: { category?: string; brand?: string; visible?: 'true' | 'false' },
+      page: KeysetPage = {},
+    ): Promise<Paged<Product>> {
       const visible = filter.visible === undefined ? undefined : filter.visible === 'true'
       const paged = await repo.listProducts({ category: filter.category, brand: filter.brand, visible }, page)
       return { ...paged, items: paged.items.map(productView) }
@@ -84,7 +103,13 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     async createAddon(input: AddonInput): Promise<string> {
       const currency = currencyOf(input.currency_code, 'body/currency_code')
       const id = randomUUID()
-      await repo.insertAddon({ id, name: input.name, price_cents: toMinor(input.price, 'body/price', currency), currency_code: currency, period_unit: input.period_unit })
+      await repo.insertAddon({
+        id,
+        name: input.name,
+        price_cents: toMinor(input.price, 'body/price', currency),
+        currency_code: currency,
+        period_unit: input.period_unit,
+      })
       return id
     },
     async listAddons(page: KeysetPage = {}): Promise<Paged<Addon>> {
@@ -98,21 +123,31 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     },
 
     async createCoupon(input: CouponInput): Promise<string> {
-      if (input.discount_type === 'percentage' && input.discount_value > 100) throw new ValidationError('body/discount_value must be at most 100 for a percentage')
-      if (input.valid_till && !isRealDay(input.valid_till)) throw new ValidationError('body/valid_till must be a real calendar day')
+      if (input.discount_type === 'percentage' && input.discount_value > 100)
+        throw new ValidationError('body/discount_value must be at most 100 for a percentage')
+      if (input.valid_till && !isRealDay(input.valid_till))
+        throw new ValidationError('body/valid_till must be a real calendar day')
       // A percentage has no currency and fits a plan in any.
-      if (input.discount_type === 'percentage' && input.currency_code !== undefined) throw new ValidationError('body/currency_code applies only to discount_type "fixed_amount"')
-      const currency = input.discount_type === 'fixed_amount' ? currencyOf(input.currency_code, 'body/currency_code') : null
+      if (input.discount_type === 'percentage' && input.currency_code !== undefined)
+        throw new ValidationError('body/currency_code applies only to discount_type "fixed_amount"')
+      const currency =
+        input.discount_type === 'fixed_amount' ? currencyOf(input.currency_code, 'body/currency_code') : null
       const terms = await couponTerms(input)
       if (await repo.findCouponByCode(input.code)) throw new Conflict(`A coupon with code ${input.code} already exists`)
       const id = randomUUID()
       await repo.insertCoupon({
-        id, code: input.code, name: input.name, discount_type: input.discount_type,
-        discount_value_minor: input.discount_type === 'percentage'
-          ? percentToBasisPoints(input.discount_value, 'body/discount_value')
-          : toMinor(input.discount_value, 'body/discount_value', currency!),
+        id,
+        code: input.code,
+        name: input.name,
+        discount_type: input.discount_type,
+        discount_value_minor:
+          input.discount_type === 'percentage'
+            ? percentToBasisPoints(input.discount_value, 'body/discount_value')
+            : toMinor(input.discount_value, 'body/discount_value', currency!),
         currency_code: currency,
-        valid_till: input.valid_till ?? null, max_redemptions: input.max_redemptions ?? null, ...terms,
+        valid_till: input.valid_till ?? null,
+        max_redemptions: input.max_redemptions ?? null,
+        ...terms,
       })
       return id
     },
@@ -131,24 +166,39 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
   async function couponTerms(input: CouponInput) {
     const durationType = input.duration_type ?? 'forever'
     const durationMonth = input.duration_month ?? null
-    if (durationType === 'limited_period' && durationMonth === null) throw new ValidationError('body/duration_month is required when body/duration_type is "limited_period"')
-    if (durationType !== 'limited_period' && durationMonth !== null) throw new ValidationError(`body/duration_month applies only to duration_type "limited_period", not "${durationType}"`)
+    if (durationType === 'limited_period' && durationMonth === null)
+      throw new ValidationError('body/duration_month is required when body/duration_type is "limited_period"')
+    if (durationType !== 'limited_period' && durationMonth !== null)
+      throw new ValidationError(
+        `body/duration_month applies only to duration_type "limited_period", not "${durationType}"`,
+      )
     const applyOn = input.apply_on ?? 'invoice_amount'
     const planIds = input.plan_ids ?? []
     const addonIds = (input.addon_ids ?? []).map((id) => id.toLowerCase())
     if (applyOn === 'invoice_amount') {
       if (planIds.length > 0) throw new ValidationError('body/plan_ids applies only to apply_on "each_specified_item"')
-      if (addonIds.length > 0) throw new ValidationError('body/addon_ids applies only to apply_on "each_specified_item"')
+      if (addonIds.length > 0)
+        throw new ValidationError('body/addon_ids applies only to apply_on "each_specified_item"')
     } else {
-      if (planIds.length === 0 && addonIds.length === 0) throw new ValidationError('body/plan_ids or body/addon_ids must name at least one item when apply_on is "each_specified_item"')
+      if (planIds.length === 0 && addonIds.length === 0)
+        throw new ValidationError(
+          'body/plan_ids or body/addon_ids must name at least one item when apply_on is "each_specified_item"',
+        )
       const plans = await repo.existingPlanSkus(planIds)
       const missingPlan = planIds.find((sku) => !plans.has(sku))
       if (missingPlan !== undefined) throw new ValidationError(`body/plan_ids names an unknown plan: ${missingPlan}`)
       for (const addonId of addonIds) {
-        if (!(await repo.findAddon(addonId))) throw new ValidationError(`body/addon_ids names an unknown addon: ${addonId}`)
+        if (!(await repo.findAddon(addonId)))
+          throw new ValidationError(`body/addon_ids names an unknown addon: ${addonId}`)
       }
     }
-    return { duration_type: durationType, duration_month: durationMonth, apply_on: applyOn, plan_ids: planIds, addon_ids: addonIds }
+    return {
+      duration_type: durationType,
+      duration_month: durationMonth,
+      apply_on: applyOn,
+      plan_ids: planIds,
+      addon_ids: addonIds,
+    }
   }
 
   async function productValues(input: ProductInput) {
@@ -157,9 +207,13 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
     const missing = allowed.find((sku) => !existing.has(sku))
     if (missing !== undefined) throw new ValidationError(`body/product/allowed_plans names an unknown plan: ${missing}`)
     return {
-      sku: input.sku, name: input.name, visible: input.visible ?? true,
-      subscription_manager: input.subscription_manager ?? 'local', allowed_plans: allowed,
-      category: input.category ?? null, brand: input.brand ?? null,
+      sku: input.sku,
+      name: input.name,
+      visible: input.visible ?? true,
+      subscription_manager: input.subscription_manager ?? 'local',
+      allowed_plans: allowed,
+      category: input.category ?? null,
+      brand: input.brand ?? null,
     }
   }
 }
@@ -167,28 +221,63 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
 export type CatalogueService = ReturnType<typeof createCatalogueService>
 
 export function planView(row: PlanRow): Plan {
-  return { plan: { id: row.id, sku: row.sku, name: row.name, price: fromMinor(row.price_cents, row.currency_code), currency_code: row.currency_code, plan_family: row.plan_family, period_unit: row.period_unit, features: row.features } }
+  return {
+    plan: {
+      id: row.id,
+      sku: row.sku,
+      name: row.name,
+      price: fromMinor(row.price_cents, row.currency_code),
+      currency_code: row.currency_code,
+      plan_family: row.plan_family,
+      period_unit: row.period_unit,
+      features: row.features,
+    },
+  }
 }
 
 export function productView(row: ProductRow): Product {
   return {
     product: {
-      id: row.id, sku: row.sku, name: row.name, visible: row.visible, subscription_manager: row.subscription_manager,
-      allowed_plans: row.allowed_plans, category: row.category, brand: row.brand,
+      id: row.id,
+      sku: row.sku,
+      name: row.name,
+      visible: row.visible,
+      subscription_manager: row.subscription_manager,
+      allowed_plans: row.allowed_plans,
+      category: row.category,
+      brand: row.brand,
     },
   }
 }
 
 function addonView(row: Selectable<AddonsTable>): Addon {
-  return { id: row.id, name: row.name, price: fromMinor(row.price_cents, row.currency_code), currency_code: row.currency_code, period_unit: row.period_unit }
+  return {
+    id: row.id,
+    name: row.name,
+    price: fromMinor(row.price_cents, row.currency_code),
+    currency_code: row.currency_code,
+    period_unit: row.period_unit,
+  }
 }
 
 function couponView(row: Selectable<CouponsTable>): Coupon {
   return {
-    id: row.id, code: row.code, name: row.name, discount_type: row.discount_type,
-    discount_value: row.discount_type === 'percentage' ? basisPointsToPercent(row.discount_value_minor) : fromMinor(row.discount_value_minor, row.currency_code!),
-    currency_code: row.currency_code, valid_till: row.valid_till,
-    max_redemptions: row.max_redemptions, redemptions: row.redemptions,
-    duration_type: row.duration_type, duration_month: row.duration_month, apply_on: row.apply_on, plan_ids: row.plan_ids, addon_ids: row.addon_ids,
+    id: row.id,
+    code: row.code,
+    name: row.name,
+    discount_type: row.discount_type,
+    discount_value:
+      row.discount_type === 'percentage'
+        ? basisPointsToPercent(row.discount_value_minor)
+        : fromMinor(row.discount_value_minor, row.currency_code!),
+    currency_code: row.currency_code,
+    valid_till: row.valid_till,
+    max_redemptions: row.max_redemptions,
+    redemptions: row.redemptions,
+    duration_type: row.duration_type,
+    duration_month: row.duration_month,
+    apply_on: row.apply_on,
+    plan_ids: row.plan_ids,
+    addon_ids: row.addon_ids,
   }
 }

@@ -5,7 +5,13 @@ import { AppError, ProviderError } from '../../core/errors.ts'
  * 409, 429 a 503 with its Retry-After once our short retries are spent, and anything else (404, our
  * key refused, 5xx, timeouts) a 502: nothing the client can fix.
  */
-interface CbErrorBody { message?: string; api_error_code?: string; error_code?: string; http_status_code?: number; headers?: Record<string, string> }
+interface CbErrorBody {
+  message?: string
+  api_error_code?: string
+  error_code?: string
+  http_status_code?: number
+  headers?: Record<string, string>
+}
 
 const DEFAULT_RETRY_AFTER_SECONDS = 5
 
@@ -16,7 +22,9 @@ export function providerErrorFrom(err: unknown, action: string): AppError {
   const code = e.api_error_code ?? e.error_code ?? 'unknown'
   const said = e.message ? `: ${e.message}` : ''
   if (status === undefined) {
-    return new ProviderError(`Chargebee could not be reached to ${action}${err instanceof Error ? ` (${err.message})` : ''}`)
+    return new ProviderError(
+      `Chargebee could not be reached to ${action}${err instanceof Error ? ` (${err.message})` : ''}`,
+    )
   }
   if (status === 429) {
     const given = Number.parseInt(e.headers?.['retry-after'] ?? '', 10)
@@ -24,7 +32,8 @@ export function providerErrorFrom(err: unknown, action: string): AppError {
     return new ProviderError(`Chargebee is rate limiting this service; retry in ${seconds} s`, 'busy', seconds)
   }
   if (status === 400) return new ProviderError(`Chargebee refused to ${action} (${code})${said}`, 'refused')
-  if (status === 409) return new ProviderError(`Chargebee refused to ${action} in the subscription's state (${code})${said}`, 'conflict')
+  if (status === 409)
+    return new ProviderError(`Chargebee refused to ${action} in the subscription's state (${code})${said}`, 'conflict')
   if (status === 404) return new ProviderError(`Chargebee does not know an object needed to ${action} (${code})${said}`)
   return new ProviderError(`Chargebee failed to ${action} (HTTP ${status}, ${code})`)
 }

@@ -1,6 +1,6 @@
 import type { SUBSCRIPTION_VERBS } from '../events/outbox.ts'
 
-type Verb = typeof SUBSCRIPTION_VERBS[number]
+type Verb = (typeof SUBSCRIPTION_VERBS)[number]
 
 /**
  * Chargebee's event types this service follows and the subscription.<verb> each records. The
@@ -35,7 +35,10 @@ export const SUBSCRIPTION_EVENTS: Record<string, Verb> = {
 }
 
 /** Both the payment source API's events and the older `card_*` ones; an expiring card is an update. */
-export const PAYMENT_SOURCE_EVENTS: Record<string, 'payment_source_added' | 'payment_source_updated' | 'payment_source_deleted'> = {
+export const PAYMENT_SOURCE_EVENTS: Record<
+  string,
+  'payment_source_added' | 'payment_source_updated' | 'payment_source_deleted'
+> = {
   payment_source_added: 'payment_source_added',
   card_added: 'payment_source_added',
   payment_source_updated: 'payment_source_updated',
@@ -51,10 +54,20 @@ export const PAYMENT_SOURCE_EVENTS: Record<string, 'payment_source_added' | 'pay
 
 /** Content carries invoices or credit notes, maybe the subscription (`changed`); `payment_failed` counts an attempt. */
 export const LEDGER_EVENTS = new Set([
-  'invoice_generated', 'invoice_generated_with_backdating', 'invoice_updated', 'invoice_deleted',
-  'pending_invoice_created', 'pending_invoice_updated',
-  'credit_note_created', 'credit_note_created_with_backdating', 'credit_note_updated', 'credit_note_deleted',
-  'payment_succeeded', 'payment_failed', 'payment_refunded', 'payment_initiated',
+  'invoice_generated',
+  'invoice_generated_with_backdating',
+  'invoice_updated',
+  'invoice_deleted',
+  'pending_invoice_created',
+  'pending_invoice_updated',
+  'credit_note_created',
+  'credit_note_created_with_backdating',
+  'credit_note_updated',
+  'credit_note_deleted',
+  'payment_succeeded',
+  'payment_failed',
+  'payment_refunded',
+  'payment_initiated',
 ])
 
 export function isFollowed(type: string): boolean {

@@ -5,7 +5,11 @@ import type { Estimate, InvoiceEstimate, LineItem, BillingState } from '../billi
  * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and their
  * mapping to ours. A plan's `sku`, an addon's `id` and a coupon's `code` are Chargebee's ids.
  */
-export interface CbSubscriptionItem { item_price_id: string; item_type: 'plan' | 'addon' | 'charge'; quantity?: number }
+export interface CbSubscriptionItem {
+  item_price_id: string
+  item_type: 'plan' | 'addon' | 'charge'
+  quantity?: number
+}
 export interface CbSubscription {
   id: string
   customer_id: string
@@ -20,22 +24,50 @@ export interface CbSubscription {
   resource_version?: number
   updated_at?: number
 }
-export interface CbCard { card_type?: string; brand?: string; last4: string; expiry_month: number; expiry_year: number }
-export interface CbPaymentSource { type: string; card?: CbCard }
+export interface CbCard {
+  card_type?: string
+  brand?: string
+  last4: string
+  expiry_month: number
+  expiry_year: number
+}
+export interface CbPaymentSource {
+  type: string
+  card?: CbCard
+}
 
-const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['future', 'in_trial', 'active', 'non_renewing', 'paused', 'cancelled']
+const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = [
+  'future',
+  'in_trial',
+  'active',
+  'non_renewing',
+  'paused',
+  'cancelled',
+]
 
-const date = (seconds: number | undefined | null): Date | null => (typeof seconds === 'number' ? new Date(seconds * 1000) : null)
+const date = (seconds: number | undefined | null): Date | null =>
+  typeof seconds === 'number' ? new Date(seconds * 1000) : null
 
 export function cardOf(card: CbCard | undefined | null): PaymentSource | null {
   if (!card || typeof card.last4 !== 'string') return null
-  return { brand: card.brand ?? card.card_type ?? 'card', last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year }
+  return {
+    brand: card.brand ?? card.card_type ?? 'card',
+    last4: card.last4,
+    expiry_month: card.expiry_month,
+    expiry_year: card.expiry_year,
+  }
 }
 
 export function isCbSubscription(value: unknown): value is CbSubscription {
   const s = value as CbSubscription
-  return typeof s === 'object' && s !== null && typeof s.id === 'string' && typeof s.customer_id === 'string'
-    && SUBSCRIPTION_STATUSES.includes(s.status) && Array.isArray(s.subscription_items ?? [])
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.id === 'string' &&
+    typeof s.customer_id === 'string' &&
+    SUBSCRIPTION_STATUSES.includes(s.status) &&
+    Array.isArray(s.subscription_items ?? [])
+  )
 }
 
 /**
@@ -54,9 +86,13 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
     status: s.status,
     plan_sku: plan?.item_price_id ?? stored.plan_sku,
     plan_quantity: plan?.quantity ?? stored.plan_quantity,
-    addons: items.filter((i) => i.item_type === 'addon').map((i) => ({ id: i.item_price_id, quantity: i.quantity ?? 1 })),
+    addons: items
+      .filter((i) => i.item_type === 'addon')
+      .map((i) => ({ id: i.item_price_id, quantity: i.quantity ?? 1 })),
     coupon_code: s.coupons?.[0]?.coupon_id ?? null,
-    ...(s.coupons?.[0] ? { coupon_applied_count: s.coupons[0].applied_count ?? 0, coupon_apply_till: date(s.coupons[0].apply_till) } : {}),
+    ...(s.coupons?.[0]
+      ? { coupon_applied_count: s.coupons[0].applied_count ?? 0, coupon_apply_till: date(s.coupons[0].apply_till) }
+      : {}),
     trial_start: date(s.trial_start),
     trial_end: date(s.trial_end),
     current_term_start: date(s.current_term_start) ?? (cancelled ? stored.current_term_start : null),
@@ -69,7 +105,14 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
   }
 }
 
-interface CbLineItem { entity_type: string; entity_id?: string; description?: string; unit_amount?: number; quantity?: number; amount?: number }
+interface CbLineItem {
+  entity_type: string
+  entity_id?: string
+  description?: string
+  unit_amount?: number
+  quantity?: number
+  amount?: number
+}
 interface CbInvoiceEstimate {
   line_items?: CbLineItem[]
   discounts?: { description?: string; amount?: number; entity_type?: string; entity_id?: string }[]
@@ -90,8 +133,10 @@ export interface CbEstimate {
 
 /** Credits are named as credits, never taken for a coupon. */
 function discountLabel(d: NonNullable<CbInvoiceEstimate['discounts']>[number]): string {
-  if (d.entity_type === 'prorated_credits') return d.description ? `Prorated credits: ${d.description}` : 'Prorated credits'
-  if (d.entity_type === 'promotional_credits') return d.description ? `Promotional credits: ${d.description}` : 'Promotional credits'
+  if (d.entity_type === 'prorated_credits')
+    return d.description ? `Prorated credits: ${d.description}` : 'Prorated credits'
+  if (d.entity_type === 'promotional_credits')
+    return d.description ? `Promotional credits: ${d.description}` : 'Promotional credits'
   return d.description ?? d.entity_id ?? 'Discount'
 }
 
@@ -105,17 +150,26 @@ export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStat
   const rate = (name: string) => inv.line_item_taxes?.find((t) => t.tax_name === name)?.tax_rate ?? 0
   const invoice: InvoiceEstimate = {
     line_items: (inv.line_items ?? []).map((l) => ({
-      entity_type: entityType(l.entity_type), entity_id: l.entity_id ?? '', description: l.description ?? '',
-      unit_amount: l.unit_amount ?? 0, quantity: l.quantity ?? 1, amount: l.amount ?? 0,
+      entity_type: entityType(l.entity_type),
+      entity_id: l.entity_id ?? '',
+      description: l.description ?? '',
+      unit_amount: l.unit_amount ?? 0,
+      quantity: l.quantity ?? 1,
+      amount: l.amount ?? 0,
     })),
     discounts: (inv.discounts ?? []).map((d) => ({ description: discountLabel(d), amount: d.amount ?? 0 })),
     sub_total: inv.sub_total ?? 0,
     taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),
     total: inv.total ?? 0,
-    credits_applied: inv.credits_applied ?? (e.invoice_estimate ? (e.credit_note_estimates ?? []).reduce((sum, c) => sum + (c.amount_allocated ?? 0), 0) : 0),
+    credits_applied:
+      inv.credits_applied ??
+      (e.invoice_estimate ? (e.credit_note_estimates ?? []).reduce((sum, c) => sum + (c.amount_allocated ?? 0), 0) : 0),
     amount_due: inv.amount_due ?? 0,
     currency_code: inv.currency_code ?? fallback.currency,
   }
   const se = e.subscription_estimate ?? {}
-  return { subscription_estimate: { status: se.status ?? fallback.status, next_billing_at: se.next_billing_at ?? null }, invoice_estimate: invoice }
+  return {
+    subscription_estimate: { status: se.status ?? fallback.status, next_billing_at: se.next_billing_at ?? null },
+    invoice_estimate: invoice,
+  }
 }

@@ -3,7 +3,10 @@ import { providerErrorFrom } from './chargebee.errors.ts'
 import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee.retry.ts'
 import type { CbCard, CbSubscription } from './chargebee.mapping.ts'
 
-export interface SubscriptionAnswer { subscription: CbSubscription; card?: CbCard }
+export interface SubscriptionAnswer {
+  subscription: CbSubscription
+  card?: CbCard
+}
 
 /**
  * Reads Chargebee back, to settle an uncertain write and for the reconciliation. Reads are retried
@@ -23,11 +26,17 @@ export function createReadBack(cb: Chargebee, policy: RetryPolicy) {
   return {
     /** null when Chargebee has no such subscription. */
     async subscription(id: string): Promise<SubscriptionAnswer | null> {
-      return read('read the subscription', async () => (await cb.subscription.retrieve(id)) as unknown as SubscriptionAnswer)
+      return read(
+        'read the subscription',
+        async () => (await cb.subscription.retrieve(id)) as unknown as SubscriptionAnswer,
+      )
     },
     /** A deleted customer does not count. */
     async customerExists(id: string): Promise<boolean> {
-      const found = await read('read the customer', async () => (await cb.customer.retrieve(id)) as unknown as { customer: { deleted?: boolean } })
+      const found = await read(
+        'read the customer',
+        async () => (await cb.customer.retrieve(id)) as unknown as { customer: { deleted?: boolean } },
+      )
       return found !== null && found.customer.deleted !== true
     },
   }

@@ -17,11 +17,19 @@ export class MissingAtChargebee extends Error {}
 export function createChargebeeReconcileReader(settings: ChargebeeSettings) {
   const Chargebee = chargebeeSdk()
   const cb = new Chargebee({
-    site: settings.site, apiKey: settings.apiKey, protocol: settings.protocol ?? 'https', hostSuffix: settings.hostSuffix ?? '.chargebee.com',
-    port: settings.port ?? 443, timeout: settings.timeoutMs ?? 15_000, retryConfig: { enabled: false }, sdkTelemetryEnabled: false,
+    site: settings.site,
+    apiKey: settings.apiKey,
+    protocol: settings.protocol ?? 'https',
+    hostSuffix: settings.hostSuffix ?? '.chargebee.com',
+    port: settings.port ?? 443,
+    timeout: settings.timeoutMs ?? 15_000,
+    retryConfig: { enabled: false },
+    sdkTelemetryEnabled: false,
   })
 
-  async function all<T>(page: (offset: string | undefined) => Promise<{ list: T[]; next_offset?: string }>): Promise<T[]> {
+  async function all<T>(
+    page: (offset: string | undefined) => Promise<{ list: T[]; next_offset?: string }>,
+  ): Promise<T[]> {
     const out: T[] = []
     let offset: string | undefined
     for (let i = 0; i < MAX_PAGES; i++) {
@@ -36,21 +44,32 @@ export function createChargebeeReconcileReader(settings: ChargebeeSettings) {
   return {
     async subscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }> {
       try {
-        const a = await cb.subscription.retrieve(id) as unknown as { subscription: CbSubscription; card?: CbCard }
+        const a = (await cb.subscription.retrieve(id)) as unknown as { subscription: CbSubscription; card?: CbCard }
         return { subscription: a.subscription, card: cardOf(a.card) }
       } catch (err) {
-        if ((err as { http_status_code?: number }).http_status_code === 404) throw new MissingAtChargebee(`Chargebee has no subscription ${id}`)
+        if ((err as { http_status_code?: number }).http_status_code === 404)
+          throw new MissingAtChargebee(`Chargebee has no subscription ${id}`)
         throw err
       }
     },
-    invoices: (subscriptionId: string) => all(async (offset) => {
-      const a = await cb.invoice.list({ subscription_id: { is: subscriptionId }, limit: 100, ...(offset ? { offset } : {}) }) as unknown as { list: { invoice: CbInvoice }[]; next_offset?: string }
-      return { list: a.list.map((e) => e.invoice), next_offset: a.next_offset }
-    }),
-    creditNotes: (subscriptionId: string) => all(async (offset) => {
-      const a = await cb.creditNote.list({ subscription_id: { is: subscriptionId }, limit: 100, ...(offset ? { offset } : {}) }) as unknown as { list: { credit_note: CbCreditNote }[]; next_offset?: string }
-      return { list: a.list.map((e) => e.credit_note), next_offset: a.next_offset }
-    }),
+    invoices: (subscriptionId: string) =>
+      all(async (offset) => {
+        const a = (await cb.invoice.list({
+          subscription_id: { is: subscriptionId },
+          limit: 100,
+          ...(offset ? { offset } : {}),
+        })) as unknown as { list: { invoice: CbInvoice }[]; next_offset?: string }
+        return { list: a.list.map((e) => e.invoice), next_offset: a.next_offset }
+      }),
+    creditNotes: (subscriptionId: string) =>
+      all(async (offset) => {
+        const a = (await cb.creditNote.list({
+          subscription_id: { is: subscriptionId },
+          limit: 100,
+          ...(offset ? { offset } : {}),
+        })) as unknown as { list: { credit_note: CbCreditNote }[]; next_offset?: string }
+        return { list: a.list.map((e) => e.credit_note), next_offset: a.next_offset }
+      }),
   }
 }
 

@@ -13,7 +13,11 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 4, delayMs: 200, maxDelayMs: 2000 }
 
-interface CbFailure { http_status_code?: number; type?: string; headers?: Record<string, string> | null }
+interface CbFailure {
+  http_status_code?: number
+  type?: string
+  headers?: Record<string, string> | null
+}
 
 const statusOf = (err: unknown): number | undefined => {
   const status = (err as CbFailure | null)?.http_status_code
@@ -39,7 +43,11 @@ function retryAfterMs(err: unknown): number | null {
 }
 
 export class RetriesFailed extends Error {
-  constructor(readonly last: unknown, readonly uncertain: boolean, readonly attempts: number) {
+  constructor(
+    readonly last: unknown,
+    readonly uncertain: boolean,
+    readonly attempts: number,
+  ) {
     super(last instanceof Error ? last.message : 'Chargebee call failed')
   }
 }

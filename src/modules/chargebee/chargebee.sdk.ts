@@ -8,5 +8,5 @@ let sdk: typeof ChargebeeSdk | undefined
  * require from node_modules (left out of the bundle) keeps creating a client synchronous.
  */
 export function chargebeeSdk(): typeof ChargebeeSdk {
-  return sdk ??= createRequire(import.meta.url)('chargebee') as typeof ChargebeeSdk
+  return (sdk ??= createRequire(import.meta.url)('chargebee') as typeof ChargebeeSdk)
 }

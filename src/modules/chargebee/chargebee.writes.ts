@@ -14,7 +14,12 @@ export const IDEMPOTENCY_HEADER = 'chargebee-idempotency-key'
  * not applied, unless Chargebee cannot even be read (then the 502 says the outcome is unknown).
  */
 export function createWriter(policy: RetryPolicy) {
-  return async function write<T>(action: string, key: string, call: (headers: Record<string, string>) => Promise<T>, settle: () => Promise<T | null>): Promise<T> {
+  return async function write<T>(
+    action: string,
+    key: string,
+    call: (headers: Record<string, string>) => Promise<T>,
+    settle: () => Promise<T | null>,
+  ): Promise<T> {
     try {
       return await withRetries(policy, () => call({ [IDEMPOTENCY_HEADER]: key }))
     } catch (err) {
@@ -24,7 +29,11 @@ export function createWriter(policy: RetryPolicy) {
       try {
         settled = await settle()
       } catch (readFailure) {
-        throw new ProviderError(`Chargebee did not answer whether it applied the request to ${action} (${(err.last as Error)?.message ?? 'no answer'}), and could not be read back (${(readFailure as Error).message}); the outcome arrives by Chargebee's webhook`)
+        throw new ProviderError(
+          `Chargebee did not answer whether it applied the request to ${action} ` +
+            `(${(err.last as Error)?.message ?? 'no answer'}), and could not be read back ` +
+            `(${(readFailure as Error).message}); the outcome arrives by Chargebee's webhook`,
+        )
       }
       if (settled === null) throw providerErrorFrom(err.last, action)
       return settled
@@ -34,15 +43,26 @@ export function createWriter(policy: RetryPolicy) {
 
 export type Writer = ReturnType<typeof createWriter>
 
-const date = (seconds: number | undefined | null): Date | null => (typeof seconds === 'number' ? new Date(seconds * 1000) : null)
+const date = (seconds: number | undefined | null): Date | null =>
+  typeof seconds === 'number' ? new Date(seconds * 1000) : null
 
 /** Chargebee may hold extra coupons; ours is `prefer` while Chargebee holds it, else Chargebee's first. */
-export function stateOf(stored: BillingState, answer: SubscriptionAnswer, prefer: string | null = stored.coupon_code): BillingState {
+export function stateOf(
+  stored: BillingState,
+  answer: SubscriptionAnswer,
+  prefer: string | null = stored.coupon_code,
+): BillingState {
   const next = stateFrom(stored, answer.subscription, cardOf(answer.card))
   const coupons = answer.subscription.coupons ?? []
-  const chosen = coupons.find((c) => c.coupon_id === prefer) ?? coupons.find((c) => c.coupon_id === stored.coupon_code) ?? coupons[0]
+  const chosen =
+    coupons.find((c) => c.coupon_id === prefer) ?? coupons.find((c) => c.coupon_id === stored.coupon_code) ?? coupons[0]
   if (!chosen) return next
-  return { ...next, coupon_code: chosen.coupon_id, coupon_applied_count: chosen.applied_count ?? 0, coupon_apply_till: date(chosen.apply_till) }
+  return {
+    ...next,
+    coupon_code: chosen.coupon_id,
+    coupon_applied_count: chosen.applied_count ?? 0,
+    coupon_apply_till: date(chosen.apply_till),
+  }
 }
 
 function removedAddons(change: Pick<ChangeRequest, 'selection' | 'current'>): string[] {
@@ -55,7 +75,10 @@ function removedAddons(change: Pick<ChangeRequest, 'selection' | 'current'>): st
  * `replace_coupon_list`), so its current lists are read first and sent back without it.
  */
 export function needsChargebeeLists(s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>): boolean {
-  return removedAddons(change).length > 0 || (s.coupon_code !== null && s.coupon_code !== (change.selection.coupon?.code ?? null))
+  return (
+    removedAddons(change).length > 0 ||
+    (s.coupon_code !== null && s.coupon_code !== (change.selection.coupon?.code ?? null))
+  )
 }
 
 /**
@@ -63,16 +86,22 @@ export function needsChargebeeLists(s: BillingState, change: Pick<ChangeRequest,
  * and coupons this catalogue does not know stay as Chargebee has them. A change is prorated and
  * billed at once (docs/chargebee.md).
  */
-export function changeParams(s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>, lists: CbSubscription | null) {
+export function changeParams(
+  s: BillingState,
+  change: Pick<ChangeRequest, 'selection' | 'current'>,
+  lists: CbSubscription | null,
+) {
   const { selection } = change
   const planItem = { item_price_id: selection.plan.sku, quantity: selection.quantity }
   const planChanged = selection.plan.sku !== s.plan_sku || selection.quantity !== s.plan_quantity
   const held = new Set(s.addons.map((a) => a.id))
-  const added = selection.addons.filter((a) => !held.has(a.id)).map((a) => ({ item_price_id: a.id, quantity: a.quantity }))
+  const added = selection.addons
+    .filter((a) => !held.has(a.id))
+    .map((a) => ({ item_price_id: a.id, quantity: a.quantity }))
   const removed = new Set(removedAddons(change))
   let items: Record<string, unknown> = {}
   if (removed.size > 0) {
-    if (!lists) throw new Error('changeParams: Chargebee\'s lists are needed to take an addon off')
+    if (!lists) throw new Error("changeParams: Chargebee's lists are needed to take an addon off")
     const kept = (lists.subscription_items ?? [])
       .filter((i) => i.item_type !== 'plan' && !removed.has(i.item_price_id))
       .map((i) => ({ item_price_id: i.item_price_id, ...(i.quantity !== undefined ? { quantity: i.quantity } : {}) }))
@@ -86,7 +115,7 @@ export function changeParams(s: BillingState, change: Pick<ChangeRequest, 'selec
   if (newCode !== oldCode) {
     if (oldCode === null) coupons = { coupon_ids: [newCode] }
     else {
-      if (!lists) throw new Error('changeParams: Chargebee\'s coupons are needed to take a coupon off')
+      if (!lists) throw new Error("changeParams: Chargebee's coupons are needed to take a coupon off")
       const kept = (lists.coupons ?? []).map((c) => c.coupon_id).filter((id) => id !== oldCode && id !== newCode)
       coupons = { coupon_ids: [...kept, ...(newCode ? [newCode] : [])], replace_coupon_list: true }
     }
@@ -95,12 +124,18 @@ export function changeParams(s: BillingState, change: Pick<ChangeRequest, 'selec
 }
 
 /** Settles an update whose outcome was uncertain. */
-export function holdsChange(cb: CbSubscription, s: BillingState, change: Pick<ChangeRequest, 'selection' | 'current'>): boolean {
+export function holdsChange(
+  cb: CbSubscription,
+  s: BillingState,
+  change: Pick<ChangeRequest, 'selection' | 'current'>,
+): boolean {
   const items = cb.subscription_items ?? []
   const plan = items.find((i) => i.item_type === 'plan')
-  if (plan?.item_price_id !== change.selection.plan.sku || (plan.quantity ?? 1) !== change.selection.quantity) return false
+  if (plan?.item_price_id !== change.selection.plan.sku || (plan.quantity ?? 1) !== change.selection.quantity)
+    return false
   const ids = new Set(items.map((i) => i.item_price_id))
-  if (!change.selection.addons.every((a) => ids.has(a.id)) || removedAddons(change).some((id) => ids.has(id))) return false
+  if (!change.selection.addons.every((a) => ids.has(a.id)) || removedAddons(change).some((id) => ids.has(id)))
+    return false
   const coupons = new Set((cb.coupons ?? []).map((c) => c.coupon_id))
   const newCode = change.selection.coupon?.code ?? null
   // A one_time coupon leaves once an invoice used it: absent, it may have been applied and spent.

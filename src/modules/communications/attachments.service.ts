@@ -15,16 +15,25 @@ const ALLOWED: Record<string, (content: Buffer) => boolean> = {
 
 export const ALLOWED_TYPES = Object.keys(ALLOWED)
 
-function isZip(b: Buffer) { return b.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04])) }
+function isZip(b: Buffer) {
+  return b.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))
+}
 
 function isUtf8(b: Buffer) {
-  try { new TextDecoder('utf-8', { fatal: true }).decode(b); return true } catch { return false }
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(b)
+    return true
+  } catch {
+    return false
+  }
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+const UNSAFE_IN_NAMES = /[\u0000-\u001f\u007f"]/g
 
 /** A file name without directories or control characters, at most 255 characters. */
 function cleanName(name: string | undefined): string {
-  // eslint-disable-next-line no-control-regex
-  const base = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, '').trim()
+  const base = (name ?? '').split(/[\\/]/).pop()!.replace(UNSAFE_IN_NAMES, '').trim()
   return base.slice(0, 255) || 'attachment'
 }
 
@@ -33,9 +42,18 @@ export function createAttachmentsService(deps: { repo: AttachmentsRepository; cl
     async upload(companyId: string, file: { filename?: string; mimetype: string; content: Buffer }, actor: string) {
       const mime = file.mimetype.split(';')[0]!.trim().toLowerCase()
       const check = ALLOWED[mime]
-      if (!check) throw new UnsupportedMediaType(`An attachment must be one of ${ALLOWED_TYPES.join(', ')}; got ${mime || 'no type'}`)
+      if (!check)
+        throw new UnsupportedMediaType(
+          `An attachment must be one of ${ALLOWED_TYPES.join(', ')}; got ${mime || 'no type'}`,
+        )
       if (!check(file.content)) throw new UnsupportedMediaType(`The file's content is not ${mime}`)
-      const row = { company_id: companyId, id: randomUUID(), name: cleanName(file.filename), mime, size: file.content.length }
+      const row = {
+        company_id: companyId,
+        id: randomUUID(),
+        name: cleanName(file.filename),
+        mime,
+        size: file.content.length,
+      }
       await deps.repo.insert({ ...row, content: file.content, created_by: actor, created_at: deps.clock.now() })
       return { id: row.id, name: row.name, mime: row.mime, size: row.size }
     },

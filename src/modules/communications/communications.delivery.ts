@@ -25,7 +25,10 @@ export function createCommunicationDelivery(deps: {
   async function schedule(executor: Executor, companyId: string, communicationId: string, at: Date) {
     // reschedule, not schedule: a job of the same key that ran while stale must run again.
     await deps.scheduler.reschedule(executor, {
-      kind: DELIVERY_JOB, key: jobKey(communicationId, at), runAt: at, companyId,
+      kind: DELIVERY_JOB,
+      key: jobKey(communicationId, at),
+      runAt: at,
+      companyId,
       payload: { company_id: companyId, communication_id: communicationId, send_at: at.toISOString() },
     })
   }
@@ -46,22 +49,39 @@ export function createCommunicationDelivery(deps: {
       const comm = await repo.findForUpdate(trx, companyId, communicationId)
       if (!comm || (comm.status !== 'scheduled' && comm.status !== 'active')) return
       if (comm.next_send_at?.getTime() !== sendAt.getTime() || comm.next_index === null) return
-      if (!(await repo.recordOccurrence(trx, { company_id: companyId, communication_id: communicationId, send_at: sendAt, delivered_at: now }))) return
+      if (
+        !(await repo.recordOccurrence(trx, {
+          company_id: companyId,
+          communication_id: communicationId,
+          send_at: sendAt,
+          delivered_at: now,
+        }))
+      )
+        return
       await repo.insertMessages(trx, {
-        companyId, communicationId, sendAt, now,
-        teamIds: comm.destination_team_ids, subsidiaryIds: comm.destination_subsidiary_ids,
+        companyId,
+        communicationId,
+        sendAt,
+        now,
+        teamIds: comm.destination_team_ids,
+        subsidiaryIds: comm.destination_subsidiary_ids,
       })
       const timeZone = (await repo.companyTimezone(companyId, trx)) ?? 'UTC'
       const next = nextOccurrence(comm, comm.next_index, timeZone)
       const status = next ? 'active' : 'submitted'
       const entry: ChangeLogEntry = {
-        at: now.toISOString(), by: SCHEDULER_ACTOR, action: 'delivered',
+        at: now.toISOString(),
+        by: SCHEDULER_ACTOR,
+        action: 'delivered',
         changes: status === comm.status ? {} : { status: [comm.status, status] },
         occurrence: sendAt.toISOString(),
       }
       await repo.update(trx, companyId, communicationId, {
-        status, change_log: JSON.stringify([...comm.change_log, entry]),
-        next_send_at: next?.at ?? null, next_index: next?.index ?? null, updated_at: now,
+        status,
+        change_log: JSON.stringify([...comm.change_log, entry]),
+        next_send_at: next?.at ?? null,
+        next_index: next?.index ?? null,
+        updated_at: now,
       })
       if (next) await schedule(trx, companyId, communicationId, next.at)
     },

@@ -7,7 +7,15 @@ import { BoundedMap } from '../../core/bounded-map.ts'
  * after shorter months.
  */
 
-interface Wall { year: number; month: number; day: number; hour: number; minute: number; second: number; ms: number }
+interface Wall {
+  year: number
+  month: number
+  day: number
+  hour: number
+  minute: number
+  second: number
+  ms: number
+}
 
 const DAY_MS = 86_400_000
 // Keyed as the company wrote the zone; other letter cases are other keys, so the map is bounded.
@@ -17,7 +25,14 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   let f = formatters.get(timeZone)
   if (!f) {
     f = new Intl.DateTimeFormat('en-US', {
-      timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
     })
     formatters.set(timeZone, f)
   }
@@ -28,7 +43,15 @@ export function wallOf(at: Date, timeZone: string): Wall {
   const parts: Record<string, number> = {}
   for (const p of formatter(timeZone).formatToParts(at)) if (p.type !== 'literal') parts[p.type] = Number(p.value)
   const ms = ((at.getTime() % 1000) + 1000) % 1000
-  return { year: parts.year!, month: parts.month!, day: parts.day!, hour: parts.hour! % 24, minute: parts.minute!, second: parts.second!, ms }
+  return {
+    year: parts.year!,
+    month: parts.month!,
+    day: parts.day!,
+    hour: parts.hour! % 24,
+    minute: parts.minute!,
+    second: parts.second!,
+    ms,
+  }
 }
 
 function offsetAt(utcMs: number, timeZone: string): number {
@@ -64,7 +87,10 @@ export function occurrenceAt(first: Date, recurrent: Recurrence, index: number, 
     case 'daily':
     case 'weekly': {
       const date = new Date(Date.UTC(w.year, w.month - 1, w.day + index * (recurrent === 'daily' ? 1 : 7)))
-      return instantOf({ ...w, year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }, timeZone)
+      return instantOf(
+        { ...w, year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() },
+        timeZone,
+      )
     }
     case 'monthly': {
       const months = w.month - 1 + index
@@ -112,7 +138,8 @@ export function firstToDeliver(
   now: Date,
   timeZone: string,
 ): { at: Date; index: number } {
-  if (series.send_at > now || series.recurrent === 'none' || series.recurrent_until === null) return { at: series.send_at, index: 0 }
+  if (series.send_at > now || series.recurrent === 'none' || series.recurrent_until === null)
+    return { at: series.send_at, index: 0 }
   const until = series.recurrent_until
   const delivers = (index: number) => {
     const at = occurrenceAt(series.send_at, series.recurrent, index, timeZone)
@@ -120,7 +147,10 @@ export function firstToDeliver(
   }
   let low = 0 // delivers(low) holds: the first occurrence is due and in the series
   let high = 1
-  while (delivers(high)) { low = high; high *= 2 }
+  while (delivers(high)) {
+    low = high
+    high *= 2
+  }
   while (high - low > 1) {
     const mid = Math.floor((low + high) / 2)
     if (delivers(mid)) low = mid

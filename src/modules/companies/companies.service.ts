@@ -16,9 +16,24 @@ import type { CompaniesRepository, CompanyFilter, ContractFilter } from './compa
 import type { KeysetPage } from '../../db/keyset.ts'
 import { pageInMemory, type Paged } from '../../core/paging.ts'
 import { loggedValue } from '../communications/communications.service.ts'
-import { checkMergedObject, mergeValue, OBJECT_FIELDS, PLATFORM_ONLY, refuseNotWritable, WRITABLE_FIELDS, type CompanyPatchBody } from './company-patch.ts'
+import {
+  checkMergedObject,
+  mergeValue,
+  OBJECT_FIELDS,
+  PLATFORM_ONLY,
+  refuseNotWritable,
+  WRITABLE_FIELDS,
+  type CompanyPatchBody,
+} from './company-patch.ts'
 import { batchedByResource, storedTime, type StoredObject } from '../events/event-objects.ts'
-import type { Company, CompanyInput, Contract, ContractInput, Subsidiary, SubsidiaryInput } from './companies.schemas.ts'
+import type {
+  Company,
+  CompanyInput,
+  Contract,
+  ContractInput,
+  Subsidiary,
+  SubsidiaryInput,
+} from './companies.schemas.ts'
 
 /** Named where a client tries to change a contract's teams on the contract. */
 const TEAM_ROUTES = [
@@ -76,41 +91,71 @@ export function createCompaniesService(deps: {
      * finds the same objects at Chargebee instead of orphaning them; a spent id takes the next generation.
      */
     async createCompany(input: CompanyInput, actor: string, retryName: string | null = null): Promise<string> {
-      if (!isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
+      if (!isCountry(input.country))
+        throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
       const product = await deps.catalogue.findProductBySku(input.product_sku)
       if (!product) throw new ValidationError(`body/product_sku names an unknown product: ${input.product_sku}`)
       if (!product.allowed_plans.includes(input.subscription_plan)) {
-        throw new ValidationError(`body/subscription_plan ${input.subscription_plan} is not among the product's allowed_plans`)
+        throw new ValidationError(
+          `body/subscription_plan ${input.subscription_plan} is not among the product's allowed_plans`,
+        )
       }
       const plan = await deps.catalogue.findPlanBySku(input.subscription_plan)
       if (!plan) throw new ValidationError(`body/subscription_plan names an unknown plan: ${input.subscription_plan}`)
       const timezone = input.timezone ?? (input.country === 'IT' ? 'Europe/Rome' : 'UTC')
-      if (!isTimeZone(timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      if (!isTimeZone(timezone))
+        throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
       const tax = taxIdentity({ country: input.country, vat_number: null, vat_number_status: null }, input)
       const values = {
-        name: input.name, address: input.address ?? null, city: input.city ?? null, province: input.province ?? null,
-        zip: input.zip ?? null, phone: input.phone ?? null, vat: input.vat ?? null, ...tax,
-        fiscal_code: input.fiscal_code ?? null, pec: input.pec ?? null, codice_destinatario: input.codice_destinatario ?? null,
-        billing_email: input.billing_email ?? null, admin_user_id: input.admin_user_id ?? null,
-        admin_user_email: input.admin_user_email ?? null, timezone, number_of_employees: input.number_of_employees ?? null,
-        location_info: JSON.stringify(input.location_info ?? null), preferences: JSON.stringify(input.preferences ?? {}),
+        name: input.name,
+        address: input.address ?? null,
+        city: input.city ?? null,
+        province: input.province ?? null,
+        zip: input.zip ?? null,
+        phone: input.phone ?? null,
+        vat: input.vat ?? null,
+        ...tax,
+        fiscal_code: input.fiscal_code ?? null,
+        pec: input.pec ?? null,
+        codice_destinatario: input.codice_destinatario ?? null,
+        billing_email: input.billing_email ?? null,
+        admin_user_id: input.admin_user_id ?? null,
+        admin_user_email: input.admin_user_email ?? null,
+        timezone,
+        number_of_employees: input.number_of_employees ?? null,
+        location_info: JSON.stringify(input.location_info ?? null),
+        preferences: JSON.stringify(input.preferences ?? {}),
       }
       for (let generation = 0; generation < MAX_GENERATIONS; generation++) {
-        const id = retryName === null ? randomUUID() : uuidFromName(`company:${retryName}${generation > 0 ? `:${generation}` : ''}`)
+        const id =
+          retryName === null
+            ? randomUUID()
+            : uuidFromName(`company:${retryName}${generation > 0 ? `:${generation}` : ''}`)
         if (retryName !== null && (await repo.companyExists(id))) continue
         const inserted = deps.db.transaction().execute(async (trx) => {
           await repo.insertCompany(trx, { id, ...values, updated_at: clock.now() })
-          await deps.subscriptions.startTrial(trx, { companyId: id, product, plan, quantity: input.plan_quantity ?? 1, actor })
+          await deps.subscriptions.startTrial(trx, {
+            companyId: id,
+            product,
+            plan,
+            quantity: input.plan_quantity ?? 1,
+            actor,
+          })
         })
-        const spent = await inserted.then(() => false, async (err) => {
-          // Deleted at the provider: a retry makes a new company, never an orphan.
-          if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
-          if (err instanceof CustomerIdSpent && retryName !== null) return true
-          throw err
-        })
+        const spent = await inserted.then(
+          () => false,
+          async (err) => {
+            // Deleted at the provider: a retry makes a new company, never an orphan.
+            if (!(await repo.companyExists(id))) await deps.subscriptions.abandonTrial(id, product)
+            if (err instanceof CustomerIdSpent && retryName !== null) return true
+            throw err
+          },
+        )
         if (!spent) return id
       }
-      throw new Conflict(`The ${MAX_GENERATIONS} companies this Idempotency-Key may name are spent; send the request with a new key`)
+      throw new Conflict(
+        `The ${MAX_GENERATIONS} companies this Idempotency-Key may name are spent; send the request with a new key`,
+      )
     },
 
     async getCompany(companyId: string): Promise<Company> {
@@ -131,8 +176,10 @@ export function createCompaniesService(deps: {
      */
     async patchCompany(companyId: string, patch: CompanyPatchBody, by: { clientId: string; companyId: string | null }) {
       refuseNotWritable(patch)
-      if (typeof patch.country === 'string' && !isCountry(patch.country)) throw new ValidationError(`body/country ${patch.country} is not an ISO 3166-1 alpha-2 country code`)
-      if (typeof patch.timezone === 'string' && !isTimeZone(patch.timezone)) throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
+      if (typeof patch.country === 'string' && !isCountry(patch.country))
+        throw new ValidationError(`body/country ${patch.country} is not an ISO 3166-1 alpha-2 country code`)
+      if (typeof patch.timezone === 'string' && !isTimeZone(patch.timezone))
+        throw new ValidationError('body/timezone must be an IANA time zone name, such as Europe/Rome')
       const actor = by.clientId
       await deps.db.transaction().execute(async (trx) => {
         const current = await repo.lockForPatch(trx, companyId)
@@ -154,7 +201,11 @@ export function createCompaniesService(deps: {
         if (Object.keys(changes).length === 0) return
         const now = clock.now()
         const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'updated', changes }
-        await repo.patchCompany(trx, companyId, { ...values, updated_at: now, change_log: JSON.stringify([...current.change_log, entry]) })
+        await repo.patchCompany(trx, companyId, {
+          ...values,
+          updated_at: now,
+          change_log: JSON.stringify([...current.change_log, entry]),
+        })
       })
     },
 
@@ -182,9 +233,16 @@ export function createCompaniesService(deps: {
 
     async createSubsidiary(companyId: string, input: SubsidiaryInput): Promise<string> {
       await requireCompany(companyId)
-      if (input.country && !isCountry(input.country)) throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
+      if (input.country && !isCountry(input.country))
+        throw new ValidationError(`body/country ${input.country} is not an ISO 3166-1 alpha-2 country code`)
       const id = randomUUID()
-      await repo.insertSubsidiary({ company_id: companyId, id, name: input.name, city: input.city ?? null, country: input.country ?? null })
+      await repo.insertSubsidiary({
+        company_id: companyId,
+        id,
+        name: input.name,
+        city: input.city ?? null,
+        country: input.country ?? null,
+      })
       return id
     },
     async listSubsidiaries(companyId: string, page: KeysetPage): Promise<Paged<Subsidiary>> {
@@ -199,7 +257,8 @@ export function createCompaniesService(deps: {
 
     async createContract(companyId: string, input: ContractInput): Promise<string> {
       await requireCompany(companyId)
-      if (input.team_ids !== undefined && input.team_ids.length > 0) throw teamIdsReadOnly('a new contract is in no team')
+      if (input.team_ids !== undefined && input.team_ids.length > 0)
+        throw teamIdsReadOnly('a new contract is in no team')
       await checkSubsidiary(companyId, input.subsidiary_id)
       const id = randomUUID()
       await repo.insertContract({ company_id: companyId, id, ...contractValues(input), updated_at: clock.now() })
@@ -211,10 +270,12 @@ export function createCompaniesService(deps: {
         const current = await repo.findContract(companyId, contractId)
         if (!current) throw new NotFound('Contract')
         const sent = new Set(input.team_ids)
-        if (sent.size !== current.team_ids.length || current.team_ids.some((id) => !sent.has(id))) throw teamIdsReadOnly('it differs from the contract\'s teams')
+        if (sent.size !== current.team_ids.length || current.team_ids.some((id) => !sent.has(id)))
+          throw teamIdsReadOnly("it differs from the contract's teams")
       }
       await checkSubsidiary(companyId, input.subsidiary_id)
-      if (!(await repo.updateContract(companyId, contractId, { ...contractValues(input), updated_at: clock.now() }))) throw new NotFound('Contract')
+      if (!(await repo.updateContract(companyId, contractId, { ...contractValues(input), updated_at: clock.now() })))
+        throw new NotFound('Contract')
     },
     async listContracts(companyId: string, filter: ContractFilter, page: KeysetPage): Promise<Paged<Contract>> {
       await requireCompany(companyId)
@@ -230,11 +291,16 @@ export function createCompaniesService(deps: {
     async companyEventObject(stored: StoredObject): Promise<Company> {
       const mirror = 'subscription' in stored ? storedMirror(stored.subscription) : await mirrorOf(stored.id, stored.id)
       return companyView({
-        ...(stored as CompanyRecord), disabled_at: storedTime(stored.disabled_at),
-        subscription_id: mirror?.subscription_id ?? null, subscription_customer_id: mirror?.subscription_customer_id ?? null,
-        subscription_plan: mirror?.subscription_plan ?? null, subscription_status: mirror?.subscription_status ?? null,
-        current_term_end: mirror?.current_term_end ?? null, trial_end: mirror?.trial_end ?? null,
-        plan_quantity: mirror?.plan_quantity ?? null, features: mirror?.features ?? null,
+        ...(stored as CompanyRecord),
+        disabled_at: storedTime(stored.disabled_at),
+        subscription_id: mirror?.subscription_id ?? null,
+        subscription_customer_id: mirror?.subscription_customer_id ?? null,
+        subscription_plan: mirror?.subscription_plan ?? null,
+        subscription_status: mirror?.subscription_status ?? null,
+        current_term_end: mirror?.current_term_end ?? null,
+        trial_end: mirror?.trial_end ?? null,
+        plan_quantity: mirror?.plan_quantity ?? null,
+        features: mirror?.features ?? null,
       })
     },
 
@@ -267,12 +333,22 @@ export function createCompaniesService(deps: {
 }
 
 function contractValues(input: ContractInput) {
-  return { first_name: input.first_name, last_name: input.last_name, email: input.email ?? null, subsidiary_id: input.subsidiary_id ?? null, active: input.active ?? true }
+  return {
+    first_name: input.first_name,
+    last_name: input.last_name,
+    email: input.email ?? null,
+    subsidiary_id: input.subsidiary_id ?? null,
+    active: input.active ?? true,
+  }
 }
 
 export type CompaniesService = ReturnType<typeof createCompaniesService>
 
-interface TaxIdentity { country: string; vat_number: string | null; vat_number_status: VatNumberStatus | null }
+interface TaxIdentity {
+  country: string
+  vat_number: string | null
+  vat_number_status: VatNumberStatus | null
+}
 type TaxInput = { country?: string; vat_number?: string | null; vat_number_status?: VatNumberStatus | null }
 
 function compactOrNull(input: string | null | undefined): string | null {
@@ -290,7 +366,7 @@ function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
   if (vatNumber !== null && (numberChanged || country !== current.country)) {
     const problem = vatNumberShapeProblem(country, vatNumber)
     if (problem) {
-      const sent = 'vat_number' in input ? '' : ' (send the company\'s vat_number, or null, with its new country)'
+      const sent = 'vat_number' in input ? '' : " (send the company's vat_number, or null, with its new country)"
       throw new ValidationError(`body/vat_number ${vatNumber} is not a VAT number of ${country}: ${problem}${sent}`)
     }
   }
@@ -298,10 +374,13 @@ function taxIdentity(current: TaxIdentity, input: TaxInput): TaxIdentity {
     throw new ValidationError('body/vat_number_status can only be given with a vat_number: the company has none')
   }
   if (input.vat_number_status === null && vatNumber !== null) {
-    throw new ValidationError('body/vat_number_status is null only without a vat_number: send vat_number null to clear both')
+    throw new ValidationError(
+      'body/vat_number_status is null only without a vat_number: send vat_number null to clear both',
+    )
   }
   if (vatNumber === null) return { country, vat_number: null, vat_number_status: null }
-  const status = input.vat_number_status ?? (numberChanged ? 'not_validated' : current.vat_number_status ?? 'not_validated')
+  const status =
+    input.vat_number_status ?? (numberChanged ? 'not_validated' : (current.vat_number_status ?? 'not_validated'))
   return { country, vat_number: vatNumber, vat_number_status: status }
 }
 
@@ -316,7 +395,9 @@ function refuseTaxChanges(patch: CompanyPatchBody, current: TaxIdentity) {
   if (changed.length === 0) return
   const details: ErrorDetail[] = changed.map((key) => ({
     field: `body/${key}`,
-    message: `body/${key} is set by a platform client only: a company token may send back the value the company has, ${JSON.stringify(current[key as keyof TaxIdentity])}`,
+    message:
+      `body/${key} is set by a platform client only: a company token may send back the value the company has, ` +
+      `${JSON.stringify(current[key as keyof TaxIdentity])}`,
   }))
   throw new Forbidden(details.map((d) => d.message).join('; '), details)
 }
@@ -326,21 +407,49 @@ function subsidiaryView(row: Subsidiary): Subsidiary {
 }
 
 function contractView(row: Contract): Contract {
-  return { id: row.id, first_name: row.first_name, last_name: row.last_name, email: row.email, subsidiary_id: row.subsidiary_id, team_ids: row.team_ids, active: row.active }
+  return {
+    id: row.id,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    email: row.email,
+    subsidiary_id: row.subsidiary_id,
+    team_ids: row.team_ids,
+    active: row.active,
+  }
 }
 
 function companyView(row: CompanyRecord): Company {
   const iso = (d: Date | null) => (d ? d.toISOString() : null)
   return {
-    id: row.id, name: row.name, address: row.address, city: row.city, province: row.province, zip: row.zip,
-    country: row.country, phone: row.phone, vat: row.vat, vat_number: row.vat_number, vat_number_status: row.vat_number_status, fiscal_code: row.fiscal_code, pec: row.pec,
-    codice_destinatario: row.codice_destinatario, billing_email: row.billing_email, admin_user_id: row.admin_user_id,
-    admin_user_email: row.admin_user_email, timezone: row.timezone, number_of_employees: row.number_of_employees,
-    location_info: row.location_info as Company['location_info'], preferences: row.preferences as Company['preferences'],
-    subscription_id: row.subscription_id, subscription_customer_id: row.subscription_customer_id,
-    subscription_plan: row.subscription_plan, subscription_status: row.subscription_status,
-    subscription_expiration_date: iso(row.current_term_end), trial_expiration_date: iso(row.trial_end),
+    id: row.id,
+    name: row.name,
+    address: row.address,
+    city: row.city,
+    province: row.province,
+    zip: row.zip,
+    country: row.country,
+    phone: row.phone,
+    vat: row.vat,
+    vat_number: row.vat_number,
+    vat_number_status: row.vat_number_status,
+    fiscal_code: row.fiscal_code,
+    pec: row.pec,
+    codice_destinatario: row.codice_destinatario,
+    billing_email: row.billing_email,
+    admin_user_id: row.admin_user_id,
+    admin_user_email: row.admin_user_email,
+    timezone: row.timezone,
+    number_of_employees: row.number_of_employees,
+    location_info: row.location_info as Company['location_info'],
+    preferences: row.preferences as Company['preferences'],
+    subscription_id: row.subscription_id,
+    subscription_customer_id: row.subscription_customer_id,
+    subscription_plan: row.subscription_plan,
+    subscription_status: row.subscription_status,
+    subscription_expiration_date: iso(row.current_term_end),
+    trial_expiration_date: iso(row.trial_end),
     subscribed_features: [...liveFeatures(row.subscription_status, row.features)],
-    plan_quantity: row.plan_quantity, disabled: row.disabled_at !== null,
+    plan_quantity: row.plan_quantity,
+    disabled: row.disabled_at !== null,
   }
 }

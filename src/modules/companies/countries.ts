@@ -4,7 +4,23 @@
  * (regions, groupings, withdrawn codes): those are refused.
  */
 const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' })
-const NOT_COUNTRIES = new Set(['EU', 'EZ', 'UN', 'ZZ', 'QO', 'UK', 'AN', 'YU', 'CS', 'DD', 'FX', 'TP', 'ZR', 'BU', 'SU'])
+const NOT_COUNTRIES = new Set([
+  'EU',
+  'EZ',
+  'UN',
+  'ZZ',
+  'QO',
+  'UK',
+  'AN',
+  'YU',
+  'CS',
+  'DD',
+  'FX',
+  'TP',
+  'ZR',
+  'BU',
+  'SU',
+])
 
 export function isCountry(code: string): boolean {
   return /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && regionNames.of(code) !== undefined

@@ -38,19 +38,41 @@ const PATTERNS: Readonly<Record<string, RegExp>> = {
 
 /** How each pattern reads in an error sentence. */
 const EXAMPLES: Readonly<Record<string, string>> = {
-  AT: 'ATU and 8 digits', BE: 'BE and 10 digits starting with 0 or 1', BG: 'BG and 9 or 10 digits', CY: 'CY, 8 digits and a letter',
-  CZ: 'CZ and 8 to 10 digits', DE: 'DE and 9 digits', DK: 'DK and 8 digits', EE: 'EE and 9 digits',
-  ES: 'ES, a letter or digit, 7 digits, a letter or digit', FI: 'FI and 8 digits', FR: 'FR, 2 letters (not I or O) or digits, 9 digits',
-  GR: 'EL and 9 digits', HR: 'HR and 11 digits', HU: 'HU and 8 digits', IE: 'IE and 7 digits with 1 or 2 letters, or IE, a digit, a letter or digit, 5 digits and a letter',
-  IT: 'IT and 11 digits', LT: 'LT and 9 or 12 digits', LU: 'LU and 8 digits', LV: 'LV and 11 digits', MT: 'MT and 8 digits',
-  NL: 'NL, 9 digits, B and 2 digits', PL: 'PL and 10 digits', PT: 'PT and 9 digits', RO: 'RO and 2 to 10 digits', SE: 'SE and 12 digits',
-  SI: 'SI and 8 digits', SK: 'SK and 10 digits', CH: 'CHE and 9 digits, then MWST, TVA, IVA or TPV or nothing',
-  NO: 'NO and 9 digits, then MVA or nothing', GB: 'GB or XI, then 9 or 12 digits, GD and 3 digits or HA and 3 digits',
+  AT: 'ATU and 8 digits',
+  BE: 'BE and 10 digits starting with 0 or 1',
+  BG: 'BG and 9 or 10 digits',
+  CY: 'CY, 8 digits and a letter',
+  CZ: 'CZ and 8 to 10 digits',
+  DE: 'DE and 9 digits',
+  DK: 'DK and 8 digits',
+  EE: 'EE and 9 digits',
+  ES: 'ES, a letter or digit, 7 digits, a letter or digit',
+  FI: 'FI and 8 digits',
+  FR: 'FR, 2 letters (not I or O) or digits, 9 digits',
+  GR: 'EL and 9 digits',
+  HR: 'HR and 11 digits',
+  HU: 'HU and 8 digits',
+  IE: 'IE and 7 digits with 1 or 2 letters, or IE, a digit, a letter or digit, 5 digits and a letter',
+  IT: 'IT and 11 digits',
+  LT: 'LT and 9 or 12 digits',
+  LU: 'LU and 8 digits',
+  LV: 'LV and 11 digits',
+  MT: 'MT and 8 digits',
+  NL: 'NL, 9 digits, B and 2 digits',
+  PL: 'PL and 10 digits',
+  PT: 'PT and 9 digits',
+  RO: 'RO and 2 to 10 digits',
+  SE: 'SE and 12 digits',
+  SI: 'SI and 8 digits',
+  SK: 'SK and 10 digits',
+  CH: 'CHE and 9 digits, then MWST, TVA, IVA or TPV or nothing',
+  NO: 'NO and 9 digits, then MVA or nothing',
+  GB: 'GB or XI, then 9 or 12 digits, GD and 3 digits or HA and 3 digits',
 }
 
 /** A VAT number as stored: spaces, dots and hyphens dropped, upper case. */
 export function compactVatNumber(input: string): string {
-  return input.replace(/[\s.\-]/g, '').toUpperCase()
+  return input.replace(/[\s.-]/g, '').toUpperCase()
 }
 
 /** Null when `vatNumber` (compact) has the shape of a VAT number of `country`; else what it should look like. */

@@ -9,9 +9,18 @@ type EventResource = EventType extends `${infer R}.${string}` ? R : never
  * endpoint is sent what its creator could read. Typed by EVENT_TYPES' resources, so a new resource
  * cannot compile without its area.
  */
-export const EVENT_RESOURCE_AREAS: Record<EventResource, typeof READ_WRITE_AREAS[number]> = {
-  company: 'company', subsidiary: 'company', subscription: 'company', invoice: 'company', credit_note: 'company', ping: 'company',
-  contract: 'contract', team: 'team', holiday: 'holiday', communication: 'company_communication', message: 'company_communication_message',
+export const EVENT_RESOURCE_AREAS: Record<EventResource, (typeof READ_WRITE_AREAS)[number]> = {
+  company: 'company',
+  subsidiary: 'company',
+  subscription: 'company',
+  invoice: 'company',
+  credit_note: 'company',
+  ping: 'company',
+  contract: 'contract',
+  team: 'team',
+  holiday: 'holiday',
+  communication: 'company_communication',
+  message: 'company_communication_message',
 }
 
 /** The area of an event type or `<resource>.*` pattern. */
@@ -22,7 +31,9 @@ export function readableResources(scopes: ReadonlySet<string>): string[] {
   return EVENT_RESOURCES.filter((resource) => scopes.has(`read:${areaOf(resource)}`))
 }
 
-/** What a principal may read of the event log: every resource for a platform token (undefined), else its readable ones. */
+/**
+ * What a principal may read of the event log: every resource for a platform token (undefined), else its readable ones.
+ */
 export function resourcesReadableBy(principal: Principal | null): string[] | undefined {
   return principal && principal.companyId !== null ? readableResources(principal.scopes) : undefined
 }

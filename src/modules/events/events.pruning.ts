@@ -5,7 +5,10 @@ import type { EventsRepository } from './events.repository.ts'
 
 export const PRUNE_JOB = 'events.prune'
 const EVERY_MS = 3_600_000
-/** Events one run deletes at most (with their deliveries and attempts), and rows of each other kind it keeps; more left: another run a minute later. */
+/**
+ * Events one run deletes at most (with their deliveries and attempts), and rows of each other kind it keeps; more left:
+ * another run a minute later.
+ */
 const BATCH = 20_000
 
 /** Deletes up to `batch` rows dated before `cutoff` in the job's transaction; answers how many. */
@@ -28,12 +31,16 @@ export function createEventPruning(deps: {
   }
   const nextHour = (now: Date) => new Date(Math.floor(now.getTime() / EVERY_MS) * EVERY_MS + EVERY_MS)
 
-  deps.scheduler.register(PRUNE_JOB, async (ctx: JobContext) => {
-    const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
-    let deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
-    for (const prune of deps.alsoPrune ?? []) deleted = Math.max(deleted, await prune(ctx.trx, cutoff, BATCH))
-    await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
-  }, { realTime: true })
+  deps.scheduler.register(
+    PRUNE_JOB,
+    async (ctx: JobContext) => {
+      const cutoff = new Date(ctx.now.getTime() - deps.retentionDays * 86_400_000)
+      let deleted = await deps.repo.prune(ctx.trx, cutoff, BATCH)
+      for (const prune of deps.alsoPrune ?? []) deleted = Math.max(deleted, await prune(ctx.trx, cutoff, BATCH))
+      await scheduleAt(ctx.trx, deleted >= BATCH ? new Date(ctx.now.getTime() + 60_000) : nextHour(ctx.now))
+    },
+    { realTime: true },
+  )
 
   return {
     /** At start: the next hour's run, unless another instance scheduled it already. */

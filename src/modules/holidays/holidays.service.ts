@@ -13,7 +13,11 @@ import { keepsSeriesStart, occurrenceIn, type Recurring } from './recurrence.ts'
 // Ties on a day: the company's own first, then a subsidiary's, then the public one.
 const SOURCE_ORDER = { company: 0, subsidiary: 1, public: 2 } as const
 
-export function createHolidaysService(deps: { repo: HolidaysRepository; publicHolidays: PublicHolidayCalendar; clock: Clock }) {
+export function createHolidaysService(deps: {
+  repo: HolidaysRepository
+  publicHolidays: PublicHolidayCalendar
+  clock: Clock
+}) {
   const { repo, clock, publicHolidays } = deps
 
   async function requireCompany(companyId: string) {
@@ -29,14 +33,22 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     if (!isRealDay(input.day)) throw new ValidationError('body/day must be a real calendar day (YYYY-MM-DD)')
     if (until !== null) {
       if (!isRealDay(until)) throw new ValidationError('body/recurrent_until must be a real calendar day (YYYY-MM-DD)')
-      if (recurrent !== 'yearly') throw new ValidationError('body/recurrent_until is allowed only with recurrent "yearly"')
+      if (recurrent !== 'yearly')
+        throw new ValidationError('body/recurrent_until is allowed only with recurrent "yearly"')
       if (until < input.day) throw new ValidationError('body/recurrent_until must not be before body/day')
     }
     const subsidiaryId = input.subsidiary_id ?? null
     if (subsidiaryId !== null && !(await repo.subsidiaryExists(companyId, subsidiaryId))) {
       throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
     }
-    return { name: input.name, day: input.day, is_worker_holiday: input.is_worker_holiday ?? true, recurrent, recurrent_until: until, subsidiary_id: subsidiaryId }
+    return {
+      name: input.name,
+      day: input.day,
+      is_worker_holiday: input.is_worker_holiday ?? true,
+      recurrent,
+      recurrent_until: until,
+      subsidiary_id: subsidiaryId,
+    }
   }
 
   return {
@@ -51,7 +63,8 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
     async update(companyId: string, holidayId: string, input: HolidayInput) {
       const stored = await repo.find(companyId, holidayId)
       if (!stored) throw new NotFound('Holiday')
-      if (!(await repo.update(companyId, holidayId, await valuesOf(companyId, input, stored), clock.now()))) throw new NotFound('Holiday')
+      if (!(await repo.update(companyId, holidayId, await valuesOf(companyId, input, stored), clock.now())))
+        throw new NotFound('Holiday')
     },
 
     async delete(companyId: string, holidayId: string) {
@@ -86,12 +99,20 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
      * Every holiday date of the year: the company's, its subsidiaries' and the country's public ones,
      * merged here from three sources, so a page is cut from the sorted year (a few hundred dates at most).
      */
-    async allOfYear(companyId: string, requestedYear: number | undefined, page: KeysetPage = {}): Promise<Paged<DatedHoliday>> {
+    async allOfYear(
+      companyId: string,
+      requestedYear: number | undefined,
+      page: KeysetPage = {},
+    ): Promise<Paged<DatedHoliday>> {
       // Without `year` the company's year depends on its time zone, read in the same statement: read
       // every year it may be, and occurrenceIn keeps the right one.
       const now = clock.now()
       const [first, last] = requestedYear !== undefined ? [requestedYear, requestedYear] : yearsSomewhere(now)
-      const found = await repo.placeWithHolidaysFallingIn(companyId, `${String(first).padStart(4, '0')}-01-01`, `${String(last).padStart(4, '0')}-12-31`)
+      const found = await repo.placeWithHolidaysFallingIn(
+        companyId,
+        `${String(first).padStart(4, '0')}-01-01`,
+        `${String(last).padStart(4, '0')}-12-31`,
+      )
       if (!found) throw new NotFound('Company')
       const { place: company, holidays: defined } = found
       const year = requestedYear ?? Number(todayIn(company.timezone, now).slice(0, 4))
@@ -101,13 +122,28 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
         // Spelled out, not spread: adding properties after a spread is slow on V8.
         if (day) {
           entries.push({
-            id: holiday.id, name: holiday.name, day, is_worker_holiday: holiday.is_worker_holiday, recurrent: holiday.recurrent,
-            recurrent_until: holiday.recurrent_until, subsidiary_id: holiday.subsidiary_id, source: holiday.subsidiary_id === null ? 'company' : 'subsidiary',
+            id: holiday.id,
+            name: holiday.name,
+            day,
+            is_worker_holiday: holiday.is_worker_holiday,
+            recurrent: holiday.recurrent,
+            recurrent_until: holiday.recurrent_until,
+            subsidiary_id: holiday.subsidiary_id,
+            source: holiday.subsidiary_id === null ? 'company' : 'subsidiary',
           })
         }
       }
       for (const p of publicHolidays.forYear(company.country, company.province, year)) {
-        entries.push({ id: null, name: p.name, day: p.day, is_worker_holiday: true, recurrent: 'none', recurrent_until: null, subsidiary_id: null, source: 'public' })
+        entries.push({
+          id: null,
+          name: p.name,
+          day: p.day,
+          is_worker_holiday: true,
+          recurrent: 'none',
+          recurrent_until: null,
+          subsidiary_id: null,
+          source: 'public',
+        })
       }
       return pageInMemory(entries.sort(byDaySourceName), page, datedKey)
     },
@@ -115,7 +151,10 @@ export function createHolidaysService(deps: { repo: HolidaysRepository; publicHo
 }
 
 function yearsSomewhere(now: Date): [number, number] {
-  return [new Date(now.getTime() - 12 * 3_600_000).getUTCFullYear(), new Date(now.getTime() + 14 * 3_600_000).getUTCFullYear()]
+  return [
+    new Date(now.getTime() - 12 * 3_600_000).getUTCFullYear(),
+    new Date(now.getTime() + 14 * 3_600_000).getUTCFullYear(),
+  ]
 }
 
 /** A public holiday has no id: ''. */
@@ -131,5 +170,13 @@ function byDaySourceName(a: DatedHoliday, b: DatedHoliday): number {
 export type HolidaysService = ReturnType<typeof createHolidaysService>
 
 function holidayView(row: Holiday): Holiday {
-  return { id: row.id, name: row.name, day: row.day, is_worker_holiday: row.is_worker_holiday, recurrent: row.recurrent, recurrent_until: row.recurrent_until, subsidiary_id: row.subsidiary_id }
+  return {
+    id: row.id,
+    name: row.name,
+    day: row.day,
+    is_worker_holiday: row.is_worker_holiday,
+    recurrent: row.recurrent,
+    recurrent_until: row.recurrent_until,
+    subsidiary_id: row.subsidiary_id,
+  }
 }

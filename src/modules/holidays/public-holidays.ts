@@ -13,9 +13,16 @@ function Holidays(...args: string[]): Holidays {
   return new (holidaysClass as unknown as new (...a: string[]) => Holidays)(...args)
 }
 
-export interface PublicHoliday { readonly day: string; readonly name: string }
+export interface PublicHoliday {
+  readonly day: string
+  readonly name: string
+}
 
-export interface Place { readonly country: string; readonly state?: string; readonly region?: string }
+export interface Place {
+  readonly country: string
+  readonly state?: string
+  readonly region?: string
+}
 
 // Only "public" is a day off by law; "bank", "optional", "school" and "observance" are not.
 const DAY_OFF_TYPES = new Set(['public'])
@@ -57,7 +64,9 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
     const wanted = province?.trim().toUpperCase()
     if (!wanted) return { country }
     const matches = (entries: Record<string, string>) =>
-      Object.entries(entries).find(([code, name]) => code.toUpperCase() === wanted || name.toUpperCase() === wanted)?.[0]
+      Object.entries(entries).find(
+        ([code, name]) => code.toUpperCase() === wanted || name.toUpperCase() === wanted,
+      )?.[0]
     const states = reference.getStates(country) ?? {}
     const state = matches(states)
     if (state) return { country, state }
@@ -72,7 +81,11 @@ export function createPublicHolidayCalendar(options: { maxKept?: number } = {}) 
     const key = `${p.country}|${p.state ?? ''}|${p.region ?? ''}`
     let calendar = calendars.get(key)
     if (!calendar) {
-      calendar = p.region ? Holidays(p.country, p.state!, p.region) : p.state ? Holidays(p.country, p.state) : Holidays(p.country)
+      calendar = p.region
+        ? Holidays(p.country, p.state!, p.region)
+        : p.state
+          ? Holidays(p.country, p.state)
+          : Holidays(p.country)
       calendars.set(key, calendar)
     }
     return calendar

@@ -33,7 +33,13 @@ function same(a: string | undefined, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
-export interface CsrfRequest { host: string; origin?: string; secFetchSite?: string; cookie?: string; field?: string }
+export interface CsrfRequest {
+  host: string
+  origin?: string
+  secFetchSite?: string
+  cookie?: string
+  field?: string
+}
 
 /** Null when the form was posted by the page itself; otherwise why it is refused (for the log, never shown raw). */
 export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigin: string | undefined): string | null {
@@ -46,7 +52,11 @@ export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigi
     } else {
       // Compared as URLs, so that a default port written or not (localhost:80, localhost) is the same host.
       let from: URL
-      try { from = new URL(origin) } catch { return 'malformed origin' }
+      try {
+        from = new URL(origin)
+      } catch {
+        return 'malformed origin'
+      }
       // Any other scheme has the opaque origin 'null', which would equal the host's under it.
       if (from.protocol !== 'http:' && from.protocol !== 'https:') return 'foreign origin'
       const own = [publicOrigin ? new URL(publicOrigin).origin : undefined, hostOrigin(from.protocol, request.host)]
@@ -60,5 +70,9 @@ export function csrfRefusal(pageToken: string, request: CsrfRequest, publicOrigi
 }
 
 function hostOrigin(protocol: string, host: string): string | undefined {
-  try { return new URL(`${protocol}//${host}`).origin } catch { return undefined }
+  try {
+    return new URL(`${protocol}//${host}`).origin
+  } catch {
+    return undefined
+  }
 }

@@ -3,12 +3,20 @@ import { formatDate, formatMoney, type Locale, type Translate } from './hosted.i
 import { CSRF_FIELD } from './hosted.csrf.ts'
 
 // Plain server-rendered HTML with no script (the CSP forbids them); every value goes through `esc`.
-export const esc = (value: string | number) => String(value)
-  .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+export const esc = (value: string | number) =>
+  String(value)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
 
 export type Html = { readonly html: string }
 export const raw = (html: string): Html => ({ html })
-export function html(strings: TemplateStringsArray, ...values: Array<string | number | Html | Html[] | null | undefined | false>): Html {
+export function html(
+  strings: TemplateStringsArray,
+  ...values: Array<string | number | Html | Html[] | null | undefined | false>
+): Html {
   let out = strings[0]!
   values.forEach((value, i) => {
     if (Array.isArray(value)) out += value.map((v) => v.html).join('')
@@ -19,10 +27,14 @@ export function html(strings: TemplateStringsArray, ...values: Array<string | nu
   return raw(out)
 }
 
-export interface PageContext { locale: Locale; t: Translate }
+export interface PageContext {
+  locale: Locale
+  t: Translate
+}
 
 export function htmlDocument(locale: Locale, title: string, style: Html, body: Html): string {
-  return '<!doctype html>\n' + html`<html lang="${locale}">
+  return html`<!doctype html>
+<html lang="${locale}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -38,11 +50,16 @@ ${body}
 }
 
 export function layout(ctx: PageContext, title: string, body: Html, wide = false): string {
-  return htmlDocument(ctx.locale, title, html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`, html`<main${wide ? html` class="wide"` : null}>
+  return htmlDocument(
+    ctx.locale,
+    title,
+    html`<link rel="stylesheet" href="/hosted/assets/hosted.css">`,
+    html`<main${wide ? html` class="wide"` : null}>
 <h1>${title}</h1>
 ${body}
 </main>
-<footer><p>${ctx.t('footer')}</p></footer>`)
+<footer><p>${ctx.t('footer')}</p></footer>`,
+  )
 }
 
 export function form(action: string, csrf: string, content: Html, className = ''): Html {
@@ -58,18 +75,26 @@ export function errorPage(ctx: PageContext, message: string): string {
 
 export function invoiceTable(ctx: PageContext, invoice: InvoiceEstimate): Html {
   const money = (cents: number) => formatMoney(ctx.locale, cents, invoice.currency_code)
-  const row = (label: string, cents: number, strong = false) => strong
-    ? html`<tr><th scope="row" colspan="2">${label}</th><td class="amount"><strong>${money(cents)}</strong></td></tr>`
-    : html`<tr><th scope="row" colspan="2">${label}</th><td class="amount">${money(cents)}</td></tr>`
+  const taxLabel = (x: InvoiceEstimate['taxes'][number]) =>
+    x.name === REVERSE_CHARGE ? ctx.t('invoice.reverseCharge') : `${x.name} ${x.rate}%`
+  const row = (label: string, cents: number, strong = false) =>
+    strong
+      ? html`<tr><th scope="row" colspan="2">${label}</th><td class="amount"><strong>${money(cents)}</strong></td></tr>`
+      : html`<tr><th scope="row" colspan="2">${label}</th><td class="amount">${money(cents)}</td></tr>`
   return html`<table>
-<thead><tr><th scope="col">${ctx.t('invoice.description')}</th><th scope="col" class="amount">${ctx.t('invoice.quantity')}</th><th scope="col" class="amount">${ctx.t('invoice.amount')}</th></tr></thead>
+<thead><tr><th scope="col">${ctx.t('invoice.description')}</th>
+<th scope="col" class="amount">${ctx.t('invoice.quantity')}</th>
+<th scope="col" class="amount">${ctx.t('invoice.amount')}</th></tr></thead>
 <tbody>
-${invoice.line_items.map((l) => html`<tr><td>${l.description}</td><td class="amount">${l.quantity}</td><td class="amount">${money(l.amount)}</td></tr>`)}
+${invoice.line_items.map(
+  (l) => html`<tr><td>${l.description}</td><td class="amount">${l.quantity}</td>
+<td class="amount">${money(l.amount)}</td></tr>`,
+)}
 </tbody>
 <tfoot>
 ${invoice.discounts.map((d) => row(`${ctx.t('invoice.discount')}: ${d.description}`, -d.amount))}
 ${row(ctx.t('invoice.subtotal'), invoice.sub_total)}
-${invoice.taxes.map((x) => row(x.name === REVERSE_CHARGE ? ctx.t('invoice.reverseCharge') : `${x.name} ${x.rate}%`, x.amount))}
+${invoice.taxes.map((x) => row(taxLabel(x), x.amount))}
 ${invoice.credits_applied ? row(ctx.t('invoice.credits'), -invoice.credits_applied) : null}
 ${row(ctx.t('invoice.due'), invoice.amount_due, true)}
 </tfoot>
@@ -84,9 +109,11 @@ export const periodOf = (ctx: PageContext, start: number, end: number) =>
 
 /** Readable sizes, contrast above 4.5:1 (WCAG AA), a visible keyboard focus. */
 export const STYLESHEET = `
-:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5; color: #1b1b1f; background: #f6f7f9; }
+:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.5;
+  color: #1b1b1f; background: #f6f7f9; }
 body { margin: 0; }
-main { max-width: 40rem; margin: 2rem auto; padding: 1.5rem 2rem; background: #fff; border: 1px solid #c4c7cf; border-radius: 8px; }
+main { max-width: 40rem; margin: 2rem auto; padding: 1.5rem 2rem; background: #fff; border: 1px solid #c4c7cf;
+  border-radius: 8px; }
 h1 { font-size: 1.6rem; margin-top: 0; }
 h2 { font-size: 1.2rem; }
 fieldset { border: 1px solid #c4c7cf; border-radius: 6px; margin: 0 0 1rem; padding: .75rem 1rem; }
@@ -95,9 +122,11 @@ label { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
 .choice { display: flex; gap: .5rem; align-items: baseline; margin: .25rem 0; }
 .choice label { display: inline; font-weight: 400; margin: 0; }
 .hint { color: #44474e; font-size: .9rem; margin: 0 0 .25rem; }
-input[type=text], input[type=number] { font: inherit; padding: .45rem .6rem; border: 1px solid #74777f; border-radius: 4px; min-width: 8rem; }
+input[type=text], input[type=number] { font: inherit; padding: .45rem .6rem; border: 1px solid #74777f;
+  border-radius: 4px; min-width: 8rem; }
 input[aria-invalid=true] { border: 2px solid #b3261e; }
-button { font: inherit; font-weight: 600; padding: .55rem 1.1rem; border-radius: 6px; border: 2px solid #0b57d0; background: #0b57d0; color: #fff; cursor: pointer; }
+button { font: inherit; font-weight: 600; padding: .55rem 1.1rem; border-radius: 6px; border: 2px solid #0b57d0;
+  background: #0b57d0; color: #fff; cursor: pointer; }
 button.secondary { background: #fff; color: #0b57d0; }
 button.danger { background: #b3261e; border-color: #b3261e; }
 form { margin: 1rem 0; }
@@ -114,8 +143,10 @@ dd { margin: 0; }
 .notice { border-left: 4px solid #146c2e; padding: .5rem 1rem; background: #e9f5ec; }
 main.wide, main.wide + footer { max-width: 56rem; }
 .scroll { overflow-x: auto; }
-td.ref { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .8rem; word-break: break-all; min-width: 9rem; }
-.badge { display: inline-block; padding: 0 .4rem; border-radius: 4px; font-size: .85rem; font-weight: 600; white-space: nowrap; }
+td.ref { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .8rem; word-break: break-all;
+  min-width: 9rem; }
+.badge { display: inline-block; padding: 0 .4rem; border-radius: 4px; font-size: .85rem; font-weight: 600;
+  white-space: nowrap; }
 .badge.paid { background: #e9f5ec; color: #0d5321; }
 .badge.payment_due, .badge.not_paid { background: #fcefee; color: #8c1d18; }
 .badge.voided { background: #eceef2; color: #1b1b1f; }

@@ -139,7 +139,7 @@ export const billingIt: Record<keyof typeof billingEn, string> = {
   'document.paid': 'Pagato',
   'document.adjusted': 'Rettifiche',
   'document.writtenOff': 'Stralciato',
-  'document.export': 'Operazione fuori campo IVA: servizio reso a un cliente stabilito fuori dall\'area IVA.',
+  'document.export': "Operazione fuori campo IVA: servizio reso a un cliente stabilito fuori dall'area IVA.",
   'document.currency': 'Importi in {currency}.',
   'document.printHint': 'Per conservare un PDF, usa il comando Stampa del browser e scegli "Salva come PDF".',
   'document.back': 'Torna al tuo abbonamento',

@@ -7,7 +7,12 @@ const PRINTABLE = /^[\x21-\x5b\x5d-\x7e]+$/
 const ENCODED_CONTROL = /%(0[0-9a-f]|1[0-9a-f]|7f)/i
 
 export function parseAllowedHosts(setting: string): Set<string> {
-  return new Set(setting.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+  return new Set(
+    setting
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  )
 }
 
 /**
@@ -18,10 +23,15 @@ export function parseAllowedHosts(setting: string): Set<string> {
 export function checkRedirectUrl(value: string, allowed: Set<string>, field = 'querystring/redirect_url'): string {
   const refuse = (why: string) => new ValidationError(`${field} ${why}`)
   if (value.length > 2000) throw refuse('must be at most 2000 characters')
-  if (!PRINTABLE.test(value) || ENCODED_CONTROL.test(value)) throw refuse('must be a URL without spaces, backslashes or control characters')
+  if (!PRINTABLE.test(value) || ENCODED_CONTROL.test(value))
+    throw refuse('must be a URL without spaces, backslashes or control characters')
   if (!/^https?:\/\/[^/]/i.test(value)) throw refuse('must be an absolute https URL')
   let url: URL
-  try { url = new URL(value) } catch { throw refuse('must be an absolute https URL') }
+  try {
+    url = new URL(value)
+  } catch {
+    throw refuse('must be an absolute https URL')
+  }
   if (url.username || url.password) throw refuse('must not contain credentials')
   const host = url.hostname.toLowerCase()
   if (url.protocol === 'http:' && !LOOPBACK.has(host)) throw refuse('must use https (http only for localhost)')

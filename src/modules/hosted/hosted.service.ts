@@ -27,7 +27,14 @@ export type PageRefused = AppError & { readonly reason: RefusalReason }
 
 export function pageRefused(reason: RefusalReason): PageRefused {
   const { as, message } = REFUSALS[reason]
-  const err = as === 'gone' ? new Gone(message) : as === 'forbidden' ? new Forbidden(message) : as === 'conflict' ? new Conflict(message) : new AppError('not_found', message)
+  const err =
+    as === 'gone'
+      ? new Gone(message)
+      : as === 'forbidden'
+        ? new Forbidden(message)
+        : as === 'conflict'
+          ? new Conflict(message)
+          : new AppError('not_found', message)
   return Object.assign(err, { reason })
 }
 
@@ -35,7 +42,9 @@ export const isPageRefused = (err: unknown): err is PageRefused => err instanceo
 
 /** An invoice id that is not one of the portal's company (or no invoice id at all): a 404 page of its own. */
 export class InvoiceUnknown extends NotFound {
-  constructor() { super('Invoice') }
+  constructor() {
+    super('Invoice')
+  }
 }
 
 export const PORTAL_LIST_LIMIT = 36
@@ -43,7 +52,9 @@ export const PORTAL_LIST_LIMIT = 36
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const OPEN: Record<HostedPageKind, HostedPageState[]> = {
-  manager: ['created', 'requested'], payment: ['created', 'requested'], portal: ['created', 'logged_in'],
+  manager: ['created', 'requested'],
+  payment: ['created', 'requested'],
+  portal: ['created', 'logged_in'],
 }
 
 /**
@@ -52,7 +63,16 @@ const OPEN: Record<HostedPageKind, HostedPageState[]> = {
  */
 export function createHostedService(deps: {
   repo: HostedRepository
-  subscriptions: Pick<SubscriptionsService, 'details' | 'estimate' | 'update' | 'cancel' | 'removeScheduledCancellation' | 'setPaymentSource' | 'detailsWithNextCharge'>
+  subscriptions: Pick<
+    SubscriptionsService,
+    | 'details'
+    | 'estimate'
+    | 'update'
+    | 'cancel'
+    | 'removeScheduledCancellation'
+    | 'setPaymentSource'
+    | 'detailsWithNextCharge'
+  >
   catalogue: Pick<CatalogueService, 'getPlanBySku'>
   invoices: Pick<InvoicesService, 'listInvoices' | 'listCreditNotes' | 'invoice'>
   companies: Pick<CompaniesService, 'getCompany'>
@@ -121,7 +141,9 @@ export function createHostedService(deps: {
       let page: HostedPageRow = await open('manager', token)
       if (page.state === 'created') page = await move(page, 'requested')
       const details = await subscriptions.details(page.company_id)
-      const plans = await Promise.all(details.product.allowed_plans.map(async (sku) => (await deps.catalogue.getPlanBySku(sku)).plan))
+      const plans = await Promise.all(
+        details.product.allowed_plans.map(async (sku) => (await deps.catalogue.getPlanBySku(sku)).plan),
+      )
       return { page, details, plans }
     },
 
@@ -130,16 +152,30 @@ export function createHostedService(deps: {
       const chosen = selection(form)
       const details = await subscriptions.details(page.company_id)
       const plan = (await deps.catalogue.getPlanBySku(chosen.plan)).plan
-      const { estimate } = await subscriptions.estimate(page.subscription_id, {
-        company_id: page.company_id, product_sku: details.product.sku, subscription_plan: chosen.plan, plan_quantity: chosen.quantity,
-      }, page.company_id)
+      const { estimate } = await subscriptions.estimate(
+        page.subscription_id,
+        {
+          company_id: page.company_id,
+          product_sku: details.product.sku,
+          subscription_plan: chosen.plan,
+          plan_quantity: chosen.quantity,
+        },
+        page.company_id,
+      )
       return { page, details, plan, quantity: chosen.quantity, estimate }
     },
 
     async managerConfirm(token: string, form: { plan?: string; quantity?: string }): Promise<string> {
       const page = await open('manager', token)
       const chosen = selection(form)
-      return finish(page, () => subscriptions.update(page.company_id, page.subscription_id, { subscription_plan: chosen.plan, plan_quantity: chosen.quantity }, actor(page)))
+      return finish(page, () =>
+        subscriptions.update(
+          page.company_id,
+          page.subscription_id,
+          { subscription_plan: chosen.plan, plan_quantity: chosen.quantity },
+          actor(page),
+        ),
+      )
     },
 
     async leave(kind: 'manager' | 'payment', token: string): Promise<string> {
@@ -154,11 +190,16 @@ export function createHostedService(deps: {
     },
 
     /** Kept as brand, last 4 digits and expiry; a wrong card answers the problems to show with the form. */
-    async paymentSubmit(token: string, form: { number?: string; expiry_month?: string; expiry_year?: string }): Promise<{ redirect: string } | { problem: CardProblem; page: HostedPageRow }> {
+    async paymentSubmit(
+      token: string,
+      form: { number?: string; expiry_month?: string; expiry_year?: string },
+    ): Promise<{ redirect: string } | { problem: CardProblem; page: HostedPageRow }> {
       const page = await open('payment', token)
       const read = readCard(form, clock.now())
       if ('problem' in read) return { problem: read.problem, page }
-      return { redirect: await finish(page, () => subscriptions.setPaymentSource(page.company_id, read.card, actor(page))) }
+      return {
+        redirect: await finish(page, () => subscriptions.setPaymentSource(page.company_id, read.card, actor(page))),
+      }
     },
 
     async portalView(token: string) {

@@ -4,7 +4,10 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import type { CreditNotesTable, ExcessPaymentsTable, InvoicesTable } from '../../db/tables.ts'
 
 /** Newest first: by date, then insertion order (seq), as their index. */
-const NEWEST_FIRST: SortColumn[] = [{ column: 'date', desc: true, cast: 'timestamptz' }, { column: 'seq', desc: true }]
+const NEWEST_FIRST: SortColumn[] = [
+  { column: 'date', desc: true, cast: 'timestamptz' },
+  { column: 'seq', desc: true },
+]
 
 // The ledger's SQL. Every function takes the executor, so billing writes join the change's transaction.
 export function createInvoicesRepository() {
@@ -12,42 +15,100 @@ export function createInvoicesRepository() {
     insertInvoice: (executor: Executor, invoice: Insertable<InvoicesTable>) =>
       executor.insertInto('invoices').values(invoice).returningAll().executeTakeFirstOrThrow(),
     async updateInvoice(executor: Executor, companyId: string, id: string, values: Updateable<InvoicesTable>) {
-      await executor.updateTable('invoices').set(values).where('company_id', '=', companyId).where('id', '=', id).execute()
+      await executor
+        .updateTable('invoices')
+        .set(values)
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .execute()
     },
     findInvoice: (executor: Executor, companyId: string, id: string) =>
-      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
     lockInvoice: (executor: Executor, companyId: string, id: string) =>
-      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).forUpdate().executeTakeFirst(),
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst(),
     /** The one a change's credit note refers to. */
     latestInvoice: (executor: Executor, companyId: string, subscriptionId: string) =>
-      executor.selectFrom('invoices').select(['id', 'status', 'line_items', 'discounts', 'taxes', 'currency_code', 'period_start', 'period_end']).where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
-        .orderBy('date', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst(),
+      executor
+        .selectFrom('invoices')
+        .select(['id', 'status', 'line_items', 'discounts', 'taxes', 'currency_code', 'period_start', 'period_end'])
+        .where('company_id', '=', companyId)
+        .where('subscription_id', '=', subscriptionId)
+        .orderBy('date', 'desc')
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
     /** Oldest first, locked. */
     dueInvoices: (executor: Executor, companyId: string, subscriptionId: string) =>
-      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('subscription_id', '=', subscriptionId)
-        .where('status', '=', 'payment_due').orderBy('date').orderBy('seq').forUpdate().execute(),
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('subscription_id', '=', subscriptionId)
+        .where('status', '=', 'payment_due')
+        .orderBy('date')
+        .orderBy('seq')
+        .forUpdate()
+        .execute(),
     listInvoices: (executor: Executor, companyId: string, page: KeysetPage) =>
-      keyset(executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
+      keyset(
+        executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId),
+        NEWEST_FIRST,
+        page,
+      ).execute(),
 
     insertCreditNote: (executor: Executor, note: Insertable<CreditNotesTable>) =>
       executor.insertInto('credit_notes').values(note).returningAll().executeTakeFirstOrThrow(),
     listCreditNotes: (executor: Executor, companyId: string, page: KeysetPage) =>
-      keyset(executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId), NEWEST_FIRST, page).execute(),
+      keyset(
+        executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId),
+        NEWEST_FIRST,
+        page,
+      ).execute(),
     /** Oldest first (the order credits are used in), locked. */
     availableCredits: (executor: Executor, companyId: string) =>
-      executor.selectFrom('credit_notes').select(['id', 'total', 'amount_allocated'])
-        .where('company_id', '=', companyId).where('type', '=', 'refundable')
-        .whereRef('amount_allocated', '<', 'total').orderBy('date').orderBy('seq').forUpdate().execute(),
+      executor
+        .selectFrom('credit_notes')
+        .select(['id', 'total', 'amount_allocated'])
+        .where('company_id', '=', companyId)
+        .where('type', '=', 'refundable')
+        .whereRef('amount_allocated', '<', 'total')
+        .orderBy('date')
+        .orderBy('seq')
+        .forUpdate()
+        .execute(),
     async refundableBalance(executor: Executor, companyId: string): Promise<number> {
-      const row = await executor.selectFrom('credit_notes')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'))
-        .where('company_id', '=', companyId).where('type', '=', 'refundable').executeTakeFirstOrThrow()
+      const row = await executor
+        .selectFrom('credit_notes')
+        .select((eb) =>
+          eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'),
+        )
+        .where('company_id', '=', companyId)
+        .where('type', '=', 'refundable')
+        .executeTakeFirstOrThrow()
       return Number(row.balance)
     },
     async allocate(executor: Executor, companyId: string, creditNoteId: string, invoiceId: string, amount: number) {
-      await executor.insertInto('credit_allocations').values({ company_id: companyId, credit_note_id: creditNoteId, invoice_id: invoiceId, amount }).execute()
-      await executor.updateTable('credit_notes').set((eb) => ({ amount_allocated: eb('amount_allocated', '+', amount) }))
-        .where('company_id', '=', companyId).where('id', '=', creditNoteId).execute()
+      await executor
+        .insertInto('credit_allocations')
+        .values({ company_id: companyId, credit_note_id: creditNoteId, invoice_id: invoiceId, amount })
+        .execute()
+      await executor
+        .updateTable('credit_notes')
+        .set((eb) => ({ amount_allocated: eb('amount_allocated', '+', amount) }))
+        .where('company_id', '=', companyId)
+        .where('id', '=', creditNoteId)
+        .execute()
     },
 
     insertExcessPayment: (executor: Executor, row: Insertable<ExcessPaymentsTable>) =>

@@ -45,13 +45,19 @@ export function createAccessState(repo: Pick<OauthRepository, 'accessState'>, da
 
     listening: () => listening,
 
-    onForget(forget: (clientId?: string) => void) { alsoForget.push(forget) },
+    onForget(forget: (clientId?: string) => void) {
+      alsoForget.push(forget)
+    },
 
     async listen() {
-      await database.listen(CHANNEL, (payload) => forget(payload || undefined), (heard) => {
-        listening = heard
-        if (!heard) forget()
-      })
+      await database.listen(
+        CHANNEL,
+        (payload) => forget(payload || undefined),
+        (heard) => {
+          listening = heard
+          if (!heard) forget()
+        },
+      )
     },
   }
 }

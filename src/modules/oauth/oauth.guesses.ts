@@ -21,7 +21,10 @@ export class TooManyWrongSecrets extends RateLimited {
  * restarts; too many within a minute lock the id for a minute. Unknown ids count alike, so answers
  * do not tell which ids exist (docs/adr/0005-guessing-coupons-and-secrets.md).
  */
-export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretLockedUntil' | 'countWrongSecret'>; clock: Clock }) {
+export function createSecretGuesses(deps: {
+  repo: Pick<OauthRepository, 'secretLockedUntil' | 'countWrongSecret'>
+  clock: Clock
+}) {
   const { repo, clock } = deps
   const locks = new BoundedMap<string, number>(KNOWN_LOCKS_LIMIT)
 
@@ -63,7 +66,10 @@ export function createSecretGuesses(deps: { repo: Pick<OauthRepository, 'secretL
       const now = clock.now()
       const at = now.getTime()
       const counted = await repo.countWrongSecret(clientId, WRONG_SECRETS_LIMIT, {
-        at: now, windowStart: new Date(at - WINDOW_MS), windowEnd: new Date(at + WINDOW_MS), lockUntil: new Date(at + LOCK_MS),
+        at: now,
+        windowStart: new Date(at - WINDOW_MS),
+        windowEnd: new Date(at + WINDOW_MS),
+        lockUntil: new Date(at + LOCK_MS),
       })
       if (counted === undefined) {
         const until = await repo.secretLockedUntil(clientId, now)

@@ -43,7 +43,9 @@ export async function secretMatches(secret: string, stored: string, lane: HashLa
   const m = FORMAT.exec(stored)
   if (m) {
     const expected = Buffer.from(m[5]!, 'base64url')
-    const n = Number(m[1]); const r = Number(m[2]); const p = Number(m[3])
+    const n = Number(m[1])
+    const r = Number(m[2])
+    const p = Number(m[3])
     // Bounds keep a corrupted row from asking for gigabytes.
     if (expected.length !== KEY_BYTES || n > 2 ** 20 || r > 32 || p > 16) return false
     return timingSafeEqual(await slowHash(secret, Buffer.from(m[4]!, 'base64url'), n, r, p, lanes[lane]), expected)
@@ -52,7 +54,12 @@ export async function secretMatches(secret: string, stored: string, lane: HashLa
   return timingSafeEqual(Buffer.from(hashGeneratedSecret(secret), 'hex'), Buffer.from(stored, 'hex'))
 }
 
-interface Lane { slots: number; maxWaiting: number; running: number; waiting: Array<() => void> }
+interface Lane {
+  slots: number
+  maxWaiting: number
+  running: number
+  waiting: Array<() => void>
+}
 const lane = (slots: number, maxWaiting: number): Lane => ({ slots, maxWaiting, running: 0, waiting: [] })
 
 // At most half the cores hash at once, so a flood of wrong secrets cannot take every core; past a
@@ -64,7 +71,9 @@ const shared = lane(Math.max(1, Math.floor(availableParallelism() / 2)), MAX_WAI
 const lanes: Record<HashLane, Lane> = { shared, reserved: lane(1, 4) }
 
 export class SecretChecksBusy extends ServiceUnavailable {
-  constructor() { super('Too many client secrets are being checked; retry shortly', 1) }
+  constructor() {
+    super('Too many client secrets are being checked; retry shortly', 1)
+  }
 }
 
 async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: number, lane: Lane): Promise<Buffer> {
@@ -75,7 +84,9 @@ async function slowHash(secret: string, salt: Buffer, n: number, r: number, p: n
   try {
     // Runs on libuv's pool, never on the event loop.
     return await new Promise<Buffer>((resolve, reject) => {
-      scrypt(secret, salt, KEY_BYTES, { N: n, r, p, maxmem: MAX_MEMORY }, (err, key) => err ? reject(err) : resolve(key))
+      scrypt(secret, salt, KEY_BYTES, { N: n, r, p, maxmem: MAX_MEMORY }, (err, key) =>
+        err ? reject(err) : resolve(key),
+      )
     })
   } finally {
     const next = lane.waiting.shift()

@@ -7,13 +7,27 @@ import type { ClientRow, OauthRepository } from './oauth.repository.ts'
 import type { TokenKeys } from './oauth.tokens.ts'
 import type { AccessState } from './oauth.access.ts'
 import type { TokenClients } from './oauth.token-clients.ts'
-import { hashChosenSecret, hashGeneratedSecret, needsUpgrade, secretMatches, type SecretChecker } from './oauth.secrets.ts'
+import {
+  hashChosenSecret,
+  hashGeneratedSecret,
+  needsUpgrade,
+  secretMatches,
+  type SecretChecker,
+} from './oauth.secrets.ts'
 import type { SecretGuesses } from './oauth.guesses.ts'
 import { ALL_SCOPE_STRINGS, authorizedScopes, liveFeatures, scopeStrings } from './scopes.ts'
 
 /** An RFC 6749 §5.2 error of the token endpoint. */
 export class OAuthError extends Error {
-  constructor(readonly error: 'invalid_client' | 'invalid_request' | 'invalid_scope' | 'unauthorized_client' | 'unsupported_grant_type', message: string) {
+  constructor(
+    readonly error:
+      | 'invalid_client'
+      | 'invalid_request'
+      | 'invalid_scope'
+      | 'unauthorized_client'
+      | 'unsupported_grant_type',
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -25,7 +39,12 @@ export interface TokenRequest {
   scope?: string
 }
 
-export interface ClientView { client_id: string; name: string; scopes: string[]; created_at: string }
+export interface ClientView {
+  client_id: string
+  name: string
+  scopes: string[]
+  created_at: string
+}
 
 /**
  * Clients and their tokens. A company client's secret is 256 random bits, so one SHA-256 suffices
@@ -57,18 +76,29 @@ export function createOauthService(deps: {
   return {
     async issueToken(request: TokenRequest) {
       if (request.grant_type === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
-      if (request.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
-      if (!request.client_id || !request.client_secret) throw new OAuthError('invalid_client', 'Client credentials are required')
+      if (request.grant_type !== 'client_credentials')
+        throw new OAuthError('unsupported_grant_type', 'Only client_credentials is supported')
+      if (!request.client_id || !request.client_secret)
+        throw new OAuthError('invalid_client', 'Client credentials are required')
       if (settling?.clientId === request.client_id) {
         // Not settled (the process is stopping): the stored secret may be the one rotated away.
-        if (await settling.done.then(() => false, () => true)) throw new ServiceUnavailable('The platform client\'s configured secret could not be stored; retry shortly')
+        if (
+          await settling.done.then(
+            () => false,
+            () => true,
+          )
+        )
+          throw new ServiceUnavailable("The platform client's configured secret could not be stored; retry shortly")
       }
       // A locked id costs no hash nor read.
       await deps.guesses.check(request.client_id)
       const client = await deps.clients.find(request.client_id)
       // Unknown ids get no hash: the id is not the secret (RFC 6749 §2.2), and hashing for strangers would
       // take the slots known clients need (docs/adr/0005-guessing-coupons-and-secrets.md).
-      const matched = client !== undefined && client.revoked_at === null && await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash)
+      const matched =
+        client !== undefined &&
+        client.revoked_at === null &&
+        (await deps.secrets.matches(client.client_id, request.client_secret, client.secret_hash))
       if (!matched) {
         // Counted, or answered with the lock if it came meanwhile.
         await deps.guesses.wrong(request.client_id)
@@ -76,10 +106,11 @@ export function createOauthService(deps: {
       }
       // A right secret that waited while the id got locked answers as locked: a guess learns nothing.
       deps.guesses.checkKnown(request.client_id)
-      if (client.company_id === null && needsUpgrade(client.secret_hash)) await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
+      if (client.company_id === null && needsUpgrade(client.secret_hash))
+        await upgradeSecret(client.client_id, request.client_secret, client.secret_hash)
       // Said only to who holds the secret.
       if (client.company_id !== null && (await deps.access.get(client.client_id))?.companyDisabled) {
-        throw new OAuthError('unauthorized_client', 'The client\'s company is disabled')
+        throw new OAuthError('unauthorized_client', "The client's company is disabled")
       }
       let granted = client.scopes
       if (client.company_id !== null) {
@@ -94,20 +125,34 @@ export function createOauthService(deps: {
         granted = asked
       }
       const scope = granted.join(' ')
-      const { token, expiresIn } = await keys.sign({ sub: client.client_id, scope, ...(client.company_id ? { company_id: client.company_id } : {}) })
+      const { token, expiresIn } = await keys.sign({
+        sub: client.client_id,
+        scope,
+        ...(client.company_id ? { company_id: client.company_id } : {}),
+      })
       return { access_token: token, token_type: 'Bearer' as const, expires_in: expiresIn, scope }
     },
 
-    async ensureAdminClient(configured: { id?: string; secret?: string }): Promise<{ client_id: string; client_secret: string } | undefined> {
+    async ensureAdminClient(configured: {
+      id?: string
+      secret?: string
+    }): Promise<{ client_id: string; client_secret: string } | undefined> {
       if (configured.id && configured.secret) {
         const { id, secret } = configured
         const done = (async () => {
           // The configuration is the truth for this client: a rotated secret takes effect at start-up; a hash
           // that still fits it is kept.
           const stored = (await repo.findClientForToken(id))?.secret_hash
-          const keep = stored !== undefined && !needsUpgrade(stored) && await secretMatches(secret, stored, 'reserved')
+          const keep =
+            stored !== undefined && !needsUpgrade(stored) && (await secretMatches(secret, stored, 'reserved'))
           const secret_hash = keep ? stored : await hashChosenSecret(secret, 'reserved')
-          await repo.upsertPlatformClient({ client_id: id, secret_hash, name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+          await repo.upsertPlatformClient({
+            client_id: id,
+            secret_hash,
+            name: 'admin',
+            company_id: null,
+            scopes: [...ALL_SCOPE_STRINGS],
+          })
           await deps.access.changed(id)
           // Its right secret then never waits for a hash behind guesses at other clients.
           deps.secrets.configured(id, secret, secret_hash)
@@ -125,22 +170,39 @@ export function createOauthService(deps: {
       const client_id = `platform_${randomUUID()}`
       const client_secret = newSecret()
       // A platform client's secret is always scrypt, even a generated one.
-      const inserted = await repo.insertClientIfMissing({ client_id, secret_hash: await hashChosenSecret(client_secret), name: 'admin', company_id: null, scopes: [...ALL_SCOPE_STRINGS] })
+      const inserted = await repo.insertClientIfMissing({
+        client_id,
+        secret_hash: await hashChosenSecret(client_secret),
+        name: 'admin',
+        company_id: null,
+        scopes: [...ALL_SCOPE_STRINGS],
+      })
       return inserted ? { client_id, client_secret } : undefined
     },
 
     /** A company client grants only scopes it holds itself (`grantorScopes`; null for a platform client). */
-    async createCompanyClient(companyId: string, input: { name: string; scopes: string[] }, grantorScopes: ReadonlySet<string> | null = null) {
+    async createCompanyClient(
+      companyId: string,
+      input: { name: string; scopes: string[] },
+      grantorScopes: ReadonlySet<string> | null = null,
+    ) {
       const authorized = await deps.companyScopes(companyId)
       if (!authorized) throw new NotFound('Company')
       const scopes = [...new Set(input.scopes)]
       const refused = scopes.find((s) => !authorized.includes(s))
-      if (refused !== undefined) throw new ValidationError(`body/scopes holds ${refused}, which is not among the company's authorized scopes`)
+      if (refused !== undefined)
+        throw new ValidationError(`body/scopes holds ${refused}, which is not among the company's authorized scopes`)
       const notHeld = grantorScopes && scopes.find((s) => !grantorScopes.has(s))
       if (notHeld) throw new Forbidden(`The token may not grant ${notHeld}, which it does not hold itself`)
       const client_id = `company_${randomUUID()}`
       const client_secret = newSecret()
-      await repo.insertClient({ client_id, secret_hash: hashGeneratedSecret(client_secret), name: input.name, company_id: companyId, scopes })
+      await repo.insertClient({
+        client_id,
+        secret_hash: hashGeneratedSecret(client_secret),
+        name: input.name,
+        company_id: companyId,
+        scopes,
+      })
       return { client_id, client_secret, name: input.name, scopes }
     },
 

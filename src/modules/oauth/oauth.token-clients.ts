@@ -9,7 +9,10 @@ const LIMIT = 50_000
  * or its company's subscription or plan does. Unknown clients and reads overlapping a change are not
  * kept, nor anything while changes could go unheard.
  */
-export function createTokenClients(repo: Pick<OauthRepository, 'findClientForToken'>, options: { listening: () => boolean }) {
+export function createTokenClients(
+  repo: Pick<OauthRepository, 'findClientForToken'>,
+  options: { listening: () => boolean },
+) {
   const clients = new Map<string, { row: ClientForToken; at: number }>()
   const clientsOfCompany = new Map<string, Set<string>>()
   // Moves at every forgetting: a read that saw it move keeps nothing.
@@ -33,7 +36,7 @@ export function createTokenClients(repo: Pick<OauthRepository, 'findClientForTok
         clients.set(clientId, { row, at: Date.now() })
         if (row.company_id) {
           let set = clientsOfCompany.get(row.company_id)
-          if (!set) clientsOfCompany.set(row.company_id, set = new Set())
+          if (!set) clientsOfCompany.set(row.company_id, (set = new Set()))
           set.add(clientId)
         }
       }
@@ -44,13 +47,20 @@ export function createTokenClients(repo: Pick<OauthRepository, 'findClientForTok
     forgetClient(clientId?: string) {
       changes++
       if (clientId) drop(clientId)
-      else { clients.clear(); clientsOfCompany.clear() }
+      else {
+        clients.clear()
+        clientsOfCompany.clear()
+      }
     },
 
     /** A company's subscription or plan may have changed (or, without one, any company's). */
     forgetCompany(companyId?: string) {
       changes++
-      if (!companyId) { clients.clear(); clientsOfCompany.clear(); return }
+      if (!companyId) {
+        clients.clear()
+        clientsOfCompany.clear()
+        return
+      }
       for (const clientId of clientsOfCompany.get(companyId) ?? []) clients.delete(clientId)
       clientsOfCompany.delete(companyId)
     },

@@ -1,5 +1,19 @@
-import { createPrivateKey, randomUUID, sign as signBytes, type JsonWebKey as NodeJsonWebKey, type KeyObject } from 'node:crypto'
-import { exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type CryptoKey as JoseKey, type JWTPayload } from 'jose'
+import {
+  createPrivateKey,
+  randomUUID,
+  sign as signBytes,
+  type JsonWebKey as NodeJsonWebKey,
+  type KeyObject,
+} from 'node:crypto'
+import {
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  jwtVerify,
+  type JWK,
+  type CryptoKey as JoseKey,
+  type JWTPayload,
+} from 'jose'
 import type { Clock } from '../../core/clock.ts'
 import type { Config } from '../../config.ts'
 import type { Database } from '../../db/database.ts'
@@ -16,10 +30,22 @@ export interface TokenSettings {
   publishAheadSeconds: number
 }
 
-export function tokenSettings(config: Pick<Config, 'TOKEN_ISSUER' | 'TOKEN_AUDIENCE' | 'TOKEN_TTL_SECONDS' | 'SIGNING_KEY_ROTATION_DAYS' | 'SIGNING_KEY_PUBLISH_AHEAD_SECONDS'>): TokenSettings {
+export function tokenSettings(
+  config: Pick<
+    Config,
+    | 'TOKEN_ISSUER'
+    | 'TOKEN_AUDIENCE'
+    | 'TOKEN_TTL_SECONDS'
+    | 'SIGNING_KEY_ROTATION_DAYS'
+    | 'SIGNING_KEY_PUBLISH_AHEAD_SECONDS'
+  >,
+): TokenSettings {
   return {
-    issuer: config.TOKEN_ISSUER, audience: config.TOKEN_AUDIENCE, ttlSeconds: config.TOKEN_TTL_SECONDS,
-    rotationDays: config.SIGNING_KEY_ROTATION_DAYS, publishAheadSeconds: config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS,
+    issuer: config.TOKEN_ISSUER,
+    audience: config.TOKEN_AUDIENCE,
+    ttlSeconds: config.TOKEN_TTL_SECONDS,
+    rotationDays: config.SIGNING_KEY_ROTATION_DAYS,
+    publishAheadSeconds: config.SIGNING_KEY_PUBLISH_AHEAD_SECONDS,
   }
 }
 
@@ -78,8 +104,13 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     for (const row of rows) {
       const known = byKid.get(row.kid)
       next.push({
-        kid: row.kid, generation: row.generation, activeFrom: row.active_from.getTime(), retireAt: row.retire_at?.getTime() ?? null,
-        verifying: known?.verifying ?? await importJWK(row.public_jwk as JWK, ALG), publicJwk: row.public_jwk as JWK, row,
+        kid: row.kid,
+        generation: row.generation,
+        activeFrom: row.active_from.getTime(),
+        retireAt: row.retire_at?.getTime() ?? null,
+        verifying: known?.verifying ?? (await importJWK(row.public_jwk as JWK, ALG)),
+        publicJwk: row.public_jwk as JWK,
+        row,
       })
     }
     if (mine < applied) return
@@ -91,14 +122,23 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
   }
 
   /** false when another instance made that generation first. */
-  async function add(generation: number, activeFrom: Date, others: { retireAt: Date } | { drop: true }): Promise<{ kid: string; added: boolean }> {
+  async function add(
+    generation: number,
+    activeFrom: Date,
+    others: { retireAt: Date } | { drop: true },
+  ): Promise<{ kid: string; added: boolean }> {
     const { privateKey, publicKey } = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
     const kid = randomUUID()
-    const added = await repo.addSigningKey({
-      kid, generation, activeFrom,
-      privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALG },
-      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
-    }, others)
+    const added = await repo.addSigningKey(
+      {
+        kid,
+        generation,
+        activeFrom,
+        privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALG },
+        publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' },
+      },
+      others,
+    )
     return { kid, added }
   }
 
@@ -119,13 +159,19 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     const stale = Date.now() - lastReload > RELOAD_MS
     const retired = keys.some((k) => k.retireAt !== null && k.retireAt <= at)
     const current = signingKey(at)
-    const due = current !== undefined && periodMs > 0 && at >= current.activeFrom + periodMs - aheadMs &&
+    const due =
+      current !== undefined &&
+      periodMs > 0 &&
+      at >= current.activeFrom + periodMs - aheadMs &&
       !keys.some((k) => k.generation > current.generation)
     if (!stale && !retired && current && !due) return undefined
     maintaining ??= (async () => {
       try {
         // Serving on with the keys known beats failing.
-        if (stale || !current) await load().catch((err) => { if (!current) throw err })
+        if (stale || !current)
+          await load().catch((err) => {
+            if (!current) throw err
+          })
         if (retired) {
           await repo.deleteRetiredSigningKeys(new Date(at))
           await load()
@@ -141,7 +187,11 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     return maintaining
   }
 
-  async function sign(claims: { sub: string; scope: string; company_id?: string }): Promise<{ token: string; expiresIn: number }> {
+  async function sign(claims: {
+    sub: string
+    scope: string
+    company_id?: string
+  }): Promise<{ token: string; expiresIn: number }> {
     const at = nowMs()
     const pending = maintain(at)
     if (pending) await pending
@@ -149,13 +199,22 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     if (!key) throw new Error('No signing key')
     let signer = signers.get(key.kid)
     if (!signer) {
-      signer = { key: createPrivateKey({ key: key.row.private_jwk as NodeJsonWebKey, format: 'jwk' }), header: base64url({ alg: ALG, kid: key.kid, typ: 'at+jwt' }) }
+      signer = {
+        key: createPrivateKey({ key: key.row.private_jwk as NodeJsonWebKey, format: 'jwk' }),
+        header: base64url({ alg: ALG, kid: key.kid, typ: 'at+jwt' }),
+      }
       signers.set(key.kid, signer)
     }
     const now = Math.floor(at / 1000)
     const payload = base64url({
-      scope: claims.scope, ...(claims.company_id ? { company_id: claims.company_id } : {}),
-      iss: settings.issuer, aud: settings.audience, sub: claims.sub, iat: now, exp: now + settings.ttlSeconds, jti: randomUUID(),
+      scope: claims.scope,
+      ...(claims.company_id ? { company_id: claims.company_id } : {}),
+      iss: settings.issuer,
+      aud: settings.audience,
+      sub: claims.sub,
+      iat: now,
+      exp: now + settings.ttlSeconds,
+      jti: randomUUID(),
     })
     const input = `${signer.header}.${payload}`
     const token = `${input}.${signBytes(null, Buffer.from(input), signer.key).toString('base64url')}`
@@ -197,33 +256,51 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
   async function verify(token: string): Promise<Principal | undefined> {
     const hit = cached(token)
     if (hit !== undefined) return hit ?? undefined
-    if (Date.now() - lastReload > RELOAD_MS) await load().catch(() => { /* verify with the keys known */ })
+    if (Date.now() - lastReload > RELOAD_MS)
+      await load().catch(() => {
+        /* verify with the keys known */
+      })
     const at = nowMs()
     let payload: JWTPayload
     let kid = ''
     try {
-      ;({ payload } = await jwtVerify(token, async (header) => {
-        let key = header.kid ? byKid.get(header.kid) : undefined
-        // A key made by another instance since the last load: reload, at most once a second.
-        if (!key && header.kid && Date.now() - lastReload > 1000) {
-          await load()
-          key = byKid.get(header.kid)
-        }
-        if (!key || !live(key, at)) throw new Error('unknown or retired key')
-        kid = key.kid
-        return key.verifying
-      }, {
-        // RFC 9068 §4: an access token says so in its header, so no other JWT of the same key passes.
-        issuer: settings.issuer, audience: settings.audience, algorithms: [ALG], typ: 'at+jwt',
-        requiredClaims: ['exp', 'iat', 'jti'], currentDate: new Date(at),
-      }))
+      ;({ payload } = await jwtVerify(
+        token,
+        async (header) => {
+          let key = header.kid ? byKid.get(header.kid) : undefined
+          // A key made by another instance since the last load: reload, at most once a second.
+          if (!key && header.kid && Date.now() - lastReload > 1000) {
+            await load()
+            key = byKid.get(header.kid)
+          }
+          if (!key || !live(key, at)) throw new Error('unknown or retired key')
+          kid = key.kid
+          return key.verifying
+        },
+        {
+          // RFC 9068 §4: an access token says so in its header, so no other JWT of the same key passes.
+          issuer: settings.issuer,
+          audience: settings.audience,
+          algorithms: [ALG],
+          typ: 'at+jwt',
+          requiredClaims: ['exp', 'iat', 'jti'],
+          currentDate: new Date(at),
+        },
+      ))
     } catch {
       return undefined
     }
-    if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number' || typeof payload.scope !== 'string') return undefined
+    if (
+      typeof payload.sub !== 'string' ||
+      typeof payload.exp !== 'number' ||
+      typeof payload.iat !== 'number' ||
+      typeof payload.scope !== 'string'
+    )
+      return undefined
     // None of ours is issued in the future or lives longer than the configured lifetime: such a
     // token was made elsewhere and would outlive rotation.
-    if (payload.iat > at / 1000 + CLOCK_SKEW_SECONDS || payload.exp - payload.iat > settings.ttlSeconds) return undefined
+    if (payload.iat > at / 1000 + CLOCK_SKEW_SECONDS || payload.exp - payload.iat > settings.ttlSeconds)
+      return undefined
     const principal: Principal = {
       clientId: payload.sub,
       companyId: typeof payload.company_id === 'string' ? payload.company_id : null,
@@ -241,7 +318,11 @@ export function createTokenKeys(repo: KeyRepo, settings: TokenSettings, clock: C
     cached,
     rotate,
     async listen(database: Pick<Database, 'listen'>) {
-      await database.listen(CHANNEL, () => { load().catch(() => { /* the next sign or verify reads them again */ }) })
+      await database.listen(CHANNEL, () => {
+        load().catch(() => {
+          /* the next sign or verify reads them again */
+        })
+      })
     },
     /** The signing key, a next one published ahead, and a previous one until it retires. */
     jwks: () => {

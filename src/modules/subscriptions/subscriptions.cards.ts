@@ -10,16 +10,23 @@ import type { PaymentSourceInput } from './subscriptions.schemas.ts'
 export function cardFromBody(body: PaymentSourceInput): PaymentSource {
   const expiry = { expiry_month: body.expiry_month, expiry_year: body.expiry_year }
   if (body.number === undefined) {
-    if (body.brand === undefined) throw new ValidationError('body/brand is required (or body/number, a test card number)')
-    if (body.last4 === undefined) throw new ValidationError('body/last4 is required (or body/number, a test card number)')
+    if (body.brand === undefined)
+      throw new ValidationError('body/brand is required (or body/number, a test card number)')
+    if (body.last4 === undefined)
+      throw new ValidationError('body/last4 is required (or body/number, a test card number)')
     return { brand: body.brand, last4: body.last4, ...expiry }
   }
   if (body.brand !== undefined || body.last4 !== undefined) {
-    throw new ValidationError(`body/${body.brand !== undefined ? 'brand' : 'last4'} comes from body/number: send either the number or brand and last4`)
+    throw new ValidationError(
+      `body/${body.brand !== undefined ? 'brand' : 'last4'} comes from body/number: send either the number or ` +
+        `brand and last4`,
+    )
   }
   const digits = body.number.replace(/[\s-]/g, '')
-  if (!/^\d{12,19}$/.test(digits) || !luhnValid(digits)) throw new ValidationError('body/number is not a valid card number (12 to 19 digits passing the Luhn check)')
+  if (!/^\d{12,19}$/.test(digits) || !luhnValid(digits))
+    throw new ValidationError('body/number is not a valid card number (12 to 19 digits passing the Luhn check)')
   const behaviour = testBehaviourOf(digits)
-  if (behaviour === 'declined') throw new ValidationError('body/number: the card was declined (test card 4000 0000 0000 0002 is refused on entry)')
+  if (behaviour === 'declined')
+    throw new ValidationError('body/number: the card was declined (test card 4000 0000 0000 0002 is refused on entry)')
   return { brand: brandOf(digits), last4: digits.slice(-4), ...expiry, test_behaviour: behaviour }
 }

@@ -3,17 +3,38 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
 const TRACKED = [
-  'status', 'plan_sku', 'plan_quantity', 'addons', 'coupon_code', 'trial_start', 'trial_end', 'current_term_start',
-  'current_term_end', 'cancelled_at', 'cancel_scheduled_at', 'payment_source', 'billing_anchor_day',
-  'cancellation_reason', 'cancellation_message', 'coupon_applied_at', 'coupon_applied_count', 'coupon_apply_till',
-  'coupon_period_start', 'coupon_period_discounts',
+  'status',
+  'plan_sku',
+  'plan_quantity',
+  'addons',
+  'coupon_code',
+  'trial_start',
+  'trial_end',
+  'current_term_start',
+  'current_term_end',
+  'cancelled_at',
+  'cancel_scheduled_at',
+  'payment_source',
+  'billing_anchor_day',
+  'cancellation_reason',
+  'cancellation_message',
+  'coupon_applied_at',
+  'coupon_applied_count',
+  'coupon_apply_till',
+  'coupon_period_start',
+  'coupon_period_discounts',
 ] as const satisfies readonly (keyof SubscriptionRow)[]
 
 // jsonb returns keys in its own order, so objects compare with sorted keys.
 function plain(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString()
   if (Array.isArray(value)) return value.map(plain)
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.keys(value).sort().map((k) => [k, plain((value as Record<string, unknown>)[k])]))
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, plain((value as Record<string, unknown>)[k])]),
+    )
   return value ?? null
 }
 
@@ -28,25 +49,45 @@ export function changesBetween(before: SubscriptionRow, after: SubscriptionRow):
 
 /** Writes the new state and its event with each moved field; nothing moved: nothing written, false. */
 export async function recordChange(
-  trx: Executor, repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent'>, before: SubscriptionRow, after: SubscriptionRow,
+  trx: Executor,
+  repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent'>,
+  before: SubscriptionRow,
+  after: SubscriptionRow,
   what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
 ): Promise<boolean> {
   const changes = changesBetween(before, after)
   if (Object.keys(changes).length === 0) return false
   await repo.update(trx, before.company_id, before.id, {
-    status: after.status, plan_sku: after.plan_sku, plan_quantity: after.plan_quantity, addons: JSON.stringify(after.addons),
-    coupon_code: after.coupon_code, trial_start: after.trial_start, trial_end: after.trial_end,
-    current_term_start: after.current_term_start, current_term_end: after.current_term_end, cancelled_at: after.cancelled_at,
-    cancel_scheduled_at: after.cancel_scheduled_at, payment_source: JSON.stringify(after.payment_source),
-    billing_anchor_day: after.billing_anchor_day, cancellation_reason: after.cancellation_reason,
-    cancellation_message: after.cancellation_message, coupon_applied_at: after.coupon_applied_at,
-    coupon_applied_count: after.coupon_applied_count, coupon_apply_till: after.coupon_apply_till,
-    coupon_period_start: after.coupon_period_start, coupon_period_discounts: JSON.stringify(after.coupon_period_discounts ?? {}),
+    status: after.status,
+    plan_sku: after.plan_sku,
+    plan_quantity: after.plan_quantity,
+    addons: JSON.stringify(after.addons),
+    coupon_code: after.coupon_code,
+    trial_start: after.trial_start,
+    trial_end: after.trial_end,
+    current_term_start: after.current_term_start,
+    current_term_end: after.current_term_end,
+    cancelled_at: after.cancelled_at,
+    cancel_scheduled_at: after.cancel_scheduled_at,
+    payment_source: JSON.stringify(after.payment_source),
+    billing_anchor_day: after.billing_anchor_day,
+    cancellation_reason: after.cancellation_reason,
+    cancellation_message: after.cancellation_message,
+    coupon_applied_at: after.coupon_applied_at,
+    coupon_applied_count: after.coupon_applied_count,
+    coupon_apply_till: after.coupon_apply_till,
+    coupon_period_start: after.coupon_period_start,
+    coupon_period_discounts: JSON.stringify(after.coupon_period_discounts ?? {}),
     updated_at: what.now,
   })
   await repo.insertEvent(trx, {
-    company_id: before.company_id, subscription_id: before.id, event_type: what.event,
-    from_status: before.status, to_status: after.status, actor: what.actor, occurred_at: what.at,
+    company_id: before.company_id,
+    subscription_id: before.id,
+    event_type: what.event,
+    from_status: before.status,
+    to_status: after.status,
+    actor: what.actor,
+    occurred_at: what.at,
     details: JSON.stringify({ changes, ...what.details }),
   })
   return true

@@ -29,8 +29,21 @@ export function createSubscriptionJobs(deps: {
   /** Chargebee's cancel_reason not_paid. */
   async function cancelForNonPayment(trx: Executor, s: SubscriptionRow, at: Date, invoiceId: string) {
     if (s.status === 'cancelled') return
-    const next: SubscriptionRow = { ...s, status: 'cancelled', cancelled_at: at, cancel_scheduled_at: null, current_term_end: at, cancellation_reason: 'not_paid', cancellation_message: null }
-    await save(trx, s, next, { event: 'cancelled', actor: SCHEDULER_ACTOR, at, details: { cause: 'not_paid', invoice_id: invoiceId } })
+    const next: SubscriptionRow = {
+      ...s,
+      status: 'cancelled',
+      cancelled_at: at,
+      cancel_scheduled_at: null,
+      current_term_end: at,
+      cancellation_reason: 'not_paid',
+      cancellation_message: null,
+    }
+    await save(trx, s, next, {
+      event: 'cancelled',
+      actor: SCHEDULER_ACTOR,
+      at,
+      details: { cause: 'not_paid', invoice_id: invoiceId },
+    })
   }
 
   /** An invoice left not_paid at once (no retries configured) cancels. */
@@ -44,16 +57,21 @@ export function createSubscriptionJobs(deps: {
     if (!s) return
     // A job about an earlier state (a cancelled trial, a replaced term) does nothing.
     if (which === 'trial_end' && s.id !== ctx.key) return
-    if (which === 'term_end' && (s.id !== ctx.payload.subscription_id || s.current_term_end?.toISOString() !== ctx.payload.term_end)) return
+    if (
+      which === 'term_end' &&
+      (s.id !== ctx.payload.subscription_id || s.current_term_end?.toISOString() !== ctx.payload.term_end)
+    )
+      return
     const provider = providers.get(s.provider)
     if (!provider.drivesTime) return
     const plan = await repo.findPlan(ctx.trx, s.plan_sku)
     if (!plan) throw new Error(`subscription ${s.id}: plan ${s.plan_sku} is missing from the catalogue`)
-    const next = which === 'trial_end' ? provider.atTrialEnd?.(s, plan.period_unit) : provider.atTermEnd?.(s, plan.period_unit)
+    const next =
+      which === 'trial_end' ? provider.atTrialEnd?.(s, plan.period_unit) : provider.atTermEnd?.(s, plan.period_unit)
     if (!next) return
     const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
     const event = next.status === 'cancelled' ? 'cancelled' : which === 'trial_end' ? 'activated' : 'renewed'
-    let invoice
+    let invoice: ReturnType<typeof invoiceFor> | undefined
     let state = next
     if (next.status === 'active') {
       const customer = await customerOf(ctx.trx, s.company_id)
@@ -64,12 +82,28 @@ export function createSubscriptionJobs(deps: {
       // Counted: the coupon's duration runs on periods discounted.
       if (selection.coupon && next.current_term_start) {
         const used = couponDiscount(selection.coupon, invoice.line_items, period)
-        state = { ...next, ...usageColumns(afterInvoice(selection.coupon, period.usage, next.current_term_start, used.amount, used.taken)) }
+        state = {
+          ...next,
+          ...usageColumns(
+            afterInvoice(selection.coupon, period.usage, next.current_term_start, used.amount, used.taken),
+          ),
+        }
       }
     }
-    await save(ctx.trx, s, state, { event, actor: SCHEDULER_ACTOR, at, details: { cause: which, ...(invoice ? { invoice } : {}) } })
+    await save(ctx.trx, s, state, {
+      event,
+      actor: SCHEDULER_ACTOR,
+      at,
+      details: { cause: which, ...(invoice ? { invoice } : {}) },
+    })
     if (invoice) {
-      await bill(ctx.trx, state, { kind: which === 'trial_end' ? 'activation' : 'renewal', invoice, date: at, periodStart: state.current_term_start!, periodEnd: state.current_term_end! })
+      await bill(ctx.trx, state, {
+        kind: which === 'trial_end' ? 'activation' : 'renewal',
+        invoice,
+        date: at,
+        periodStart: state.current_term_start!,
+        periodEnd: state.current_term_end!,
+      })
     }
   }
 

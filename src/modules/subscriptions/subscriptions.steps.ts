@@ -17,7 +17,10 @@ export type SubscriptionCustomer = BillingCustomer & TaxCustomer & { timezone: s
 // the service takes only those it uses.
 export function createSubscriptionSteps(deps: {
   db: Kysely<DB>
-  repo: Pick<SubscriptionsRepository, 'update' | 'insertEvent' | 'lockByCompany' | 'findByCompany' | 'findCustomer' | 'findPlan' | 'findProduct'>
+  repo: Pick<
+    SubscriptionsRepository,
+    'update' | 'insertEvent' | 'lockByCompany' | 'findByCompany' | 'findCustomer' | 'findPlan' | 'findProduct'
+  >
   scheduler: Pick<Scheduler, 'schedule'>
   clock: Clock
   providers: ProviderRegistry
@@ -26,20 +29,37 @@ export function createSubscriptionSteps(deps: {
   const { db, repo, clock, providers, ledger } = deps
 
   /** Also schedules the term's end when this service drives time. */
-  async function save(trx: Executor, before: SubscriptionRow, after: SubscriptionRow, what: { event: string; actor: string; at: Date; details?: Record<string, unknown> }): Promise<boolean> {
+  async function save(
+    trx: Executor,
+    before: SubscriptionRow,
+    after: SubscriptionRow,
+    what: { event: string; actor: string; at: Date; details?: Record<string, unknown> },
+  ): Promise<boolean> {
     const provider = providers.get(before.provider)
     const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() })
-    if (saved && provider.drivesTime && (after.status === 'active' || after.status === 'non_renewing') && after.current_term_end) {
+    if (
+      saved &&
+      provider.drivesTime &&
+      (after.status === 'active' || after.status === 'non_renewing') &&
+      after.current_term_end
+    ) {
       const termEnd = after.current_term_end
       await deps.scheduler.schedule(trx, {
-        kind: TERM_END_JOB, key: `${after.id}@${termEnd.toISOString()}`, runAt: termEnd, companyId: after.company_id,
+        kind: TERM_END_JOB,
+        key: `${after.id}@${termEnd.toISOString()}`,
+        runAt: termEnd,
+        companyId: after.company_id,
         payload: { company_id: after.company_id, subscription_id: after.id, term_end: termEnd.toISOString() },
       })
     }
     return saved
   }
 
-  function change<T>(companyId: string, subscriptionId: string | undefined, fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>): Promise<T> {
+  function change<T>(
+    companyId: string,
+    subscriptionId: string | undefined,
+    fn: (trx: Executor, s: SubscriptionRow, provider: BillingProvider) => Promise<T>,
+  ): Promise<T> {
     return db.transaction().execute(async (trx) => {
       const s = await repo.lockByCompany(trx, companyId)
       if (!s || (subscriptionId !== undefined && s.id !== subscriptionId)) throw new NotFound('Subscription')
@@ -50,12 +70,24 @@ export function createSubscriptionSteps(deps: {
   async function customerOf(executor: Executor, companyId: string): Promise<SubscriptionCustomer> {
     const row = await repo.findCustomer(executor, companyId)
     if (!row) throw new NotFound('Company')
-    return { id: companyId, company_id: companyId, name: row.name, email: row.billing_email, country: row.country, vat_number: row.vat_number, vat_number_status: row.vat_number_status, timezone: row.timezone }
+    return {
+      id: companyId,
+      company_id: companyId,
+      name: row.name,
+      email: row.billing_email,
+      country: row.country,
+      vat_number: row.vat_number,
+      vat_number_status: row.vat_number_status,
+      timezone: row.timezone,
+    }
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: SubscriptionCustomer) {
     const [plan, product, customer, credits] = await Promise.all([
-      repo.findPlan(executor, s.plan_sku), repo.findProduct(executor, s.product_sku), known ?? customerOf(executor, s.company_id), ledger.credits(executor, s.company_id),
+      repo.findPlan(executor, s.plan_sku),
+      repo.findProduct(executor, s.product_sku),
+      known ?? customerOf(executor, s.company_id),
+      ledger.credits(executor, s.company_id),
     ])
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)

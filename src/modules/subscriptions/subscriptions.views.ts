@@ -24,34 +24,76 @@ export function featuresOf(s: SubscriptionRow, plan: PlanRow | undefined): strin
   return [...liveFeatures(s.status, plan?.features)]
 }
 
-export interface CustomerCredits { promotional_credits: number; refundable_credits: number; excess_payments: number }
+export interface CustomerCredits {
+  promotional_credits: number
+  refundable_credits: number
+  excess_payments: number
+}
 
 /** Times in Unix seconds. */
 export function subscriptionView(s: SubscriptionRow): SubscriptionDetails['subscription'] {
   return {
-      id: s.id, customer_id: s.customer_id, provider: s.provider, status: s.status, product_sku: s.product_sku,
-      plan_id: s.plan_sku, plan_quantity: s.plan_quantity, addons: s.addons, coupon_code: s.coupon_code,
-      coupons: s.coupon_code === null ? [] : [{
-        coupon_code: s.coupon_code, applied_at: unixSeconds(s.coupon_applied_at), applied_count: s.coupon_applied_count, apply_till: unixSeconds(s.coupon_apply_till),
-      }],
-      trial_start: unixSeconds(s.trial_start), trial_end: unixSeconds(s.trial_end),
-      current_term_start: unixSeconds(s.current_term_start), current_term_end: unixSeconds(s.current_term_end),
-      next_billing_at: nextBillingAt(s), cancelled_at: cancelledAt(s),
-      scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
-      cancellation_reason: s.cancellation_reason, cancellation_message: s.cancellation_message,
-      created_at: unixSeconds(s.created_at)!, updated_at: unixSeconds(s.updated_at)!,
+    id: s.id,
+    customer_id: s.customer_id,
+    provider: s.provider,
+    status: s.status,
+    product_sku: s.product_sku,
+    plan_id: s.plan_sku,
+    plan_quantity: s.plan_quantity,
+    addons: s.addons,
+    coupon_code: s.coupon_code,
+    coupons:
+      s.coupon_code === null
+        ? []
+        : [
+            {
+              coupon_code: s.coupon_code,
+              applied_at: unixSeconds(s.coupon_applied_at),
+              applied_count: s.coupon_applied_count,
+              apply_till: unixSeconds(s.coupon_apply_till),
+            },
+          ],
+    trial_start: unixSeconds(s.trial_start),
+    trial_end: unixSeconds(s.trial_end),
+    current_term_start: unixSeconds(s.current_term_start),
+    current_term_end: unixSeconds(s.current_term_end),
+    next_billing_at: nextBillingAt(s),
+    cancelled_at: cancelledAt(s),
+    scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
+    cancellation_reason: s.cancellation_reason,
+    cancellation_message: s.cancellation_message,
+    created_at: unixSeconds(s.created_at)!,
+    updated_at: unixSeconds(s.updated_at)!,
   }
 }
 
-export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductRow, customer: BillingCustomer, credits: CustomerCredits): SubscriptionDetails {
+export function detailsView(
+  s: SubscriptionRow,
+  plan: PlanRow,
+  product: ProductRow,
+  customer: BillingCustomer,
+  credits: CustomerCredits,
+): SubscriptionDetails {
   const card = s.payment_source
   return {
     subscription: subscriptionView(s),
     plan: planView(plan).plan,
     product: productView(product).product,
     customer: {
-      id: customer.id, company_id: customer.company_id, name: customer.name, email: customer.email, country: customer.country,
-      payment_method: card ? { type: 'card', brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year } : null,
+      id: customer.id,
+      company_id: customer.company_id,
+      name: customer.name,
+      email: customer.email,
+      country: customer.country,
+      payment_method: card
+        ? {
+            type: 'card',
+            brand: card.brand,
+            last4: card.last4,
+            expiry_month: card.expiry_month,
+            expiry_year: card.expiry_year,
+          }
+        : null,
       ...credits,
     },
   }
@@ -59,9 +101,13 @@ export function detailsView(s: SubscriptionRow, plan: PlanRow, product: ProductR
 
 export function statusView(s: SubscriptionRow, plan: PlanRow | undefined): SubscriptionStatusBody {
   return {
-    subscription_id: s.id, status: s.status, plan: s.plan_sku,
-    current_term_end: unixSeconds(s.current_term_end), trial_end: unixSeconds(s.trial_end),
-    cancelled_at: cancelledAt(s), scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
+    subscription_id: s.id,
+    status: s.status,
+    plan: s.plan_sku,
+    current_term_end: unixSeconds(s.current_term_end),
+    trial_end: unixSeconds(s.trial_end),
+    cancelled_at: cancelledAt(s),
+    scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
     features: featuresOf(s, plan),
   }
 }

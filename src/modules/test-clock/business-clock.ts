@@ -23,7 +23,11 @@ export interface BusinessClock extends Clock {
  * for every instance, kept in memory so now() is cheap. Changes are heard by NOTIFY and, if
  * missed, from the periodic read. The offset never goes back, so a late read cannot move it.
  */
-export function createBusinessClock(options: { base: Clock; repo: Pick<TestClockRepository, 'read'>; database: Pick<Database, 'listen'> }): BusinessClock {
+export function createBusinessClock(options: {
+  base: Clock
+  repo: Pick<TestClockRepository, 'read'>
+  database: Pick<Database, 'listen'>
+}): BusinessClock {
   let current: TestClockRow = { offset_ms: 0, status: 'ready', advancing_to: null }
   const listeners: Array<() => void> = []
   let timer: NodeJS.Timeout | undefined
@@ -60,10 +64,23 @@ export function createBusinessClock(options: { base: Clock; repo: Pick<TestClock
     now: () => new Date(options.base.now().getTime() + current.offset_ms),
     offsetMs: () => current.offset_ms,
     state: () => current,
-    apply(row) { written++; apply(row) },
-    onChange(listener) { listeners.push(listener) },
+    apply(row) {
+      written++
+      apply(row)
+    },
+    onChange(listener) {
+      listeners.push(listener)
+    },
     async listen() {
-      await options.database.listen(CHANGED, () => { void refresh() }, (heard) => { if (heard) void refresh() })
+      await options.database.listen(
+        CHANGED,
+        () => {
+          void refresh()
+        },
+        (heard) => {
+          if (heard) void refresh()
+        },
+      )
       await loop()
     },
     stop() {

@@ -14,13 +14,17 @@ const STALE_AFTER = '2 minutes'
 export function createTestClockRepository(db: Kysely<DB>) {
   return {
     async read(): Promise<TestClockRow> {
-      const { rows: [row] } = await sql<TestClockRow>`SELECT offset_ms, status, advancing_to FROM test_clock`.execute(db)
+      const {
+        rows: [row],
+      } = await sql<TestClockRow>`SELECT offset_ms, status, advancing_to FROM test_clock`.execute(db)
       return row ?? { offset_ms: 0, status: 'ready', advancing_to: null }
     },
 
     /** Marks the clock advancing towards `to`; undefined when another advance (alive) holds it. */
     async claim(to: Date): Promise<TestClockRow | undefined> {
-      const { rows: [row] } = await sql<TestClockRow>`
+      const {
+        rows: [row],
+      } = await sql<TestClockRow>`
         UPDATE test_clock SET status = 'advancing', advancing_to = ${to}, heartbeat_at = now()
         WHERE status = 'ready' OR heartbeat_at IS NULL OR heartbeat_at < now() - ${STALE_AFTER}::interval
         RETURNING offset_ms, status, advancing_to`.execute(db)

@@ -4,11 +4,15 @@ import type { Scheduler } from '../../jobs/scheduler.ts'
 import { Conflict, ServiceUnavailable, ValidationError } from '../../core/errors.ts'
 import type { TestClock } from './test-clock.schemas.ts'
 
-/** An advance stops after this many steps (one per distinct due time): a job that keeps failing, or a runaway series. */
+/**
+ * An advance stops after this many steps (one per distinct due time): a job that keeps failing, or a runaway series.
+ */
 const MAX_STEPS = 10_000
 /** How far one advance may go: beyond, a series would take longer than anyone waits for an answer. */
 const MAX_YEARS = 10
-/** How long due jobs held by another instance (their transactions running) are waited for, with none run here meanwhile. */
+/**
+ * How long due jobs held by another instance (their transactions running) are waited for, with none run here meanwhile.
+ */
 const HELD_WAIT_MS = 60_000
 
 /**
@@ -36,7 +40,9 @@ export function createTestClockService(deps: {
   function refuseBackwards(to: Date) {
     const now = clock.now()
     if (to.getTime() < now.getTime()) {
-      throw new ValidationError(`body/to must not be before the business time now (${now.toISOString()}): the test clock only moves forward`)
+      throw new ValidationError(
+        `body/to must not be before the business time now (${now.toISOString()}): the test clock only moves forward`,
+      )
     }
   }
 
@@ -49,12 +55,19 @@ export function createTestClockService(deps: {
       refuseBackwards(to)
       const limit = new Date(clock.now())
       limit.setUTCFullYear(limit.getUTCFullYear() + MAX_YEARS)
-      if (to > limit) throw new ValidationError(`body/to must be at most ${MAX_YEARS} years after the business time now (${limit.toISOString()} at the latest)`)
+      if (to > limit)
+        throw new ValidationError(
+          `body/to must be at most ${MAX_YEARS} years after the business time now (${limit.toISOString()} at the ` +
+            `latest)`,
+        )
 
       const claimed = await repo.claim(to)
       if (!claimed) {
         const busy = clock.state().advancing_to
-        throw new Conflict(`The test clock is already advancing${busy ? ` (to ${new Date(busy).toISOString()})` : ''}; advance again once GET /api/v1/test_clock shows status "ready"`)
+        throw new Conflict(
+          `The test clock is already advancing${busy ? ` (to ${new Date(busy).toISOString()})` : ''}; ` +
+            'advance again once GET /api/v1/test_clock shows status "ready"',
+        )
       }
       clock.apply(claimed)
       try {
@@ -63,7 +76,10 @@ export function createTestClockService(deps: {
         /** Moves every instance's clock to `target` (never back), and beats the heart of this advance. */
         const stepTo = async (target: Date) => {
           const offset = Math.max(clock.offsetMs(), target.getTime() - (clock.now().getTime() - clock.offsetMs()))
-          if (!(await repo.step(offset, to))) throw new Conflict('The advance was taken over by another instance (this one had stopped stepping for 2 minutes)')
+          if (!(await repo.step(offset, to)))
+            throw new Conflict(
+              'The advance was taken over by another instance (this one had stopped stepping for 2 minutes)',
+            )
           clock.apply({ offset_ms: offset })
         }
         /** Runs every job due now, waiting for those another instance holds. */
@@ -71,10 +87,14 @@ export function createTestClockService(deps: {
           let deadline = performance.now() + HELD_WAIT_MS
           for (;;) {
             // A long backlog is progress, not a wait: the deadline counts from the last job run here.
-            if (await scheduler.runDue() > 0) deadline = performance.now() + HELD_WAIT_MS
+            if ((await scheduler.runDue()) > 0) deadline = performance.now() + HELD_WAIT_MS
             const next = await scheduler.nextDue()
             if (!next || next.getTime() > clock.now().getTime()) return
-            if (performance.now() > deadline) throw new ServiceUnavailable(`Jobs due at ${next.toISOString()} are held by another instance; the test clock stopped at ${clock.now().toISOString()}`)
+            if (performance.now() > deadline)
+              throw new ServiceUnavailable(
+                `Jobs due at ${next.toISOString()} are held by another instance; the test clock stopped at ` +
+                  `${clock.now().toISOString()}`,
+              )
             await stepTo(clock.now())
             await new Promise((resolve) => setTimeout(resolve, 20))
           }
@@ -84,7 +104,10 @@ export function createTestClockService(deps: {
           const next = await scheduler.nextDue()
           if (!next || next.getTime() > to.getTime()) break
           if (steps >= MAX_STEPS) {
-            throw new Conflict(`The advance stopped at ${clock.now().toISOString()} after ${MAX_STEPS} steps (a job that keeps failing, or too many due times); advance again to go on`)
+            throw new Conflict(
+              `The advance stopped at ${clock.now().toISOString()} after ${MAX_STEPS} steps (a job that keeps ` +
+                `failing, or too many due times); advance again to go on`,
+            )
           }
           await stepTo(next)
         }

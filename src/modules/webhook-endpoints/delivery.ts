@@ -60,6 +60,7 @@ export function createWebhookDelivery(deps: {
   let timerAt = Infinity
   /** The last look for an enabled endpoint (afterWrite). */
   let endpointsSeen: { any: boolean; at: number } | undefined
+  // biome-ignore lint/correctness/noUnusedVariables: read by `??=`
   let looking: Promise<void> | undefined
   /** Counts endpoint changes made here: a look that began before one is not kept. */
   let endpointChanges = 0
@@ -67,7 +68,9 @@ export function createWebhookDelivery(deps: {
   // Passes never overlap in a process, so each counts the slots the previous took and the bound stays exact.
   async function pass(): Promise<Pass> {
     while (passing) await passing
-    passing = claimAndSend().finally(() => { passing = undefined })
+    passing = claimAndSend().finally(() => {
+      passing = undefined
+    })
     return passing
   }
 
@@ -76,28 +79,66 @@ export function createWebhookDelivery(deps: {
     const now = deps.clock.now()
     const leaseUntil = new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS)
     // A failed claim must not keep new events from their first calls.
-    const claimed = await deps.repo.claimDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), dropBatch: DROP_BATCH })
-      .catch((err: unknown) => { deps.log.warn({ err }, 'webhook delivery claim failed'); return [] })
+    const claimed = await deps.repo
+      .claimDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), dropBatch: DROP_BATCH })
+      .catch((err: unknown) => {
+        deps.log.warn({ err }, 'webhook delivery claim failed')
+        return []
+      })
     const bodies = new Map<string, string>()
     await prepareBodies(claimed, bodies)
     for (const d of claimed) {
       // A delivery that cannot start stays leased and its lease brings it back; the others go on.
       try {
-        start(d, { direct: false, attemptId: d.attempt_id, deliveryId: d.id, seq: d.seq, attempt: d.attempt, endpointId: d.endpoint_id, eventId: d.event_id }, bodyOf(d, bodies))
-      } catch (err) { deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started') }
+        start(
+          d,
+          {
+            direct: false,
+            attemptId: d.attempt_id,
+            deliveryId: d.id,
+            seq: d.seq,
+            attempt: d.attempt,
+            endpointId: d.endpoint_id,
+            eventId: d.event_id,
+          },
+          bodyOf(d, bodies),
+        )
+      } catch (err) {
+        deps.log.error({ err, delivery_id: d.id }, 'webhook delivery not started')
+      }
     }
-    const fanned = await deps.repo.fanOutDue({ now, leaseUntil, bound: MAX_IN_FLIGHT_PER_ENDPOINT, busy: busy(), batch: FAN_OUT_BATCH })
+    const fanned = await deps.repo.fanOutDue({
+      now,
+      leaseUntil,
+      bound: MAX_IN_FLIGHT_PER_ENDPOINT,
+      busy: busy(),
+      batch: FAN_OUT_BATCH,
+    })
     await prepareBodies(fanned, bodies)
     let direct = 0
     for (const e of fanned) {
       try {
-        if (e.direct.includes(undefined)) throw new Error(`The fan-out of event ${e.event_id} lists an endpoint without its row`)
+        if (e.direct.includes(undefined))
+          throw new Error(`The fan-out of event ${e.event_id} lists an endpoint without its row`)
         const body = bodyOf(e, bodies)
         for (const target of e.direct as DirectTarget[]) {
-          start(target, { direct: true, attempt: 1, endpointId: target.id, eventId: e.event_id, companyId: e.event_company_id, startedAt: now }, body)
+          start(
+            target,
+            {
+              direct: true,
+              attempt: 1,
+              endpointId: target.id,
+              eventId: e.event_id,
+              companyId: e.event_company_id,
+              startedAt: now,
+            },
+            body,
+          )
           direct++
         }
-      } catch (err) { deps.log.error({ err, event_id: e.event_id }, 'webhook delivery not started') }
+      } catch (err) {
+        deps.log.error({ err, event_id: e.event_id }, 'webhook delivery not started')
+      }
     }
     // A full batch: more events may be due.
     if (fanned.length === FAN_OUT_BATCH) wakeIn(0)
@@ -110,12 +151,27 @@ export function createWebhookDelivery(deps: {
 
   /** One body per event per pass; one that cannot be built is left out and its calls refused. */
   async function prepareBodies(events: readonly BodySource[], bodies: Map<string, string>) {
-    await Promise.all(events.map(async (e) => {
-      if (bodies.has(e.event_id)) return
-      try {
-        bodies.set(e.event_id, JSON.stringify(await deps.presenter.event({ id: e.event_id, type: e.type, company_id: e.event_company_id, data: e.data, created_at: e.created_at })))
-      } catch (err) { deps.log.error({ err, event_id: e.event_id }, 'webhook event body not built') }
-    }))
+    await Promise.all(
+      events.map(async (e) => {
+        if (bodies.has(e.event_id)) return
+        try {
+          bodies.set(
+            e.event_id,
+            JSON.stringify(
+              await deps.presenter.event({
+                id: e.event_id,
+                type: e.type,
+                company_id: e.event_company_id,
+                data: e.data,
+                created_at: e.created_at,
+              }),
+            ),
+          )
+        } catch (err) {
+          deps.log.error({ err, event_id: e.event_id }, 'webhook event body not built')
+        }
+      }),
+    )
   }
 
   function bodyOf(e: BodySource, bodies: Map<string, string>): string {
@@ -124,33 +180,56 @@ export function createWebhookDelivery(deps: {
     return body
   }
 
-  type Target = { url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Date | string | null }
+  type Target = {
+    url: string
+    secret: string
+    previous_secret: string | null
+    previous_secret_expires_at: Date | string | null
+  }
 
   function start(target: Target, started: Started, body: string) {
     // During a rotation's grace the replaced secret signs too.
-    const previous = target.previous_secret && target.previous_secret_expires_at && new Date(target.previous_secret_expires_at) > deps.clock.now() ? [target.previous_secret] : []
+    const previous =
+      target.previous_secret &&
+      target.previous_secret_expires_at &&
+      new Date(target.previous_secret_expires_at) > deps.clock.now()
+        ? [target.previous_secret]
+        : []
     const { endpointId } = started
     // Taken once the call is sure to start, so release() always follows.
     const n = (calls.get(endpointId) ?? 0) + 1
     calls.set(endpointId, n)
     if (n >= MAX_IN_FLIGHT_PER_ENDPOINT) saturated.add(endpointId)
     // Few promises per call: a delivery happens about ten times per change.
-    const call: Promise<void> = sender.send(target.url, [target.secret, ...previous], started.eventId, body)
-      .then((sent) => {
-        release(endpointId)
-        // The attempt records a code only; the network's detail goes to the operator's log.
-        if (sent.detail) deps.log.debug({ endpoint_id: endpointId, event_id: started.eventId, error: sent.error, detail: sent.detail }, 'webhook attempt failed')
-        recorder.add(started, sent, deps.clock.now())
-      }, (err: unknown) => {
-        release(endpointId)
-        throw err
-      })
+    const call: Promise<void> = sender
+      .send(target.url, [target.secret, ...previous], started.eventId, body)
+      .then(
+        (sent) => {
+          release(endpointId)
+          // The attempt records a code only; the network's detail goes to the operator's log.
+          if (sent.detail)
+            deps.log.debug(
+              { endpoint_id: endpointId, event_id: started.eventId, error: sent.error, detail: sent.detail },
+              'webhook attempt failed',
+            )
+          recorder.add(started, sent, deps.clock.now())
+        },
+        (err: unknown) => {
+          release(endpointId)
+          throw err
+        },
+      )
       .catch((err: unknown) => deps.log.error({ err }, 'webhook delivery failed'))
-      .then(() => forget(call), () => forget(call))
+      .then(
+        () => forget(call),
+        () => forget(call),
+      )
     inFlight.add(call)
   }
 
-  function forget(call: Promise<void>) { inFlight.delete(call) }
+  function forget(call: Promise<void>) {
+    inFlight.delete(call)
+  }
 
   function release(endpointId: string) {
     const left = (calls.get(endpointId) ?? 1) - 1
@@ -184,7 +263,9 @@ export function createWebhookDelivery(deps: {
       stopped = false
       wakeIn(0)
     },
-    wake() { wakeIn(WRITE_WAKE_MS) },
+    wake() {
+      wakeIn(WRITE_WAKE_MS)
+    },
     /** After a write request here: a pass soon, if an enabled endpoint exists. */
     afterWrite() {
       if (stopped) return
@@ -194,16 +275,21 @@ export function createWebhookDelivery(deps: {
       }
       const changes = endpointChanges
       looking ??= outsideRequestScope(() => deps.repo.anyEnabled())
-        .then((any) => {
-          // An endpoint changed here meanwhile: the look may predate it.
-          const changed = changes !== endpointChanges
-          if (!changed) endpointsSeen = { any, at: deps.clock.now().getTime() }
-          if (any || changed) wakeIn(WRITE_WAKE_MS)
-        }, (err: unknown) => {
-          deps.log.warn({ err }, 'webhook endpoints look failed')
-          wakeIn(WRITE_WAKE_MS)
+        .then(
+          (any) => {
+            // An endpoint changed here meanwhile: the look may predate it.
+            const changed = changes !== endpointChanges
+            if (!changed) endpointsSeen = { any, at: deps.clock.now().getTime() }
+            if (any || changed) wakeIn(WRITE_WAKE_MS)
+          },
+          (err: unknown) => {
+            deps.log.warn({ err }, 'webhook endpoints look failed')
+            wakeIn(WRITE_WAKE_MS)
+          },
+        )
+        .finally(() => {
+          looking = undefined
         })
-        .finally(() => { looking = undefined })
     },
     // Taken for enabled without a look: the new row may not be committed yet.
     endpointsChanged() {

@@ -18,7 +18,15 @@ export interface DeliveryObserver {
 
 // A claimed delivery's attempt has its rows already; a direct call has none until its outcome.
 export type Started =
-  | { direct: false; attemptId: string; deliveryId: string; seq: number; attempt: number; endpointId: string; eventId: string }
+  | {
+      direct: false
+      attemptId: string
+      deliveryId: string
+      seq: number
+      attempt: number
+      endpointId: string
+      eventId: string
+    }
   | { direct: true; attempt: 1; endpointId: string; eventId: string; companyId: string | null; startedAt: Date }
 
 /**
@@ -26,7 +34,11 @@ export type Started =
  * failed statement is logged and its outcomes dropped: their leases run out and they are retried
  * with the same webhook-id, as after a crash.
  */
-export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsRepository, 'recordOutcomes' | 'recordDirectOutcomes'>; log: FastifyBaseLogger; observer?: DeliveryObserver }) {
+export function createOutcomeRecorder(deps: {
+  repo: Pick<WebhookEndpointsRepository, 'recordOutcomes' | 'recordDirectOutcomes'>
+  log: FastifyBaseLogger
+  observer?: DeliveryObserver
+}) {
   let queue: RecordedOutcome[] = []
   let directQueue: DirectOutcome[] = []
   let timer: NodeJS.Timeout | undefined
@@ -42,14 +54,32 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     if (started.direct) {
       // A first attempt is never the last: no disabling here.
       directQueue.push({
-        outcome: sent.outcome, statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error, at,
-        eventId: started.eventId, endpointId: started.endpointId, companyId: started.companyId, startedAt: started.startedAt, retryAt,
+        outcome: sent.outcome,
+        statusCode: sent.statusCode,
+        durationMs: sent.durationMs,
+        error: sent.error,
+        at,
+        eventId: started.eventId,
+        endpointId: started.endpointId,
+        companyId: started.companyId,
+        startedAt: started.startedAt,
+        retryAt,
       })
     } else {
       queue.push({
-        outcome: sent.outcome, statusCode: sent.statusCode, durationMs: sent.durationMs, error: sent.error, at,
-        attemptId: started.attemptId, deliveryId: started.deliveryId, seq: started.seq, retryAt,
-        disabledReason: givenUp ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ${started.attempt} attempts over three days` : null,
+        outcome: sent.outcome,
+        statusCode: sent.statusCode,
+        durationMs: sent.durationMs,
+        error: sent.error,
+        at,
+        attemptId: started.attemptId,
+        deliveryId: started.deliveryId,
+        seq: started.seq,
+        retryAt,
+        disabledReason: givenUp
+          ? `Disabled at ${at.toISOString()}: the event ${started.eventId} could not be delivered in ` +
+            `${started.attempt} attempts over three days`
+          : null,
       })
     }
     if (queue.length + directQueue.length >= FLUSH_SIZE) void flush()
@@ -66,11 +96,15 @@ export function createOutcomeRecorder(deps: { repo: Pick<WebhookEndpointsReposit
     queue = []
     directQueue = []
     // Two statements failing alone, so one failure does not drop the other's outcomes.
-    const write = (statement: Promise<void>, outcomes: number) => statement
-      .catch((err: unknown) => deps.log.error({ err, outcomes }, 'webhook delivery outcomes not recorded; their leases will retry them'))
+    const write = (statement: Promise<void>, outcomes: number) =>
+      statement.catch((err: unknown) =>
+        deps.log.error({ err, outcomes }, 'webhook delivery outcomes not recorded; their leases will retry them'),
+      )
     writing = write(deps.repo.recordOutcomes(batch), batch.length)
       .then(() => write(deps.repo.recordDirectOutcomes(directBatch), directBatch.length))
-      .finally(() => { writing = undefined })
+      .finally(() => {
+        writing = undefined
+      })
     await writing
     if ((queue.length > 0 || directQueue.length > 0) && !timer) timer = setTimeout(() => void flush(), 0)
   }

@@ -9,7 +9,13 @@ import { BoundedMap } from '../../core/bounded-map.ts'
 const MAX_RESPONSE_BYTES = 64 * 1024
 
 /** `detail` is for this service's log only; the attempt shows `error`. */
-export interface Sent { outcome: AttemptOutcome; statusCode: number | null; error: AttemptError | null; durationMs: number; detail?: string }
+export interface Sent {
+  outcome: AttemptOutcome
+  statusCode: number | null
+  error: AttemptError | null
+  durationMs: number
+  detail?: string
+}
 
 const IDLE_CONNECTION_MAX_MS = 30_000
 const PARSED_TARGETS_KEPT = 1000
@@ -18,14 +24,25 @@ type Parsed = { origin: string; path: string } | { refused: string }
 
 function parseTarget(target: string, allowPrivateTargets: boolean): Parsed {
   let url: URL
-  try { url = new URL(target) } catch { return { refused: 'The endpoint URL is not a URL' } }
+  try {
+    url = new URL(target)
+  } catch {
+    return { refused: 'The endpoint URL is not a URL' }
+  }
   const host = hostOf(url)
   // Checked at every call too: a stored URL meets the rule in force now.
-  if (net.isIP(host) && isRefusedAddress(host, allowPrivateTargets)) return { refused: `${host} is an address webhooks may not reach` }
+  if (net.isIP(host) && isRefusedAddress(host, allowPrivateTargets))
+    return { refused: `${host} is an address webhooks may not reach` }
   return { origin: url.origin, path: url.pathname + url.search }
 }
 
-function ended(started: number, outcome: AttemptOutcome, statusCode: number | null, error: AttemptError | null, detail?: string): Sent {
+function ended(
+  started: number,
+  outcome: AttemptOutcome,
+  statusCode: number | null,
+  error: AttemptError | null,
+  detail?: string,
+): Sent {
   return { outcome, statusCode, error, durationMs: Math.round(performance.now() - started), detail }
 }
 
@@ -45,15 +62,20 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
    */
   function dispatcher(): Agent | Promise<Agent> {
     if (agent) return agent
-    loading ??= import('undici').then(({ Agent }) => {
-      agent = new Agent({
-        connect: { lookup: guardedLookup(options.allowPrivateTargets), timeout: options.timeoutMs },
-        keepAliveMaxTimeout: IDLE_CONNECTION_MAX_MS,
-        // The call's own timer bounds the whole call.
-        headersTimeout: 0, bodyTimeout: 0,
+    loading ??= import('undici')
+      .then(({ Agent }) => {
+        agent = new Agent({
+          connect: { lookup: guardedLookup(options.allowPrivateTargets), timeout: options.timeoutMs },
+          keepAliveMaxTimeout: IDLE_CONNECTION_MAX_MS,
+          // The call's own timer bounds the whole call.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        })
+        return agent
       })
-      return agent
-    }).finally(() => { loading = undefined })
+      .finally(() => {
+        loading = undefined
+      })
     return loading
   }
 
@@ -73,15 +95,26 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     const started = performance.now()
     try {
       const parsed = parsedTarget(target)
-      if ('refused' in parsed) return Promise.resolve(ended(started, 'refused', null, 'connection_refused', parsed.refused))
+      if ('refused' in parsed)
+        return Promise.resolve(ended(started, 'refused', null, 'connection_refused', parsed.refused))
       const headers = {
-        'content-type': 'application/json', 'user-agent': 'company-admin-api-webhooks/1',
+        'content-type': 'application/json',
+        'user-agent': 'company-admin-api-webhooks/1',
         ...signatureHeaders(secrets, eventId, body, Math.floor(Date.now() / 1000)),
       }
       const client = dispatcher()
       if (client instanceof Promise) {
-        return client.then((loaded) => call(loaded, parsed, headers, body, started),
-          (err: unknown) => ended(started, 'error', null, 'connection_refused', `The HTTP client could not be loaded: ${(err as Error).message}`))
+        return client.then(
+          (loaded) => call(loaded, parsed, headers, body, started),
+          (err: unknown) =>
+            ended(
+              started,
+              'error',
+              null,
+              'connection_refused',
+              `The HTTP client could not be loaded: ${(err as Error).message}`,
+            ),
+        )
       }
       return call(client, parsed, headers, body, started)
     } catch (err) {
@@ -89,7 +122,13 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
     }
   }
 
-  function call(client: Agent, target: { origin: string; path: string }, headers: Record<string, string>, body: string, started: number): Promise<Sent> {
+  function call(
+    client: Agent,
+    target: { origin: string; path: string },
+    headers: Record<string, string>,
+    body: string,
+    started: number,
+  ): Promise<Sent> {
     return new Promise<Sent>((resolve) => {
       let settled = false
       let controller: Dispatcher.DispatchController | undefined
@@ -106,29 +145,40 @@ export function createWebhookSender(options: { timeoutMs: number; allowPrivateTa
         finish(ended(started, 'timeout', null, 'timeout'))
         controller?.abort(new Error('timeout'))
       }, options.timeoutMs)
-      client.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
-        onRequestStart(c) {
-          controller = c
-          if (settled) c.abort(new Error('timeout'))
+      client.dispatch(
+        { origin: target.origin, path: target.path, method: 'POST', headers, body },
+        {
+          onRequestStart(c) {
+            controller = c
+            if (settled) c.abort(new Error('timeout'))
+          },
+          // An informational answer (103 Early Hints) is not the answer.
+          onResponseStart(_c, statusCode) {
+            if (statusCode >= 200) status = statusCode
+          },
+          onResponseData(c, chunk) {
+            // The body is not needed: read a little, then stop.
+            received += chunk.length
+            if (received > MAX_RESPONSE_BYTES) c.abort(new Error('response too large'))
+          },
+          onResponseEnd: answered,
+          onResponseError(_c, err) {
+            // An answer whose body was cut off: its status decides.
+            if (status > 0) return answered()
+            finish(
+              err instanceof TargetRefused
+                ? ended(started, 'refused', null, 'connection_refused', err.message)
+                : ended(started, 'error', null, errorCodeOf(err), err.message),
+            )
+          },
         },
-        // An informational answer (103 Early Hints) is not the answer.
-        onResponseStart(_c, statusCode) { if (statusCode >= 200) status = statusCode },
-        onResponseData(c, chunk) {
-          // The body is not needed: read a little, then stop.
-          received += chunk.length
-          if (received > MAX_RESPONSE_BYTES) c.abort(new Error('response too large'))
-        },
-        onResponseEnd: answered,
-        onResponseError(_c, err) {
-          // An answer whose body was cut off: its status decides.
-          if (status > 0) return answered()
-          finish(err instanceof TargetRefused
-            ? ended(started, 'refused', null, 'connection_refused', err.message)
-            : ended(started, 'error', null, errorCodeOf(err), err.message))
-        },
-      })
+      )
       function answered() {
-        finish(status >= 200 && status < 300 ? ended(started, 'succeeded', status, null) : ended(started, 'failed', status, httpError(status)))
+        finish(
+          status >= 200 && status < 300
+            ? ended(started, 'succeeded', status, null)
+            : ended(started, 'failed', status, httpError(status)),
+        )
       }
     })
   }

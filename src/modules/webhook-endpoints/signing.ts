@@ -11,9 +11,21 @@ export function newSecret(): string {
  * (real time) and `webhook-signature`, one `v1,` HMAC per secret so a receiver accepts either
  * during a rotation's grace.
  */
-export function signatureHeaders(secrets: readonly string[], eventId: string, body: string, timestampSeconds: number): Record<string, string> {
-  const signatures = secrets.map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`)
-  return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') }
+export function signatureHeaders(
+  secrets: readonly string[],
+  eventId: string,
+  body: string,
+  timestampSeconds: number,
+): Record<string, string> {
+  const signatures = secrets.map(
+    (secret) =>
+      `v1,${createHmac('sha256', keyOf(secret)).update(`${eventId}.${timestampSeconds}.${body}`).digest('base64')}`,
+  )
+  return {
+    'webhook-id': eventId,
+    'webhook-timestamp': String(timestampSeconds),
+    'webhook-signature': signatures.join(' '),
+  }
 }
 
 /**

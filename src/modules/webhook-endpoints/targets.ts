@@ -32,16 +32,29 @@ export function hostOf(url: URL): string {
 
 export function checkTargetUrl(value: string, allowPrivate: boolean, field = 'body/url'): URL {
   let url: URL
-  try { url = new URL(value) } catch { throw new ValidationError(`${field} must be an absolute URL (https://...)`) }
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ValidationError(`${field} must be an absolute URL (https://...)`)
+  }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ValidationError(`${field} must be an https URL`)
-  if (url.protocol === 'http:' && !allowPrivate) throw new ValidationError(`${field} must be an https URL (events carry company data)`)
-  if (url.username || url.password) throw new ValidationError(`${field} must not carry credentials (user:password@); the signature authenticates the sender`)
+  if (url.protocol === 'http:' && !allowPrivate)
+    throw new ValidationError(`${field} must be an https URL (events carry company data)`)
+  if (url.username || url.password)
+    throw new ValidationError(
+      `${field} must not carry credentials (user:password@); the signature authenticates the sender`,
+    )
   if (url.hash) throw new ValidationError(`${field} must not have a #fragment`)
   const host = hostOf(url)
   if (net.isIP(host) && isRefusedAddress(host, allowPrivate)) {
-    throw new ValidationError(allowPrivate
-      ? `${field} points to an address webhooks may not reach: a public unicast address, or loopback and private ranges written plainly (127.0.0.1, ::1, 10/8, 172.16/12, 192.168/16, fc00::/7), never IPv4 written inside IPv6`
-      : `${field} points to a loopback, private, link-local, multicast or reserved address, or IPv4 written inside IPv6, which webhooks may not reach`)
+    throw new ValidationError(
+      allowPrivate
+        ? `${field} points to an address webhooks may not reach: a public unicast address, or loopback and ` +
+            'private ranges written plainly (127.0.0.1, ::1, 10/8, 172.16/12, 192.168/16, fc00::/7), never IPv4 ' +
+            'written inside IPv6'
+        : `${field} points to a loopback, private, link-local, multicast or reserved address, or IPv4 written ` +
+            'inside IPv6, which webhooks may not reach',
+    )
   }
   return url
 }
@@ -54,8 +67,14 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (err) return callback(err, '', 0)
       const refused = addresses.find((a) => isRefusedAddress(a.address, allowPrivate))
       // The attempt shows only `connection_refused`; the detail is for the log.
-      if (refused) return callback(new TargetRefused(`${hostname} resolves to ${refused.address}, which webhooks may not reach`), '', 0)
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses)
+      if (refused)
+        return callback(
+          new TargetRefused(`${hostname} resolves to ${refused.address}, which webhooks may not reach`),
+          '',
+          0,
+        )
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses)
       callback(null, addresses[0]!.address, addresses[0]!.family)
     })
   }

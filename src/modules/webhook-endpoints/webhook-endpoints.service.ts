@@ -9,7 +9,13 @@ import { newSecret } from './signing.ts'
 import { checkTargetUrl } from './targets.ts'
 import { shownError } from './attempt-errors.ts'
 import type { EndpointChanges, WebhookEndpointsRepository } from './webhook-endpoints.repository.ts'
-import type { DeliveryAttempt, SecretRotation, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointUpdate } from './webhook-endpoints.schemas.ts'
+import type {
+  DeliveryAttempt,
+  SecretRotation,
+  WebhookEndpoint,
+  WebhookEndpointInput,
+  WebhookEndpointUpdate,
+} from './webhook-endpoints.schemas.ts'
 
 /** A day to roll the new secret out. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400
@@ -21,30 +27,50 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null)
 
 function view(row: EndpointRow): WebhookEndpoint {
   return {
-    id: row.id, company_id: row.company_id, url: row.url, event_types: row.event_types, description: row.description,
-    enabled: row.enabled, disabled_reason: row.disabled_reason, created_by: row.created_by, created_at: new Date(row.created_at).toISOString(),
+    id: row.id,
+    company_id: row.company_id,
+    url: row.url,
+    event_types: row.event_types,
+    description: row.description,
+    enabled: row.enabled,
+    disabled_reason: row.disabled_reason,
+    created_by: row.created_by,
+    created_at: new Date(row.created_at).toISOString(),
     // Past its time the replaced secret signs nothing, so it is not shown either.
-    previous_secret_expires_at: row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date() ? iso(row.previous_secret_expires_at) : null,
+    previous_secret_expires_at:
+      row.previous_secret_expires_at && new Date(row.previous_secret_expires_at) > new Date()
+        ? iso(row.previous_secret_expires_at)
+        : null,
   }
 }
 
 /** Those its types name (every one when empty), among those its creator could read (null: every one). */
 function resourcesSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }): string[] {
-  const named = (resource: string) => endpoint.event_types.length === 0 || endpoint.event_types.some((type) => type.split('.')[0] === resource)
-  return EVENT_RESOURCES.filter((resource) => named(resource) && (endpoint.resources === null || endpoint.resources.includes(resource)))
+  const named = (resource: string) =>
+    endpoint.event_types.length === 0 || endpoint.event_types.some((type) => type.split('.')[0] === resource)
+  return EVENT_RESOURCES.filter(
+    (resource) => named(resource) && (endpoint.resources === null || endpoint.resources.includes(resource)),
+  )
 }
 
 // Who points an endpoint somewhere must be able to read all it is sent, or a token could route to
 // itself events it may not read (docs/adr/0001-webhook-endpoint-access.md).
-function checkMayReadSent(endpoint: { event_types: readonly string[]; resources: readonly string[] | null }, readable: readonly string[] | undefined) {
+function checkMayReadSent(
+  endpoint: { event_types: readonly string[]; resources: readonly string[] | null },
+  readable: readonly string[] | undefined,
+) {
   const unreadable = readable && resourcesSent(endpoint).find((resource) => !readable.includes(resource))
   if (unreadable) throw new InsufficientScope(`read:${areaOf(unreadable)}`)
 }
 
-const CompanyDisabled = () => new Conflict('The company is disabled: its webhook endpoints send nothing until it is enabled')
+const CompanyDisabled = () =>
+  new Conflict('The company is disabled: its webhook endpoints send nothing until it is enabled')
 
 /** `readable` undefined: a platform token, which reads every resource. */
-export interface Caller { clientId: string; readable?: readonly string[] }
+export interface Caller {
+  clientId: string
+  readable?: readonly string[]
+}
 
 /** Webhook endpoints of the platform (owner null: every company's events) and of each company. */
 export function createWebhookEndpointsService(deps: {
@@ -64,7 +90,11 @@ export function createWebhookEndpointsService(deps: {
 
   function checkTypes(types: string[], readable: readonly string[] | undefined) {
     types.forEach((type, i) => {
-      if (!isEventTypePattern(type)) throw new ValidationError(`body/event_types/${i} must be an event type (company.created, ...) or a resource and .* (subscription.*); "${type}" is neither`)
+      if (!isEventTypePattern(type))
+        throw new ValidationError(
+          `body/event_types/${i} must be an event type (company.created, ...) or a resource and .* ` +
+            `(subscription.*); "${type}" is neither`,
+        )
     })
     const unreadable = readable && types.find((type) => !readable.includes(type.split('.')[0]!))
     if (unreadable) throw new InsufficientScope(`read:${areaOf(unreadable)}`)
@@ -73,16 +103,28 @@ export function createWebhookEndpointsService(deps: {
 
   return {
     /** The caller's client answers for the endpoint (`created_by`), which is sent only what that token may read. */
-    async create(owner: string | null, input: WebhookEndpointInput, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
+    async create(
+      owner: string | null,
+      input: WebhookEndpointInput,
+      caller: Caller,
+    ): Promise<WebhookEndpoint & { secret: string }> {
       const url = checkTargetUrl(input.url.trim(), deps.allowPrivateTargets)
       const types = checkTypes(input.event_types ?? [], caller.readable)
       const secret = newSecret()
       const row = await repo.transaction(async (writes) => {
         if (await writes.companyDisabled(owner)) throw CompanyDisabled()
-        if (await writes.count(owner) >= MAX_ENDPOINTS) throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
+        if ((await writes.count(owner)) >= MAX_ENDPOINTS)
+          throw new Conflict(`At most ${MAX_ENDPOINTS} webhook endpoints; delete one first`)
         return writes.insert({
-          id: randomUUID(), company_id: owner, url: url.toString(), event_types: types, description: input.description ?? null, secret, enabled: input.enabled ?? true,
-          resources: caller.readable ? [...caller.readable] : null, created_by: caller.clientId,
+          id: randomUUID(),
+          company_id: owner,
+          url: url.toString(),
+          event_types: types,
+          description: input.description ?? null,
+          secret,
+          enabled: input.enabled ?? true,
+          resources: caller.readable ? [...caller.readable] : null,
+          created_by: caller.clientId,
         })
       })
       deps.changed?.()
@@ -93,8 +135,14 @@ export function createWebhookEndpointsService(deps: {
      * Changes the fields given. A new `url` or `event_types`, or re-enabling, needs a caller that may
      * read all it is then sent, and makes that client `created_by`. Events written while disabled stay unsent.
      */
-    async update(owner: string | null, id: string, input: WebhookEndpointUpdate, caller: Caller): Promise<WebhookEndpoint> {
-      const url = input.url === undefined ? undefined : checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
+    async update(
+      owner: string | null,
+      id: string,
+      input: WebhookEndpointUpdate,
+      caller: Caller,
+    ): Promise<WebhookEndpoint> {
+      const url =
+        input.url === undefined ? undefined : checkTargetUrl(input.url.trim(), deps.allowPrivateTargets).toString()
       const types = input.event_types === undefined ? undefined : checkTypes(input.event_types, caller.readable)
       const { row, enabled } = await repo.transaction(async (writes) => {
         const current = await writes.lock(owner, id)
@@ -114,7 +162,11 @@ export function createWebhookEndpointsService(deps: {
           if (await writes.companyDisabled(owner)) throw CompanyDisabled()
           Object.assign(changes, { enabled: true, disabled_reason: null })
         }
-        if (input.enabled === false && current.enabled) Object.assign(changes, { enabled: false, disabled_reason: `Disabled through the API at ${new Date().toISOString()}` })
+        if (input.enabled === false && current.enabled)
+          Object.assign(changes, {
+            enabled: false,
+            disabled_reason: `Disabled through the API at ${new Date().toISOString()}`,
+          })
         return { row: Object.keys(changes).length > 0 ? await writes.update(id, changes) : current, enabled: enabling }
       })
       if (enabled) deps.changed?.()
@@ -122,7 +174,12 @@ export function createWebhookEndpointsService(deps: {
     },
 
     /** A new secret, shown in this answer only; the replaced one signs beside it during the grace. */
-    async rotateSecret(owner: string | null, id: string, input: SecretRotation, caller: Caller): Promise<WebhookEndpoint & { secret: string }> {
+    async rotateSecret(
+      owner: string | null,
+      id: string,
+      input: SecretRotation,
+      caller: Caller,
+    ): Promise<WebhookEndpoint & { secret: string }> {
       const grace = input.previous_secret_expires_in ?? DEFAULT_ROTATION_GRACE_S
       const secret = newSecret()
       const row = await repo.transaction(async (writes) => {
@@ -148,9 +205,17 @@ export function createWebhookEndpointsService(deps: {
       const paged = await repo.attempts(id, { ...page, limit: page.limit ?? EVENTS_PAGE })
       return {
         items: paged.items.map((r) => ({
-          id: String(r.id), delivery_id: r.delivery_id, event_id: r.event_id, event_type: r.event_type, attempt: r.attempt,
-          started_at: new Date(r.started_at).toISOString(), status: r.outcome, status_code: r.status_code, duration_ms: r.duration_ms,
-          error: shownError(r.outcome, r.status_code, r.error), next_retry_at: iso(r.next_retry_at),
+          id: String(r.id),
+          delivery_id: r.delivery_id,
+          event_id: r.event_id,
+          event_type: r.event_type,
+          attempt: r.attempt,
+          started_at: new Date(r.started_at).toISOString(),
+          status: r.outcome,
+          status_code: r.status_code,
+          duration_ms: r.duration_ms,
+          error: shownError(r.outcome, r.status_code, r.error),
+          next_retry_at: iso(r.next_retry_at),
         })),
         next: paged.next,
       }
