@@ -228,7 +228,8 @@ const ConfigSchema = Type.Object({
   SELLER_VAT_NUMBER: Type.String({
     default: '',
     pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$',
-    description: "The seller's VAT number with its country prefix (IT01234567890), printed on every invoice and credit note",
+    description:
+      "The seller's VAT number with its country prefix (IT01234567890), printed on every invoice and credit note",
   }),
   CURRENCY_CODE: Type.String({
     default: 'EUR',

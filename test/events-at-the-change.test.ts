@@ -89,7 +89,7 @@ onEachEngine('events show related fields as they were at the change', SETTINGS, 
     assert.deepEqual(updated.data.object, { ...before, name: 'Renamed S.p.A.' })
   })
 
-  it('a member event keeps its contract\'s fields as they were; its team_ids are read when presented', async () => {
+  it("a member event keeps its contract's fields as they were; its team_ids are read when presented", async () => {
     const c = await company(t)
     const k = await contract(t, c.id, { first_name: 'Anna' })
     const x = await team(t, c.id)

@@ -498,13 +498,21 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
   'invoice.payment_recorded': async (t) => {
     const c = await activated(t, FAILING)
     const { id } = await invoiceOf(t, c)
-    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/record_payment`, body: { amount: 100, payment_method: 'cash' } })
+    await accepted(t, {
+      method: 'POST',
+      url: `${SUB}/${c.id}/invoices/${id}/record_payment`,
+      body: { amount: 100, payment_method: 'cash' },
+    })
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
   'invoice.written_off': async (t) => {
     const c = await activated(t, FAILING)
     const { id } = await invoiceOf(t, c)
-    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/write_off`, body: { comment: 'Not collectable' } })
+    await accepted(t, {
+      method: 'POST',
+      url: `${SUB}/${c.id}/invoices/${id}/write_off`,
+      body: { comment: 'Not collectable' },
+    })
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
   'invoice.voided': {

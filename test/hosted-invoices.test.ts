@@ -12,15 +12,20 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  * that company's portal session.
  */
 const HOSTILE = `<script>alert("x")</script> & 'Acme'`
-const SELLER = { SELLER_NAME: 'Rossi <b>S.r.l.</b>', SELLER_ADDRESS: 'Via Roma 1|20121 Milano MI', SELLER_VAT_NUMBER: 'IT01234567890' }
+const SELLER = {
+  SELLER_NAME: 'Rossi <b>S.r.l.</b>',
+  SELLER_ADDRESS: 'Via Roma 1|20121 Milano MI',
+  SELLER_VAT_NUMBER: 'IT01234567890',
+}
 
 const invoicesOf = (t: TestApp, c: BillingFixture) => json(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-const creditNotesOf = (t: TestApp, c: BillingFixture) => json(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
+const creditNotesOf = (t: TestApp, c: BillingFixture) =>
+  json(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
 
 /** Only the text of a page (tags dropped, entities of the escaping kept): what a reader sees, escaped. */
 const text = (body: string) => body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ')
 
-onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...SELLER }, (t) => {
+onEachEngine("the portal's invoices and credits", { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...SELLER }, (t) => {
   /** An Italian company (22 % VAT), Gold €30 → Silver €15 on Apr 5: two invoices, one credit note, €15.86 of credits left. */
   let c: BillingFixture
   /** A German business with a VAT number the platform marked valid: reverse-charged. */
@@ -29,12 +34,34 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
   let failing: BillingFixture
 
   before(async () => {
-    const plans = { gold: { price: 30, name: 'Gold', features: [] }, silver: { price: 15, name: 'Silver', features: [] } }
+    const plans = {
+      gold: { price: 30, name: 'Gold', features: [] },
+      silver: { price: 15, name: 'Silver', features: [] },
+    }
     c = await billedCompany(t, {
-      start: '2027-03-02T00:00:00.000Z', plans,
-      company: { name: HOSTILE, plan_quantity: 1, address: 'Via Verdi 2', city: 'Torino', zip: '10121', province: 'TO', fiscal_code: 'RSSMRA80A01L219X' },
+      start: '2027-03-02T00:00:00.000Z',
+      plans,
+      company: {
+        name: HOSTILE,
+        plan_quantity: 1,
+        address: 'Via Verdi 2',
+        city: 'Torino',
+        zip: '10121',
+        province: 'TO',
+        fiscal_code: 'RSSMRA80A01L219X',
+      },
     })
-    de = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin', vat_number: 'DE123456789', vat_number_status: 'valid' } })
+    de = await billedCompany(t, {
+      start: '2027-03-02T00:00:00.000Z',
+      plans,
+      company: {
+        plan_quantity: 1,
+        country: 'DE',
+        timezone: 'Europe/Berlin',
+        vat_number: 'DE123456789',
+        vat_number_status: 'valid',
+      },
+    })
     failing = await billedCompany(t, { start: '2027-03-02T00:00:00.000Z', plans, company: { plan_quantity: 1 } })
     await setCard(t, c.id)
     await setCard(t, de.id)
@@ -43,7 +70,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     // Apr 5, 26 of 30 days left: the unused Gold, 26.00 + 22 % = 31.72, is credited; Silver for
     // the rest of the term, 13.00 + 22 % = 15.86, is paid from it; 15.86 stays the customer's.
     await moveTo(t, '2027-04-05T00:00:00.000Z')
-    assert.equal((await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.silver }, c.token)).statusCode, 200)
+    assert.equal(
+      (await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.silver }, c.token)).statusCode,
+      200,
+    )
   })
 
   it('lists the invoices (number, date, period, total, amount due, status, document links), the credit notes and the credits, in English', async () => {
@@ -54,10 +84,25 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assertHtml(res, 200)
     const invoices = /<table id="invoices"[\s\S]*?<\/table>/.exec(res.body)?.[0] ?? ''
     const rows = [...invoices.matchAll(/<tr data-invoice="([^"]+)">([\s\S]*?)<\/tr>/g)]
-    assert.deepEqual(rows.map((r) => r[1]), [change.id, activation.id], 'newest first')
-    assert.equal(text(rows[1]![2]!).trim(), `${activation.id} 1 April 2027 1 April 2027 – 30 April 2027 €36.60 €0.00 Paid View and print · Download · PDF`)
-    assert.equal(text(rows[0]![2]!).trim(), `${change.id} 5 April 2027 5 April 2027 – 30 April 2027 €15.86 €0.00 Paid View and print · Download · PDF`)
-    assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}" aria-label="View and print invoice of 1 April 2027">`))
+    assert.deepEqual(
+      rows.map((r) => r[1]),
+      [change.id, activation.id],
+      'newest first',
+    )
+    assert.equal(
+      text(rows[1]![2]!).trim(),
+      `${activation.id} 1 April 2027 1 April 2027 – 30 April 2027 €36.60 €0.00 Paid View and print · Download · PDF`,
+    )
+    assert.equal(
+      text(rows[0]![2]!).trim(),
+      `${change.id} 5 April 2027 5 April 2027 – 30 April 2027 €15.86 €0.00 Paid View and print · Download · PDF`,
+    )
+    assert.match(
+      rows[1]![2]!,
+      new RegExp(
+        `<a href="${portal.path}/invoices/${activation.id}" aria-label="View and print invoice of 1 April 2027">`,
+      ),
+    )
     assert.match(rows[1]![2]!, new RegExp(`<a href="${portal.path}/invoices/${activation.id}/download"`))
     const pdfLink = `<a href="${portal.path}/invoices/${activation.id}/pdf" type="application/pdf"`
     assert.match(rows[1]![2]!, new RegExp(`${pdfLink} aria-label="Download the PDF of the invoice of 1 April 2027">`))
@@ -75,7 +120,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assert.equal(res.headers['content-language'], 'it')
     const body = text(res.body)
     assert.match(body, /Fatture Numero Data Periodo Totale Da pagare Stato Documento/)
-    assert.match(body, /1 aprile 2027 1 aprile 2027 – 30 aprile 2027 36,60 € 0,00 € Pagata Visualizza e stampa · Scarica · PDF/)
+    assert.match(
+      body,
+      /1 aprile 2027 1 aprile 2027 – 30 aprile 2027 36,60 € 0,00 € Pagata Visualizza e stampa · Scarica · PDF/,
+    )
     assert.match(body, /Parte non usata di un piano modificato 31,72 € 15,86 €/)
     assert.match(body, /Crediti rimborsabili 15,86 €/)
   })
@@ -108,31 +156,55 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assert.equal(await stateOf(t, portal.path), 'created')
     const res = await portal.get(`/invoices/${activation.id}`)
     assert.equal(res.statusCode, 200, res.body)
-    assert.equal(await stateOf(t, portal.path), 'logged_in', 'opening a document first logs the session in, as the portal does')
+    assert.equal(
+      await stateOf(t, portal.path),
+      'logged_in',
+      'opening a document first logs the session in, as the portal does',
+    )
     assert.match(String(res.headers['content-type']), /^text\/html; charset=utf-8/)
     // Its one style is inside the document, allowed by its hash; nothing else may load or run.
     const csp = String(res.headers['content-security-policy'])
-    assert.match(csp, /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; img-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'$/)
+    assert.match(
+      csp,
+      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; img-src 'none'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'$/,
+    )
     assert.equal(res.headers['x-frame-options'], 'DENY')
     assert.equal(res.headers['cache-control'], 'no-store')
     assert.equal(res.headers['content-disposition'], undefined)
     assert.doesNotMatch(res.body, /<script/i)
     assert.match(res.body, /@media print/)
     const body = text(res.body)
-    assert.match(body, new RegExp(`Invoice Invoice number ${activation.id} Date of issue 1 April 2027 Due date 1 April 2027 Billing period 1 April 2027 – 30 April 2027 Status Paid on 1 April 2027`))
-    assert.match(body, /Seller Rossi &lt;b&gt;S\.r\.l\.&lt;\/b&gt; Via Roma 1 20121 Milano MI Italy VAT number: IT01234567890/)
-    assert.match(body, /Bill to &lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt; &amp; &#39;Acme&#39; Via Verdi 2 10121 Torino \(TO\) Italy Tax code: RSSMRA80A01L219X/)
+    assert.match(
+      body,
+      new RegExp(
+        `Invoice Invoice number ${activation.id} Date of issue 1 April 2027 Due date 1 April 2027 Billing period 1 April 2027 – 30 April 2027 Status Paid on 1 April 2027`,
+      ),
+    )
+    assert.match(
+      body,
+      /Seller Rossi &lt;b&gt;S\.r\.l\.&lt;\/b&gt; Via Roma 1 20121 Milano MI Italy VAT number: IT01234567890/,
+    )
+    assert.match(
+      body,
+      /Bill to &lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt; &amp; &#39;Acme&#39; Via Verdi 2 10121 Torino \(TO\) Italy Tax code: RSSMRA80A01L219X/,
+    )
     assert.match(body, /Description Quantity Unit price per term VAT Amount Gold 1 €30\.00 22% €30\.00/)
     assert.match(body, /Subtotal €30\.00 VAT IT 22% on €30\.00 €6\.60 Total €36\.60 Paid -€36\.60 Amount due €0\.00/)
     assert.doesNotMatch(body, /Reverse charge/)
     // In the portal: the way back and the hint to print it as a PDF (not printed: .tools).
-    assert.match(res.body, new RegExp(`<nav class="tools"[^>]*><p><a href="${portal.path}">Back to your subscription</a>`))
+    assert.match(
+      res.body,
+      new RegExp(`<nav class="tools"[^>]*><p><a href="${portal.path}">Back to your subscription</a>`),
+    )
     assert.match(body, /use your browser&#39;s Print command and choose &quot;Save as PDF&quot;/)
 
     // The change: prorated Silver, paid from the credit.
     const changed = text((await portal.get(`/invoices/${change.id}`)).body)
     assert.match(changed, /Silver prorated for the part of the term billed 1 €15\.00 22% €13\.00/)
-    assert.match(changed, /Subtotal €13\.00 VAT IT 22% on €13\.00 €2\.86 Total €15\.86 Credits applied -€15\.86 Amount due €0\.00/)
+    assert.match(
+      changed,
+      /Subtotal €13\.00 VAT IT 22% on €13\.00 €2\.86 Total €15\.86 Credits applied -€15\.86 Amount due €0\.00/,
+    )
 
     const file = await portal.get(`/invoices/${activation.id}/download`)
     assert.equal(file.statusCode, 200, file.body)
@@ -145,7 +217,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
 
   it('prints a reverse-charged invoice with both VAT numbers and the mention, in English and Italian', async () => {
     const [activation] = await invoicesOf(t, de)
-    assert.deepEqual(activation.taxes.map((x: any) => [x.name, x.rate]), [['Reverse charge', 0]])
+    assert.deepEqual(
+      activation.taxes.map((x: any) => [x.name, x.rate]),
+      [['Reverse charge', 0]],
+    )
     const path = await pathOf(t, 'portal', de.id, de.token)
     const en = text((await new PageSession(t, path).get(`/invoices/${activation.id}`)).body)
     assert.match(en, /Germany VAT number: DE123456789/)
@@ -163,11 +238,17 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assert.match(it, /Pagata il 1 aprile 2027/)
   })
 
-  it('shows an invoice only to its company\'s portal: another company\'s id, an unknown one or no id is a 404 page', async () => {
+  it("shows an invoice only to its company's portal: another company's id, an unknown one or no id is a 404 page", async () => {
     const [theirs] = await invoicesOf(t, de)
     const [mine] = await invoicesOf(t, c)
     const portal = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
-    for (const suffix of [`/invoices/${theirs.id}`, `/invoices/${theirs.id}/download`, '/invoices/00000000-0000-4000-8000-000000000000', '/invoices/not-an-id', `/invoices/${mine.id}x`]) {
+    for (const suffix of [
+      `/invoices/${theirs.id}`,
+      `/invoices/${theirs.id}/download`,
+      '/invoices/00000000-0000-4000-8000-000000000000',
+      '/invoices/not-an-id',
+      `/invoices/${mine.id}x`,
+    ]) {
       const res = await portal.get(suffix)
       assertHtml(res, 404)
       assert.match(res.body, /This invoice does not exist, or it is not one of yours\./, suffix)
@@ -177,7 +258,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     assertHtml(italian, 404)
     assert.match(italian.body, /Questa fattura non esiste, o non è tra le tue\./)
     // The same id through the company's own portal is served.
-    assert.equal((await new PageSession(t, await pathOf(t, 'portal', de.id, de.token)).get(`/invoices/${theirs.id}`)).statusCode, 200)
+    assert.equal(
+      (await new PageSession(t, await pathOf(t, 'portal', de.id, de.token)).get(`/invoices/${theirs.id}`)).statusCode,
+      200,
+    )
   })
 
   it('refuses the documents with the portal: unknown token, another kind of page, logged out, expired, disabled company', async () => {
@@ -185,7 +269,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     const unknown = await t.app.inject({ method: 'GET', url: `/hosted/portal/${'A'.repeat(43)}/invoices/${mine.id}` })
     assertHtml(unknown, 404)
     const manager = await pathOf(t, 'manager', c.id, c.token)
-    assertHtml(await t.app.inject({ method: 'GET', url: `${manager.replace('/manager/', '/portal/')}/invoices/${mine.id}` }), 404)
+    assertHtml(
+      await t.app.inject({ method: 'GET', url: `${manager.replace('/manager/', '/portal/')}/invoices/${mine.id}` }),
+      404,
+    )
 
     const portal = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
     await portal.get()
@@ -205,7 +292,11 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
 
   // Last: it moves the clock three years on, renewing every company of this app.
   it('lists the 36 newest invoices on the portal and pages through all of them, newest first; a forged cursor is a 400 page', async () => {
-    const long = await billedCompany(t, { start: '2027-06-02T00:00:00.000Z', plans: { basic: { price: 10, name: 'Basic', features: [] } }, company: { plan_quantity: 1 } })
+    const long = await billedCompany(t, {
+      start: '2027-06-02T00:00:00.000Z',
+      plans: { basic: { price: 10, name: 'Basic', features: [] } },
+      company: { plan_quantity: 1 },
+    })
     await setCard(t, long.id)
     for (let month = 0; month < 37; month++) await at(t, new Date(Date.UTC(2027, 6 + month, 2)).toISOString())
     const all = await invoicesOf(t, long)
@@ -214,7 +305,10 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
     const view = await portal.get()
     assertHtml(view, 200)
     const listed = [...view.body.matchAll(/<tr data-invoice="([^"]+)">/g)].map((m) => m[1])
-    assert.deepEqual(listed, all.slice(0, 36).map((i: any) => i.id))
+    assert.deepEqual(
+      listed,
+      all.slice(0, 36).map((i: any) => i.id),
+    )
     const link = /<a id="all-invoices" href="([^"]+)">All your invoices<\/a>/.exec(view.body)?.[1]
     assert.equal(link, `${portal.path}/invoices?limit=36`)
 
@@ -226,9 +320,15 @@ onEachEngine('the portal\'s invoices and credits', { REDIRECT_ALLOWED_HOSTS: ALL
       seen.push(...[...res.body.matchAll(/<tr data-invoice="([^"]+)">/g)].map((m) => m[1]!))
       next = /<a id="older-invoices" href="([^"]+)">Older invoices<\/a>/.exec(res.body)?.[1]
     }
-    assert.deepEqual(seen, all.map((i: any) => i.id), 'four pages, every invoice once, newest first')
+    assert.deepEqual(
+      seen,
+      all.map((i: any) => i.id),
+      'four pages, every invoice once, newest first',
+    )
 
-    const forged = await new PageSession(t, portal.path, 'it').get(`/invoices?limit=10&cursor=${Buffer.from('{"f":"x","p":2,"k":[]}').toString('base64url')}`)
+    const forged = await new PageSession(t, portal.path, 'it').get(
+      `/invoices?limit=10&cursor=${Buffer.from('{"f":"x","p":2,"k":[]}').toString('base64url')}`,
+    )
     assertHtml(forged, 400)
     assert.match(forged.body, /La richiesta non è valida: querystring\/cursor/)
     assertHtml(await portal.get('/invoices?limit=0'), 400)

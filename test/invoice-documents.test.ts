@@ -5,7 +5,15 @@ import type { LightMyRequestResponse } from 'fastify'
 import { companyClient } from './helpers/factories.ts'
 import { PDFTOTEXT, requires } from './helpers/requires.ts'
 import {
-  SUB, at, billedCompany, call, json, moveTo, setCard, update, type BillingFixture,
+  SUB,
+  at,
+  billedCompany,
+  call,
+  json,
+  moveTo,
+  setCard,
+  update,
+  type BillingFixture,
 } from './subscriptions-helpers.ts'
 import { ALLOWED, PageSession, assertHtml, pathOf } from './hosted-helpers.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
@@ -16,7 +24,9 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  * portal under its token.
  */
 const SELLER = {
-  SELLER_NAME: 'Rossi S.r.l.', SELLER_ADDRESS: 'Via Roma 1|20121 Milano MI', SELLER_VAT_NUMBER: 'IT01234567890',
+  SELLER_NAME: 'Rossi S.r.l.',
+  SELLER_ADDRESS: 'Via Roma 1|20121 Milano MI',
+  SELLER_VAT_NUMBER: 'IT01234567890',
 }
 const UNKNOWN = '00000000-0000-4000-8000-000000000000'
 
@@ -47,20 +57,31 @@ onEachEngine('invoice and credit-note PDFs', { REDIRECT_ALLOWED_HOSTS: ALLOWED, 
 
   before(async () => {
     const plans = {
-      gold: { price: 1000, name: 'Gold', features: [] }, silver: { price: 500, name: 'Silver', features: [] },
+      gold: { price: 1000, name: 'Gold', features: [] },
+      silver: { price: 500, name: 'Silver', features: [] },
     }
     italian = await billedCompany(t, {
-      start: '2027-03-02T00:00:00.000Z', plans,
+      start: '2027-03-02T00:00:00.000Z',
+      plans,
       company: {
-        plan_quantity: 1, address: 'Via Verdi 2', city: 'Torino', zip: '10121', province: 'TO',
+        plan_quantity: 1,
+        address: 'Via Verdi 2',
+        city: 'Torino',
+        zip: '10121',
+        province: 'TO',
         vat_number: 'IT12345678901',
       },
     })
     german = await billedCompany(t, {
-      start: '2027-03-02T00:00:00.000Z', plans,
+      start: '2027-03-02T00:00:00.000Z',
+      plans,
       company: {
-        name: 'Łódź Café GmbH', plan_quantity: 1, country: 'DE', timezone: 'Europe/Berlin',
-        vat_number: 'DE123456789', vat_number_status: 'valid',
+        name: 'Łódź Café GmbH',
+        plan_quantity: 1,
+        country: 'DE',
+        timezone: 'Europe/Berlin',
+        vat_number: 'DE123456789',
+        vat_number_status: 'valid',
       },
     })
     await setCard(t, italian.id)
@@ -90,40 +111,66 @@ onEachEngine('invoice and credit-note PDFs', { REDIRECT_ALLOWED_HOSTS: ALLOWED, 
     assert.deepEqual(again.rawPayload, res.rawPayload)
   })
 
-  it('prints an Italian company\'s invoice in Italian: number, parties, lines, VAT per rate, totals, credit notes',
-    requires('pdftotext'), async () => {
+  it(
+    "prints an Italian company's invoice in Italian: number, parties, lines, VAT per rate, totals, credit notes",
+    requires('pdftotext'),
+    async () => {
       const activation = itInvoices.at(-1)
       assert.deepEqual([activation.total, activation.taxes.map((x: any) => x.rate)], [122000, [22]])
       const text = textOf((await call(t, { url: pdfUrl(italian.id, activation.id), token: italian.token })).rawPayload)
       assert.match(text, /^Fattura Numero fattura Data di emissione Scadenza Periodo di fatturazione Stato /)
       assertNames(text, [
-        activation.id, '1 aprile 2027 – 30 aprile 2027', 'Pagata il 1 aprile 2027', 'FORNITORE CLIENTE', 'Rossi S.r.l.',
+        activation.id,
+        '1 aprile 2027 – 30 aprile 2027',
+        'Pagata il 1 aprile 2027',
+        'FORNITORE CLIENTE',
+        'Rossi S.r.l.',
         'Via Roma 1 20121 Milano MI Italia Partita IVA: IT01234567890',
-        'Via Verdi 2 10121 Torino (TO) Italia Partita IVA: IT12345678901', 'Gold', '22%',
-        'IVA IT 22% su 1.000,00 € 220,00 €', 'Totale 1.220,00 €', 'Pagato -1.220,00 €', 'Importo dovuto 0,00 €',
-        'Importi in EUR.', 'Note di credito emesse su questa fattura', itNote.id,
-        'Parte non usata di un piano modificato', 'Pagina 1 di 1',
+        'Via Verdi 2 10121 Torino (TO) Italia Partita IVA: IT12345678901',
+        'Gold',
+        '22%',
+        'IVA IT 22% su 1.000,00 € 220,00 €',
+        'Totale 1.220,00 €',
+        'Pagato -1.220,00 €',
+        'Importo dovuto 0,00 €',
+        'Importi in EUR.',
+        'Note di credito emesse su questa fattura',
+        itNote.id,
+        'Parte non usata di un piano modificato',
+        'Pagina 1 di 1',
       ])
-    })
+    },
+  )
 
-  it('prints a German business\'s invoice in English, reverse-charged, with its VAT number',
-    requires('pdftotext'), async () => {
+  it(
+    "prints a German business's invoice in English, reverse-charged, with its VAT number",
+    requires('pdftotext'),
+    async () => {
       const res = await call(t, { url: pdfUrl(german.id, deInvoice.id), token: german.token })
       assertPdf(res, `${deInvoice.id}.pdf`)
       assert.equal(res.headers['content-language'], 'en')
       const text = textOf(res.rawPayload)
       assert.match(text, /^Invoice Invoice number Date of issue /)
       assertNames(text, [
-        deInvoice.id, '1 April 2027 – 30 April 2027', 'SELLER BILL TO', 'Germany VAT number: DE123456789',
+        deInvoice.id,
+        '1 April 2027 – 30 April 2027',
+        'SELLER BILL TO',
+        'Germany VAT number: DE123456789',
         'Reverse charge',
-        'Total €1,000.00', 'Amount due €0.00', 'Reverse charge: VAT to be accounted for by the customer', 'Page 1 of 1',
+        'Total €1,000.00',
+        'Amount due €0.00',
+        'Reverse charge: VAT to be accounted for by the customer',
+        'Page 1 of 1',
         // The standard fonts have no Ł or ź: the letters without their marks.
         'Lódz Café GmbH',
       ])
-    })
+    },
+  )
 
-  it('serves a credit note as a PDF naming its reference invoice, reason, VAT and what is left of it',
-    requires('pdftotext'), async () => {
+  it(
+    'serves a credit note as a PDF naming its reference invoice, reason, VAT and what is left of it',
+    requires('pdftotext'),
+    async () => {
       const res = await call(t, { url: noteUrl(italian.id, itNote.id), token: italian.token })
       assertPdf(res, `${itNote.id}.pdf`)
       const text = textOf(res.rawPayload)
@@ -133,49 +180,61 @@ onEachEngine('invoice and credit-note PDFs', { REDIRECT_ALLOWED_HOSTS: ALLOWED, 
       // rest of the term, 433.33 + 22 % = 528.66, is paid from it; 528.68 is left.
       assert.deepEqual([itNote.total, itNote.amount_allocated, itNote.amount_available], [105734, 52866, 52868])
       assertNames(text, [
-        itNote.id, itNote.reference_invoice_id, 'Parte non usata di un piano modificato', '5 aprile 2027',
-        'Partita IVA: IT12345678901', 'IVA IT 22% su 866,67 € 190,67 €', 'Totale 1.057,34 €',
-        'Applicato alle fatture -528,66 €', 'Ancora disponibile 528,68 €',
+        itNote.id,
+        itNote.reference_invoice_id,
+        'Parte non usata di un piano modificato',
+        '5 aprile 2027',
+        'Partita IVA: IT12345678901',
+        'IVA IT 22% su 866,67 € 190,67 €',
+        'Totale 1.057,34 €',
+        'Applicato alle fatture -528,66 €',
+        'Ancora disponibile 528,68 €',
       ])
-    })
+    },
+  )
 
   it('answers a platform token for any company', async () => {
     assertPdf(await call(t, { url: pdfUrl(german.id, deInvoice.id) }), `${deInvoice.id}.pdf`)
     assertPdf(await call(t, { url: noteUrl(italian.id, itNote.id) }), `${itNote.id}.pdf`)
   })
 
-  it('refuses without a token (401), without read:company (403), an id not the company\'s (404), a malformed id (400)',
-    async () => {
-      const activation = itInvoices.at(-1)
-      const teamOnly = await companyClient(t, italian.id, ['read:team'])
-      const weak = await t.tokenFor(teamOnly.client_id, teamOnly.client_secret)
-      for (const url of [pdfUrl(italian.id, activation.id), noteUrl(italian.id, itNote.id)]) {
-        const anonymous = await call(t, { url, token: null })
-        assert.deepEqual([anonymous.statusCode, anonymous.json().code], [401, 'unauthorized'], url)
-        const refused = await call(t, { url, token: weak })
-        assert.deepEqual([refused.statusCode, refused.json().code], [403, 'insufficient_scope'], url)
-      }
-      const notFound: Array<[string, string | undefined]> = [
-        [pdfUrl(german.id, deInvoice.id), italian.token], [pdfUrl(italian.id, deInvoice.id), italian.token],
-        [noteUrl(german.id, itNote.id), german.token], [pdfUrl(italian.id, UNKNOWN), undefined],
-        [noteUrl(italian.id, UNKNOWN), undefined], [noteUrl(german.id, itNote.id), undefined],
-      ]
-      for (const [url, token] of notFound) {
-        const res = await call(t, { url, token })
-        assert.deepEqual([res.statusCode, res.json().code], [404, 'not_found'], url)
-        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
-      }
-      // As the JSON invoice answers a malformed id.
-      assert.equal((await call(t, { url: `${SUB}/${italian.id}/invoices/not-an-id` })).statusCode, 400)
-      const malformed = [[pdfUrl(italian.id, 'not-an-id'), 'invoice_id'], [noteUrl(italian.id, 'x'), 'credit_note_id']]
-      for (const [url, field] of malformed) {
-        const res = await call(t, { url: url! })
-        assert.equal(res.statusCode, 400, url)
-        assert.match(res.json().errors, new RegExp(`params/${field}`))
-      }
-    })
+  it("refuses without a token (401), without read:company (403), an id not the company's (404), a malformed id (400)", async () => {
+    const activation = itInvoices.at(-1)
+    const teamOnly = await companyClient(t, italian.id, ['read:team'])
+    const weak = await t.tokenFor(teamOnly.client_id, teamOnly.client_secret)
+    for (const url of [pdfUrl(italian.id, activation.id), noteUrl(italian.id, itNote.id)]) {
+      const anonymous = await call(t, { url, token: null })
+      assert.deepEqual([anonymous.statusCode, anonymous.json().code], [401, 'unauthorized'], url)
+      const refused = await call(t, { url, token: weak })
+      assert.deepEqual([refused.statusCode, refused.json().code], [403, 'insufficient_scope'], url)
+    }
+    const notFound: Array<[string, string | undefined]> = [
+      [pdfUrl(german.id, deInvoice.id), italian.token],
+      [pdfUrl(italian.id, deInvoice.id), italian.token],
+      [noteUrl(german.id, itNote.id), german.token],
+      [pdfUrl(italian.id, UNKNOWN), undefined],
+      [noteUrl(italian.id, UNKNOWN), undefined],
+      [noteUrl(german.id, itNote.id), undefined],
+    ]
+    for (const [url, token] of notFound) {
+      const res = await call(t, { url, token })
+      assert.deepEqual([res.statusCode, res.json().code], [404, 'not_found'], url)
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+    }
+    // As the JSON invoice answers a malformed id.
+    assert.equal((await call(t, { url: `${SUB}/${italian.id}/invoices/not-an-id` })).statusCode, 400)
+    const malformed = [
+      [pdfUrl(italian.id, 'not-an-id'), 'invoice_id'],
+      [noteUrl(italian.id, 'x'), 'credit_note_id'],
+    ]
+    for (const [url, field] of malformed) {
+      const res = await call(t, { url: url! })
+      assert.equal(res.statusCode, 400, url)
+      assert.match(res.json().errors, new RegExp(`params/${field}`))
+    }
+  })
 
-  it('links each invoice\'s PDF from the portal, and serves the same file under the portal\'s token', async () => {
+  it("links each invoice's PDF from the portal, and serves the same file under the portal's token", async () => {
     const activation = itInvoices.at(-1)
     const portal = new PageSession(t, await pathOf(t, 'portal', italian.id, italian.token), 'en')
     const page = await portal.get()

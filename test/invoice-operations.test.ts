@@ -2,7 +2,18 @@ import { after, before, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
 import {
-  DAY, SUB, at, billedCompany, call, detailsOf, json, setCard, statusOf, unix, update, type BillingFixture,
+  DAY,
+  SUB,
+  at,
+  billedCompany,
+  call,
+  detailsOf,
+  json,
+  setCard,
+  statusOf,
+  unix,
+  update,
+  type BillingFixture,
 } from './subscriptions-helpers.ts'
 import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
@@ -24,20 +35,32 @@ const invoicesOf = (t: TestApp, c: BillingFixture) =>
 const invoiceUrl = (c: BillingFixture, id: string) => `${SUB}/${c.id}/invoices/${id}`
 type Extra = { token?: string; headers?: Record<string, string> }
 const operate = (t: TestApp, c: BillingFixture, id: string, operation: string, body?: unknown, extra: Extra = {}) =>
-  call(t, { method: 'POST', url: `${invoiceUrl(c, id)}/${operation}`, ...(body !== undefined ? { body } : {}),
-    ...extra })
+  call(t, {
+    method: 'POST',
+    url: `${invoiceUrl(c, id)}/${operation}`,
+    ...(body !== undefined ? { body } : {}),
+    ...extra,
+  })
 /** The operation, which must answer 200: the invoice. */
 const done = (t: TestApp, c: BillingFixture, id: string, operation: string, body?: unknown) =>
   json(t, 200, { method: 'POST', url: `${invoiceUrl(c, id)}/${operation}`, ...(body !== undefined ? { body } : {}) })
 const settlement = (i: any) => ({
-  status: i.status, credits_applied: i.credits_applied, amount_paid: i.amount_paid,
-  write_off_amount: i.write_off_amount, amount_due: i.amount_due,
-  dunning_status: i.dunning_status, attempt_count: i.attempt_count, next_retry_at: i.next_retry_at,
+  status: i.status,
+  credits_applied: i.credits_applied,
+  amount_paid: i.amount_paid,
+  write_off_amount: i.write_off_amount,
+  amount_due: i.amount_due,
+  dunning_status: i.dunning_status,
+  attempt_count: i.attempt_count,
+  next_retry_at: i.next_retry_at,
 })
 const invoiceEvents = async (t: TestApp, c: BillingFixture, invoiceId: string) => {
   const query = { type: 'invoice.*', limit: '100' }
   const events = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query })
-  return events.filter((e) => e.data.object.id === invoiceId).map((e) => e.type).reverse()
+  return events
+    .filter((e) => e.data.object.id === invoiceId)
+    .map((e) => e.type)
+    .reverse()
 }
 
 /** A company whose first invoice, 122.00 on `start` + 30 days, is payment_due (its first charge failed). */
@@ -48,8 +71,14 @@ async function unpaid(t: TestApp, start: string) {
   await at(t, trialEnd)
   const [invoice] = await invoicesOf(t, c)
   assert.deepEqual(settlement(invoice), {
-    status: 'payment_due', credits_applied: 0, amount_paid: 0, write_off_amount: 0, amount_due: 12200,
-    dunning_status: 'in_progress', attempt_count: 1, next_retry_at: unix(trialEnd) + 86_400,
+    status: 'payment_due',
+    credits_applied: 0,
+    amount_paid: 0,
+    write_off_amount: 0,
+    amount_due: 12200,
+    dunning_status: 'in_progress',
+    attempt_count: 1,
+    next_retry_at: unix(trialEnd) + 86_400,
   })
   return { c, invoice, trialEnd: unix(trialEnd) }
 }
@@ -66,26 +95,41 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     // Day 1's retry charges the 72.00 left, and fails.
     await at(t, '2041-02-01T12:00:00.000Z')
     const retried = await json(t, 200, { url: invoiceUrl(c, invoice.id) })
-    assert.deepEqual([retried.attempt_count, retried.amount_due, retried.next_retry_at],
-      [2, 7200, unix('2041-02-03T00:00:00Z')])
+    assert.deepEqual(
+      [retried.attempt_count, retried.amount_due, retried.next_retry_at],
+      [2, 7200, unix('2041-02-03T00:00:00Z')],
+    )
     // 50.00 + 72.00 = 122.00: paid on the payment's date, no retry left.
     const date = unix('2041-02-01T09:00:00Z')
     const paid = await done(t, c, invoice.id, 'record_payment', { amount: 7200, payment_method: 'check', date })
     assert.deepEqual(settlement(paid), {
-      status: 'paid', credits_applied: 0, amount_paid: 12200, write_off_amount: 0, amount_due: 0,
-      dunning_status: 'success', attempt_count: 2, next_retry_at: null,
+      status: 'paid',
+      credits_applied: 0,
+      amount_paid: 12200,
+      write_off_amount: 0,
+      amount_due: 0,
+      dunning_status: 'success',
+      attempt_count: 2,
+      next_retry_at: null,
     })
     assert.equal(paid.paid_at, date)
     const payments = paid.recorded_payments.map((p: any) => [p.amount, p.applied_amount, p.payment_method, p.reference])
-    assert.deepEqual(payments, [[5000, 5000, 'bank_transfer', 'CRO 1'], [7200, 7200, 'check', null]])
+    assert.deepEqual(payments, [
+      [5000, 5000, 'bank_transfer', 'CRO 1'],
+      [7200, 7200, 'check', null],
+    ])
     // Days 3 and 5 pass: no charge is tried again, the subscription stays active, nothing is in excess.
     await at(t, '2041-02-06T00:00:00.000Z')
     assert.deepEqual(await json(t, 200, { url: invoiceUrl(c, invoice.id) }), paid)
     assert.equal((await statusOf(t, c)).status, 'active')
     assert.equal((await detailsOf(t, c)).customer.excess_payments, 0)
     assert.deepEqual(await invoiceEvents(t, c, invoice.id), [
-      'invoice.created', 'invoice.payment_failed', 'invoice.payment_recorded',
-      'invoice.payment_failed', 'invoice.payment_recorded', 'invoice.paid',
+      'invoice.created',
+      'invoice.payment_failed',
+      'invoice.payment_recorded',
+      'invoice.payment_failed',
+      'invoice.payment_recorded',
+      'invoice.paid',
     ])
   })
 
@@ -94,10 +138,19 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     // 150.00 − 122.00 = 28.00 beyond what was due.
     const paid = await done(t, c, invoice.id, 'record_payment', { amount: 15000, payment_method: 'bank_transfer' })
     assert.deepEqual(settlement(paid), {
-      status: 'paid', credits_applied: 0, amount_paid: 12200, write_off_amount: 0, amount_due: 0,
-      dunning_status: 'success', attempt_count: 1, next_retry_at: null,
+      status: 'paid',
+      credits_applied: 0,
+      amount_paid: 12200,
+      write_off_amount: 0,
+      amount_due: 0,
+      dunning_status: 'success',
+      attempt_count: 1,
+      next_retry_at: null,
     })
-    assert.deepEqual(paid.recorded_payments.map((p: any) => [p.amount, p.applied_amount]), [[15000, 12200]])
+    assert.deepEqual(
+      paid.recorded_payments.map((p: any) => [p.amount, p.applied_amount]),
+      [[15000, 12200]],
+    )
     const { customer } = await detailsOf(t, c)
     const credits = [customer.promotional_credits, customer.refundable_credits, customer.excess_payments]
     assert.deepEqual(credits, [0, 0, 2800])
@@ -120,16 +173,28 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     await at(t, new Date(renewal * 1000).toISOString())
     const [due] = await invoicesOf(t, c)
     assert.deepEqual(settlement(due), {
-      status: 'payment_due', credits_applied: 2800, amount_paid: 0, write_off_amount: 0, amount_due: 9400,
-      dunning_status: 'in_progress', attempt_count: 1, next_retry_at: renewal + 86_400,
+      status: 'payment_due',
+      credits_applied: 2800,
+      amount_paid: 0,
+      write_off_amount: 0,
+      amount_due: 9400,
+      dunning_status: 'in_progress',
+      attempt_count: 1,
+      next_retry_at: renewal + 86_400,
     })
     assert.equal((await detailsOf(t, c)).customer.excess_payments, 0)
 
     const voided = await done(t, c, due.id, 'void', { reason_code: 'order_change', comment: 'Billed by mistake' })
     // Voided: nothing owed, its 28.00 of credit back with the customer.
     assert.deepEqual(settlement(voided), {
-      status: 'voided', credits_applied: 0, amount_paid: 0, write_off_amount: 0, amount_due: 0,
-      dunning_status: 'exhausted', attempt_count: 1, next_retry_at: null,
+      status: 'voided',
+      credits_applied: 0,
+      amount_paid: 0,
+      write_off_amount: 0,
+      amount_due: 0,
+      dunning_status: 'exhausted',
+      attempt_count: 1,
+      next_retry_at: null,
     })
     const comment = { operation: 'void', comment: 'Billed by mistake', date: renewal }
     assert.deepEqual([voided.void_reason_code, voided.voided_at, voided.comments], ['order_change', renewal, [comment]])
@@ -143,8 +208,10 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     for (const id of [due.id, invoice.id]) {
       const refused = await operate(t, c, id, 'void')
       assert.equal(refused.statusCode, 409, refused.body)
-      assert.match(refused.json().errors,
-        /^The invoice is (voided|paid): only a payment_due or not_paid invoice can be voided/)
+      assert.match(
+        refused.json().errors,
+        /^The invoice is (voided|paid): only a payment_due or not_paid invoice can be voided/,
+      )
     }
   })
 
@@ -187,15 +254,24 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     // 122.00 − 22.00 paid = 100.00 written off.
     const written = await done(t, c, invoice.id, 'write_off', { comment: 'Bankrupt' })
     assert.deepEqual(settlement(written), {
-      status: 'paid', credits_applied: 0, amount_paid: 2200, write_off_amount: 10000, amount_due: 0,
-      dunning_status: 'exhausted', attempt_count: 1, next_retry_at: null,
+      status: 'paid',
+      credits_applied: 0,
+      amount_paid: 2200,
+      write_off_amount: 10000,
+      amount_due: 0,
+      dunning_status: 'exhausted',
+      attempt_count: 1,
+      next_retry_at: null,
     })
     assert.equal(written.comments[0].comment, 'Bankrupt')
     await at(t, new Date((invoice.date + 6 * 86_400) * 1000).toISOString())
     assert.deepEqual(await json(t, 200, { url: invoiceUrl(c, invoice.id) }), written)
     assert.equal((await statusOf(t, c)).status, 'active')
     assert.deepEqual(await invoiceEvents(t, c, invoice.id), [
-      'invoice.created', 'invoice.payment_failed', 'invoice.payment_recorded', 'invoice.written_off',
+      'invoice.created',
+      'invoice.payment_failed',
+      'invoice.payment_recorded',
+      'invoice.written_off',
     ])
     const again = await operate(t, c, invoice.id, 'write_off')
     assert.equal(again.statusCode, 409, again.body)
@@ -224,7 +300,7 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     assert.equal((await json(t, 200, { url: invoiceUrl(c, invoice.id) })).amount_paid, 1000)
   })
 
-  it('refuses bad input with a sentence naming the field, other companies\' invoices and company tokens', async () => {
+  it("refuses bad input with a sentence naming the field, other companies' invoices and company tokens", async () => {
     const { c, invoice, trialEnd } = await unpaid(t, '2042-05-01T00:00:00.000Z')
     const refusals: [unknown, RegExp][] = [
       [{ amount: 0, payment_method: 'cash' }, /^body\/amount must be >= 1/],
@@ -276,13 +352,20 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
 forEachEngine('invoice operations on a Chargebee-managed subscription', (engine) => {
   let t: TestApp
   let fake: FakeChargebee
-  before(async () => { ({ t, fake } = await chargebeeApp(engine)) })
-  after(async () => { await t?.close(); await fake?.close() })
+  before(async () => {
+    ;({ t, fake } = await chargebeeApp(engine))
+  })
+  after(async () => {
+    await t?.close()
+    await fake?.close()
+  })
 
   it('are refused with 409 naming Chargebee, nothing changed; a void made at Chargebee shows here', async () => {
     const c = await chargebeeCompany(t, fake)
     const term = (s: any) => ({
-      status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * DAY,
+      status: 'active',
+      current_term_start: s.trial_end,
+      current_term_end: s.trial_end + 30 * DAY,
     })
     fake.change(c.subscriptionId, (s) => Object.assign(s, term(s)))
     const copy = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
@@ -290,18 +373,25 @@ forEachEngine('invoice operations on a Chargebee-managed subscription', (engine)
     const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
     const fixture = { id: c.id } as BillingFixture
     const bodies: Record<string, unknown> = {
-      record_payment: { amount: 100, payment_method: 'bank_transfer' }, void: {}, write_off: {},
+      record_payment: { amount: 100, payment_method: 'bank_transfer' },
+      void: {},
+      write_off: {},
     }
     for (const [operation, body] of Object.entries(bodies)) {
       const res = await operate(t, fixture, invoice.id, operation, body)
       assert.equal(res.statusCode, 409, `${operation}: ${res.body}`)
-      assert.match(res.json().errors,
-        /^The company's subscription is managed by chargebee: its invoices are settled there/)
+      assert.match(
+        res.json().errors,
+        /^The company's subscription is managed by chargebee: its invoices are settled there/,
+      )
     }
     assert.deepEqual(await json(t, 200, { url: invoiceUrl(fixture, invoice.id) }), invoice)
     // Voided at Chargebee instead: its copy shows when and why.
     const voiding = (i: any) => ({
-      status: 'voided', amount_due: 0, voided_at: i.date + 3600, void_reason_code: 'waiver',
+      status: 'voided',
+      amount_due: 0,
+      voided_at: i.date + 3600,
+      void_reason_code: 'waiver',
     })
     const voided = fake.changeInvoice(copy.id, (i) => Object.assign(i, voiding(i)))
     assert.equal((await deliver(t, fake.event('invoice_updated', { invoice: voided }))).json().outcome, 'applied')

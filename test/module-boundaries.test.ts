@@ -19,18 +19,22 @@ function filesUnder(dir: string): string[] {
 }
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g
-const imports = new Map(filesUnder(SRC).map((file) => {
-  const specifiers = [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1] ?? m[2]!)
-  const targets = specifiers.map((specifier) => path.resolve(path.dirname(file), specifier))
-  return [file, targets] as const
-}))
+const imports = new Map(
+  filesUnder(SRC).map((file) => {
+    const specifiers = [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1] ?? m[2]!)
+    const targets = specifiers.map((specifier) => path.resolve(path.dirname(file), specifier))
+    return [file, targets] as const
+  }),
+)
 
 const moduleOf = (file: string) =>
   file.startsWith(MODULES + path.sep) ? path.relative(MODULES, file).split(path.sep)[0]! : null
 const shown = (file: string) => path.relative(SRC, file)
-const crossings = [...imports].flatMap(([file, targets]) => targets
-  .filter((target) => moduleOf(file) !== null && moduleOf(target) !== null && moduleOf(target) !== moduleOf(file))
-  .map((target) => ({ file, target, from: moduleOf(file)!, to: moduleOf(target)! })))
+const crossings = [...imports].flatMap(([file, targets]) =>
+  targets
+    .filter((target) => moduleOf(file) !== null && moduleOf(target) !== null && moduleOf(target) !== moduleOf(file))
+    .map((target) => ({ file, target, from: moduleOf(file)!, to: moduleOf(target)! })),
+)
 
 function cycles(graph: Map<string, Iterable<string>>): string[][] {
   const found: string[][] = []
@@ -50,31 +54,39 @@ function cycles(graph: Map<string, Iterable<string>>): string[][] {
 describe('module boundaries', () => {
   it('imports a module that has an index.ts only through it', () => {
     const bypassing = crossings
-      .filter(({ to, target }) => existsSync(path.join(MODULES, to, 'index.ts')))
+      .filter(({ to }) => existsSync(path.join(MODULES, to, 'index.ts')))
       .filter(({ target }) => path.basename(target) !== 'index.ts')
       .map(({ file, target }) => `${shown(file)} imports ${shown(target)}`)
     assert.deepEqual(bypassing, [])
   })
 
-  it('never imports another module\'s repository', () => {
-    const reaching = crossings.filter(({ target }) => target.endsWith('.repository.ts'))
+  it("never imports another module's repository", () => {
+    const reaching = crossings
+      .filter(({ target }) => target.endsWith('.repository.ts'))
       .map(({ file, target }) => `${shown(file)} imports ${shown(target)}`)
     assert.deepEqual(reaching, [])
   })
 
   it('keeps the billing engine free of the lifecycle, Chargebee and every other module', () => {
-    const leaving = crossings.filter(({ from }) => from === 'billing')
+    const leaving = crossings
+      .filter(({ from }) => from === 'billing')
       .map(({ file, target }) => `${shown(file)} imports ${shown(target)}`)
     assert.deepEqual(leaving, [])
   })
 
   it('has no import circle between files', () => {
-    assert.deepEqual(cycles(imports).map((cycle) => cycle.map(shown).join(' → ')), [])
+    assert.deepEqual(
+      cycles(imports).map((cycle) => cycle.map(shown).join(' → ')),
+      [],
+    )
   })
 
   it('has no import circle between modules', () => {
     const graph = new Map<string, Set<string>>()
     for (const { from, to } of crossings) graph.set(from, (graph.get(from) ?? new Set()).add(to))
-    assert.deepEqual(cycles(graph).map((cycle) => cycle.join(' → ')), [])
+    assert.deepEqual(
+      cycles(graph).map((cycle) => cycle.join(' → ')),
+      [],
+    )
   })
 })

@@ -27,7 +27,8 @@ type Need = 'postgres' | 'chromium' | 'pdftotext'
 const NAMES: Record<Need, string> = { postgres: 'PostgreSQL', chromium: 'Chromium', pdftotext: 'pdftotext' }
 
 function missing(need: Need): string | null {
-  if (need === 'chromium') return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+  if (need === 'chromium')
+    return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
   if (need === 'pdftotext') {
     return fs.existsSync(PDFTOTEXT) ? null : `no pdftotext at ${PDFTOTEXT} (apt-get install poppler-utils)`
   }

@@ -1,5 +1,13 @@
 import type { SubscriptionStatus } from '../../db/tables.ts'
-import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type CouponTerms, type CouponUsage } from './billing.coupons.ts'
+import {
+  couponAppliesTo,
+  discountsPeriod,
+  freshUsage,
+  lineKey,
+  targets,
+  type CouponTerms,
+  type CouponUsage,
+} from './billing.coupons.ts'
 
 /**
  * The arithmetic of an invoice, behind both an estimate and the change an update applies, so they
@@ -8,9 +16,26 @@ import { couponAppliesTo, discountsPeriod, freshUsage, lineKey, targets, type Co
  */
 
 /** `currency_code`: the plan's, which the whole subscription bills in. */
-export interface PricedPlan { sku: string; name: string; price_cents: number; period_unit: 'month' | 'year'; currency_code: string }
-export interface PricedAddon { id: string; name: string; price_cents: number; quantity: number }
-export interface PricedCoupon extends CouponTerms { id: string; code: string; name: string; discount_type: 'percentage' | 'fixed_amount'; discount_value_minor: number }
+export interface PricedPlan {
+  sku: string
+  name: string
+  price_cents: number
+  period_unit: 'month' | 'year'
+  currency_code: string
+}
+export interface PricedAddon {
+  id: string
+  name: string
+  price_cents: number
+  quantity: number
+}
+export interface PricedCoupon extends CouponTerms {
+  id: string
+  code: string
+  name: string
+  discount_type: 'percentage' | 'fixed_amount'
+  discount_value_minor: number
+}
 
 export interface PricedSelection {
   plan: PricedPlan
@@ -23,10 +48,19 @@ export interface PricedSelection {
 export type TaxExemptReason = 'reverse_charge' | 'export' | 'tax_not_configured'
 
 /** A rate in basis points (22 % = 2200); a reverse charge is rate 0 with a name, an export no line (name null). */
-export interface TaxRate { name: string | null; rate_bp: number; exempt_reason: TaxExemptReason | null }
+export interface TaxRate {
+  name: string | null
+  rate_bp: number
+  exempt_reason: TaxExemptReason | null
+}
 
 export interface LineItem {
-  entity_type: 'plan' | 'addon'; entity_id: string; description: string; unit_amount: number; quantity: number; amount: number
+  entity_type: 'plan' | 'addon'
+  entity_id: string
+  description: string
+  unit_amount: number
+  quantity: number
+  amount: number
   tax_exempt_reason?: TaxExemptReason
   /** Chargebee's line item `discount_amount`. */
   discount_amount?: number
@@ -49,7 +83,10 @@ export interface Estimate {
 }
 
 /** Seconds left / seconds in the term; the whole term is 1/1. */
-export interface Fraction { num: bigint; den: bigint }
+export interface Fraction {
+  num: bigint
+  den: bigint
+}
 export const WHOLE: Fraction = { num: 1n, den: 1n }
 
 export function roundHalfUp(value: bigint, num: bigint, den: bigint): number {
@@ -66,7 +103,10 @@ export function remainingShare(termStart: Date, termEnd: Date, now: Date): Fract
   return { num: BigInt(left), den: BigInt(length) }
 }
 
-export interface CouponContext { periodStart: Date | null; usage: CouponUsage }
+export interface CouponContext {
+  periodStart: Date | null
+  usage: CouponUsage
+}
 
 export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsage(null) }
 
@@ -75,28 +115,63 @@ export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsag
  * prorated, once per period per target, as Chargebee's. `perLine` is each line's part of `amount`,
  * which its tax is computed without.
  */
-export function couponDiscount(coupon: PricedCoupon | null, lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[], ctx: CouponContext): { amount: number; taken: Record<string, number>; perLine: number[] } {
-  if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart)) return { amount: 0, taken: {}, perLine: lines.map(() => 0) }
+export function couponDiscount(
+  coupon: PricedCoupon | null,
+  lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[],
+  ctx: CouponContext,
+): { amount: number; taken: Record<string, number>; perLine: number[] } {
+  if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart))
+    return { amount: 0, taken: {}, perLine: lines.map(() => 0) }
   const taken: Record<string, number> = {}
   const off = (base: number, key: string): number => {
-    if (coupon.discount_type === 'percentage') return Math.min(base, roundHalfUp(BigInt(base), BigInt(coupon.discount_value_minor), 10_000n))
-    const used = discountsPeriod(ctx.usage, ctx.periodStart) ? ctx.usage.period_discounts[key] ?? 0 : 0
+    if (coupon.discount_type === 'percentage')
+      return Math.min(base, roundHalfUp(BigInt(base), BigInt(coupon.discount_value_minor), 10_000n))
+    const used = discountsPeriod(ctx.usage, ctx.periodStart) ? (ctx.usage.period_discounts[key] ?? 0) : 0
     const amount = Math.min(base, Math.max(0, coupon.discount_value_minor - used))
     if (amount > 0) taken[key] = (taken[key] ?? 0) + amount
     return amount
   }
   if (coupon.apply_on === 'invoice_amount') {
-    const amount = off(lines.reduce((sum, l) => sum + l.amount, 0), lineKey(coupon, null))
-    return { amount, taken, perLine: allocate(amount, lines.map((l) => l.amount)) }
+    const amount = off(
+      lines.reduce((sum, l) => sum + l.amount, 0),
+      lineKey(coupon, null),
+    )
+    return {
+      amount,
+      taken,
+      perLine: allocate(
+        amount,
+        lines.map((l) => l.amount),
+      ),
+    }
   }
   const perLine = lines.map((l) => (targets(coupon, l) ? off(l.amount, lineKey(coupon, l)) : 0))
   return { amount: perLine.reduce((sum, d) => sum + d, 0), taken, perLine }
 }
 
 /** The invoice of a selection for `share` of a term, less `credit` of unused earlier charges. */
-export function invoiceFor(selection: PricedSelection, share: Fraction, tax: TaxRate | null, currency: string, credit = 0, period: CouponContext = FIRST_PERIOD): InvoiceEstimate {
-  const line = (entity_type: LineItem['entity_type'], entity_id: string, description: string, unit: number, quantity: number): LineItem =>
-    ({ entity_type, entity_id, description, unit_amount: unit, quantity, amount: prorate(unit * quantity, share) })
+export function invoiceFor(
+  selection: PricedSelection,
+  share: Fraction,
+  tax: TaxRate | null,
+  currency: string,
+  credit = 0,
+  period: CouponContext = FIRST_PERIOD,
+): InvoiceEstimate {
+  const line = (
+    entity_type: LineItem['entity_type'],
+    entity_id: string,
+    description: string,
+    unit: number,
+    quantity: number,
+  ): LineItem => ({
+    entity_type,
+    entity_id,
+    description,
+    unit_amount: unit,
+    quantity,
+    amount: prorate(unit * quantity, share),
+  })
   const lineItems = [
     line('plan', selection.plan.sku, selection.plan.name, selection.plan.price_cents, selection.quantity),
     ...selection.addons.map((a) => line('addon', a.id, a.name, a.price_cents, a.quantity)),
@@ -110,12 +185,20 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
 
   const taxes = taxLines(lineItems, perLine, tax)
   if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
-  lineItems.forEach((l, i) => { if (perLine[i]! > 0) l.discount_amount = perLine[i]! })
+  lineItems.forEach((l, i) => {
+    if (perLine[i]! > 0) l.discount_amount = perLine[i]!
+  })
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const creditsApplied = Math.min(Math.max(0, credit), total)
   return {
-    line_items: lineItems, discounts, sub_total: subTotal, taxes, total,
-    credits_applied: creditsApplied, amount_due: total - creditsApplied, currency_code: currency,
+    line_items: lineItems,
+    discounts,
+    sub_total: subTotal,
+    taxes,
+    total,
+    credits_applied: creditsApplied,
+    amount_due: total - creditsApplied,
+    currency_code: currency,
   }
 }
 
@@ -125,7 +208,10 @@ export function invoiceFor(selection: PricedSelection, share: Fraction, tax: Tax
  */
 export function taxLines(lines: LineItem[], lineDiscounts: number[], tax: TaxRate | null): InvoiceEstimate['taxes'] {
   if (!tax || tax.name === null) return []
-  const amount = lines.reduce((sum, line, i) => sum + roundHalfUp(BigInt(line.amount - (lineDiscounts[i] ?? 0)), BigInt(tax.rate_bp), 10_000n), 0)
+  const amount = lines.reduce(
+    (sum, line, i) => sum + roundHalfUp(BigInt(line.amount - (lineDiscounts[i] ?? 0)), BigInt(tax.rate_bp), 10_000n),
+    0,
+  )
   return [{ name: tax.name, rate: tax.rate_bp / 100, amount }]
 }
 
@@ -139,7 +225,9 @@ export function allocate(total: number, amounts: number[]): number[] {
   const exact = amounts.map((a) => BigInt(total) * BigInt(a))
   const shares = exact.map((e) => Number(e / sum))
   let left = total - shares.reduce((a, b) => a + b, 0)
-  const byRemainder = exact.map((e, i) => ({ i, r: e % sum })).sort((x, y) => (x.r === y.r ? x.i - y.i : x.r > y.r ? -1 : 1))
+  const byRemainder = exact
+    .map((e, i) => ({ i, r: e % sum }))
+    .sort((x, y) => (x.r === y.r ? x.i - y.i : x.r > y.r ? -1 : 1))
   for (const { i } of byRemainder) {
     if (left === 0) break
     shares[i]! += 1
@@ -175,10 +263,13 @@ export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   const share = remainingShare(invoice.period_start, invoice.period_end, now)
   // An invoice whose lines carry no discount: its discounts spread over the lines.
   const recorded = invoice.line_items.some((l) => l.discount_amount !== undefined)
-  const spread = allocate(invoice.discounts.reduce((sum, d) => sum + d.amount, 0), invoice.line_items.map((l) => l.amount))
+  const spread = allocate(
+    invoice.discounts.reduce((sum, d) => sum + d.amount, 0),
+    invoice.line_items.map((l) => l.amount),
+  )
   const lines: LineItem[] = invoice.line_items.map((l, i) => {
     const amount = prorate(l.amount, share)
-    const charged = prorate(l.amount - (recorded ? l.discount_amount ?? 0 : spread[i]!), share)
+    const charged = prorate(l.amount - (recorded ? (l.discount_amount ?? 0) : spread[i]!), share)
     const { discount_amount: _, ...line } = l
     return { ...line, amount, ...(amount > charged ? { discount_amount: amount - charged } : {}) }
   })
@@ -186,13 +277,31 @@ export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   const discount = perLine.reduce((sum, d) => sum + d, 0)
   const subTotal = lines.reduce((sum, l) => sum + l.amount, 0)
   const tax = invoice.taxes[0]
-  const taxes = tax ? taxLines(lines, perLine, { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: null }) : []
+  const taxes = tax
+    ? taxLines(lines, perLine, { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: null })
+    : []
   const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
   const description = invoice.discounts.map((d) => d.description).join(', ')
-  return { line_items: lines, discounts: discount > 0 ? [{ description, amount: discount }] : [], sub_total: subTotal, taxes, total, currency_code: invoice.currency_code }
+  return {
+    line_items: lines,
+    discounts: discount > 0 ? [{ description, amount: discount }] : [],
+    sub_total: subTotal,
+    taxes,
+    total,
+    currency_code: invoice.currency_code,
+  }
 }
 
 /** What an estimate shows when the choice bills nothing. */
 export function noInvoice(currency: string): InvoiceEstimate {
-  return { line_items: [], discounts: [], sub_total: 0, taxes: [], total: 0, credits_applied: 0, amount_due: 0, currency_code: currency }
+  return {
+    line_items: [],
+    discounts: [],
+    sub_total: 0,
+    taxes: [],
+    total: 0,
+    credits_applied: 0,
+    amount_due: 0,
+    currency_code: currency,
+  }
 }

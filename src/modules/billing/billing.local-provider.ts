@@ -2,7 +2,14 @@ import type { PaymentSource } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
 import { afterInvoice, freshUsage, usageColumns, usageOf } from './billing.coupons.ts'
 import {
-  couponDiscount, creditFor, invoiceFor, noInvoice, remainingShare, WHOLE, type Estimate, type PricedSelection,
+  couponDiscount,
+  creditFor,
+  invoiceFor,
+  noInvoice,
+  remainingShare,
+  WHOLE,
+  type Estimate,
+  type PricedSelection,
 } from './billing.estimate.ts'
 import * as transitions from './billing.transitions.ts'
 import type { BillingState } from './billing.transitions.ts'
@@ -22,16 +29,24 @@ export type LocalHostedPages = Pick<BillingProvider, 'managerPage' | 'portalSess
  */
 export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {}): BillingProvider {
   function hosted(): LocalHostedPages {
-    if (!deps.hostedPages) throw new ProviderError('The hosted pages of the local billing provider are not configured on this service')
+    if (!deps.hostedPages)
+      throw new ProviderError('The hosted pages of the local billing provider are not configured on this service')
     return deps.hostedPages
   }
 
-  function plan(s: BillingState, change: ChangeRequest): { state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit } {
+  function plan(
+    s: BillingState,
+    change: ChangeRequest,
+  ): { state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit } {
     const { selection, current, tax, currency, now } = change
     // The same coupon keeps its history; another resumes where it stood if the company had it before.
     const couponCode = selection.coupon?.code ?? null
-    const usage = couponCode === s.coupon_code ? usageOf(s)
-      : couponCode === null ? freshUsage(null) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
+    const usage =
+      couponCode === s.coupon_code
+        ? usageOf(s)
+        : couponCode === null
+          ? freshUsage(null)
+          : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
     const credits = change.credits ?? 0
     let state: BillingState = {
       ...s,
@@ -48,7 +63,9 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         state,
         estimate: {
           subscription_estimate: { status: s.status, next_billing_at: renews ? unixSeconds(s.trial_end) : null },
-          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.trial_end, usage }) : noInvoice(currency),
+          invoice_estimate: renews
+            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.trial_end, usage })
+            : noInvoice(currency),
         },
       }
     }
@@ -58,24 +75,34 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
       return {
         state,
         estimate: {
-          subscription_estimate: { status: state.status, next_billing_at: renews ? unixSeconds(state.current_term_end) : null },
-          invoice_estimate: renews ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.current_term_end, usage }) : noInvoice(currency),
+          subscription_estimate: {
+            status: state.status,
+            next_billing_at: renews ? unixSeconds(state.current_term_end) : null,
+          },
+          invoice_estimate: renews
+            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.current_term_end, usage })
+            : noInvoice(currency),
         },
       }
     }
     // The unused share of a paid term is credited against the new charge; what is left stays the
     // customer's refundable credit, as at Chargebee.
     const share = remainingShare(s.current_term_start, s.current_term_end, now)
-    const unusedCredit = change.termInvoice ? { figures: creditFor(change.termInvoice, now), referenceInvoiceId: change.termInvoice.id } : undefined
+    const unusedCredit = change.termInvoice
+      ? { figures: creditFor(change.termInvoice, now), referenceInvoiceId: change.termInvoice.id }
+      : undefined
     const credit = (unusedCredit?.figures.total ?? 0) + credits
-    let invoice
+    let invoice: ReturnType<typeof invoiceFor>
     let periodStart = s.current_term_start
     if (selection.plan.period_unit !== current.plan.period_unit) {
       // Another billing period starts a new term now, billed in full, as Chargebee does.
       const end = termEnd(now, selection.plan.period_unit)
       periodStart = now
       state = {
-        ...state, current_term_start: now, current_term_end: end, billing_anchor_day: now.getUTCDate(),
+        ...state,
+        current_term_start: now,
+        current_term_end: end,
+        billing_anchor_day: now.getUTCDate(),
         cancel_scheduled_at: state.status === 'non_renewing' ? end : state.cancel_scheduled_at,
       }
       invoice = invoiceFor(selection, WHOLE, tax, currency, credit, { periodStart, usage })
@@ -90,7 +117,10 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     return {
       state,
       estimate: {
-        subscription_estimate: { status: state.status, next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end) },
+        subscription_estimate: {
+          status: state.status,
+          next_billing_at: state.status === 'non_renewing' ? null : unixSeconds(state.current_term_end),
+        },
         invoice_estimate: invoice,
       },
       billNow: true,

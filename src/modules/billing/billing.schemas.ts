@@ -5,24 +5,54 @@ import type { InvoiceEstimate as ComputedInvoice } from './billing.estimate.ts'
 export type InvoiceEstimate = ComputedInvoice
 
 /** An invoice as the engine computes it: the wire shape of estimates and of the ledger's lines. */
-export const InvoiceEstimate = Type.Object({
-  line_items: Type.Array(Type.Object({
-    entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon')]),
-    entity_id: Type.String({ description: 'The plan\'s sku or the addon\'s id' }),
-    description: Type.String(),
-    unit_amount: Type.Integer({ description: 'Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term' }),
-    quantity: Type.Integer(),
-    amount: Type.Integer({ description: 'Minor units: unit_amount × quantity, prorated, rounded half-up' }),
-    tax_exempt_reason: Type.Optional(Type.Union([Type.Literal('reverse_charge'), Type.Literal('export'), Type.Literal('tax_not_configured')], {
-      description: 'Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller\'s), export (a country without VAT in the table), tax_not_configured (the seller\'s own country has no rate)',
-    })),
-    discount_amount: Type.Optional(Type.Integer({ description: 'Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount' })),
-  }, { additionalProperties: false })),
-  discounts: Type.Array(Type.Object({ description: Type.String(), amount: Type.Integer() }, { additionalProperties: false })),
-  sub_total: Type.Integer({ description: 'Sum of the line items' }),
-  taxes: Type.Array(Type.Object({ name: Type.String({ description: '"IT VAT", or "Reverse charge" (rate 0)' }), rate: Type.Number({ description: 'Percent' }), amount: Type.Integer({ description: 'Sum of each line\'s tax, each rounded half-up' }) }, { additionalProperties: false }), { description: 'One line per tax; none for an export' }),
-  total: Type.Integer({ description: 'sub_total − discounts + taxes' }),
-  credits_applied: Type.Integer({ description: 'Unused part of the current term\'s charges, up to total' }),
-  amount_due: Type.Integer({ description: 'total − credits_applied' }),
-  currency_code: Type.String(),
-}, { additionalProperties: false })
+export const InvoiceEstimate = Type.Object(
+  {
+    line_items: Type.Array(
+      Type.Object(
+        {
+          entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon')]),
+          entity_id: Type.String({ description: "The plan's sku or the addon's id" }),
+          description: Type.String(),
+          unit_amount: Type.Integer({
+            description: 'Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term',
+          }),
+          quantity: Type.Integer(),
+          amount: Type.Integer({ description: 'Minor units: unit_amount × quantity, prorated, rounded half-up' }),
+          tax_exempt_reason: Type.Optional(
+            Type.Union([Type.Literal('reverse_charge'), Type.Literal('export'), Type.Literal('tax_not_configured')], {
+              description:
+                "Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate)",
+            }),
+          ),
+          discount_amount: Type.Optional(
+            Type.Integer({
+              description:
+                'Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    discounts: Type.Array(
+      Type.Object({ description: Type.String(), amount: Type.Integer() }, { additionalProperties: false }),
+    ),
+    sub_total: Type.Integer({ description: 'Sum of the line items' }),
+    taxes: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ description: '"IT VAT", or "Reverse charge" (rate 0)' }),
+          rate: Type.Number({ description: 'Percent' }),
+          amount: Type.Integer({ description: "Sum of each line's tax, each rounded half-up" }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'One line per tax; none for an export' },
+    ),
+    total: Type.Integer({ description: 'sub_total − discounts + taxes' }),
+    credits_applied: Type.Integer({ description: "Unused part of the current term's charges, up to total" }),
+    amount_due: Type.Integer({ description: 'total − credits_applied' }),
+    currency_code: Type.String(),
+  },
+  { additionalProperties: false },
+)

@@ -5,12 +5,26 @@
  */
 export { InvoiceEstimate } from './billing.schemas.ts'
 export {
-  WHOLE, couponDiscount, creditFor, invoiceFor,
-  type ChargedInvoice, type CreditFigures, type Estimate, type LineItem, type PricedCoupon, type PricedSelection,
+  WHOLE,
+  couponDiscount,
+  creditFor,
+  invoiceFor,
+  type ChargedInvoice,
+  type CreditFigures,
+  type Estimate,
+  type LineItem,
+  type PricedCoupon,
+  type PricedSelection,
   type TaxRate,
 } from './billing.estimate.ts'
 export {
-  afterInvoice, freshUsage, usageColumns, usageFromJson, usageOf, usageToJson, type CouponUsage,
+  afterInvoice,
+  freshUsage,
+  usageColumns,
+  usageFromJson,
+  usageOf,
+  usageToJson,
+  type CouponUsage,
 } from './billing.coupons.ts'
 export { REVERSE_CHARGE, taxFor, vatTable, type TaxCustomer } from './billing.vat.ts'
 export { termEnd, unixSeconds, type PeriodUnit } from './billing.terms.ts'
@@ -18,9 +32,18 @@ export * as transitions from './billing.transitions.ts'
 export type { BillingState, Cancellation } from './billing.transitions.ts'
 export { brandOf, chargeSucceeds, luhnValid, testBehaviourOf } from './billing.cards.ts'
 export {
-  CustomerIdSpent, createProviderRegistry,
-  type BillingCustomer, type BillingProvider, type ChangeRequest, type HostedPage, type HostedPageOptions,
-  type HostedPageSubject, type PortalSession, type ProviderName, type ProviderRegistry, type UnusedCredit,
+  CustomerIdSpent,
+  createProviderRegistry,
+  type BillingCustomer,
+  type BillingProvider,
+  type ChangeRequest,
+  type HostedPage,
+  type HostedPageOptions,
+  type HostedPageSubject,
+  type PortalSession,
+  type ProviderName,
+  type ProviderRegistry,
+  type UnusedCredit,
 } from './billing.provider.ts'
 export { createLocalProvider, type LocalHostedPages } from './billing.local-provider.ts'
 export { observedProvider, type ProviderObserver } from './billing.observed-provider.ts'

@@ -13,44 +13,95 @@ export function createProviderLedgerRepository() {
      * Keeps `version` when newer than the one kept; false when stale. `orEqual` for versions of second
      * resolution, where the copy delivered later is taken as the later one.
      */
-    async advanceVersion(executor: Executor, row: Insertable<ProviderObjectVersionsTable>, options: { orEqual?: boolean } = {}): Promise<boolean> {
+    async advanceVersion(
+      executor: Executor,
+      row: Insertable<ProviderObjectVersionsTable>,
+      options: { orEqual?: boolean } = {},
+    ): Promise<boolean> {
       const newer = options.orEqual
         ? sql<boolean>`provider_object_versions.resource_version <= excluded.resource_version`
         : sql<boolean>`provider_object_versions.resource_version < excluded.resource_version`
-      const kept = await executor.insertInto('provider_object_versions').values(row)
-        .onConflict((oc) => oc.columns(['company_id', 'object_id']).doUpdateSet({ resource_version: (eb) => eb.ref('excluded.resource_version') }).where(newer))
-        .returning('object_id').executeTakeFirst()
+      const kept = await executor
+        .insertInto('provider_object_versions')
+        .values(row)
+        .onConflict((oc) =>
+          oc
+            .columns(['company_id', 'object_id'])
+            .doUpdateSet({ resource_version: (eb) => eb.ref('excluded.resource_version') })
+            .where(newer),
+        )
+        .returning('object_id')
+        .executeTakeFirst()
       return kept !== undefined
     },
 
     findInvoice: (executor: Executor, companyId: string, id: string) =>
-      executor.selectFrom('invoices').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
     findCreditNote: (executor: Executor, companyId: string, id: string) =>
-      executor.selectFrom('credit_notes').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst(),
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
 
     /** Inserts the invoice or replaces every field of its stored copy (the triggers emit what moved). */
     async upsertInvoice(executor: Executor, row: Insertable<InvoicesTable>) {
       const { company_id: _c, id: _i, ...fields } = row
-      await executor.insertInto('invoices').values(row)
-        .onConflict((oc) => oc.columns(['company_id', 'id']).doUpdateSet(fields)).execute()
+      await executor
+        .insertInto('invoices')
+        .values(row)
+        .onConflict((oc) => oc.columns(['company_id', 'id']).doUpdateSet(fields))
+        .execute()
     },
 
     async upsertCreditNote(executor: Executor, row: Insertable<CreditNotesTable>) {
       const { company_id: _c, id: _i, ...fields } = row
-      await executor.insertInto('credit_notes').values(row)
-        .onConflict((oc) => oc.columns(['company_id', 'id']).doUpdateSet(fields)).execute()
+      await executor
+        .insertInto('credit_notes')
+        .values(row)
+        .onConflict((oc) => oc.columns(['company_id', 'id']).doUpdateSet(fields))
+        .execute()
     },
 
     /** Deletes an invoice (Chargebee deleted it); credit notes referring to it keep their amounts, without the reference. True when it was here. */
     async deleteInvoice(executor: Executor, companyId: string, id: string) {
-      await executor.updateTable('credit_notes').set({ reference_invoice_id: null }).where('company_id', '=', companyId).where('reference_invoice_id', '=', id).execute()
-      await executor.deleteFrom('credit_allocations').where('company_id', '=', companyId).where('invoice_id', '=', id).execute()
-      return executor.deleteFrom('invoices').where('company_id', '=', companyId).where('id', '=', id).returningAll().executeTakeFirst()
+      await executor
+        .updateTable('credit_notes')
+        .set({ reference_invoice_id: null })
+        .where('company_id', '=', companyId)
+        .where('reference_invoice_id', '=', id)
+        .execute()
+      await executor
+        .deleteFrom('credit_allocations')
+        .where('company_id', '=', companyId)
+        .where('invoice_id', '=', id)
+        .execute()
+      return executor
+        .deleteFrom('invoices')
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst()
     },
 
     async deleteCreditNote(executor: Executor, companyId: string, id: string) {
-      await executor.deleteFrom('credit_allocations').where('company_id', '=', companyId).where('credit_note_id', '=', id).execute()
-      return executor.deleteFrom('credit_notes').where('company_id', '=', companyId).where('id', '=', id).returningAll().executeTakeFirst()
+      await executor
+        .deleteFrom('credit_allocations')
+        .where('company_id', '=', companyId)
+        .where('credit_note_id', '=', id)
+        .execute()
+      return executor
+        .deleteFrom('credit_notes')
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst()
     },
   }
 }

@@ -1,7 +1,12 @@
 import type { Executor } from '../../jobs/scheduler.ts'
 import { writeEvent } from '../events/outbox.ts'
 import {
-  creditNoteRowFrom, invoiceRowFrom, ledgerId, versionOf, type CbCreditNote, type CbInvoice,
+  creditNoteRowFrom,
+  invoiceRowFrom,
+  ledgerId,
+  versionOf,
+  type CbCreditNote,
+  type CbInvoice,
 } from './chargebee.ledger-mapping.ts'
 import type { ProviderLedgerRepository } from './chargebee-ledger.repository.ts'
 
@@ -9,7 +14,10 @@ import type { ProviderLedgerRepository } from './chargebee-ledger.repository.ts'
 export type CopyOutcome = 'applied' | 'unchanged' | 'stale'
 
 /** The subscription (ours) that a Chargebee ledger object belongs to. */
-export interface LedgerOwner { companyId: string; subscriptionId: string }
+export interface LedgerOwner {
+  companyId: string
+  subscriptionId: string
+}
 
 const comparable = (row: Record<string, unknown> | undefined) => {
   if (!row) return null
@@ -24,14 +32,28 @@ const comparable = (row: Record<string, unknown> | undefined) => {
 export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
   const { repo } = deps
 
-  async function fresh(trx: Executor, owner: LedgerOwner, type: 'invoice' | 'credit_note', object: { id: string; resource_version?: number; updated_at?: number }) {
+  async function fresh(
+    trx: Executor,
+    owner: LedgerOwner,
+    type: 'invoice' | 'credit_note',
+    object: { id: string; resource_version?: number; updated_at?: number },
+  ) {
     return repo.advanceVersion(trx, {
-      company_id: owner.companyId, object_id: ledgerId(type, object.id), object_type: type, provider_object_id: object.id, resource_version: versionOf(object).toString(),
+      company_id: owner.companyId,
+      object_id: ledgerId(type, object.id),
+      object_type: type,
+      provider_object_id: object.id,
+      resource_version: versionOf(object).toString(),
     })
   }
 
   /** A deletion no trigger reports: its event carries the row as it was (without its bookkeeping seq). */
-  async function deleted(trx: Executor, owner: LedgerOwner, type: 'invoice.deleted' | 'credit_note.deleted', gone: { seq: unknown } | undefined): Promise<CopyOutcome> {
+  async function deleted(
+    trx: Executor,
+    owner: LedgerOwner,
+    type: 'invoice.deleted' | 'credit_note.deleted',
+    gone: { seq: unknown } | undefined,
+  ): Promise<CopyOutcome> {
     if (!gone) return 'unchanged'
     const { seq: _s, ...object } = gone
     await writeEvent(trx, { type, companyId: owner.companyId, object })
@@ -46,10 +68,17 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),
      * which counts as an attempt even when Chargebee's copy does not list it among its dunning attempts.
      */
-    async applyInvoice(trx: Executor, owner: LedgerOwner, invoice: CbInvoice, at: Date, options: { paymentFailed?: boolean; deleted?: boolean } = {}): Promise<CopyOutcome> {
+    async applyInvoice(
+      trx: Executor,
+      owner: LedgerOwner,
+      invoice: CbInvoice,
+      at: Date,
+      options: { paymentFailed?: boolean; deleted?: boolean } = {},
+    ): Promise<CopyOutcome> {
       if (!(await fresh(trx, owner, 'invoice', invoice))) return 'stale'
       const id = ledgerId('invoice', invoice.id)
-      if (options.deleted || invoice.deleted) return deleted(trx, owner, 'invoice.deleted', await repo.deleteInvoice(trx, owner.companyId, id))
+      if (options.deleted || invoice.deleted)
+        return deleted(trx, owner, 'invoice.deleted', await repo.deleteInvoice(trx, owner.companyId, id))
       const before = await repo.findInvoice(trx, owner.companyId, id)
       const row = invoiceRowFrom(invoice, owner, at, (before?.attempt_count ?? 0) + (options.paymentFailed ? 1 : 0))
       if (!row) return 'unchanged'
@@ -58,11 +87,20 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
       return comparable(before) === comparable(after) ? 'unchanged' : 'applied'
     },
 
-    async applyCreditNote(trx: Executor, owner: LedgerOwner, note: CbCreditNote, at: Date, options: { deleted?: boolean } = {}): Promise<CopyOutcome> {
+    async applyCreditNote(
+      trx: Executor,
+      owner: LedgerOwner,
+      note: CbCreditNote,
+      at: Date,
+      options: { deleted?: boolean } = {},
+    ): Promise<CopyOutcome> {
       if (!(await fresh(trx, owner, 'credit_note', note))) return 'stale'
       const id = ledgerId('credit_note', note.id)
-      if (options.deleted || note.deleted) return deleted(trx, owner, 'credit_note.deleted', await repo.deleteCreditNote(trx, owner.companyId, id))
-      const reference = note.reference_invoice_id ? await repo.findInvoice(trx, owner.companyId, ledgerId('invoice', note.reference_invoice_id)) : undefined
+      if (options.deleted || note.deleted)
+        return deleted(trx, owner, 'credit_note.deleted', await repo.deleteCreditNote(trx, owner.companyId, id))
+      const reference = note.reference_invoice_id
+        ? await repo.findInvoice(trx, owner.companyId, ledgerId('invoice', note.reference_invoice_id))
+        : undefined
       const row = creditNoteRowFrom(note, { ...owner, referenceInvoiceId: reference?.id ?? null }, at)
       if (!row) return 'unchanged'
       const before = await repo.findCreditNote(trx, owner.companyId, id)

@@ -4,10 +4,19 @@ import type { DB, PaymentSource, SubscriptionRow, WebhookOutcome } from '../../d
 import { ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import {
-  cardOf, isCbSubscription, type CbCard, type CbPaymentSource, type CbSubscription,
+  cardOf,
+  isCbSubscription,
+  type CbCard,
+  type CbPaymentSource,
+  type CbSubscription,
 } from './chargebee.mapping.ts'
 import {
-  isCbCreditNote, isCbInvoice, ledgerId, versionOf as objectVersion, type CbCreditNote, type CbInvoice,
+  isCbCreditNote,
+  isCbInvoice,
+  ledgerId,
+  versionOf as objectVersion,
+  type CbCreditNote,
+  type CbInvoice,
 } from './chargebee.ledger-mapping.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
 import type { ChargebeeWebhooksRepository } from './chargebee-webhooks.repository.ts'
@@ -18,7 +27,12 @@ import { CHARGEBEE_ACTOR, chargebeeState, saveChargebeeState } from './chargebee
 
 export { CHARGEBEE_ACTOR }
 
-export interface ChargebeeEvent { id: string; event_type: string; occurred_at: number; content: Record<string, unknown> }
+export interface ChargebeeEvent {
+  id: string
+  event_type: string
+  occurred_at: number
+  content: Record<string, unknown>
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -26,10 +40,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 interface EventParts {
   subscription?: CbSubscription
   card?: PaymentSource | null
-  sourceId?: string; sourceVersion?: bigint
+  sourceId?: string
+  sourceVersion?: bigint
   /** Orders the subscription's card across all card events (exact: Chargebee's resource_version). */
   cardVersion?: { version: bigint; exact: boolean }
-  invoices: CbInvoice[]; creditNotes: CbCreditNote[]
+  invoices: CbInvoice[]
+  creditNotes: CbCreditNote[]
 }
 
 type Versioned = { resource_version?: number; updated_at?: number }
@@ -39,27 +55,40 @@ function cardVersionOf(copy: Versioned | undefined, event: ChargebeeEvent): { ve
   return { version: BigInt(Math.trunc((copy?.updated_at ?? event.occurred_at) * 1000)), exact: false }
 }
 
-const listOf = (value: unknown): unknown[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value])
+const listOf = (value: unknown): unknown[] =>
+  value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]
 
 function partsOf(event: ChargebeeEvent): EventParts {
   const type = event.event_type
   const c = event.content
   const parts: EventParts = { invoices: [], creditNotes: [] }
   if (type in SUBSCRIPTION_EVENTS || (LEDGER_EVENTS.has(type) && c.subscription !== undefined)) {
-    if (!isCbSubscription(c.subscription)) throw new ValidationError('body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items (or plan_id)')
+    if (!isCbSubscription(c.subscription))
+      throw new ValidationError(
+        'body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items (or plan_id)',
+      )
     parts.subscription = c.subscription
   }
   if (type in PAYMENT_SOURCE_EVENTS) {
     const source = c.payment_source as (CbPaymentSource & Versioned & { id?: string }) | undefined
     const card = c.card as (CbCard & Versioned) | undefined
     parts.card = cardOf(source?.card ?? card)
-    if (!parts.card) throw new ValidationError('body/content/payment_source must carry a card with last4, expiry_month and expiry_year')
-    if (typeof source?.id === 'string') { parts.sourceId = source.id; parts.sourceVersion = objectVersion(source) }
+    if (!parts.card)
+      throw new ValidationError(
+        'body/content/payment_source must carry a card with last4, expiry_month and expiry_year',
+      )
+    if (typeof source?.id === 'string') {
+      parts.sourceId = source.id
+      parts.sourceVersion = objectVersion(source)
+    }
     parts.cardVersion = cardVersionOf(source ?? card, event)
   }
   if (LEDGER_EVENTS.has(type)) {
     for (const [i, invoice] of listOf(c.invoice).entries()) {
-      if (!isCbInvoice(invoice)) throw new ValidationError(`body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, customer_id and status`)
+      if (!isCbInvoice(invoice))
+        throw new ValidationError(
+          `body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, customer_id and status`,
+        )
       parts.invoices.push(invoice)
     }
   }
@@ -69,13 +98,15 @@ function partsOf(event: ChargebeeEvent): EventParts {
     for (const [i, note] of listOf(c.credit_note).entries()) {
       if (!isCbCreditNote(note)) {
         if (!LEDGER_EVENTS.has(type)) continue
-        throw new ValidationError(`body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit note with id, customer_id and type`)
+        throw new ValidationError(
+          `body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit note with id, customer_id and type`,
+        )
       }
       parts.creditNotes.push(note)
     }
   }
   if (LEDGER_EVENTS.has(type) && parts.invoices.length + parts.creditNotes.length === 0 && !parts.subscription) {
-    throw new ValidationError('body/content must carry the event\'s invoice or credit_note')
+    throw new ValidationError("body/content must carry the event's invoice or credit_note")
   }
   return parts
 }
@@ -95,9 +126,13 @@ const sameCard = (a: PaymentSource | null, b: PaymentSource | null) =>
  * A copy older than this API's last change of the row is not trusted: Chargebee is read instead.
  */
 export function createChargebeeWebhooksService(deps: {
-  db: Kysely<DB>; repo: ChargebeeWebhooksRepository; clock: Clock
-  subscriptions: Pick<SubscriptionsService,
-    'lockForProvider' | 'findForProvider' | 'planExists' | 'recordProviderChange'>
+  db: Kysely<DB>
+  repo: ChargebeeWebhooksRepository
+  clock: Clock
+  subscriptions: Pick<
+    SubscriptionsService,
+    'lockForProvider' | 'findForProvider' | 'planExists' | 'recordProviderChange'
+  >
   ledger: ProviderLedger
   chargebee?: Pick<ChargebeeProvider, 'fetchSubscription'>
 }) {
@@ -110,7 +145,13 @@ export function createChargebeeWebhooksService(deps: {
   }
 
   /** A deletion always applies: it is final. */
-  async function applySubscription(trx: Executor, before: SubscriptionRow, copy: CbSubscription, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
+  async function applySubscription(
+    trx: Executor,
+    before: SubscriptionRow,
+    copy: CbSubscription,
+    event: ChargebeeEvent,
+    occurredAt: Date,
+  ): Promise<CopyOutcome> {
     const verb = SUBSCRIPTION_EVENTS[event.event_type] ?? 'changed'
     const deleted = verb === 'deleted'
     if (!(await repo.advanceVersion(trx, before.id, versionOf(copy, event), occurredAt)) && !deleted) return 'stale'
@@ -121,7 +162,10 @@ export function createChargebeeWebhooksService(deps: {
     }
     const after = chargebeeState(before, current.subscription, current.card, deleted ? { deletedAt: occurredAt } : {})
     const changed = await saveChargebeeState(trx, deps.subscriptions, before, after, {
-      event: verb, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },
+      event: verb,
+      at: occurredAt,
+      now: clock.now(),
+      details: { provider_event: { id: event.id, type: event.event_type } },
     })
     return changed ? 'applied' : 'unchanged'
   }
@@ -131,21 +175,48 @@ export function createChargebeeWebhooksService(deps: {
    * subscription's one card (`card_*` events carry no source id, and a late event of an older source
    * must not put its card back).
    */
-  async function applyCard(trx: Executor, before: SubscriptionRow, parts: EventParts, event: ChargebeeEvent, occurredAt: Date): Promise<CopyOutcome> {
+  async function applyCard(
+    trx: Executor,
+    before: SubscriptionRow,
+    parts: EventParts,
+    event: ChargebeeEvent,
+    occurredAt: Date,
+  ): Promise<CopyOutcome> {
     const verb = PAYMENT_SOURCE_EVENTS[event.event_type]!
-    if (parts.sourceId && !(await deps.ledger.advanceVersion(trx, {
-      company_id: before.company_id, object_id: ledgerId('payment_source', parts.sourceId), object_type: 'payment_source',
-      provider_object_id: parts.sourceId, resource_version: parts.sourceVersion!.toString(),
-    }))) return 'stale'
+    if (
+      parts.sourceId &&
+      !(await deps.ledger.advanceVersion(trx, {
+        company_id: before.company_id,
+        object_id: ledgerId('payment_source', parts.sourceId),
+        object_type: 'payment_source',
+        provider_object_id: parts.sourceId,
+        resource_version: parts.sourceVersion!.toString(),
+      }))
+    )
+      return 'stale'
     const removed = verb === 'payment_source_deleted'
     if (removed && !sameCard(before.payment_source, parts.card!)) return 'unchanged'
-    if (!(await deps.ledger.advanceVersion(trx, {
-      company_id: before.company_id, object_id: ledgerId('payment_source', `card-of/${before.company_id}`), object_type: 'payment_source',
-      provider_object_id: before.company_id, resource_version: parts.cardVersion!.version.toString(),
-    }, { orEqual: !parts.cardVersion!.exact }))) return 'stale'
+    if (
+      !(await deps.ledger.advanceVersion(
+        trx,
+        {
+          company_id: before.company_id,
+          object_id: ledgerId('payment_source', `card-of/${before.company_id}`),
+          object_type: 'payment_source',
+          provider_object_id: before.company_id,
+          resource_version: parts.cardVersion!.version.toString(),
+        },
+        { orEqual: !parts.cardVersion!.exact },
+      ))
+    )
+      return 'stale'
     const after = { ...before, payment_source: removed ? null : parts.card! }
     const changed = await deps.subscriptions.recordProviderChange(trx, before, after, {
-      event: verb, actor: CHARGEBEE_ACTOR, at: occurredAt, now: clock.now(), details: { provider_event: { id: event.id, type: event.event_type } },
+      event: verb,
+      actor: CHARGEBEE_ACTOR,
+      at: occurredAt,
+      now: clock.now(),
+      details: { provider_event: { id: event.id, type: event.event_type } },
     })
     return changed ? 'applied' : 'unchanged'
   }
@@ -166,7 +237,13 @@ export function createChargebeeWebhooksService(deps: {
       const occurredAt = new Date(event.occurred_at * 1000)
 
       return db.transaction().execute(async (trx) => {
-        const fresh = await repo.recordEvent(trx, { provider: 'chargebee', event_id: event.id, event_type: event.event_type, occurred_at: occurredAt, received_at: clock.now() })
+        const fresh = await repo.recordEvent(trx, {
+          provider: 'chargebee',
+          event_id: event.id,
+          event_type: event.event_type,
+          occurred_at: occurredAt,
+          received_at: clock.now(),
+        })
         if (!fresh) return { event_id: event.id, outcome: 'duplicate' as const }
         const finish = async (outcome: WebhookOutcome, subscriptionId: string | null = null) => {
           await repo.setOutcome(trx, 'chargebee', event.id, outcome, subscriptionId)
@@ -176,22 +253,39 @@ export function createChargebeeWebhooksService(deps: {
 
         // Only a subscription this service made on Chargebee.
         const ref = referenceOf(event, parts)
-        const found = ref && await deps.subscriptions.findForProvider(trx, ref)
-        if (!found || found.provider !== 'chargebee') return finish('ignored')
+        const found = ref && (await deps.subscriptions.findForProvider(trx, ref))
+        if (found?.provider !== 'chargebee') return finish('ignored')
         const before = await deps.subscriptions.lockForProvider(trx, found.company_id)
         if (!before || before.id !== found.id) return finish('ignored')
 
         const outcomes: CopyOutcome[] = []
         let row: SubscriptionRow = before
-        const reread = async () => { row = (await deps.subscriptions.lockForProvider(trx, found.company_id))! }
-        if (parts.subscription) { outcomes.push(await applySubscription(trx, row, parts.subscription, event, occurredAt)); await reread() }
-        if (parts.card !== undefined) { outcomes.push(await applyCard(trx, row, parts, event, occurredAt)); await reread() }
+        const reread = async () => {
+          row = (await deps.subscriptions.lockForProvider(trx, found.company_id))!
+        }
+        if (parts.subscription) {
+          outcomes.push(await applySubscription(trx, row, parts.subscription, event, occurredAt))
+          await reread()
+        }
+        if (parts.card !== undefined) {
+          outcomes.push(await applyCard(trx, row, parts, event, occurredAt))
+          await reread()
+        }
         const owner = { companyId: row.company_id, subscriptionId: row.id }
         for (const invoice of parts.invoices) {
-          outcomes.push(await deps.ledger.applyInvoice(trx, owner, invoice, occurredAt, { paymentFailed: event.event_type === 'payment_failed', deleted: event.event_type === 'invoice_deleted' }))
+          outcomes.push(
+            await deps.ledger.applyInvoice(trx, owner, invoice, occurredAt, {
+              paymentFailed: event.event_type === 'payment_failed',
+              deleted: event.event_type === 'invoice_deleted',
+            }),
+          )
         }
         for (const note of parts.creditNotes) {
-          outcomes.push(await deps.ledger.applyCreditNote(trx, owner, note, occurredAt, { deleted: event.event_type === 'credit_note_deleted' }))
+          outcomes.push(
+            await deps.ledger.applyCreditNote(trx, owner, note, occurredAt, {
+              deleted: event.event_type === 'credit_note_deleted',
+            }),
+          )
         }
         return finish(combined(outcomes), before.id)
       })

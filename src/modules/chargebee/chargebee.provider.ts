@@ -8,7 +8,12 @@ import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.t
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee.writes.ts'
 import {
-  type BillingState, CustomerIdSpent, type BillingProvider, type ChangeRequest, type HostedPage, type PortalSession,
+  type BillingState,
+  CustomerIdSpent,
+  type BillingProvider,
+  type ChangeRequest,
+  type HostedPage,
+  type PortalSession,
   unixSeconds,
 } from '../billing/index.ts'
 
@@ -23,8 +28,9 @@ export interface ChargebeeSettings {
   retry?: Partial<RetryPolicy>
 }
 
-export type ChargebeeProvider = BillingProvider & { fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }> }
-  & Required<Pick<BillingProvider, 'abandonCustomer'>>
+export type ChargebeeProvider = BillingProvider & {
+  fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }>
+} & Required<Pick<BillingProvider, 'abandonCustomer'>>
 
 /**
  * The Chargebee provider on the official SDK. Chargebee holds the subscription and moves time,
@@ -60,8 +66,13 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   }
 
   async function estimateWith(s: BillingState, change: ChangeRequest, params: ReturnType<typeof changeParams>) {
-    const result = await retried('estimate the change', () => cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params }))
-    return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, { status: s.status, currency: change.currency })
+    const result = await retried('estimate the change', () =>
+      cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params }),
+    )
+    return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, {
+      status: s.status,
+      currency: change.currency,
+    })
   }
 
   /** For calls whose repetition does no harm: retried, never settled. */
@@ -77,21 +88,44 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
       // Keys derive from our ids, so a retry is the same request at Chargebee. A replay may be of an
       // attempt whose customer was deleted since: read back, a missing customer means the id is spent.
       const exists = async () => ((await readBack.customerExists(customer.id)) ? {} : null)
-      const made = await write('create the customer', `customer-create:${customer.id}`, (headers) => cb.customer.create({
-        id: customer.id, company: customer.name, ...(customer.email ? { email: customer.email } : {}),
-        billing_address: { company: customer.name, country: customer.country },
-      }, headers), exists).catch(async (err: Error) => {
+      const made = await write(
+        'create the customer',
+        `customer-create:${customer.id}`,
+        (headers) =>
+          cb.customer.create(
+            {
+              id: customer.id,
+              company: customer.name,
+              ...(customer.email ? { email: customer.email } : {}),
+              billing_address: { company: customer.name, country: customer.country },
+            },
+            headers,
+          ),
+        exists,
+      ).catch(async (err: Error) => {
         // Made by an earlier attempt whose key Chargebee no longer keeps: found by id, or spent if deleted.
         if (!/duplicate_entry/.test(err.message)) throw err
         if (!(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
         return {}
       })
       if (isReplay(made) && !(await readBack.customerExists(customer.id))) throw new CustomerIdSpent(customer.id)
-      const created = await write('create the subscription', `subscription-create:${s.id}`, (headers) => cb.subscription.createWithItems(customer.id, {
-        id: s.id,
-        subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
-        ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
-      }, headers).then(answer), () => current(s.id)).catch(async (err: Error) => {
+      const created = await write(
+        'create the subscription',
+        `subscription-create:${s.id}`,
+        (headers) =>
+          cb.subscription
+            .createWithItems(
+              customer.id,
+              {
+                id: s.id,
+                subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }],
+                ...(s.trial_end ? { trial_end: unixSeconds(s.trial_end)! } : {}),
+              },
+              headers,
+            )
+            .then(answer),
+        () => current(s.id),
+      ).catch(async (err: Error) => {
         if (!/duplicate_entry/.test(err.message)) throw err
         const earlier = await current(s.id)
         if (!earlier) throw new CustomerIdSpent(customer.id)
@@ -104,9 +138,14 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
 
     async abandonCustomer(customerId) {
       // Chargebee deletes a customer's subscriptions with it.
-      await write('delete the customer', `customer-delete:${customerId}`, (headers) => cb.customer.delete(customerId, {}, headers),
-        async () => ((await readBack.customerExists(customerId)) ? null : {}))
-        .catch((err) => { if (!/resource_not_found/.test(String((err as Error).message))) throw err })
+      await write(
+        'delete the customer',
+        `customer-delete:${customerId}`,
+        (headers) => cb.customer.delete(customerId, {}, headers),
+        async () => ((await readBack.customerExists(customerId)) ? null : {}),
+      ).catch((err) => {
+        if (!/resource_not_found/.test(String((err as Error).message))) throw err
+      })
     },
 
     async fetchSubscription(id) {
@@ -126,65 +165,119 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
       // The estimate of the very change applied: what the client is told it pays.
       const params = await paramsOf(s, change)
       const estimate = await estimateWith(s, change, params)
-      const updated = await write('change the subscription', randomUUID(), (headers) => cb.subscription.updateForItems(s.id, params, headers).then(answer), async () => {
-        const now = await current(s.id)
-        return now && holdsChange(now.subscription, s, change) ? now : null
-      })
+      const updated = await write(
+        'change the subscription',
+        randomUUID(),
+        (headers) => cb.subscription.updateForItems(s.id, params, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now && holdsChange(now.subscription, s, change) ? now : null
+        },
+      )
       return { state: next(s, answer(updated), change.selection.coupon?.code ?? null), estimate }
     },
 
     async cancel(s, cancellation) {
       const endOfTerm = cancellation.endOfTerm
       // Chargebee credits the unused part itself (copied back by webhook); at term end nothing is unused.
-      const params = endOfTerm ? { cancel_option: 'end_of_term' as const } : { cancel_option: 'immediately' as const, credit_option_for_current_term_charges: cancellation.creditOption }
-      const cancelled = await write('cancel the subscription', randomUUID(), (headers) =>
-        cb.subscription.cancelForItems(s.id, params, headers).then(answer), async () => {
-        const now = await current(s.id)
-        const done = now && (now.subscription.status === 'cancelled' || (endOfTerm && typeof now.subscription.cancelled_at === 'number'))
-        return done ? now : null
-      })
+      const params = endOfTerm
+        ? { cancel_option: 'end_of_term' as const }
+        : { cancel_option: 'immediately' as const, credit_option_for_current_term_charges: cancellation.creditOption }
+      const cancelled = await write(
+        'cancel the subscription',
+        randomUUID(),
+        (headers) => cb.subscription.cancelForItems(s.id, params, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          const done =
+            now &&
+            (now.subscription.status === 'cancelled' ||
+              (endOfTerm && typeof now.subscription.cancelled_at === 'number'))
+          return done ? now : null
+        },
+      )
       // Chargebee's reason codes are a configured list; ours stay here.
-      return next({ ...s, cancellation_reason: cancellation.reason, cancellation_message: cancellation.message }, answer(cancelled))
+      return next(
+        { ...s, cancellation_reason: cancellation.reason, cancellation_message: cancellation.message },
+        answer(cancelled),
+      )
     },
 
     async removeScheduledCancellation(s) {
-      const removed = await write('remove the scheduled cancellation', randomUUID(), (headers) => cb.subscription.removeScheduledCancellation(s.id, {}, headers).then(answer), async () => {
-        const now = await current(s.id)
-        return now && now.subscription.status !== 'cancelled' && now.subscription.cancelled_at === undefined ? now : null
-      })
+      const removed = await write(
+        'remove the scheduled cancellation',
+        randomUUID(),
+        (headers) => cb.subscription.removeScheduledCancellation(s.id, {}, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now && now.subscription.status !== 'cancelled' && now.subscription.cancelled_at === undefined
+            ? now
+            : null
+        },
+      )
       return next(s, answer(removed))
     },
 
     async addPaymentSource() {
       // Chargebee takes a card only from its own pages or a gateway token.
-      throw new ProviderError('A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)', 'conflict')
+      throw new ProviderError(
+        'A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)',
+        'conflict',
+      )
     },
 
     async managerPage({ subscription: s }, { redirectUrl }) {
-      const result = await retried('open the subscription page', (headers) => cb.hostedPage.checkoutExistingForItems({
-        subscription: { id: s.id },
-        subscription_items: [{ item_price_id: s.plan_sku, quantity: s.plan_quantity }, ...s.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity }))],
-        redirect_url: redirectUrl,
-      }, headers))
+      const result = await retried('open the subscription page', (headers) =>
+        cb.hostedPage.checkoutExistingForItems(
+          {
+            subscription: { id: s.id },
+            subscription_items: [
+              { item_price_id: s.plan_sku, quantity: s.plan_quantity },
+              ...s.addons.map((a) => ({ item_price_id: a.id, quantity: a.quantity })),
+            ],
+            redirect_url: redirectUrl,
+          },
+          headers,
+        ),
+      )
       const page = (result as unknown as { hosted_page: HostedPage }).hosted_page
       return { url: page.url, expires_at: page.expires_at }
     },
 
     async portalSession({ customer }, { redirectUrl }) {
-      const result = await retried('open a portal session', (headers) => cb.portalSession.create({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers))
+      const result = await retried('open a portal session', (headers) =>
+        cb.portalSession.create({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers),
+      )
       const p = (result as unknown as { portal_session: PortalSession }).portal_session
       return {
-        token: p.token, status: p.status, redirect_url: p.redirect_url ?? redirectUrl, object: 'portal_session', id: p.id,
-        expires_at: p.expires_at, customer_id: p.customer_id, created_at: p.created_at, access_url: p.access_url,
+        token: p.token,
+        status: p.status,
+        redirect_url: p.redirect_url ?? redirectUrl,
+        object: 'portal_session',
+        id: p.id,
+        expires_at: p.expires_at,
+        customer_id: p.customer_id,
+        created_at: p.created_at,
+        access_url: p.access_url,
       }
     },
 
     async paymentPage({ customer }, { redirectUrl }) {
-      const result = await retried('open the payment page', (headers) => cb.hostedPage.managePaymentSources({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers))
+      const result = await retried('open the payment page', (headers) =>
+        cb.hostedPage.managePaymentSources({ customer: { id: customer.id }, redirect_url: redirectUrl }, headers),
+      )
       const h = (result as unknown as { hosted_page: HostedPage }).hosted_page
       return {
-        url: h.url, updated_at: h.updated_at, type: h.type, state: h.state, resource_version: h.resource_version,
-        object: 'hosted_page', id: h.id, expires_at: h.expires_at, embed: h.embed, created_at: h.created_at,
+        url: h.url,
+        updated_at: h.updated_at,
+        type: h.type,
+        state: h.state,
+        resource_version: h.resource_version,
+        object: 'hosted_page',
+        id: h.id,
+        expires_at: h.expires_at,
+        embed: h.embed,
+        created_at: h.created_at,
       }
     },
   }
@@ -196,11 +289,27 @@ function isReplay(result: unknown): boolean {
 }
 
 /** Configured by CHARGEBEE_SITE and CHARGEBEE_API_KEY; otherwise none (its products answer 502). */
-export function chargebeeFromConfig(config: Pick<Config, 'CHARGEBEE_SITE' | 'CHARGEBEE_API_KEY' | 'CHARGEBEE_PROTOCOL' | 'CHARGEBEE_HOST_SUFFIX' | 'CHARGEBEE_PORT' | 'CHARGEBEE_TIMEOUT_MS' | 'CHARGEBEE_RETRIES' | 'CHARGEBEE_RETRY_DELAY_MS'>): ChargebeeProvider | undefined {
+export function chargebeeFromConfig(
+  config: Pick<
+    Config,
+    | 'CHARGEBEE_SITE'
+    | 'CHARGEBEE_API_KEY'
+    | 'CHARGEBEE_PROTOCOL'
+    | 'CHARGEBEE_HOST_SUFFIX'
+    | 'CHARGEBEE_PORT'
+    | 'CHARGEBEE_TIMEOUT_MS'
+    | 'CHARGEBEE_RETRIES'
+    | 'CHARGEBEE_RETRY_DELAY_MS'
+  >,
+): ChargebeeProvider | undefined {
   if (!config.CHARGEBEE_SITE || !config.CHARGEBEE_API_KEY) return undefined
   return createChargebeeProvider({
-    site: config.CHARGEBEE_SITE, apiKey: config.CHARGEBEE_API_KEY, protocol: config.CHARGEBEE_PROTOCOL,
-    hostSuffix: config.CHARGEBEE_HOST_SUFFIX, port: config.CHARGEBEE_PORT, timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
+    site: config.CHARGEBEE_SITE,
+    apiKey: config.CHARGEBEE_API_KEY,
+    protocol: config.CHARGEBEE_PROTOCOL,
+    hostSuffix: config.CHARGEBEE_HOST_SUFFIX,
+    port: config.CHARGEBEE_PORT,
+    timeoutMs: config.CHARGEBEE_TIMEOUT_MS,
     retry: { attempts: config.CHARGEBEE_RETRIES + 1, delayMs: config.CHARGEBEE_RETRY_DELAY_MS },
   })
 }

@@ -12,7 +12,12 @@ export const CHARGEBEE_ACTOR = 'chargebee'
  * one naming no items keeps the stored addons, and a deletion at Chargebee cancels here (the row
  * stays, with its history and invoices).
  */
-export function chargebeeState(before: SubscriptionRow, copy: CbSubscription, card: PaymentSource | null | undefined, options: { deletedAt?: Date } = {}): SubscriptionRow {
+export function chargebeeState(
+  before: SubscriptionRow,
+  copy: CbSubscription,
+  card: PaymentSource | null | undefined,
+  options: { deletedAt?: Date } = {},
+): SubscriptionRow {
   const s = fromCatalogV1(copy)
   let after: SubscriptionRow = { ...before, ...stateFrom(before, s, card) }
   if (!itemsKnown(s)) after = { ...after, addons: before.addons }
@@ -28,12 +33,16 @@ export function chargebeeState(before: SubscriptionRow, copy: CbSubscription, ca
  * refused whole (400), so Chargebee's retry applies it once the plan exists here.
  */
 export async function saveChargebeeState(
-  trx: Executor, subscriptions: Pick<SubscriptionsService, 'planExists' | 'recordProviderChange'>,
-  before: SubscriptionRow, after: SubscriptionRow,
+  trx: Executor,
+  subscriptions: Pick<SubscriptionsService, 'planExists' | 'recordProviderChange'>,
+  before: SubscriptionRow,
+  after: SubscriptionRow,
   what: { event: string; at: Date; now: Date; details: Record<string, unknown> },
 ): Promise<boolean> {
   if (after.plan_sku !== before.plan_sku && !(await subscriptions.planExists(trx, after.plan_sku))) {
-    throw new ValidationError(`body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`)
+    throw new ValidationError(
+      `body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`,
+    )
   }
   return subscriptions.recordProviderChange(trx, before, after, { ...what, actor: CHARGEBEE_ACTOR })
 }

@@ -28,8 +28,17 @@ interface Fields {
 }
 
 const FIELD_NAMES: (keyof Fields)[] = [
-  'subject', 'message', 'status', 'sender_id', 'send_at', 'recurrent', 'recurrent_until', 'action_required',
-  'destination_team_ids', 'destination_subsidiary_ids', 'attachments',
+  'subject',
+  'message',
+  'status',
+  'sender_id',
+  'send_at',
+  'recurrent',
+  'recurrent_until',
+  'action_required',
+  'destination_team_ids',
+  'destination_subsidiary_ids',
+  'attachments',
 ]
 
 const LOGGED_TEXT_MAX = 200
@@ -53,7 +62,11 @@ export function createCommunicationsService(deps: {
   const communicationEventObject = (stored: StoredObject): Communication =>
     view({ ...(stored as CommunicationRecord), send_at: storedTime(stored.send_at)! })
 
-  async function resolveReferences(companyId: string, input: CommunicationUpdate, allowedSenders: string[]): Promise<Partial<Fields>> {
+  async function resolveReferences(
+    companyId: string,
+    input: CommunicationUpdate,
+    allowedSenders: string[],
+  ): Promise<Partial<Fields>> {
     const out: Partial<Fields> = {}
     if (input.destination_team_ids) {
       const ids = [...new Set(input.destination_team_ids)]
@@ -66,19 +79,26 @@ export function createCommunicationsService(deps: {
       const ids = [...new Set(input.destination_subsidiary_ids)]
       const known = await repo.subsidiaryIds(companyId, ids)
       const unknown = ids.find((id) => !known.has(id))
-      if (unknown) throw new ValidationError(`body/destination_subsidiary_ids: ${unknown} is not a subsidiary of this company`)
+      if (unknown)
+        throw new ValidationError(`body/destination_subsidiary_ids: ${unknown} is not a subsidiary of this company`)
       out.destination_subsidiary_ids = ids
     }
     if (input.attachments) {
       const ids = [...new Set(input.attachments.map((a) => a.id))]
       const refs = new Map((await repo.attachmentRefs(companyId, ids)).map((r) => [r.id, r]))
       const unknown = ids.find((id) => !refs.has(id))
-      if (unknown) throw new ValidationError(`body/attachments: ${unknown} is not an attachment uploaded by this company`)
+      if (unknown)
+        throw new ValidationError(`body/attachments: ${unknown} is not an attachment uploaded by this company`)
       out.attachments = ids.map((id) => refs.get(id)!)
     }
     if (input.sender_id !== undefined) {
-      const ok = allowedSenders.includes(input.sender_id) || (UUID.test(input.sender_id) && await repo.contractExists(companyId, input.sender_id))
-      if (!ok) throw new ValidationError('body/sender_id must be the id of the calling client or of a contract of this company')
+      const ok =
+        allowedSenders.includes(input.sender_id) ||
+        (UUID.test(input.sender_id) && (await repo.contractExists(companyId, input.sender_id)))
+      if (!ok)
+        throw new ValidationError(
+          'body/sender_id must be the id of the calling client or of a contract of this company',
+        )
       out.sender_id = input.sender_id
     }
     for (const key of ['subject', 'message', 'status', 'recurrent', 'recurrent_until', 'action_required'] as const) {
@@ -90,14 +110,20 @@ export function createCommunicationsService(deps: {
 
   function checkConsistency(f: Fields, timeZone: string) {
     if (Number.isNaN(f.send_at.getTime())) throw new ValidationError('body/send_at must be a valid date-time')
-    if (f.recurrent === 'none' && f.recurrent_until !== null) throw new ValidationError('body/recurrent_until must be null when recurrent is none')
+    if (f.recurrent === 'none' && f.recurrent_until !== null)
+      throw new ValidationError('body/recurrent_until must be null when recurrent is none')
     if (f.recurrent !== 'none') {
-      if (f.recurrent_until === null) throw new ValidationError('body/recurrent_until is required when recurrent is not none')
-      if (!isRealDay(f.recurrent_until)) throw new ValidationError('body/recurrent_until must be a real day (YYYY-MM-DD)')
-      if (f.recurrent_until < localDay(f.send_at, timeZone)) throw new ValidationError('body/recurrent_until must not be before the day of send_at')
+      if (f.recurrent_until === null)
+        throw new ValidationError('body/recurrent_until is required when recurrent is not none')
+      if (!isRealDay(f.recurrent_until))
+        throw new ValidationError('body/recurrent_until must be a real day (YYYY-MM-DD)')
+      if (f.recurrent_until < localDay(f.send_at, timeZone))
+        throw new ValidationError('body/recurrent_until must not be before the day of send_at')
     }
     if (f.status === 'scheduled' && f.destination_team_ids.length === 0 && f.destination_subsidiary_ids.length === 0) {
-      throw new ValidationError('A scheduled communication needs a destination: body/destination_team_ids or body/destination_subsidiary_ids must not be empty')
+      throw new ValidationError(
+        'A scheduled communication needs a destination: body/destination_team_ids or body/destination_subsidiary_ids must not be empty',
+      )
     }
   }
 
@@ -108,7 +134,9 @@ export function createCommunicationsService(deps: {
     earliest.setUTCFullYear(earliest.getUTCFullYear() - 1)
     const end = instantOf({ year: 2200, month: 1, day: 1, hour: 0, minute: 0, second: 0, ms: 0 }, timeZone)
     if (sendAt < earliest || sendAt >= end) {
-      throw new ValidationError(`body/send_at must be no earlier than one year ago (${earliest.toISOString()}) and before 2200-01-01 on the company's calendar (${end.toISOString()})`)
+      throw new ValidationError(
+        `body/send_at must be no earlier than one year ago (${earliest.toISOString()}) and before 2200-01-01 on the company's calendar (${end.toISOString()})`,
+      )
     }
   }
 
@@ -116,25 +144,45 @@ export function createCommunicationsService(deps: {
     async create(companyId: string, input: CommunicationInput, actor: string): Promise<string> {
       const timeZone = await timezoneOf(companyId)
       const status = input.status ?? 'scheduled'
-      if (status !== 'draft' && status !== 'scheduled') throw new ValidationError('body/status must be draft or scheduled when a communication is created')
+      if (status !== 'draft' && status !== 'scheduled')
+        throw new ValidationError('body/status must be draft or scheduled when a communication is created')
       const resolved = await resolveReferences(companyId, input, [actor])
       const fields: Fields = {
-        recurrent: 'none', recurrent_until: null, action_required: 'none', sender_id: actor,
-        destination_team_ids: [], destination_subsidiary_ids: [], attachments: [],
-        ...resolved, subject: input.subject, message: input.message, send_at: new Date(input.send_at), status,
+        recurrent: 'none',
+        recurrent_until: null,
+        action_required: 'none',
+        sender_id: actor,
+        destination_team_ids: [],
+        destination_subsidiary_ids: [],
+        attachments: [],
+        ...resolved,
+        subject: input.subject,
+        message: input.message,
+        send_at: new Date(input.send_at),
+        status,
       }
       checkConsistency(fields, timeZone)
       checkSendAtBounds(fields.send_at, timeZone)
       const now = clock.now()
       const id = randomUUID()
-      const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: 'created', changes: diff(undefined, fields) }
+      const entry: ChangeLogEntry = {
+        at: now.toISOString(),
+        by: actor,
+        action: 'created',
+        changes: diff(undefined, fields),
+      }
       // Occurrences already past collapse into the most recent one, delivered at once.
       const first = status === 'scheduled' ? firstToDeliver(fields, now, timeZone) : null
       await deps.db.transaction().execute(async (trx) => {
         await repo.insert(trx, {
-          company_id: companyId, id, ...columns(fields), change_log: JSON.stringify([entry]),
-          next_send_at: first?.at ?? null, next_index: first?.index ?? null,
-          created_at: now, updated_at: now,
+          company_id: companyId,
+          id,
+          ...columns(fields),
+          change_log: JSON.stringify([entry]),
+          next_send_at: first?.at ?? null,
+          next_index: first?.index ?? null,
+          created_at: now,
+          updated_at: now,
         })
         if (first) await deps.delivery.schedule(trx, companyId, id, first.at)
       })
@@ -159,22 +207,34 @@ export function createCommunicationsService(deps: {
           throw new Conflict(`The communication is ${current.status}; it can no longer be changed`)
         }
         if (changes.status && (next.status === 'active' || next.status === 'submitted')) {
-          throw new ValidationError('body/status: a client may set draft, scheduled or discontinued; active and submitted are set by the server')
+          throw new ValidationError(
+            'body/status: a client may set draft, scheduled or discontinued; active and submitted are set by the server',
+          )
         }
-        const delivered = current.status === 'active' || await repo.hasDeliveredOccurrence(trx, companyId, id)
+        const delivered = current.status === 'active' || (await repo.hasDeliveredOccurrence(trx, companyId, id))
         if (delivered && !(next.status === 'discontinued' && Object.keys(changes).length === 1)) {
-          throw new Conflict('An occurrence of this communication has been delivered: the only change allowed is status discontinued')
+          throw new Conflict(
+            'An occurrence of this communication has been delivered: the only change allowed is status discontinued',
+          )
         }
         checkConsistency(next, timeZone)
         // Only a new send_at is bounded: an old one can be sent back as read.
         if (changes.send_at) checkSendAtBounds(next.send_at, timeZone)
         const now = clock.now()
-        const entry: ChangeLogEntry = { at: now.toISOString(), by: actor, action: next.status === 'discontinued' ? 'discontinued' : 'updated', changes }
+        const entry: ChangeLogEntry = {
+          at: now.toISOString(),
+          by: actor,
+          action: next.status === 'discontinued' ? 'discontinued' : 'updated',
+          changes,
+        }
         const first = next.status === 'scheduled' ? firstToDeliver(next, now, timeZone) : null
         const after = first?.at ?? null
         await repo.update(trx, companyId, id, {
-          ...columns(next), change_log: JSON.stringify([...current.change_log, entry]),
-          next_send_at: after, next_index: first?.index ?? null, updated_at: now,
+          ...columns(next),
+          change_log: JSON.stringify([...current.change_log, entry]),
+          next_send_at: after,
+          next_index: first?.index ?? null,
+          updated_at: now,
         })
         // An unmoved pending occurrence keeps its job: rewriting it would wait on a run in progress.
         const pending = current.next_send_at
@@ -205,7 +265,11 @@ export function createCommunicationsService(deps: {
       return { id: stored.communication_id, company_id: stored.company_id, send_at: sendAt }
     },
 
-    async list(companyId: string, query: { year?: number; status?: CommunicationStatus }, page: KeysetPage = {}): Promise<Paged<Communication>> {
+    async list(
+      companyId: string,
+      query: { year?: number; status?: CommunicationStatus },
+      page: KeysetPage = {},
+    ): Promise<Paged<Communication>> {
       const timeZone = await timezoneOf(companyId)
       const [from, to] = query.year !== undefined ? yearRange(query.year, timeZone) : [undefined, undefined]
       const paged = await repo.list(companyId, { from, to, status: query.status }, page)
@@ -216,10 +280,17 @@ export function createCommunicationsService(deps: {
     async report(companyId: string, id: string, page: KeysetPage = {}): Promise<Paged<ReportRow>> {
       const rows = await repo.report(companyId, id)
       if (!rows) throw new NotFound('Communication')
-      return pageInMemory(rows.map((r) => ({
-        send_at: r.send_at.toISOString(), recipients: Number(r.recipients), delivered: Number(r.delivered),
-        opened: Number(r.opened), actions_done: Number(r.actions_done),
-      })), page, (r) => [r.send_at])
+      return pageInMemory(
+        rows.map((r) => ({
+          send_at: r.send_at.toISOString(),
+          recipients: Number(r.recipients),
+          delivered: Number(r.delivered),
+          opened: Number(r.opened),
+          actions_done: Number(r.actions_done),
+        })),
+        page,
+        (r) => [r.send_at],
+      )
     },
   }
 }
@@ -230,9 +301,16 @@ type OccurrenceFields = Pick<Communication, 'id' | 'company_id' | 'send_at'>
 
 function fieldsOf(row: CommunicationRecord): Fields {
   return {
-    subject: row.subject, message: row.message, status: row.status, sender_id: row.sender_id, send_at: row.send_at,
-    recurrent: row.recurrent, recurrent_until: row.recurrent_until, action_required: row.action_required,
-    destination_team_ids: row.destination_team_ids, destination_subsidiary_ids: row.destination_subsidiary_ids,
+    subject: row.subject,
+    message: row.message,
+    status: row.status,
+    sender_id: row.sender_id,
+    send_at: row.send_at,
+    recurrent: row.recurrent,
+    recurrent_until: row.recurrent_until,
+    action_required: row.action_required,
+    destination_team_ids: row.destination_team_ids,
+    destination_subsidiary_ids: row.destination_subsidiary_ids,
     attachments: row.attachments,
   }
 }
@@ -247,9 +325,12 @@ function columns(f: Fields) {
  */
 function diff(old: Fields | undefined, next: Fields): Record<string, [unknown, unknown]> {
   // jsonb reorders object keys: attachments are compared as {id, name, mime}.
-  const plain = (v: unknown) => v instanceof Date ? v.toISOString()
-    : Array.isArray(v) ? v.map((x) => (typeof x === 'object' && x !== null ? { id: x.id, name: x.name, mime: x.mime } : x))
-    : v
+  const plain = (v: unknown) =>
+    v instanceof Date
+      ? v.toISOString()
+      : Array.isArray(v)
+        ? v.map((x) => (typeof x === 'object' && x !== null ? { id: x.id, name: x.name, mime: x.mime } : x))
+        : v
   const changes: Record<string, [unknown, unknown]> = {}
   for (const key of FIELD_NAMES) {
     const a = old ? plain(old[key]) : null
@@ -268,9 +349,19 @@ export function loggedValue(value: unknown): unknown {
 
 export function view(row: CommunicationRecord): Communication {
   return {
-    id: row.id, company_id: row.company_id, subject: row.subject, message: row.message, status: row.status,
-    sender_id: row.sender_id, send_at: row.send_at.toISOString(), recurrent: row.recurrent, recurrent_until: row.recurrent_until,
-    action_required: row.action_required, destination_team_ids: row.destination_team_ids,
-    destination_subsidiary_ids: row.destination_subsidiary_ids, attachments: row.attachments, change_log: row.change_log,
+    id: row.id,
+    company_id: row.company_id,
+    subject: row.subject,
+    message: row.message,
+    status: row.status,
+    sender_id: row.sender_id,
+    send_at: row.send_at.toISOString(),
+    recurrent: row.recurrent,
+    recurrent_until: row.recurrent_until,
+    action_required: row.action_required,
+    destination_team_ids: row.destination_team_ids,
+    destination_subsidiary_ids: row.destination_subsidiary_ids,
+    attachments: row.attachments,
+    change_log: row.change_log,
   }
 }

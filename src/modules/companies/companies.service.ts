@@ -309,7 +309,8 @@ export function createCompaniesService(deps: {
     /** As GET .../contracts/{id} answers: the stored row with its teams of its moment (read now if not stored). */
     async contractEventObject(stored: StoredObject): Promise<Contract> {
       const teamIds: string[] = Array.isArray(stored.team_ids)
-        ? stored.team_ids : await teamIdsOf(stored.company_id, stored.id)
+        ? stored.team_ids
+        : await teamIdsOf(stored.company_id, stored.id)
       return contractView({ ...(stored as Contract), team_ids: teamIds })
     },
 

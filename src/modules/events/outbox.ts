@@ -5,9 +5,17 @@ import type { Executor } from '../../jobs/scheduler.ts'
  * The outbox: triggers write events in the change's transaction, so no change commits without its
  * event or the reverse. writeEvent() serves events no table change stands for (INVOICE_EVENT_TYPES).
  */
-export async function writeEvent(executor: Executor, event: { type: EventType; companyId: string | null; object: unknown; previousAttributes?: Record<string, unknown> }): Promise<string> {
-  const data = { object: event.object, ...(event.previousAttributes ? { previous_attributes: event.previousAttributes } : {}) }
-  const { rows } = await sql<{ id: string }>`SELECT write_event(${event.type}, ${event.companyId}, ${JSON.stringify(data)}::jsonb) AS id`.execute(executor)
+export async function writeEvent(
+  executor: Executor,
+  event: { type: EventType; companyId: string | null; object: unknown; previousAttributes?: Record<string, unknown> },
+): Promise<string> {
+  const data = {
+    object: event.object,
+    ...(event.previousAttributes ? { previous_attributes: event.previousAttributes } : {}),
+  }
+  const { rows } = await sql<{
+    id: string
+  }>`SELECT write_event(${event.type}, ${event.companyId}, ${JSON.stringify(data)}::jsonb) AS id`.execute(executor)
   return rows[0]!.id
 }
 
@@ -16,17 +24,38 @@ const crud = <R extends string>(resource: R) => CRUD.map((verb) => `${resource}.
 
 /** Each verb of subscription_events is an event subscription.<verb>. */
 export const SUBSCRIPTION_VERBS = [
-  'created', 'changed', 'activated', 'renewed', 'cancelled', 'cancellation_scheduled', 'scheduled_cancellation_removed',
-  'reactivated', 'paused', 'resumed', 'payment_source_added',
+  'created',
+  'changed',
+  'activated',
+  'renewed',
+  'cancelled',
+  'cancellation_scheduled',
+  'scheduled_cancellation_removed',
+  'reactivated',
+  'paused',
+  'resumed',
+  'payment_source_added',
   // Reported by Chargebee (docs/chargebee.md).
-  'started', 'trial_extended', 'deleted', 'payment_source_updated', 'payment_source_deleted', 'reconciled',
+  'started',
+  'trial_extended',
+  'deleted',
+  'payment_source_updated',
+  'payment_source_deleted',
+  'reconciled',
 ] as const
 
 /** Written by the invoices' and credit notes' triggers. */
 export const INVOICE_EVENT_TYPES = [
-  'invoice.created', 'invoice.paid', 'invoice.payment_failed', 'invoice.not_paid', 'invoice.voided', 'invoice.updated',
-  'invoice.payment_recorded', 'invoice.written_off',
-  'credit_note.created', 'credit_note.updated',
+  'invoice.created',
+  'invoice.paid',
+  'invoice.payment_failed',
+  'invoice.not_paid',
+  'invoice.voided',
+  'invoice.updated',
+  'invoice.payment_recorded',
+  'invoice.written_off',
+  'credit_note.created',
+  'credit_note.updated',
 ] as const
 
 /** A provider's ledger copy deleted there (Chargebee deletes invoices and credit notes). */
@@ -34,20 +63,29 @@ export const PROVIDER_LEDGER_EVENT_TYPES = ['invoice.deleted', 'credit_note.dele
 
 /** The Event shape's enum in the OpenAPI document. */
 export const EVENT_TYPES = [
-  'company.created', 'company.updated', 'company.disabled', 'company.enabled', 'company.deleted',
+  'company.created',
+  'company.updated',
+  'company.disabled',
+  'company.enabled',
+  'company.deleted',
   ...crud('subsidiary'),
   ...crud('contract'),
-  ...crud('team'), 'team.member_added', 'team.member_updated', 'team.member_removed',
+  ...crud('team'),
+  'team.member_added',
+  'team.member_updated',
+  'team.member_removed',
   ...crud('holiday'),
-  ...crud('communication'), 'communication.occurrence_delivered',
-  'message.opened', 'message.acknowledged',
+  ...crud('communication'),
+  'communication.occurrence_delivered',
+  'message.opened',
+  'message.acknowledged',
   ...SUBSCRIPTION_VERBS.map((verb) => `subscription.${verb}` as const),
   ...INVOICE_EVENT_TYPES,
   ...PROVIDER_LEDGER_EVENT_TYPES,
   'ping',
 ] as const
 
-export type EventType = typeof EVENT_TYPES[number]
+export type EventType = (typeof EVENT_TYPES)[number]
 
 export const EVENT_RESOURCES = [...new Set(EVENT_TYPES.map((type) => type.split('.')[0]!))]
 

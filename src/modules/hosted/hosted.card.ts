@@ -9,7 +9,10 @@ export type CardProblem = 'number' | 'expiry' | 'declined'
  * the card to keep, or which field is wrong. `now` decides whether the card has expired. The
  * number's test behaviour (billing.cards.ts) is kept with the card; the number is not.
  */
-export function readCard(form: { number?: string; expiry_month?: string; expiry_year?: string }, now: Date): { card: PaymentSource } | { problem: CardProblem } {
+export function readCard(
+  form: { number?: string; expiry_month?: string; expiry_year?: string },
+  now: Date,
+): { card: PaymentSource } | { problem: CardProblem } {
   const digits = (form.number ?? '').replace(/[\s-]/g, '')
   if (!/^\d{12,19}$/.test(digits) || !luhnValid(digits)) return { problem: 'number' }
   const month = Number(form.expiry_month)
@@ -19,5 +22,13 @@ export function readCard(form: { number?: string; expiry_month?: string; expiry_
   if (year > 2100 || year * 12 + month < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1) return { problem: 'expiry' }
   const behaviour = testBehaviourOf(digits)
   if (behaviour === 'declined') return { problem: 'declined' }
-  return { card: { brand: brandOf(digits), last4: digits.slice(-4), expiry_month: month, expiry_year: year, test_behaviour: behaviour } }
+  return {
+    card: {
+      brand: brandOf(digits),
+      last4: digits.slice(-4),
+      expiry_month: month,
+      expiry_year: year,
+      test_behaviour: behaviour,
+    },
+  }
 }

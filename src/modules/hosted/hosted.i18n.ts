@@ -7,7 +7,12 @@ export function localeOf(acceptLanguage: string | undefined): Locale {
   let best: { locale: Locale; q: number } = { locale: 'en', q: 0 }
   for (const part of (acceptLanguage ?? '').split(',')) {
     const [tag = '', ...params] = part.trim().toLowerCase().split(';')
-    const q = Number(params.map((p) => p.trim()).find((p) => p.startsWith('q='))?.slice(2) ?? '1')
+    const q = Number(
+      params
+        .map((p) => p.trim())
+        .find((p) => p.startsWith('q='))
+        ?.slice(2) ?? '1',
+    )
     const primary = tag.split('-')[0]
     const locale = primary === 'it' ? 'it' : primary === 'en' ? 'en' : undefined
     if (locale && Number.isFinite(q) && q > best.q) best = { locale, q }
@@ -62,7 +67,8 @@ const en = {
   'status.paused': 'Paused',
   'status.cancelled': 'Cancelled',
   'payment.title': 'Add a payment card',
-  'payment.testMode': 'Test mode: no money is charged. Only the card\'s brand, last four digits and expiry are kept; the number is never stored.',
+  'payment.testMode':
+    "Test mode: no money is charged. Only the card's brand, last four digits and expiry are kept; the number is never stored.",
   'payment.number': 'Card number',
   'payment.numberHint': '12 to 19 digits, spaces allowed',
   'payment.expiry': 'Expiry date',
@@ -78,13 +84,16 @@ const en = {
   'error.expired': 'This link has expired. Ask for a new one from the application you came from.',
   'error.used': 'This link has already been used. Ask for a new one from the application you came from.',
   'error.notFound': 'This link is not valid. Check that you copied it whole, or ask for a new one.',
-  'error.withdrawn': 'This link has been withdrawn by the application that made it. Ask for a new one from the application you came from.',
-  'error.disabled': 'This page is not available: the account it belongs to is disabled. Contact the company that sent you the link.',
-  'error.forbidden': 'The form could not be verified (it may come from another site or an old tab). Reload the page and try again.',
+  'error.withdrawn':
+    'This link has been withdrawn by the application that made it. Ask for a new one from the application you came from.',
+  'error.disabled':
+    'This page is not available: the account it belongs to is disabled. Contact the company that sent you the link.',
+  'error.forbidden':
+    'The form could not be verified (it may come from another site or an old tab). Reload the page and try again.',
   'error.conflict': 'This cannot be done now: {reason}',
   'error.invalid': 'The request is not valid: {reason}',
   'error.server': 'Something went wrong on our side. Try again in a moment.',
-  'footer': 'Secure page of your subscription. Do not share its address.',
+  footer: 'Secure page of your subscription. Do not share its address.',
   ...billingEn,
 }
 
@@ -102,7 +111,7 @@ const it: Record<MessageKey, string> = {
   'manager.back': 'Scegli un altro piano',
   'manager.newPlan': 'Nuovo piano: {plan}, {quantity} utenti',
   'period.month': 'al mese',
-  'period.year': 'all\'anno',
+  'period.year': "all'anno",
   'invoice.description': 'Descrizione',
   'invoice.quantity': 'Quantità',
   'invoice.amount': 'Importo',
@@ -137,7 +146,8 @@ const it: Record<MessageKey, string> = {
   'status.paused': 'In pausa',
   'status.cancelled': 'Disdetto',
   'payment.title': 'Aggiungi una carta di pagamento',
-  'payment.testMode': 'Modalità di prova: non viene addebitato nulla. Si conservano solo il circuito, le ultime quattro cifre e la scadenza della carta; il numero non viene mai salvato.',
+  'payment.testMode':
+    'Modalità di prova: non viene addebitato nulla. Si conservano solo il circuito, le ultime quattro cifre e la scadenza della carta; il numero non viene mai salvato.',
   'payment.number': 'Numero della carta',
   'payment.numberHint': 'Da 12 a 19 cifre, spazi ammessi',
   'payment.expiry': 'Scadenza',
@@ -147,19 +157,22 @@ const it: Record<MessageKey, string> = {
   'payment.leave': 'Esci senza salvare',
   'payment.badNumber': 'Il numero della carta non è valido: controlla le cifre.',
   'payment.badExpiry': 'La scadenza non è valida o è già passata.',
-  'payment.declined': 'La carta è stata rifiutata: usa un\'altra carta.',
+  'payment.declined': "La carta è stata rifiutata: usa un'altra carta.",
   'payment.errors': 'La carta non è stata salvata.',
   'error.title': 'Questa pagina non può essere usata',
-  'error.expired': 'Questo link è scaduto. Chiedine uno nuovo dall\'applicazione da cui sei arrivato.',
-  'error.used': 'Questo link è già stato usato. Chiedine uno nuovo dall\'applicazione da cui sei arrivato.',
+  'error.expired': "Questo link è scaduto. Chiedine uno nuovo dall'applicazione da cui sei arrivato.",
+  'error.used': "Questo link è già stato usato. Chiedine uno nuovo dall'applicazione da cui sei arrivato.",
   'error.notFound': 'Questo link non è valido. Controlla di averlo copiato per intero, o chiedine uno nuovo.',
-  'error.withdrawn': 'Questo link è stato ritirato dall\'applicazione che lo ha creato. Chiedine uno nuovo dall\'applicazione da cui sei arrivato.',
-  'error.disabled': 'Questa pagina non è disponibile: l\'account a cui appartiene è disattivato. Contatta l\'azienda che ti ha inviato il link.',
-  'error.forbidden': 'Non è stato possibile verificare il modulo (potrebbe venire da un altro sito o da una scheda vecchia). Ricarica la pagina e riprova.',
+  'error.withdrawn':
+    "Questo link è stato ritirato dall'applicazione che lo ha creato. Chiedine uno nuovo dall'applicazione da cui sei arrivato.",
+  'error.disabled':
+    "Questa pagina non è disponibile: l'account a cui appartiene è disattivato. Contatta l'azienda che ti ha inviato il link.",
+  'error.forbidden':
+    'Non è stato possibile verificare il modulo (potrebbe venire da un altro sito o da una scheda vecchia). Ricarica la pagina e riprova.',
   'error.conflict': 'Non è possibile farlo ora: {reason}',
   'error.invalid': 'La richiesta non è valida: {reason}',
   'error.server': 'Qualcosa è andato storto da parte nostra. Riprova tra poco.',
-  'footer': 'Pagina sicura del tuo abbonamento. Non condividerne l\'indirizzo.',
+  footer: "Pagina sicura del tuo abbonamento. Non condividerne l'indirizzo.",
   ...billingIt,
 }
 
@@ -169,7 +182,8 @@ export type Translate = (key: MessageKey, values?: Record<string, string | numbe
 
 /** Values are inserted as given: the HTML layer escapes the whole result. */
 export function translator(locale: Locale): Translate {
-  return (key, values = {}) => messages[locale][key].replace(/\{(\w+)\}/g, (_, name: string) => String(values[name] ?? ''))
+  return (key, values = {}) =>
+    messages[locale][key].replace(/\{(\w+)\}/g, (_, name: string) => String(values[name] ?? ''))
 }
 
 // Grouped from the thousands in Italian too (1.234,56 €, not CLDR's 1234,56 €), as invoices print them.
@@ -180,13 +194,19 @@ const GROUPED_ALWAYS = { useGrouping: 'always' } as unknown as Intl.NumberFormat
 export function formatMoney(locale: Locale, minor: number, currency: string): string {
   const digits = currencyExponent(currency)
   return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', {
-    style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits, ...GROUPED_ALWAYS,
-  })
-    .format(fromMinor(minor, currency))
+    style: 'currency',
+    currency,
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+    ...GROUPED_ALWAYS,
+  }).format(fromMinor(minor, currency))
 }
 
 export function formatPercent(locale: Locale, percent: number): string {
-  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', { style: 'percent', maximumFractionDigits: 2 }).format(percent / 100)
+  return new Intl.NumberFormat(locale === 'it' ? 'it-IT' : 'en-GB', {
+    style: 'percent',
+    maximumFractionDigits: 2,
+  }).format(percent / 100)
 }
 
 export function countryName(locale: Locale, code: string): string {
@@ -199,5 +219,7 @@ export function countryName(locale: Locale, code: string): string {
 
 /** In the company's time zone. */
 export function formatDate(locale: Locale, unixSeconds: number, timeZone: string): string {
-  return new Intl.DateTimeFormat(locale === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'long', timeZone }).format(new Date(unixSeconds * 1000))
+  return new Intl.DateTimeFormat(locale === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'long', timeZone }).format(
+    new Date(unixSeconds * 1000),
+  )
 }

@@ -10,18 +10,30 @@ import { countryName, formatMoney, formatPercent } from './hosted.i18n.ts'
  */
 
 /** SELLER_ADDRESS separates lines with "|". */
-export interface Seller { name: string; address: string; country: string; vatNumber: string }
+export interface Seller {
+  name: string
+  address: string
+  country: string
+  vatNumber: string
+}
 
 /** A party: its name, then its address lines, country and identifiers (blank lines dropped). */
-export interface Party { name: string; lines: string[] }
+export interface Party {
+  name: string
+  lines: string[]
+}
 
-export interface TotalRow { label: string; amount: number; kind?: 'grand' | 'due' }
+export interface TotalRow {
+  label: string
+  amount: number
+  kind?: 'grand' | 'due'
+}
 
 /** The figures of a document's totals and VAT columns: an invoice and a credit note share them. */
 export type Figures = Pick<InvoiceBody, 'line_items' | 'discounts' | 'sub_total' | 'taxes' | 'total' | 'currency_code'>
 
 const kept = (values: Array<string | null | undefined>): string[] =>
-  values.filter((v): v is string => Boolean(v && v.trim())).map((v) => v.trim())
+  values.filter((v): v is string => Boolean(v?.trim())).map((v) => v.trim())
 
 export function sellerParty(ctx: PageContext, s: Seller): Party {
   const vat = s.vatNumber ? ctx.t('document.vatNumber', { value: s.vatNumber }) : null
@@ -34,15 +46,17 @@ export function buyerParty(ctx: PageContext, buyer: Company): Party {
   return {
     name: buyer.name,
     lines: kept([
-      buyer.address, town, countryName(ctx.locale, buyer.country),
+      buyer.address,
+      town,
+      countryName(ctx.locale, buyer.country),
       vat ? ctx.t('document.vatNumber', { value: vat }) : null,
       buyer.fiscal_code ? ctx.t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
     ]),
   }
 }
 
-export const moneyOf = (ctx: PageContext, currency: string) =>
-  (minor: number) => formatMoney(ctx.locale, minor, currency)
+export const moneyOf = (ctx: PageContext, currency: string) => (minor: number) =>
+  formatMoney(ctx.locale, minor, currency)
 
 /** "IT VAT" reads "IVA IT" in Italian. */
 export function taxName(ctx: PageContext, name: string): string {
@@ -51,8 +65,10 @@ export function taxName(ctx: PageContext, name: string): string {
 }
 
 export function reverseCharged(doc: Figures): boolean {
-  return doc.line_items.some((l) => l.tax_exempt_reason === 'reverse_charge')
-    || doc.taxes.some((x) => x.name === REVERSE_CHARGE)
+  return (
+    doc.line_items.some((l) => l.tax_exempt_reason === 'reverse_charge') ||
+    doc.taxes.some((x) => x.name === REVERSE_CHARGE)
+  )
 }
 
 export const exported = (doc: Figures) => doc.line_items.some((l) => l.tax_exempt_reason === 'export')
@@ -60,10 +76,15 @@ export const exported = (doc: Figures) => doc.line_items.some((l) => l.tax_exemp
 /** The VAT column of a line: its rate, or why it has none. */
 export function vatCell(ctx: PageContext, doc: Figures, reason: string | undefined): string {
   const tax = doc.taxes.find((x) => x.name !== REVERSE_CHARGE)
-  return reason === 'reverse_charge' ? ctx.t('document.vatReverse')
-    : reason === 'export' ? ctx.t('document.vatExport')
-    : reason ? ctx.t('document.vatNone')
-    : tax ? formatPercent(ctx.locale, tax.rate) : '—'
+  return reason === 'reverse_charge'
+    ? ctx.t('document.vatReverse')
+    : reason === 'export'
+      ? ctx.t('document.vatExport')
+      : reason
+        ? ctx.t('document.vatNone')
+        : tax
+          ? formatPercent(ctx.locale, tax.rate)
+          : '—'
 }
 
 /** Subtotal, discounts, taxable amount, the tax of each rate and the total. */
@@ -75,10 +96,12 @@ export function figureRows(ctx: PageContext, doc: Figures): TotalRow[] {
   return [
     { label: t('invoice.subtotal'), amount: doc.sub_total },
     ...doc.discounts.map((d) => ({ label: `${t('invoice.discount')}: ${d.description}`, amount: -d.amount })),
-    ...discount > 0 ? [{ label: t('document.taxable'), amount: doc.sub_total - discount }] : [],
+    ...(discount > 0 ? [{ label: t('document.taxable'), amount: doc.sub_total - discount }] : []),
     ...doc.taxes.map((x) => ({
-      label: x.name === REVERSE_CHARGE ? `${t('document.vat')}: ${t('document.vatReverse')}`
-        : t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base }),
+      label:
+        x.name === REVERSE_CHARGE
+          ? `${t('document.vat')}: ${t('document.vatReverse')}`
+          : t('document.taxOn', { name: taxName(ctx, x.name), rate: formatPercent(ctx.locale, x.rate), base }),
       amount: x.amount,
     })),
     { label: t('document.total'), amount: doc.total, kind: 'grand' },
@@ -88,7 +111,7 @@ export function figureRows(ctx: PageContext, doc: Figures): TotalRow[] {
 /** The figures, then how the invoice was settled and what is still due. */
 export function invoiceTotalRows(ctx: PageContext, invoice: InvoiceBody): TotalRow[] {
   const { t } = ctx
-  const settled = (label: string, amount: number): TotalRow[] => amount > 0 ? [{ label, amount: -amount }] : []
+  const settled = (label: string, amount: number): TotalRow[] => (amount > 0 ? [{ label, amount: -amount }] : [])
   return [
     ...figureRows(ctx, invoice),
     ...settled(t('document.creditsApplied'), invoice.credits_applied),

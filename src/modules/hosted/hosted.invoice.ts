@@ -3,13 +3,25 @@ import type { Company } from '../companies/companies.schemas.ts'
 import type { InvoiceBody } from '../invoices/index.ts'
 import { dateOf, html, htmlDocument, periodOf, raw, type Html, type PageContext } from './hosted.html.ts'
 import {
-  buyerParty, exported, invoiceStatusText, invoiceTotalRows, moneyOf, reverseCharged, sellerParty, vatCell, type Party, type Seller,
+  buyerParty,
+  exported,
+  invoiceStatusText,
+  invoiceTotalRows,
+  moneyOf,
+  reverseCharged,
+  sellerParty,
+  vatCell,
+  type Party,
+  type Seller,
 } from './hosted.invoice-content.ts'
 
 export type { Seller } from './hosted.invoice-content.ts'
 
 /** `portal` null for a downloaded file, which links nowhere: files get forwarded, capabilities must not. */
-export interface DocumentContext extends PageContext { seller: Seller; portal: string | null }
+export interface DocumentContext extends PageContext {
+  seller: Seller
+  portal: string | null
+}
 
 // Inside the document, so a downloaded file prints the same offline; the CSP allows it by hash.
 const INVOICE_STYLE = `
@@ -88,8 +100,12 @@ ${partyBlock('buyer', t('document.buyer'), buyerParty(ctx, buyer))}
 <table id="lines">
 <thead><tr><th scope="col">${t('invoice.description')}</th><th scope="col" class="amount">${t('invoice.quantity')}</th><th scope="col" class="amount">${t('document.unitPrice')}</th><th scope="col" class="amount">${t('document.vat')}</th><th scope="col" class="amount">${t('invoice.amount')}</th></tr></thead>
 <tbody>
-${invoice.line_items.map((l) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
-<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`)}
+${invoice.line_items.map(
+  (
+    l,
+  ) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
+<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`,
+)}
 </tbody>
 </table>
 <table class="totals" id="totals">

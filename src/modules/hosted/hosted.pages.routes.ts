@@ -293,9 +293,13 @@ export async function hostedRoutes(
   // The same file as the API's, in the company's language; the token stays out of its name.
   app.get('/hosted/portal/:token/invoices/:invoice_id/pdf', tokenRoute, async (request: InvoiceRequest, reply) => {
     const file = await service.portalInvoicePdf(request.params.token, request.params.invoice_id)
-    return reply.code(200).header('content-type', 'application/pdf')
-      .header('content-disposition', `inline; filename="${file.filename}"`).header('content-language', file.language)
-      .header('content-security-policy', "default-src 'none'; frame-ancestors 'none'").send(file.content)
+    return reply
+      .code(200)
+      .header('content-type', 'application/pdf')
+      .header('content-disposition', `inline; filename="${file.filename}"`)
+      .header('content-language', file.language)
+      .header('content-security-policy', "default-src 'none'; frame-ancestors 'none'")
+      .send(file.content)
   })
   app.post('/hosted/portal/:token/cancel', tokenRoute, async (request: TokenRequest, reply) => {
     await checkedPost(request, 'portal')

@@ -1,7 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { HostedPageKind, HostedPageRow } from '../../db/tables.ts'
 import type {
-  LocalHostedPages, HostedPage, HostedPageOptions, HostedPageSubject, PortalSession,
+  LocalHostedPages,
+  HostedPage,
+  HostedPageOptions,
+  HostedPageSubject,
+  PortalSession,
 } from '../billing/index.ts'
 import { hashToken } from './hosted.csrf.ts'
 import type { HostedRepository } from './hosted.repository.ts'
@@ -12,21 +16,39 @@ const seconds = (d: Date) => Math.floor(d.getTime() / 1000)
 export const pagePath = (kind: HostedPageKind, token: string) => `/hosted/${kind}/${token}`
 
 /** Chargebee's hosted page types for what our pages do. */
-const HOSTED_TYPE: Record<HostedPageKind, string> = { manager: 'checkout_existing', payment: 'manage_payment_sources', portal: 'portal' }
+const HOSTED_TYPE: Record<HostedPageKind, string> = {
+  manager: 'checkout_existing',
+  payment: 'manage_payment_sources',
+  portal: 'portal',
+}
 
 export function hostedPageView(row: HostedPageRow, url: string): HostedPage {
   return {
-    url, updated_at: seconds(row.updated_at), type: HOSTED_TYPE[row.kind], state: row.state as HostedPage['state'],
+    url,
+    updated_at: seconds(row.updated_at),
+    type: HOSTED_TYPE[row.kind],
+    state: row.state as HostedPage['state'],
     // Chargebee's resource_version is the last change in milliseconds: it grows with every change.
-    resource_version: row.updated_at.getTime(), object: 'hosted_page', id: row.id,
-    expires_at: seconds(row.expires_at), embed: false, created_at: seconds(row.created_at),
+    resource_version: row.updated_at.getTime(),
+    object: 'hosted_page',
+    id: row.id,
+    expires_at: seconds(row.expires_at),
+    embed: false,
+    created_at: seconds(row.created_at),
   }
 }
 
 export function portalSessionView(row: HostedPageRow, token: string, url: string): PortalSession {
   return {
-    token, status: row.state as PortalSession['status'], redirect_url: row.redirect_url, object: 'portal_session', id: row.id,
-    expires_at: seconds(row.expires_at), customer_id: row.company_id, created_at: seconds(row.created_at), access_url: url,
+    token,
+    status: row.state as PortalSession['status'],
+    redirect_url: row.redirect_url,
+    object: 'portal_session',
+    id: row.id,
+    expires_at: seconds(row.expires_at),
+    customer_id: row.company_id,
+    created_at: seconds(row.created_at),
+    access_url: url,
   }
 }
 
@@ -38,9 +60,17 @@ export function createHostedPageStore(repo: HostedRepository): LocalHostedPages 
   async function issue(kind: HostedPageKind, subject: HostedPageSubject, options: HostedPageOptions) {
     const token = randomBytes(32).toString('base64url')
     const row: HostedPageRow = {
-      id: randomUUID(), company_id: subject.customer.company_id, subscription_id: subject.subscription.id, kind,
-      token_hash: hashToken(token), state: 'created', redirect_url: options.redirectUrl, client_id: options.clientId ?? null,
-      created_at: options.now, updated_at: options.now, expires_at: new Date(options.now.getTime() + options.ttlSeconds * 1000),
+      id: randomUUID(),
+      company_id: subject.customer.company_id,
+      subscription_id: subject.subscription.id,
+      kind,
+      token_hash: hashToken(token),
+      state: 'created',
+      redirect_url: options.redirectUrl,
+      client_id: options.clientId ?? null,
+      created_at: options.now,
+      updated_at: options.now,
+      expires_at: new Date(options.now.getTime() + options.ttlSeconds * 1000),
     }
     await repo.insert(row)
     return { row, token, url: `${options.baseUrl}${pagePath(kind, token)}` }

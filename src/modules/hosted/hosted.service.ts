@@ -77,7 +77,9 @@ export function createHostedService(deps: {
   invoices: Pick<InvoicesService, 'listInvoices' | 'listCreditNotes' | 'invoice'>
   companies: Pick<CompaniesService, 'getCompany'>
   /** The API's invoice PDF; a port, since the documents module reads the hosted pages' texts. */
-  documents: { invoicePdf(companyId: string, invoiceId: string): Promise<{ filename: string; content: Buffer; language: string }> }
+  documents: {
+    invoicePdf(companyId: string, invoiceId: string): Promise<{ filename: string; content: Buffer; language: string }>
+  }
   clock: Clock
 }) {
   const { repo, subscriptions, clock } = deps

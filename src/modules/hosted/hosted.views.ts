@@ -9,7 +9,10 @@ import { toMinor } from '../../core/money.ts'
 import { dateOf, form, html, invoiceTable, layout, periodOf, type Html, type PageContext } from './hosted.html.ts'
 
 /** `base` is the page's own path. */
-export interface ViewContext extends PageContext { base: string; csrf: string }
+export interface ViewContext extends PageContext {
+  base: string
+  csrf: string
+}
 
 type PlanFields = Plan['plan']
 
@@ -26,62 +29,115 @@ const leaveForm = (ctx: ViewContext, label: string) =>
 export function managerPage(ctx: ViewContext, details: SubscriptionDetails, plans: PlanFields[]): string {
   const { t } = ctx
   const s = details.subscription
-  const choices = plans.map((plan, i) => html`<div class="choice">
+  const choices = plans.map(
+    (plan, i) => html`<div class="choice">
 <input type="radio" name="plan" id="plan-${i}" value="${plan.sku}"${s.plan_id === plan.sku ? html` checked` : ''} required>
 <label for="plan-${i}">${plan.name} ${DASH} ${price(ctx, plan)}</label>
-</div>`)
-  return layout(ctx, t('manager.title'), html`
+</div>`,
+  )
+  return layout(
+    ctx,
+    t('manager.title'),
+    html`
 <p>${t('manager.current')}: <strong>${details.plan.name}</strong> ${DASH} ${price(ctx, details.plan)}</p>
-${form(`${ctx.base}/estimate`, ctx.csrf, html`
+${form(
+  `${ctx.base}/estimate`,
+  ctx.csrf,
+  html`
 <fieldset>
 <legend>${t('manager.plans', { product: details.product.name })}</legend>
 ${choices}
 </fieldset>
 <label for="quantity">${t('manager.quantity')}</label>
 <input type="number" id="quantity" name="quantity" min="1" max="100000" step="1" inputmode="numeric" value="${s.plan_quantity}" required>
-<p><button type="submit">${t('manager.estimate')}</button></p>`)}
-${leaveForm(ctx, t('manager.leave'))}`)
+<p><button type="submit">${t('manager.estimate')}</button></p>`,
+)}
+${leaveForm(ctx, t('manager.leave'))}`,
+  )
 }
 
 export function managerEstimatePage(ctx: ViewContext, plan: PlanFields, quantity: number, estimate: Estimate): string {
   const { t } = ctx
   const next = estimate.subscription_estimate.next_billing_at
-  return layout(ctx, t('manager.estimateTitle'), html`
+  return layout(
+    ctx,
+    t('manager.estimateTitle'),
+    html`
 <p>${t('manager.newPlan', { plan: plan.name, quantity })}</p>
 ${invoiceTable(ctx, estimate.invoice_estimate)}
 <p>${next === null ? t('invoice.noNextBilling') : t('invoice.nextBilling', { date: dateOf(ctx, next) })}</p>
-${form(`${ctx.base}/confirm`, ctx.csrf, html`
+${form(
+  `${ctx.base}/confirm`,
+  ctx.csrf,
+  html`
 <input type="hidden" name="plan" value="${plan.sku}">
 <input type="hidden" name="quantity" value="${quantity}">
-<button type="submit">${t('manager.confirm')}</button>`)}
+<button type="submit">${t('manager.confirm')}</button>`,
+)}
 <p><a href="${ctx.base}">${t('manager.back')}</a></p>
-${leaveForm(ctx, t('manager.leave'))}`)
+${leaveForm(ctx, t('manager.leave'))}`,
+  )
 }
 
-export interface PortalLedger { invoices: Paged<InvoiceBody>; creditNotes: Paged<CreditNoteBody> }
+export interface PortalLedger {
+  invoices: Paged<InvoiceBody>
+  creditNotes: Paged<CreditNoteBody>
+}
 
-export function portalPage(ctx: ViewContext, details: SubscriptionDetails, next: { at: number; invoice: InvoiceEstimate } | null, notice: string | null, ledger: PortalLedger): string {
+export function portalPage(
+  ctx: ViewContext,
+  details: SubscriptionDetails,
+  next: { at: number; invoice: InvoiceEstimate } | null,
+  notice: string | null,
+  ledger: PortalLedger,
+): string {
   const { t } = ctx
   const s = details.subscription
   const card = details.customer.payment_method
   const canCancel = (s.status === 'active' || s.status === 'in_trial') && s.scheduled_cancellation_at === null
   const canUndo = s.status !== 'cancelled' && s.scheduled_cancellation_at !== null
   const button = (action: string, label: string, className = '') =>
-    form(`${ctx.base}/${action}`, ctx.csrf, html`<button type="submit"${className ? html` class="${className}"` : ''}>${label}</button>`, 'inline')
+    form(
+      `${ctx.base}/${action}`,
+      ctx.csrf,
+      html`<button type="submit"${className ? html` class="${className}"` : ''}>${label}</button>`,
+      'inline',
+    )
   const rows: Html[] = [
     html`<dt>${t('portal.plan')}</dt><dd>${details.plan.name}</dd>`,
     html`<dt>${t('portal.status')}</dt><dd id="status">${t(`status.${s.status}`)}</dd>`,
     html`<dt>${t('portal.quantity')}</dt><dd>${s.plan_quantity}</dd>`,
-    html`<dt>${t('portal.nextCharge')}</dt><dd id="next-charge">${next
-      ? t('portal.chargeOn', { amount: formatMoney(ctx.locale, next.invoice.amount_due, next.invoice.currency_code), date: dateOf(ctx, next.at) })
-      : t('portal.noNextCharge')}</dd>`,
+    html`<dt>${t('portal.nextCharge')}</dt><dd id="next-charge">${
+      next
+        ? t('portal.chargeOn', {
+            amount: formatMoney(ctx.locale, next.invoice.amount_due, next.invoice.currency_code),
+            date: dateOf(ctx, next.at),
+          })
+        : t('portal.noNextCharge')
+    }</dd>`,
   ]
-  if (s.status === 'in_trial' && s.trial_end !== null) rows.push(html`<dt>${t('portal.trialEnds')}</dt><dd>${dateOf(ctx, s.trial_end)}</dd>`)
-  if (s.scheduled_cancellation_at !== null) rows.push(html`<dt>${t('portal.cancelsOn')}</dt><dd id="cancels-on">${dateOf(ctx, s.scheduled_cancellation_at)}</dd>`)
-  rows.push(html`<dt>${t('portal.card')}</dt><dd id="card">${card
-    ? t('portal.cardText', { brand: card.brand, last4: card.last4, month: String(card.expiry_month).padStart(2, '0'), year: card.expiry_year })
-    : t('portal.noCard')}</dd>`)
-  return layout(ctx, t('portal.title'), html`
+  if (s.status === 'in_trial' && s.trial_end !== null)
+    rows.push(html`<dt>${t('portal.trialEnds')}</dt><dd>${dateOf(ctx, s.trial_end)}</dd>`)
+  if (s.scheduled_cancellation_at !== null)
+    rows.push(
+      html`<dt>${t('portal.cancelsOn')}</dt><dd id="cancels-on">${dateOf(ctx, s.scheduled_cancellation_at)}</dd>`,
+    )
+  rows.push(
+    html`<dt>${t('portal.card')}</dt><dd id="card">${
+      card
+        ? t('portal.cardText', {
+            brand: card.brand,
+            last4: card.last4,
+            month: String(card.expiry_month).padStart(2, '0'),
+            year: card.expiry_year,
+          })
+        : t('portal.noCard')
+    }</dd>`,
+  )
+  return layout(
+    ctx,
+    t('portal.title'),
+    html`
 ${notice ? html`<p role="status" class="notice">${notice}</p>` : null}
 <dl>${rows}</dl>
 <div>
@@ -90,7 +146,9 @@ ${canUndo ? button('undo', t('portal.undo')) : null}
 ${button('logout', t('portal.logout'), 'secondary')}
 </div>
 ${invoicesSection(ctx, ledger.invoices)}
-${creditsSection(ctx, details.customer, details.plan.currency_code, ledger.creditNotes)}`, true)
+${creditsSection(ctx, details.customer, details.plan.currency_code, ledger.creditNotes)}`,
+    true,
+  )
 }
 
 const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
@@ -98,7 +156,8 @@ const newestNote = (ctx: ViewContext, list: Paged<unknown>) =>
 
 function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
   const { t } = ctx
-  if (list.items.length === 0) return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
+  if (list.items.length === 0)
+    return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
   return html`<h2 id="invoices-heading">${t('billing.invoices')}</h2>
 ${invoicesTable(ctx, list.items)}
 ${list.next ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${list.items.length}">${t('billing.allInvoices')}</a></p>` : null}`
@@ -107,10 +166,15 @@ ${list.next ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${li
 /** `older` is the next page's URL. */
 export function invoicesPage(ctx: ViewContext, items: InvoiceBody[], older: string | undefined): string {
   const { t } = ctx
-  return layout(ctx, t('billing.invoices'), html`
+  return layout(
+    ctx,
+    t('billing.invoices'),
+    html`
 ${items.length === 0 ? html`<p id="no-invoices">${t('billing.noInvoices')}</p>` : invoicesTable(ctx, items)}
 ${older ? html`<p><a id="older-invoices" href="${older}">${t('billing.olderInvoices')}</a></p>` : null}
-<p><a href="${ctx.base}">${t('document.back')}</a></p>`, true)
+<p><a href="${ctx.base}">${t('document.back')}</a></p>`,
+    true,
+  )
 }
 
 function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
@@ -132,16 +196,26 @@ function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
 </table></div>`
 }
 
-function creditsSection(ctx: ViewContext, customer: SubscriptionDetails['customer'], currency: string, list: Paged<CreditNoteBody>): Html {
+function creditsSection(
+  ctx: ViewContext,
+  customer: SubscriptionDetails['customer'],
+  currency: string,
+  list: Paged<CreditNoteBody>,
+): Html {
   const { t } = ctx
   // In the subscription's currency, its plan's.
   const money = (minor: number) => formatMoney(ctx.locale, minor, currency)
-  const notes = list.items.length === 0 ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>` : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
+  const notes =
+    list.items.length === 0
+      ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>`
+      : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
 <thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.reason')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
-<tbody>${list.items.map((n) => html`<tr data-credit-note="${n.id}">
+<tbody>${list.items.map(
+          (n) => html`<tr data-credit-note="${n.id}">
 <td class="ref">${n.id}</td><td>${dateOf(ctx, n.date)}</td><td>${t(n.reason_code === 'subscription_change' ? 'reason.subscription_change' : 'reason.other')}</td>
 <td class="amount">${formatMoney(ctx.locale, n.total, n.currency_code)}</td><td class="amount">${formatMoney(ctx.locale, n.amount_available, n.currency_code)}</td>
-</tr>`)}</tbody>
+</tr>`,
+        )}</tbody>
 </table></div>
 ${newestNote(ctx, list)}`
   return html`<h2 id="credits-heading">${t('billing.credits')}</h2>
@@ -155,15 +229,33 @@ ${newestNote(ctx, list)}`
 ${notes}`
 }
 
-export function paymentPage(ctx: ViewContext, problem: CardProblem | null, kept: { expiry_month?: string; expiry_year?: string } = {}): string {
+export function paymentPage(
+  ctx: ViewContext,
+  problem: CardProblem | null,
+  kept: { expiry_month?: string; expiry_year?: string } = {},
+): string {
   const { t } = ctx
-  const invalid = (which: CardProblem) => problem === which || (which === 'number' && problem === 'declined') ? 'true' : 'false'
-  const message = problem === 'number' ? t('payment.badNumber') : problem === 'expiry' ? t('payment.badExpiry') : problem === 'declined' ? t('payment.declined') : null
+  const invalid = (which: CardProblem) =>
+    problem === which || (which === 'number' && problem === 'declined') ? 'true' : 'false'
+  const message =
+    problem === 'number'
+      ? t('payment.badNumber')
+      : problem === 'expiry'
+        ? t('payment.badExpiry')
+        : problem === 'declined'
+          ? t('payment.declined')
+          : null
   // The number is never written back into the page.
-  return layout(ctx, t('payment.title'), html`
+  return layout(
+    ctx,
+    t('payment.title'),
+    html`
 <p>${t('payment.testMode')}</p>
 ${message ? html`<div role="alert" class="problem"><p><strong>${t('payment.errors')}</strong></p><p id="card-error">${message}</p></div>` : null}
-${form(`${ctx.base}/submit`, ctx.csrf, html`
+${form(
+  `${ctx.base}/submit`,
+  ctx.csrf,
+  html`
 <label for="number">${t('payment.number')}</label>
 <p class="hint" id="number-hint">${t('payment.numberHint')}</p>
 <input type="text" id="number" name="number" autocomplete="cc-number" inputmode="numeric" maxlength="23" required aria-describedby="number-hint${problem === 'number' || problem === 'declined' ? ' card-error' : ''}" aria-invalid="${invalid('number')}">
@@ -174,6 +266,8 @@ ${form(`${ctx.base}/submit`, ctx.csrf, html`
 <label for="expiry_year">${t('payment.year')}</label>
 <input type="number" id="expiry_year" name="expiry_year" min="2000" max="2100" autocomplete="cc-exp-year" inputmode="numeric" required value="${kept.expiry_year ?? ''}" aria-invalid="${invalid('expiry')}">
 </fieldset>
-<button type="submit">${t('payment.save')}</button>`)}
-${leaveForm(ctx, t('payment.leave'))}`)
+<button type="submit">${t('payment.save')}</button>`,
+)}
+${leaveForm(ctx, t('payment.leave'))}`,
+  )
 }

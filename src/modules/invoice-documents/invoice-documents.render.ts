@@ -3,8 +3,18 @@ import type { CreditNoteBody, InvoiceBody } from '../invoices/index.ts'
 import { dateOf, periodOf, type PageContext } from '../hosted/hosted.html.ts'
 import type { MessageKey } from '../hosted/hosted.i18n.ts'
 import {
-  buyerParty, exported, figureRows, invoiceStatusText, invoiceTotalRows, moneyOf, reverseCharged, sellerParty, vatCell,
-  type Figures, type Seller, type TotalRow,
+  buyerParty,
+  exported,
+  figureRows,
+  invoiceStatusText,
+  invoiceTotalRows,
+  moneyOf,
+  reverseCharged,
+  sellerParty,
+  vatCell,
+  type Figures,
+  type Seller,
+  type TotalRow,
 } from '../hosted/hosted.invoice-content.ts'
 import { createSheet, type Cell, type Column, type Sheet } from './invoice-documents.sheet.ts'
 
@@ -13,12 +23,15 @@ import { createSheet, type Cell, type Column, type Sheet } from './invoice-docum
  * (hosted.invoice-content.ts), in the language the caller chose.
  */
 
-export interface DocumentContext extends PageContext { seller: Seller }
+export interface DocumentContext extends PageContext {
+  seller: Seller
+}
 
 const LANGUAGE = { it: 'it-IT', en: 'en-GB' } as const
 
 const REASONS: Record<string, MessageKey> = {
-  subscription_change: 'reason.subscription_change', subscription_cancellation: 'reason.subscription_cancellation',
+  subscription_change: 'reason.subscription_change',
+  subscription_cancellation: 'reason.subscription_cancellation',
 }
 
 /** A reason without its own text reads "Credit: <code>". */
@@ -42,8 +55,10 @@ function linesTable(ctx: PageContext, sheet: Sheet, doc: Figures, period: string
     const prorated = l.amount !== l.unit_amount * l.quantity
     return [
       { text: l.description, note: [period, prorated ? t('document.prorated') : ''].filter(Boolean).join(' · ') },
-      { text: String(l.quantity) }, { text: money(l.unit_amount) },
-      { text: vatCell(ctx, doc, l.tax_exempt_reason) }, { text: money(l.amount) },
+      { text: String(l.quantity) },
+      { text: money(l.unit_amount) },
+      { text: vatCell(ctx, doc, l.tax_exempt_reason) },
+      { text: money(l.amount) },
     ]
   })
   sheet.table(columns, rows)
@@ -69,8 +84,11 @@ function parties(ctx: DocumentContext, sheet: Sheet, buyer: Company) {
 
 function sheetFor(ctx: DocumentContext, title: string, buyer: Company, created: number) {
   return createSheet({
-    title, subject: buyer.name, author: ctx.seller.name,
-    created: new Date(created * 1000), language: LANGUAGE[ctx.locale],
+    title,
+    subject: buyer.name,
+    author: ctx.seller.name,
+    created: new Date(created * 1000),
+    language: LANGUAGE[ctx.locale],
   })
 }
 
@@ -78,14 +96,19 @@ const pageLabel = (ctx: PageContext) => (page: number, pages: number) => ctx.t('
 
 /** Everything the invoice says, and the credit notes issued against it. */
 export async function invoicePdf(
-  ctx: DocumentContext, invoice: InvoiceBody, buyer: Company, creditNotes: CreditNoteBody[],
+  ctx: DocumentContext,
+  invoice: InvoiceBody,
+  buyer: Company,
+  creditNotes: CreditNoteBody[],
 ): Promise<Buffer> {
   const { t } = ctx
   const period = periodOf(ctx, invoice.period_start, invoice.period_end)
   const sheet = await sheetFor(ctx, `${t('document.title')} ${invoice.id}`, buyer, invoice.date)
   sheet.heading(t('document.title'), [
-    [t('document.number'), invoice.id], [t('document.date'), dateOf(ctx, invoice.date)],
-    [t('document.dueDate'), dateOf(ctx, invoice.due_date)], [t('document.period'), period],
+    [t('document.number'), invoice.id],
+    [t('document.date'), dateOf(ctx, invoice.date)],
+    [t('document.dueDate'), dateOf(ctx, invoice.due_date)],
+    [t('document.period'), period],
     [t('document.status'), invoiceStatusText(ctx, invoice)],
   ])
   parties(ctx, sheet, buyer)
@@ -95,25 +118,37 @@ export async function invoicePdf(
   if (creditNotes.length > 0) {
     const money = moneyOf(ctx, invoice.currency_code)
     sheet.section(t('document.creditNotes'))
-    sheet.table([
-      { header: t('billing.number'), width: 200 }, { header: t('billing.date'), width: 95 },
-      { header: t('billing.reason'), width: 136.28 }, { header: t('billing.total'), width: 80, align: 'right' },
-    ], creditNotes.map((n) => [
-      { text: n.id }, { text: dateOf(ctx, n.date) }, { text: reasonText(ctx, n.reason_code) }, { text: money(n.total) },
-    ]))
+    sheet.table(
+      [
+        { header: t('billing.number'), width: 200 },
+        { header: t('billing.date'), width: 95 },
+        { header: t('billing.reason'), width: 136.28 },
+        { header: t('billing.total'), width: 80, align: 'right' },
+      ],
+      creditNotes.map((n) => [
+        { text: n.id },
+        { text: dateOf(ctx, n.date) },
+        { text: reasonText(ctx, n.reason_code) },
+        { text: money(n.total) },
+      ]),
+    )
   }
   return sheet.finish(pageLabel(ctx))
 }
 
 /** The credit note: its reference invoice, reason, lines, tax, total and what is left of it. */
 export async function creditNotePdf(
-  ctx: DocumentContext, note: CreditNoteBody, buyer: Company, reference: InvoiceBody | null,
+  ctx: DocumentContext,
+  note: CreditNoteBody,
+  buyer: Company,
+  reference: InvoiceBody | null,
 ): Promise<Buffer> {
   const { t } = ctx
   const period = reference ? periodOf(ctx, reference.period_start, reference.period_end) : ''
   const sheet = await sheetFor(ctx, `${t('creditNote.title')} ${note.id}`, buyer, note.date)
   const facts: Array<[string, string]> = [
-    [t('creditNote.number'), note.id], [t('document.date'), dateOf(ctx, note.date)],
+    [t('creditNote.number'), note.id],
+    [t('document.date'), dateOf(ctx, note.date)],
   ]
   if (note.reference_invoice_id) facts.push([t('creditNote.reference'), note.reference_invoice_id])
   facts.push([t('billing.reason'), reasonText(ctx, note.reason_code)])
@@ -122,7 +157,7 @@ export async function creditNotePdf(
   linesTable(ctx, sheet, note, period)
   totals(ctx, sheet, note.currency_code, [
     ...figureRows(ctx, note),
-    ...note.amount_allocated > 0 ? [{ label: t('creditNote.allocated'), amount: -note.amount_allocated }] : [],
+    ...(note.amount_allocated > 0 ? [{ label: t('creditNote.allocated'), amount: -note.amount_allocated }] : []),
     { label: t('creditNote.available'), amount: note.amount_available, kind: 'due' as const },
   ])
   mentions(ctx, sheet, note)

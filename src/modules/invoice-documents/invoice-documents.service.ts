@@ -7,13 +7,18 @@ import type { InvoicesService } from '../invoices/index.ts'
 import { creditNotePdf, invoicePdf, type DocumentContext } from './invoice-documents.render.ts'
 
 /** A rendered document: its file name is its number. */
-export interface PdfFile { filename: string; content: Buffer; language: Locale }
+export interface PdfFile {
+  filename: string
+  content: Buffer
+  language: Locale
+}
 
 // Where Italian is an official language; every other company reads English.
 const ITALIAN = new Set(['IT', 'SM', 'VA'])
 
 /** The customer's language, from the company's country: whoever fetches the document reads the same file. */
-export const documentLocale = (company: Pick<Company, 'country'>): Locale => ITALIAN.has(company.country) ? 'it' : 'en'
+export const documentLocale = (company: Pick<Company, 'country'>): Locale =>
+  ITALIAN.has(company.country) ? 'it' : 'en'
 
 /** Invoices and credit notes as PDF files, read through the ledger's and the companies' services. */
 export function createInvoiceDocumentsService(deps: {
@@ -48,10 +53,12 @@ export function createInvoiceDocumentsService(deps: {
       if (!note) throw new NotFound('Credit note')
       const [company, reference] = await Promise.all([
         companies.getCompany(companyId),
-        note.reference_invoice_id ? invoices.invoice(companyId, note.reference_invoice_id).catch((err: unknown) => {
-          if (err instanceof NotFound) return null
-          throw err
-        }) : null,
+        note.reference_invoice_id
+          ? invoices.invoice(companyId, note.reference_invoice_id).catch((err: unknown) => {
+              if (err instanceof NotFound) return null
+              throw err
+            })
+          : null,
       ])
       const ctx = contextFor(company)
       const content = await creditNotePdf(ctx, note, company, reference)

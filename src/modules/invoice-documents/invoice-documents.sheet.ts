@@ -26,8 +26,11 @@ const BASE_LETTERS: Record<string, string> = { ł: 'l', Ł: 'L', đ: 'd', Đ: 'D
 /** Text the standard fonts can print: accents kept where WinAnsi has them, dropped otherwise, "?" for the rest. */
 export function printable(text: string): string {
   let out = ''
-  const plain = text.normalize('NFC').replace(/[\t\r\n]+/g, ' ')
-    .replace(/[\u2000-\u200b\u202f\u205f]/g, ' ').replace(/\u2212/g, '-')
+  const plain = text
+    .normalize('NFC')
+    .replace(/[\t\r\n]+/g, ' ')
+    .replace(/[\u2000-\u200b\u202f\u205f]/g, ' ')
+    .replace(/\u2212/g, '-')
   for (const c of plain) {
     if (fits(c)) out += c
     else {
@@ -38,12 +41,29 @@ export function printable(text: string): string {
   return out
 }
 
-export interface Column { header: string; width: number; align?: 'left' | 'right' }
-export interface Cell { text: string; note?: string }
+export interface Column {
+  header: string
+  width: number
+  align?: 'left' | 'right'
+}
+export interface Cell {
+  text: string
+  note?: string
+}
 
-export interface PartyBlock { heading: string; name: string; lines: string[] }
+export interface PartyBlock {
+  heading: string
+  name: string
+  lines: string[]
+}
 
-export interface SheetInfo { title: string; author: string; subject: string; created: Date; language: string }
+export interface SheetInfo {
+  title: string
+  author: string
+  subject: string
+  created: Date
+  language: string
+}
 
 export interface Sheet {
   /** The document's title, and its facts (label, value) on the right. */
@@ -62,10 +82,17 @@ export interface Sheet {
 export async function createSheet(info: SheetInfo): Promise<Sheet> {
   const { default: PDFDocument } = await import('pdfkit')
   const doc: PDFKit.PDFDocument = new PDFDocument({
-    size: 'A4', margins: MARGIN, bufferPages: true, lang: info.language, displayTitle: true,
+    size: 'A4',
+    margins: MARGIN,
+    bufferPages: true,
+    lang: info.language,
+    displayTitle: true,
     info: {
-      Title: printable(info.title), Author: printable(info.author), Subject: printable(info.subject),
-      CreationDate: info.created, ModDate: info.created,
+      Title: printable(info.title),
+      Author: printable(info.author),
+      Subject: printable(info.subject),
+      CreationDate: info.created,
+      ModDate: info.created,
     },
   })
   const chunks: Buffer[] = []
@@ -77,7 +104,10 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
   let y = MARGIN.top
 
   const font = (bold = false, size = SIZE, color = '#111111') =>
-    doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(size).fillColor(color)
+    doc
+      .font(bold ? 'Helvetica-Bold' : 'Helvetica')
+      .fontSize(size)
+      .fillColor(color)
   const heightOf = (text: string, width: number) => doc.heightOfString(printable(text), { width })
   const write = (text: string, x: number, top: number, width: number, align: 'left' | 'right' = 'left') =>
     doc.text(printable(text), x, top, { width, align, lineBreak: true })
@@ -141,7 +171,9 @@ export async function createSheet(info: SheetInfo): Promise<Sheet> {
       const header = () => {
         font(true, 8.5)
         const h = Math.max(...columns.map((c) => heightOf(c.header, c.width - 6)))
-        columns.forEach((c, i) => write(c.header, xs[i]! + 3, y, c.width - 6, c.align))
+        columns.forEach((c, i) => {
+          write(c.header, xs[i]! + 3, y, c.width - 6, c.align)
+        })
         y += h + 3
         rule(y, MARGIN.left, RIGHT, '#111111', 1)
         y += 4

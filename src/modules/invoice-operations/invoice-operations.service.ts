@@ -25,8 +25,10 @@ export function createInvoiceOperationsService(deps: {
   async function onLocalEngine(companyId: string) {
     const { subscription } = await deps.subscriptions.details(companyId)
     if (subscription.provider !== 'local') {
-      throw new Conflict(`The company's subscription is managed by ${subscription.provider}: `
-        + 'its invoices are settled there, not through this service')
+      throw new Conflict(
+        `The company's subscription is managed by ${subscription.provider}: ` +
+          'its invoices are settled there, not through this service',
+      )
     }
   }
 
@@ -38,23 +40,30 @@ export function createInvoiceOperationsService(deps: {
 
   return {
     /** Partial, full or beyond what is due; the invoice as it now is. */
-    recordPayment: (companyId: string, invoiceId: string, body: RecordPaymentBody) => run(companyId, (trx, now) => {
-      const date = body.date === undefined ? now : new Date(body.date * 1000)
-      if (date.getTime() > now.getTime()) {
-        throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
-      }
-      return ledger.recordPayment(trx, companyId, invoiceId, {
-        amount: body.amount, paymentMethod: body.payment_method, reference: body.reference ?? null, date,
-      })
-    }),
+    recordPayment: (companyId: string, invoiceId: string, body: RecordPaymentBody) =>
+      run(companyId, (trx, now) => {
+        const date = body.date === undefined ? now : new Date(body.date * 1000)
+        if (date.getTime() > now.getTime()) {
+          throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
+        }
+        return ledger.recordPayment(trx, companyId, invoiceId, {
+          amount: body.amount,
+          paymentMethod: body.payment_method,
+          reference: body.reference ?? null,
+          date,
+        })
+      }),
 
-    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) => run(companyId, (trx, now) => {
-      const input = { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }
-      return ledger.voidInvoice(trx, companyId, invoiceId, input, now)
-    }),
+    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) =>
+      run(companyId, (trx, now) => {
+        const input = { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }
+        return ledger.voidInvoice(trx, companyId, invoiceId, input, now)
+      }),
 
-    writeOff: (companyId: string, invoiceId: string, body: WriteOffBody) => run(companyId, (trx, now) =>
-      ledger.writeOff(trx, companyId, invoiceId, body.comment ? { comment: body.comment } : {}, now)),
+    writeOff: (companyId: string, invoiceId: string, body: WriteOffBody) =>
+      run(companyId, (trx, now) =>
+        ledger.writeOff(trx, companyId, invoiceId, body.comment ? { comment: body.comment } : {}, now),
+      ),
   }
 }
 

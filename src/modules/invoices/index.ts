@@ -3,7 +3,12 @@
  * and dunning, with their routes. Other modules use it through this face.
  */
 export {
-  creditsToApply, PAYMENT_RETRY_JOB, type InvoicesService, type Ledger, type RetryOutcome, type RetryPayload,
+  creditsToApply,
+  PAYMENT_RETRY_JOB,
+  type InvoicesService,
+  type Ledger,
+  type RetryOutcome,
+  type RetryPayload,
 } from './invoices.service.ts'
 export { CreditNoteBody, InvoiceBody, InvoiceParams } from './invoices.schemas.ts'
 export { invoiceView } from './invoices.views.ts'

@@ -115,38 +115,66 @@ export function createInvoicesRepository() {
       executor.insertInto('excess_payments').values(row).execute(),
     /** Oldest first (the order they are used in), locked. */
     availableExcessPayments: (executor: Executor, companyId: string) =>
-      executor.selectFrom('excess_payments').select(['id', 'total', 'amount_allocated'])
-        .where('company_id', '=', companyId).whereRef('amount_allocated', '<', 'total')
-        .orderBy('date').orderBy('seq').forUpdate().execute(),
+      executor
+        .selectFrom('excess_payments')
+        .select(['id', 'total', 'amount_allocated'])
+        .where('company_id', '=', companyId)
+        .whereRef('amount_allocated', '<', 'total')
+        .orderBy('date')
+        .orderBy('seq')
+        .forUpdate()
+        .execute(),
     async excessBalance(executor: Executor, companyId: string): Promise<number> {
-      const row = await executor.selectFrom('excess_payments')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0))
-          .as('balance'))
-        .where('company_id', '=', companyId).executeTakeFirstOrThrow()
+      const row = await executor
+        .selectFrom('excess_payments')
+        .select((eb) =>
+          eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'),
+        )
+        .where('company_id', '=', companyId)
+        .executeTakeFirstOrThrow()
       return Number(row.balance)
     },
     async allocateExcess(executor: Executor, companyId: string, excessId: string, invoiceId: string, amount: number) {
-      await executor.insertInto('excess_payment_allocations')
-        .values({ company_id: companyId, excess_payment_id: excessId, invoice_id: invoiceId, amount }).execute()
-      await executor.updateTable('excess_payments')
+      await executor
+        .insertInto('excess_payment_allocations')
+        .values({ company_id: companyId, excess_payment_id: excessId, invoice_id: invoiceId, amount })
+        .execute()
+      await executor
+        .updateTable('excess_payments')
         .set((eb) => ({ amount_allocated: eb('amount_allocated', '+', amount) }))
-        .where('company_id', '=', companyId).where('id', '=', excessId).execute()
+        .where('company_id', '=', companyId)
+        .where('id', '=', excessId)
+        .execute()
     },
     /** Undoes every credit applied to the invoice: the credit notes and excess payments get it back. */
     async releaseCredits(executor: Executor, companyId: string, invoiceId: string) {
-      const notes = await executor.deleteFrom('credit_allocations').where('company_id', '=', companyId)
-        .where('invoice_id', '=', invoiceId).returning(['credit_note_id', 'amount']).execute()
+      const notes = await executor
+        .deleteFrom('credit_allocations')
+        .where('company_id', '=', companyId)
+        .where('invoice_id', '=', invoiceId)
+        .returning(['credit_note_id', 'amount'])
+        .execute()
       for (const n of notes) {
-        await executor.updateTable('credit_notes')
+        await executor
+          .updateTable('credit_notes')
           .set((eb) => ({ amount_allocated: eb('amount_allocated', '-', n.amount) }))
-          .where('company_id', '=', companyId).where('id', '=', n.credit_note_id).execute()
+          .where('company_id', '=', companyId)
+          .where('id', '=', n.credit_note_id)
+          .execute()
       }
-      const excess = await executor.deleteFrom('excess_payment_allocations').where('company_id', '=', companyId)
-        .where('invoice_id', '=', invoiceId).returning(['excess_payment_id', 'amount']).execute()
+      const excess = await executor
+        .deleteFrom('excess_payment_allocations')
+        .where('company_id', '=', companyId)
+        .where('invoice_id', '=', invoiceId)
+        .returning(['excess_payment_id', 'amount'])
+        .execute()
       for (const e of excess) {
-        await executor.updateTable('excess_payments')
+        await executor
+          .updateTable('excess_payments')
           .set((eb) => ({ amount_allocated: eb('amount_allocated', '-', e.amount) }))
-          .where('company_id', '=', companyId).where('id', '=', e.excess_payment_id).execute()
+          .where('company_id', '=', companyId)
+          .where('id', '=', e.excess_payment_id)
+          .execute()
       }
     },
   }

@@ -5,7 +5,13 @@ import type { CreditNoteRow, DB, InvoiceKind, InvoiceRow, SubscriptionRow } from
 import { NotFound } from '../../core/errors.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
 import {
-  creditFor, type ChargedInvoice, type InvoiceEstimate, type LineItem, type UnusedCredit, chargeSucceeds, transitions,
+  creditFor,
+  type ChargedInvoice,
+  type InvoiceEstimate,
+  type LineItem,
+  type UnusedCredit,
+  chargeSucceeds,
+  transitions,
 } from '../billing/index.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
 import { cutPage, type Paged } from '../../core/paging.ts'
@@ -17,7 +23,12 @@ export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
 
 const DAY_MS = 86_400_000
 
-export interface RetryPayload { company_id: string; invoice_id: string; retry: number; retry_at: string }
+export interface RetryPayload {
+  company_id: string
+  invoice_id: string
+  retry: number
+  retry_at: string
+}
 
 /** The subscription service cancels on `exhausted`. */
 export type RetryOutcome = 'paid' | 'failed' | 'exhausted' | 'nothing'
@@ -55,12 +66,27 @@ export function createInvoicesService(deps: {
     if (left !== 0) throw new Error(`invoice ${invoiceId}: ${left} of the credits applied are not available`)
   }
 
-  async function scheduleRetry(trx: Executor, invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'date'>, retry: number): Promise<Date | null> {
+  async function scheduleRetry(
+    trx: Executor,
+    invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'date'>,
+    retry: number,
+  ): Promise<Date | null> {
     const days = deps.retryDays[retry - 1]
     if (days === undefined) return null
     const at = new Date(invoice.date.getTime() + days * DAY_MS)
-    const payload: RetryPayload = { company_id: invoice.company_id, invoice_id: invoice.id, retry, retry_at: at.toISOString() }
-    await deps.scheduler.schedule(trx, { kind: PAYMENT_RETRY_JOB, key: `${invoice.id}#${retry}`, runAt: at, companyId: invoice.company_id, payload: { ...payload } })
+    const payload: RetryPayload = {
+      company_id: invoice.company_id,
+      invoice_id: invoice.id,
+      retry,
+      retry_at: at.toISOString(),
+    }
+    await deps.scheduler.schedule(trx, {
+      kind: PAYMENT_RETRY_JOB,
+      key: `${invoice.id}#${retry}`,
+      runAt: at,
+      companyId: invoice.company_id,
+      payload: { ...payload },
+    })
     return at
   }
 
@@ -68,31 +94,60 @@ export function createInvoicesService(deps: {
     return transitions.usableCard(s.payment_source, at) && chargeSucceeds(s.payment_source)
   }
 
-  async function issueCredit(trx: Executor, s: SubscriptionRow, credit: UnusedCredit, reason: 'subscription_change' | 'subscription_cancellation', date: Date) {
+  async function issueCredit(
+    trx: Executor,
+    s: SubscriptionRow,
+    credit: UnusedCredit,
+    reason: 'subscription_change' | 'subscription_cancellation',
+    date: Date,
+  ) {
     const { figures } = credit
     if (figures.total <= 0) return
     await repo.insertCreditNote(trx, {
-      company_id: s.company_id, id: randomUUID(), subscription_id: s.id, reference_invoice_id: credit.referenceInvoiceId,
-      type: 'refundable', reason_code: reason, line_items: JSON.stringify(figures.line_items), discounts: JSON.stringify(figures.discounts),
-      sub_total: figures.sub_total, taxes: JSON.stringify(figures.taxes), total: figures.total, amount_allocated: 0,
-      currency_code: figures.currency_code, date,
+      company_id: s.company_id,
+      id: randomUUID(),
+      subscription_id: s.id,
+      reference_invoice_id: credit.referenceInvoiceId,
+      type: 'refundable',
+      reason_code: reason,
+      line_items: JSON.stringify(figures.line_items),
+      discounts: JSON.stringify(figures.discounts),
+      sub_total: figures.sub_total,
+      taxes: JSON.stringify(figures.taxes),
+      total: figures.total,
+      amount_allocated: 0,
+      currency_code: figures.currency_code,
+      date,
     })
   }
 
   /** Money never received is never credited: only a paid invoice counts. */
-  async function paidTermInvoice(executor: Executor, s: Pick<SubscriptionRow, 'company_id' | 'id'>): Promise<ChargedInvoice | undefined> {
+  async function paidTermInvoice(
+    executor: Executor,
+    s: Pick<SubscriptionRow, 'company_id' | 'id'>,
+  ): Promise<ChargedInvoice | undefined> {
     const row = await repo.latestInvoice(executor, s.company_id, s.id)
     if (row?.status !== 'paid') return undefined
     return {
-      id: row.id, line_items: row.line_items as LineItem[], discounts: row.discounts as ChargedInvoice['discounts'],
-      taxes: row.taxes as ChargedInvoice['taxes'], currency_code: row.currency_code, period_start: row.period_start, period_end: row.period_end,
+      id: row.id,
+      line_items: row.line_items as LineItem[],
+      discounts: row.discounts as ChargedInvoice['discounts'],
+      taxes: row.taxes as ChargedInvoice['taxes'],
+      currency_code: row.currency_code,
+      period_start: row.period_start,
+      period_end: row.period_end,
     }
   }
 
   async function markPaid(trx: Executor, invoice: InvoiceRow, at: Date) {
     await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
-      status: 'paid', amount_paid: invoice.amount_paid + invoice.amount_due, amount_due: 0, paid_at: at,
-      attempt_count: invoice.attempt_count + 1, dunning_status: invoice.dunning_status ? 'success' : null, next_retry_at: null,
+      status: 'paid',
+      amount_paid: invoice.amount_paid + invoice.amount_due,
+      amount_due: 0,
+      paid_at: at,
+      attempt_count: invoice.attempt_count + 1,
+      dunning_status: invoice.dunning_status ? 'success' : null,
+      next_retry_at: null,
     })
   }
 
@@ -102,7 +157,8 @@ export function createInvoicesService(deps: {
     /** The customer's credits, in minor units. */
     async credits(executor: Executor, companyId: string) {
       const [refundable, excess] = await Promise.all([
-        repo.refundableBalance(executor, companyId), repo.excessBalance(executor, companyId),
+        repo.refundableBalance(executor, companyId),
+        repo.excessBalance(executor, companyId),
       ])
       return { promotional_credits: 0, refundable_credits: refundable, excess_payments: excess }
     },
@@ -111,16 +167,44 @@ export function createInvoicesService(deps: {
      * Records an invoice the engine computed and collects it: credits first, the rest charged to the
      * card. A failed charge leaves it payment_due with its first retry scheduled.
      */
-    async bill(trx: Executor, input: { subscription: SubscriptionRow; kind: InvoiceKind; invoice: InvoiceEstimate; date: Date; periodStart: Date; periodEnd: Date; unusedCredit?: UnusedCredit }): Promise<InvoiceRow> {
+    async bill(
+      trx: Executor,
+      input: {
+        subscription: SubscriptionRow
+        kind: InvoiceKind
+        invoice: InvoiceEstimate
+        date: Date
+        periodStart: Date
+        periodEnd: Date
+        unusedCredit?: UnusedCredit
+      },
+    ): Promise<InvoiceRow> {
       const { subscription: s, invoice: inv, date } = input
       if (input.unusedCredit) await issueCredit(trx, s, input.unusedCredit, 'subscription_change', date)
       const id = randomUUID()
       const row = await repo.insertInvoice(trx, {
-        company_id: s.company_id, id, subscription_id: s.id, kind: input.kind, status: 'payment_due', date, due_date: date,
-        period_start: input.periodStart, period_end: input.periodEnd,
-        line_items: JSON.stringify(inv.line_items), discounts: JSON.stringify(inv.discounts), taxes: JSON.stringify(inv.taxes),
-        sub_total: inv.sub_total, total: inv.total, credits_applied: inv.credits_applied, amount_paid: 0, amount_due: inv.amount_due,
-        currency_code: inv.currency_code, paid_at: null, dunning_status: null, attempt_count: 0, next_retry_at: null,
+        company_id: s.company_id,
+        id,
+        subscription_id: s.id,
+        kind: input.kind,
+        status: 'payment_due',
+        date,
+        due_date: date,
+        period_start: input.periodStart,
+        period_end: input.periodEnd,
+        line_items: JSON.stringify(inv.line_items),
+        discounts: JSON.stringify(inv.discounts),
+        taxes: JSON.stringify(inv.taxes),
+        sub_total: inv.sub_total,
+        total: inv.total,
+        credits_applied: inv.credits_applied,
+        amount_paid: 0,
+        amount_due: inv.amount_due,
+        currency_code: inv.currency_code,
+        paid_at: null,
+        dunning_status: null,
+        attempt_count: 0,
+        next_retry_at: null,
       })
       if (inv.credits_applied > 0) await applyCredits(trx, s.company_id, id, inv.credits_applied)
       if (row.amount_due === 0) {
@@ -129,9 +213,14 @@ export function createInvoicesService(deps: {
         await markPaid(trx, row, date)
       } else {
         const next = await scheduleRetry(trx, row, 1)
-        await repo.updateInvoice(trx, s.company_id, id, next
-          ? { attempt_count: 1, dunning_status: 'in_progress', next_retry_at: next }
-          : { attempt_count: 1, status: 'not_paid', dunning_status: 'exhausted' })
+        await repo.updateInvoice(
+          trx,
+          s.company_id,
+          id,
+          next
+            ? { attempt_count: 1, dunning_status: 'in_progress', next_retry_at: next }
+            : { attempt_count: 1, status: 'not_paid', dunning_status: 'exhausted' },
+        )
       }
       return (await repo.findInvoice(trx, s.company_id, id))!
     },
@@ -139,18 +228,25 @@ export function createInvoicesService(deps: {
     /** Acts only if the invoice still waits for this very retry, so a second run is harmless. */
     async retry(trx: Executor, s: SubscriptionRow, payload: RetryPayload, at: Date): Promise<RetryOutcome> {
       const invoice = await repo.lockInvoice(trx, payload.company_id, payload.invoice_id)
-      if (!invoice || invoice.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at) return 'nothing'
+      if (invoice?.status !== 'payment_due' || invoice.next_retry_at?.toISOString() !== payload.retry_at)
+        return 'nothing'
       if (charge(s, at)) {
         await markPaid(trx, invoice, at)
         return 'paid'
       }
       const next = await scheduleRetry(trx, invoice, payload.retry + 1)
       if (next) {
-        await repo.updateInvoice(trx, invoice.company_id, invoice.id, { attempt_count: invoice.attempt_count + 1, next_retry_at: next })
+        await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
+          attempt_count: invoice.attempt_count + 1,
+          next_retry_at: next,
+        })
         return 'failed'
       }
       await repo.updateInvoice(trx, invoice.company_id, invoice.id, {
-        attempt_count: invoice.attempt_count + 1, status: 'not_paid', dunning_status: 'exhausted', next_retry_at: null,
+        attempt_count: invoice.attempt_count + 1,
+        status: 'not_paid',
+        dunning_status: 'exhausted',
+        next_retry_at: null,
       })
       return 'exhausted'
     },
@@ -173,7 +269,13 @@ export function createInvoicesService(deps: {
     async creditUnused(trx: Executor, s: SubscriptionRow, at: Date): Promise<void> {
       const invoice = await paidTermInvoice(trx, s)
       if (!invoice || invoice.period_end.getTime() <= at.getTime()) return
-      await issueCredit(trx, s, { figures: creditFor(invoice, at), referenceInvoiceId: invoice.id }, 'subscription_cancellation', at)
+      await issueCredit(
+        trx,
+        s,
+        { figures: creditFor(invoice, at), referenceInvoiceId: invoice.id },
+        'subscription_cancellation',
+        at,
+      )
     },
 
     /** Locked, so a payment cannot slip in meanwhile. */
@@ -192,14 +294,23 @@ export function createInvoicesService(deps: {
       return invoiceView(row)
     },
 
-    invoiceEventObject: (stored: StoredObject) => invoiceView({
-      ...(stored as InvoiceRow), date: storedTime(stored.date)!, due_date: storedTime(stored.due_date)!, period_start: storedTime(stored.period_start)!,
-      period_end: storedTime(stored.period_end)!, paid_at: storedTime(stored.paid_at), next_retry_at: storedTime(stored.next_retry_at),
-      voided_at: storedTime(stored.voided_at), void_reason_code: stored.void_reason_code ?? null,
-      recorded_payments: stored.recorded_payments ?? [], comments: stored.comments ?? [],
-    }),
+    invoiceEventObject: (stored: StoredObject) =>
+      invoiceView({
+        ...(stored as InvoiceRow),
+        date: storedTime(stored.date)!,
+        due_date: storedTime(stored.due_date)!,
+        period_start: storedTime(stored.period_start)!,
+        period_end: storedTime(stored.period_end)!,
+        paid_at: storedTime(stored.paid_at),
+        next_retry_at: storedTime(stored.next_retry_at),
+        voided_at: storedTime(stored.voided_at),
+        void_reason_code: stored.void_reason_code ?? null,
+        recorded_payments: stored.recorded_payments ?? [],
+        comments: stored.comments ?? [],
+      }),
 
-    creditNoteEventObject: (stored: StoredObject) => creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
+    creditNoteEventObject: (stored: StoredObject) =>
+      creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
 
     async listCreditNotes(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof creditNoteView>>> {
       const paged = cutPage<CreditNoteRow>(await repo.listCreditNotes(db, companyId, page), page, listKey)
@@ -216,4 +327,7 @@ export const creditsToApply = (c: { refundable_credits: number; excess_payments:
   c.refundable_credits + c.excess_payments
 
 export type InvoicesService = ReturnType<typeof createInvoicesService>
-export type Ledger = Pick<InvoicesService, 'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'>
+export type Ledger = Pick<
+  InvoicesService,
+  'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'
+>

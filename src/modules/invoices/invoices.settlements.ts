@@ -11,10 +11,16 @@ import type { InvoicesRepository } from './invoices.repository.ts'
  */
 
 export interface OfflinePayment {
-  amount: number; paymentMethod: OfflinePaymentMethod; reference: string | null; date: Date
+  amount: number
+  paymentMethod: OfflinePaymentMethod
+  reference: string | null
+  date: Date
 }
 
-export interface VoidInput { reasonCode: string | null; comment?: string }
+export interface VoidInput {
+  reasonCode: string | null
+  comment?: string
+}
 
 const UNPAID = new Set(['payment_due', 'not_paid'])
 
@@ -53,20 +59,34 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
       const excess = payment.amount - applied
       const settled = applied === invoice.amount_due
       const entry: RecordedPayment = {
-        amount: payment.amount, applied_amount: applied, payment_method: payment.paymentMethod,
-        reference: payment.reference, date: payment.date.toISOString(),
+        amount: payment.amount,
+        applied_amount: applied,
+        payment_method: payment.paymentMethod,
+        reference: payment.reference,
+        date: payment.date.toISOString(),
       }
       await repo.updateInvoice(trx, companyId, invoiceId, {
-        amount_paid: invoice.amount_paid + applied, amount_due: invoice.amount_due - applied,
+        amount_paid: invoice.amount_paid + applied,
+        amount_due: invoice.amount_due - applied,
         recorded_payments: JSON.stringify([...invoice.recorded_payments, entry]),
-        ...(settled ? {
-          status: 'paid', paid_at: payment.date, next_retry_at: null, dunning_status: dunningEnded(invoice, true),
-        } : {}),
+        ...(settled
+          ? {
+              status: 'paid',
+              paid_at: payment.date,
+              next_retry_at: null,
+              dunning_status: dunningEnded(invoice, true),
+            }
+          : {}),
       })
       if (excess > 0) {
         await repo.insertExcessPayment(trx, {
-          company_id: companyId, id: randomUUID(), subscription_id: invoice.subscription_id, invoice_id: invoiceId,
-          total: excess, currency_code: invoice.currency_code, date: payment.date,
+          company_id: companyId,
+          id: randomUUID(),
+          subscription_id: invoice.subscription_id,
+          invoice_id: invoiceId,
+          total: excess,
+          currency_code: invoice.currency_code,
+          date: payment.date,
         })
       }
       return reread(trx, invoice)
@@ -82,8 +102,13 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
       }
       await repo.releaseCredits(trx, companyId, invoiceId)
       await repo.updateInvoice(trx, companyId, invoiceId, {
-        status: 'voided', credits_applied: 0, amount_due: 0, voided_at: at, void_reason_code: input.reasonCode,
-        next_retry_at: null, dunning_status: dunningEnded(invoice, false),
+        status: 'voided',
+        credits_applied: 0,
+        amount_due: 0,
+        voided_at: at,
+        void_reason_code: input.reasonCode,
+        next_retry_at: null,
+        dunning_status: dunningEnded(invoice, false),
         comments: withComment(invoice, 'void', input.comment, at),
       })
       return reread(trx, invoice)
@@ -93,8 +118,12 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
     async writeOff(trx: Executor, companyId: string, invoiceId: string, input: { comment?: string }, at: Date) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'written off')
       await repo.updateInvoice(trx, companyId, invoiceId, {
-        status: 'paid', write_off_amount: invoice.write_off_amount + invoice.amount_due, amount_due: 0, paid_at: at,
-        next_retry_at: null, dunning_status: dunningEnded(invoice, false),
+        status: 'paid',
+        write_off_amount: invoice.write_off_amount + invoice.amount_due,
+        amount_due: 0,
+        paid_at: at,
+        next_retry_at: null,
+        dunning_status: dunningEnded(invoice, false),
         comments: withComment(invoice, 'write_off', input.comment, at),
       })
       return reread(trx, invoice)

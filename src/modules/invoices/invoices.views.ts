@@ -28,7 +28,8 @@ export function invoiceView(row: InvoiceRow): InvoiceBody {
     attempt_count: row.attempt_count,
     next_retry_at: unixSeconds(row.next_retry_at),
     recorded_payments: row.recorded_payments.map((p) => ({ ...p, date: unixSeconds(new Date(p.date))! })),
-    voided_at: unixSeconds(row.voided_at), void_reason_code: row.void_reason_code,
+    voided_at: unixSeconds(row.voided_at),
+    void_reason_code: row.void_reason_code,
     comments: row.comments.map((c) => ({ ...c, date: unixSeconds(new Date(c.date))! })),
   }
 }

@@ -6,7 +6,10 @@ import { type Estimate, usageOf, usageToJson, transitions } from '../billing/ind
 import type { WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type {
-  PaymentSourceInput, SubscriptionCancellationData, SubscriptionUpdate, UpdateResponse,
+  PaymentSourceInput,
+  SubscriptionCancellationData,
+  SubscriptionUpdate,
+  UpdateResponse,
 } from './subscriptions.schemas.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
 import type { createRemoteChanges } from './subscriptions.remote-changes.ts'
@@ -22,7 +25,10 @@ import type { Ledger } from '../invoices/index.ts'
  */
 export function createSubscriptionChanges(deps: {
   db: Kysely<DB>
-  repo: Pick<SubscriptionsRepository, 'findByCompanyOrId' | 'findByCompany' | 'findCoupon' | 'redeemCoupon' | 'keepRedemptionUsage'>
+  repo: Pick<
+    SubscriptionsRepository,
+    'findByCompanyOrId' | 'findByCompany' | 'findCoupon' | 'redeemCoupon' | 'keepRedemptionUsage'
+  >
   clock: Clock
   ledger: Pick<Ledger, 'hasUnpaid' | 'collectNow' | 'creditUnused'>
   steps: Pick<SubscriptionSteps, 'save' | 'change' | 'details'>
@@ -37,9 +43,16 @@ export function createSubscriptionChanges(deps: {
   /** Never the card number. Due invoices are charged to the new card at once. */
   async function setPaymentSource(companyId: string, card: PaymentSource, actor: string) {
     const now = clock.now()
-    if (!transitions.usableCard(card, now)) throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
+    if (!transitions.usableCard(card, now))
+      throw new ValidationError('body/expiry_year and body/expiry_month: the card has expired')
     return change(companyId, undefined, async (trx, s, provider) => {
-      const kept: PaymentSource = { brand: card.brand, last4: card.last4, expiry_month: card.expiry_month, expiry_year: card.expiry_year, ...(card.test_behaviour ? { test_behaviour: card.test_behaviour } : {}) }
+      const kept: PaymentSource = {
+        brand: card.brand,
+        last4: card.last4,
+        expiry_month: card.expiry_month,
+        expiry_year: card.expiry_year,
+        ...(card.test_behaviour ? { test_behaviour: card.test_behaviour } : {}),
+      }
       const next = await provider.addPaymentSource(s, kept, now)
       await save(trx, s, next, { event: 'payment_source_added', actor, at: now })
       if (provider.drivesTime) await ledger.collectNow(trx, next, now)
@@ -52,85 +65,146 @@ export function createSubscriptionChanges(deps: {
      * `tenant` is the token's company (null: platform), so another company's subscription is not found.
      * An immediate cancellation credits the unused term unless `credit_option` is `none`.
      */
-    async cancel(ref: string, tenant: string | null, body: SubscriptionCancellationData | undefined, endOfTerm: boolean, actor: string) {
+    async cancel(
+      ref: string,
+      tenant: string | null,
+      body: SubscriptionCancellationData | undefined,
+      endOfTerm: boolean,
+      actor: string,
+    ) {
       const found = await repo.findByCompanyOrId(db, ref)
       if (!found || (tenant !== null && tenant !== found.company_id)) throw new NotFound('Subscription')
-      const reason = { cancellation_reason: body?.cancellation_reason ?? null, cancellation_message: body?.cancellation_message ?? null }
+      const reason = {
+        cancellation_reason: body?.cancellation_reason ?? null,
+        cancellation_message: body?.cancellation_message ?? null,
+      }
       const creditOption = body?.credit_option ?? 'prorate'
       const event = endOfTerm ? 'cancellation_scheduled' : 'cancelled'
-      await remoteChange(found.company_id, found.id, async (trx, s, provider, applied) => {
-        const refusal = transitions.cancelRefusal(s, endOfTerm)
-        if (refusal) throw new Conflict(refusal)
-        const now = clock.now()
-        const next = await provider.cancel(s, { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message, creditOption }, now)
-        applied()
-        const saved = await save(trx, s, next, { event, actor, at: now })
-        // Only a paid term has an unused part.
-        if (saved && provider.drivesTime && !endOfTerm && creditOption === 'prorate' && (s.status === 'active' || s.status === 'non_renewing')) {
-          await ledger.creditUnused(trx, next, now)
-        }
-      }, async (trx, s, provider) => {
-        await save(trx, s, await provider.retrieve({ ...s, ...reason }), { event, actor, at: clock.now() })
-      })
+      await remoteChange(
+        found.company_id,
+        found.id,
+        async (trx, s, provider, applied) => {
+          const refusal = transitions.cancelRefusal(s, endOfTerm)
+          if (refusal) throw new Conflict(refusal)
+          const now = clock.now()
+          const next = await provider.cancel(
+            s,
+            { endOfTerm, reason: reason.cancellation_reason, message: reason.cancellation_message, creditOption },
+            now,
+          )
+          applied()
+          const saved = await save(trx, s, next, { event, actor, at: now })
+          // Only a paid term has an unused part.
+          if (
+            saved &&
+            provider.drivesTime &&
+            !endOfTerm &&
+            creditOption === 'prorate' &&
+            (s.status === 'active' || s.status === 'non_renewing')
+          ) {
+            await ledger.creditUnused(trx, next, now)
+          }
+        },
+        async (trx, s, provider) => {
+          await save(trx, s, await provider.retrieve({ ...s, ...reason }), { event, actor, at: clock.now() })
+        },
+      )
     },
 
     async removeScheduledCancellation(companyId: string, subscriptionId: string, actor: string) {
       const event = 'scheduled_cancellation_removed'
-      await remoteChange(companyId, subscriptionId, async (trx, s, provider, applied) => {
-        const refusal = transitions.removalRefusal(s)
-        if (refusal) throw new Conflict(refusal)
-        const now = clock.now()
-        const next = await provider.removeScheduledCancellation(s, now)
-        applied()
-        await save(trx, s, next, { event, actor, at: now })
-      }, async (trx, s, provider) => {
-        await save(trx, s, await provider.retrieve(s), { event, actor, at: clock.now() })
-      })
+      await remoteChange(
+        companyId,
+        subscriptionId,
+        async (trx, s, provider, applied) => {
+          const refusal = transitions.removalRefusal(s)
+          if (refusal) throw new Conflict(refusal)
+          const now = clock.now()
+          const next = await provider.removeScheduledCancellation(s, now)
+          applied()
+          await save(trx, s, next, { event, actor, at: now })
+        },
+        async (trx, s, provider) => {
+          await save(trx, s, await provider.retrieve(s), { event, actor, at: clock.now() })
+        },
+      )
     },
 
-    async update(companyId: string, subscriptionId: string, body: SubscriptionUpdate | undefined, actor: string): Promise<UpdateResponse> {
+    async update(
+      companyId: string,
+      subscriptionId: string,
+      body: SubscriptionUpdate | undefined,
+      actor: string,
+    ): Promise<UpdateResponse> {
       let applied: { estimate: Estimate; couponCode: string | null; at: Date; today: string } | undefined
-      return remoteChange(companyId, subscriptionId, async (trx, s, provider, markApplied) => {
-        const refusal = transitions.changeRefusal(s)
-        if (refusal) throw new Conflict(refusal)
-        // An unpaid term has nothing to credit: the due invoice is paid first, by a new card, as
-        // Chargebee's dunning expects.
-        if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
-          throw new Conflict('The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription')
-        }
-        const own = await known(trx, s)
-        const wanted: WantedSelection = {
-          planSku: body?.subscription_plan ?? s.plan_sku, quantity: body?.plan_quantity ?? s.plan_quantity,
-          addonIds: body?.addons ?? own.addonIds,
-          couponCode: body?.coupon_code === undefined ? own.couponCode : (body.coupon_code || null),
-        }
-        const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
-        const coupon = request.selection.coupon
-        // The redemption is counted in the statement that checks the limit and holds the coupon's row, so
-        // a concurrent last redemption waits and is refused before reaching the provider.
-        if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
-          throw new ValidationError(`body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`)
-        }
-        const { state, estimate, billNow, unusedCredit } = await provider.changeSubscription(own.held, request)
-        applied = { estimate, couponCode: coupon?.code ?? null, at: request.now, today }
-        markApplied()
-        // A coupon taken off keeps what it discounted, for when it comes back.
-        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
-        const saved = await save(trx, s, state, { event: 'changed', actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
-        if (saved && billNow) {
-          await bill(trx, state, { kind: 'change', invoice: estimate.invoice_estimate, date: request.now, periodStart: request.now, periodEnd: state.current_term_end!, ...(unusedCredit ? { unusedCredit } : {}) })
-        }
-        const after = (await repo.findByCompany(trx, companyId))!
-        return { ...(await details(trx, after)), estimate }
-      }, async (trx, s, provider) => {
-        const { estimate, couponCode, at, today } = applied!
-        const state = await provider.retrieve({ ...s, coupon_code: couponCode })
-        const coupon = state.coupon_code !== null && state.coupon_code !== s.coupon_code ? await repo.findCoupon(trx, state.coupon_code) : undefined
-        if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, today)
-        if (s.coupon_code !== null && s.coupon_code !== state.coupon_code) await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
-        await save(trx, s, state, { event: 'changed', actor, at, details: { invoice: estimate.invoice_estimate } })
-        return { ...(await details(trx, (await repo.findByCompany(trx, companyId))!)), estimate }
-      })
+      return remoteChange(
+        companyId,
+        subscriptionId,
+        async (trx, s, provider, markApplied) => {
+          const refusal = transitions.changeRefusal(s)
+          if (refusal) throw new Conflict(refusal)
+          // An unpaid term has nothing to credit: the due invoice is paid first, by a new card, as
+          // Chargebee's dunning expects.
+          if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
+            throw new Conflict(
+              'The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription',
+            )
+          }
+          const own = await known(trx, s)
+          const wanted: WantedSelection = {
+            planSku: body?.subscription_plan ?? s.plan_sku,
+            quantity: body?.plan_quantity ?? s.plan_quantity,
+            addonIds: body?.addons ?? own.addonIds,
+            couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
+          }
+          const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
+          const coupon = request.selection.coupon
+          // The redemption is counted in the statement that checks the limit and holds the coupon's row, so
+          // a concurrent last redemption waits and is refused before reaching the provider.
+          if (coupon && coupon.code !== s.coupon_code && !(await repo.redeemCoupon(trx, coupon.id, companyId, today))) {
+            throw new ValidationError(
+              `body/coupon_code ${coupon.code} is no longer valid or has reached its max_redemptions`,
+            )
+          }
+          const { state, estimate, billNow, unusedCredit } = await provider.changeSubscription(own.held, request)
+          applied = { estimate, couponCode: coupon?.code ?? null, at: request.now, today }
+          markApplied()
+          // A coupon taken off keeps what it discounted, for when it comes back.
+          if (s.coupon_code !== null && s.coupon_code !== state.coupon_code)
+            await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
+          const saved = await save(trx, s, state, {
+            event: 'changed',
+            actor,
+            at: request.now,
+            details: { invoice: estimate.invoice_estimate },
+          })
+          if (saved && billNow) {
+            await bill(trx, state, {
+              kind: 'change',
+              invoice: estimate.invoice_estimate,
+              date: request.now,
+              periodStart: request.now,
+              periodEnd: state.current_term_end!,
+              ...(unusedCredit ? { unusedCredit } : {}),
+            })
+          }
+          const after = (await repo.findByCompany(trx, companyId))!
+          return { ...(await details(trx, after)), estimate }
+        },
+        async (trx, s, provider) => {
+          const { estimate, couponCode, at, today } = applied!
+          const state = await provider.retrieve({ ...s, coupon_code: couponCode })
+          const coupon =
+            state.coupon_code !== null && state.coupon_code !== s.coupon_code
+              ? await repo.findCoupon(trx, state.coupon_code)
+              : undefined
+          if (coupon) await repo.redeemCoupon(trx, coupon.id, companyId, today)
+          if (s.coupon_code !== null && s.coupon_code !== state.coupon_code)
+            await repo.keepRedemptionUsage(trx, s.coupon_code, companyId, usageToJson(usageOf(s)))
+          await save(trx, s, state, { event: 'changed', actor, at, details: { invoice: estimate.invoice_estimate } })
+          return { ...(await details(trx, (await repo.findByCompany(trx, companyId))!)), estimate }
+        },
+      )
     },
 
     setPaymentSource,

@@ -5,8 +5,16 @@ import { Conflict, NotFound, Unauthorized, ValidationError } from '../../core/er
 import type { Executor } from '../../jobs/scheduler.ts'
 import { todayIn } from '../../core/days.ts'
 import {
-  invoiceFor, WHOLE, type Estimate, type InvoiceEstimate, usageFromJson, usageOf, transitions, type ChangeRequest,
-  type ProviderRegistry, unixSeconds,
+  invoiceFor,
+  WHOLE,
+  type Estimate,
+  type InvoiceEstimate,
+  usageFromJson,
+  usageOf,
+  transitions,
+  type ChangeRequest,
+  type ProviderRegistry,
+  unixSeconds,
 } from '../billing/index.ts'
 import { missingFromCatalogue, type Pricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
@@ -34,19 +42,52 @@ export function createSubscriptionEstimates(deps: {
   const { db, repo, clock, providers, pricing, ledger, known } = deps
   const { customerOf } = deps.steps
 
-  async function priceChange(executor: Executor, s: SubscriptionRow, wanted: WantedSelection, field: (name: string) => string): Promise<{ change: ChangeRequest; today: string }> {
+  async function priceChange(
+    executor: Executor,
+    s: SubscriptionRow,
+    wanted: WantedSelection,
+    field: (name: string) => string,
+  ): Promise<{ change: ChangeRequest; today: string }> {
     const product = await repo.findProduct(executor, s.product_sku)
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     const customer = await customerOf(executor, s.company_id)
     const now = clock.now()
     const today = todayIn(customer.timezone, now)
     const current = await pricing.current(executor, s)
-    const selection = await pricing.selection(executor, wanted, { product, current: { plan: s.plan_sku, currency: current.plan.currency_code, coupon: s.coupon_code, companyId: s.company_id }, today, field })
+    const selection = await pricing.selection(executor, wanted, {
+      product,
+      current: {
+        plan: s.plan_sku,
+        currency: current.plan.currency_code,
+        coupon: s.coupon_code,
+        companyId: s.company_id,
+      },
+      today,
+      field,
+    })
     const coupon = selection.coupon
-    const couponHistory = coupon && coupon.code !== s.coupon_code ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id)) : null
-    const [customerCredits, termInvoice] = await Promise.all([ledger.credits(executor, s.company_id), ledger.termInvoice(executor, s)])
+    const couponHistory =
+      coupon && coupon.code !== s.coupon_code
+        ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id))
+        : null
+    const [customerCredits, termInvoice] = await Promise.all([
+      ledger.credits(executor, s.company_id),
+      ledger.termInvoice(executor, s),
+    ])
     const credits = creditsToApply(customerCredits)
-    return { change: { selection, current, tax: pricing.tax(customer), currency: selection.plan.currency_code, now, couponHistory, credits, termInvoice: termInvoice ?? null }, today }
+    return {
+      change: {
+        selection,
+        current,
+        tax: pricing.tax(customer),
+        currency: selection.plan.currency_code,
+        now,
+        couponHistory,
+        credits,
+        termInvoice: termInvoice ?? null,
+      },
+      today,
+    }
   }
 
   /**
@@ -61,8 +102,18 @@ export function createSubscriptionEstimates(deps: {
     if (!product) throw new ValidationError(`${field('product_sku')} names an unknown product: ${query.product_sku}`)
     const customer = await customerOf(db, query.company_id)
     const now = clock.now()
-    const wanted: WantedSelection = { planSku: query.subscription_plan, quantity: query.plan_quantity, addonIds: query.addons ?? [], couponCode: query.coupon_code || null }
-    const selection = await pricing.selection(db, wanted, { product, current: null, today: todayIn(customer.timezone, now), field })
+    const wanted: WantedSelection = {
+      planSku: query.subscription_plan,
+      quantity: query.plan_quantity,
+      addonIds: query.addons ?? [],
+      couponCode: query.coupon_code || null,
+    }
+    const selection = await pricing.selection(db, wanted, {
+      product,
+      current: null,
+      today: todayIn(customer.timezone, now),
+      field,
+    })
     const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
     return {
       estimate: {
@@ -79,15 +130,20 @@ export function createSubscriptionEstimates(deps: {
     const field = (name: string) => `querystring/${name}`
     if (query.product_sku !== s.product_sku) {
       const known = await repo.findProduct(db, query.product_sku)
-      throw new ValidationError(known ? `${field('product_sku')} must be the subscription's product, ${s.product_sku}` : `${field('product_sku')} names an unknown product: ${query.product_sku}`)
+      throw new ValidationError(
+        known
+          ? `${field('product_sku')} must be the subscription's product, ${s.product_sku}`
+          : `${field('product_sku')} names an unknown product: ${query.product_sku}`,
+      )
     }
     const refusal = transitions.changeRefusal(s)
     if (refusal) throw new Conflict(refusal)
     const own = await known(db, s)
     const wanted: WantedSelection = {
-      planSku: query.subscription_plan, quantity: query.plan_quantity,
+      planSku: query.subscription_plan,
+      quantity: query.plan_quantity,
       addonIds: query.addons ?? own.addonIds,
-      couponCode: query.coupon_code === undefined ? own.couponCode : (query.coupon_code || null),
+      couponCode: query.coupon_code === undefined ? own.couponCode : query.coupon_code || null,
     }
     const { change: request } = await priceChange(db, s, wanted, field)
     return { estimate: await providers.get(s.provider).estimate(own.held, request) }
@@ -97,9 +153,14 @@ export function createSubscriptionEstimates(deps: {
    * The stored subscription is priced only for the company's own token or a platform token; anyone
    * else gets the query's choice priced as a new subscription.
    */
-  async function estimateFor(ref: string, query: EstimateQuery, principal: { companyId: string | null } | null): Promise<{ estimate: Estimate }> {
+  async function estimateFor(
+    ref: string,
+    query: EstimateQuery,
+    principal: { companyId: string | null } | null,
+  ): Promise<{ estimate: Estimate }> {
     // Before any read, so anonymous estimates cannot test whether coupon codes exist.
-    if (principal === null && query.coupon_code !== undefined) throw new Unauthorized('querystring/coupon_code needs a bearer token: an estimate without one prices no coupon')
+    if (principal === null && query.coupon_code !== undefined)
+      throw new Unauthorized('querystring/coupon_code needs a bearer token: an estimate without one prices no coupon')
     if (principal !== null && (principal.companyId === null || principal.companyId === query.company_id)) {
       return estimate(ref, query, principal.companyId)
     }
@@ -107,11 +168,21 @@ export function createSubscriptionEstimates(deps: {
   }
 
   /** null when nothing will be charged. */
-  async function nextCharge(executor: Executor, s: SubscriptionRow, customer: SubscriptionCustomer): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
+  async function nextCharge(
+    executor: Executor,
+    s: SubscriptionRow,
+    customer: SubscriptionCustomer,
+  ): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
     const at = nextBillingAt(s)
     if (at === null) return null
     const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
-    return { at, invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, creditsToApply(credits), { periodStart: new Date(at * 1000), usage: usageOf(s) }) }
+    return {
+      at,
+      invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, creditsToApply(credits), {
+        periodStart: new Date(at * 1000),
+        usage: usageOf(s),
+      }),
+    }
   }
 
   return { priceChange, estimate, estimateFor, nextCharge }

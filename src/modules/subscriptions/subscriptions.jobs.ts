@@ -1,7 +1,13 @@
 import type { SubscriptionRow } from '../../db/tables.ts'
 import type { Executor, JobContext, Scheduler } from '../../jobs/scheduler.ts'
 import {
-  couponDiscount, invoiceFor, WHOLE, afterInvoice, usageColumns, usageOf, type ProviderRegistry,
+  couponDiscount,
+  invoiceFor,
+  WHOLE,
+  afterInvoice,
+  usageColumns,
+  usageOf,
+  type ProviderRegistry,
 } from '../billing/index.ts'
 import type { Pricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'

@@ -4,8 +4,10 @@ import type { ProviderName } from '../billing/index.ts'
 import { recordChange } from './subscriptions.history.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
-type Repo = Pick<SubscriptionsRepository,
-  'lockByCompany' | 'findByReference' | 'listHeldBy' | 'findPlan' | 'update' | 'insertEvent'>
+type Repo = Pick<
+  SubscriptionsRepository,
+  'lockByCompany' | 'findByReference' | 'listHeldBy' | 'findPlan' | 'update' | 'insertEvent'
+>
 
 /**
  * What a remote provider's integration needs to lay its copy of a subscription over ours (its
@@ -24,8 +26,11 @@ export function createProviderCopies(deps: { repo: Repo }) {
       return (await repo.findPlan(trx, sku)) !== undefined
     },
     /** Saves the state the provider reports, with its event; false when nothing moved. */
-    recordProviderChange: (trx: Executor, before: SubscriptionRow, after: SubscriptionRow,
-      what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> }) =>
-      recordChange(trx, repo, before, after, what),
+    recordProviderChange: (
+      trx: Executor,
+      before: SubscriptionRow,
+      after: SubscriptionRow,
+      what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
+    ) => recordChange(trx, repo, before, after, what),
   }
 }

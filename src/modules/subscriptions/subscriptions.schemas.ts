@@ -3,9 +3,17 @@ import { Nullable, Uuid } from '../../http/schemas.ts'
 import { PlanFields, ProductFields } from '../catalogue/catalogue.schemas.ts'
 import { InvoiceEstimate } from '../billing/index.ts'
 
-export const SubscriptionStatusValue = Type.Union([
-  Type.Literal('future'), Type.Literal('in_trial'), Type.Literal('active'), Type.Literal('non_renewing'), Type.Literal('paused'), Type.Literal('cancelled'),
-], { description: 'Chargebee\'s subscription statuses' })
+export const SubscriptionStatusValue = Type.Union(
+  [
+    Type.Literal('future'),
+    Type.Literal('in_trial'),
+    Type.Literal('active'),
+    Type.Literal('non_renewing'),
+    Type.Literal('paused'),
+    Type.Literal('cancelled'),
+  ],
+  { description: "Chargebee's subscription statuses" },
+)
 const Status = SubscriptionStatusValue
 const Unix = (description: string) => Nullable(Type.Integer({ description: `${description} (Unix seconds)` }))
 const Sku = Type.String({ minLength: 1, maxLength: 100 })
@@ -17,8 +25,13 @@ const AddonIds = (description: string) => Type.Array(Uuid(), { maxItems: 50, des
 export const CompanyOrSubscriptionParams = Type.Object({
   company_id_or_subscription_id: Uuid('The company, or its subscription (spec 2 names either)'),
 })
-export const CompanySubscriptionParams = Type.Object({ company_id: Uuid('The company'), subscription_id: Uuid('The company\'s subscription') })
-export const EstimateParams = Type.Object({ subscription_id: Uuid('The subscription (the company\'s id is accepted too)') })
+export const CompanySubscriptionParams = Type.Object({
+  company_id: Uuid('The company'),
+  subscription_id: Uuid("The company's subscription"),
+})
+export const EstimateParams = Type.Object({
+  subscription_id: Uuid("The subscription (the company's id is accepted too)"),
+})
 
 export const CardFields = {
   brand: Type.String({ minLength: 1, maxLength: 30, description: 'visa, mastercard, ...' }),
@@ -26,126 +39,209 @@ export const CardFields = {
   expiry_month: Type.Integer({ minimum: 1, maximum: 12 }),
   expiry_year: Type.Integer({ minimum: 2000, maximum: 2100 }),
 }
-export const PaymentSourceInput = Type.Object({
-  brand: Type.Optional(CardFields.brand),
-  last4: Type.Optional(CardFields.last4),
-  number: Type.Optional(Type.String({
-    minLength: 12, maxLength: 23, pattern: '^[0-9 -]+$',
-    description: 'Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges',
-  })),
-  expiry_month: CardFields.expiry_month,
-  expiry_year: CardFields.expiry_year,
-}, {
-  additionalProperties: false, title: 'PaymentSourceInput',
-  description: 'A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted',
-  examples: [{ brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2030 }, { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2030 }],
-})
+export const PaymentSourceInput = Type.Object(
+  {
+    brand: Type.Optional(CardFields.brand),
+    last4: Type.Optional(CardFields.last4),
+    number: Type.Optional(
+      Type.String({
+        minLength: 12,
+        maxLength: 23,
+        pattern: '^[0-9 -]+$',
+        description:
+          'Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges',
+      }),
+    ),
+    expiry_month: CardFields.expiry_month,
+    expiry_year: CardFields.expiry_year,
+  },
+  {
+    additionalProperties: false,
+    title: 'PaymentSourceInput',
+    description:
+      'A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted',
+    examples: [
+      { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2030 },
+      { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2030 },
+    ],
+  },
+)
 export type PaymentSourceInput = Static<typeof PaymentSourceInput>
 
-export const SubscriptionCancellationData = Type.Object({
-  cancellation_reason: Type.Optional(Type.String({ maxLength: 200 })),
-  cancellation_message: Type.Optional(Type.String({ maxLength: 2000 })),
-  credit_option: Type.Optional(Type.Union([Type.Literal('prorate'), Type.Literal('none')], {
-    description: 'For a cancellation now (end_of_term=false), Chargebee\'s credit_option_for_current_term_charges: prorate (default) credits the unused share of the current term\'s invoice, tax included, as one refundable credit note; none credits nothing. Ignored at the end of the term (nothing is unused then)',
-  })),
-}, { additionalProperties: false, title: 'SubscriptionCancellationData' })
+export const SubscriptionCancellationData = Type.Object(
+  {
+    cancellation_reason: Type.Optional(Type.String({ maxLength: 200 })),
+    cancellation_message: Type.Optional(Type.String({ maxLength: 2000 })),
+    credit_option: Type.Optional(
+      Type.Union([Type.Literal('prorate'), Type.Literal('none')], {
+        description:
+          "For a cancellation now (end_of_term=false), Chargebee's credit_option_for_current_term_charges: prorate (default) credits the unused share of the current term's invoice, tax included, as one refundable credit note; none credits nothing. Ignored at the end of the term (nothing is unused then)",
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'SubscriptionCancellationData' },
+)
 export type SubscriptionCancellationData = Static<typeof SubscriptionCancellationData>
 
 export const CancelQuery = Type.Object({
-  end_of_term: Type.Optional(Type.Boolean({ default: true, description: 'true (default): at the end of the current term (or trial); false: now' })),
+  end_of_term: Type.Optional(
+    Type.Boolean({
+      default: true,
+      description: 'true (default): at the end of the current term (or trial); false: now',
+    }),
+  ),
 })
 
 export const EstimateQuery = Type.Object({
   company_id: Uuid('The company whose subscription is estimated'),
   product_sku: Sku,
-  subscription_plan: PlanSku('A plan sku among the product\'s allowed_plans'),
+  subscription_plan: PlanSku("A plan sku among the product's allowed_plans"),
   plan_quantity: Quantity,
-  coupon_code: Type.Optional(CouponCode('Omitted: the subscription\'s coupon stays; empty: no coupon')),
-  addons: Type.Optional(AddonIds('Addon ids, each at most once (repeat the parameter); omitted: the subscription\'s addons stay; empty (addons=): no addons')),
+  coupon_code: Type.Optional(CouponCode("Omitted: the subscription's coupon stays; empty: no coupon")),
+  addons: Type.Optional(
+    AddonIds(
+      "Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons",
+    ),
+  ),
 })
 export type EstimateQuery = Static<typeof EstimateQuery>
 
-export const SubscriptionUpdate = Type.Object({
-  subscription_plan: Type.Optional(PlanSku('A plan sku among the product\'s allowed_plans')),
-  plan_quantity: Type.Optional(Quantity),
-  addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
-  coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
-}, { additionalProperties: false, title: 'SubscriptionUpdate', description: 'Omitted fields keep their value' })
+export const SubscriptionUpdate = Type.Object(
+  {
+    subscription_plan: Type.Optional(PlanSku("A plan sku among the product's allowed_plans")),
+    plan_quantity: Type.Optional(Quantity),
+    addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
+    coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
+  },
+  { additionalProperties: false, title: 'SubscriptionUpdate', description: 'Omitted fields keep their value' },
+)
 export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>
 
-export const EstimateBody = Type.Object({
-  subscription_estimate: Type.Object({
-    status: Status,
-    next_billing_at: Unix('When the subscription is billed next; null when it ends instead'),
-  }, { additionalProperties: false }),
-  invoice_estimate: InvoiceEstimate,
-}, { additionalProperties: false })
+export const EstimateBody = Type.Object(
+  {
+    subscription_estimate: Type.Object(
+      {
+        status: Status,
+        next_billing_at: Unix('When the subscription is billed next; null when it ends instead'),
+      },
+      { additionalProperties: false },
+    ),
+    invoice_estimate: InvoiceEstimate,
+  },
+  { additionalProperties: false },
+)
 
-export const EstimateResponse = Type.Object({ estimate: EstimateBody }, { additionalProperties: false, title: 'Estimate' })
+export const EstimateResponse = Type.Object(
+  { estimate: EstimateBody },
+  { additionalProperties: false, title: 'Estimate' },
+)
 
 const PaymentMethod = Type.Object({ type: Type.Literal('card'), ...CardFields }, { additionalProperties: false })
 
-export const SubscriptionFields = Type.Object({
-  id: Uuid(),
-  customer_id: Type.String(),
-  provider: Type.Union([Type.Literal('local'), Type.Literal('chargebee')], { description: 'The billing provider (the product\'s subscription_manager)' }),
-  status: Status,
-  product_sku: Type.String(),
-  plan_id: Type.String({ description: 'The plan\'s sku' }),
-  plan_quantity: Type.Integer(),
-  addons: Type.Array(Type.Object({ id: Type.String(), quantity: Type.Integer() }, { additionalProperties: false })),
-  coupon_code: Nullable(Type.String()),
-  coupons: Type.Array(Type.Object({
-    coupon_code: Type.String(),
-    applied_at: Unix('When the coupon was put on the subscription'),
-    applied_count: Type.Integer({ minimum: 0, description: 'How many billing periods it has discounted' }),
-    apply_till: Unix('limited_period: it discounts the periods starting before this (set when it first discounts); null otherwise'),
-  }, { additionalProperties: false }), { maxItems: 1, description: 'The coupon held and what it has discounted (Chargebee\'s subscription.coupons[]); empty without one' }),
-  trial_start: Unix('Start of the trial'),
-  trial_end: Unix('End of the trial'),
-  current_term_start: Unix('Start of the current term'),
-  current_term_end: Unix('End of the current term; for a cancelled subscription, when it ended'),
-  next_billing_at: Unix('Next invoice; null when none is coming'),
-  cancelled_at: Unix('When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee\'s meaning; the same as scheduled_cancellation_at then)'),
-  scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
-  cancellation_reason: Nullable(Type.String()),
-  cancellation_message: Nullable(Type.String()),
-  created_at: Type.Integer(),
-  updated_at: Type.Integer(),
-}, { additionalProperties: false })
+export const SubscriptionFields = Type.Object(
+  {
+    id: Uuid(),
+    customer_id: Type.String(),
+    provider: Type.Union([Type.Literal('local'), Type.Literal('chargebee')], {
+      description: "The billing provider (the product's subscription_manager)",
+    }),
+    status: Status,
+    product_sku: Type.String(),
+    plan_id: Type.String({ description: "The plan's sku" }),
+    plan_quantity: Type.Integer(),
+    addons: Type.Array(Type.Object({ id: Type.String(), quantity: Type.Integer() }, { additionalProperties: false })),
+    coupon_code: Nullable(Type.String()),
+    coupons: Type.Array(
+      Type.Object(
+        {
+          coupon_code: Type.String(),
+          applied_at: Unix('When the coupon was put on the subscription'),
+          applied_count: Type.Integer({ minimum: 0, description: 'How many billing periods it has discounted' }),
+          apply_till: Unix(
+            'limited_period: it discounts the periods starting before this (set when it first discounts); null otherwise',
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        maxItems: 1,
+        description:
+          "The coupon held and what it has discounted (Chargebee's subscription.coupons[]); empty without one",
+      },
+    ),
+    trial_start: Unix('Start of the trial'),
+    trial_end: Unix('End of the trial'),
+    current_term_start: Unix('Start of the current term'),
+    current_term_end: Unix('End of the current term; for a cancelled subscription, when it ended'),
+    next_billing_at: Unix('Next invoice; null when none is coming'),
+    cancelled_at: Unix(
+      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's meaning; the same as scheduled_cancellation_at then)",
+    ),
+    scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
+    cancellation_reason: Nullable(Type.String()),
+    cancellation_message: Nullable(Type.String()),
+    created_at: Type.Integer(),
+    updated_at: Type.Integer(),
+  },
+  { additionalProperties: false },
+)
 
-export const SubscriptionDetails = Type.Object({
-  subscription: SubscriptionFields,
-  plan: PlanFields,
-  product: ProductFields,
-  customer: Type.Object({
-    id: Type.String(),
-    company_id: Uuid(),
-    name: Type.String(),
-    email: Nullable(Type.String()),
-    country: Type.String(),
-    payment_method: Nullable(PaymentMethod),
-    promotional_credits: Type.Integer({ description: 'Promotional credits, in minor units (the local engine grants none)' }),
-    refundable_credits: Type.Integer({ description: 'Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices' }),
-    excess_payments: Type.Integer({ description: 'Payments beyond what invoices asked, in minor units (none with the local engine)' }),
-  }, { additionalProperties: false }),
-}, { additionalProperties: false, title: 'SubscriptionDetails' })
+export const SubscriptionDetails = Type.Object(
+  {
+    subscription: SubscriptionFields,
+    plan: PlanFields,
+    product: ProductFields,
+    customer: Type.Object(
+      {
+        id: Type.String(),
+        company_id: Uuid(),
+        name: Type.String(),
+        email: Nullable(Type.String()),
+        country: Type.String(),
+        payment_method: Nullable(PaymentMethod),
+        promotional_credits: Type.Integer({
+          description: 'Promotional credits, in minor units (the local engine grants none)',
+        }),
+        refundable_credits: Type.Integer({
+          description:
+            'Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices',
+        }),
+        excess_payments: Type.Integer({
+          description: 'Payments beyond what invoices asked, in minor units (none with the local engine)',
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false, title: 'SubscriptionDetails' },
+)
 export type SubscriptionDetails = Static<typeof SubscriptionDetails>
 
-export const UpdateResponse = Type.Object({
-  ...SubscriptionDetails.properties,
-  estimate: Type.Object(EstimateBody.properties, { additionalProperties: false, description: 'The estimate (9) this update applied' }),
-}, { additionalProperties: false, title: 'SubscriptionUpdated' })
+export const UpdateResponse = Type.Object(
+  {
+    ...SubscriptionDetails.properties,
+    estimate: Type.Object(EstimateBody.properties, {
+      additionalProperties: false,
+      description: 'The estimate (9) this update applied',
+    }),
+  },
+  { additionalProperties: false, title: 'SubscriptionUpdated' },
+)
 export type UpdateResponse = Static<typeof UpdateResponse>
 
-export const SubscriptionStatusBody = Type.Object({
-  subscription_id: Uuid(),
-  status: Status,
-  plan: Type.String({ description: 'The plan\'s sku' }),
-  current_term_end: Unix('End of the current term'),
-  trial_end: Unix('End of the trial'),
-  cancelled_at: Unix('When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee\'s meaning; the same as scheduled_cancellation_at then)'),
-  scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
-  features: Type.Array(Type.String(), { description: 'The plan\'s features; none once cancelled' }),
-}, { additionalProperties: false, title: 'SubscriptionStatus' })
+export const SubscriptionStatusBody = Type.Object(
+  {
+    subscription_id: Uuid(),
+    status: Status,
+    plan: Type.String({ description: "The plan's sku" }),
+    current_term_end: Unix('End of the current term'),
+    trial_end: Unix('End of the trial'),
+    cancelled_at: Unix(
+      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's meaning; the same as scheduled_cancellation_at then)",
+    ),
+    scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
+    features: Type.Array(Type.String(), { description: "The plan's features; none once cancelled" }),
+  },
+  { additionalProperties: false, title: 'SubscriptionStatus' },
+)
 export type SubscriptionStatusBody = Static<typeof SubscriptionStatusBody>

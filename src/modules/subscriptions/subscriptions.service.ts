@@ -5,7 +5,12 @@ import type { Clock } from '../../core/clock.ts'
 import type { DB, PlanRow, ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import type { Executor, Scheduler } from '../../jobs/scheduler.ts'
 import {
-  type InvoiceEstimate, freshUsage, usageColumns, vatTable, type BillingProvider, type HostedPageOptions,
+  type InvoiceEstimate,
+  freshUsage,
+  usageColumns,
+  vatTable,
+  type BillingProvider,
+  type HostedPageOptions,
   type ProviderRegistry,
 } from '../billing/index.ts'
 import { createPricing } from './subscriptions.pricing.ts'
@@ -39,39 +44,104 @@ export function createSubscriptionsService(deps: {
 }) {
   const { db, repo, clock, providers, ledger } = deps
   const updatedAtOf = batchedByResource((keys) => repo.updatedAtsOf(db, keys), undefined)
-  const pricing = createPricing({ repo, vatRates: vatTable(deps.vatRates ?? ''), sellerCountry: deps.sellerCountry ?? 'IT' })
+  const pricing = createPricing({
+    repo,
+    vatRates: vatTable(deps.vatRates ?? ''),
+    sellerCountry: deps.sellerCountry ?? 'IT',
+  })
   const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger })
   const { customerOf, details, findOwn } = steps
   const remote = createRemoteChanges({ repo, change: steps.change })
   const jobs = createSubscriptionJobs({ repo, providers, pricing, ledger, steps })
-  const estimates = createSubscriptionEstimates({ db, repo, clock, providers, pricing, ledger, trialDays: deps.trialDays, steps, known: remote.known })
-  const changes = createSubscriptionChanges({ db, repo, clock, ledger, steps, remote, priceChange: estimates.priceChange, bill: jobs.bill })
+  const estimates = createSubscriptionEstimates({
+    db,
+    repo,
+    clock,
+    providers,
+    pricing,
+    ledger,
+    trialDays: deps.trialDays,
+    steps,
+    known: remote.known,
+  })
+  const changes = createSubscriptionChanges({
+    db,
+    repo,
+    clock,
+    ledger,
+    steps,
+    remote,
+    priceChange: estimates.priceChange,
+    bill: jobs.bill,
+  })
 
   return {
-    async startTrial(trx: Executor, input: { companyId: string; product: ProductRow; plan: PlanRow; quantity: number; actor: string }) {
+    async startTrial(
+      trx: Executor,
+      input: { companyId: string; product: ProductRow; plan: PlanRow; quantity: number; actor: string },
+    ) {
       const now = clock.now()
       const trialEnd = new Date(now.getTime() + deps.trialDays * 86_400_000)
       const provider = providers.get(input.product.subscription_manager)
       const draft: SubscriptionRow = {
         // Named by its company: a retried creation finds the same subscription.
-        company_id: input.companyId, id: uuidFromName(`subscription:${input.companyId}`), customer_id: input.companyId, provider: provider.name,
-        product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, addons: [], coupon_code: null,
-        status: 'in_trial', trial_start: now, trial_end: trialEnd, current_term_start: now, current_term_end: trialEnd,
-        cancelled_at: null, cancel_scheduled_at: null, payment_source: null, billing_anchor_day: null,
-        cancellation_reason: null, cancellation_message: null, ...usageColumns(freshUsage(null)), created_at: now, updated_at: now,
+        company_id: input.companyId,
+        id: uuidFromName(`subscription:${input.companyId}`),
+        customer_id: input.companyId,
+        provider: provider.name,
+        product_sku: input.product.sku,
+        plan_sku: input.plan.sku,
+        plan_quantity: input.quantity,
+        addons: [],
+        coupon_code: null,
+        status: 'in_trial',
+        trial_start: now,
+        trial_end: trialEnd,
+        current_term_start: now,
+        current_term_end: trialEnd,
+        cancelled_at: null,
+        cancel_scheduled_at: null,
+        payment_source: null,
+        billing_anchor_day: null,
+        cancellation_reason: null,
+        cancellation_message: null,
+        ...usageColumns(freshUsage(null)),
+        created_at: now,
+        updated_at: now,
       }
-      const created = await provider.createSubscription({ subscription: draft, customer: await customerOf(trx, input.companyId) })
+      const created = await provider.createSubscription({
+        subscription: draft,
+        customer: await customerOf(trx, input.companyId),
+      })
       const subscription = await repo.insert(trx, {
-        ...created, addons: JSON.stringify(created.addons), payment_source: JSON.stringify(created.payment_source),
+        ...created,
+        addons: JSON.stringify(created.addons),
+        payment_source: JSON.stringify(created.payment_source),
         coupon_period_discounts: JSON.stringify(created.coupon_period_discounts),
       })
       await repo.insertEvent(trx, {
-        company_id: input.companyId, subscription_id: subscription.id, event_type: 'created',
-        from_status: null, to_status: subscription.status, actor: input.actor, occurred_at: now,
-        details: JSON.stringify({ product_sku: input.product.sku, plan_sku: input.plan.sku, plan_quantity: input.quantity, trial_end: trialEnd.toISOString() }),
+        company_id: input.companyId,
+        subscription_id: subscription.id,
+        event_type: 'created',
+        from_status: null,
+        to_status: subscription.status,
+        actor: input.actor,
+        occurred_at: now,
+        details: JSON.stringify({
+          product_sku: input.product.sku,
+          plan_sku: input.plan.sku,
+          plan_quantity: input.quantity,
+          trial_end: trialEnd.toISOString(),
+        }),
       })
       if (provider.drivesTime) {
-        await deps.scheduler.schedule(trx, { kind: TRIAL_END_JOB, key: subscription.id, runAt: trialEnd, companyId: input.companyId, payload: { company_id: input.companyId } })
+        await deps.scheduler.schedule(trx, {
+          kind: TRIAL_END_JOB,
+          key: subscription.id,
+          runAt: trialEnd,
+          companyId: input.companyId,
+          payload: { company_id: input.companyId },
+        })
       }
       return subscription
     },
@@ -83,8 +153,7 @@ export function createSubscriptionsService(deps: {
     async abandonTrial(companyId: string, product: ProductRow) {
       try {
         await providers.get(product.subscription_manager).abandonCustomer?.(companyId)
-      } catch {
-      }
+      } catch {}
     },
 
     registerJobs: jobs.registerJobs,
@@ -99,12 +168,22 @@ export function createSubscriptionsService(deps: {
      */
     async subscriptionEventObject(stored: StoredObject, event: { created_at?: Date | string }) {
       const t = (key: string) => storedTime(stored[key])
-      const updatedAt = t('updated_at') ?? (await updatedAtOf(stored.company_id, stored.id))
-        ?? new Date(event.created_at ?? stored.created_at)
+      const updatedAt =
+        t('updated_at') ??
+        (await updatedAtOf(stored.company_id, stored.id)) ??
+        new Date(event.created_at ?? stored.created_at)
       return subscriptionView({
-        ...(stored as SubscriptionRow), trial_start: t('trial_start'), trial_end: t('trial_end'), current_term_start: t('current_term_start'),
-        current_term_end: t('current_term_end'), cancelled_at: t('cancelled_at'), cancel_scheduled_at: t('cancel_scheduled_at'),
-        coupon_applied_at: t('coupon_applied_at'), coupon_apply_till: t('coupon_apply_till'), created_at: t('created_at')!, updated_at: updatedAt,
+        ...(stored as SubscriptionRow),
+        trial_start: t('trial_start'),
+        trial_end: t('trial_end'),
+        current_term_start: t('current_term_start'),
+        current_term_end: t('current_term_end'),
+        cancelled_at: t('cancelled_at'),
+        cancel_scheduled_at: t('cancel_scheduled_at'),
+        coupon_applied_at: t('coupon_applied_at'),
+        coupon_apply_till: t('coupon_apply_till'),
+        created_at: t('created_at')!,
+        updated_at: updatedAt,
       })
     },
 
@@ -121,15 +200,24 @@ export function createSubscriptionsService(deps: {
     estimate: estimates.estimate,
 
     /** A hosted page from the provider; the caller has checked the redirect URL and the company. */
-    async hostedPage<K extends 'managerPage' | 'portalSession' | 'paymentPage'>(kind: K, companyId: string, options: Omit<HostedPageOptions, 'now'>): Promise<Awaited<ReturnType<BillingProvider[K]>>> {
+    async hostedPage<K extends 'managerPage' | 'portalSession' | 'paymentPage'>(
+      kind: K,
+      companyId: string,
+      options: Omit<HostedPageOptions, 'now'>,
+    ): Promise<Awaited<ReturnType<BillingProvider[K]>>> {
       const s = await findOwn(companyId)
       const { timezone: _, ...customer } = await customerOf(db, companyId)
       const provider = providers.get(s.provider)
-      return provider[kind]({ subscription: s, customer }, { ...options, now: clock.now() }) as Promise<Awaited<ReturnType<BillingProvider[K]>>>
+      return provider[kind]({ subscription: s, customer }, { ...options, now: clock.now() }) as Promise<
+        Awaited<ReturnType<BillingProvider[K]>>
+      >
     },
 
     /** The details and the next charge (null when nothing will be charged), from one read. */
-    async detailsWithNextCharge(companyId: string): Promise<{ details: Awaited<ReturnType<typeof details>>; next: { at: number; invoice: InvoiceEstimate } | null }> {
+    async detailsWithNextCharge(companyId: string): Promise<{
+      details: Awaited<ReturnType<typeof details>>
+      next: { at: number; invoice: InvoiceEstimate } | null
+    }> {
       const s = await findOwn(companyId)
       const customer = await customerOf(db, companyId)
       const [view, next] = await Promise.all([details(db, s, customer), estimates.nextCharge(db, s, customer)])

@@ -28,13 +28,17 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     const leaders = unique(input.team_leader_ids ?? [])
     const found = await repo.existingContracts(trx, companyId, leaders)
     const missing = leaders.filter((id) => !found.has(id))
-    if (missing.length > 0) throw new ValidationError(`body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`)
+    if (missing.length > 0)
+      throw new ValidationError(
+        `body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`,
+      )
     return leaders
   }
 
   /** 404 for a team or contract of another company. */
   async function moveContract(move: Move, companyId: string, teamId: string, body: ContractTeamParams) {
-    if (body.team_id !== undefined && body.team_id !== teamId) throw new ValidationError('body/team_id must equal the team_id of the path')
+    if (body.team_id !== undefined && body.team_id !== teamId)
+      throw new ValidationError('body/team_id must equal the team_id of the path')
     const outcome = await repo.moveContract(move, companyId, teamId, body.contract_id, clock.now())
     if (!outcome.team_found) throw new NotFound('Team')
     if (!outcome.contract_found) throw new NotFound('Contract')
@@ -59,7 +63,10 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       if (!outcome.subsidiary_found) throw new ValidationError('body/subsidiary_id is not a subsidiary of this company')
       const found = new Set(outcome.leaders_found)
       const missing = leaders.filter((l) => !found.has(l))
-      if (missing.length > 0) throw new ValidationError(`body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`)
+      if (missing.length > 0)
+        throw new ValidationError(
+          `body/team_leader_ids must name contracts of this company; unknown: ${missing.join(', ')}`,
+        )
       if (!outcome.created) throw codeTaken(input.code)
       return id
     },
@@ -67,15 +74,19 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     /** Replaces the team; team_leader_ids, when sent, is the new leader set and former leaders stay members. */
     async updateTeam(companyId: string, teamId: string, input: TeamInput) {
       const now = clock.now()
-      await withCodeConflict(() => repo.transaction(async (trx) => {
-        if ((await repo.lockTeams(trx, companyId, [teamId])).length === 0) throw new NotFound('Team')
-        const leaders = await checkReferences(trx, companyId, input)
-        await repo.updateTeam(trx, companyId, teamId, teamValues(input), now)
-        if (input.team_leader_ids !== undefined) {
-          await repo.demoteLeadersExcept(trx, companyId, teamId, leaders)
-          await repo.makeLeaders(trx, companyId, teamId, leaders, now)
-        }
-      }), input.code)
+      await withCodeConflict(
+        () =>
+          repo.transaction(async (trx) => {
+            if ((await repo.lockTeams(trx, companyId, [teamId])).length === 0) throw new NotFound('Team')
+            const leaders = await checkReferences(trx, companyId, input)
+            await repo.updateTeam(trx, companyId, teamId, teamValues(input), now)
+            if (input.team_leader_ids !== undefined) {
+              await repo.demoteLeadersExcept(trx, companyId, teamId, leaders)
+              await repo.makeLeaders(trx, companyId, teamId, leaders, now)
+            }
+          }),
+        input.code,
+      )
     },
 
     async listTeams(companyId: string): Promise<Team[]> {
@@ -93,7 +104,8 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
     /** As GET .../teams/{id} answers: the stored row with the leaders of its moment (read now if not stored). */
     async teamEventObject(stored: StoredObject): Promise<Team> {
       const leaders: string[] = Array.isArray(stored.team_leader_ids)
-        ? stored.team_leader_ids : await leaderIdsOf(stored.company_id, stored.id)
+        ? stored.team_leader_ids
+        : await leaderIdsOf(stored.company_id, stored.id)
       return teamView({ ...(stored as Team), team_leader_ids: leaders })
     },
 
@@ -103,7 +115,10 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
      */
     memberEventObject(stored: StoredObject, event: { type: string }, contract?: Contract): TeamMember | MemberFields {
       if (!contract) return { id: stored.contract_id, team_ids: [stored.team_id], is_leader: stored.is_leader }
-      const teamIds = event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id) ? [...contract.team_ids, stored.team_id].sort() : contract.team_ids
+      const teamIds =
+        event.type === 'team.member_removed' && !contract.team_ids.includes(stored.team_id)
+          ? [...contract.team_ids, stored.team_id].sort()
+          : contract.team_ids
       return { ...contract, team_ids: teamIds, is_leader: stored.is_leader }
     },
 
@@ -118,11 +133,14 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
       return { ...paged, items: paged.items.map((row) => ({ ...row, team_ids: row.team_ids ?? [] })) }
     },
 
-    upgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('lead', companyId, teamId, body),
+    upgrade: (companyId: string, teamId: string, body: ContractTeamParams) =>
+      moveContract('lead', companyId, teamId, body),
 
-    downgrade: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('follow', companyId, teamId, body),
+    downgrade: (companyId: string, teamId: string, body: ContractTeamParams) =>
+      moveContract('follow', companyId, teamId, body),
 
-    remove: (companyId: string, teamId: string, body: ContractTeamParams) => moveContract('leave', companyId, teamId, body),
+    remove: (companyId: string, teamId: string, body: ContractTeamParams) =>
+      moveContract('leave', companyId, teamId, body),
 
     /** All or nothing; a team already joined is unchanged. */
     async addToTeams(companyId: string, input: AddContractInput) {
@@ -132,14 +150,16 @@ export function createTeamsService(deps: { repo: TeamsRepository; clock: Clock }
         const found = new Set(await repo.lockTeams(trx, companyId, teamIds))
         const missing = teamIds.filter((id) => !found.has(id))
         if (missing.length > 0) throw new NotFound(`Team ${missing.join(', ')}`)
-        if (!(await repo.existingContracts(trx, companyId, [input.contract_id])).has(input.contract_id)) throw new NotFound('Contract')
+        if (!(await repo.existingContracts(trx, companyId, [input.contract_id])).has(input.contract_id))
+          throw new NotFound('Contract')
         await repo.addMembers(trx, companyId, teamIds, [input.contract_id], clock.now())
       })
     },
   }
 }
 
-const codeTaken = (code: string) => new Conflict(`A team with code ${JSON.stringify(code)} already exists in this company`)
+const codeTaken = (code: string) =>
+  new Conflict(`A team with code ${JSON.stringify(code)} already exists in this company`)
 
 function teamValues(input: TeamInput) {
   return { name: input.name, code: input.code, subsidiary_id: input.subsidiary_id ?? null }
@@ -152,5 +172,12 @@ export type TeamsService = ReturnType<typeof createTeamsService>
 type MemberFields = Pick<TeamMember, 'id' | 'team_ids' | 'is_leader'>
 
 function teamView(row: Team): Team {
-  return { id: row.id, name: row.name, code: row.code, company_id: row.company_id, subsidiary_id: row.subsidiary_id, team_leader_ids: row.team_leader_ids }
+  return {
+    id: row.id,
+    name: row.name,
+    code: row.code,
+    company_id: row.company_id,
+    subsidiary_id: row.subsidiary_id,
+    team_leader_ids: row.team_leader_ids,
+  }
 }
