@@ -88,7 +88,7 @@ onEachEngine('JPY', { CURRENCY_CODE: 'JPY', SELLER_COUNTRY: 'JP', REDIRECT_ALLOW
     // The manager page's estimate says so in the customer's language, amounts in whole yen.
     for (const [language, mention, due] of [
       ['en', 'Reverse charge: VAT to be accounted for by the customer', 'JP¥2,000'],
-      ['it', 'Inversione contabile: IVA a carico del cliente', '2000\u00a0JPY'],
+      ['it', 'Inversione contabile: IVA a carico del cliente', '2.000\u00a0JPY'],
     ]) {
       const page = new PageSession(t, await pathOf(t, 'manager', italian.id, italian.token), language)
       await page.get()
