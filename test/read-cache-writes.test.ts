@@ -49,6 +49,19 @@ const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promi
   'PUT /api/v1/subscription/{company_id}/remove_scheduled_cancellation/{subscription_id}': async (t, tenant) => {
     await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/cancel`, body: {} })
   },
+  // The seeded invoice is paid; these operations act on one still due.
+  'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/record_payment': (t, tenant) => unpaid(t, tenant),
+  'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/void': (t, tenant) => unpaid(t, tenant),
+  'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/write_off': (t, tenant) => unpaid(t, tenant),
+}
+
+async function unpaid(t: TestApp, tenant: Tenant) {
+  const invoice = tenant.byName.get('invoice')
+  assert.ok(invoice, 'the tenant has an invoice')
+  await sql`UPDATE invoices SET status = 'payment_due', amount_paid = 0, amount_due = total, paid_at = NULL,
+    dunning_status = 'in_progress' WHERE company_id = ${tenant.company.id} AND id = ${invoice}`.execute(
+    t.app.database.db,
+  )
 }
 
 const CARD = { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2099 }
