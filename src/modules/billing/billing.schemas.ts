@@ -21,13 +21,16 @@ export const InvoiceEstimate = Type.Object(
           tax_exempt_reason: Type.Optional(
             Type.Union([Type.Literal('reverse_charge'), Type.Literal('export'), Type.Literal('tax_not_configured')], {
               description:
-                "Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate)",
+                'Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a ' +
+                "VAT number marked valid in another country than the seller's), export (a country without VAT " +
+                "in the table), tax_not_configured (the seller's own country has no rate)",
             }),
           ),
           discount_amount: Type.Optional(
             Type.Integer({
               description:
-                'Only on a discounted line: its part of the discounts, in minor units; the line is taxed on amount − discount_amount',
+                'Only on a discounted line: its part of the discounts, in minor units; the line is taxed on ' +
+                'amount − discount_amount',
             }),
           ),
         },

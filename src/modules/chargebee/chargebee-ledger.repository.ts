@@ -69,7 +69,10 @@ export function createProviderLedgerRepository() {
         .execute()
     },
 
-    /** Deletes an invoice (Chargebee deleted it); credit notes referring to it keep their amounts, without the reference. True when it was here. */
+    /**
+     * Deletes an invoice (Chargebee deleted it); credit notes referring to it keep their amounts, without the
+     * reference. True when it was here.
+     */
     async deleteInvoice(executor: Executor, companyId: string, id: string) {
       await executor
         .updateTable('credit_notes')

@@ -61,7 +61,10 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
   }
 
   return {
-    /** Records a copy's version when it is newer than the last one applied (or as new, with `orEqual`); false when it is not. */
+    /**
+     * Records a copy's version when it is newer than the last one applied (or as new, with `orEqual`);
+     * false when it is not.
+     */
     advanceVersion: repo.advanceVersion,
 
     /**

@@ -65,7 +65,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
   if (type in SUBSCRIPTION_EVENTS || (LEDGER_EVENTS.has(type) && c.subscription !== undefined)) {
     if (!isCbSubscription(c.subscription))
       throw new ValidationError(
-        'body/content/subscription must be a Chargebee subscription with id, customer_id, status and subscription_items (or plan_id)',
+        'body/content/subscription must be a Chargebee subscription with id, customer_id, status and ' +
+          'subscription_items (or plan_id)',
       )
     parts.subscription = c.subscription
   }
@@ -87,7 +88,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
     for (const [i, invoice] of listOf(c.invoice).entries()) {
       if (!isCbInvoice(invoice))
         throw new ValidationError(
-          `body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be a Chargebee invoice with id, customer_id and status`,
+          `body/content/invoice${Array.isArray(c.invoice) ? `/${i}` : ''} must be ` +
+            `a Chargebee invoice with id, customer_id and status`,
         )
       parts.invoices.push(invoice)
     }
@@ -99,7 +101,8 @@ function partsOf(event: ChargebeeEvent): EventParts {
       if (!isCbCreditNote(note)) {
         if (!LEDGER_EVENTS.has(type)) continue
         throw new ValidationError(
-          `body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be a Chargebee credit note with id, customer_id and type`,
+          `body/content/credit_note${Array.isArray(c.credit_note) ? `/${i}` : ''} must be ` +
+            `a Chargebee credit note with id, customer_id and type`,
         )
       }
       parts.creditNotes.push(note)

@@ -221,7 +221,8 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     async addPaymentSource() {
       // Chargebee takes a card only from its own pages or a gateway token.
       throw new ProviderError(
-        'A Chargebee subscription takes cards through the payment page (GET /api/v1/subscription/{subscription_customer_id}/payment_page/)',
+        'A Chargebee subscription takes cards through the payment page (GET ' +
+          '/api/v1/subscription/{subscription_customer_id}/payment_page/)',
         'conflict',
       )
     },

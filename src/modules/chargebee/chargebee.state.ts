@@ -41,7 +41,8 @@ export async function saveChargebeeState(
 ): Promise<boolean> {
   if (after.plan_sku !== before.plan_sku && !(await subscriptions.planExists(trx, after.plan_sku))) {
     throw new ValidationError(
-      `body/content/subscription/subscription_items names the plan ${after.plan_sku}, which is not in this service's catalogue`,
+      `body/content/subscription/subscription_items names the plan ${after.plan_sku}, ` +
+        `which is not in this service's catalogue`,
     )
   }
   return subscriptions.recordProviderChange(trx, before, after, { ...what, actor: CHARGEBEE_ACTOR })

@@ -122,7 +122,8 @@ export function createCommunicationsService(deps: {
     }
     if (f.status === 'scheduled' && f.destination_team_ids.length === 0 && f.destination_subsidiary_ids.length === 0) {
       throw new ValidationError(
-        'A scheduled communication needs a destination: body/destination_team_ids or body/destination_subsidiary_ids must not be empty',
+        'A scheduled communication needs a destination: body/destination_team_ids or ' +
+          'body/destination_subsidiary_ids must not be empty',
       )
     }
   }
@@ -135,7 +136,8 @@ export function createCommunicationsService(deps: {
     const end = instantOf({ year: 2200, month: 1, day: 1, hour: 0, minute: 0, second: 0, ms: 0 }, timeZone)
     if (sendAt < earliest || sendAt >= end) {
       throw new ValidationError(
-        `body/send_at must be no earlier than one year ago (${earliest.toISOString()}) and before 2200-01-01 on the company's calendar (${end.toISOString()})`,
+        `body/send_at must be no earlier than one year ago (${earliest.toISOString()}) ` +
+          `and before 2200-01-01 on the company's calendar (${end.toISOString()})`,
       )
     }
   }
@@ -208,7 +210,8 @@ export function createCommunicationsService(deps: {
         }
         if (changes.status && (next.status === 'active' || next.status === 'submitted')) {
           throw new ValidationError(
-            'body/status: a client may set draft, scheduled or discontinued; active and submitted are set by the server',
+            'body/status: a client may set draft, scheduled or discontinued; active and submitted are set ' +
+              'by the server',
           )
         }
         const delivered = current.status === 'active' || (await repo.hasDeliveredOccurrence(trx, companyId, id))

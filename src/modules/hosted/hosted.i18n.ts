@@ -68,7 +68,8 @@ const en = {
   'status.cancelled': 'Cancelled',
   'payment.title': 'Add a payment card',
   'payment.testMode':
-    "Test mode: no money is charged. Only the card's brand, last four digits and expiry are kept; the number is never stored.",
+    "Test mode: no money is charged. Only the card's brand, last four digits and expiry are kept; " +
+    'the number is never stored.',
   'payment.number': 'Card number',
   'payment.numberHint': '12 to 19 digits, spaces allowed',
   'payment.expiry': 'Expiry date',
@@ -85,7 +86,8 @@ const en = {
   'error.used': 'This link has already been used. Ask for a new one from the application you came from.',
   'error.notFound': 'This link is not valid. Check that you copied it whole, or ask for a new one.',
   'error.withdrawn':
-    'This link has been withdrawn by the application that made it. Ask for a new one from the application you came from.',
+    'This link has been withdrawn by the application that made it. Ask for a new one from the ' +
+    'application you came from.',
   'error.disabled':
     'This page is not available: the account it belongs to is disabled. Contact the company that sent you the link.',
   'error.forbidden':
@@ -147,7 +149,8 @@ const it: Record<MessageKey, string> = {
   'status.cancelled': 'Disdetto',
   'payment.title': 'Aggiungi una carta di pagamento',
   'payment.testMode':
-    'Modalità di prova: non viene addebitato nulla. Si conservano solo il circuito, le ultime quattro cifre e la scadenza della carta; il numero non viene mai salvato.',
+    'Modalità di prova: non viene addebitato nulla. Si conservano solo il circuito, le ultime ' +
+    'quattro cifre e la scadenza della carta; il numero non viene mai salvato.',
   'payment.number': 'Numero della carta',
   'payment.numberHint': 'Da 12 a 19 cifre, spazi ammessi',
   'payment.expiry': 'Scadenza',
@@ -164,11 +167,14 @@ const it: Record<MessageKey, string> = {
   'error.used': "Questo link è già stato usato. Chiedine uno nuovo dall'applicazione da cui sei arrivato.",
   'error.notFound': 'Questo link non è valido. Controlla di averlo copiato per intero, o chiedine uno nuovo.',
   'error.withdrawn':
-    "Questo link è stato ritirato dall'applicazione che lo ha creato. Chiedine uno nuovo dall'applicazione da cui sei arrivato.",
+    "Questo link è stato ritirato dall'applicazione che lo ha creato. Chiedine uno nuovo " +
+    "dall'applicazione da cui sei arrivato.",
   'error.disabled':
-    "Questa pagina non è disponibile: l'account a cui appartiene è disattivato. Contatta l'azienda che ti ha inviato il link.",
+    "Questa pagina non è disponibile: l'account a cui appartiene è disattivato. Contatta l'azienda " +
+    'che ti ha inviato il link.',
   'error.forbidden':
-    'Non è stato possibile verificare il modulo (potrebbe venire da un altro sito o da una scheda vecchia). Ricarica la pagina e riprova.',
+    'Non è stato possibile verificare il modulo (potrebbe venire da un altro sito o da una scheda ' +
+    'vecchia). Ricarica la pagina e riprova.',
   'error.conflict': 'Non è possibile farlo ora: {reason}',
   'error.invalid': 'La richiesta non è valida: {reason}',
   'error.server': 'Qualcosa è andato storto da parte nostra. Riprova tra poco.',

@@ -26,12 +26,15 @@ export interface DocumentContext extends PageContext {
 // Inside the document, so a downloaded file prints the same offline; the CSP allows it by hash.
 const INVOICE_STYLE = `
 @page { size: A4; margin: 16mm 14mm; }
-:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 10.5pt; line-height: 1.45; color: #111; background: #fff; }
+:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; \
+font-size: 10.5pt; line-height: 1.45; color: #111; background: #fff; }
 body { margin: 0; }
 .sheet { max-width: 190mm; margin: 1.5rem auto; padding: 0 1rem; }
-.tools { border: 1px solid #c4c7cf; border-radius: 6px; padding: .5rem 1rem; margin-bottom: 1.5rem; background: #f6f7f9; }
+.tools { border: 1px solid #c4c7cf; border-radius: 6px; padding: .5rem 1rem; \
+margin-bottom: 1.5rem; background: #f6f7f9; }
 .tools a { color: #0b57d0; margin-right: 1rem; }
-header { display: flex; justify-content: space-between; gap: 2rem; align-items: flex-start; border-bottom: 2px solid #111; padding-bottom: .75rem; }
+header { display: flex; justify-content: space-between; gap: 2rem; align-items: flex-start; \
+border-bottom: 2px solid #111; padding-bottom: .75rem; }
 h1 { font-size: 1.8rem; margin: 0; letter-spacing: .02em; }
 h2 { font-size: .85rem; text-transform: uppercase; letter-spacing: .06em; color: #44474e; margin: 0 0 .35rem; }
 dl.meta { display: grid; grid-template-columns: max-content auto; gap: .1rem 1rem; margin: 0; }
@@ -75,13 +78,21 @@ export function invoiceDocument(ctx: DocumentContext, invoice: InvoiceBody, buye
   const { t } = ctx
   const money = moneyOf(ctx, invoice.currency_code)
   const row = (label: string, minor: number, className = '') =>
-    html`<tr${className ? html` class="${className}"` : ''}><th scope="row">${label}</th><td class="amount">${money(minor)}</td></tr>`
+    html`<tr${className ? html` class="${className}"` : ''}><th scope="row">${label}</th>\
+<td class="amount">${money(minor)}</td></tr>`
   const statusClass = invoice.status === 'paid' ? 'status-paid' : 'status-due'
   const status = html`<span class="${statusClass}">${invoiceStatusText(ctx, invoice)}</span>`
 
   const title = `${t('document.title')} ${invoice.id}`
   const body = html`<div class="sheet">
-${ctx.portal ? html`<nav class="tools" aria-label="${t('document.title')}"><p><a href="${ctx.portal}">${t('document.back')}</a><a href="${ctx.portal}/invoices/${invoice.id}/download">${t('billing.download')}</a></p><p>${t('document.printHint')}</p></nav>` : null}
+${
+  ctx.portal
+    ? html`<nav class="tools" aria-label="${t('document.title')}">\
+<p><a href="${ctx.portal}">${t('document.back')}</a>\
+<a href="${ctx.portal}/invoices/${invoice.id}/download">${t('billing.download')}</a></p>\
+<p>${t('document.printHint')}</p></nav>`
+    : null
+}
 <article>
 <header>
 <h1>${t('document.title')}</h1>
@@ -98,13 +109,18 @@ ${partyBlock('seller', t('document.seller'), sellerParty(ctx, ctx.seller))}
 ${partyBlock('buyer', t('document.buyer'), buyerParty(ctx, buyer))}
 </section>
 <table id="lines">
-<thead><tr><th scope="col">${t('invoice.description')}</th><th scope="col" class="amount">${t('invoice.quantity')}</th><th scope="col" class="amount">${t('document.unitPrice')}</th><th scope="col" class="amount">${t('document.vat')}</th><th scope="col" class="amount">${t('invoice.amount')}</th></tr></thead>
+<thead><tr><th scope="col">${t('invoice.description')}</th>\
+<th scope="col" class="amount">${t('invoice.quantity')}</th>\
+<th scope="col" class="amount">${t('document.unitPrice')}</th>\
+<th scope="col" class="amount">${t('document.vat')}</th>\
+<th scope="col" class="amount">${t('invoice.amount')}</th></tr></thead>
 <tbody>
 ${invoice.line_items.map(
-  (
-    l,
-  ) => html`<tr><td>${l.description}${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
-<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td><td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td><td class="amount">${money(l.amount)}</td></tr>`,
+  (l) => html`<tr><td>${l.description}\
+${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
+<td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td>\
+<td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td>\
+<td class="amount">${money(l.amount)}</td></tr>`,
 )}
 </tbody>
 </table>

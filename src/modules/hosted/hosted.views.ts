@@ -21,7 +21,8 @@ type PlanFields = Plan['plan']
 const DASH = '\u2014'
 
 const price = (ctx: ViewContext, plan: PlanFields) =>
-  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
+  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ` +
+  `${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
 
 const leaveForm = (ctx: ViewContext, label: string) =>
   form(`${ctx.base}/leave`, ctx.csrf, html`<button type="submit" class="secondary">${label}</button>`)
@@ -31,7 +32,8 @@ export function managerPage(ctx: ViewContext, details: SubscriptionDetails, plan
   const s = details.subscription
   const choices = plans.map(
     (plan, i) => html`<div class="choice">
-<input type="radio" name="plan" id="plan-${i}" value="${plan.sku}"${s.plan_id === plan.sku ? html` checked` : ''} required>
+<input type="radio" name="plan" id="plan-${i}" value="${plan.sku}"\
+${s.plan_id === plan.sku ? html` checked` : ''} required>
 <label for="plan-${i}">${plan.name} ${DASH} ${price(ctx, plan)}</label>
 </div>`,
   )
@@ -49,7 +51,8 @@ ${form(
 ${choices}
 </fieldset>
 <label for="quantity">${t('manager.quantity')}</label>
-<input type="number" id="quantity" name="quantity" min="1" max="100000" step="1" inputmode="numeric" value="${s.plan_quantity}" required>
+<input type="number" id="quantity" name="quantity" min="1" max="100000" step="1" \
+inputmode="numeric" value="${s.plan_quantity}" required>
 <p><button type="submit">${t('manager.estimate')}</button></p>`,
 )}
 ${leaveForm(ctx, t('manager.leave'))}`,
@@ -160,7 +163,12 @@ function invoicesSection(ctx: ViewContext, list: Paged<InvoiceBody>): Html {
     return html`<h2>${t('billing.invoices')}</h2><p id="no-invoices">${t('billing.noInvoices')}</p>`
   return html`<h2 id="invoices-heading">${t('billing.invoices')}</h2>
 ${invoicesTable(ctx, list.items)}
-${list.next ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${list.items.length}">${t('billing.allInvoices')}</a></p>` : null}`
+${
+  list.next
+    ? html`<p><a id="all-invoices" href="${ctx.base}/invoices?limit=${list.items.length}">\
+${t('billing.allInvoices')}</a></p>`
+    : null
+}`
 }
 
 /** `older` is the next page's URL. */
@@ -187,11 +195,17 @@ function invoicesTable(ctx: ViewContext, items: InvoiceBody[]): Html {
 <td class="ref">${i.id}</td><td>${date}</td><td>${periodOf(ctx, i.period_start, i.period_end)}</td>
 <td class="amount">${money(i.total)}</td><td class="amount">${money(i.amount_due)}</td>
 <td><span class="badge ${i.status}">${t(`invoiceStatus.${i.status}`)}</span></td>
-<td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · <a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a> · <a href="${href}/pdf" type="application/pdf" aria-label="${t('billing.pdfLabel', { date })}">${t('billing.pdf')}</a></td>
+<td><a href="${href}" aria-label="${t('billing.viewLabel', { date })}">${t('billing.view')}</a> · \
+<a href="${href}/download" aria-label="${t('billing.downloadLabel', { date })}">${t('billing.download')}</a> · \
+<a href="${href}/pdf" type="application/pdf" \
+aria-label="${t('billing.pdfLabel', { date })}">${t('billing.pdf')}</a></td>
 </tr>`
   })
   return html`<div class="scroll"><table id="invoices" aria-label="${t('billing.invoices')}">
-<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.period')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.amountDue')}</th><th scope="col">${t('billing.status')}</th><th scope="col">${t('billing.document')}</th></tr></thead>
+<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th>\
+<th scope="col">${t('billing.period')}</th><th scope="col" class="amount">${t('billing.total')}</th>\
+<th scope="col" class="amount">${t('billing.amountDue')}</th><th scope="col">${t('billing.status')}</th>\
+<th scope="col">${t('billing.document')}</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`
 }
@@ -209,11 +223,16 @@ function creditsSection(
     list.items.length === 0
       ? html`<p id="no-credit-notes">${t('billing.noCreditNotes')}</p>`
       : html`<div class="scroll"><table id="credit-notes" aria-labelledby="credit-notes-heading">
-<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th><th scope="col">${t('billing.reason')}</th><th scope="col" class="amount">${t('billing.total')}</th><th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
+<thead><tr><th scope="col">${t('billing.number')}</th><th scope="col">${t('billing.date')}</th>\
+<th scope="col">${t('billing.reason')}</th>\
+<th scope="col" class="amount">${t('billing.total')}</th>\
+<th scope="col" class="amount">${t('billing.available')}</th></tr></thead>
 <tbody>${list.items.map(
           (n) => html`<tr data-credit-note="${n.id}">
-<td class="ref">${n.id}</td><td>${dateOf(ctx, n.date)}</td><td>${t(n.reason_code === 'subscription_change' ? 'reason.subscription_change' : 'reason.other')}</td>
-<td class="amount">${formatMoney(ctx.locale, n.total, n.currency_code)}</td><td class="amount">${formatMoney(ctx.locale, n.amount_available, n.currency_code)}</td>
+<td class="ref">${n.id}</td><td>${dateOf(ctx, n.date)}</td>\
+<td>${t(n.reason_code === 'subscription_change' ? 'reason.subscription_change' : 'reason.other')}</td>
+<td class="amount">${formatMoney(ctx.locale, n.total, n.currency_code)}</td>\
+<td class="amount">${formatMoney(ctx.locale, n.amount_available, n.currency_code)}</td>
 </tr>`,
         )}</tbody>
 </table></div>
@@ -251,20 +270,31 @@ export function paymentPage(
     t('payment.title'),
     html`
 <p>${t('payment.testMode')}</p>
-${message ? html`<div role="alert" class="problem"><p><strong>${t('payment.errors')}</strong></p><p id="card-error">${message}</p></div>` : null}
+${
+  message
+    ? html`<div role="alert" class="problem"><p><strong>${t('payment.errors')}</strong></p>\
+<p id="card-error">${message}</p></div>`
+    : null
+}
 ${form(
   `${ctx.base}/submit`,
   ctx.csrf,
   html`
 <label for="number">${t('payment.number')}</label>
 <p class="hint" id="number-hint">${t('payment.numberHint')}</p>
-<input type="text" id="number" name="number" autocomplete="cc-number" inputmode="numeric" maxlength="23" required aria-describedby="number-hint${problem === 'number' || problem === 'declined' ? ' card-error' : ''}" aria-invalid="${invalid('number')}">
+<input type="text" id="number" name="number" \
+autocomplete="cc-number" inputmode="numeric" maxlength="23" required \
+aria-describedby="number-hint${problem === 'number' || problem === 'declined' ? ' card-error' : ''}" \
+aria-invalid="${invalid('number')}">
 <fieldset>
 <legend>${t('payment.expiry')}</legend>
 <label for="expiry_month">${t('payment.month')}</label>
-<input type="number" id="expiry_month" name="expiry_month" min="1" max="12" autocomplete="cc-exp-month" inputmode="numeric" required value="${kept.expiry_month ?? ''}" aria-invalid="${invalid('expiry')}"${problem === 'expiry' ? html` aria-describedby="card-error"` : ''}>
+<input type="number" id="expiry_month" name="expiry_month" min="1" max="12" autocomplete="cc-exp-month" \
+inputmode="numeric" required value="${kept.expiry_month ?? ''}" \
+aria-invalid="${invalid('expiry')}"${problem === 'expiry' ? html` aria-describedby="card-error"` : ''}>
 <label for="expiry_year">${t('payment.year')}</label>
-<input type="number" id="expiry_year" name="expiry_year" min="2000" max="2100" autocomplete="cc-exp-year" inputmode="numeric" required value="${kept.expiry_year ?? ''}" aria-invalid="${invalid('expiry')}">
+<input type="number" id="expiry_year" name="expiry_year" min="2000" max="2100" autocomplete="cc-exp-year" \
+inputmode="numeric" required value="${kept.expiry_year ?? ''}" aria-invalid="${invalid('expiry')}">
 </fieldset>
 <button type="submit">${t('payment.save')}</button>`,
 )}

@@ -16,9 +16,12 @@ export async function invoicesRoutes(
   const company = { access: { area: 'company' } } as const
   const who = "Needs read:company (a company token on its own id, or a platform token); another company's id is 404."
   const paging =
-    'Newest first. Without limit, the whole list; with limit (1–500), one page and, when more remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this list did not give is 400.'
+    'Newest first. Without limit, the whole list; with limit (1–500), one page and, when more ' +
+    'remain, a Link: <url>; rel="next" header carrying the cursor of the next page. A cursor this ' +
+    'list did not give is 400.'
   const chargebee =
-    "The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, copied from its webhooks and the reconciliation (ids derived from Chargebee's)."
+    "The local billing engine writes these; a Chargebee-managed subscription's are Chargebee's, " +
+    "copied from its webhooks and the reconciliation (ids derived from Chargebee's)."
 
   app.get(
     `${BASE}/:company_id/invoices`,
@@ -28,7 +31,10 @@ export async function invoicesRoutes(
         operationId: 'listInvoices',
         tags,
         summary: "The company's invoices",
-        description: `Each trial conversion, renewal and immediate charge of a change, with what credits paid, what the card paid and what is still due (amounts in minor units, times in Unix seconds). ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
+        description:
+          `Each trial conversion, renewal and immediate charge of a change, with what credits paid, ` +
+          `what the card paid and what is still due (amounts in minor units, times in Unix seconds). ` +
+          `${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
         params: CompanyParams,
         querystring: ListQuery,
         response: { 200: listResponse(InvoiceList) },
@@ -49,7 +55,10 @@ export async function invoicesRoutes(
         operationId: 'getInvoice',
         tags,
         summary: 'One invoice of the company',
-        description: `The invoice with its lines, discounts, taxes, credits applied, payments, and dunning state (next_retry_at). ${who} Changes nothing. 404 when the invoice is not the company's.`,
+        description:
+          `The invoice with its lines, discounts, taxes, credits applied, payments, ` +
+          `and dunning state (next_retry_at). ` +
+          `${who} Changes nothing. 404 when the invoice is not the company's.`,
         params: InvoiceParams,
         response: { 200: InvoiceBody },
       },
@@ -65,7 +74,13 @@ export async function invoicesRoutes(
         operationId: 'listCreditNotes',
         tags,
         summary: "The company's credit notes",
-        description: `Credits issued to the customer: the unused share of what a term's invoice charged, when the term is changed mid-way (refundable, reason subscription_change) or cancelled now (reason subscription_cancellation), with its lines, discounts and tax as invoices carry them, never more than the reference invoice charged; applied to the next invoices; amount_available is what is left. ${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
+        description:
+          `Credits issued to the customer: the unused share of what a term's invoice charged, ` +
+          `when the term is changed mid-way (refundable, reason subscription_change) ` +
+          `or cancelled now (reason subscription_cancellation), with its lines, discounts and tax ` +
+          `as invoices carry them, never more than the reference invoice charged; ` +
+          `applied to the next invoices; amount_available is what is left. ` +
+          `${paging} ${chargebee} ${who} Changes nothing. 404 when the company has no subscription.`,
         params: CompanyParams,
         querystring: ListQuery,
         response: { 200: listResponse(CreditNoteList) },

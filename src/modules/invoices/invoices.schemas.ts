@@ -82,7 +82,8 @@ export const InvoiceBody = Type.Object(
       [Type.Literal('paid'), Type.Literal('payment_due'), Type.Literal('not_paid'), Type.Literal('voided')],
       {
         description:
-          'paid; payment_due (a charge failed, retries are scheduled: see next_retry_at); not_paid (every retry failed: the subscription was cancelled); voided',
+          'paid; payment_due (a charge failed, retries are scheduled: see next_retry_at); not_paid (every ' +
+          'retry failed: the subscription was cancelled); voided',
       },
     ),
     date: Unix("When it was issued: the trial's or term's end, or the moment of the change"),
@@ -99,14 +100,16 @@ export const InvoiceBody = Type.Object(
     amount_adjusted: Minor('Settled by adjustment credit notes (Chargebee; 0 for the local engine)'),
     write_off_amount: Minor('Written off as not collectable (write_off)'),
     amount_due: Minor(
-      'Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for a voided invoice, whose unsettled rest was voided',
+      'Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for ' +
+        'a voided invoice, whose unsettled rest was voided',
     ),
     currency_code: Type.String(),
     paid_at: Nullable(Unix('When it was paid in full')),
     dunning_status: Nullable(
       Type.Union([Type.Literal('in_progress'), Type.Literal('exhausted'), Type.Literal('success')], {
         description:
-          "Chargebee's: in_progress while retries remain, exhausted after the last one failed, success when a retry or a new card paid it; null when no charge failed",
+          "Chargebee's: in_progress while retries remain, exhausted after the last one failed, success " +
+          'when a retry or a new card paid it; null when no charge failed',
       }),
     ),
     attempt_count: Type.Integer({
@@ -169,11 +172,14 @@ export const CreditNoteBody = Type.Object(
     }),
     reason_code: Type.String({
       description:
-        "Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now",
+        "Chargebee's reason codes: subscription_change for the unused part of a changed term, " +
+        'subscription_cancellation for the unused part of a term cancelled now',
     }),
     line_items: Type.Array(InvoiceEstimate.properties.line_items.items, {
       description:
-        "What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded",
+        "What it credits of each line of its reference invoice: amount the line's unused share, " +
+        'discount_amount the part of it that was discounted (not paid, not credited); empty for a note ' +
+        'issued before lines were recorded',
     }),
     discounts: Type.Array(InvoiceEstimate.properties.discounts.items, {
       description: "The reference invoice's discounts, in the unused share: not credited",
@@ -181,7 +187,8 @@ export const CreditNoteBody = Type.Object(
     sub_total: Minor('Sum of the line items'),
     taxes: Type.Array(InvoiceEstimate.properties.taxes.items, {
       description:
-        "The tax of what is credited, at the reference invoice's rate, computed and rounded per line as on invoices; empty for an export or a note issued before tax was recorded apart",
+        "The tax of what is credited, at the reference invoice's rate, computed and rounded per line as " +
+        'on invoices; empty for an export or a note issued before tax was recorded apart',
     }),
     total: Minor('The credit: sub_total − discounts + taxes; at most what the reference invoice charged'),
     amount_allocated: Minor('Already applied to invoices'),

@@ -147,7 +147,8 @@ export function createSubscriptionChanges(deps: {
           // Chargebee's dunning expects.
           if (provider.drivesTime && (await ledger.hasUnpaid(trx, s))) {
             throw new Conflict(
-              'The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT .../payment_source) before changing the subscription',
+              'The subscription has an unpaid invoice (payment_due): pay it with a new card (PUT ' +
+                '.../payment_source) before changing the subscription',
             )
           }
           const own = await known(trx, s)

@@ -49,7 +49,9 @@ export const PaymentSourceInput = Type.Object(
         maxLength: 23,
         pattern: '^[0-9 -]+$',
         description:
-          'Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges',
+          'Test mode, instead of brand and last4: a test card number (spaces and dashes allowed). Only ' +
+          'its brand, last 4 digits and test behaviour are kept: 4000 0000 0000 0341 is accepted but ' +
+          'every charge fails; 4000 0000 0000 0002 is declined (400); any other valid number charges',
       }),
     ),
     expiry_month: CardFields.expiry_month,
@@ -59,7 +61,8 @@ export const PaymentSourceInput = Type.Object(
     additionalProperties: false,
     title: 'PaymentSourceInput',
     description:
-      'A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted',
+      'A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is ' +
+      'the number kept, nor a CVV accepted',
     examples: [
       { brand: 'visa', last4: '4242', expiry_month: 12, expiry_year: 2030 },
       { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2030 },
@@ -75,7 +78,10 @@ export const SubscriptionCancellationData = Type.Object(
     credit_option: Type.Optional(
       Type.Union([Type.Literal('prorate'), Type.Literal('none')], {
         description:
-          "For a cancellation now (end_of_term=false), Chargebee's credit_option_for_current_term_charges: prorate (default) credits the unused share of the current term's invoice, tax included, as one refundable credit note; none credits nothing. Ignored at the end of the term (nothing is unused then)",
+          "For a cancellation now (end_of_term=false), Chargebee's " +
+          'credit_option_for_current_term_charges: prorate (default) credits the unused share of the ' +
+          "current term's invoice, tax included, as one refundable credit note; none credits nothing. " +
+          'Ignored at the end of the term (nothing is unused then)',
       }),
     ),
   },
@@ -100,7 +106,8 @@ export const EstimateQuery = Type.Object({
   coupon_code: Type.Optional(CouponCode("Omitted: the subscription's coupon stays; empty: no coupon")),
   addons: Type.Optional(
     AddonIds(
-      "Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons",
+      "Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; " +
+        'empty (addons=): no addons',
     ),
   ),
 })
@@ -158,7 +165,8 @@ export const SubscriptionFields = Type.Object(
           applied_at: Unix('When the coupon was put on the subscription'),
           applied_count: Type.Integer({ minimum: 0, description: 'How many billing periods it has discounted' }),
           apply_till: Unix(
-            'limited_period: it discounts the periods starting before this (set when it first discounts); null otherwise',
+            'limited_period: it discounts the periods starting before this (set when it first discounts); ' +
+              'null otherwise',
           ),
         },
         { additionalProperties: false },
@@ -175,7 +183,8 @@ export const SubscriptionFields = Type.Object(
     current_term_end: Unix('End of the current term; for a cancelled subscription, when it ended'),
     next_billing_at: Unix('Next invoice; null when none is coming'),
     cancelled_at: Unix(
-      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's meaning; the same as scheduled_cancellation_at then)",
+      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's " +
+        'meaning; the same as scheduled_cancellation_at then)',
     ),
     scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
     cancellation_reason: Nullable(Type.String()),
@@ -204,7 +213,8 @@ export const SubscriptionDetails = Type.Object(
         }),
         refundable_credits: Type.Integer({
           description:
-            'Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices',
+            'Credits from credit notes (the unused part of a changed term), in minor units: applied to the ' +
+            'next invoices',
         }),
         excess_payments: Type.Integer({
           description: 'Payments beyond what invoices asked, in minor units (none with the local engine)',
@@ -237,7 +247,8 @@ export const SubscriptionStatusBody = Type.Object(
     current_term_end: Unix('End of the current term'),
     trial_end: Unix('End of the trial'),
     cancelled_at: Unix(
-      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's meaning; the same as scheduled_cancellation_at then)",
+      "When it was cancelled or, while a cancellation is scheduled, when it will be (Chargebee's " +
+        'meaning; the same as scheduled_cancellation_at then)',
     ),
     scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
     features: Type.Array(Type.String(), { description: "The plan's features; none once cancelled" }),
