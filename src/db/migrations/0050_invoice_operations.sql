@@ -1,5 +1,5 @@
 -- Money operations on the local engine's invoices (docs/billing.md, "Money operations";
--- docs/adr/0032-offline-payments-voids-and-write-offs.md): offline payments recorded on an
+-- docs/adr/0030-offline-payments-voids-and-write-offs.md): offline payments recorded on an
 -- invoice, voids and write-offs, and what a payment beyond the amount due leaves the customer.
 ALTER TABLE invoices
   ADD COLUMN recorded_payments jsonb NOT NULL DEFAULT '[]',

@@ -7,7 +7,7 @@ import type { InvoicesRepository } from './invoices.repository.ts'
 /**
  * An unpaid invoice settled by hand (decisions §9.2): an offline payment, a void, a write-off.
  * Each ends dunning, since a retry acts only on a payment_due invoice still waiting for it
- * (docs/adr/0032-offline-payments-voids-and-write-offs.md).
+ * (docs/adr/0030-offline-payments-voids-and-write-offs.md).
  */
 
 export interface OfflinePayment {
