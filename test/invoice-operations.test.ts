@@ -78,9 +78,9 @@ async function unpaid(t: TestApp, start: string) {
     amount_due: 12200,
     dunning_status: 'in_progress',
     attempt_count: 1,
-    next_retry_at: unix(trialEnd) + 86_400,
+    next_retry_at: Math.floor(unix(trialEnd)) + 86_400,
   })
-  return { c, invoice, trialEnd: unix(trialEnd) }
+  return { c, invoice, trialEnd: Math.floor(unix(trialEnd)) }
 }
 
 onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLOCK_ENABLED: true }, (t) => {
@@ -300,6 +300,17 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     assert.equal((await json(t, 200, { url: invoiceUrl(c, invoice.id) })).amount_paid, 1000)
   })
 
+  it("takes a payment dated the invoice's own date, as shown in whole seconds", async () => {
+    // The clock stands half a second past the minute: the invoice's date is shown floored to the second.
+    const { c, invoice } = await unpaid(t, '2043-05-01T00:00:00.500Z')
+    const paid = await done(t, c, invoice.id, 'record_payment', {
+      amount: 12200,
+      payment_method: 'bank_transfer',
+      date: invoice.date,
+    })
+    assert.deepEqual([paid.status, paid.paid_at], ['paid', invoice.date])
+  })
+
   it("refuses bad input with a sentence naming the field, other companies' invoices and company tokens", async () => {
     const { c, invoice, trialEnd } = await unpaid(t, '2042-05-01T00:00:00.000Z')
     const refusals: [unknown, RegExp][] = [
@@ -313,6 +324,7 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
       [{ amount: 100, payment_method: 'cash', note: 'x' }, /body.*note/],
       [{ amount: 100, payment_method: 'cash', date: trialEnd - 1 }, /^body\/date must not be before the invoice's/],
       [{ amount: 100, payment_method: 'cash', date: trialEnd + 86_400 }, /^body\/date must not be in the future/],
+      [{ amount: 100, payment_method: 'cash', date: 9e12 }, /^body\/date must be <= 253402300799/],
       [{ amount: 100, payment_method: 'cash', reference: '   ' }, /^body\/reference must not be blank/],
     ]
     for (const [body, message] of refusals) {

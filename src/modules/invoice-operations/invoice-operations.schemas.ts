@@ -32,6 +32,8 @@ export const RecordPaymentBody = Type.Object(
     date: Type.Optional(
       Type.Integer({
         minimum: 0,
+        // The last second of the year 9999: a later one is no date.
+        maximum: 253402300799,
         description: "When it was paid (Unix seconds): not before the invoice's date, not in the future; default now",
       }),
     ),

@@ -52,8 +52,10 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
     /** What exceeds the amount due becomes the customer's excess payment. */
     async recordPayment(trx: Executor, companyId: string, invoiceId: string, payment: OfflinePayment) {
       const invoice = await unpaid(trx, companyId, invoiceId, 'paid')
-      if (payment.date.getTime() < invoice.date.getTime()) {
-        throw new ValidationError(`body/date must not be before the invoice's date (${invoice.date.getTime() / 1000})`)
+      // Compared in whole seconds, as the API shows the invoice's date.
+      const invoiceDate = Math.floor(invoice.date.getTime() / 1000)
+      if (Math.floor(payment.date.getTime() / 1000) < invoiceDate) {
+        throw new ValidationError(`body/date must not be before the invoice's date (${invoiceDate})`)
       }
       const applied = Math.min(payment.amount, invoice.amount_due)
       const excess = payment.amount - applied
