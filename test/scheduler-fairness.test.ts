@@ -171,7 +171,7 @@ onEachEngine('scheduler timers', { SCHEDULER_ENABLED: true }, (t) => {
       const s = await subsidiary(t, c.id)
       await contract(t, c.id, { subsidiary_id: s })
       // Due now: the running scheduler delivers it and, within its pass, schedules the next
-      // occurrence a month away (2.6e9 ms, past 2^31) — the timer that overflowed.
+      // occurrence a month away: a delay beyond what one Node timer can hold, so the timer must be clamped.
       const dueNow = new Date(t.clock.now().getTime() - 60_000).toISOString()
       const id = await createComm(t, c, {
         send_at: dueNow,
