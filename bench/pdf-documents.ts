@@ -57,6 +57,7 @@ const invoice: InvoiceBody = {
   voided_at: null,
   void_reason_code: null,
   comments: [],
+  amount_refunded: 0,
 }
 const buyer = {
   name: 'Ristorante Città Alta S.p.A.',

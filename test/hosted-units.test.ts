@@ -150,6 +150,7 @@ describe('hosted pages, pure parts', () => {
       voided_at: null,
       void_reason_code: null,
       comments: [],
+      amount_refunded: 0,
     })
     const render = (locale: 'en' | 'it', currency: string, minor: (n: number) => number) =>
       invoiceDocument({ locale, t: translator(locale), seller, portal: null }, invoice(currency, minor), buyer)

@@ -38,6 +38,8 @@ export interface InvoicesTable {
   voided_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   void_reason_code: ColumnType<string | null, string | null | undefined, string | null>
   comments: JsonWithDefault<InvoiceComment[]>
+  /** Paid back by its credit notes' refunds. */
+  amount_refunded: ColumnType<number, number | undefined, number>
   created_at: CreatedAt
 }
 
@@ -53,7 +55,7 @@ export interface RecordedPayment {
 }
 
 export interface InvoiceComment {
-  operation: 'void' | 'write_off'
+  operation: 'void' | 'write_off' | 'refund'
   comment: string
   date: string
 }
@@ -94,9 +96,19 @@ export interface CreditNotesTable {
   sub_total: number
   total: number
   amount_allocated: number
+  /** Paid out to the customer (refunds, oldest first); available: total − allocated − refunded. */
+  amount_refunded: ColumnType<number, number | undefined, number>
+  refunds: JsonWithDefault<CreditNoteRefund[]>
+  description: ColumnType<string | null, string | null | undefined, string | null>
   currency_code: string
   date: Timestamp
   created_at: CreatedAt
+}
+
+/** `date` in ISO form. */
+export interface CreditNoteRefund {
+  amount: number
+  date: string
 }
 
 export interface CreditAllocationsTable {

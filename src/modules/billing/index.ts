@@ -17,6 +17,7 @@ export {
   type PricedSelection,
   type TaxRate,
 } from './billing.estimate.ts'
+export { creditShare } from './billing.credit-share.ts'
 export {
   afterInvoice,
   freshUsage,

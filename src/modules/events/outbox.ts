@@ -54,8 +54,10 @@ export const INVOICE_EVENT_TYPES = [
   'invoice.updated',
   'invoice.payment_recorded',
   'invoice.written_off',
+  'invoice.refunded',
   'credit_note.created',
   'credit_note.updated',
+  'credit_note.refunded',
 ] as const
 
 /** A provider's ledger copy deleted there (Chargebee deletes invoices and credit notes). */

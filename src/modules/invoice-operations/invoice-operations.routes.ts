@@ -1,10 +1,19 @@
 import type { FastifyRequest } from 'fastify'
-import type { App } from '../../http/app-types.ts'
-import { InvoiceBody, InvoiceParams } from '../invoices/index.ts'
+import { accepted, type App } from '../../http/app-types.ts'
+import { Accepted, CompanyParams } from '../../http/schemas.ts'
+import { CreditNoteBody, CreditNoteParams, InvoiceBody, InvoiceParams } from '../invoices/index.ts'
 import type { InvoiceOperationsService } from './invoice-operations.service.ts'
-import { RecordPaymentBody, VoidBody, WriteOffBody } from './invoice-operations.schemas.ts'
+import {
+  CreateCreditNoteBody,
+  RecordPaymentBody,
+  RefundBody,
+  RefundCreditNoteBody,
+  VoidBody,
+  WriteOffBody,
+} from './invoice-operations.schemas.ts'
 
-const BASE = '/api/v1/subscription/:company_id/invoices/:invoice_id'
+const SUBSCRIPTION = '/api/v1/subscription'
+const BASE = `${SUBSCRIPTION}/:company_id/invoices/:invoice_id`
 
 /** A body optional as a whole: none reads as `{}`. */
 async function emptyBodyAsObject(request: FastifyRequest) {
@@ -15,6 +24,39 @@ const WHO = [
   'Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not',
   "the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.",
   'Answers the invoice as it now is.',
+].join(' ')
+
+const NOTE_WHO = [
+  'Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the',
+  "company's subscription is managed by Chargebee. Takes Idempotency-Key.",
+].join(' ')
+
+const REFUND = [
+  'Pays back what was paid of a paid invoice: a refundable credit note of amount (default: all that was paid and',
+  'is not yet refunded or credited), refunded at once (status refunded, amount_refunded its total), its tax the',
+  "invoice's prorated. The invoice's amount_refunded grows; a comment is kept in its comments. The local engine",
+  'refunds to the card. Events credit_note.created and invoice.refunded. 400 naming body/amount when it is more',
+  'than is refundable, or the reason_code is not among Chargebee\'s. 409 when the invoice is not paid or nothing',
+  'of it is left to refund.',
+].join(' ')
+
+const CREATE_NOTE = [
+  'A manual credit note on an invoice of the company, tax included (its tax the invoice\'s, prorated). adjustment:',
+  "lowers a payment_due or not_paid invoice's amount_due (amount_adjusted grows); one that settles it makes it",
+  'paid and ends dunning. refundable: credits what was paid of the invoice (payments and credits applied, less',
+  "earlier refundable notes) to the customer's refundable_credits, which the next invoices take or a refund pays",
+  "out; an unpaid part takes an adjustment note instead (400). The credit notes of one invoice never sum beyond its",
+  'total (400 naming body/total). 400 when reference_invoice_id is not an invoice of the company. 409 when the',
+  'invoice is voided, or paid for an adjustment. Event credit_note.created (and invoice.paid when it settles the',
+  'invoice). Answers 202 with Location of the new credit note.',
+].join(' ')
+
+const REFUND_NOTE = [
+  "Pays out a refundable credit note's amount_available, all of it by default: amount_refunded grows (status",
+  "refunded once nothing is left), and so does its invoice's amount_refunded. The local engine refunds to the",
+  'card. Events credit_note.refunded and invoice.refunded. 400 naming body/amount when it is more than',
+  'amount_available. 404 when the credit note is not the company\'s. 409 for an adjustment note or one with',
+  'nothing left. Answers the credit note as it now is.',
 ].join(' ')
 
 const RECORD_PAYMENT = [
@@ -42,7 +84,7 @@ const WRITE_OFF = [
   'The body is optional as a whole.',
 ].join(' ')
 
-/** Record a payment, void, write off: platform clients only (decisions §9.2). */
+/** Record a payment, void, write off, refund; credit notes and their refunds: platform clients only (§9.2). */
 export async function invoiceOperationsRoutes(app: App, { service }: { service: InvoiceOperationsService }) {
   const tags = ['Invoices']
   const config = { access: 'platform' } as const
@@ -98,5 +140,62 @@ export async function invoiceOperationsRoutes(app: App, { service }: { service: 
       },
     },
     async (request) => service.writeOff(request.params.company_id, request.params.invoice_id, request.body),
+  )
+
+  app.post(
+    `${BASE}/refund`,
+    {
+      config,
+      schema: {
+        operationId: 'refundInvoice',
+        tags,
+        summary: 'Refund a paid invoice, in part or whole',
+        description: `${REFUND} ${WHO}`,
+        params: InvoiceParams,
+        body: RefundBody,
+        response: { 200: InvoiceBody },
+      },
+    },
+    async (request) => service.refund(request.params.company_id, request.params.invoice_id, request.body),
+  )
+
+  app.post(
+    `${SUBSCRIPTION}/:company_id/credit_notes`,
+    {
+      config,
+      schema: {
+        operationId: 'createCreditNote',
+        tags,
+        summary: 'Issue a credit note on an invoice',
+        description: `${CREATE_NOTE} ${NOTE_WHO}`,
+        params: CompanyParams,
+        body: CreateCreditNoteBody,
+        response: { 202: Accepted },
+      },
+    },
+    async (request, reply) => {
+      const { company_id } = request.params
+      const note = await service.createCreditNote(company_id, request.body)
+      return accepted(reply, `${SUBSCRIPTION}/${company_id}/credit_notes/${note.id}`)
+    },
+  )
+
+  app.post(
+    `${SUBSCRIPTION}/:company_id/credit_notes/:credit_note_id/refund`,
+    {
+      config,
+      preValidation: emptyBodyAsObject,
+      schema: {
+        operationId: 'refundCreditNote',
+        tags,
+        summary: 'Refund a refundable credit note',
+        description: `${REFUND_NOTE} ${NOTE_WHO}`,
+        params: CreditNoteParams,
+        body: RefundCreditNoteBody,
+        response: { 200: CreditNoteBody },
+      },
+    },
+    async (request) =>
+      service.refundCreditNote(request.params.company_id, request.params.credit_note_id, request.body),
   )
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Name } from '../../http/schemas.ts'
+import { Name, Uuid } from '../../http/schemas.ts'
 
 /** Chargebee's credit-note reason codes (decisions §9.2), also a void's. */
 export const REASON_CODES = [
@@ -66,3 +66,60 @@ export const WriteOffBody = Type.Object(
   { additionalProperties: false, title: 'WriteOffInvoice', examples: [{ comment: 'The customer went bankrupt' }] },
 )
 export type WriteOffBody = Static<typeof WriteOffBody>
+
+const ReasonCode = Type.Union(
+  REASON_CODES.map((code) => Type.Literal(code)),
+  { description: "Chargebee's credit-note reason code" },
+)
+const Amount = (description: string) =>
+  Type.Integer({ minimum: 1, maximum: 100_000_000_000, description: `${description}, in minor units` })
+
+export const RefundBody = Type.Object(
+  {
+    amount: Type.Optional(
+      Amount('What to pay back; default all that was paid and is not yet refunded or credited'),
+    ),
+    reason_code: ReasonCode,
+    comment: Type.Optional(Comment),
+  },
+  {
+    additionalProperties: false,
+    title: 'RefundInvoice',
+    examples: [{ amount: 3000, reason_code: 'product_unsatisfactory', comment: 'Training day cancelled' }],
+  },
+)
+export type RefundBody = Static<typeof RefundBody>
+
+export const CreateCreditNoteBody = Type.Object(
+  {
+    reference_invoice_id: Uuid('The invoice it credits: one of the company'),
+    type: Type.Union([Type.Literal('adjustment'), Type.Literal('refundable')], {
+      description:
+        "adjustment: lowers what the unpaid invoice owes; refundable: credits what was paid of it to the customer's " +
+        'refundable_credits',
+    }),
+    total: Amount("The credit, tax included (its tax is the invoice's, prorated)"),
+    reason_code: ReasonCode,
+    description: Type.Optional(Name(1000, 'Shown on the credit note')),
+  },
+  {
+    additionalProperties: false,
+    title: 'CreateCreditNote',
+    examples: [
+      {
+        reference_invoice_id: '6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f',
+        type: 'adjustment',
+        total: 2200,
+        reason_code: 'waiver',
+        description: 'Goodwill for the outage',
+      },
+    ],
+  },
+)
+export type CreateCreditNoteBody = Static<typeof CreateCreditNoteBody>
+
+export const RefundCreditNoteBody = Type.Object(
+  { amount: Type.Optional(Amount("What to pay out; default the credit note's whole amount_available")) },
+  { additionalProperties: false, title: 'RefundCreditNote', examples: [{ amount: 1000 }] },
+)
+export type RefundCreditNoteBody = Static<typeof RefundCreditNoteBody>

@@ -1,42 +1,49 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
-import { Conflict, ValidationError } from '../../core/errors.ts'
-import type { DB, InvoiceRow } from '../../db/tables.ts'
+import { ValidationError } from '../../core/errors.ts'
+import type { CreditNoteRow, DB, InvoiceRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { InvoicesService } from '../invoices/index.ts'
-import { invoiceView } from '../invoices/index.ts'
+import { creditNoteView, invoiceView } from '../invoices/index.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
-import type { RecordPaymentBody, VoidBody, WriteOffBody } from './invoice-operations.schemas.ts'
+import { localEngineGate } from './invoice-operations.provider.ts'
+import type {
+  CreateCreditNoteBody,
+  RecordPaymentBody,
+  RefundBody,
+  RefundCreditNoteBody,
+  VoidBody,
+  WriteOffBody,
+} from './invoice-operations.schemas.ts'
 
 /**
- * Money operations on one invoice (decisions §9.2), for platform clients: an offline payment, a
- * void, a write-off. The ledger holds the rules of each; this service checks what the request
- * says against the company's subscription and the business clock, and runs each in a transaction.
+ * Money operations (decisions §9.2), for platform clients: on one invoice an offline payment, a
+ * void, a write-off, a refund; manual credit notes and their refunds. The ledger holds the rules of
+ * each; this service checks what the request says against the company's subscription and the
+ * business clock, and runs each in a transaction.
  */
 export function createInvoiceOperationsService(deps: {
   db: Kysely<DB>
-  ledger: Pick<InvoicesService, 'recordPayment' | 'voidInvoice' | 'writeOff'>
-  subscriptions: Pick<SubscriptionsService, 'details'>
+  ledger: Pick<
+    InvoicesService,
+    'recordPayment' | 'voidInvoice' | 'writeOff' | 'refundInvoice' | 'createCreditNote' | 'refundCreditNote'
+  >
+  subscriptions: Pick<SubscriptionsService, 'provider'>
   clock: Clock
 }) {
   const { db, ledger, clock } = deps
+  const onLocalEngine = localEngineGate(deps.subscriptions)
 
-  /** 404 without a subscription; Chargebee's invoices are settled at Chargebee (docs/billing.md). */
-  async function onLocalEngine(companyId: string) {
-    const { subscription } = await deps.subscriptions.details(companyId)
-    if (subscription.provider !== 'local') {
-      throw new Conflict(
-        `The company's subscription is managed by ${subscription.provider}: ` +
-          'its invoices are settled there, not through this service',
-      )
-    }
-  }
-
-  async function run(companyId: string, work: (trx: Executor, now: Date) => Promise<InvoiceRow>) {
+  async function transact<T>(companyId: string, work: (trx: Executor, now: Date) => Promise<T>) {
     await onLocalEngine(companyId)
     const now = clock.now()
-    return invoiceView(await db.transaction().execute((trx) => work(trx, now)))
+    return db.transaction().execute((trx) => work(trx, now))
   }
+
+  const run = async (companyId: string, work: (trx: Executor, now: Date) => Promise<InvoiceRow>) =>
+    invoiceView(await transact(companyId, work))
+  const runOnNote = async (companyId: string, work: (trx: Executor, now: Date) => Promise<CreditNoteRow>) =>
+    creditNoteView(await transact(companyId, work))
 
   return {
     /** Partial, full or beyond what is due; the invoice as it now is. */
@@ -64,6 +71,42 @@ export function createInvoiceOperationsService(deps: {
       run(companyId, (trx, now) =>
         ledger.writeOff(trx, companyId, invoiceId, body.comment ? { comment: body.comment } : {}, now),
       ),
+
+    /** A paid invoice's payment given back, all that is left by default. */
+    refund: (companyId: string, invoiceId: string, body: RefundBody) =>
+      run(companyId, (trx, now) =>
+        ledger.refundInvoice(
+          trx,
+          companyId,
+          invoiceId,
+          {
+            reasonCode: body.reason_code,
+            ...(body.amount !== undefined ? { amount: body.amount } : {}),
+            ...(body.comment ? { comment: body.comment } : {}),
+          },
+          now,
+        ),
+      ),
+
+    /** The new credit note. */
+    createCreditNote: (companyId: string, body: CreateCreditNoteBody) =>
+      runOnNote(companyId, (trx, now) =>
+        ledger.createCreditNote(
+          trx,
+          companyId,
+          {
+            referenceInvoiceId: body.reference_invoice_id.toLowerCase(),
+            type: body.type,
+            total: body.total,
+            reasonCode: body.reason_code,
+            description: body.description ?? null,
+          },
+          now,
+        ),
+      ),
+
+    refundCreditNote: (companyId: string, creditNoteId: string, body: RefundCreditNoteBody) =>
+      runOnNote(companyId, (trx, now) => ledger.refundCreditNote(trx, companyId, creditNoteId, body.amount, now)),
   }
 }
 

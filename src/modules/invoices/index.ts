@@ -10,5 +10,5 @@ export {
   type RetryOutcome,
   type RetryPayload,
 } from './invoices.service.ts'
-export { CreditNoteBody, InvoiceBody, InvoiceParams } from './invoices.schemas.ts'
-export { invoiceView } from './invoices.views.ts'
+export { CreditNoteBody, CreditNoteParams, InvoiceBody, InvoiceParams } from './invoices.schemas.ts'
+export { creditNoteView, invoiceView } from './invoices.views.ts'

@@ -1,7 +1,10 @@
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
-import type { Insertable, Updateable } from 'kysely'
+import { sql, type Insertable, type Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { CreditNotesTable, ExcessPaymentsTable, InvoicesTable } from '../../db/tables.ts'
+
+/** What a credit note still holds for the customer. */
+const AVAILABLE = sql<number>`total - amount_allocated - amount_refunded`
 
 /** Newest first: by date, then insertion order (seq), as their index. */
 const NEWEST_FIRST: SortColumn[] = [
@@ -75,14 +78,55 @@ export function createInvoicesRepository() {
         NEWEST_FIRST,
         page,
       ).execute(),
-    /** Oldest first (the order credits are used in), locked. */
+    findCreditNote: (executor: Executor, companyId: string, id: string) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    lockCreditNote: (executor: Executor, companyId: string, id: string) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst(),
+    /** The credit notes issued on one invoice, oldest first. */
+    creditNotesFor: (executor: Executor, companyId: string, invoiceId: string) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('reference_invoice_id', '=', invoiceId)
+        .orderBy('date')
+        .orderBy('seq')
+        .execute(),
+    async updateCreditNote(
+      executor: Executor,
+      companyId: string,
+      id: string,
+      values: Updateable<CreditNotesTable>,
+    ) {
+      await executor
+        .updateTable('credit_notes')
+        .set(values)
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .execute()
+    },
+    /**
+     * Oldest first (the order credits are used in), locked. `total` is what the note can still give
+     * besides what it gave before: a refund's part is not there to allocate.
+     */
     availableCredits: (executor: Executor, companyId: string) =>
       executor
         .selectFrom('credit_notes')
-        .select(['id', 'total', 'amount_allocated'])
+        .select(['id', 'amount_allocated', sql<number>`total - amount_refunded`.as('total')])
         .where('company_id', '=', companyId)
         .where('type', '=', 'refundable')
-        .whereRef('amount_allocated', '<', 'total')
+        .where(AVAILABLE, '>', 0)
         .orderBy('date')
         .orderBy('seq')
         .forUpdate()
@@ -91,7 +135,7 @@ export function createInvoicesRepository() {
       const row = await executor
         .selectFrom('credit_notes')
         .select((eb) =>
-          eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'),
+          eb.fn.coalesce(eb.fn.sum<number>(AVAILABLE), eb.lit(0)).as('balance'),
         )
         .where('company_id', '=', companyId)
         .where('type', '=', 'refundable')

@@ -1,7 +1,15 @@
 import type { App } from '../../http/app-types.ts'
 import { CompanyParams } from '../../http/schemas.ts'
 import type { InvoicesService } from './invoices.service.ts'
-import { CreditNoteList, InvoiceBody, InvoiceList, InvoiceParams, ListQuery } from './invoices.schemas.ts'
+import {
+  CreditNoteBody,
+  CreditNoteList,
+  CreditNoteParams,
+  InvoiceBody,
+  InvoiceList,
+  InvoiceParams,
+  ListQuery,
+} from './invoices.schemas.ts'
 import { answerPage, listResponse, readPage } from '../../http/pagination.ts'
 
 const BASE = '/api/v1/subscription'
@@ -91,5 +99,23 @@ export async function invoicesRoutes(
       const page = readPage(request, ['time', 'int'])
       return answerPage(request, reply, page, await service.listCreditNotes(request.params.company_id, page))
     },
+  )
+
+  app.get(
+    `${BASE}/:company_id/credit_notes/:credit_note_id`,
+    {
+      config: company,
+      schema: {
+        operationId: 'getCreditNote',
+        tags,
+        summary: 'One credit note of the company',
+        description:
+          `The credit note with its lines, tax, what was applied to invoices, refunded, and is left ` +
+          `(amount_available). ${who} Changes nothing. 404 when the credit note is not the company's.`,
+        params: CreditNoteParams,
+        response: { 200: CreditNoteBody },
+      },
+    },
+    async (request) => service.findCreditNote(request.params.company_id, request.params.credit_note_id),
   )
 }

@@ -7,6 +7,10 @@ const Unix = (description: string) => Type.Integer({ description: `${description
 const Minor = (description: string) => Type.Integer({ description: `${description}, in minor units (cents)` })
 
 export const InvoiceParams = Type.Object({ company_id: Uuid('The company'), invoice_id: Uuid('The invoice') })
+export const CreditNoteParams = Type.Object({
+  company_id: Uuid('The company'),
+  credit_note_id: Uuid('The credit note'),
+})
 
 export const ListQuery = pageQuery()
 export type ListQuery = Static<typeof ListQuery>
@@ -47,6 +51,7 @@ const INVOICE_EXAMPLE = {
   voided_at: null,
   void_reason_code: null,
   comments: [],
+  amount_refunded: 0,
 }
 
 const RecordedPayment = Type.Object(
@@ -67,7 +72,7 @@ const RecordedPayment = Type.Object(
 
 const InvoiceComment = Type.Object(
   {
-    operation: Type.Union([Type.Literal('void'), Type.Literal('write_off')]),
+    operation: Type.Union([Type.Literal('void'), Type.Literal('write_off'), Type.Literal('refund')]),
     comment: Type.String(),
     date: Unix('When it was given'),
   },
@@ -97,7 +102,7 @@ export const InvoiceBody = Type.Object(
     total: Minor('sub_total − discounts + taxes'),
     credits_applied: Minor("Paid from the customer's credits (credit notes)"),
     amount_paid: Minor('Charged to the card, or recorded as paid offline (record_payment)'),
-    amount_adjusted: Minor('Settled by adjustment credit notes (Chargebee; 0 for the local engine)'),
+    amount_adjusted: Minor('Settled by adjustment credit notes'),
     write_off_amount: Minor('Written off as not collectable (write_off)'),
     amount_due: Minor(
       'Still owed: total − credits_applied − amount_paid − amount_adjusted − write_off_amount; 0 for ' +
@@ -124,7 +129,10 @@ export const InvoiceBody = Type.Object(
     }),
     voided_at: Nullable(Unix('When it was voided')),
     void_reason_code: Nullable(Type.String({ description: 'The reason_code given when it was voided' })),
-    comments: Type.Array(InvoiceComment, { description: 'Comments given with a void or a write-off, oldest first' }),
+    comments: Type.Array(InvoiceComment, {
+      description: 'Comments given with a void, a write-off or a refund, oldest first',
+    }),
+    amount_refunded: Minor('Paid back to the customer by refunds of its credit notes (refund)'),
   },
   { additionalProperties: false, title: 'Invoice', examples: [INVOICE_EXAMPLE] },
 )
@@ -141,7 +149,9 @@ const CREDIT_NOTE_EXAMPLE = {
   subscription_id: '0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c',
   reference_invoice_id: '6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f',
   type: 'refundable',
+  status: 'refund_due',
   reason_code: 'subscription_change',
+  description: null,
   line_items: [
     {
       entity_type: 'plan',
@@ -157,7 +167,9 @@ const CREDIT_NOTE_EXAMPLE = {
   taxes: [],
   total: 2600,
   amount_allocated: 1300,
+  amount_refunded: 0,
   amount_available: 1300,
+  refunds: [],
   currency_code: 'EUR',
   date: 1800835200,
 }
@@ -168,13 +180,23 @@ export const CreditNoteBody = Type.Object(
     subscription_id: Uuid(),
     reference_invoice_id: Nullable(Uuid('The invoice of the term whose unused part it credits')),
     type: Type.Union([Type.Literal('adjustment'), Type.Literal('refundable')], {
-      description: "refundable: the customer's credit, applied to the next invoices",
+      description:
+        "refundable: the customer's credit, applied to the next invoices or refunded; adjustment: " +
+        'lowered what its unpaid reference invoice owed',
+    }),
+    status: Type.Union([Type.Literal('adjusted'), Type.Literal('refund_due'), Type.Literal('refunded')], {
+      description:
+        "Chargebee's: adjusted (an adjustment note); refund_due while a refundable note has credit left; " +
+        'refunded once all of it was applied to invoices or refunded',
     }),
     reason_code: Type.String({
       description:
         "Chargebee's reason codes: subscription_change for the unused part of a changed term, " +
-        'subscription_cancellation for the unused part of a term cancelled now',
+        'subscription_cancellation for the unused part of a term cancelled now; a refund or a manual note ' +
+        'carries the one it was given (order_change, order_cancellation, product_unsatisfactory, ' +
+        'service_unsatisfactory, waiver, other)',
     }),
+    description: Nullable(Type.String({ description: 'Given with a manual credit note' })),
     line_items: Type.Array(InvoiceEstimate.properties.line_items.items, {
       description:
         "What it credits of each line of its reference invoice: amount the line's unused share, " +
@@ -192,7 +214,15 @@ export const CreditNoteBody = Type.Object(
     }),
     total: Minor('The credit: sub_total − discounts + taxes; at most what the reference invoice charged'),
     amount_allocated: Minor('Already applied to invoices'),
-    amount_available: Minor('Still to apply: total − amount_allocated'),
+    amount_refunded: Minor('Paid out to the customer (refund)'),
+    amount_available: Minor('Still to apply or refund: total − amount_allocated − amount_refunded'),
+    refunds: Type.Array(
+      Type.Object(
+        { amount: Minor('What was paid out'), date: Unix('When') },
+        { additionalProperties: false },
+      ),
+      { description: 'Refunds paid out of it, oldest first' },
+    ),
     currency_code: Type.String(),
     date: Unix('When it was issued'),
   },

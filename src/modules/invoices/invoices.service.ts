@@ -18,6 +18,7 @@ import { cutPage, type Paged } from '../../core/paging.ts'
 import type { KeysetPage } from '../../db/keyset.ts'
 import { creditNoteView, invoiceView } from './invoices.views.ts'
 import { createSettlements } from './invoices.settlements.ts'
+import { createCreditNoteOperations } from './invoices.credit-notes.ts'
 
 export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
 
@@ -153,6 +154,7 @@ export function createInvoicesService(deps: {
 
   return {
     ...createSettlements({ repo }),
+    ...createCreditNoteOperations({ repo }),
 
     /** The customer's credits, in minor units. */
     async credits(executor: Executor, companyId: string) {
@@ -307,10 +309,29 @@ export function createInvoicesService(deps: {
         void_reason_code: stored.void_reason_code ?? null,
         recorded_payments: stored.recorded_payments ?? [],
         comments: stored.comments ?? [],
+        amount_refunded: stored.amount_refunded ?? 0,
       }),
 
     creditNoteEventObject: (stored: StoredObject) =>
-      creditNoteView({ ...(stored as CreditNoteRow), date: storedTime(stored.date)! }),
+      creditNoteView({
+        ...(stored as CreditNoteRow),
+        date: storedTime(stored.date)!,
+        amount_refunded: stored.amount_refunded ?? 0,
+        refunds: stored.refunds ?? [],
+        description: stored.description ?? null,
+      }),
+
+    /** 404 when the credit note is not the company's. */
+    async findCreditNote(companyId: string, id: string) {
+      const row = await repo.findCreditNote(db, companyId, id)
+      if (!row) throw new NotFound('Credit note')
+      return creditNoteView(row)
+    },
+
+    /** The credit notes issued on one invoice, oldest first. */
+    async creditNotesFor(companyId: string, invoiceId: string) {
+      return (await repo.creditNotesFor(db, companyId, invoiceId)).map(creditNoteView)
+    },
 
     async listCreditNotes(companyId: string, page: KeysetPage): Promise<Paged<ReturnType<typeof creditNoteView>>> {
       const paged = cutPage<CreditNoteRow>(await repo.listCreditNotes(db, companyId, page), page, listKey)

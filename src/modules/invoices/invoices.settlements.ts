@@ -25,10 +25,10 @@ export interface VoidInput {
 const UNPAID = new Set(['payment_due', 'not_paid'])
 
 /** Chargebee's `stopped` is shown as `exhausted`, as a Chargebee copy shows it. */
-const dunningEnded = (invoice: InvoiceRow, paid: boolean) =>
+export const dunningEnded = (invoice: InvoiceRow, paid: boolean) =>
   invoice.dunning_status === 'in_progress' ? (paid ? 'success' : 'exhausted') : invoice.dunning_status
 
-function withComment(invoice: InvoiceRow, operation: InvoiceComment['operation'], text: string | undefined, at: Date) {
+export function withComment(invoice: InvoiceRow, operation: InvoiceComment['operation'], text: string | undefined, at: Date) {
   const added = text ? [{ operation, comment: text, date: at.toISOString() }] : []
   return JSON.stringify([...invoice.comments, ...added])
 }

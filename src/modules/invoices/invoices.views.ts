@@ -31,23 +31,33 @@ export function invoiceView(row: InvoiceRow): InvoiceBody {
     voided_at: unixSeconds(row.voided_at),
     void_reason_code: row.void_reason_code,
     comments: row.comments.map((c) => ({ ...c, date: unixSeconds(new Date(c.date))! })),
+    amount_refunded: row.amount_refunded,
   }
 }
 
+/** Chargebee's: adjusted, or refunded once nothing is left to use, else refund_due. */
+const creditNoteStatus = (row: CreditNoteRow, available: number): CreditNoteBody['status'] =>
+  row.type === 'adjustment' ? 'adjusted' : available === 0 ? 'refunded' : 'refund_due'
+
 export function creditNoteView(row: CreditNoteRow): CreditNoteBody {
+  const available = row.total - row.amount_allocated - row.amount_refunded
   return {
     id: row.id,
     subscription_id: row.subscription_id,
     reference_invoice_id: row.reference_invoice_id,
     type: row.type,
+    status: creditNoteStatus(row, available),
     reason_code: row.reason_code,
+    description: row.description,
     line_items: row.line_items as CreditNoteBody['line_items'],
     discounts: row.discounts as CreditNoteBody['discounts'],
     sub_total: row.sub_total,
     taxes: row.taxes as CreditNoteBody['taxes'],
     total: row.total,
     amount_allocated: row.amount_allocated,
-    amount_available: row.total - row.amount_allocated,
+    amount_refunded: row.amount_refunded,
+    amount_available: available,
+    refunds: row.refunds.map((r) => ({ amount: r.amount, date: unixSeconds(new Date(r.date))! })),
     currency_code: row.currency_code,
     date: unixSeconds(row.date)!,
   }

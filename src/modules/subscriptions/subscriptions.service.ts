@@ -187,6 +187,11 @@ export function createSubscriptionsService(deps: {
       })
     },
 
+    /** Which billing provider manages the company's subscription; 404 without one. */
+    async provider(companyId: string) {
+      return (await findOwn(companyId)).provider
+    },
+
     async status(companyId: string) {
       const s = await findOwn(companyId)
       return statusView(s, await repo.findPlan(db, s.plan_sku))
