@@ -36,16 +36,16 @@ const REFUND = [
   'is not yet refunded or credited), refunded at once (status refunded, amount_refunded its total), its tax the',
   "invoice's prorated. The invoice's amount_refunded grows; a comment is kept in its comments. The local engine",
   'refunds to the card. Events credit_note.created and invoice.refunded. 400 naming body/amount when it is more',
-  'than is refundable, or the reason_code is not among Chargebee\'s. 409 when the invoice is not paid or nothing',
+  "than is refundable, or the reason_code is not among Chargebee's. 409 when the invoice is not paid or nothing",
   'of it is left to refund.',
 ].join(' ')
 
 const CREATE_NOTE = [
-  'A manual credit note on an invoice of the company, tax included (its tax the invoice\'s, prorated). adjustment:',
+  "A manual credit note on an invoice of the company, tax included (its tax the invoice's, prorated). adjustment:",
   "lowers a payment_due or not_paid invoice's amount_due (amount_adjusted grows); one that settles it makes it",
   'paid and ends dunning. refundable: credits what was paid of the invoice (payments and credits applied, less',
   "earlier refundable notes) to the customer's refundable_credits, which the next invoices take or a refund pays",
-  "out; an unpaid part takes an adjustment note instead (400). The credit notes of one invoice never sum beyond its",
+  'out; an unpaid part takes an adjustment note instead (400). The credit notes of one invoice never sum beyond its',
   'total (400 naming body/total). 400 when reference_invoice_id is not an invoice of the company. 409 when the',
   'invoice is voided, or paid for an adjustment. Event credit_note.created (and invoice.paid when it settles the',
   'invoice). Answers 202 with Location of the new credit note.',
@@ -55,7 +55,7 @@ const REFUND_NOTE = [
   "Pays out a refundable credit note's amount_available, all of it by default: amount_refunded grows (status",
   "refunded once nothing is left), and so does its invoice's amount_refunded. The local engine refunds to the",
   'card. Events credit_note.refunded and invoice.refunded. 400 naming body/amount when it is more than',
-  'amount_available. 404 when the credit note is not the company\'s. 409 for an adjustment note or one with',
+  "amount_available. 404 when the credit note is not the company's. 409 for an adjustment note or one with",
   'nothing left. Answers the credit note as it now is.',
 ].join(' ')
 
@@ -195,7 +195,6 @@ export async function invoiceOperationsRoutes(app: App, { service }: { service: 
         response: { 200: CreditNoteBody },
       },
     },
-    async (request) =>
-      service.refundCreditNote(request.params.company_id, request.params.credit_note_id, request.body),
+    async (request) => service.refundCreditNote(request.params.company_id, request.params.credit_note_id, request.body),
   )
 }

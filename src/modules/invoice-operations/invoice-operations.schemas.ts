@@ -76,9 +76,7 @@ const Amount = (description: string) =>
 
 export const RefundBody = Type.Object(
   {
-    amount: Type.Optional(
-      Amount('What to pay back; default all that was paid and is not yet refunded or credited'),
-    ),
+    amount: Type.Optional(Amount('What to pay back; default all that was paid and is not yet refunded or credited')),
     reason_code: ReasonCode,
     comment: Type.Optional(Comment),
   },

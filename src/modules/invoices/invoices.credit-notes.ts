@@ -81,10 +81,7 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
         throw new Conflict(`The invoice is ${invoice.status}: only a paid invoice can be refunded`)
       }
       const issued = sum(await repo.creditNotesFor(trx, companyId, invoiceId))
-      const refundable = Math.max(
-        0,
-        Math.min(invoice.amount_paid - invoice.amount_refunded, invoice.total - issued),
-      )
+      const refundable = Math.max(0, Math.min(invoice.amount_paid - invoice.amount_refunded, invoice.total - issued))
       if (input.amount !== undefined && input.amount > refundable) {
         throw new ValidationError(
           `body/amount must be at most ${refundable}, what was paid of the invoice and is not yet refunded or credited`,
@@ -92,7 +89,13 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
       }
       const amount = input.amount ?? refundable
       if (amount === 0) throw new Conflict('Nothing paid of the invoice is left to refund')
-      await issue(trx, invoice, { type: 'refundable', total: amount, reasonCode: input.reasonCode, description: null }, at, true)
+      await issue(
+        trx,
+        invoice,
+        { type: 'refundable', total: amount, reasonCode: input.reasonCode, description: null },
+        at,
+        true,
+      )
       await repo.updateInvoice(trx, companyId, invoiceId, {
         amount_refunded: invoice.amount_refunded + amount,
         comments: withComment(invoice, 'refund', input.comment, at),
@@ -150,7 +153,13 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
     },
 
     /** Pays out what a refundable credit note still holds; its invoice shows the refund. */
-    async refundCreditNote(trx: Executor, companyId: string, creditNoteId: string, amount: number | undefined, at: Date) {
+    async refundCreditNote(
+      trx: Executor,
+      companyId: string,
+      creditNoteId: string,
+      amount: number | undefined,
+      at: Date,
+    ) {
       const note = await repo.lockCreditNote(trx, companyId, creditNoteId)
       if (!note) throw new NotFound('Credit note')
       if (note.type !== 'refundable') {

@@ -103,12 +103,7 @@ export function createInvoicesRepository() {
         .orderBy('date')
         .orderBy('seq')
         .execute(),
-    async updateCreditNote(
-      executor: Executor,
-      companyId: string,
-      id: string,
-      values: Updateable<CreditNotesTable>,
-    ) {
+    async updateCreditNote(executor: Executor, companyId: string, id: string, values: Updateable<CreditNotesTable>) {
       await executor
         .updateTable('credit_notes')
         .set(values)
@@ -134,9 +129,7 @@ export function createInvoicesRepository() {
     async refundableBalance(executor: Executor, companyId: string): Promise<number> {
       const row = await executor
         .selectFrom('credit_notes')
-        .select((eb) =>
-          eb.fn.coalesce(eb.fn.sum<number>(AVAILABLE), eb.lit(0)).as('balance'),
-        )
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(AVAILABLE), eb.lit(0)).as('balance'))
         .where('company_id', '=', companyId)
         .where('type', '=', 'refundable')
         .executeTakeFirstOrThrow()

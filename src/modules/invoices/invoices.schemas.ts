@@ -217,10 +217,7 @@ export const CreditNoteBody = Type.Object(
     amount_refunded: Minor('Paid out to the customer (refund)'),
     amount_available: Minor('Still to apply or refund: total − amount_allocated − amount_refunded'),
     refunds: Type.Array(
-      Type.Object(
-        { amount: Minor('What was paid out'), date: Unix('When') },
-        { additionalProperties: false },
-      ),
+      Type.Object({ amount: Minor('What was paid out'), date: Unix('When') }, { additionalProperties: false }),
       { description: 'Refunds paid out of it, oldest first' },
     ),
     currency_code: Type.String(),

@@ -28,7 +28,12 @@ const UNPAID = new Set(['payment_due', 'not_paid'])
 export const dunningEnded = (invoice: InvoiceRow, paid: boolean) =>
   invoice.dunning_status === 'in_progress' ? (paid ? 'success' : 'exhausted') : invoice.dunning_status
 
-export function withComment(invoice: InvoiceRow, operation: InvoiceComment['operation'], text: string | undefined, at: Date) {
+export function withComment(
+  invoice: InvoiceRow,
+  operation: InvoiceComment['operation'],
+  text: string | undefined,
+  at: Date,
+) {
   const added = text ? [{ operation, comment: text, date: at.toISOString() }] : []
   return JSON.stringify([...invoice.comments, ...added])
 }
