@@ -515,6 +515,22 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
     })
     return { companyId: c.id, expected: await invoiceOf(t, c) }
   },
+  'invoice.refunded': async (t) => {
+    const c = await activated(t)
+    const { id } = await invoiceOf(t, c)
+    const body = { amount: 100, reason_code: 'other' }
+    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/refund`, body })
+    return { companyId: c.id, expected: await invoiceOf(t, c) }
+  },
+  'credit_note.refunded': async (t) => {
+    const c = await activated(t)
+    const { id } = await invoiceOf(t, c)
+    const body = { reference_invoice_id: id, type: 'refundable', total: 500, reason_code: 'waiver' }
+    const created = await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/credit_notes`, body })
+    const url = String(created.headers.location)
+    await accepted(t, { method: 'POST', url: `${url}/refund`, body: { amount: 200 } })
+    return { companyId: c.id, expected: await json(t, 200, { url, token: c.token }) }
+  },
   'invoice.voided': {
     async chargebee(t, fake) {
       const { c, invoice, read } = await chargebeeInvoice(t, fake)

@@ -53,6 +53,10 @@ const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promi
   'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/record_payment': (t, tenant) => unpaid(t, tenant),
   'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/void': (t, tenant) => unpaid(t, tenant),
   'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/write_off': (t, tenant) => unpaid(t, tenant),
+  // The seeded invoice is paid: it takes a refundable note (an adjustment is for an unpaid one).
+  'POST /api/v1/subscription/{company_id}/credit_notes': (_t, _tenant, call) => {
+    Object.assign(call.body as object, { type: 'refundable' })
+  },
 }
 
 async function unpaid(t: TestApp, tenant: Tenant) {
@@ -106,6 +110,17 @@ onEachEngine('every write route and the cached reads', { TRIAL_DAYS: 0 }, (t, en
     const tenant = tenantOf(await company(t, {}, { features: [...READ_WRITE_AREAS, 'calendar'] }))
     await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/payment_source`, body: CARD })
     await walk.seed(tenant)
+    // A credit note on the paid invoice, for the routes on one (the seeding makes only companies' resources).
+    const url = `/api/v1/subscription/${tenant.company.id}/credit_notes`
+    const body = {
+      reference_invoice_id: tenant.byName.get('invoice'),
+      type: 'refundable',
+      total: 100,
+      reason_code: 'other',
+    }
+    const note = await t.call({ method: 'POST', url, body })
+    assert.equal(note.statusCode, 202, note.body)
+    tenant.byName.set('credit_note', String(note.headers.location).split('/').pop()!)
     return tenant
   }
 

@@ -73,6 +73,7 @@ const ALIASES: Record<string, string> = {
   sender: 'contract',
   destination_team: 'team',
   destination_subsidiary: 'subsidiary',
+  reference_invoice: 'invoice',
   addon: 'addon',
 }
 
