@@ -29,6 +29,7 @@ const SELLER = {
   SELLER_VAT_NUMBER: 'IT01234567890',
 }
 const UNKNOWN = '00000000-0000-4000-8000-000000000000'
+const FAILING = { number: '4000 0000 0000 0341', expiry_month: 12, expiry_year: 2099 }
 
 /** The text of a PDF, its runs of white space made one space. */
 const textOf = (pdf: Buffer) =>
@@ -254,5 +255,47 @@ onEachEngine('invoice and credit-note PDFs', { REDIRECT_ALLOWED_HOSTS: ALLOWED, 
     }
     const unknownToken = `/hosted/portal/${'x'.repeat(43)}/invoices/${activation.id}/pdf`
     assertHtml(await t.app.inject({ method: 'GET', url: unknownToken }), 404)
+  })
+
+  // Last: its companies move the clock past the others' renewals.
+  it('prints the payments recorded, the refunds and a void with its reason', requires('pdftotext'), async () => {
+    /** An Italian company whose first invoice, 100.00 + 22 % = 122.00 on Jul 1, the card failed to pay. */
+    const unpaid = async () => {
+      const plans = { basic: { price: 100, name: 'Basic', features: [] } }
+      const c = await billedCompany(t, { start: '2027-06-01T00:00:00.000Z', plans, company: { plan_quantity: 1 } })
+      await setCard(t, c.id, FAILING)
+      await at(t, '2027-07-01T00:00:00.000Z')
+      const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+      return { c, invoice }
+    }
+    const operate = (c: BillingFixture, id: string, operation: string, body: unknown) =>
+      json(t, 200, { method: 'POST', url: `${SUB}/${c.id}/invoices/${id}/${operation}`, body })
+    // 50.00 by bank transfer and 72.00 in cash: 122.00, paid; then 30.00 of it refunded.
+    const { c, invoice } = await unpaid()
+    await operate(c, invoice.id, 'record_payment', {
+      amount: 5000,
+      payment_method: 'bank_transfer',
+      reference: 'CRO 42',
+    })
+    await operate(c, invoice.id, 'record_payment', { amount: 7200, payment_method: 'cash' })
+    await operate(c, invoice.id, 'refund', { amount: 3000, reason_code: 'product_unsatisfactory' })
+    const [note] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/credit_notes`, token: c.token })
+    const text = textOf((await call(t, { url: pdfUrl(c.id, invoice.id) })).rawPayload)
+    assertNames(text, [
+      'Pagato -122,00 €',
+      'Pagamenti registrati',
+      '1 luglio 2027 Bonifico bancario CRO 42 50,00 €',
+      '1 luglio 2027 Contanti 72,00 €',
+      'Note di credito emesse su questa fattura',
+      'Rimborsi',
+      `1 luglio 2027 ${note.id} Prodotto non soddisfacente 30,00 €`,
+    ])
+    const noteText = textOf((await call(t, { url: noteUrl(c.id, note.id) })).rawPayload)
+    assertNames(noteText, ['Prodotto non soddisfacente', 'Rimborsato -30,00 €', 'Ancora disponibile 0,00 €'])
+    // Voided, with its reason.
+    const other = await unpaid()
+    await operate(other.c, other.invoice.id, 'void', { reason_code: 'order_change' })
+    const voided = textOf((await call(t, { url: pdfUrl(other.c.id, other.invoice.id) })).rawPayload)
+    assertNames(voided, ['Annullata il 1 luglio 2027: Ordine modificato'])
   })
 })

@@ -32,6 +32,11 @@ const LANGUAGE = { it: 'it-IT', en: 'en-GB' } as const
 const REASONS: Record<string, MessageKey> = {
   subscription_change: 'reason.subscription_change',
   subscription_cancellation: 'reason.subscription_cancellation',
+  order_change: 'reason.order_change',
+  order_cancellation: 'reason.order_cancellation',
+  product_unsatisfactory: 'reason.product_unsatisfactory',
+  service_unsatisfactory: 'reason.service_unsatisfactory',
+  waiver: 'reason.waiver',
 }
 
 /** A reason without its own text reads "Credit: <code>". */
@@ -94,7 +99,52 @@ function sheetFor(ctx: DocumentContext, title: string, buyer: Company, created: 
 
 const pageLabel = (ctx: PageContext) => (page: number, pages: number) => ctx.t('document.page', { page, pages })
 
-/** Everything the invoice says, and the credit notes issued against it. */
+/** Offline payments (record_payment): when, how, its reference, how much. */
+function recordedPayments(ctx: PageContext, sheet: Sheet, invoice: InvoiceBody) {
+  if (invoice.recorded_payments.length === 0) return
+  const { t } = ctx
+  const money = moneyOf(ctx, invoice.currency_code)
+  sheet.section(t('document.recordedPayments'))
+  sheet.table(
+    [
+      { header: t('billing.date'), width: 95 },
+      { header: t('document.method'), width: 120 },
+      { header: t('document.reference'), width: 216.28 },
+      { header: t('document.amount'), width: 80, align: 'right' },
+    ],
+    invoice.recorded_payments.map((p) => [
+      { text: dateOf(ctx, p.date) },
+      { text: t(`paymentMethod.${p.payment_method}`) },
+      { text: p.reference ?? '' },
+      { text: money(p.amount) },
+    ]),
+  )
+}
+
+/** What the invoice's credit notes paid back, oldest first. */
+function refunds(ctx: PageContext, sheet: Sheet, invoice: InvoiceBody, creditNotes: CreditNoteBody[]) {
+  const paidBack = creditNotes.flatMap((n) => n.refunds.map((r) => ({ ...r, note: n }))).sort((a, b) => a.date - b.date)
+  if (paidBack.length === 0) return
+  const { t } = ctx
+  const money = moneyOf(ctx, invoice.currency_code)
+  sheet.section(t('document.refunds'))
+  sheet.table(
+    [
+      { header: t('billing.date'), width: 95 },
+      { header: t('creditNote.number'), width: 200 },
+      { header: t('billing.reason'), width: 136.28 },
+      { header: t('document.amount'), width: 80, align: 'right' },
+    ],
+    paidBack.map((r) => [
+      { text: dateOf(ctx, r.date) },
+      { text: r.note.id },
+      { text: reasonText(ctx, r.note.reason_code) },
+      { text: money(r.amount) },
+    ]),
+  )
+}
+
+/** Everything the invoice says: payments recorded, credit notes issued against it, refunds, a void. */
 export async function invoicePdf(
   ctx: DocumentContext,
   invoice: InvoiceBody,
@@ -115,6 +165,12 @@ export async function invoicePdf(
   linesTable(ctx, sheet, invoice, period)
   totals(ctx, sheet, invoice.currency_code, invoiceTotalRows(ctx, invoice))
   mentions(ctx, sheet, invoice)
+  if (invoice.status === 'voided' && invoice.voided_at !== null) {
+    const voided = t('document.voidedOn', { date: dateOf(ctx, invoice.voided_at) })
+    const reason = invoice.void_reason_code ? `: ${reasonText(ctx, invoice.void_reason_code)}` : ''
+    sheet.paragraph(`${voided}${reason}`, { bold: true })
+  }
+  recordedPayments(ctx, sheet, invoice)
   if (creditNotes.length > 0) {
     const money = moneyOf(ctx, invoice.currency_code)
     sheet.section(t('document.creditNotes'))
@@ -133,6 +189,7 @@ export async function invoicePdf(
       ]),
     )
   }
+  refunds(ctx, sheet, invoice, creditNotes)
   return sheet.finish(pageLabel(ctx))
 }
 
@@ -158,8 +215,10 @@ export async function creditNotePdf(
   totals(ctx, sheet, note.currency_code, [
     ...figureRows(ctx, note),
     ...(note.amount_allocated > 0 ? [{ label: t('creditNote.allocated'), amount: -note.amount_allocated }] : []),
+    ...(note.amount_refunded > 0 ? [{ label: t('creditNote.refunded'), amount: -note.amount_refunded }] : []),
     { label: t('creditNote.available'), amount: note.amount_available, kind: 'due' as const },
   ])
+  if (note.description) sheet.paragraph(note.description)
   mentions(ctx, sheet, note)
   return sheet.finish(pageLabel(ctx))
 }

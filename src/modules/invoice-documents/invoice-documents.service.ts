@@ -22,7 +22,7 @@ export const documentLocale = (company: Pick<Company, 'country'>): Locale =>
 
 /** Invoices and credit notes as PDF files, read through the ledger's and the companies' services. */
 export function createInvoiceDocumentsService(deps: {
-  invoices: Pick<InvoicesService, 'invoice' | 'listCreditNotes'>
+  invoices: Pick<InvoicesService, 'invoice' | 'findCreditNote' | 'creditNotesFor'>
   companies: Pick<CompaniesService, 'getCompany'>
   seller: Seller
 }) {
@@ -33,24 +33,22 @@ export function createInvoiceDocumentsService(deps: {
     return { locale, t: translator(locale), seller: deps.seller }
   }
 
-  /** A company's credit notes are few: the whole list is read and filtered. */
-  const creditNotesOf = async (companyId: string) => (await invoices.listCreditNotes(companyId, {})).items
-
   return {
     /** 404 when the invoice is not the company's. */
     async invoicePdf(companyId: string, invoiceId: string): Promise<PdfFile> {
       const invoice = await invoices.invoice(companyId, invoiceId)
-      const [company, notes] = await Promise.all([companies.getCompany(companyId), creditNotesOf(companyId)])
+      const [company, issued] = await Promise.all([
+        companies.getCompany(companyId),
+        invoices.creditNotesFor(companyId, invoice.id),
+      ])
       const ctx = contextFor(company)
-      const issued = notes.filter((n) => n.reference_invoice_id === invoice.id).reverse()
       const content = await invoicePdf(ctx, invoice, company, issued)
       return { filename: `${invoice.id}.pdf`, content, language: ctx.locale }
     },
 
     /** 404 when the credit note is not the company's. */
     async creditNotePdf(companyId: string, creditNoteId: string): Promise<PdfFile> {
-      const note = (await creditNotesOf(companyId)).find((n) => n.id === creditNoteId)
-      if (!note) throw new NotFound('Credit note')
+      const note = await invoices.findCreditNote(companyId, creditNoteId)
       const [company, reference] = await Promise.all([
         companies.getCompany(companyId),
         note.reference_invoice_id
