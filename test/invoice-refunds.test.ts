@@ -159,7 +159,7 @@ onEachEngine('refunds and manual credit notes', { TEST_CLOCK_ENABLED: true }, (t
     await refused(await createNote(t, c, one), 400, /^body\/total must be at most 0/)
   })
 
-  it('an adjustment lowers what an unpaid invoice owes; one that settles it makes it paid and ends dunning', async () => {
+  it('an adjustment lowers an unpaid invoice; one that settles it makes it paid and ends dunning', async () => {
     const { c, invoice } = await billed(t, '2044-05-01T00:00:00.000Z', FAILING)
     const base = { reference_invoice_id: invoice.id, type: 'adjustment', reason_code: 'waiver' }
     // 122.00 − 22.00 = 100.00 still due; retries go on.
@@ -226,7 +226,7 @@ onEachEngine('refunds and manual credit notes', { TEST_CLOCK_ENABLED: true }, (t
     assert.equal((await eventsFor(t, c, 'invoice.refunded', invoice.id)).length, 2)
   })
 
-  it('refuses unknown and foreign ids (404), wrong states (409), bad bodies (400) and company tokens (403)', async () => {
+  it('refuses unknown or foreign ids (404), wrong states (409), bad bodies (400), company tokens (403)', async () => {
     const { c, invoice: unpaid } = await billed(t, '2044-09-01T00:00:00.000Z', FAILING)
     const { c: other, invoice: paid } = await billed(t, '2044-09-01T00:00:00.000Z')
     const adjustment = await issued(t, c, {

@@ -11,7 +11,8 @@ export function localEngineGate(subscriptions: Pick<SubscriptionsService, 'provi
     const provider = await subscriptions.provider(companyId)
     if (provider !== 'local') {
       throw new Conflict(
-        `The company's subscription is managed by ${provider}: its invoices are settled there, not through this service`,
+        `The company's subscription is managed by ${provider}: ` +
+          'its invoices are settled there, not through this service',
       )
     }
   }
