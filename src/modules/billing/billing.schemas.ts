@@ -11,7 +11,7 @@ export const InvoiceEstimate = Type.Object(
       Type.Object(
         {
           entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon'), Type.Literal('adhoc')], {
-            description: 'adhoc: a one-off charge (POST .../charges), its description the line\'s',
+            description: "adhoc: a one-off charge (POST .../charges), its description the line's",
           }),
           entity_id: Type.String({ description: "The plan's sku, the addon's id or the one-off charge's id" }),
           description: Type.String(),

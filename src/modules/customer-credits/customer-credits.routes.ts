@@ -7,7 +7,7 @@ const DESCRIPTION = [
   "Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next",
   'invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type',
   'promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied;',
-  'a void gives back what its invoice took. Answers the customer\'s credits after the change. Event',
+  "a void gives back what its invoice took. Answers the customer's credits after the change. Event",
   'customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes',
   'below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is',
   "403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee.",

@@ -97,8 +97,12 @@ export function createCustomerCredits(deps: { repo: InvoicesRepository }) {
     },
 
     /** Records the promotional credits a new invoice took (its discount entry). */
-    async takePromotionalCredits(trx: Executor, invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'currency_code'>,
-      discounts: Discount[], at: Date) {
+    async takePromotionalCredits(
+      trx: Executor,
+      invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'currency_code'>,
+      discounts: Discount[],
+      at: Date,
+    ) {
       const taken = promotionalCreditsTaken(discounts)
       if (taken === 0) return
       const left = await repo.promotionalBalance(trx, invoice.company_id, invoice.currency_code)

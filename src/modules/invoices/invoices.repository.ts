@@ -193,9 +193,7 @@ export function createInvoicesRepository() {
     async promotionalBalance(executor: Executor, companyId: string, currency: string): Promise<number> {
       const row = await executor
         .selectFrom('promotional_credits')
-        .select(
-          sql<string>`coalesce(sum(CASE type WHEN 'increment' THEN amount ELSE -amount END), 0)`.as('balance'),
-        )
+        .select(sql<string>`coalesce(sum(CASE type WHEN 'increment' THEN amount ELSE -amount END), 0)`.as('balance'))
         .where('company_id', '=', companyId)
         .where('currency_code', '=', currency)
         .executeTakeFirstOrThrow()
@@ -205,9 +203,7 @@ export function createInvoicesRepository() {
     async promotionalTakenBy(executor: Executor, companyId: string, invoiceId: string) {
       const row = await executor
         .selectFrom('promotional_credits')
-        .select(
-          sql<string>`coalesce(sum(CASE type WHEN 'decrement' THEN amount ELSE -amount END), 0)`.as('taken'),
-        )
+        .select(sql<string>`coalesce(sum(CASE type WHEN 'decrement' THEN amount ELSE -amount END), 0)`.as('taken'))
         .where('company_id', '=', companyId)
         .where('invoice_id', '=', invoiceId)
         .executeTakeFirstOrThrow()

@@ -75,7 +75,13 @@ export function createSubscriptionMoney(deps: {
             promotional: held.promotional_credits,
             credit: creditsToApply(held),
           })
-          invoice = await bill(trx, s, { kind: 'charge', invoice: figures, date: now, periodStart: now, periodEnd: now })
+          invoice = await bill(trx, s, {
+            kind: 'charge',
+            invoice: figures,
+            date: now,
+            periodStart: now,
+            periodEnd: now,
+          })
         }
         await ledger.addCharge(
           trx,
