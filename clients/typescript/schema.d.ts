@@ -1229,6 +1229,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/promotional_credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add or deduct the customer's promotional credits
+         * @description Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied; a void gives back what its invoice took. Answers the customer's credits after the change. Event customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["changePromotionalCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Charge a one-off amount now or at the next renewal
+         * @description A one-off charge (onboarding, training days) in the subscription plan's currency, as a line of entity_type adhoc whose description is the body's, taxed as any line and never discounted by the coupon. invoice_immediately true: an invoice of that line now, taking the customer's credits as any invoice, the rest charged to the card (a failed charge starts dunning, as a renewal's); answers {invoice}. false: added to the next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id, subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the subscription is cancelled, when a deferred charge has no renewal to wait for (non_renewing), or when it is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["createOneOffCharge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/invoices/{invoice_id}/pdf": {
         parameters: {
             query?: never;
@@ -2637,8 +2681,9 @@ export interface components {
             reason_code: string;
             /** @description What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded */
             line_items: {
-                entity_type: "plan" | "addon";
-                /** @description The plan's sku or the addon's id */
+                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                entity_type: "plan" | "addon" | "adhoc";
+                /** @description The plan's sku, the addon's id or the one-off charge's id */
                 entity_id: string;
                 description: string;
                 /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -2655,6 +2700,11 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
+                /**
+                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                 * @enum {string}
+                 */
+                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -2682,6 +2732,17 @@ export interface components {
          * @description Newest first
          */
         CreditNoteList: components["schemas"]["CreditNote"][];
+        /** CustomerCredits */
+        CustomerCredits: {
+            /** @description Promotional credits, taken first by the next invoices, off the total after tax, in minor units */
+            promotional_credits: number;
+            /** @description Refundable credit notes' amounts not yet used, taken next, in minor units */
+            refundable_credits: number;
+            /** @description Payments beyond what invoices asked, taken last, in minor units */
+            excess_payments: number;
+            /** @description The subscription plan's: credits in another currency are not shown */
+            currency_code: string;
+        };
         /** DatedHoliday */
         DatedHoliday: {
             id: string | null;
@@ -2733,8 +2794,9 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        entity_type: "plan" | "addon";
-                        /** @description The plan's sku or the addon's id */
+                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                        entity_type: "plan" | "addon" | "adhoc";
+                        /** @description The plan's sku, the addon's id or the one-off charge's id */
                         entity_id: string;
                         description: string;
                         /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -2750,6 +2812,11 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
+                        /**
+                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                         * @enum {string}
+                         */
+                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -2762,9 +2829,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes */
+                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
                     total: number;
-                    /** @description Unused part of the current term's charges, up to total */
+                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -2806,7 +2873,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "customer.promotional_credits_changed" | "charge.created" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -2995,8 +3062,9 @@ export interface components {
             /** @description End of the period it bills (Unix seconds) */
             period_end: number;
             line_items: {
-                entity_type: "plan" | "addon";
-                /** @description The plan's sku or the addon's id */
+                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                entity_type: "plan" | "addon" | "adhoc";
+                /** @description The plan's sku, the addon's id or the one-off charge's id */
                 entity_id: string;
                 description: string;
                 /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -3012,6 +3080,11 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
+                /**
+                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                 * @enum {string}
+                 */
+                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -3073,6 +3146,19 @@ export interface components {
             keys: {
                 [key: string]: unknown;
             }[];
+        };
+        /** OneOffCharge */
+        OneOffCharge: {
+            /** @description Before tax, in minor units of the subscription plan's currency */
+            amount: number;
+            /** @description The invoice line's description */
+            description: string;
+            /** @description true: invoiced and charged now; false: added to the next renewal invoice */
+            invoice_immediately: boolean;
+        };
+        /** OneOffChargeResult */
+        OneOffChargeResult: {
+            invoice: components["schemas"]["Invoice"] | null;
         };
         /**
          * PaymentSourceInput
@@ -3185,6 +3271,14 @@ export interface components {
                 category?: string | null;
                 brand?: string | null;
             };
+        };
+        /** PromotionalCreditsChange */
+        PromotionalCreditsChange: {
+            /** @description How much to add or deduct, in minor units of the subscription plan's currency */
+            amount: number;
+            /** @description Why (a referral bonus, a goodwill gesture); kept with the change */
+            description: string;
+            type: "add" | "deduct";
         };
         /** Readiness */
         Readiness: {
@@ -3310,11 +3404,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits, in minor units (the local engine grants none) */
+                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
                 promotional_credits: number;
-                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
                 excess_payments: number;
             };
         };
@@ -3444,11 +3538,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits, in minor units (the local engine grants none) */
+                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
                 promotional_credits: number;
-                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
                 excess_payments: number;
             };
             /** @description The estimate (9) this update applied */
@@ -3460,8 +3554,9 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        entity_type: "plan" | "addon";
-                        /** @description The plan's sku or the addon's id */
+                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                        entity_type: "plan" | "addon" | "adhoc";
+                        /** @description The plan's sku, the addon's id or the one-off charge's id */
                         entity_id: string;
                         description: string;
                         /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -3477,6 +3572,11 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
+                        /**
+                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                         * @enum {string}
+                         */
+                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -3489,9 +3589,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes */
+                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
                     total: number;
-                    /** @description Unused part of the current term's charges, up to total */
+                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -6694,7 +6794,8 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "entity_type": "promotional_credits"
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -6938,7 +7039,8 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "entity_type": "promotional_credits"
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -7583,6 +7685,119 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changePromotionalCredits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 5000,
+                 *       "description": "Referral bonus",
+                 *       "type": "add"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PromotionalCreditsChange"];
+            };
+        };
+        responses: {
+            /** @description The CustomerCredits */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "promotional_credits": 5000,
+                     *       "refundable_credits": 0,
+                     *       "excess_payments": 2800,
+                     *       "currency_code": "EUR"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerCredits"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOneOffCharge: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 25000,
+                 *       "description": "Onboarding day",
+                 *       "invoice_immediately": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["OneOffCharge"];
+            };
+        };
+        responses: {
+            /** @description The OneOffChargeResult */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "invoice": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OneOffChargeResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

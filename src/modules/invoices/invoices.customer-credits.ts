@@ -67,7 +67,7 @@ export function createCustomerCredits(deps: { repo: InvoicesRepository }) {
   return {
     credits,
 
-    /** Never below 0 (`400` naming body/amount); event customer.promotional_credits_changed. */
+    /** Never below 0 (`400` naming body/amount); answers the credits before and after. */
     async changePromotionalCredits(trx: Executor, companyId: string, change: PromotionalCreditChange, at: Date) {
       const before = await credits(trx, companyId, change.currency)
       if (change.type === 'deduct' && change.amount > before.promotional_credits) {
@@ -86,14 +86,7 @@ export function createCustomerCredits(deps: { repo: InvoicesRepository }) {
         invoice_id: null,
         date: at,
       })
-      const after = await credits(trx, companyId, change.currency)
-      await writeEvent(trx, {
-        type: 'customer.promotional_credits_changed',
-        companyId,
-        object: { id: companyId, ...after },
-        previousAttributes: { promotional_credits: before.promotional_credits },
-      })
-      return after
+      return { before, after: await credits(trx, companyId, change.currency) }
     },
 
     /** Records the promotional credits a new invoice took (its discount entry). */

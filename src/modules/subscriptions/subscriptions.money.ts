@@ -10,6 +10,7 @@ import type { Pricing } from './subscriptions.pricing.ts'
 import type { SubscriptionSteps } from './subscriptions.steps.ts'
 import type { createSubscriptionJobs } from './subscriptions.jobs.ts'
 import { nextBillingAt } from './subscriptions.views.ts'
+import { writeEvent } from '../events/outbox.ts'
 
 export interface PromotionalCreditsRequest {
   type: 'add' | 'deduct'
@@ -32,7 +33,7 @@ export function createSubscriptionMoney(deps: {
   clock: Clock
   pricing: Pick<Pricing, 'current' | 'tax'>
   ledger: Pick<Ledger, 'credits' | 'addCharge' | 'changePromotionalCredits'>
-  steps: Pick<SubscriptionSteps, 'change' | 'customerOf'>
+  steps: Pick<SubscriptionSteps, 'change' | 'customerOf' | 'details'>
   bill: ReturnType<typeof createSubscriptionJobs>['bill']
 }) {
   const { clock, pricing, ledger, steps, bill } = deps
@@ -49,11 +50,22 @@ export function createSubscriptionMoney(deps: {
   }
 
   return {
-    /** In the plan's currency; answers the customer's credits after the change. */
+    /**
+     * In the plan's currency; answers the customer's credits after the change. Its event's object is
+     * the details' `customer`, as GET .../details answers it.
+     */
     promotionalCredits: (companyId: string, request: PromotionalCreditsRequest) =>
-      onLocal(companyId, (trx, _s, currency) =>
-        ledger.changePromotionalCredits(trx, companyId, { ...request, currency }, clock.now()),
-      ),
+      onLocal(companyId, async (trx, s, currency) => {
+        const change = { ...request, currency }
+        const { before, after } = await ledger.changePromotionalCredits(trx, companyId, change, clock.now())
+        await writeEvent(trx, {
+          type: 'customer.promotional_credits_changed',
+          companyId,
+          object: (await steps.details(trx, s)).customer,
+          previousAttributes: { promotional_credits: before.promotional_credits },
+        })
+        return after
+      }),
 
     /** The invoice made now (charged to the card, dunning if it fails), or null when it waits for the renewal. */
     oneOffCharge: (companyId: string, request: ChargeRequest): Promise<InvoiceRow | null> =>
