@@ -48,6 +48,10 @@ import { createProviderLedgerRepository } from './modules/chargebee/chargebee-le
 import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
 import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
 import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
+import { createCustomerCreditsService } from './modules/customer-credits/customer-credits.service.ts'
+import { customerCreditsRoutes } from './modules/customer-credits/customer-credits.routes.ts'
+import { createChargesService } from './modules/charges/charges.service.ts'
+import { chargesRoutes } from './modules/charges/charges.routes.ts'
 import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
 import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
@@ -347,6 +351,8 @@ export async function buildApp(options: AppOptions) {
   })
   const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
+  await app.register(customerCreditsRoutes, { service: createCustomerCreditsService({ subscriptions }) })
+  await app.register(chargesRoutes, { service: createChargesService({ subscriptions }) })
   await app.register(invoiceDocumentsRoutes, { service: documents })
   // Never the request's Host.
   const hostedBaseUrl = () =>

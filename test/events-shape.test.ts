@@ -531,6 +531,30 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
     await accepted(t, { method: 'POST', url: `${url}/refund`, body: { amount: 200 } })
     return { companyId: c.id, expected: await json(t, 200, { url, token: c.token }) }
   },
+  'customer.promotional_credits_changed': async (t) => {
+    const c = await billedCompany(t, { start: '2027-01-01T10:00:00.000Z' })
+    const body = { amount: 500, description: 'Referral bonus', type: 'add' }
+    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/promotional_credits`, body })
+    return { companyId: c.id, expected: (await detailsOf(t, c)).customer }
+  },
+  // A charge has no GET of its own: its invoice's line shows it (entity_id the charge's id).
+  'charge.created': async (t) => {
+    const c = await activated(t)
+    const body = { amount: 500, description: 'Setup', invoice_immediately: true }
+    await accepted(t, { method: 'POST', url: `${SUB}/${c.id}/charges`, body })
+    const invoice = await invoiceOf(t, c)
+    const [line] = invoice.line_items
+    const expected = {
+      id: line.entity_id,
+      subscription_id: invoice.subscription_id,
+      amount: line.amount,
+      description: line.description,
+      currency_code: invoice.currency_code,
+      invoice_id: invoice.id,
+      date: invoice.date,
+    }
+    return { companyId: c.id, expected }
+  },
   'invoice.voided': {
     async chargebee(t, fake) {
       const { c, invoice, read } = await chargebeeInvoice(t, fake)

@@ -35,6 +35,8 @@ import type {
   ExcessPaymentAllocationsTable,
   ExcessPaymentsTable,
   InvoicesTable,
+  ChargesTable,
+  PromotionalCreditsTable,
 } from './tables/invoices.ts'
 import type {
   CommunicationAttachmentsTable,
@@ -67,6 +69,8 @@ export interface DB {
   credit_allocations: CreditAllocationsTable
   excess_payments: ExcessPaymentsTable
   excess_payment_allocations: ExcessPaymentAllocationsTable
+  promotional_credits: PromotionalCreditsTable
+  charges: ChargesTable
   signing_keys: SigningKeysTable
   companies: CompaniesTable
   oauth_clients: OauthClientsTable
@@ -110,3 +114,4 @@ export type SubscriptionUpdate = Updateable<SubscriptionsTable>
 export type HostedPageRow = Selectable<HostedPagesTable>
 export type InvoiceRow = Selectable<InvoicesTable>
 export type CreditNoteRow = Selectable<CreditNotesTable>
+export type ChargeRow = Selectable<ChargesTable>

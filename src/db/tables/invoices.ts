@@ -2,7 +2,7 @@ import type { ColumnType, Generated } from 'kysely'
 import type { Timestamp, CreatedAt, Json, JsonWithDefault } from './columns.ts'
 
 export type InvoiceStatus = 'paid' | 'payment_due' | 'not_paid' | 'voided'
-export type InvoiceKind = 'activation' | 'renewal' | 'change'
+export type InvoiceKind = 'activation' | 'renewal' | 'change' | 'charge'
 export type DunningStatus = 'in_progress' | 'exhausted' | 'success'
 
 /** The local engine's invoices (migration 0014); money in minor units. */
@@ -116,4 +116,32 @@ export interface CreditAllocationsTable {
   credit_note_id: string
   invoice_id: string
   amount: number
+}
+
+/** A change of the customer's promotional credits (migration 0052); `invoice_id` when an invoice took or gave back. */
+export interface PromotionalCreditsTable {
+  company_id: string
+  id: string
+  seq: Generated<number>
+  type: 'increment' | 'decrement'
+  amount: number
+  currency_code: string
+  description: string
+  invoice_id: string | null
+  date: Timestamp
+  created_at: CreatedAt
+}
+
+/** A one-off charge; `invoice_id` null while it waits for the next renewal invoice. */
+export interface ChargesTable {
+  company_id: string
+  id: string
+  seq: Generated<number>
+  subscription_id: string
+  amount: number
+  description: string
+  currency_code: string
+  invoice_id: string | null
+  date: Timestamp
+  created_at: CreatedAt
 }

@@ -54,8 +54,9 @@ export interface TaxRate {
   exempt_reason: TaxExemptReason | null
 }
 
+/** `adhoc`: a one-off charge, as Chargebee names its lines. */
 export interface LineItem {
-  entity_type: 'plan' | 'addon'
+  entity_type: 'plan' | 'addon' | 'adhoc'
   entity_id: string
   description: string
   unit_amount: number
@@ -66,9 +67,31 @@ export interface LineItem {
   discount_amount?: number
 }
 
+/** A coupon's discount, or (with `entity_type`) the promotional credits an invoice took, after tax. */
+export interface Discount {
+  description: string
+  amount: number
+  entity_type?: 'promotional_credits'
+}
+
+export const PROMOTIONAL_CREDITS = 'Promotional credits'
+
+/** A one-off charge billed on an invoice: taxed as any line, never discounted by the coupon. */
+export interface OneOffCharge {
+  id: string
+  description: string
+  amount: number
+}
+
+/** What an invoice takes besides its selection: waiting one-off charges, the customer's promotional credits. */
+export interface InvoiceExtras {
+  charges?: OneOffCharge[]
+  promotionalCredits?: number
+}
+
 export interface InvoiceEstimate {
   line_items: LineItem[]
-  discounts: { description: string; amount: number }[]
+  discounts: Discount[]
   sub_total: number
   taxes: { name: string; rate: number; amount: number }[]
   total: number
@@ -117,9 +140,15 @@ export const FIRST_PERIOD: CouponContext = { periodStart: null, usage: freshUsag
  */
 export function couponDiscount(
   coupon: PricedCoupon | null,
-  lines: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[],
+  all: Pick<LineItem, 'entity_type' | 'entity_id' | 'amount'>[],
   ctx: CouponContext,
 ): { amount: number; taken: Record<string, number>; perLine: number[] } {
+  // A one-off charge is never the coupon's: it discounts the subscription's own lines.
+  const lines = all.map((l) => ({
+    entity_id: l.entity_id,
+    entity_type: l.entity_type === 'adhoc' ? ('addon' as const) : l.entity_type,
+    amount: l.entity_type === 'adhoc' ? 0 : l.amount,
+  }))
   if (!coupon || !couponAppliesTo(coupon, ctx.usage, ctx.periodStart))
     return { amount: 0, taken: {}, perLine: lines.map(() => 0) }
   const taken: Record<string, number> = {}
@@ -149,7 +178,10 @@ export function couponDiscount(
   return { amount: perLine.reduce((sum, d) => sum + d, 0), taken, perLine }
 }
 
-/** The invoice of a selection for `share` of a term, less `credit` of unused earlier charges. */
+/**
+ * The invoice of a selection for `share` of a term, with the extras' one-off charges; then its
+ * promotional credits (after tax) and `credit` (refundable credits and excess payments) taken.
+ */
 export function invoiceFor(
   selection: PricedSelection,
   share: Fraction,
@@ -157,6 +189,7 @@ export function invoiceFor(
   currency: string,
   credit = 0,
   period: CouponContext = FIRST_PERIOD,
+  extras: InvoiceExtras = {},
 ): InvoiceEstimate {
   const line = (
     entity_type: LineItem['entity_type'],
@@ -176,23 +209,47 @@ export function invoiceFor(
     line('plan', selection.plan.sku, selection.plan.name, selection.plan.price_cents, selection.quantity),
     ...selection.addons.map((a) => line('addon', a.id, a.name, a.price_cents, a.quantity)),
   ]
-  const subTotal = lineItems.reduce((sum, l) => sum + l.amount, 0)
-
-  const discounts: InvoiceEstimate['discounts'] = []
+  const discounts: Discount[] = []
   const coupon = selection.coupon
   const { amount: discount, perLine } = couponDiscount(coupon, lineItems, period)
   if (coupon && discount > 0) discounts.push({ description: `${coupon.name} (${coupon.code})`, amount: discount })
-
-  const taxes = taxLines(lineItems, perLine, tax)
-  if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
   lineItems.forEach((l, i) => {
     if (perLine[i]! > 0) l.discount_amount = perLine[i]!
   })
-  const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
+  const charges = (extras.charges ?? []).map(chargeLine)
+  return priced([...lineItems, ...charges], discounts, tax, currency, credit, extras.promotionalCredits ?? 0)
+}
+
+function chargeLine(charge: OneOffCharge): LineItem {
+  const { id, description, amount } = charge
+  return { entity_type: 'adhoc', entity_id: id, description, unit_amount: amount, quantity: 1, amount }
+}
+
+/**
+ * Lines priced and discounted by a coupon, taxed per line; the promotional credits come off the
+ * total after tax (decisions §9.2), then `credit` is applied to what is left.
+ */
+function priced(
+  lineItems: LineItem[],
+  discounts: Discount[],
+  tax: TaxRate | null,
+  currency: string,
+  credit: number,
+  promotional: number,
+): InvoiceEstimate {
+  const subTotal = lineItems.reduce((sum, l) => sum + l.amount, 0)
+  const perLine = lineItems.map((l) => l.discount_amount ?? 0)
+  const discount = perLine.reduce((sum, d) => sum + d, 0)
+  const taxes = taxLines(lineItems, perLine, tax)
+  if (tax?.exempt_reason) for (const l of lineItems) l.tax_exempt_reason = tax.exempt_reason
+  const taxed = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
+  const promo = Math.min(Math.max(0, promotional), taxed)
+  const all = promo > 0 ? [...discounts, promotionalDiscount(promo)] : discounts
+  const total = taxed - promo
   const creditsApplied = Math.min(Math.max(0, credit), total)
   return {
     line_items: lineItems,
-    discounts,
+    discounts: all,
     sub_total: subTotal,
     taxes,
     total,
@@ -201,6 +258,26 @@ export function invoiceFor(
     currency_code: currency,
   }
 }
+
+const promotionalDiscount = (amount: number): Discount => ({
+  description: PROMOTIONAL_CREDITS,
+  amount,
+  entity_type: 'promotional_credits',
+})
+
+/** The invoice of one-off charges billed now: taxed per line, then credits taken as on any invoice. */
+export function chargesInvoice(
+  charges: OneOffCharge[],
+  tax: TaxRate | null,
+  currency: string,
+  credits: { promotional: number; credit: number },
+): InvoiceEstimate {
+  return priced(charges.map(chargeLine), [], tax, currency, credits.credit, credits.promotional)
+}
+
+/** The promotional credits an invoice took (its discount entry), 0 without. */
+export const promotionalCreditsTaken = (discounts: Discount[]) =>
+  discounts.filter((d) => d.entity_type === 'promotional_credits').reduce((sum, d) => sum + d.amount, 0)
 
 /**
  * Tax rounded per line, as Chargebee does, so the tax line is a sum of rounded line taxes
@@ -238,7 +315,7 @@ export function allocate(total: number, amounts: number[]): number[] {
 
 export interface CreditFigures {
   line_items: LineItem[]
-  discounts: { description: string; amount: number }[]
+  discounts: Discount[]
   sub_total: number
   taxes: InvoiceEstimate['taxes']
   total: number
@@ -248,7 +325,7 @@ export interface CreditFigures {
 export interface ChargedInvoice {
   id: string
   line_items: LineItem[]
-  discounts: { description: string; amount: number }[]
+  discounts: Discount[]
   taxes: InvoiceEstimate['taxes']
   currency_code: string
   period_start: Date
@@ -261,10 +338,11 @@ export interface ChargedInvoice {
  */
 export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   const share = remainingShare(invoice.period_start, invoice.period_end, now)
+  const coupons = invoice.discounts.filter((d) => d.entity_type !== 'promotional_credits')
   // An invoice whose lines carry no discount: its discounts spread over the lines.
   const recorded = invoice.line_items.some((l) => l.discount_amount !== undefined)
   const spread = allocate(
-    invoice.discounts.reduce((sum, d) => sum + d.amount, 0),
+    coupons.reduce((sum, d) => sum + d.amount, 0),
     invoice.line_items.map((l) => l.amount),
   )
   const lines: LineItem[] = invoice.line_items.map((l, i) => {
@@ -280,14 +358,19 @@ export function creditFor(invoice: ChargedInvoice, now: Date): CreditFigures {
   const taxes = tax
     ? taxLines(lines, perLine, { name: tax.name, rate_bp: Math.round(tax.rate * 100), exempt_reason: null })
     : []
-  const total = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
-  const description = invoice.discounts.map((d) => d.description).join(', ')
+  const taxed = subTotal - discount + taxes.reduce((sum, t) => sum + t.amount, 0)
+  // Promotional credits paid part of the term: their unused share is not credited back as money.
+  const promo = Math.min(taxed, prorate(promotionalCreditsTaken(invoice.discounts), share))
+  const description = coupons.map((d) => d.description).join(', ')
   return {
     line_items: lines,
-    discounts: discount > 0 ? [{ description, amount: discount }] : [],
+    discounts: [
+      ...(discount > 0 ? [{ description, amount: discount }] : []),
+      ...(promo > 0 ? [promotionalDiscount(promo)] : []),
+    ],
     sub_total: subTotal,
     taxes,
-    total,
+    total: taxed - promo,
     currency_code: invoice.currency_code,
   }
 }

@@ -48,6 +48,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
           ? freshUsage(null)
           : { ...(change.couponHistory ?? freshUsage(null)), applied_at: now }
     const credits = change.credits ?? 0
+    const extras = { promotionalCredits: change.promotionalCredits ?? 0 }
     let state: BillingState = {
       ...s,
       plan_sku: selection.plan.sku,
@@ -64,7 +65,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         estimate: {
           subscription_estimate: { status: s.status, next_billing_at: renews ? unixSeconds(s.trial_end) : null },
           invoice_estimate: renews
-            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.trial_end, usage })
+            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.trial_end, usage }, extras)
             : noInvoice(currency),
         },
       }
@@ -80,7 +81,7 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
             next_billing_at: renews ? unixSeconds(state.current_term_end) : null,
           },
           invoice_estimate: renews
-            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.current_term_end, usage })
+            ? invoiceFor(selection, WHOLE, tax, currency, credits, { periodStart: s.current_term_end, usage }, extras)
             : noInvoice(currency),
         },
       }
@@ -105,9 +106,9 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         billing_anchor_day: now.getUTCDate(),
         cancel_scheduled_at: state.status === 'non_renewing' ? end : state.cancel_scheduled_at,
       }
-      invoice = invoiceFor(selection, WHOLE, tax, currency, credit, { periodStart, usage })
+      invoice = invoiceFor(selection, WHOLE, tax, currency, credit, { periodStart, usage }, extras)
     } else {
-      invoice = invoiceFor(selection, share, tax, currency, credit, { periodStart, usage })
+      invoice = invoiceFor(selection, share, tax, currency, credit, { periodStart, usage }, extras)
     }
     // Remembered, so the coupon counts once in this period.
     if (selection.coupon) {

@@ -25,8 +25,10 @@ export interface ChangeRequest {
   now: Date
   /** A coupon put on again resumes where it had stopped discounting. */
   couponHistory?: CouponUsage | null
-  /** Refundable credits (minor units) the local engine applies; remote providers keep their own. */
+  /** Refundable credits and excess payments (minor units) the local engine applies; remote providers keep their own. */
   credits?: number
+  /** The customer's promotional credits the local engine takes first, after tax. */
+  promotionalCredits?: number
   /** The current term's latest invoice (local engine): a change credits its unused share. */
   termInvoice?: ChargedInvoice | null
 }

@@ -10,8 +10,10 @@ export const InvoiceEstimate = Type.Object(
     line_items: Type.Array(
       Type.Object(
         {
-          entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon')]),
-          entity_id: Type.String({ description: "The plan's sku or the addon's id" }),
+          entity_type: Type.Union([Type.Literal('plan'), Type.Literal('addon'), Type.Literal('adhoc')], {
+            description: "adhoc: a one-off charge (POST .../charges), its description the line's",
+          }),
+          entity_id: Type.String({ description: "The plan's sku, the addon's id or the one-off charge's id" }),
           description: Type.String(),
           unit_amount: Type.Integer({
             description: 'Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term',
@@ -38,7 +40,20 @@ export const InvoiceEstimate = Type.Object(
       ),
     ),
     discounts: Type.Array(
-      Type.Object({ description: Type.String(), amount: Type.Integer() }, { additionalProperties: false }),
+      Type.Object(
+        {
+          description: Type.String(),
+          amount: Type.Integer(),
+          entity_type: Type.Optional(
+            Type.Literal('promotional_credits', {
+              description:
+                "Only on the customer's promotional credits the invoice took: taken off the total after tax, " +
+                'before refundable credits and excess payments',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
     ),
     sub_total: Type.Integer({ description: 'Sum of the line items' }),
     taxes: Type.Array(
@@ -52,8 +67,10 @@ export const InvoiceEstimate = Type.Object(
       ),
       { description: 'One line per tax; none for an export' },
     ),
-    total: Type.Integer({ description: 'sub_total − discounts + taxes' }),
-    credits_applied: Type.Integer({ description: "Unused part of the current term's charges, up to total" }),
+    total: Type.Integer({ description: 'sub_total − discounts + taxes (promotional credits after tax)' }),
+    credits_applied: Type.Integer({
+      description: "The customer's refundable credits, then excess payments, in the invoice's currency, up to total",
+    }),
     amount_due: Type.Integer({ description: 'total − credits_applied' }),
     currency_code: Type.String(),
   },

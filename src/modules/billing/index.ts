@@ -6,10 +6,16 @@
 export { InvoiceEstimate } from './billing.schemas.ts'
 export {
   WHOLE,
+  PROMOTIONAL_CREDITS,
+  chargesInvoice,
   couponDiscount,
+  promotionalCreditsTaken,
   creditFor,
   invoiceFor,
   type ChargedInvoice,
+  type Discount,
+  type InvoiceExtras,
+  type OneOffCharge,
   type CreditFigures,
   type Estimate,
   type LineItem,

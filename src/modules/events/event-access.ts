@@ -15,6 +15,8 @@ export const EVENT_RESOURCE_AREAS: Record<EventResource, (typeof READ_WRITE_AREA
   subscription: 'company',
   invoice: 'company',
   credit_note: 'company',
+  customer: 'company',
+  charge: 'company',
   ping: 'company',
   contract: 'contract',
   team: 'team',

@@ -60,6 +60,9 @@ export const INVOICE_EVENT_TYPES = [
   'credit_note.refunded',
 ] as const
 
+/** Money operations no table's trigger stands for (decisions §9.2), written by the ledger. */
+export const CUSTOMER_CREDIT_EVENT_TYPES = ['customer.promotional_credits_changed', 'charge.created'] as const
+
 /** A provider's ledger copy deleted there (Chargebee deletes invoices and credit notes). */
 export const PROVIDER_LEDGER_EVENT_TYPES = ['invoice.deleted', 'credit_note.deleted'] as const
 
@@ -84,6 +87,7 @@ export const EVENT_TYPES = [
   ...SUBSCRIPTION_VERBS.map((verb) => `subscription.${verb}` as const),
   ...INVOICE_EVENT_TYPES,
   ...PROVIDER_LEDGER_EVENT_TYPES,
+  ...CUSTOMER_CREDIT_EVENT_TYPES,
   'ping',
 ] as const
 

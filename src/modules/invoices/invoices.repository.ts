@@ -1,7 +1,13 @@
 import { keyset, type KeysetPage, type SortColumn } from '../../db/keyset.ts'
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { Executor } from '../../jobs/scheduler.ts'
-import type { CreditNotesTable, ExcessPaymentsTable, InvoicesTable } from '../../db/tables.ts'
+import type {
+  ChargesTable,
+  CreditNotesTable,
+  ExcessPaymentsTable,
+  InvoicesTable,
+  PromotionalCreditsTable,
+} from '../../db/tables.ts'
 
 /** What a credit note still holds for the customer. */
 const AVAILABLE = sql<number>`total - amount_allocated - amount_refunded`
@@ -113,25 +119,28 @@ export function createInvoicesRepository() {
     },
     /**
      * Oldest first (the order credits are used in), locked. `total` is what the note can still give
-     * besides what it gave before: a refund's part is not there to allocate.
+     * besides what it gave before: a refund's part is not there to allocate. Only notes in the
+     * invoice's currency.
      */
-    availableCredits: (executor: Executor, companyId: string) =>
+    availableCredits: (executor: Executor, companyId: string, currency: string) =>
       executor
         .selectFrom('credit_notes')
         .select(['id', 'amount_allocated', sql<number>`total - amount_refunded`.as('total')])
         .where('company_id', '=', companyId)
         .where('type', '=', 'refundable')
+        .where('currency_code', '=', currency)
         .where(AVAILABLE, '>', 0)
         .orderBy('date')
         .orderBy('seq')
         .forUpdate()
         .execute(),
-    async refundableBalance(executor: Executor, companyId: string): Promise<number> {
+    async refundableBalance(executor: Executor, companyId: string, currency: string): Promise<number> {
       const row = await executor
         .selectFrom('credit_notes')
         .select((eb) => eb.fn.coalesce(eb.fn.sum<number>(AVAILABLE), eb.lit(0)).as('balance'))
         .where('company_id', '=', companyId)
         .where('type', '=', 'refundable')
+        .where('currency_code', '=', currency)
         .executeTakeFirstOrThrow()
       return Number(row.balance)
     },
@@ -151,23 +160,25 @@ export function createInvoicesRepository() {
     insertExcessPayment: (executor: Executor, row: Insertable<ExcessPaymentsTable>) =>
       executor.insertInto('excess_payments').values(row).execute(),
     /** Oldest first (the order they are used in), locked. */
-    availableExcessPayments: (executor: Executor, companyId: string) =>
+    availableExcessPayments: (executor: Executor, companyId: string, currency: string) =>
       executor
         .selectFrom('excess_payments')
         .select(['id', 'total', 'amount_allocated'])
         .where('company_id', '=', companyId)
+        .where('currency_code', '=', currency)
         .whereRef('amount_allocated', '<', 'total')
         .orderBy('date')
         .orderBy('seq')
         .forUpdate()
         .execute(),
-    async excessBalance(executor: Executor, companyId: string): Promise<number> {
+    async excessBalance(executor: Executor, companyId: string, currency: string): Promise<number> {
       const row = await executor
         .selectFrom('excess_payments')
         .select((eb) =>
           eb.fn.coalesce(eb.fn.sum<number>(eb('total', '-', eb.ref('amount_allocated'))), eb.lit(0)).as('balance'),
         )
         .where('company_id', '=', companyId)
+        .where('currency_code', '=', currency)
         .executeTakeFirstOrThrow()
       return Number(row.balance)
     },
@@ -213,6 +224,52 @@ export function createInvoicesRepository() {
           .where('id', '=', e.excess_payment_id)
           .execute()
       }
+    },
+
+    insertPromotionalCredit: (executor: Executor, row: Insertable<PromotionalCreditsTable>) =>
+      executor.insertInto('promotional_credits').values(row).execute(),
+    async promotionalBalance(executor: Executor, companyId: string, currency: string): Promise<number> {
+      const row = await executor
+        .selectFrom('promotional_credits')
+        .select(sql<string>`coalesce(sum(CASE type WHEN 'increment' THEN amount ELSE -amount END), 0)`.as('balance'))
+        .where('company_id', '=', companyId)
+        .where('currency_code', '=', currency)
+        .executeTakeFirstOrThrow()
+      return Number(row.balance)
+    },
+    /** What an invoice took of the promotional credits and has not given back. */
+    async promotionalTakenBy(executor: Executor, companyId: string, invoiceId: string) {
+      const row = await executor
+        .selectFrom('promotional_credits')
+        .select(sql<string>`coalesce(sum(CASE type WHEN 'decrement' THEN amount ELSE -amount END), 0)`.as('taken'))
+        .where('company_id', '=', companyId)
+        .where('invoice_id', '=', invoiceId)
+        .executeTakeFirstOrThrow()
+      return Number(row.taken)
+    },
+
+    insertCharge: (executor: Executor, row: Insertable<ChargesTable>) =>
+      executor.insertInto('charges').values(row).returningAll().executeTakeFirstOrThrow(),
+    /** Oldest first: the charges the subscription's next renewal invoice bills. */
+    unbilledCharges: (executor: Executor, companyId: string, subscriptionId: string, currency: string) =>
+      executor
+        .selectFrom('charges')
+        .select(['id', 'description', 'amount'])
+        .where('company_id', '=', companyId)
+        .where('subscription_id', '=', subscriptionId)
+        .where('currency_code', '=', currency)
+        .where('invoice_id', 'is', null)
+        .orderBy('seq')
+        .execute(),
+    async markCharges(executor: Executor, companyId: string, ids: string[], invoiceId: string) {
+      if (ids.length === 0) return
+      await executor
+        .updateTable('charges')
+        .set({ invoice_id: invoiceId })
+        .where('company_id', '=', companyId)
+        .where('id', 'in', ids)
+        .where('invoice_id', 'is', null)
+        .execute()
     },
   }
 }

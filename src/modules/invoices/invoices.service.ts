@@ -19,6 +19,7 @@ import type { KeysetPage } from '../../db/keyset.ts'
 import { creditNoteView, invoiceView } from './invoices.views.ts'
 import { createSettlements } from './invoices.settlements.ts'
 import { createCreditNoteOperations } from './invoices.credit-notes.ts'
+import { createCustomerCredits } from './invoices.customer-credits.ts'
 
 export const PAYMENT_RETRY_JOB = 'invoice.payment_retry'
 
@@ -47,17 +48,25 @@ export function createInvoicesService(deps: {
   retryDays: number[]
 }) {
   const { db, repo } = deps
+  const customerCredits = createCustomerCredits({ repo })
 
-  /** Uses the customer's refundable credits, then excess payments, each oldest first (decisions §9.2). */
-  async function applyCredits(trx: Executor, companyId: string, invoiceId: string, amount: number) {
-    let left = amount
-    for (const note of await repo.availableCredits(trx, companyId)) {
+  /**
+   * Uses the customer's refundable credits, then excess payments, each oldest first, in the invoice's
+   * currency (decisions §9.2); its promotional credits were taken first, as a discount.
+   */
+  async function applyCredits(
+    trx: Executor,
+    invoice: Pick<InvoiceRow, 'company_id' | 'id' | 'currency_code' | 'credits_applied'>,
+  ) {
+    const { company_id: companyId, id: invoiceId, currency_code: currency } = invoice
+    let left = invoice.credits_applied
+    for (const note of await repo.availableCredits(trx, companyId, currency)) {
       if (left === 0) break
       const take = Math.min(left, note.total - note.amount_allocated)
       await repo.allocate(trx, companyId, note.id, invoiceId, take)
       left -= take
     }
-    for (const excess of left > 0 ? await repo.availableExcessPayments(trx, companyId) : []) {
+    for (const excess of left > 0 ? await repo.availableExcessPayments(trx, companyId, currency) : []) {
       if (left === 0) break
       const take = Math.min(left, excess.total - excess.amount_allocated)
       await repo.allocateExcess(trx, companyId, excess.id, invoiceId, take)
@@ -153,17 +162,9 @@ export function createInvoicesService(deps: {
   }
 
   return {
-    ...createSettlements({ repo }),
+    ...createSettlements({ repo, promotional: customerCredits }),
+    ...customerCredits,
     ...createCreditNoteOperations({ repo }),
-
-    /** The customer's credits, in minor units. */
-    async credits(executor: Executor, companyId: string) {
-      const [refundable, excess] = await Promise.all([
-        repo.refundableBalance(executor, companyId),
-        repo.excessBalance(executor, companyId),
-      ])
-      return { promotional_credits: 0, refundable_credits: refundable, excess_payments: excess }
-    },
 
     /**
      * Records an invoice the engine computed and collects it: credits first, the rest charged to the
@@ -208,7 +209,10 @@ export function createInvoicesService(deps: {
         attempt_count: 0,
         next_retry_at: null,
       })
-      if (inv.credits_applied > 0) await applyCredits(trx, s.company_id, id, inv.credits_applied)
+      await customerCredits.takePromotionalCredits(trx, row, inv.discounts, date)
+      if (inv.credits_applied > 0) await applyCredits(trx, row)
+      const charges = inv.line_items.filter((l) => l.entity_type === 'adhoc').map((l) => l.entity_id)
+      await repo.markCharges(trx, s.company_id, charges, id)
       if (row.amount_due === 0) {
         await repo.updateInvoice(trx, s.company_id, id, { status: 'paid', paid_at: date })
       } else if (charge(s, date)) {
@@ -350,5 +354,14 @@ export const creditsToApply = (c: { refundable_credits: number; excess_payments:
 export type InvoicesService = ReturnType<typeof createInvoicesService>
 export type Ledger = Pick<
   InvoicesService,
-  'credits' | 'bill' | 'retry' | 'collectNow' | 'hasUnpaid' | 'termInvoice' | 'creditUnused'
+  | 'credits'
+  | 'bill'
+  | 'retry'
+  | 'collectNow'
+  | 'hasUnpaid'
+  | 'termInvoice'
+  | 'creditUnused'
+  | 'unbilledCharges'
+  | 'addCharge'
+  | 'changePromotionalCredits'
 >

@@ -3,6 +3,7 @@ import type { InvoiceComment, InvoiceRow, OfflinePaymentMethod, RecordedPayment 
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
+import type { CustomerCreditsLedger } from './invoices.customer-credits.ts'
 
 /**
  * An unpaid invoice settled by hand (decisions §9.2): an offline payment, a void, a write-off.
@@ -38,7 +39,10 @@ export function withComment(
   return JSON.stringify([...invoice.comments, ...added])
 }
 
-export function createSettlements(deps: { repo: InvoicesRepository }) {
+export function createSettlements(deps: {
+  repo: InvoicesRepository
+  promotional: Pick<CustomerCreditsLedger, 'releasePromotionalCredits'>
+}) {
   const { repo } = deps
 
   async function unpaid(trx: Executor, companyId: string, invoiceId: string, operation: string): Promise<InvoiceRow> {
@@ -108,6 +112,7 @@ export function createSettlements(deps: { repo: InvoicesRepository }) {
         )
       }
       await repo.releaseCredits(trx, companyId, invoiceId)
+      await deps.promotional.releasePromotionalCredits(trx, invoice, at)
       await repo.updateInvoice(trx, companyId, invoiceId, {
         status: 'voided',
         credits_applied: 0,

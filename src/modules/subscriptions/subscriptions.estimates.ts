@@ -34,7 +34,7 @@ export function createSubscriptionEstimates(deps: {
   clock: Clock
   providers: ProviderRegistry
   pricing: Pick<Pricing, 'selection' | 'current' | 'tax'>
-  ledger: Pick<Ledger, 'credits' | 'termInvoice'>
+  ledger: Pick<Ledger, 'credits' | 'termInvoice' | 'unbilledCharges'>
   trialDays: number
   steps: Pick<SubscriptionSteps, 'customerOf'>
   known: ReturnType<typeof createRemoteChanges>['known']
@@ -71,7 +71,7 @@ export function createSubscriptionEstimates(deps: {
         ? usageFromJson(await repo.redemptionUsage(executor, coupon.id, s.company_id))
         : null
     const [customerCredits, termInvoice] = await Promise.all([
-      ledger.credits(executor, s.company_id),
+      ledger.credits(executor, s.company_id, selection.plan.currency_code),
       ledger.termInvoice(executor, s),
     ])
     const credits = creditsToApply(customerCredits)
@@ -84,6 +84,7 @@ export function createSubscriptionEstimates(deps: {
         now,
         couponHistory,
         credits,
+        promotionalCredits: customerCredits.promotional_credits,
         termInvoice: termInvoice ?? null,
       },
       today,
@@ -175,13 +176,17 @@ export function createSubscriptionEstimates(deps: {
   ): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
     const at = nextBillingAt(s)
     if (at === null) return null
-    const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
+    const current = await pricing.current(executor, s)
+    const currency = current.plan.currency_code
+    const [credits, charges] = await Promise.all([
+      ledger.credits(executor, s.company_id, currency),
+      ledger.unbilledCharges(executor, s.company_id, s.id, currency),
+    ])
+    const period = { periodStart: new Date(at * 1000), usage: usageOf(s) }
+    const extras = { charges, promotionalCredits: credits.promotional_credits }
     return {
       at,
-      invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, creditsToApply(credits), {
-        periodStart: new Date(at * 1000),
-        usage: usageOf(s),
-      }),
+      invoice: invoiceFor(current, WHOLE, pricing.tax(customer), currency, creditsToApply(credits), period, extras),
     }
   }
 

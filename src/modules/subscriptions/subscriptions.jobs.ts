@@ -26,7 +26,7 @@ export function createSubscriptionJobs(deps: {
   repo: Pick<SubscriptionsRepository, 'lockByCompany' | 'findPlan'>
   providers: ProviderRegistry
   pricing: Pick<Pricing, 'current' | 'tax'>
-  ledger: Pick<Ledger, 'bill' | 'retry' | 'credits'>
+  ledger: Pick<Ledger, 'bill' | 'retry' | 'credits' | 'unbilledCharges'>
   steps: Pick<SubscriptionSteps, 'save' | 'customerOf'>
 }) {
   const { repo, providers, pricing, ledger } = deps
@@ -56,6 +56,7 @@ export function createSubscriptionJobs(deps: {
   async function bill(trx: Executor, s: SubscriptionRow, input: Omit<Parameters<Ledger['bill']>[1], 'subscription'>) {
     const invoice = await ledger.bill(trx, { subscription: s, ...input })
     if (invoice.status === 'not_paid') await cancelForNonPayment(trx, s, input.date, invoice.id)
+    return invoice
   }
 
   async function advance(ctx: JobContext, which: 'trial_end' | 'term_end') {
@@ -83,8 +84,15 @@ export function createSubscriptionJobs(deps: {
       const customer = await customerOf(ctx.trx, s.company_id)
       const selection = await pricing.current(ctx.trx, next)
       const period = { periodStart: next.current_term_start, usage: usageOf(next) }
-      const credits = creditsToApply(await ledger.credits(ctx.trx, s.company_id))
-      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), selection.plan.currency_code, credits, period)
+      const currency = selection.plan.currency_code
+      const [held, charges] = await Promise.all([
+        ledger.credits(ctx.trx, s.company_id, currency),
+        ledger.unbilledCharges(ctx.trx, s.company_id, s.id, currency),
+      ])
+      invoice = invoiceFor(selection, WHOLE, pricing.tax(customer), currency, creditsToApply(held), period, {
+        charges,
+        promotionalCredits: held.promotional_credits,
+      })
       // Counted: the coupon's duration runs on periods discounted.
       if (selection.coupon && next.current_term_start) {
         const used = couponDiscount(selection.coupon, invoice.line_items, period)

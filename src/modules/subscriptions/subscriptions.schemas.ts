@@ -209,15 +209,19 @@ export const SubscriptionDetails = Type.Object(
         country: Type.String(),
         payment_method: Nullable(PaymentMethod),
         promotional_credits: Type.Integer({
-          description: 'Promotional credits, in minor units (the local engine grants none)',
+          description:
+            "Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next " +
+            'invoices take them first, off the total after tax',
         }),
         refundable_credits: Type.Integer({
           description:
-            'Credits from credit notes (the unused part of a changed term), in minor units: applied to the ' +
-            'next invoices',
+            "Credits from refundable credit notes in the plan's currency, in minor units: applied to the next " +
+            'invoices after promotional credits',
         }),
         excess_payments: Type.Integer({
-          description: 'Payments beyond what invoices asked, in minor units (none with the local engine)',
+          description:
+            "Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: " +
+            'applied to the next invoices last',
         }),
       },
       { additionalProperties: false },

@@ -23,6 +23,7 @@ import { TRIAL_END_JOB } from './subscriptions.job-kinds.ts'
 import { createSubscriptionEstimates } from './subscriptions.estimates.ts'
 import { createSubscriptionChanges } from './subscriptions.changes.ts'
 import { createProviderCopies } from './subscriptions.provider-copies.ts'
+import { createSubscriptionMoney } from './subscriptions.money.ts'
 import type { Ledger } from '../invoices/index.ts'
 
 /**
@@ -200,6 +201,8 @@ export function createSubscriptionsService(deps: {
     ...changes,
 
     ...createProviderCopies({ repo }),
+
+    ...createSubscriptionMoney({ clock, pricing, ledger, steps, bill: jobs.bill }),
 
     estimateFor: estimates.estimateFor,
     estimate: estimates.estimate,

@@ -83,14 +83,15 @@ export function createSubscriptionSteps(deps: {
   }
 
   async function details(executor: Executor, s: SubscriptionRow, known?: SubscriptionCustomer) {
-    const [plan, product, customer, credits] = await Promise.all([
+    const [plan, product, customer] = await Promise.all([
       repo.findPlan(executor, s.plan_sku),
       repo.findProduct(executor, s.product_sku),
       known ?? customerOf(executor, s.company_id),
-      ledger.credits(executor, s.company_id),
     ])
     if (!product) throw missingFromCatalogue(s, 'product', s.product_sku)
     if (!plan) throw missingFromCatalogue(s, 'plan', s.plan_sku)
+    // The subscription bills in its plan's currency: credits in another never pay its invoices.
+    const credits = await ledger.credits(executor, s.company_id, plan.currency_code)
     const { timezone: _, vat_number: __, vat_number_status: ___, ...billingCustomer } = customer
     return detailsView(s, plan, product, billingCustomer, credits)
   }
