@@ -48,6 +48,10 @@ import { createProviderLedgerRepository } from './modules/chargebee/chargebee-le
 import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
 import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
 import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
+import { createAnalyticsRepository } from './modules/analytics/analytics.repository.ts'
+import { createAnalyticsService } from './modules/analytics/analytics.service.ts'
+import { analyticsRoutes } from './modules/analytics/analytics.routes.ts'
+import { createAnalyticsWriter } from './modules/analytics/index.ts'
 import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
 import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
@@ -178,8 +182,12 @@ export async function buildApp(options: AppOptions) {
     scheduler,
     retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS),
   })
+  const analyticsRepo = createAnalyticsRepository()
+  const analyticsWriter = createAnalyticsWriter({ repo: analyticsRepo })
+  const analytics = createAnalyticsService({ db, repo: analyticsRepo, currency: config.CURRENCY_CODE })
   const subscriptions = createSubscriptionsService({
     db,
+    listener: { subscriptionChanged: (trx, companyId, at) => analyticsWriter.record(trx, companyId, at) },
     repo: createSubscriptionsRepository(),
     scheduler,
     clock,
@@ -348,6 +356,7 @@ export async function buildApp(options: AppOptions) {
   const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   await app.register(invoiceDocumentsRoutes, { service: documents })
+  await app.register(analyticsRoutes, { service: analytics })
   // Never the request's Host.
   const hostedBaseUrl = () =>
     config.PUBLIC_BASE_URL ??
