@@ -131,11 +131,10 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
     assert.deepEqual(at(body, '2031-01-20').movements, ALL)
     // A 6000 → 10000; C 4000 → 3000 × 0.8 = 2400.
     const feb10 = at(body, '2031-02-10')
-    assert.deepEqual([feb10.mrr, feb10.movements, feb10.net_new_mrr], [
-      18400,
-      { ...ALL, expansion: 4000, contraction: 1600 },
-      2400,
-    ])
+    assert.deepEqual(
+      [feb10.mrr, feb10.movements, feb10.net_new_mrr],
+      [18400, { ...ALL, expansion: 4000, contraction: 1600 }, 2400],
+    )
     // D's term ends: churn; A and C renew at the same MRR.
     const feb15 = at(body, '2031-02-15')
     assert.deepEqual([feb15.mrr, feb15.customers, feb15.movements], [15400, 3, { ...ALL, churn: 3000 }])
