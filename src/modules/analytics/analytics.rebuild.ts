@@ -37,7 +37,13 @@ export async function rebuildAnalytics(deps: { db: Kysely<DB>; repo: Repo; write
         const states = new Map<string, SubscriptionFacts[]>()
         for (const s of byCompany.get(companyId) ?? []) {
           const { company_id: _, id, ...facts } = s
-          states.set(id, statesFromHistory(facts, own.filter((e) => e.subscription_id === id)))
+          states.set(
+            id,
+            statesFromHistory(
+              facts,
+              own.filter((e) => e.subscription_id === id),
+            ),
+          )
         }
         const seen = new Map<string, number>()
         const current = new Map<string, SubscriptionFacts>()

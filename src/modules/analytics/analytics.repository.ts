@@ -136,7 +136,11 @@ export function createAnalyticsRepository() {
 
     /** MRR, customers and trials at the end of `day`: the sum of every change up to it. */
     async totalsAt(executor: Executor, key: { currency: string; planId: string }, day: string) {
-      const { rows } = await sql<{ mrr: number | string | null; customers: number | string | null; trials: number | string | null }>`
+      const { rows } = await sql<{
+        mrr: number | string | null
+        customers: number | string | null
+        trials: number | string | null
+      }>`
         SELECT sum(mrr - prev_mrr) AS mrr,
           sum((mrr > 0)::int - (prev_mrr > 0)::int) AS customers,
           sum(trials - prev_trials) AS trials

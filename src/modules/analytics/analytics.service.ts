@@ -131,7 +131,15 @@ export function createAnalyticsService(deps: {
           const net = m.new + m.expansion + m.reactivation - m.contraction - m.churn
           mrr += net
           count += customers[i]!
-          return { date, mrr, arr: 12 * mrr, customers: count, arpa: halfUp(mrr, count), movements: m, net_new_mrr: net }
+          return {
+            date,
+            mrr,
+            arr: 12 * mrr,
+            customers: count,
+            arpa: halfUp(mrr, count),
+            movements: m,
+            net_new_mrr: net,
+          }
         }),
       }
     },

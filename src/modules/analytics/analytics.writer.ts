@@ -78,7 +78,8 @@ export function createAnalyticsWriter(deps: { repo: Repo }) {
       }
     }
     const held = new Map<string, KeyState>()
-    for (const row of await repo.latestByKey(executor, companyId, day)) held.set(`${row.currency_code}/${row.plan_id}`, row)
+    for (const row of await repo.latestByKey(executor, companyId, day))
+      held.set(`${row.currency_code}/${row.plan_id}`, row)
     for (const k of new Set([...target.keys(), ...held.keys()])) {
       const row = held.get(k)
       const next = target.get(k)
