@@ -96,7 +96,7 @@ export async function measureAnalytics(
   databaseUrl: string,
   log: (line: string) => void,
 ): Promise<AnalyticsFigures> {
-  const database = await createDatabase({ databaseUrl, poolSize: 2 })
+  const database = await createDatabase({ databaseUrl, poolSize: 2, statementTimeoutMs: 600_000 })
   try {
     const repo = createAnalyticsRepository()
     const writer = createAnalyticsWriter({ repo })

@@ -2,7 +2,8 @@ import { before, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { locationId, uniq } from './helpers/app.ts'
 import { companyClient } from './helpers/factories.ts'
-import { onEachEngine } from './helpers/engine-suites.ts'
+import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
+import { chargebeeCompany, deliver, withChargebee } from './chargebee.fixtures.ts'
 import { SUB, call, cancel, coupon, json, moveTo, setCard, startAt, update } from './subscriptions-helpers.ts'
 import { createAnalyticsRepository } from '../src/modules/analytics/analytics.repository.ts'
 import { createAnalyticsWriter, rebuildAnalytics } from '../src/modules/analytics/index.ts'
@@ -18,8 +19,8 @@ import { createAnalyticsWriter, rebuildAnalytics } from '../src/modules/analytic
  *   D  M × 1, card      → Jan 15: 3000; Jan 20 cancels at term end (non_renewing keeps 3000); Feb 15 churns
  *   E  M × 1, no card   → its trial ends cancelled: never MRR
  *   F  U × 1, card      → Jan 15: 1000 USD (left out of EUR)
- * Reactivation of a company: a local cancelled subscription cannot change, so it comes from a
- * provider; here it is seen through plan_id (A leaves M on Feb 10 and comes back on Mar 10).
+ * Reactivation: a local cancelled subscription cannot change, so here it is seen through plan_id
+ * (A leaves M on Feb 10 and comes back on Mar 10); a company's, from Chargebee, in the last suite.
  * Pause: not on this branch (no `paused` status is ever written here); subscriptionMrr counts it 0.
  */
 const ALL = { new: 0, expansion: 0, contraction: 0, churn: 0, reactivation: 0 }
@@ -268,5 +269,41 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
       assert.equal((await call(t, { url, token: companyToken })).statusCode, 403)
       assert.equal((await call(t, { url, token: null })).statusCode, 401)
     }
+  })
+})
+
+/**
+ * A Chargebee subscription counts from what the mirror holds, as its webhooks change it: the plan
+ * (29.90 × 5 = 14950 a month) from its activation, churn at its cancellation, reactivation when
+ * Chargebee reactivates it.
+ */
+forEachEngine('revenue analytics of a Chargebee subscription', (engine) => {
+  const { t, fake } = withChargebee(engine)
+
+  it('activation is new, cancellation churn, reactivation reactivation, on the days Chargebee reports', async () => {
+    const c = await chargebeeCompany(t, fake)
+    const s0 = fake.subscriptions.get(c.subscriptionId)!
+    const day = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0, 10)
+    const report = async (type: string, status: string, at: number) => {
+      fake.change(c.subscriptionId, (s) =>
+        Object.assign(s, { status, current_term_start: at, current_term_end: at + 31 * 86_400 }),
+      )
+      const res = await deliver(t, fake.event(type, { subscriptionId: c.subscriptionId }, at))
+      assert.deepEqual([res.statusCode, res.json().outcome], [200, 'applied'], res.body)
+    }
+    const start = s0.trial_end
+    await report('subscription_activated', 'active', start)
+    await report('subscription_cancelled', 'cancelled', start + 40 * 86_400)
+    await report('subscription_reactivated', 'active', start + 60 * 86_400)
+    const body = await json(t, 200, {
+      url: MRR,
+      query: { from: day(start - 86_400), to: day(start + 61 * 86_400) },
+    })
+    const moved = body.points.filter((p: any) => p.net_new_mrr !== 0).map((p: any) => [p.date, p.mrr, p.movements])
+    assert.deepEqual(moved, [
+      [day(start), 14950, { ...ALL, new: 14950 }],
+      [day(start + 40 * 86_400), 0, { ...ALL, churn: 14950 }],
+      [day(start + 60 * 86_400), 14950, { ...ALL, reactivation: 14950 }],
+    ])
   })
 })
