@@ -8,7 +8,7 @@
 import { sql } from 'kysely'
 import { createDatabase } from '../src/db/database.ts'
 import { createAnalyticsRepository } from '../src/modules/analytics/analytics.repository.ts'
-import { type AnalyticsWriter, createAnalyticsWriter } from '../src/modules/analytics/index.ts'
+import { type AnalyticsWriter, createAnalyticsWriter, subscriptionMrr } from '../src/modules/analytics/index.ts'
 import { type LatencyFigure, measureLatency } from './measure.ts'
 import { ADMIN, token } from './seed.ts'
 
@@ -23,7 +23,8 @@ export interface AnalyticsFigures {
 
 const YEAR = Date.UTC(2026, 0, 1)
 const DAY = 86_400_000
-const BATCH = 500
+const BATCH = 200
+const LANES = 8
 
 type Db = Awaited<ReturnType<typeof createDatabase>>['db']
 
@@ -65,10 +66,27 @@ async function population(
     SELECT c, gen_random_uuid(), c::text, 'local', 'bench', ${plans[0]!.sku}, 1 + (i % 5), 'active',
       ${new Date(YEAR - DAY)}, ${new Date(YEAR + 30 * DAY)}
     FROM unnest(${ids}::uuid[]) WITH ORDINALITY AS t(c, i)`.execute(db)
-  for (let i = 0; i < ids.length; i += BATCH)
-    await db.transaction().execute(async (trx) => {
-      for (const id of ids.slice(i, i + BATCH)) await writer.record(trx, id, new Date(YEAR - DAY))
+  // The state before the year, one row per company and key as the writer would leave it (priced by
+  // the same subscriptionMrr); the year's changes then go through the writer itself.
+  const plan = (await sql<{ id: string }>`SELECT id FROM plans WHERE sku = ${plans[0]!.sku}`.execute(db)).rows[0]!.id
+  const before = new Date(YEAR - DAY).toISOString().slice(0, 10)
+  const initial = ids.flatMap((id, i) => {
+    const mrr = subscriptionMrr({
+      status: 'active',
+      lines: [{ kind: 'plan', id: plans[0]!.sku, amount: plans[0]!.price * (1 + ((i + 1) % 5)), period: 'month' }],
+      coupon: null,
     })
+    const row = { company_id: id, currency_code: spec.currency, day: before, mrr, prev_mrr: 0, trials: 0 }
+    return [
+      { ...row, plan_id: '*', prev_trials: 0, had_mrr_before: false },
+      { ...row, plan_id: plan, prev_trials: 0, had_mrr_before: false },
+    ]
+  })
+  for (let i = 0; i < initial.length; i += 5000)
+    await db
+      .insertInto('analytics_mrr_days')
+      .values(initial.slice(i, i + 5000))
+      .execute()
   const changes = Array.from({ length: spec.changes }, () => ({
     at: YEAR + Math.floor(next() * 365 * DAY),
     company: ids[Math.floor(next() * spec.changing)]!,
@@ -76,18 +94,25 @@ async function population(
     quantity: 1 + Math.floor(next() * 5),
     status: next() < 0.1 ? 'cancelled' : 'active',
   })).sort((a, b) => a.at - b.at)
+  // Companies in LANES partitions written side by side, each in day order within its lane.
+  const laneOf = new Map(ids.map((id, i) => [id, i % LANES]))
+  const lanes = Array.from({ length: LANES }, (_, lane) => changes.filter((c) => laneOf.get(c.company) === lane))
   const started = performance.now()
-  for (let i = 0; i < changes.length; i += BATCH)
-    await db.transaction().execute(async (trx) => {
-      for (const c of changes.slice(i, i + BATCH)) {
-        await trx
-          .updateTable('subscriptions')
-          .set({ plan_sku: c.plan, plan_quantity: c.quantity, status: c.status as 'active' })
-          .where('company_id', '=', c.company)
-          .execute()
-        await writer.record(trx, c.company, new Date(c.at))
-      }
-    })
+  await Promise.all(
+    lanes.map(async (lane) => {
+      for (let i = 0; i < lane.length; i += BATCH)
+        await db.transaction().execute(async (trx) => {
+          for (const c of lane.slice(i, i + BATCH)) {
+            await trx
+              .updateTable('subscriptions')
+              .set({ plan_sku: c.plan, plan_quantity: c.quantity, status: c.status as 'active' })
+              .where('company_id', '=', c.company)
+              .execute()
+            await writer.record(trx, c.company, new Date(c.at))
+          }
+        })
+    }),
+  )
   return { writesPerSecond: changes.length / ((performance.now() - started) / 1000) }
 }
 
@@ -96,7 +121,7 @@ export async function measureAnalytics(
   databaseUrl: string,
   log: (line: string) => void,
 ): Promise<AnalyticsFigures> {
-  const database = await createDatabase({ databaseUrl, poolSize: 2, statementTimeoutMs: 600_000 })
+  const database = await createDatabase({ databaseUrl, poolSize: LANES, statementTimeoutMs: 600_000 })
   try {
     const repo = createAnalyticsRepository()
     const writer = createAnalyticsWriter({ repo })
