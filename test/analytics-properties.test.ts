@@ -16,7 +16,7 @@ import {
   update,
 } from './subscriptions-helpers.ts'
 import { createAnalyticsRepository } from '../src/modules/analytics/analytics.repository.ts'
-import { createAnalyticsWriter, rebuildAnalytics } from '../src/modules/analytics/index.ts'
+import { createAnalyticsWriter, rebuildAnalytics, subscriptionMrr } from '../src/modules/analytics/index.ts'
 
 /**
  * For any sequence of subscription changes (plan, quantity, coupon), cancellations, removals,
@@ -167,6 +167,45 @@ onEachEngine('revenue analytics, any story,', { TEST_CLOCK_ENABLED: true, TRIAL_
         await play(s)
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
+    )
+  })
+
+  it('subscriptionMrr: never negative, 0 unless active or non_renewing, yearly ÷ 12 and weekly × 52 ÷ 12 half-up', () => {
+    const line = (amount: number, period: 'week' | 'month' | 'year') => ({
+      kind: 'plan' as const,
+      id: 'p',
+      amount,
+      period,
+    })
+    assert.equal(subscriptionMrr({ status: 'active', lines: [line(1000, 'year')], coupon: null }), 83)
+    assert.equal(subscriptionMrr({ status: 'non_renewing', lines: [line(1002, 'year')], coupon: null }), 84)
+    assert.equal(subscriptionMrr({ status: 'active', lines: [line(100, 'week')], coupon: null }), 433)
+    for (const status of ['in_trial', 'paused', 'cancelled', 'future'])
+      assert.equal(subscriptionMrr({ status, lines: [line(1000, 'month')], coupon: null }), 0)
+    const coupon = fc.record({
+      discount_type: fc.constantFrom<'percentage' | 'fixed_amount'>('percentage', 'fixed_amount'),
+      discount_value_minor: fc.integer({ min: 0, max: 20_000 }),
+      apply_on: fc.constantFrom<'invoice_amount' | 'each_specified_item'>('invoice_amount', 'each_specified_item'),
+      plan_ids: fc.constantFrom(['p'], []),
+      addon_ids: fc.constantFrom(['a'], []),
+      period: fc.constantFrom<'week' | 'month' | 'year'>('week', 'month', 'year'),
+    })
+    const lines = fc.array(
+      fc.record({
+        kind: fc.constantFrom<'plan' | 'addon'>('plan', 'addon'),
+        id: fc.constantFrom('p', 'a'),
+        amount: fc.integer({ min: 0, max: 10_000_000 }),
+        period: fc.constantFrom<'week' | 'month' | 'year'>('week', 'month', 'year'),
+      }),
+      { maxLength: 4 },
+    )
+    fc.assert(
+      fc.property(lines, fc.option(coupon), (ls, c) => {
+        const mrr = subscriptionMrr({ status: 'active', lines: ls, coupon: c })
+        const gross = subscriptionMrr({ status: 'active', lines: ls, coupon: null })
+        return Number.isInteger(mrr) && mrr >= 0 && mrr <= gross
+      }),
+      { seed: SEED },
     )
   })
 

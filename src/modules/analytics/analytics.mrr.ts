@@ -19,8 +19,8 @@ export interface MrrCoupon {
   /** Basis points for a percentage (10000 = 100 %), minor units for a fixed amount. */
   discount_value_minor: number
   apply_on: 'invoice_amount' | 'each_specified_item'
-  plan_ids: string[]
-  addon_ids: string[]
+  plan_ids: readonly string[]
+  addon_ids: readonly string[]
   /** The period a fixed amount is taken off once in: the invoice's, which is the plan's. */
   period: MrrPeriod
 }
