@@ -124,6 +124,19 @@ export function writeResults(run: RunFigures): string {
       : '-',
     g ? g.at100k.p50 <= 1.2 * g.at100.p50 : undefined,
   )
+  const an = pg?.analytics
+  row(
+    'analytics: 365-point daily MRR series (10,000 companies, 20,000 changes in a year) vs companies?limit=100',
+    '≤ 25 × its p50',
+    an ? `p50 ${f2(an.series.p50)} ms vs ${f2(an.companies.p50)} ms (${f2(an.series.p50 / an.companies.p50)} ×)` : '-',
+    an ? an.series.p50 <= 25 * an.companies.p50 : undefined,
+  )
+  row(
+    'analytics: the series over 10,000 companies of which 1,000 change vs 1,000 all changing (2,000 changes each)',
+    '< 2 ×',
+    an ? `p50 ${f2(an.sparse.p50)} vs ${f2(an.dense.p50)} ms (${f2(an.sparse.p50 / an.dense.p50)} ×)` : '-',
+    an ? an.sparse.p50 < 2 * an.dense.p50 : undefined,
+  )
   rows.push(...eventTargetRows(pg?.events, verdict))
   for (const e of run.engines) {
     // The issue's targets are PostgreSQL's unless it says otherwise; PGlite's start is shown for information.

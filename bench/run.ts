@@ -33,6 +33,7 @@ import { measureCommunications, type CommunicationFigures } from './communicatio
 import { writeResults } from './report.ts'
 import { measureEvents, type EventFigures } from './events.ts'
 import { MIX_PARTS, runMixWorkloads, type MixFigures } from './mix.ts'
+import { measureAnalytics, type AnalyticsFigures } from './analytics.ts'
 
 // `npm run bench`: every workload of bench/README.md on PostgreSQL then PGlite, each HTTP figure a
 // ratio to a raw node:http ceiling measured in the same run. Loopback only; drops what it created.
@@ -54,6 +55,7 @@ export interface EngineFigures {
   growth?: { at100: LatencyFigure; at100k: LatencyFigure }
   communications?: CommunicationFigures | { skipped: string }
   events?: EventFigures
+  analytics?: AnalyticsFigures
 }
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
@@ -174,6 +176,7 @@ async function runPostgres(baseline: Running): Promise<EngineFigures> {
         { exec, count, query: (t) => db.query(t).then((r) => r.rows) },
         log,
       )
+    if (want('analytics')) figures.analytics = await measureAnalytics(server.url, url.toString(), log)
     // Last: it starts a server of its own (private targets allowed), so this one stops first.
     if (want('events')) {
       await server.stop()

@@ -52,6 +52,10 @@ import { createCustomerCreditsService } from './modules/customer-credits/custome
 import { customerCreditsRoutes } from './modules/customer-credits/customer-credits.routes.ts'
 import { createChargesService } from './modules/charges/charges.service.ts'
 import { chargesRoutes } from './modules/charges/charges.routes.ts'
+import { createAnalyticsRepository } from './modules/analytics/analytics.repository.ts'
+import { createAnalyticsService } from './modules/analytics/analytics.service.ts'
+import { analyticsRoutes } from './modules/analytics/analytics.routes.ts'
+import { createAnalyticsWriter } from './modules/analytics/index.ts'
 import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
 import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
@@ -182,8 +186,12 @@ export async function buildApp(options: AppOptions) {
     scheduler,
     retryDays: dunningRetryDays(config.DUNNING_RETRY_DAYS),
   })
+  const analyticsRepo = createAnalyticsRepository()
+  const analyticsWriter = createAnalyticsWriter({ repo: analyticsRepo })
+  const analytics = createAnalyticsService({ db, repo: analyticsRepo, currency: config.CURRENCY_CODE })
   const subscriptions = createSubscriptionsService({
     db,
+    listener: { subscriptionChanged: (trx, companyId, at) => analyticsWriter.record(trx, companyId, at) },
     repo: createSubscriptionsRepository(),
     scheduler,
     clock,
@@ -354,6 +362,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(customerCreditsRoutes, { service: createCustomerCreditsService({ subscriptions }) })
   await app.register(chargesRoutes, { service: createChargesService({ subscriptions }) })
   await app.register(invoiceDocumentsRoutes, { service: documents })
+  await app.register(analyticsRoutes, { service: analytics })
   // Never the request's Host.
   const hostedBaseUrl = () =>
     config.PUBLIC_BASE_URL ??

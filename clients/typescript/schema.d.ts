@@ -1321,6 +1321,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics/mrr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MRR and its movements over time
+         * @description MRR, ARR, customers, ARPA and the five movements at each point from `from` to `to`: a point is the state at the end of its date (UTC) by the business clock, so a past point is what was true then and, on a test clock, a later one is what the engine did. A subscription's MRR: what it recurs at while active or non_renewing (trials, paused and cancelled count 0), plan and addons less a recurring coupon (one_time coupons and tax not counted), yearly ÷ 12, rounded half-up per subscription. Movements are per company between a point and the one before (the first point against the day before `from`), and reconcile: mrr − previous mrr = net_new_mrr. 400 for a malformed date, `from` after `to`, more than 1,000 points, or a plan_id naming no plan. Platform tokens only (a company token is 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getMrrSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/analytics/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MRR, churn and net revenue retention at a day
+         * @description MRR, ARR, customers, ARPA and trials at the end of `date`, with customer churn, revenue churn and net revenue retention against the point 30 days before (fractions with 4 decimals, null where the base is 0). 400 for a malformed date or a plan_id naming no plan. Platform tokens only (a company token is 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getRevenueSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/manager_page": {
         parameters: {
             query?: never;
@@ -3161,6 +3209,42 @@ export interface components {
             invoice: components["schemas"]["Invoice"] | null;
         };
         /**
+         * MrrSeries
+         * @description MRR and its movements at each point
+         */
+        MrrSeries: {
+            /** @description The currency counted */
+            currency_code: string;
+            interval: "day" | "week" | "month";
+            points: {
+                /** @description The state at the end of this day (UTC) by the business clock */
+                date: string;
+                /** @description Monthly recurring revenue, minor units: active and non_renewing subscriptions, before tax */
+                mrr: number;
+                /** @description 12 × mrr */
+                arr: number;
+                /** @description Companies with MRR above 0 */
+                customers: number;
+                /** @description mrr ÷ customers, rounded half-up (0 when none) */
+                arpa: number;
+                /** @description Per company, between this point and the one before; minor units */
+                movements: {
+                    /** @description MRR of companies having MRR for the first time (on plan_id's plan with the filter) */
+                    new: number;
+                    /** @description MRR gained by companies whose MRR grew */
+                    expansion: number;
+                    /** @description MRR lost by companies whose MRR fell but stayed above 0 */
+                    contraction: number;
+                    /** @description MRR lost by companies whose MRR fell to 0 */
+                    churn: number;
+                    /** @description MRR of companies that had MRR before, then none, and have it again */
+                    reactivation: number;
+                };
+                /** @description mrr − the previous point’s mrr = new + expansion + reactivation − contraction − churn */
+                net_new_mrr: number;
+            }[];
+        };
+        /**
          * PaymentSourceInput
          * @description A card: brand, last4 and expiry (a card that charges), or a test number and expiry. Never is the number kept, nor a CVV accepted
          */
@@ -3294,6 +3378,32 @@ export interface components {
             reference?: string;
             /** @description When it was paid (Unix seconds): not before the invoice's date, not in the future; default now */
             date?: number;
+        };
+        /**
+         * RevenueSummary
+         * @description MRR, trials, churn and net revenue retention at a day
+         */
+        RevenueSummary: {
+            /** @description The day summarised */
+            date: string;
+            /** @description The currency counted */
+            currency_code: string;
+            /** @description MRR at the end of date */
+            mrr: number;
+            /** @description 12 × mrr */
+            arr: number;
+            /** @description Companies with MRR above 0 */
+            customers: number;
+            /** @description mrr ÷ customers, rounded half-up */
+            arpa: number;
+            /** @description Subscriptions in trial at the end of date */
+            trials: number;
+            /** @description Companies with MRR 30 days before and none at date ÷ companies with MRR then (4 decimals; null when none) */
+            customer_churn_rate: number | null;
+            /** @description Churn and contraction between the two days ÷ MRR 30 days before (null when 0) */
+            revenue_churn_rate: number | null;
+            /** @description MRR at date of the companies that had MRR 30 days before ÷ their MRR then (null when 0) */
+            net_revenue_retention: number | null;
         };
         /** Scope */
         Scope: {
@@ -7884,6 +7994,113 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMrrSeries: {
+        parameters: {
+            query: {
+                /** @description The first point (YYYY-MM-DD, UTC); its movements are relative to the day before */
+                from: string;
+                /** @description The last point (YYYY-MM-DD, UTC), not before from */
+                to: string;
+                /** @description Points each day, each Sunday, or each month's last day (default day); `to` is always the last */
+                interval?: "day" | "week" | "month";
+                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
+                currency_code?: string;
+                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
+                plan_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description MRR and its movements at each point */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "currency_code": "EUR",
+                     *       "interval": "month",
+                     *       "points": [
+                     *         {
+                     *           "date": "2027-03-31",
+                     *           "mrr": 125000,
+                     *           "arr": 1500000,
+                     *           "customers": 40,
+                     *           "arpa": 3125,
+                     *           "movements": {
+                     *             "new": 9000,
+                     *             "expansion": 2500,
+                     *             "contraction": 1200,
+                     *             "churn": 2990,
+                     *             "reactivation": 0
+                     *           },
+                     *           "net_new_mrr": 7310
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MrrSeries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRevenueSummary: {
+        parameters: {
+            query: {
+                /** @description The day summarised (YYYY-MM-DD, UTC), compared with 30 days before */
+                date: string;
+                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
+                currency_code?: string;
+                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
+                plan_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description MRR, trials, churn and net revenue retention at a day */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "date": "2027-03-31",
+                     *       "currency_code": "EUR",
+                     *       "mrr": 125000,
+                     *       "arr": 1500000,
+                     *       "customers": 40,
+                     *       "arpa": 3125,
+                     *       "trials": 6,
+                     *       "customer_churn_rate": 0.0263,
+                     *       "revenue_churn_rate": 0.0341,
+                     *       "net_revenue_retention": 0.9882
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RevenueSummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

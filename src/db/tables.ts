@@ -52,6 +52,7 @@ import type {
   WebhookEndpointsTable,
   WebhookFanoutsTable,
 } from './tables/events.ts'
+import type { AnalyticsMrrDaysTable } from './tables/analytics.ts'
 
 /** Row types of the tables the migrations create, by area in tables/, gathered into the database Kysely sees. */
 
@@ -62,6 +63,7 @@ export type * from './tables/subscriptions.ts'
 export type * from './tables/invoices.ts'
 export type * from './tables/communications.ts'
 export type * from './tables/events.ts'
+export type * from './tables/analytics.ts'
 
 export interface DB {
   invoices: InvoicesTable
@@ -103,6 +105,7 @@ export interface DB {
   webhook_attempts: WebhookAttemptsTable
   webhook_fanouts: WebhookFanoutsTable
   webhook_delivered_batches: WebhookDeliveredBatchesTable
+  analytics_mrr_days: AnalyticsMrrDaysTable
 }
 
 export type CompanyRow = Selectable<CompaniesTable>

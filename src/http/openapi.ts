@@ -77,6 +77,7 @@ export async function installOpenApi(app: FastifyInstance, options: { serverUrl?
           name: 'Invoices',
           description: "The invoices and credit notes of a company's subscription (local billing engine)",
         },
+        { name: 'Analytics', description: 'MRR, its movements, churn and retention (platform)' },
         { name: 'Events', description: 'The log of every change: what happened, to which object, when' },
         {
           name: 'Webhooks',

@@ -63,6 +63,8 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'GET /api/v1/subscription/coupons/{id}': 'catalogue, platform only',
   // The platform's event log and webhook endpoints: platform tokens only (test/events.test.ts and
   // test/webhook-endpoints.test.ts: 403 to a company token); a company's are under its path.
+  'GET /api/v1/analytics/mrr': 'platform only (test/analytics.test.ts: 403 to a company token)',
+  'GET /api/v1/analytics/summary': 'platform only (test/analytics.test.ts: 403 to a company token)',
   'GET /api/v1/events': 'platform only',
   'GET /api/v1/events/{event_id}': 'platform only',
   'GET /api/v1/webhook_endpoints': 'platform only',

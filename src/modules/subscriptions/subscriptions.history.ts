@@ -2,6 +2,14 @@ import type { SubscriptionRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
+/**
+ * Told of every change of a company's subscriptions in the change's transaction, after the row is
+ * written (the revenue analytics keep their table so).
+ */
+export interface SubscriptionChangeListener {
+  subscriptionChanged(trx: Executor, companyId: string, at: Date): Promise<void>
+}
+
 const TRACKED = [
   'status',
   'plan_sku',
@@ -54,6 +62,7 @@ export async function recordChange(
   before: SubscriptionRow,
   after: SubscriptionRow,
   what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
+  listener?: SubscriptionChangeListener,
 ): Promise<boolean> {
   const changes = changesBetween(before, after)
   if (Object.keys(changes).length === 0) return false
@@ -90,5 +99,6 @@ export async function recordChange(
     occurred_at: what.at,
     details: JSON.stringify({ changes, ...what.details }),
   })
+  await listener?.subscriptionChanged(trx, before.company_id, what.at)
   return true
 }

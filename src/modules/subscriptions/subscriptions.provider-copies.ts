@@ -1,7 +1,7 @@
 import type { SubscriptionRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { ProviderName } from '../billing/index.ts'
-import { recordChange } from './subscriptions.history.ts'
+import { recordChange, type SubscriptionChangeListener } from './subscriptions.history.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
 type Repo = Pick<
@@ -13,7 +13,7 @@ type Repo = Pick<
  * What a remote provider's integration needs to lay its copy of a subscription over ours (its
  * webhooks, its reconciliation): each call runs in the integration's own transaction.
  */
-export function createProviderCopies(deps: { repo: Repo }) {
+export function createProviderCopies(deps: { repo: Repo; listener?: SubscriptionChangeListener }) {
   const { repo } = deps
   return {
     /** The company's subscription, locked until the transaction ends. */
@@ -31,6 +31,6 @@ export function createProviderCopies(deps: { repo: Repo }) {
       before: SubscriptionRow,
       after: SubscriptionRow,
       what: { event: string; actor: string; at: Date; now: Date; details?: Record<string, unknown> },
-    ) => recordChange(trx, repo, before, after, what),
+    ) => recordChange(trx, repo, before, after, what, deps.listener),
   }
 }

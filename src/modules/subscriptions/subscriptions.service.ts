@@ -24,6 +24,7 @@ import { createSubscriptionEstimates } from './subscriptions.estimates.ts'
 import { createSubscriptionChanges } from './subscriptions.changes.ts'
 import { createProviderCopies } from './subscriptions.provider-copies.ts'
 import { createSubscriptionMoney } from './subscriptions.money.ts'
+import type { SubscriptionChangeListener } from './subscriptions.history.ts'
 import type { Ledger } from '../invoices/index.ts'
 
 /**
@@ -42,15 +43,17 @@ export function createSubscriptionsService(deps: {
   /** Where the seller is established, for reverse charge. */
   sellerCountry?: string
   ledger: Ledger
+  /** Told of each change in its transaction (the revenue analytics). */
+  listener?: SubscriptionChangeListener
 }) {
-  const { db, repo, clock, providers, ledger } = deps
+  const { db, repo, clock, providers, ledger, listener } = deps
   const updatedAtOf = batchedByResource((keys) => repo.updatedAtsOf(db, keys), undefined)
   const pricing = createPricing({
     repo,
     vatRates: vatTable(deps.vatRates ?? ''),
     sellerCountry: deps.sellerCountry ?? 'IT',
   })
-  const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger })
+  const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger, listener })
   const { customerOf, details, findOwn } = steps
   const remote = createRemoteChanges({ repo, change: steps.change })
   const jobs = createSubscriptionJobs({ repo, providers, pricing, ledger, steps })
@@ -135,6 +138,7 @@ export function createSubscriptionsService(deps: {
           trial_end: trialEnd.toISOString(),
         }),
       })
+      await listener?.subscriptionChanged(trx, input.companyId, now)
       if (provider.drivesTime) {
         await deps.scheduler.schedule(trx, {
           kind: TRIAL_END_JOB,
@@ -200,7 +204,7 @@ export function createSubscriptionsService(deps: {
 
     ...changes,
 
-    ...createProviderCopies({ repo }),
+    ...createProviderCopies({ repo, listener }),
 
     ...createSubscriptionMoney({ clock, pricing, ledger, steps, bill: jobs.bill }),
 

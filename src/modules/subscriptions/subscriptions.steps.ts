@@ -7,7 +7,7 @@ import type { BillingCustomer, BillingProvider, ProviderRegistry, TaxCustomer } 
 import { missingFromCatalogue } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import { detailsView } from './subscriptions.views.ts'
-import { recordChange } from './subscriptions.history.ts'
+import { recordChange, type SubscriptionChangeListener } from './subscriptions.history.ts'
 import { TERM_END_JOB } from './subscriptions.job-kinds.ts'
 import type { Ledger } from '../invoices/index.ts'
 
@@ -25,6 +25,7 @@ export function createSubscriptionSteps(deps: {
   clock: Clock
   providers: ProviderRegistry
   ledger: Pick<Ledger, 'credits'>
+  listener?: SubscriptionChangeListener
 }) {
   const { db, repo, clock, providers, ledger } = deps
 
@@ -36,7 +37,7 @@ export function createSubscriptionSteps(deps: {
     what: { event: string; actor: string; at: Date; details?: Record<string, unknown> },
   ): Promise<boolean> {
     const provider = providers.get(before.provider)
-    const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() })
+    const saved = await recordChange(trx, repo, before, after, { ...what, now: clock.now() }, deps.listener)
     if (
       saved &&
       provider.drivesTime &&
