@@ -94,7 +94,9 @@ export function detailsView(
             expiry_year: card.expiry_year,
           }
         : null,
-      ...credits,
+      promotional_credits: credits.promotional_credits,
+      refundable_credits: credits.refundable_credits,
+      excess_payments: credits.excess_payments,
     },
   }
 }
