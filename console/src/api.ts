@@ -21,7 +21,9 @@ interface Session {
 let session: Session | null = null
 let onSignedOut: (() => void) | null = null
 
-export const api = createClient<paths>({ baseUrl: location.origin })
+// No cookies: the token goes as a header. And 'omit' keeps the browser from prompting for the
+// Basic challenge that a refused /oauth/token answers with.
+export const api = createClient<paths>({ baseUrl: location.origin, credentials: 'omit' })
 api.use({
   onRequest({ request }) {
     if (session) request.headers.set('authorization', `Bearer ${session.token}`)
@@ -119,6 +121,7 @@ export async function untyped<T>(
   try {
     const response = await fetch(path, {
       method,
+      credentials: 'omit',
       headers: {
         authorization: bearer(),
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
@@ -139,7 +142,7 @@ let documented: Promise<Set<string>> | null = null
 
 /** Whether the running service documents `METHOD path` (a path as /openapi.json writes it). */
 export async function offers(method: string, path: string): Promise<boolean> {
-  documented ??= fetch('/openapi.json')
+  documented ??= fetch('/openapi.json', { credentials: 'omit' })
     .then((r) => r.json())
     .then((doc: { paths?: Record<string, Record<string, unknown>> }) => {
       const set = new Set<string>()
@@ -153,7 +156,7 @@ export async function offers(method: string, path: string): Promise<boolean> {
 /** Opens a document the API answers with a token (an invoice's PDF) as a blob in a new tab. */
 export async function openDocument(path: string, networkError: string): Promise<string | null> {
   try {
-    const response = await fetch(path, { headers: { authorization: bearer() } })
+    const response = await fetch(path, { credentials: 'omit', headers: { authorization: bearer() } })
     if (!response.ok) return sentence(await response.json().catch(() => undefined), `${response.status}`)
     const url = URL.createObjectURL(await response.blob())
     window.open(url, '_blank', 'noopener')

@@ -18,6 +18,7 @@ const en = {
   search: 'Search',
   searchHint: 'Part of the name',
   status: 'Subscription status',
+  state: 'Status',
   any: 'Any',
   disabledFilter: 'Disabled',
   yes: 'Yes',
@@ -29,6 +30,7 @@ const en = {
   plan: 'Plan',
   quantity: 'Quantity',
   country: 'Country',
+  address: 'Address',
   details: 'Details',
   contracts: 'Contracts',
   teams: 'Teams',
@@ -154,6 +156,7 @@ const it: Strings = {
   search: 'Cerca',
   searchHint: 'Parte del nome',
   status: 'Stato abbonamento',
+  state: 'Stato',
   any: 'Tutti',
   disabledFilter: 'Disattivata',
   yes: 'Sì',
@@ -165,6 +168,7 @@ const it: Strings = {
   plan: 'Piano',
   quantity: 'Quantità',
   country: 'Paese',
+  address: 'Indirizzo',
   details: 'Dati',
   contracts: 'Contratti',
   teams: 'Team',
@@ -269,18 +273,27 @@ export const browserLang = (): Lang => (navigator.language.toLowerCase().startsW
 export const I18n = createContext<{ t: Strings; lang: Lang }>({ t: en, lang: 'en' })
 export const useT = () => useContext(I18n)
 
-/** Minor units as money in the page's language. */
+const locale = (lang: Lang) => (lang === 'it' ? 'it-IT' : 'en-GB')
+
+/** The decimals of a currency (ISO 4217: EUR 2, JPY 0, KWD 3). */
+export const decimals = (currency: string) =>
+  new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2
+
+/** Major units (a catalogue price) as money in the page's language. */
+export function price(major: number | null | undefined, currency: string | null | undefined, lang: Lang): string {
+  if (major == null) return '—'
+  return new Intl.NumberFormat(locale(lang), { style: 'currency', currency: currency || 'EUR' }).format(major)
+}
+
+/** Minor units (the API's amounts) as money in the page's language. */
 export function money(minor: number | null | undefined, currency: string | null | undefined, lang: Lang): string {
   if (minor == null) return '—'
-  return new Intl.NumberFormat(lang === 'it' ? 'it-IT' : 'en-GB', {
-    style: 'currency',
-    currency: currency || 'EUR',
-  }).format(minor / 100)
+  return price(minor / 10 ** decimals(currency || 'EUR'), currency, lang)
 }
 
 /** Unix seconds or an ISO string as a date and time in the page's language. */
 export function when(value: number | string | null | undefined, lang: Lang): string {
   if (value == null || value === '') return '—'
   const d = typeof value === 'number' ? new Date(value * 1000) : new Date(value)
-  return d.toLocaleString(lang === 'it' ? 'it-IT' : 'en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
+  return d.toLocaleString(locale(lang), { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })
 }

@@ -46,6 +46,8 @@ export interface Column<T> {
 /** A list paged with the API's cursors: the first page, then "Load more" while the Link header names one. */
 export function PagedTable<T>(props: {
   caption: string
+  /** Shown above the table; else the caption is read by screen readers only (a heading names it). */
+  showCaption?: boolean
   columns: Column<T>[]
   load: (cursor: string | undefined) => Promise<Result<T[]>>
   inputs?: unknown[]
@@ -77,7 +79,7 @@ export function PagedTable<T>(props: {
   return (
     <div class="table-wrap" aria-busy={loading}>
       <table>
-        <caption>{props.caption}</caption>
+        <caption class={props.showCaption ? undefined : 'visually-hidden'}>{props.caption}</caption>
         <thead>
           <tr>
             {props.columns.map((c) => (

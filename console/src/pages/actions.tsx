@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, call, type Company, idempotencyKey, type Invoice, offers, type Result, type Schemas, untyped } from '../api.ts'
-import { money, useT } from '../i18n.ts'
+import { decimals, money, useT } from '../i18n.ts'
 import { ConfirmDialog, ErrorNote, Field, Loading } from '../ui.tsx'
 
 const SUB = '/api/v1/subscription/{company_id}'
@@ -36,7 +36,7 @@ const REASONS = [
 
 /** A typed amount in major units as minor units of the currency (null when not a positive amount). */
 function toMinor(text: string, currency: string): number | null {
-  const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2
+  const digits = decimals(currency)
   const n = Number(text.replace(',', '.'))
   return Number.isFinite(n) && n > 0 ? Math.round(n * 10 ** digits) : null
 }
@@ -67,7 +67,8 @@ export function InvoiceActions(props: { companyId: string; invoice: Invoice; onC
     setText('')
     setOpen(kind)
   }
-  const due = (inv.amount_due / 100).toFixed(2)
+  const places = decimals(inv.currency_code)
+  const due = (inv.amount_due / 10 ** places).toFixed(places)
   const key = { header: idempotencyKey() }
   const button = (kind: InvoiceAction, label: string, preset?: string) => (
     <button type="button" onClick={() => start(kind, preset)} aria-label={`${label} ${inv.id}`}>

@@ -1,5 +1,5 @@
 import { api, call, type Schemas } from '../api.ts'
-import { money, useT } from '../i18n.ts'
+import { price, useT } from '../i18n.ts'
 import { PagedTable } from '../ui.tsx'
 
 const PAGE = 50
@@ -11,6 +11,7 @@ export function Catalogue() {
     <>
       <h1>{t.catalogue}</h1>
       <PagedTable<Schemas['Product']>
+        showCaption
         caption={t.products}
         rowKey={(p) => p.product.id}
         load={(cursor) => call(api.GET('/api/v1/subscription/products', { params: page(cursor) }), t.networkError)}
@@ -21,28 +22,31 @@ export function Catalogue() {
         ]}
       />
       <PagedTable<Schemas['Plan']>
+        showCaption
         caption={t.plans}
         rowKey={(p) => p.plan.id}
         load={(cursor) => call(api.GET('/api/v1/subscription/plans', { params: page(cursor) }), t.networkError)}
         columns={[
           { label: 'SKU', cell: (p) => p.plan.sku },
           { label: t.name, cell: (p) => p.plan.name },
-          { label: t.price, cell: (p) => money(p.plan.price, p.plan.currency_code, lang) },
+          { label: t.price, cell: (p) => price(p.plan.price, p.plan.currency_code, lang) },
           { label: t.period, cell: (p) => p.plan.period_unit },
         ]}
       />
       <PagedTable<Schemas['Addon']>
+        showCaption
         caption={t.addons}
         rowKey={(a) => a.id}
         load={(cursor) => call(api.GET('/api/v1/subscription/addons', { params: page(cursor) }), t.networkError)}
         columns={[
           { label: t.id, cell: (a) => a.id },
           { label: t.name, cell: (a) => a.name },
-          { label: t.price, cell: (a) => money(a.price, a.currency_code, lang) },
+          { label: t.price, cell: (a) => price(a.price, a.currency_code, lang) },
           { label: t.period, cell: (a) => a.period_unit },
         ]}
       />
       <PagedTable<Schemas['Coupon']>
+        showCaption
         caption={t.coupons}
         rowKey={(c) => c.id}
         load={(cursor) => call(api.GET('/api/v1/subscription/coupons', { params: page(cursor) }), t.networkError)}

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, call, type Invoice, openDocument, type Schemas } from '../api.ts'
-import { money, useT, when } from '../i18n.ts'
+import { money, price, useT, when } from '../i18n.ts'
 import { ErrorNote, Loading, PagedTable, Section, useLoad } from '../ui.tsx'
 import { CompanyActions, InvoiceActions } from './actions.tsx'
 
@@ -43,7 +43,7 @@ export function CompanyPage({ id }: { id: string }) {
             <dd>{c.vat_number ?? '—'}</dd>
             <dt>Email</dt>
             <dd>{c.billing_email ?? '—'}</dd>
-            <dt>{t.country}</dt>
+            <dt>{t.address}</dt>
             <dd>{[c.address, c.zip, c.city, c.province, c.country].filter(Boolean).join(', ')}</dd>
             <dt>{t.enabled}</dt>
             <dd>{c.disabled ? t.disabled : t.enabled}</dd>
@@ -59,7 +59,7 @@ export function CompanyPage({ id }: { id: string }) {
             <dd>{d.subscription.status}</dd>
             <dt>{t.plan}</dt>
             <dd>
-              {d.plan.name} × {d.subscription.plan_quantity} ({money(d.plan.price, currency, lang)} / {d.plan.period_unit})
+              {d.plan.name} × {d.subscription.plan_quantity} ({price(d.plan.price, currency, lang)} / {d.plan.period_unit})
             </dd>
             <dt>{t.period}</dt>
             <dd>
@@ -88,7 +88,7 @@ export function CompanyPage({ id }: { id: string }) {
           columns={[
             { label: t.id, cell: (i) => i.id },
             { label: t.date, cell: (i) => when(i.date, lang) },
-            { label: t.status, cell: (i) => <span class={`status ${i.status}`}>{i.status}</span> },
+            { label: t.state, cell: (i) => <span class={`status ${i.status}`}>{i.status}</span> },
             { label: t.total, cell: (i) => money(i.total, i.currency_code, lang) },
             { label: t.due, cell: (i) => money(i.amount_due, i.currency_code, lang) },
             {
@@ -259,7 +259,7 @@ function Deliveries({ companyId, endpointId }: { companyId: string; endpointId: 
       columns={[
         { label: t.date, cell: (x) => when(x.started_at, lang) },
         { label: t.type, cell: (x) => x.event_type },
-        { label: t.status, cell: (x) => `${x.status}${x.status_code ? ` ${x.status_code}` : ''}` },
+        { label: t.state, cell: (x) => `${x.status}${x.status_code ? ` ${x.status_code}` : ''}` },
       ]}
     />
   )

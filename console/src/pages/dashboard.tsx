@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
 import { offers, type Result, untyped } from '../api.ts'
-import { money, useT } from '../i18n.ts'
+import { decimals, money, price, useT } from '../i18n.ts'
 import { ErrorNote, Field, Loading } from '../ui.tsx'
 
 /** The answers of §9.4's analytics routes, typed here until they are in the OpenAPI document. */
@@ -143,8 +143,8 @@ export function MrrCharts({ series }: { series: MrrSeries | null }) {
   const { t, lang } = useT()
   if (!series) return <div class="chart skeleton" aria-hidden="true" />
   const xs = series.points.map((p) => Date.parse(`${p.date}T00:00:00Z`) / 1000)
-  const major = (v: number) => v / 100
-  const axisMoney = (_u: uPlot, vals: number[]) => vals.map((v) => money(v * 100, series.currency_code, lang))
+  const major = (v: number) => v / 10 ** decimals(series.currency_code)
+  const axisMoney = (_u: uPlot, vals: number[]) => vals.map((v) => price(v, series.currency_code, lang))
   const base = (width: number, title: string): uPlot.Options => ({
     title,
     width,
