@@ -1,4 +1,4 @@
-import { describe, it, before, after } from 'node:test'
+import { it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import type { AddressInfo } from 'node:net'
@@ -97,7 +97,7 @@ forEachEngine(
     }
 
     it(
-      'signs in by keyboard, finds a company and records a payment on its unpaid invoice, which then shows paid',
+      'signs in by keyboard, records a payment on an unpaid invoice and sees it paid, changes the plan after its estimate',
       chromiumTest,
       async () => {
         // Its first invoice, at the trial's end, is left payment_due: the card's charges fail.
@@ -138,6 +138,17 @@ forEachEngine(
         await row.getByText('paid', { exact: true }).waitFor()
         const paid = await json(t, 200, { url: `${SUB}/${c.id}/invoices/${invoice.id}` })
         assert.deepEqual([paid.status, paid.amount_due, paid.recorded_payments.length], ['paid', 0, 1])
+
+        // A plan change shows its estimate before it can be confirmed.
+        await page.getByRole('button', { name: 'Change plan' }).click()
+        await dialog.getByRole('spinbutton', { name: 'Quantity' }).fill('2')
+        assert.equal(await dialog.getByRole('button', { name: 'Confirm' }).isDisabled(), true)
+        await dialog.getByRole('button', { name: 'Show the estimate' }).click()
+        await dialog.getByRole('table', { name: 'Estimate' }).getByRole('rowheader', { name: 'Total' }).waitFor()
+        await dialog.getByRole('button', { name: 'Confirm' }).click()
+        await dialog.waitFor({ state: 'hidden' })
+        await page.getByText('Plan basic × 2').waitFor()
+        assert.equal((await json(t, 200, { url: `${SUB}/${c.id}/details` })).subscription.plan_quantity, 2)
 
         await page.getByRole('link', { name: 'Catalogue' }).click()
         await page.getByRole('table', { name: 'Plans' }).getByText(c.planSku).waitFor()

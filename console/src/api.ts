@@ -100,7 +100,11 @@ export async function call<T>(
     const { data, error, response } = await pending
     if (response.status === 401 && session) signOut()
     if (error !== undefined || !response.ok) {
-      return { ok: false, message: sentence(error, `${response.status} ${response.statusText}`), status: response.status }
+      return {
+        ok: false,
+        message: sentence(error, `${response.status} ${response.statusText}`),
+        status: response.status,
+      }
     }
     return { ok: true, data: data as T, next: nextCursor(response) }
   } catch {

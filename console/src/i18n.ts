@@ -87,7 +87,8 @@ const en = {
   invoiceNow: 'Invoice now',
   confirmRecordPayment: (amount: string, id: string) =>
     `Records an offline payment of ${amount} on invoice ${id}: its amount due falls, and it is paid when nothing remains due.`,
-  confirmVoid: (id: string) => `Voids invoice ${id}: nothing more is due on it and dunning stops. This cannot be undone.`,
+  confirmVoid: (id: string) =>
+    `Voids invoice ${id}: nothing more is due on it and dunning stops. This cannot be undone.`,
   confirmWriteOff: (id: string) =>
     `Writes off what is due on invoice ${id}: it becomes paid with nothing collected. This cannot be undone.`,
   confirmRefund: (amount: string, id: string) => `Refunds ${amount} of invoice ${id} as a refundable credit note.`,
@@ -129,7 +130,8 @@ const en = {
   now: 'Business time now',
   advanceTo: 'Advance to',
   advance: 'Advance',
-  confirmAdvance: (to: string) => `Moves the business clock to ${to}: every renewal, dunning step and job due by then runs.`,
+  confirmAdvance: (to: string) =>
+    `Moves the business clock to ${to}: every renewal, dunning step and job due by then runs.`,
   plans: 'Plans',
   products: 'Products',
   addons: 'Add-ons',
@@ -147,7 +149,7 @@ const it: Strings = {
   signOut: 'Esci',
   clientId: 'Id del client',
   clientSecret: 'Segreto del client',
-  signInHelp: "Id e segreto di un client della piattaforma. Il token resta solo nella memoria di questa scheda.",
+  signInHelp: 'Id e segreto di un client della piattaforma. Il token resta solo nella memoria di questa scheda.',
   language: 'Lingua',
   dashboard: 'Cruscotto',
   companies: 'Aziende',
@@ -221,7 +223,8 @@ const it: Strings = {
   invoiceNow: 'Fattura subito',
   confirmRecordPayment: (amount, id) =>
     `Registra un pagamento di ${amount} sulla fattura ${id}: il dovuto scende, e la fattura è pagata quando non resta nulla.`,
-  confirmVoid: (id) => `Annulla la fattura ${id}: non è più dovuta e i solleciti si fermano. Non si può tornare indietro.`,
+  confirmVoid: (id) =>
+    `Annulla la fattura ${id}: non è più dovuta e i solleciti si fermano. Non si può tornare indietro.`,
   confirmWriteOff: (id) =>
     `Stralcia il dovuto della fattura ${id}: risulta pagata senza incasso. Non si può tornare indietro.`,
   confirmRefund: (amount, id) => `Rimborsa ${amount} della fattura ${id} con una nota di credito rimborsabile.`,
@@ -257,7 +260,8 @@ const it: Strings = {
   now: 'Ora del servizio',
   advanceTo: 'Porta a',
   advance: 'Avanza',
-  confirmAdvance: (to) => `Porta l'orologio a ${to}: rinnovi, solleciti e lavori previsti fino ad allora vengono eseguiti.`,
+  confirmAdvance: (to) =>
+    `Porta l'orologio a ${to}: rinnovi, solleciti e lavori previsti fino ad allora vengono eseguiti.`,
   plans: 'Piani',
   products: 'Prodotti',
   addons: 'Add-on',

@@ -161,6 +161,7 @@ export function ConfirmDialog(props: {
 
 export function Field(props: { label: string; children: ComponentChildren }) {
   return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the child passed in
     <label class="field">
       <span>{props.label}</span>
       {props.children}

@@ -1,5 +1,15 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, call, type Company, idempotencyKey, type Invoice, offers, type Result, type Schemas, untyped } from '../api.ts'
+import {
+  api,
+  call,
+  type Company,
+  idempotencyKey,
+  type Invoice,
+  offers,
+  type Result,
+  type Schemas,
+  untyped,
+} from '../api.ts'
 import { decimals, money, useT } from '../i18n.ts'
 import { ConfirmDialog, ErrorNote, Field, Loading } from '../ui.tsx'
 
@@ -290,7 +300,7 @@ export function CompanyActions(props: { company: Company; details: Details | und
     </>
   )
   return (
-    <div class="actions" role="group" aria-label={t.actions}>
+    <div class="actions">
       {d && live && button('plan', t.changePlan)}
       {d && live && button('cancel', t.cancelSubscription)}
       {d && live && status !== 'paused' && offered.has('pause') && button('pause', t.pause)}
@@ -389,12 +399,7 @@ export function CompanyActions(props: { company: Company; details: Details | und
           consequence={t.confirmPause}
           onClose={close}
           run={() =>
-            untyped(
-              'PUT',
-              `${sub(c.id)}/pause`,
-              { pause_option: flag ? 'immediately' : 'end_of_term' },
-              t.networkError,
-            )
+            untyped('PUT', `${sub(c.id)}/pause`, { pause_option: flag ? 'immediately' : 'end_of_term' }, t.networkError)
           }
         >
           {flagField(t.immediately, t.endOfTerm)}
@@ -449,9 +454,7 @@ export function CompanyActions(props: { company: Company; details: Details | und
           title={t.disableCompany}
           consequence={t.confirmDisable(c.name)}
           onClose={close}
-          run={() =>
-            call(api.PUT('/api/v1/companies/{company_id}', { params: { path, ...key } }), t.networkError)
-          }
+          run={() => call(api.PUT('/api/v1/companies/{company_id}', { params: { path, ...key } }), t.networkError)}
         />
       )}
       {open === 'enable' && (

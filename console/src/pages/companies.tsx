@@ -34,7 +34,6 @@ export function Companies() {
       <h1>{t.companies}</h1>
       <form
         class="filters"
-        role="search"
         onSubmit={(e) => {
           e.preventDefault()
           setApplied({ q: q.trim(), status, disabled })

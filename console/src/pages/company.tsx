@@ -9,7 +9,10 @@ const PAGE = 20
 export function CompanyPage({ id }: { id: string }) {
   const { t, lang } = useT()
   const path = { company_id: id }
-  const company = useLoad(() => call(api.GET('/api/v1/companies/{company_id}', { params: { path } }), t.networkError), [id])
+  const company = useLoad(
+    () => call(api.GET('/api/v1/companies/{company_id}', { params: { path } }), t.networkError),
+    [id],
+  )
   const details = useLoad(
     () => call(api.GET('/api/v1/subscription/{company_id}/details', { params: { path } }), t.networkError),
     [id],
@@ -59,7 +62,8 @@ export function CompanyPage({ id }: { id: string }) {
             <dd>{d.subscription.status}</dd>
             <dt>{t.plan}</dt>
             <dd>
-              {d.plan.name} × {d.subscription.plan_quantity} ({price(d.plan.price, currency, lang)} / {d.plan.period_unit})
+              {d.plan.name} × {d.subscription.plan_quantity} ({price(d.plan.price, currency, lang)} /{' '}
+              {d.plan.period_unit})
             </dd>
             <dt>{t.period}</dt>
             <dd>
@@ -251,7 +255,10 @@ function Deliveries({ companyId, endpointId }: { companyId: string; endpointId: 
       load={(cursor) =>
         call(
           api.GET('/api/v1/companies/{company_id}/webhook_endpoints/{id}/deliveries', {
-            params: { path: { company_id: companyId, id: endpointId }, query: { limit: PAGE, ...(cursor ? { cursor } : {}) } },
+            params: {
+              path: { company_id: companyId, id: endpointId },
+              query: { limit: PAGE, ...(cursor ? { cursor } : {}) },
+            },
           }),
           t.networkError,
         )

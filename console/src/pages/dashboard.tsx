@@ -16,7 +16,15 @@ export interface Movements {
 export interface MrrSeries {
   currency_code: string
   interval: 'day' | 'week' | 'month'
-  points: { date: string; mrr: number; arr: number; customers: number; arpa: number; movements: Movements; net_new_mrr: number }[]
+  points: {
+    date: string
+    mrr: number
+    arr: number
+    customers: number
+    arpa: number
+    movements: Movements
+    net_new_mrr: number
+  }[]
 }
 export interface Summary {
   date: string
