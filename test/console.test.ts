@@ -127,6 +127,10 @@ forEachEngine(
         a11y.push(...(await accessibilityProblems(page, 'company')))
         if (engine === engines[0]) await page.screenshot({ path: path.join(ROOT, 'docs/console-company.png') })
 
+        const download = page.waitForEvent('download')
+        await row.getByRole('button', { name: `PDF ${invoice.id}` }).click()
+        assert.equal((await download).suggestedFilename(), `invoice-${invoice.id}.pdf`)
+
         await row.getByRole('button', { name: `Record payment ${invoice.id}` }).click()
         const dialog = page.getByRole('dialog')
         await dialog

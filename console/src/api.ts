@@ -157,13 +157,17 @@ export async function offers(method: string, path: string): Promise<boolean> {
   return (await documented).has(`${method.toLowerCase()} ${path}`)
 }
 
-/** Opens a document the API answers with a token (an invoice's PDF) as a blob in a new tab. */
-export async function openDocument(path: string, networkError: string): Promise<string | null> {
+/**
+ * Saves a document the API answers to a token (an invoice's PDF) under `name`. A download, not a
+ * new tab: a blob: page would inherit this page's policy, which leaves no room for a PDF viewer.
+ */
+export async function downloadDocument(path: string, name: string, networkError: string): Promise<string | null> {
   try {
     const response = await fetch(path, { credentials: 'omit', headers: { authorization: bearer() } })
     if (!response.ok) return sentence(await response.json().catch(() => undefined), `${response.status}`)
     const url = URL.createObjectURL(await response.blob())
-    window.open(url, '_blank', 'noopener')
+    const link = Object.assign(document.createElement('a'), { href: url, download: name })
+    link.click()
     setTimeout(() => URL.revokeObjectURL(url), 60_000)
     return null
   } catch {

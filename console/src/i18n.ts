@@ -68,6 +68,7 @@ const en = {
   pause: 'Pause',
   resume: 'Resume',
   promotionalCredits: 'Promotional credits',
+  scheduledChange: 'Scheduled change',
   oneOffCharge: 'One-off charge',
   disableCompany: 'Disable company',
   enableCompany: 'Enable company',
@@ -93,8 +94,10 @@ const en = {
     `Writes off what is due on invoice ${id}: it becomes paid with nothing collected. This cannot be undone.`,
   confirmRefund: (amount: string, id: string) => `Refunds ${amount} of invoice ${id} as a refundable credit note.`,
   confirmCreditNote: (amount: string, id: string) => `Issues a credit note of ${amount} against invoice ${id}.`,
-  confirmChangePlan: (plan: string, qty: number) =>
-    `Changes the subscription to ${plan} × ${qty} now, billed as the estimate above shows.`,
+  confirmChangePlan: (plan: string, qty: number, atTermEnd: boolean): string =>
+    atTermEnd
+      ? `Schedules ${plan} × ${qty} for the end of the term: nothing is billed now; the renewal bills it.`
+      : `Changes the subscription to ${plan} × ${qty} now, billed as the estimate above shows.`,
   confirmCancel: (endOfTerm: boolean): string =>
     endOfTerm
       ? 'Cancels the subscription at the end of its term: it renews no more.'
@@ -204,6 +207,7 @@ const it: Strings = {
   pause: 'Sospendi',
   resume: 'Riprendi',
   promotionalCredits: 'Crediti promozionali',
+  scheduledChange: 'Modifica programmata',
   oneOffCharge: 'Addebito una tantum',
   disableCompany: 'Disattiva azienda',
   enableCompany: 'Riattiva azienda',
@@ -229,7 +233,10 @@ const it: Strings = {
     `Stralcia il dovuto della fattura ${id}: risulta pagata senza incasso. Non si può tornare indietro.`,
   confirmRefund: (amount, id) => `Rimborsa ${amount} della fattura ${id} con una nota di credito rimborsabile.`,
   confirmCreditNote: (amount, id) => `Emette una nota di credito di ${amount} sulla fattura ${id}.`,
-  confirmChangePlan: (plan, qty) => `Passa l'abbonamento a ${plan} × ${qty} ora, fatturato come nel preventivo sopra.`,
+  confirmChangePlan: (plan, qty, atTermEnd) =>
+    atTermEnd
+      ? `Programma ${plan} × ${qty} per la fine del periodo: nulla è fatturato ora; lo fattura il rinnovo.`
+      : `Passa l'abbonamento a ${plan} × ${qty} ora, fatturato come nel preventivo sopra.`,
   confirmCancel: (endOfTerm) =>
     endOfTerm
       ? "Disdice l'abbonamento alla fine del periodo: non si rinnova più."

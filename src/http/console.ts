@@ -22,12 +22,11 @@ const TYPES: Record<string, string> = {
 }
 
 // No inline script or style element; the charts and the framework set styles through the DOM.
-// PDFs open as blob: documents made from the API's answers.
 export const CONSOLE_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data: blob:",
+  "img-src 'self' data:",
   "font-src 'self'",
   "connect-src 'self'",
   "form-action 'none'",

@@ -22,6 +22,8 @@ const PENDING = {
   charge: ['post', `${SUB}/charges`],
   pause: ['put', `${SUB}/pause`],
   resume: ['put', `${SUB}/resume`],
+  /** Changes at the term's end (`end_of_term` on the update) come with this route. */
+  scheduled: ['put', `${SUB}/remove_scheduled_changes`],
 } as const
 type Pending = keyof typeof PENDING
 
@@ -244,6 +246,7 @@ export function CompanyActions(props: { company: Company; details: Details | und
   const live = status && status !== 'cancelled'
   const key = { header: idempotencyKey() }
   const path = { company_id: c.id }
+  const scheduling = offered.has('scheduled')
   const close = (done: boolean) => {
     setOpen(null)
     if (done) props.onChanged()
@@ -311,18 +314,26 @@ export function CompanyActions(props: { company: Company; details: Details | und
       {open === 'plan' && d && (
         <ConfirmDialog
           title={t.changePlan}
-          consequence={estimated ? t.confirmChangePlan(choice, quantity) : null}
+          consequence={estimated ? t.confirmChangePlan(choice, quantity, scheduling && flag) : null}
           onClose={close}
           run={() =>
-            call(
-              api.PUT('/api/v1/subscription/companies/{company_id}/update/{subscription_id}', {
-                params: { path: { company_id: c.id, subscription_id: d.subscription.id }, ...key },
-                body: { subscription_plan: choice, plan_quantity: quantity },
-              }),
-              t.networkError,
-            )
+            scheduling && flag
+              ? untyped(
+                  'PUT',
+                  `/api/v1/subscription/companies/${encodeURIComponent(c.id)}/update/${d.subscription.id}`,
+                  { subscription_plan: choice, plan_quantity: quantity, end_of_term: true },
+                  t.networkError,
+                )
+              : call(
+                  api.PUT('/api/v1/subscription/companies/{company_id}/update/{subscription_id}', {
+                    params: { path: { company_id: c.id, subscription_id: d.subscription.id }, ...key },
+                    body: { subscription_plan: choice, plan_quantity: quantity },
+                  }),
+                  t.networkError,
+                )
           }
         >
+          {scheduling && flagField(t.endOfTerm, t.immediately)}
           <Field label={t.plan}>
             <select
               value={choice}

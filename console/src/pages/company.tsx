@@ -1,10 +1,16 @@
 import { useState } from 'preact/hooks'
-import { api, call, type Invoice, openDocument, type Schemas } from '../api.ts'
+import { api, call, type Invoice, downloadDocument, type Schemas } from '../api.ts'
 import { money, price, useT, when } from '../i18n.ts'
 import { ErrorNote, Loading, PagedTable, Section, useLoad } from '../ui.tsx'
 import { CompanyActions, InvoiceActions } from './actions.tsx'
 
 const PAGE = 20
+
+interface ScheduledChange {
+  at: number
+  subscription_plan: string
+  plan_quantity: number
+}
 
 export function CompanyPage({ id }: { id: string }) {
   const { t, lang } = useT()
@@ -28,6 +34,8 @@ export function CompanyPage({ id }: { id: string }) {
   const c = company.data
   const d = details.data
   const currency = d?.plan.currency_code
+  // Shown by services that schedule changes at the term's end (not yet in the generated types).
+  const scheduled = (d?.subscription as { scheduled_change?: ScheduledChange | null } | undefined)?.scheduled_change
 
   return (
     <>
@@ -69,6 +77,14 @@ export function CompanyPage({ id }: { id: string }) {
             <dd>
               {when(d.subscription.current_term_start, lang)} – {when(d.subscription.current_term_end, lang)}
             </dd>
+            {scheduled && (
+              <>
+                <dt>{t.scheduledChange}</dt>
+                <dd>
+                  {scheduled.subscription_plan} × {scheduled.plan_quantity}, {when(scheduled.at, lang)}
+                </dd>
+              </>
+            )}
             <dt>{t.promotionalCredits}</dt>
             <dd>{money(d.customer.promotional_credits, currency, lang)}</dd>
           </dl>
@@ -104,8 +120,9 @@ export function CompanyPage({ id }: { id: string }) {
                   aria-label={`${t.pdf} ${i.id}`}
                   onClick={async () =>
                     setPdfError(
-                      await openDocument(
+                      await downloadDocument(
                         `/api/v1/subscription/${encodeURIComponent(id)}/invoices/${encodeURIComponent(i.id)}/pdf`,
+                        `invoice-${i.id}.pdf`,
                         t.networkError,
                       ),
                     )
