@@ -36,7 +36,10 @@ after(async () => {
   await browser?.close()
 })
 
-/** axe-core's serious and critical violations on the page as it is now (the source run through DevTools, not a script tag the policy would refuse). */
+/**
+ * axe-core's serious and critical violations on the page as it is now (its source run through
+ * DevTools: a script tag would be refused by the page's policy).
+ */
 async function accessibilityProblems(page: Page, where: string): Promise<string[]> {
   await page.evaluate(axe.source)
   const found = (await page.evaluate(() =>
@@ -97,7 +100,7 @@ forEachEngine(
     }
 
     it(
-      'signs in by keyboard, records a payment on an unpaid invoice and sees it paid, changes the plan after its estimate',
+      'signs in by keyboard, records a payment on an unpaid invoice (then paid), changes the plan after the estimate',
       chromiumTest,
       async () => {
         // Its first invoice, at the trial's end, is left payment_due: the card's charges fail.
@@ -192,6 +195,57 @@ forEachEngine(
       await page.close()
       assert.deepEqual(problems, [])
     })
+
+    it(
+      'draws the dashboard from answers shaped as the analytics routes give them (stubbed until served)',
+      chromiumTest,
+      async () => {
+        const page = await context!.newPage()
+        page.setDefaultTimeout(20_000)
+        page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
+        await page.route('**/openapi.json', async (route) => {
+          const res = await route.fetch()
+          const doc = await res.json()
+          doc.paths['/api/v1/analytics/mrr'] = { get: {} }
+          doc.paths['/api/v1/analytics/summary'] = { get: {} }
+          await route.fulfill({ response: res, json: doc })
+        })
+        const moves = (n: number) => ({ new: n, expansion: 0, contraction: 0, churn: 0, reactivation: 0 })
+        const point = (date: string, mrr: number) => ({
+          date,
+          mrr,
+          arr: 12 * mrr,
+          customers: mrr / 10000,
+          arpa: 10000,
+          movements: moves(10000),
+          net_new_mrr: 10000,
+        })
+        const series = {
+          currency_code: 'EUR',
+          interval: 'month',
+          points: [point('2026-01-31', 10000), point('2026-02-28', 20000), point('2026-03-31', 30000)],
+        }
+        const summary = {
+          date: '2026-03-31',
+          currency_code: 'EUR',
+          ...{ mrr: 30000, arr: 360000, customers: 3, arpa: 10000, trials: 1 },
+          ...{ customer_churn_rate: 0, revenue_churn_rate: 0.0125, net_revenue_retention: 1.5 },
+        }
+        await page.route('**/api/v1/analytics/mrr?*', (route) => route.fulfill({ json: series }))
+        await page.route('**/api/v1/analytics/summary?*', (route) => route.fulfill({ json: summary }))
+        await page.goto(`${origin}/console`)
+        await page.getByLabel('Client id').fill(ADMIN.client_id)
+        await page.getByLabel('Client secret').fill(ADMIN.client_secret)
+        await page.getByRole('button', { name: 'Sign in' }).click()
+        await page.getByRole('definition').filter({ hasText: '€3,600.00' }).waitFor()
+        await page.getByRole('definition').filter({ hasText: '150.0 %' }).waitFor()
+        await page.locator('.uplot').nth(1).waitFor()
+        assert.equal(await page.locator('.uplot').count(), 2, 'the MRR line and the movements')
+        assert.deepEqual(await accessibilityProblems(page, 'dashboard with figures'), [])
+        await page.close()
+        assert.deepEqual(problems, [])
+      },
+    )
 
     it('serves the console under its policy, outside /openapi.json, within its script budget', async () => {
       const res = await fetch(`${origin}/console`)

@@ -87,7 +87,8 @@ const en = {
   deduct: 'Deduct',
   invoiceNow: 'Invoice now',
   confirmRecordPayment: (amount: string, id: string) =>
-    `Records an offline payment of ${amount} on invoice ${id}: its amount due falls, and it is paid when nothing remains due.`,
+    `Records an offline payment of ${amount} on invoice ${id}: ` +
+    'its amount due falls, and it is paid when nothing remains due.',
   confirmVoid: (id: string) =>
     `Voids invoice ${id}: nothing more is due on it and dunning stops. This cannot be undone.`,
   confirmWriteOff: (id: string) =>
@@ -226,7 +227,8 @@ const it: Strings = {
   deduct: 'Togli',
   invoiceNow: 'Fattura subito',
   confirmRecordPayment: (amount, id) =>
-    `Registra un pagamento di ${amount} sulla fattura ${id}: il dovuto scende, e la fattura è pagata quando non resta nulla.`,
+    `Registra un pagamento di ${amount} sulla fattura ${id}: ` +
+    'il dovuto scende, e la fattura è pagata quando non resta nulla.',
   confirmVoid: (id) =>
     `Annulla la fattura ${id}: non è più dovuta e i solleciti si fermano. Non si può tornare indietro.`,
   confirmWriteOff: (id) =>

@@ -136,13 +136,19 @@ export function SummaryCards({ summary: s }: { summary: Summary | null }) {
   )
 }
 
-function Chart(props: { label: string; options: (width: number) => uPlot.Options; data: uPlot.AlignedData }) {
+/** A uPlot chart, drawn again only when `deps` change (not at each render of the page). */
+function Chart(props: {
+  label: string
+  options: (width: number) => uPlot.Options
+  data: uPlot.AlignedData
+  deps: unknown[]
+}) {
   const box = useRef<HTMLDivElement>(null)
   useEffect(() => {
     if (!box.current) return
     const plot = new uPlot(props.options(box.current.clientWidth || 600), props.data, box.current)
     return () => plot.destroy()
-  }, [props.data])
+  }, props.deps)
   return <figure class="chart" role="img" aria-label={props.label} ref={box} />
 }
 
@@ -150,6 +156,7 @@ function Chart(props: { label: string; options: (width: number) => uPlot.Options
 export function MrrCharts({ series }: { series: MrrSeries | null }) {
   const { t, lang } = useT()
   if (!series) return <div class="chart skeleton" aria-hidden="true" />
+  const currency = series.currency_code
   const xs = series.points.map((p) => Date.parse(`${p.date}T00:00:00Z`) / 1000)
   const major = (v: number) => v / 10 ** decimals(series.currency_code)
   const axisMoney = (_u: uPlot, vals: number[]) => vals.map((v) => price(v, series.currency_code, lang))
@@ -163,12 +170,14 @@ export function MrrCharts({ series }: { series: MrrSeries | null }) {
   return (
     <>
       <Chart
-        label={`${t.mrr}: ${series.points.map((p) => `${p.date} ${money(p.mrr, series.currency_code, lang)}`).join(', ')}`}
+        label={`${t.mrr}: ${series.points.map((p) => `${p.date} ${money(p.mrr, currency, lang)}`).join(', ')}`}
+        deps={[series, lang]}
         data={[xs, series.points.map((p) => major(p.mrr))]}
         options={(w) => ({ ...base(w, t.mrr), series: [{}, { label: t.mrr, stroke: '#1f5fa8', width: 2 }] })}
       />
       <Chart
         label={t.movements}
+        deps={[series, lang]}
         data={[
           xs,
           ...MOVES.map((k) =>
