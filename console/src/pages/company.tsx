@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks'
 import { api, call, type Invoice, downloadDocument, type Schemas } from '../api.ts'
 import { money, price, useT, when } from '../i18n.ts'
 import { ErrorNote, Loading, PagedTable, Section, useLoad } from '../ui.tsx'
-import { CompanyActions, InvoiceActions } from './actions.tsx'
+import { CompanyActions } from './company-actions.tsx'
+import { InvoiceActions } from './invoice-actions.tsx'
 
 const PAGE = 20
 
