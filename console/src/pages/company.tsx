@@ -31,7 +31,26 @@ export function CompanyPage({ id }: { id: string }) {
     details.reload()
     setRound((n) => n + 1)
   }
-  const [pdfError, setPdfError] = useState<string | null>(null)
+  const [pdfError, setPdfError] = useState<{ kind: string; message: string | null }>({ kind: '', message: null })
+  const pdf = (kind: 'invoices' | 'credit_notes', documentId: string, name: string) => (
+    <button
+      type="button"
+      class="link"
+      aria-label={`${t.pdf} ${documentId}`}
+      onClick={async () =>
+        setPdfError({
+          kind,
+          message: await downloadDocument(
+            `/api/v1/subscription/${encodeURIComponent(id)}/${kind}/${encodeURIComponent(documentId)}/pdf`,
+            `${name}-${documentId}.pdf`,
+            t.networkError,
+          ),
+        })
+      }
+    >
+      {t.pdf}
+    </button>
+  )
   const c = company.data
   const d = details.data
   const currency = d?.plan.currency_code
@@ -93,7 +112,7 @@ export function CompanyPage({ id }: { id: string }) {
         {c && <CompanyActions company={c} details={d} onChanged={changed} />}
       </Section>
       <Section title={t.invoices} id="invoices">
-        <ErrorNote message={pdfError} />
+        <ErrorNote message={pdfError.kind === 'invoices' ? pdfError.message : null} />
         <PagedTable<Invoice>
           caption={t.invoices}
           inputs={[id, round]}
@@ -112,32 +131,13 @@ export function CompanyPage({ id }: { id: string }) {
             { label: t.state, cell: (i) => <span class={`status ${i.status}`}>{i.status}</span> },
             { label: t.total, cell: (i) => money(i.total, i.currency_code, lang) },
             { label: t.due, cell: (i) => money(i.amount_due, i.currency_code, lang) },
-            {
-              label: t.pdf,
-              cell: (i) => (
-                <button
-                  type="button"
-                  class="link"
-                  aria-label={`${t.pdf} ${i.id}`}
-                  onClick={async () =>
-                    setPdfError(
-                      await downloadDocument(
-                        `/api/v1/subscription/${encodeURIComponent(id)}/invoices/${encodeURIComponent(i.id)}/pdf`,
-                        `invoice-${i.id}.pdf`,
-                        t.networkError,
-                      ),
-                    )
-                  }
-                >
-                  {t.pdf}
-                </button>
-              ),
-            },
+            { label: t.pdf, cell: (i) => pdf('invoices', i.id, 'invoice') },
             { label: t.actions, cell: (i) => <InvoiceActions companyId={id} invoice={i} onChanged={changed} /> },
           ]}
         />
       </Section>
       <Section title={t.creditNotes} id="credit-notes">
+        <ErrorNote message={pdfError.kind === 'credit_notes' ? pdfError.message : null} />
         <PagedTable<Schemas['CreditNote']>
           caption={t.creditNotes}
           inputs={[id, round]}
@@ -156,6 +156,7 @@ export function CompanyPage({ id }: { id: string }) {
             { label: t.type, cell: (n) => n.type ?? '—' },
             { label: t.reason, cell: (n) => n.reason_code },
             { label: t.total, cell: (n) => money(n.total, n.currency_code, lang) },
+            { label: t.pdf, cell: (n) => pdf('credit_notes', n.id, 'credit-note') },
           ]}
         />
       </Section>
