@@ -1,6 +1,7 @@
 // Builds the server into a folder (dist/ unless given): src/server.ts and the npm packages it
 // imports bundled by esbuild into one ES module, and the SQL migrations copied beside it
-// (src/db/migrate.ts reads them from the folder next to the running module). `npm start` runs
+// (src/db/migrate.ts reads them from the folder next to the running module), and the operator's
+// console built by Vite into console/ beside it (src/http/console.ts). `npm start` runs
 // it before starting the server: plain `node` on one JavaScript file starts in a fraction of the
 // time and memory of the TypeScript loader resolving and compiling hundreds of modules
 // (docs/adr/0018-one-driver-and-a-bundled-start.md). Tests and tools run the sources through tsx;
@@ -9,6 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { buildConsole } from './build-console.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const outdir = path.resolve(root, process.argv[2] ?? 'dist')
@@ -48,3 +50,4 @@ await build({
   logLevel: 'warning',
 })
 fs.cpSync(path.join(root, 'src/db/migrations'), path.join(outdir, 'migrations'), { recursive: true })
+await buildConsole(path.join(outdir, 'console'))

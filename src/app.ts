@@ -9,6 +9,7 @@ import { createScheduler } from './jobs/scheduler.ts'
 import { installRateLimit } from './http/rate-limit.ts'
 import { installAuth } from './http/auth.ts'
 import { installDocs } from './http/docs.ts'
+import { installConsole } from './http/console.ts'
 import { installCacheForgetting } from './cache/cached-reads.ts'
 import { createReadCache } from './cache/read-cache.ts'
 import { installIdempotency } from './http/idempotency.ts'
@@ -399,6 +400,7 @@ export async function buildApp(options: AppOptions) {
     }
   })
   installDocs(app)
+  installConsole(app)
 
   app.addHook('onReady', async () => {
     await eventPruning.start(db)

@@ -204,7 +204,7 @@ forEachEngine('the built server (npm start)', (engine) => {
     }
   })
 
-  it('serves /openapi.json, the /docs page and its script, and /metrics', async () => {
+  it('serves /openapi.json, the /docs page and its script, /metrics and the console', async () => {
     const { url } = server!
     const doc = await fetch(`${url}/openapi.json`)
     assert.equal(doc.status, 200)
@@ -219,6 +219,12 @@ forEachEngine('the built server (npm start)', (engine) => {
     assert.equal(js.status, 200)
     assert.match(String(js.headers.get('content-type')), /javascript/)
     assert.equal((await fetch(`${url}/metrics`)).status, 200)
+    // The operator's console, built beside the server.
+    const console = await fetch(`${url}/console`)
+    assert.equal(console.status, 200)
+    const entry = /<script[^>]+src="([^"]+)"/.exec(await console.text())?.[1]
+    assert.ok(entry, 'no script in the /console page')
+    assert.equal((await fetch(new URL(entry, url))).status, 200)
   })
 })
 

@@ -80,9 +80,14 @@ onEachEngine('OpenAPI document', (t) => {
   it('lists exactly the routes the server has', () => {
     const served = new Set(
       [...serverRoutes(t.app.printRoutes({ commonPrefix: false }))]
-        // The hosted pages (/hosted/) are HTML for browsers, hidden from the document on purpose (docs/hosted-pages.md).
+        // The hosted pages (/hosted/) and the console (/console) are HTML for browsers, hidden from the
+        // document on purpose (docs/hosted-pages.md, docs/console.md).
         .filter(
-          (r) => !r.startsWith('HEAD ') && !/ \/docs\b/.test(r) && r !== 'GET /openapi.json' && !/ \/hosted\//.test(r),
+          (r) =>
+            !r.startsWith('HEAD ') &&
+            !/ \/(docs|console)\b/.test(r) &&
+            r !== 'GET /openapi.json' &&
+            !/ \/hosted\//.test(r),
         ),
     )
     assert.ok(served.size > 20, 'the route tree was read')
