@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts'
 import type { PaymentSource } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
 import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee.mapping.ts'
-import { chargebeeSdk } from './chargebee.sdk.ts'
+import { chargebeeSdk, timedFetchClient } from './chargebee.sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.ts'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee.writes.ts'
@@ -51,6 +51,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   })
 
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...settings.retry }
+    httpClient: timedFetchClient,
   const readBack = createReadBack(cb, policy)
   const write = createWriter(policy)
   const answer = (a: unknown) => a as SubscriptionAnswer
