@@ -22,13 +22,10 @@ function timeoutError(ms: number) {
   })
 }
 
-/**
- * The SDK's HTTP client with a timeout that holds. The SDK's own passes `new Request(request, {signal})`
- * straight to fetch; undici links that copy's signal to the caller's only weakly, so once the copy is
- * garbage-collected the abort never reaches the request (nodejs/undici#4068) and a silent Chargebee
- * holds the call until undici's 300 s headers timeout. Here the copy is held until fetch settles, and
- * the call ends at the timeout even when the abort cannot reach the socket.
- */
+// The SDK's HTTP client with a timeout that holds. The SDK's own hands fetch a `new Request(request, {signal})`
+// whose signal undici follows only weakly: once that copy is collected the abort is lost (nodejs/undici#4068)
+// and a silent Chargebee holds the call until undici's headers timeout. Here the copy is held until fetch
+// settles, and the call ends at the timeout even if the abort cannot reach the socket.
 export const timedFetchClient = {
   async makeApiRequest(request: Request, timeout: number): Promise<Response> {
     const abort = new AbortController()
