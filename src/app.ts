@@ -47,6 +47,7 @@ import { createInvoicesService } from './modules/invoices/invoices.service.ts'
 import { invoicesRoutes } from './modules/invoices/invoices.routes.ts'
 import { createProviderLedgerRepository } from './modules/chargebee/chargebee-ledger.repository.ts'
 import { createProviderLedger } from './modules/chargebee/chargebee-ledger.service.ts'
+import { createChargebeeMoneyPort } from './modules/chargebee/index.ts'
 import { createInvoiceOperationsService } from './modules/invoice-operations/invoice-operations.service.ts'
 import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
 import { createCustomerCreditsService } from './modules/customer-credits/customer-credits.service.ts'
@@ -358,7 +359,14 @@ export async function buildApp(options: AppOptions) {
     service: invoices,
     subscriptionOf: (companyId: string) => subscriptions.status(companyId),
   })
-  const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
+  const chargebeeMoney = configured && createChargebeeMoneyPort({ money: configured.money, ledger: providerLedger })
+  const invoiceOperations = createInvoiceOperationsService({
+    db,
+    ledger: invoices,
+    subscriptions,
+    clock,
+    ...(chargebeeMoney ? { chargebee: chargebeeMoney } : {}),
+  })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   await app.register(customerCreditsRoutes, { service: createCustomerCreditsService({ subscriptions }) })
   await app.register(chargesRoutes, { service: createChargesService({ subscriptions }) })

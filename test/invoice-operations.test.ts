@@ -1,8 +1,7 @@
-import { after, before, it } from 'node:test'
+import { it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestApp } from './helpers/app.ts'
 import {
-  DAY,
   SUB,
   at,
   billedCompany,
@@ -15,9 +14,7 @@ import {
   update,
   type BillingFixture,
 } from './subscriptions-helpers.ts'
-import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
-import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
+import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * Money operations on the local engine's invoices (decisions §9.2), through HTTP with the test
@@ -357,57 +354,5 @@ onEachEngine('invoice operations: record a payment, void, write off', { TEST_CLO
     const again = await operate(t, c, invoice.id, 'record_payment', { amount: 100, payment_method: 'cash' })
     assert.equal(again.statusCode, 409, again.body)
     assert.match(again.json().errors, /^The invoice is paid: only a payment_due or not_paid invoice can be paid/)
-  })
-})
-
-// Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
-forEachEngine('invoice operations on a Chargebee-managed subscription', (engine) => {
-  let t: TestApp
-  let fake: FakeChargebee
-  before(async () => {
-    ;({ t, fake } = await chargebeeApp(engine))
-  })
-  after(async () => {
-    await t?.close()
-    await fake?.close()
-  })
-
-  it('are refused with 409 naming Chargebee, nothing changed; a void made at Chargebee shows here', async () => {
-    const c = await chargebeeCompany(t, fake)
-    const term = (s: any) => ({
-      status: 'active',
-      current_term_start: s.trial_end,
-      current_term_end: s.trial_end + 30 * DAY,
-    })
-    fake.change(c.subscriptionId, (s) => Object.assign(s, term(s)))
-    const copy = fake.addInvoice(c.subscriptionId, { status: 'payment_due', first_invoice: true })
-    assert.equal((await deliver(t, fake.event('invoice_generated', { invoice: copy }))).json().outcome, 'applied')
-    const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-    const fixture = { id: c.id } as BillingFixture
-    const bodies: Record<string, unknown> = {
-      record_payment: { amount: 100, payment_method: 'bank_transfer' },
-      void: {},
-      write_off: {},
-    }
-    for (const [operation, body] of Object.entries(bodies)) {
-      const res = await operate(t, fixture, invoice.id, operation, body)
-      assert.equal(res.statusCode, 409, `${operation}: ${res.body}`)
-      assert.match(
-        res.json().errors,
-        /^The company's subscription is managed by chargebee: its invoices are settled there/,
-      )
-    }
-    assert.deepEqual(await json(t, 200, { url: invoiceUrl(fixture, invoice.id) }), invoice)
-    // Voided at Chargebee instead: its copy shows when and why.
-    const voiding = (i: any) => ({
-      status: 'voided',
-      amount_due: 0,
-      voided_at: i.date + 3600,
-      void_reason_code: 'waiver',
-    })
-    const voided = fake.changeInvoice(copy.id, (i) => Object.assign(i, voiding(i)))
-    assert.equal((await deliver(t, fake.event('invoice_updated', { invoice: voided }))).json().outcome, 'applied')
-    const seen = await json(t, 200, { url: invoiceUrl(fixture, invoice.id) })
-    assert.deepEqual([seen.status, seen.voided_at, seen.void_reason_code], ['voided', copy.date + 3600, 'waiver'])
   })
 })

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fakeChargebeeSync } from './fake-chargebee-sync.ts'
+import { fakeChargebeeMoney } from './fake-chargebee-money.ts'
 import { addPeriod, CbError, fakeChargebeeBilling, seconds } from './fake-chargebee-billing.ts'
 
 /**
@@ -398,6 +399,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
 
   // The sync half's objects (invoices, credit notes, Product Catalog 1.0 copies): fake-chargebee-sync.ts.
   const sync = fakeChargebeeSync({ routes, touch, nextId, now, notFound, subscriptionOf, invoiceFor })
+  // Payments, voids, write-offs, refunds, credit notes, credits, charges: fake-chargebee-money.ts.
+  const money = fakeChargebeeMoney({ routes, touch, nextId, now, notFound, customers, cards, subscriptionOf, ...sync })
 
   function send(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
     res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', ...headers })
@@ -577,6 +580,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
       }
     },
     ...sync,
+    ...money,
     /** A webhook event as Chargebee posts it, with a snapshot of the subscription as it is now (or the given content). */
     event(
       eventType: string,

@@ -104,7 +104,7 @@ export interface ProviderSubscriptionVersionsTable {
 export interface ProviderObjectVersionsTable {
   company_id: string
   object_id: string
-  object_type: 'invoice' | 'credit_note' | 'payment_source'
+  object_type: 'invoice' | 'credit_note' | 'payment_source' | 'transaction'
   provider_object_id: string
   resource_version: ColumnType<string, string | number | bigint, string | number | bigint>
 }

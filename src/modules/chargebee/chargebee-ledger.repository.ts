@@ -35,12 +35,53 @@ export function createProviderLedgerRepository() {
       return kept !== undefined
     },
 
+    async providerIdOf(executor: Executor, companyId: string, objectId: string): Promise<string | null> {
+      const found = await executor
+        .selectFrom('provider_object_versions')
+        .select('provider_object_id')
+        .where('company_id', '=', companyId)
+        .where('object_id', '=', objectId)
+        .executeTakeFirst()
+      return found?.provider_object_id ?? null
+    },
+
+    /** Our own fields of a mirrored invoice (offline payments, comments), beside Chargebee's copy. */
+    async updateInvoiceExtras(
+      executor: Executor,
+      companyId: string,
+      id: string,
+      fields: { recorded_payments?: string; comments?: string },
+    ) {
+      await executor
+        .updateTable('invoices')
+        .set(fields)
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .execute()
+    },
+
     findInvoice: (executor: Executor, companyId: string, id: string) =>
       executor
         .selectFrom('invoices')
         .selectAll()
         .where('company_id', '=', companyId)
         .where('id', '=', id)
+        .executeTakeFirst(),
+    lockInvoice: (executor: Executor, companyId: string, id: string) =>
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst(),
+    lockCreditNote: (executor: Executor, companyId: string, id: string) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .forUpdate()
         .executeTakeFirst(),
     findCreditNote: (executor: Executor, companyId: string, id: string) =>
       executor

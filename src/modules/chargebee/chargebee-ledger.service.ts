@@ -1,3 +1,4 @@
+import type { InvoiceComment, RecordedPayment } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { writeEvent } from '../events/outbox.ts'
 import {
@@ -12,6 +13,15 @@ import type { ProviderLedgerRepository } from './chargebee-ledger.repository.ts'
 
 /** What applying one copy of an object did. */
 export type CopyOutcome = 'applied' | 'unchanged' | 'stale'
+
+/**
+ * What our mirror keeps beside Chargebee's copy of an invoice: an offline payment (Chargebee's
+ * transaction id, recorded once whichever answer brings it first) and the comment of a void or write-off.
+ */
+export interface InvoiceExtras {
+  payment?: { transactionId: string; entry: RecordedPayment }
+  comment?: InvoiceComment
+}
 
 /** The subscription (ours) that a Chargebee ledger object belongs to. */
 export interface LedgerOwner {
@@ -67,6 +77,11 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
      */
     advanceVersion: repo.advanceVersion,
 
+    /** Chargebee's id of a mirrored invoice or credit note (ours is derived from it); null when not mirrored. */
+    providerIdOf: repo.providerIdOf,
+    lockInvoice: repo.lockInvoice,
+    lockCreditNote: repo.lockCreditNote,
+
     /**
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),
      * which counts as an attempt even when Chargebee's copy does not list it among its dunning attempts.
@@ -76,16 +91,37 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
       owner: LedgerOwner,
       invoice: CbInvoice,
       at: Date,
-      options: { paymentFailed?: boolean; deleted?: boolean } = {},
+      options: { paymentFailed?: boolean; deleted?: boolean } & InvoiceExtras = {},
     ): Promise<CopyOutcome> {
-      if (!(await fresh(trx, owner, 'invoice', invoice))) return 'stale'
       const id = ledgerId('invoice', invoice.id)
+      const newPayment =
+        options.payment &&
+        (await repo.advanceVersion(trx, {
+          company_id: owner.companyId,
+          object_id: ledgerId('transaction', options.payment.transactionId),
+          object_type: 'transaction',
+          provider_object_id: options.payment.transactionId,
+          resource_version: '0',
+        }))
+      const extras = async (before: { recorded_payments: RecordedPayment[]; comments: InvoiceComment[] }) => ({
+        ...(newPayment
+          ? { recorded_payments: JSON.stringify([...before.recorded_payments, options.payment!.entry]) }
+          : {}),
+        ...(options.comment ? { comments: JSON.stringify([...before.comments, options.comment]) } : {}),
+      })
+      if (!(await fresh(trx, owner, 'invoice', invoice))) {
+        // A newer copy came first (Chargebee's webhook): what only we know is still added.
+        const before = await repo.findInvoice(trx, owner.companyId, id)
+        if (!before || (!newPayment && !options.comment)) return 'stale'
+        await repo.updateInvoiceExtras(trx, owner.companyId, id, await extras(before))
+        return 'applied'
+      }
       if (options.deleted || invoice.deleted)
         return deleted(trx, owner, 'invoice.deleted', await repo.deleteInvoice(trx, owner.companyId, id))
       const before = await repo.findInvoice(trx, owner.companyId, id)
       const row = invoiceRowFrom(invoice, owner, at, (before?.attempt_count ?? 0) + (options.paymentFailed ? 1 : 0))
       if (!row) return 'unchanged'
-      await repo.upsertInvoice(trx, row)
+      await repo.upsertInvoice(trx, { ...row, ...(await extras(before ?? { recorded_payments: [], comments: [] })) })
       const after = await repo.findInvoice(trx, owner.companyId, id)
       return comparable(before) === comparable(after) ? 'unchanged' : 'applied'
     },

@@ -97,7 +97,10 @@ export function isCbCreditNote(value: unknown): value is CbCreditNote {
 }
 
 /** A UUID derived from the type and Chargebee's id, so every copy of an object is one row. */
-export function ledgerId(type: 'invoice' | 'credit_note' | 'payment_source', chargebeeId: string): string {
+export function ledgerId(
+  type: 'invoice' | 'credit_note' | 'payment_source' | 'transaction',
+  chargebeeId: string,
+): string {
   return uuidFromName(`chargebee/${type}/${chargebeeId}`)
 }
 

@@ -3,9 +3,10 @@ import type { Config } from '../../config.ts'
 import type { PaymentSource } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
 import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee.mapping.ts'
-import { chargebeeSdk } from './chargebee.sdk.ts'
+import { chargebeeSdk, timedFetchClient } from './chargebee.sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.ts'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
+import { createMoneyCalls, type MoneyCalls } from './chargebee.money.ts'
 import { changeParams, createWriter, holdsChange, needsChargebeeLists, stateOf } from './chargebee.writes.ts'
 import {
   type BillingState,
@@ -30,6 +31,8 @@ export interface ChargebeeSettings {
 
 export type ChargebeeProvider = BillingProvider & {
   fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }>
+  /** Invoices, credit notes, credits and charges (decisions §9.2); reads back what they compare with. */
+  money: MoneyCalls & Pick<ReturnType<typeof createReadBack>, 'invoice' | 'creditNote' | 'customerBalances'>
 } & Required<Pick<BillingProvider, 'abandonCustomer'>>
 
 /**
@@ -48,6 +51,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     timeout: settings.timeoutMs ?? 15_000,
     retryConfig: { enabled: false },
     sdkTelemetryEnabled: false,
+    httpClient: timedFetchClient,
   })
 
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...settings.retry }
@@ -83,6 +87,12 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
   return {
     name: 'chargebee',
     drivesTime: false,
+    money: {
+      ...createMoneyCalls(cb, write, readBack),
+      invoice: readBack.invoice,
+      creditNote: readBack.creditNote,
+      customerBalances: readBack.customerBalances,
+    },
 
     async createSubscription({ subscription: s, customer }) {
       // Keys derive from our ids, so a retry is the same request at Chargebee. A replay may be of an

@@ -2,6 +2,7 @@ import type Chargebee from 'chargebee'
 import { providerErrorFrom } from './chargebee.errors.ts'
 import { RetriesFailed, withRetries, type RetryPolicy } from './chargebee.retry.ts'
 import type { CbCard, CbSubscription } from './chargebee.mapping.ts'
+import type { CbCreditNote, CbInvoice } from './chargebee.ledger-mapping.ts'
 
 export interface SubscriptionAnswer {
   subscription: CbSubscription
@@ -39,7 +40,43 @@ export function createReadBack(cb: Chargebee, policy: RetryPolicy) {
       )
       return found !== null && found.customer.deleted !== true
     },
+    /** null when Chargebee has no such invoice. */
+    async invoice(id: string): Promise<CbInvoice | null> {
+      const found = await read('read the invoice', async () => (await cb.invoice.retrieve(id)) as unknown)
+      return (found as { invoice: CbInvoice } | null)?.invoice ?? null
+    },
+    async creditNote(id: string): Promise<CbCreditNote | null> {
+      const found = await read('read the credit note', async () => (await cb.creditNote.retrieve(id)) as unknown)
+      return (found as { credit_note: CbCreditNote } | null)?.credit_note ?? null
+    },
+    /** The customer's balances (promotional_credits, refundable_credits, excess_payments). */
+    async customerBalances(id: string): Promise<CbCustomerBalances | null> {
+      const found = await read('read the customer', async () => (await cb.customer.retrieve(id)) as unknown)
+      return (found as { customer: CbCustomerBalances } | null)?.customer ?? null
+    },
+    /** The subscription's newest invoices (at most 10). */
+    async latestInvoices(subscriptionId: string): Promise<CbInvoice[]> {
+      const found = await read('list the invoices', async () =>
+        cb.invoice.list({ subscription_id: { is: subscriptionId }, limit: 10 } as never),
+      )
+      return ((found as { list?: { invoice: CbInvoice }[] } | null)?.list ?? []).map((e) => e.invoice)
+    },
+    /** The lines of the subscription's next renewal invoice, as Chargebee estimates it now. */
+    async renewalLines(subscriptionId: string): Promise<{ description?: string; amount?: number }[]> {
+      const found = await read('estimate the renewal', async () =>
+        cb.estimate.renewalEstimate(subscriptionId, {} as never),
+      )
+      const estimate = (found as { estimate?: { invoice_estimate?: { line_items?: [] } } } | null)?.estimate
+      return estimate?.invoice_estimate?.line_items ?? []
+    },
   }
+}
+
+export interface CbCustomerBalances {
+  id: string
+  promotional_credits?: number
+  refundable_credits?: number
+  excess_payments?: number
 }
 
 export type ReadBack = ReturnType<typeof createReadBack>

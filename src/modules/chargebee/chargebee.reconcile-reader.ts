@@ -1,6 +1,6 @@
 import type { PaymentSource } from '../../db/tables.ts'
 import type { ChargebeeSettings } from './chargebee.provider.ts'
-import { chargebeeSdk } from './chargebee.sdk.ts'
+import { chargebeeSdk, timedFetchClient } from './chargebee.sdk.ts'
 import { cardOf, type CbCard, type CbSubscription } from './chargebee.mapping.ts'
 import type { CbCreditNote, CbInvoice } from './chargebee.ledger-mapping.ts'
 
@@ -25,6 +25,7 @@ export function createChargebeeReconcileReader(settings: ChargebeeSettings) {
     timeout: settings.timeoutMs ?? 15_000,
     retryConfig: { enabled: false },
     sdkTelemetryEnabled: false,
+    httpClient: timedFetchClient,
   })
 
   async function all<T>(

@@ -22,8 +22,9 @@ async function emptyBodyAsObject(request: FastifyRequest) {
 
 const WHO = [
   'Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not',
-  "the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.",
-  'Answers the invoice as it now is.',
+  "the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates",
+  "the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be",
+  'reached). Takes Idempotency-Key. Answers the invoice as it now is.',
 ].join(' ')
 
 const NOTE_WHO = [

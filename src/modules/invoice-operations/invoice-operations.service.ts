@@ -6,7 +6,7 @@ import type { Executor } from '../../jobs/scheduler.ts'
 import type { InvoicesService } from '../invoices/index.ts'
 import { creditNoteView, invoiceView } from '../invoices/index.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
-import { localEngineGate } from './invoice-operations.provider.ts'
+import { type InvoiceOperationsPort, type Owner, providerGate } from './invoice-operations.provider.ts'
 import type {
   CreateCreditNoteBody,
   RecordPaymentBody,
@@ -16,97 +16,126 @@ import type {
   WriteOffBody,
 } from './invoice-operations.schemas.ts'
 
+type LocalWork<T> = (trx: Executor, now: Date) => Promise<T>
+type ChargebeeWork = (port: InvoiceOperationsPort, trx: Executor, owner: Owner, now: Date) => Promise<void>
+
 /**
  * Money operations (decisions §9.2), for platform clients: on one invoice an offline payment, a
- * void, a write-off, a refund; manual credit notes and their refunds. The ledger holds the rules of
- * each; this service checks what the request says against the company's subscription and the
- * business clock, and runs each in a transaction.
+ * void, a write-off, a refund; manual credit notes and their refunds. The local engine's ledger
+ * holds their rules; on a Chargebee subscription Chargebee applies them (the port). Each runs in a
+ * transaction, checked against the subscription and the business clock.
  */
 export function createInvoiceOperationsService(deps: {
   db: Kysely<DB>
   ledger: Pick<
     InvoicesService,
-    'recordPayment' | 'voidInvoice' | 'writeOff' | 'refundInvoice' | 'createCreditNote' | 'refundCreditNote'
+    'recordPayment' | 'voidInvoice' | 'writeOff' | 'refundInvoice' | 'createCreditNote' | 'refundCreditNote' | 'invoice'
   >
-  subscriptions: Pick<SubscriptionsService, 'provider'>
+  subscriptions: Pick<SubscriptionsService, 'billedBy'>
   clock: Clock
+  chargebee?: InvoiceOperationsPort
 }) {
   const { db, ledger, clock } = deps
-  const onLocalEngine = localEngineGate(deps.subscriptions)
+  const performer = providerGate(deps.subscriptions, deps.chargebee)
 
-  async function transact<T>(companyId: string, work: (trx: Executor, now: Date) => Promise<T>) {
-    await onLocalEngine(companyId)
+  /** An operation on one invoice, by whichever provider bills the company. */
+  async function onInvoice(companyId: string, invoiceId: string, local: LocalWork<InvoiceRow>, remote: ChargebeeWork) {
+    const by = await performer(companyId, { chargebee: true })
+    const now = clock.now()
+    if (by.kind === 'local') return invoiceView(await db.transaction().execute((trx) => local(trx, now)))
+    await db.transaction().execute((trx) => remote(by.port, trx, by.owner, now))
+    return ledger.invoice(companyId, invoiceId)
+  }
+
+  /** An operation only the local engine performs here. */
+  async function locally<T>(companyId: string, work: LocalWork<T>) {
+    await performer(companyId, { chargebee: false })
     const now = clock.now()
     return db.transaction().execute((trx) => work(trx, now))
   }
 
-  const run = async (companyId: string, work: (trx: Executor, now: Date) => Promise<InvoiceRow>) =>
-    invoiceView(await transact(companyId, work))
-  const runOnNote = async (companyId: string, work: (trx: Executor, now: Date) => Promise<CreditNoteRow>) =>
-    creditNoteView(await transact(companyId, work))
+  function paymentDate(body: RecordPaymentBody, now: Date) {
+    const date = body.date === undefined ? now : new Date(body.date * 1000)
+    if (date.getTime() > now.getTime()) {
+      throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
+    }
+    return date
+  }
+
+  const noteView = async (work: Promise<CreditNoteRow>) => creditNoteView(await work)
 
   return {
     /** Partial, full or beyond what is due; the invoice as it now is. */
     recordPayment: (companyId: string, invoiceId: string, body: RecordPaymentBody) =>
-      run(companyId, (trx, now) => {
-        const date = body.date === undefined ? now : new Date(body.date * 1000)
-        if (date.getTime() > now.getTime()) {
-          throw new ValidationError(`body/date must not be in the future (now is ${Math.floor(now.getTime() / 1000)})`)
-        }
-        return ledger.recordPayment(trx, companyId, invoiceId, {
-          amount: body.amount,
-          paymentMethod: body.payment_method,
-          reference: body.reference ?? null,
-          date,
-        })
-      }),
-
-    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) =>
-      run(companyId, (trx, now) => {
-        const input = { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }
-        return ledger.voidInvoice(trx, companyId, invoiceId, input, now)
-      }),
-
-    writeOff: (companyId: string, invoiceId: string, body: WriteOffBody) =>
-      run(companyId, (trx, now) =>
-        ledger.writeOff(trx, companyId, invoiceId, body.comment ? { comment: body.comment } : {}, now),
+      onInvoice(
+        companyId,
+        invoiceId,
+        (trx, now) =>
+          ledger.recordPayment(trx, companyId, invoiceId, {
+            amount: body.amount,
+            paymentMethod: body.payment_method,
+            reference: body.reference ?? null,
+            date: paymentDate(body, now),
+          }),
+        (port, trx, owner, now) => {
+          const payment = {
+            amount: body.amount,
+            payment_method: body.payment_method,
+            reference: body.reference ?? null,
+            date: Math.floor(paymentDate(body, now).getTime() / 1000),
+          }
+          return port.recordPayment(trx, owner, invoiceId, payment, now)
+        },
       ),
+
+    voidInvoice: (companyId: string, invoiceId: string, body: VoidBody) => {
+      const input = { reasonCode: body.reason_code ?? null, ...(body.comment ? { comment: body.comment } : {}) }
+      return onInvoice(
+        companyId,
+        invoiceId,
+        (trx, now) => ledger.voidInvoice(trx, companyId, invoiceId, input, now),
+        (port, trx, owner, now) => port.voidInvoice(trx, owner, invoiceId, input, now),
+      )
+    },
+
+    writeOff: (companyId: string, invoiceId: string, body: WriteOffBody) => {
+      const input = body.comment ? { comment: body.comment } : {}
+      return onInvoice(
+        companyId,
+        invoiceId,
+        (trx, now) => ledger.writeOff(trx, companyId, invoiceId, input, now),
+        (port, trx, owner, now) => port.writeOff(trx, owner, invoiceId, input, now),
+      )
+    },
 
     /** A paid invoice's payment given back, all that is left by default. */
-    refund: (companyId: string, invoiceId: string, body: RefundBody) =>
-      run(companyId, (trx, now) =>
-        ledger.refundInvoice(
-          trx,
-          companyId,
-          invoiceId,
-          {
-            reasonCode: body.reason_code,
-            ...(body.amount !== undefined ? { amount: body.amount } : {}),
-            ...(body.comment ? { comment: body.comment } : {}),
-          },
-          now,
-        ),
-      ),
+    refund: async (companyId: string, invoiceId: string, body: RefundBody) => {
+      const input = {
+        reasonCode: body.reason_code,
+        ...(body.amount !== undefined ? { amount: body.amount } : {}),
+        ...(body.comment ? { comment: body.comment } : {}),
+      }
+      return invoiceView(
+        await locally(companyId, (trx, now) => ledger.refundInvoice(trx, companyId, invoiceId, input, now)),
+      )
+    },
 
     /** The new credit note. */
-    createCreditNote: (companyId: string, body: CreateCreditNoteBody) =>
-      runOnNote(companyId, (trx, now) =>
-        ledger.createCreditNote(
-          trx,
-          companyId,
-          {
-            referenceInvoiceId: body.reference_invoice_id.toLowerCase(),
-            type: body.type,
-            total: body.total,
-            reasonCode: body.reason_code,
-            description: body.description ?? null,
-          },
-          now,
-        ),
-      ),
+    createCreditNote: (companyId: string, body: CreateCreditNoteBody) => {
+      const input = {
+        referenceInvoiceId: body.reference_invoice_id.toLowerCase(),
+        type: body.type,
+        total: body.total,
+        reasonCode: body.reason_code,
+        description: body.description ?? null,
+      }
+      return noteView(locally(companyId, (trx, now) => ledger.createCreditNote(trx, companyId, input, now)))
+    },
 
     refundCreditNote: (companyId: string, creditNoteId: string, body: RefundCreditNoteBody) =>
-      runOnNote(companyId, (trx, now) => ledger.refundCreditNote(trx, companyId, creditNoteId, body.amount, now)),
+      noteView(
+        locally(companyId, (trx, now) => ledger.refundCreditNote(trx, companyId, creditNoteId, body.amount, now)),
+      ),
   }
 }
 

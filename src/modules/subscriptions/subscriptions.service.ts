@@ -193,8 +193,10 @@ export function createSubscriptionsService(deps: {
     },
 
     /** Which billing provider manages the company's subscription; 404 without one. */
-    async provider(companyId: string) {
-      return (await findOwn(companyId)).provider
+    /** Who bills the company's subscription, and the subscription's id; 404 without one. */
+    async billedBy(companyId: string) {
+      const s = await findOwn(companyId)
+      return { provider: s.provider, subscriptionId: s.id }
     },
 
     async status(companyId: string) {
