@@ -993,6 +993,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/remove_scheduled_changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Drop the change scheduled for the term's end
+         * @description The renewal bills the current choice again. 409 when no change is scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["removeScheduledChanges"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pause the subscription, now or at the end of the term
+         * @description Paused: no invoices, and the plan features are withdrawn as for a cancelled subscription. immediately: paused now, nothing credited; end_of_term: the term ends paused instead of renewing (pause_date shows when; a change scheduled for then is dropped). resume_date resumes it by itself then. 400 for a resume_date not after the pause starts; 409 unless the subscription is active (cancelled, already paused, in trial, or set to cancel) or when a pause is already scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["pauseSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resume a paused subscription now
+         * @description active again with a new term from now, billed now in full; the plan features come back. 409 unless the subscription is paused. The body is optional as a whole.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["resumeSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/details": {
         parameters: {
             query?: never;
@@ -2806,7 +2872,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.changes_scheduled" | "subscription.scheduled_changes_removed" | "subscription.pause_scheduled" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -3257,6 +3323,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -3328,6 +3409,21 @@ export interface components {
             /** @description When the page stops working (Unix seconds) */
             expires_at: number;
         };
+        /** SubscriptionPause */
+        SubscriptionPause: {
+            /** @description immediately: paused now, the rest of the paid term unused; end_of_term: at the current term's end, instead of the renewal (it replaces a change scheduled for then) */
+            pause_option: "immediately" | "end_of_term";
+            /** @description When it resumes by itself (Unix seconds), after the pause starts; left out: until resumed */
+            resume_date?: number;
+        };
+        /** SubscriptionResume */
+        SubscriptionResume: {
+            /**
+             * @description immediately (the default): a new term starts now, billed now
+             * @enum {string}
+             */
+            resume_option?: "immediately";
+        };
         /** SubscriptionStatus */
         SubscriptionStatus: {
             /** Format: uuid */
@@ -3354,6 +3450,8 @@ export interface components {
             /** @description Addon ids, each at most once; replaces the addons; [] removes them all */
             addons?: string[];
             coupon_code?: string | null;
+            /** @description true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause scheduled before. false (default): now */
+            end_of_term?: boolean;
         };
         /** SubscriptionUpdated */
         SubscriptionUpdated: {
@@ -3391,6 +3489,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -6580,7 +6693,8 @@ export interface operations {
                  *       "addons": [
                  *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
                  *       ],
-                 *       "coupon_code": "example"
+                 *       "coupon_code": "example",
+                 *       "end_of_term": true
                  *     }
                  */
                 "application/json": components["schemas"]["SubscriptionUpdate"];
@@ -6629,6 +6743,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -6730,6 +6859,424 @@ export interface operations {
             503: components["responses"]["ProviderUnavailable"];
         };
     };
+    removeScheduledChanges: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    pauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPause"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    resumeSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "resume_option": "immediately"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubscriptionResume"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
     getSubscriptionDetails: {
         parameters: {
             query?: never;
@@ -6782,6 +7329,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -7046,6 +7608,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
