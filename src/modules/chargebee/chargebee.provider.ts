@@ -30,6 +30,10 @@ export interface ChargebeeSettings {
 
 type EstimateParams = Parameters<InstanceType<ReturnType<typeof chargebeeSdk>>['estimate']['updateSubscriptionForItems']>[0]
 
+type WithParams = {
+  removeScheduledChanges(id: string, params: object, headers: Record<string, string>): Promise<unknown>
+}
+
 export type ChargebeeProvider = BillingProvider & {
   fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }>
 } & Required<Pick<BillingProvider, 'abandonCustomer'>>
@@ -199,7 +203,9 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
       const removed = await write(
         'remove the scheduled changes',
         randomUUID(),
-        (headers) => cb.subscription.removeScheduledChanges(s.id, headers).then(answer),
+        // The SDK's types leave out the parameters its request takes before the headers.
+        (headers) =>
+          (cb.subscription as unknown as WithParams).removeScheduledChanges(s.id, {}, headers).then(answer),
         async () => {
           const now = await current(s.id)
           return now && !now.subscription.has_scheduled_changes ? now : null
