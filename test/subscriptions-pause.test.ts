@@ -16,13 +16,14 @@ import {
   update,
 } from './subscriptions-helpers.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
+import { ALLOWED, PageSession, assertHtml, pathOf } from './hosted-helpers.ts'
 
 /**
  * Pause and resume on the local engine. A company in the US pays no VAT here, so an invoice's total
  * is the plan's price: basic, 1 × 30.00. Each story: a trial in January, then monthly terms from
  * the 31st (Feb 28, Mar 31, ...), in years that are not leap years.
  */
-onEachEngine('pause and resume', { TEST_CLOCK_ENABLED: true }, (t) => {
+onEachEngine('pause and resume', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLOWED_HOSTS: ALLOWED }, (t) => {
   const plans = { basic: { price: 30, features: ['stamping'] }, pro: { price: 50 } }
   const company = { plan_quantity: 1, country: 'US', timezone: 'America/New_York' }
 
@@ -136,6 +137,24 @@ onEachEngine('pause and resume', { TEST_CLOCK_ENABLED: true }, (t) => {
         ['resumed', true],
       ],
     )
+  })
+
+  it('the hosted portal shows the change scheduled, then the pause and its resume date', async () => {
+    const c = await active('2084')
+    await update(t, c.id, c.subscriptionId, { plan_quantity: 2, end_of_term: true }, c.token)
+    const portal = new PageSession(t, await pathOf(t, 'portal', c.id, c.token))
+    let page = await portal.get()
+    assertHtml(page, 200)
+    assert.match(page.body, new RegExp(`<dd id="scheduled-change">${c.plans.basic} × 2</dd>`))
+    // The next charge is the renewal under the new choice: 2 × 30.00 on Feb 28.
+    assert.match(page.body, /<dd id="next-charge">[^<]*60[.,]00/)
+
+    await pause(c, { pause_option: 'immediately', resume_date: unix('2084-05-01T00:00:00Z') })
+    page = await portal.get()
+    assert.match(page.body, /<dd id="status">Paused<\/dd>/)
+    assert.match(page.body, /<dd id="pause-date">/)
+    assert.match(page.body, /<dd id="resume-date">/)
+    assert.doesNotMatch(page.body, /id="scheduled-change"/)
   })
 
   it('refuses what cannot be paused or resumed', async () => {

@@ -175,7 +175,11 @@ export function createSubscriptionEstimates(deps: {
   ): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
     const at = nextBillingAt(s)
     if (at === null) return null
-    const [current, credits] = await Promise.all([pricing.current(executor, s), ledger.credits(executor, s.company_id)])
+    // The renewal bills a change scheduled for then.
+    const [current, credits] = await Promise.all([
+      pricing.current(executor, transitions.withScheduledChange(s)),
+      ledger.credits(executor, s.company_id),
+    ])
     return {
       at,
       invoice: invoiceFor(current, WHOLE, pricing.tax(customer), current.plan.currency_code, creditsToApply(credits), {
