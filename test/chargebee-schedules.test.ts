@@ -37,11 +37,10 @@ forEachEngine('chargebee scheduled changes and pause', (engine) => {
     const res = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.pro, end_of_term: true }, c.token)
     assert.equal(res.statusCode, 200, res.body)
     const sent = lastCall()
-    assert.deepEqual([sent.path, sent.params.change_option, sent.params.invoice_immediately], [
-      `/subscriptions/${c.subscriptionId}/update_for_items`,
-      'end_of_term',
-      undefined,
-    ])
+    assert.deepEqual(
+      [sent.path, sent.params.change_option, sent.params.invoice_immediately],
+      [`/subscriptions/${c.subscriptionId}/update_for_items`, 'end_of_term', undefined],
+    )
     const s = res.json().subscription
     assert.deepEqual(
       [s.plan_id, s.has_scheduled_changes, s.scheduled_change.subscription_plan],

@@ -371,7 +371,12 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
   },
   'subscription.pause_scheduled': async (t) => {
     const c = await activated(t)
-    await accepted(t, { method: 'PUT', url: `${SUB}/${c.id}/pause`, token: c.token, body: { pause_option: 'end_of_term' } })
+    await accepted(t, {
+      method: 'PUT',
+      url: `${SUB}/${c.id}/pause`,
+      token: c.token,
+      body: { pause_option: 'end_of_term' },
+    })
     return { companyId: c.id, expected: await subscriptionOf(t, c) }
   },
   'subscription.cancellation_scheduled': async (t) => {

@@ -42,7 +42,13 @@ onEachEngine('scheduled changes', { TEST_CLOCK_ENABLED: true }, (t) => {
     // Trial end: pro, 1 × 50.00.
     assert.deepEqual(await invoicesOf(c), [[unix('2071-01-31T00:00:00Z'), 5000]])
 
-    const res = await update(t, c.id, c.subscriptionId, { subscription_plan: c.plans.basic, end_of_term: true }, c.token)
+    const res = await update(
+      t,
+      c.id,
+      c.subscriptionId,
+      { subscription_plan: c.plans.basic, end_of_term: true },
+      c.token,
+    )
     assert.equal(res.statusCode, 200, res.body)
     const body = res.json()
     // Nothing now; the renewal on Feb 28 would bill basic, 1 × 30.00.
@@ -167,6 +173,9 @@ onEachEngine('scheduled changes', { TEST_CLOCK_ENABLED: true }, (t) => {
     assert.equal((await removeChanges(c)).statusCode, 409)
     assert.equal((await cancel(t, c.id, c.token, '?end_of_term=false')).statusCode, 200)
     assert.equal((await update(t, c.id, c.subscriptionId, body, c.token)).statusCode, 409)
-    assert.equal((await call(t, { method: 'PUT', url: `${SUB}/${c.id}/remove_scheduled_changes`, token: '' })).statusCode, 401)
+    assert.equal(
+      (await call(t, { method: 'PUT', url: `${SUB}/${c.id}/remove_scheduled_changes`, token: '' })).statusCode,
+      401,
+    )
   })
 })

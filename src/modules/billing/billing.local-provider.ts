@@ -148,7 +148,10 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
         state,
         estimate: {
           subscription_estimate: { status: state.status, next_billing_at: unixSeconds(at) },
-          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency, change.credits ?? 0, { periodStart: at, usage }),
+          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency, change.credits ?? 0, {
+            periodStart: at,
+            usage,
+          }),
         },
       }
     },

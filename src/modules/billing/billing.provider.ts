@@ -115,7 +115,11 @@ export interface BillingProvider {
     scheduled: ScheduledChange,
   ): Promise<{ state: BillingState; estimate: Estimate }>
   removeScheduledChanges(subscription: BillingState, now: Date): Promise<BillingState>
-  pause(subscription: BillingState, pause: { option: PauseOption; resumeDate: Date | null }, now: Date): Promise<BillingState>
+  pause(
+    subscription: BillingState,
+    pause: { option: PauseOption; resumeDate: Date | null },
+    now: Date,
+  ): Promise<BillingState>
   /** A new term from now; the local engine's caller bills it. */
   resume(subscription: BillingState, now: Date, unit: PeriodUnit): Promise<BillingState>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>

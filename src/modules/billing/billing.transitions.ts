@@ -122,7 +122,8 @@ export function pauseRefusal(s: BillingState): string | null {
 
 /** A pause at the term's end leaves the term paid and replaces a scheduled change. */
 export function pause(s: BillingState, option: PauseOption, resumeDate: Date | null, now: Date): BillingState {
-  if (option === 'end_of_term') return { ...s, ...NOTHING_SCHEDULED, pause_date: s.current_term_end, resume_date: resumeDate }
+  if (option === 'end_of_term')
+    return { ...s, ...NOTHING_SCHEDULED, pause_date: s.current_term_end, resume_date: resumeDate }
   return { ...s, ...NOTHING_SCHEDULED, status: 'paused', pause_date: now, resume_date: resumeDate }
 }
 

@@ -28,7 +28,9 @@ export interface ChargebeeSettings {
   retry?: Partial<RetryPolicy>
 }
 
-type EstimateParams = Parameters<InstanceType<ReturnType<typeof chargebeeSdk>>['estimate']['updateSubscriptionForItems']>[0]
+type EstimateParams = Parameters<
+  InstanceType<ReturnType<typeof chargebeeSdk>>['estimate']['updateSubscriptionForItems']
+>[0]
 
 type WithParams = {
   removeScheduledChanges(id: string, params: object, headers: Record<string, string>): Promise<unknown>
@@ -196,7 +198,10 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
           return now?.subscription.has_scheduled_changes ? now : null
         },
       )
-      return { state: { ...next({ ...s, scheduled_change: scheduled }, answer(updated)), scheduled_change: scheduled }, estimate }
+      return {
+        state: { ...next({ ...s, scheduled_change: scheduled }, answer(updated)), scheduled_change: scheduled },
+        estimate,
+      }
     },
 
     async removeScheduledChanges(s) {
@@ -204,8 +209,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
         'remove the scheduled changes',
         randomUUID(),
         // The SDK's types leave out the parameters its request takes before the headers.
-        (headers) =>
-          (cb.subscription as unknown as WithParams).removeScheduledChanges(s.id, {}, headers).then(answer),
+        (headers) => (cb.subscription as unknown as WithParams).removeScheduledChanges(s.id, {}, headers).then(answer),
         async () => {
           const now = await current(s.id)
           return now && !now.subscription.has_scheduled_changes ? now : null

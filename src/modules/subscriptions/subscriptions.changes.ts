@@ -99,7 +99,12 @@ export function createSubscriptionChanges(deps: {
         const result = await provider.scheduleChange(own.held, request, scheduled)
         estimate = result.estimate
         markApplied()
-        await save(trx, s, result.state, { event, actor, at: request.now, details: { invoice: estimate.invoice_estimate } })
+        await save(trx, s, result.state, {
+          event,
+          actor,
+          at: request.now,
+          details: { invoice: estimate.invoice_estimate },
+        })
         return answer(trx)
       },
       async (trx, s, provider) => {

@@ -136,7 +136,8 @@ export function createSubscriptionJobs(deps: {
     const provider = providers.get(s.provider)
     if (!provider.drivesTime) return
     const at = (which === 'trial_end' ? s.trial_end : s.current_term_end)!
-    if (which === 'term_end' && s.status === 'active' && s.scheduled_change) s = await applyScheduledChange(ctx.trx, s, at)
+    if (which === 'term_end' && s.status === 'active' && s.scheduled_change)
+      s = await applyScheduledChange(ctx.trx, s, at)
     const plan = await repo.findPlan(ctx.trx, s.plan_sku)
     if (!plan) throw new Error(`subscription ${s.id}: plan ${s.plan_sku} is missing from the catalogue`)
     const next =

@@ -35,7 +35,12 @@ export function createSubscriptionPauses(deps: {
           await save(trx, s, next, { event, actor, at: now })
         },
         async (trx, s, provider) => {
-          await save(trx, s, { ...(await provider.retrieve(s)), scheduled_change: null }, { event, actor, at: clock.now() })
+          await save(
+            trx,
+            s,
+            { ...(await provider.retrieve(s)), scheduled_change: null },
+            { event, actor, at: clock.now() },
+          )
         },
       )
     },

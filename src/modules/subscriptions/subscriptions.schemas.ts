@@ -123,7 +123,7 @@ export const SubscriptionUpdate = Type.Object(
       Type.Boolean({
         description:
           "true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing " +
-          "is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause " +
+          'is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause ' +
           'scheduled before. false (default): now',
       }),
     ),
