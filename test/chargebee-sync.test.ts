@@ -156,14 +156,16 @@ forEachEngine('chargebee sync', (engine) => {
       await outcome(t, fake.event('subscription_activated', { subscriptionId: c.subscriptionId })),
       'applied',
     )
-    // Scheduling the pause moves nothing this service keeps: applied as a later state, unchanged.
+    // A pause scheduled shows as pause_date, the subscription still active.
     fake.change(c.subscriptionId, (s) => {
       s.pause_date = s.current_term_end
     })
     assert.equal(
       await outcome(t, fake.event('subscription_pause_scheduled', { subscriptionId: c.subscriptionId })),
-      'unchanged',
+      'applied',
     )
+    const scheduled = (await detailsOf(t, c)).subscription
+    assert.deepEqual([scheduled.status, scheduled.pause_date], ['active', scheduled.current_term_end])
     fake.change(c.subscriptionId, (s) => {
       s.status = 'paused'
     })

@@ -356,6 +356,29 @@ const CASES: Record<EventType, Case | ChargebeeCase | { notCausedOverHttp: strin
     await at(t, '2027-02-28T10:00:00.000Z')
     return { companyId: c.id, expected: await subscriptionOf(t, c) }
   },
+  'subscription.changes_scheduled': async (t) => {
+    const c = await activated(t)
+    const body = { plan_quantity: 2, end_of_term: true }
+    assert.equal((await update(t, c.id, c.subscriptionId, body, c.token)).statusCode, 200)
+    return { companyId: c.id, expected: await subscriptionOf(t, c) }
+  },
+  'subscription.scheduled_changes_removed': async (t) => {
+    const c = await activated(t)
+    const body = { plan_quantity: 2, end_of_term: true }
+    assert.equal((await update(t, c.id, c.subscriptionId, body, c.token)).statusCode, 200)
+    await accepted(t, { method: 'PUT', url: `${SUB}/${c.id}/remove_scheduled_changes`, token: c.token })
+    return { companyId: c.id, expected: await subscriptionOf(t, c) }
+  },
+  'subscription.pause_scheduled': async (t) => {
+    const c = await activated(t)
+    await accepted(t, {
+      method: 'PUT',
+      url: `${SUB}/${c.id}/pause`,
+      token: c.token,
+      body: { pause_option: 'end_of_term' },
+    })
+    return { companyId: c.id, expected: await subscriptionOf(t, c) }
+  },
   'subscription.cancellation_scheduled': async (t) => {
     const c = await billedCompany(t)
     assert.equal((await cancel(t, c.id, c.token, '?end_of_term=true')).statusCode, 200)

@@ -49,6 +49,16 @@ const PREPARED: Record<string, (t: TestApp, tenant: Tenant, call: Call) => Promi
   'PUT /api/v1/subscription/{company_id}/remove_scheduled_cancellation/{subscription_id}': async (t, tenant) => {
     await t.json(200, { method: 'PUT', url: `/api/v1/subscription/${tenant.company.id}/cancel`, body: {} })
   },
+  'PUT /api/v1/subscription/{company_id}/remove_scheduled_changes': async (t, tenant) => {
+    const id = tenant.company.id
+    const { subscription_id } = await t.json(200, { url: `/api/v1/subscription/${id}/status` })
+    const url = `/api/v1/subscription/companies/${id}/update/${subscription_id}`
+    await t.json(200, { method: 'PUT', url, body: { plan_quantity: 2, end_of_term: true } })
+  },
+  'PUT /api/v1/subscription/{company_id}/resume': async (t, tenant) => {
+    const url = `/api/v1/subscription/${tenant.company.id}/pause`
+    await t.json(200, { method: 'PUT', url, body: { pause_option: 'immediately' } })
+  },
   // The seeded invoice is paid; these operations act on one still due.
   'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/record_payment': (t, tenant) => unpaid(t, tenant),
   'POST /api/v1/subscription/{company_id}/invoices/{invoice_id}/void': (t, tenant) => unpaid(t, tenant),

@@ -993,6 +993,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/remove_scheduled_changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Drop the change scheduled for the term's end
+         * @description The renewal bills the current choice again. 409 when no change is scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["removeScheduledChanges"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pause the subscription, now or at the end of the term
+         * @description Paused: no invoices, and the plan features are withdrawn as for a cancelled subscription. immediately: paused now, nothing credited; end_of_term: the term ends paused instead of renewing (pause_date shows when; a change scheduled for then is dropped). resume_date resumes it by itself then. 400 for a resume_date not after the pause starts; 409 unless the subscription is active (cancelled, already paused, in trial, or set to cancel) or when a pause is already scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["pauseSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resume a paused subscription now
+         * @description active again with a new term from now, billed now in full; the plan features come back. 409 unless the subscription is paused. The body is optional as a whole.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["resumeSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/details": {
         parameters: {
             query?: never;
@@ -1174,7 +1240,7 @@ export interface paths {
         put?: never;
         /**
          * Record an offline payment of an invoice
-         * @description A payment made outside the card (bank transfer, cash, check) on a payment_due or not_paid invoice: amount_paid grows and amount_due falls by what it settles; once nothing is due the invoice is paid (paid_at the payment's date) and dunning stops. A payment beyond amount_due settles it and the rest becomes the customer's excess_payments, which the next invoices take (after refundable credits) in credits_applied. A not_paid invoice can be paid late: its subscription stays cancelled. Events invoice.payment_recorded, then invoice.paid when it settles the invoice. 400 naming the field for an amount that is not a whole number of minor units above 0, an unknown payment_method, or a date before the invoice's or in the future. 409 when the invoice is paid or voided. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment made outside the card (bank transfer, cash, check) on a payment_due or not_paid invoice: amount_paid grows and amount_due falls by what it settles; once nothing is due the invoice is paid (paid_at the payment's date) and dunning stops. A payment beyond amount_due settles it and the rest becomes the customer's excess_payments, which the next invoices take (after refundable credits) in credits_applied. A not_paid invoice can be paid late: its subscription stays cancelled. Events invoice.payment_recorded, then invoice.paid when it settles the invoice. 400 naming the field for an amount that is not a whole number of minor units above 0, an unknown payment_method, or a date before the invoice's or in the future. 409 when the invoice is paid or voided. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1196,7 +1262,7 @@ export interface paths {
         put?: never;
         /**
          * Void an unpaid invoice
-         * @description A payment_due or not_paid invoice with nothing paid becomes voided: it owes nothing (amount_due 0), dunning stops, and the credits applied to it (credits_applied) go back to the customer's refundable credits and excess payments. The subscription is not changed. Event invoice.voided. 400 naming the field for a reason_code not among Chargebee's. 409 when the invoice is paid or voided, or something of it was paid. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment_due or not_paid invoice with nothing paid becomes voided: it owes nothing (amount_due 0), dunning stops, and the credits applied to it (credits_applied) go back to the customer's refundable credits and excess payments. The subscription is not changed. Event invoice.voided. 400 naming the field for a reason_code not among Chargebee's. 409 when the invoice is paid or voided, or something of it was paid. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1218,55 +1284,11 @@ export interface paths {
         put?: never;
         /**
          * Write off what an invoice still owes
-         * @description A payment_due or not_paid invoice becomes paid with write_off_amount what was due (amount_due 0); dunning stops; the subscription is not changed. Event invoice.written_off. 409 when the invoice is paid or voided. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment_due or not_paid invoice becomes paid with write_off_amount what was due (amount_due 0); dunning stops; the subscription is not changed. Event invoice.written_off. 409 when the invoice is paid or voided. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
         post: operations["writeOffInvoice"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/subscription/{company_id}/promotional_credits": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Add or deduct the customer's promotional credits
-         * @description Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied; a void gives back what its invoice took. Answers the customer's credits after the change. Event customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
-         */
-        post: operations["changePromotionalCredits"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/subscription/{company_id}/charges": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Charge a one-off amount now or at the next renewal
-         * @description A one-off charge (onboarding, training days) in the subscription plan's currency, as a line of entity_type adhoc whose description is the body's, taxed as any line and never discounted by the coupon. invoice_immediately true: an invoice of that line now, taking the customer's credits as any invoice, the rest charged to the card (a failed charge starts dunning, as a renewal's); answers {invoice}. false: added to the next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id, subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the subscription is cancelled, when a deferred charge has no renewal to wait for (non_renewing), or when it is managed by Chargebee. Takes Idempotency-Key.
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
-         */
-        post: operations["createOneOffCharge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1313,54 +1335,6 @@ export interface paths {
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          */
         get: operations["getCreditNotePdf"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/analytics/mrr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * MRR and its movements over time
-         * @description MRR, ARR, customers, ARPA and the five movements at each point from `from` to `to`: a point is the state at the end of its date (UTC) by the business clock, so a past point is what was true then and, on a test clock, a later one is what the engine did. A subscription's MRR: what it recurs at while active or non_renewing (trials, paused and cancelled count 0), plan and addons less a recurring coupon (one_time coupons and tax not counted), yearly ÷ 12, rounded half-up per subscription. Movements are per company between a point and the one before (the first point against the day before `from`), and reconcile: mrr − previous mrr = net_new_mrr. 400 for a malformed date, `from` after `to`, more than 1,000 points, or a plan_id naming no plan. Platform tokens only (a company token is 403).
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403).
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403).
-         */
-        get: operations["getMrrSeries"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/analytics/summary": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * MRR, churn and net revenue retention at a day
-         * @description MRR, ARR, customers, ARPA and trials at the end of `date`, with customer churn, revenue churn and net revenue retention against the point 30 days before (fractions with 4 decimals, null where the base is 0). 400 for a malformed date or a plan_id naming no plan. Platform tokens only (a company token is 403).
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403).
-         *
-         *     **Who may call:** Platform clients only (a company's token is refused with 403).
-         */
-        get: operations["getRevenueSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2729,9 +2703,8 @@ export interface components {
             reason_code: string;
             /** @description What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded */
             line_items: {
-                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
-                entity_type: "plan" | "addon" | "adhoc";
-                /** @description The plan's sku, the addon's id or the one-off charge's id */
+                entity_type: "plan" | "addon";
+                /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
                 /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -2748,11 +2721,6 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
-                /**
-                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
-                 * @enum {string}
-                 */
-                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -2780,17 +2748,6 @@ export interface components {
          * @description Newest first
          */
         CreditNoteList: components["schemas"]["CreditNote"][];
-        /** CustomerCredits */
-        CustomerCredits: {
-            /** @description Promotional credits, taken first by the next invoices, off the total after tax, in minor units */
-            promotional_credits: number;
-            /** @description Refundable credit notes' amounts not yet used, taken next, in minor units */
-            refundable_credits: number;
-            /** @description Payments beyond what invoices asked, taken last, in minor units */
-            excess_payments: number;
-            /** @description The subscription plan's: credits in another currency are not shown */
-            currency_code: string;
-        };
         /** DatedHoliday */
         DatedHoliday: {
             id: string | null;
@@ -2842,9 +2799,8 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
-                        entity_type: "plan" | "addon" | "adhoc";
-                        /** @description The plan's sku, the addon's id or the one-off charge's id */
+                        entity_type: "plan" | "addon";
+                        /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
                         /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -2860,11 +2816,6 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
-                        /**
-                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
-                         * @enum {string}
-                         */
-                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -2877,9 +2828,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
+                    /** @description sub_total − discounts + taxes */
                     total: number;
-                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
+                    /** @description Unused part of the current term's charges, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -2921,7 +2872,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "customer.promotional_credits_changed" | "charge.created" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.changes_scheduled" | "subscription.scheduled_changes_removed" | "subscription.pause_scheduled" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -3110,9 +3061,8 @@ export interface components {
             /** @description End of the period it bills (Unix seconds) */
             period_end: number;
             line_items: {
-                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
-                entity_type: "plan" | "addon" | "adhoc";
-                /** @description The plan's sku, the addon's id or the one-off charge's id */
+                entity_type: "plan" | "addon";
+                /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
                 /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -3128,11 +3078,6 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
-                /**
-                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
-                 * @enum {string}
-                 */
-                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -3193,55 +3138,6 @@ export interface components {
         JWKS: {
             keys: {
                 [key: string]: unknown;
-            }[];
-        };
-        /** OneOffCharge */
-        OneOffCharge: {
-            /** @description Before tax, in minor units of the subscription plan's currency */
-            amount: number;
-            /** @description The invoice line's description */
-            description: string;
-            /** @description true: invoiced and charged now; false: added to the next renewal invoice */
-            invoice_immediately: boolean;
-        };
-        /** OneOffChargeResult */
-        OneOffChargeResult: {
-            invoice: components["schemas"]["Invoice"] | null;
-        };
-        /**
-         * MrrSeries
-         * @description MRR and its movements at each point
-         */
-        MrrSeries: {
-            /** @description The currency counted */
-            currency_code: string;
-            interval: "day" | "week" | "month";
-            points: {
-                /** @description The state at the end of this day (UTC) by the business clock */
-                date: string;
-                /** @description Monthly recurring revenue, minor units: active and non_renewing subscriptions, before tax */
-                mrr: number;
-                /** @description 12 × mrr */
-                arr: number;
-                /** @description Companies with MRR above 0 */
-                customers: number;
-                /** @description mrr ÷ customers, rounded half-up (0 when none) */
-                arpa: number;
-                /** @description Per company, between this point and the one before; minor units */
-                movements: {
-                    /** @description MRR of companies having MRR for the first time (on plan_id's plan with the filter) */
-                    new: number;
-                    /** @description MRR gained by companies whose MRR grew */
-                    expansion: number;
-                    /** @description MRR lost by companies whose MRR fell but stayed above 0 */
-                    contraction: number;
-                    /** @description MRR lost by companies whose MRR fell to 0 */
-                    churn: number;
-                    /** @description MRR of companies that had MRR before, then none, and have it again */
-                    reactivation: number;
-                };
-                /** @description mrr − the previous point’s mrr = new + expansion + reactivation − contraction − churn */
-                net_new_mrr: number;
             }[];
         };
         /**
@@ -3356,14 +3252,6 @@ export interface components {
                 brand?: string | null;
             };
         };
-        /** PromotionalCreditsChange */
-        PromotionalCreditsChange: {
-            /** @description How much to add or deduct, in minor units of the subscription plan's currency */
-            amount: number;
-            /** @description Why (a referral bonus, a goodwill gesture); kept with the change */
-            description: string;
-            type: "add" | "deduct";
-        };
         /** Readiness */
         Readiness: {
             /** @enum {string} */
@@ -3378,32 +3266,6 @@ export interface components {
             reference?: string;
             /** @description When it was paid (Unix seconds): not before the invoice's date, not in the future; default now */
             date?: number;
-        };
-        /**
-         * RevenueSummary
-         * @description MRR, trials, churn and net revenue retention at a day
-         */
-        RevenueSummary: {
-            /** @description The day summarised */
-            date: string;
-            /** @description The currency counted */
-            currency_code: string;
-            /** @description MRR at the end of date */
-            mrr: number;
-            /** @description 12 × mrr */
-            arr: number;
-            /** @description Companies with MRR above 0 */
-            customers: number;
-            /** @description mrr ÷ customers, rounded half-up */
-            arpa: number;
-            /** @description Subscriptions in trial at the end of date */
-            trials: number;
-            /** @description Companies with MRR 30 days before and none at date ÷ companies with MRR then (4 decimals; null when none) */
-            customer_churn_rate: number | null;
-            /** @description Churn and contraction between the two days ÷ MRR 30 days before (null when 0) */
-            revenue_churn_rate: number | null;
-            /** @description MRR at date of the companies that had MRR 30 days before ÷ their MRR then (null when 0) */
-            net_revenue_retention: number | null;
         };
         /** Scope */
         Scope: {
@@ -3461,6 +3323,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -3514,11 +3391,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
+                /** @description Promotional credits, in minor units (the local engine grants none) */
                 promotional_credits: number;
-                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
+                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
+                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
                 excess_payments: number;
             };
         };
@@ -3531,6 +3408,21 @@ export interface components {
             url: string;
             /** @description When the page stops working (Unix seconds) */
             expires_at: number;
+        };
+        /** SubscriptionPause */
+        SubscriptionPause: {
+            /** @description immediately: paused now, the rest of the paid term unused; end_of_term: at the current term's end, instead of the renewal (it replaces a change scheduled for then) */
+            pause_option: "immediately" | "end_of_term";
+            /** @description When it resumes by itself (Unix seconds), after the pause starts; left out: until resumed */
+            resume_date?: number;
+        };
+        /** SubscriptionResume */
+        SubscriptionResume: {
+            /**
+             * @description immediately (the default): a new term starts now, billed now
+             * @enum {string}
+             */
+            resume_option?: "immediately";
         };
         /** SubscriptionStatus */
         SubscriptionStatus: {
@@ -3558,6 +3450,8 @@ export interface components {
             /** @description Addon ids, each at most once; replaces the addons; [] removes them all */
             addons?: string[];
             coupon_code?: string | null;
+            /** @description true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause scheduled before. false (default): now */
+            end_of_term?: boolean;
         };
         /** SubscriptionUpdated */
         SubscriptionUpdated: {
@@ -3595,6 +3489,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -3648,11 +3557,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
+                /** @description Promotional credits, in minor units (the local engine grants none) */
                 promotional_credits: number;
-                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
+                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
+                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
                 excess_payments: number;
             };
             /** @description The estimate (9) this update applied */
@@ -3664,9 +3573,8 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
-                        entity_type: "plan" | "addon" | "adhoc";
-                        /** @description The plan's sku, the addon's id or the one-off charge's id */
+                        entity_type: "plan" | "addon";
+                        /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
                         /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
@@ -3682,11 +3590,6 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
-                        /**
-                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
-                         * @enum {string}
-                         */
-                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -3699,9 +3602,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
+                    /** @description sub_total − discounts + taxes */
                     total: number;
-                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
+                    /** @description Unused part of the current term's charges, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -6790,7 +6693,8 @@ export interface operations {
                  *       "addons": [
                  *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
                  *       ],
-                 *       "coupon_code": "example"
+                 *       "coupon_code": "example",
+                 *       "end_of_term": true
                  *     }
                  */
                 "application/json": components["schemas"]["SubscriptionUpdate"];
@@ -6839,6 +6743,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -6904,8 +6823,7 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900,
-                     *               "entity_type": "promotional_credits"
+                     *               "amount": 4900
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -6925,6 +6843,424 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SubscriptionUpdated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    removeScheduledChanges: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    pauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPause"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    resumeSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "resume_option": "immediately"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubscriptionResume"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6993,6 +7329,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -7149,8 +7500,7 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900,
-                     *               "entity_type": "promotional_credits"
+                     *               "amount": 4900
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -7258,6 +7608,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -7810,119 +8175,6 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    changePromotionalCredits: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
-                "idempotency-key"?: string;
-            };
-            path: {
-                /** @description The company */
-                company_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "amount": 5000,
-                 *       "description": "Referral bonus",
-                 *       "type": "add"
-                 *     }
-                 */
-                "application/json": components["schemas"]["PromotionalCreditsChange"];
-            };
-        };
-        responses: {
-            /** @description The CustomerCredits */
-            200: {
-                headers: {
-                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
-                    "Idempotent-Replayed"?: "true";
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "promotional_credits": 5000,
-                     *       "refundable_credits": 0,
-                     *       "excess_payments": 2800,
-                     *       "currency_code": "EUR"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["CustomerCredits"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    createOneOffCharge: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
-                "idempotency-key"?: string;
-            };
-            path: {
-                /** @description The company */
-                company_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "amount": 25000,
-                 *       "description": "Onboarding day",
-                 *       "invoice_immediately": true
-                 *     }
-                 */
-                "application/json": components["schemas"]["OneOffCharge"];
-            };
-        };
-        responses: {
-            /** @description The OneOffChargeResult */
-            200: {
-                headers: {
-                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
-                    "Idempotent-Replayed"?: "true";
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "invoice": null
-                     *     }
-                     */
-                    "application/json": components["schemas"]["OneOffChargeResult"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            414: components["responses"]["UriTooLong"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
     getInvoicePdf: {
         parameters: {
             query?: never;
@@ -7994,113 +8246,6 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getMrrSeries: {
-        parameters: {
-            query: {
-                /** @description The first point (YYYY-MM-DD, UTC); its movements are relative to the day before */
-                from: string;
-                /** @description The last point (YYYY-MM-DD, UTC), not before from */
-                to: string;
-                /** @description Points each day, each Sunday, or each month's last day (default day); `to` is always the last */
-                interval?: "day" | "week" | "month";
-                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
-                currency_code?: string;
-                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
-                plan_id?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description MRR and its movements at each point */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "currency_code": "EUR",
-                     *       "interval": "month",
-                     *       "points": [
-                     *         {
-                     *           "date": "2027-03-31",
-                     *           "mrr": 125000,
-                     *           "arr": 1500000,
-                     *           "customers": 40,
-                     *           "arpa": 3125,
-                     *           "movements": {
-                     *             "new": 9000,
-                     *             "expansion": 2500,
-                     *             "contraction": 1200,
-                     *             "churn": 2990,
-                     *             "reactivation": 0
-                     *           },
-                     *           "net_new_mrr": 7310
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["MrrSeries"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getRevenueSummary: {
-        parameters: {
-            query: {
-                /** @description The day summarised (YYYY-MM-DD, UTC), compared with 30 days before */
-                date: string;
-                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
-                currency_code?: string;
-                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
-                plan_id?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description MRR, trials, churn and net revenue retention at a day */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "date": "2027-03-31",
-                     *       "currency_code": "EUR",
-                     *       "mrr": 125000,
-                     *       "arr": 1500000,
-                     *       "customers": 40,
-                     *       "arpa": 3125,
-                     *       "trials": 6,
-                     *       "customer_churn_rate": 0.0263,
-                     *       "revenue_churn_rate": 0.0341,
-                     *       "net_revenue_retention": 0.9882
-                     *     }
-                     */
-                    "application/json": components["schemas"]["RevenueSummary"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

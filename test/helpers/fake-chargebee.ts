@@ -3,6 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fakeChargebeeSync } from './fake-chargebee-sync.ts'
 import { fakeChargebeeMoney } from './fake-chargebee-money.ts'
+import { fakeChargebeeSchedules } from './fake-chargebee-schedules.ts'
 import { addPeriod, CbError, fakeChargebeeBilling, seconds } from './fake-chargebee-billing.ts'
 
 /**
@@ -248,6 +249,8 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         if (s.status === 'cancelled') throw invalidState('The subscription is cancelled and cannot be changed')
         const items = mergedItems(s, p)
         const couponList = mergedCoupons(s, p)
+        if (p.change_option === 'end_of_term') return schedules.scheduleChange(s, items, couponList)
+        schedules.unschedule(s)
         const billed = changeBilling(s, items, couponList, p)
         s.subscription_items = items
         s.coupons = couponList
@@ -288,6 +291,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
         const s = subscriptionOf(decodeURIComponent(m[1]!))
         if (s.status === 'cancelled') throw invalidState('The subscription is already cancelled')
         const endOfTerm = p.cancel_option ? p.cancel_option === 'end_of_term' : p.end_of_term === 'true'
+        schedules.unschedule(s)
         if (endOfTerm) {
           if (s.status === 'in_trial') s.cancelled_at = s.trial_end
           else
@@ -338,7 +342,9 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
               currency_code: 'EUR',
               object: 'subscription_estimate',
             },
-            ...changeBilling(s, mergedItems(s, p), mergedCoupons(s, p), p),
+            ...(p.change_option === 'end_of_term'
+              ? { next_invoice_estimate: invoiceFor(mergedItems(s, p), mergedCoupons(s, p)) }
+              : changeBilling(s, mergedItems(s, p), mergedCoupons(s, p), p)),
           },
         }
       },
@@ -398,6 +404,7 @@ export async function startFakeChargebee(options: { apiKey: string; now: () => D
   ]
 
   // The sync half's objects (invoices, credit notes, Product Catalog 1.0 copies): fake-chargebee-sync.ts.
+  const schedules = fakeChargebeeSchedules({ routes, now, touch, wrap, subscriptionOf })
   const sync = fakeChargebeeSync({ routes, touch, nextId, now, notFound, subscriptionOf, invoiceFor })
   // Payments, voids, write-offs, refunds, credit notes, credits, charges: fake-chargebee-money.ts.
   const money = fakeChargebeeMoney({ routes, touch, nextId, now, notFound, customers, cards, subscriptionOf, ...sync })

@@ -7,6 +7,13 @@ export interface SubscriptionAddon {
   id: string
   quantity: number
 }
+/** A change the renewal applies: the choice it bills. */
+export interface ScheduledChange {
+  plan_sku: string
+  plan_quantity: number
+  addons: SubscriptionAddon[]
+  coupon_code: string | null
+}
 /** A card as kept: never its number. `test_behaviour` is what test mode derived from the number. */
 export interface PaymentSource {
   brand: string
@@ -48,6 +55,11 @@ export interface SubscriptionsTable {
   coupon_apply_till: Timestamp | null
   coupon_period_start: Timestamp | null
   coupon_period_discounts: JsonWithDefault<Record<string, number>>
+  scheduled_change: ColumnType<ScheduledChange | null, string | null | undefined, string | null>
+  /** When a pause starts (or started); with status active, one set for the term's end. */
+  pause_date: Timestamp | null
+  /** When a pause ends by itself. */
+  resume_date: Timestamp | null
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

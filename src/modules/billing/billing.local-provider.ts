@@ -56,6 +56,8 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
       addons: selection.addons.map((a) => ({ id: a.id, quantity: a.quantity })),
       coupon_code: couponCode,
       ...usageColumns(usage),
+      // A change made now replaces one scheduled, as at Chargebee.
+      scheduled_change: null,
     }
     if (s.status === 'in_trial' || s.status === 'future' || !s.current_term_start || !s.current_term_end) {
       // A trial bills nothing until its end; one set to end cancelled bills nothing at all.
@@ -136,6 +138,27 @@ export function createLocalProvider(deps: { hostedPages?: LocalHostedPages } = {
     retrieve: async (s) => s,
     estimate: async (s, change) => plan(s, change).estimate,
     changeSubscription: async (s, change) => plan(s, change),
+    async scheduleChange(s, change, scheduled) {
+      const { selection, tax, currency } = change
+      const at = s.current_term_end
+      const couponCode = selection.coupon?.code ?? null
+      const usage =
+        couponCode === s.coupon_code ? usageOf(s) : { ...(change.couponHistory ?? freshUsage(null)), applied_at: at }
+      const state = transitions.scheduleChange(s, scheduled)
+      return {
+        state,
+        estimate: {
+          subscription_estimate: { status: state.status, next_billing_at: unixSeconds(at) },
+          invoice_estimate: invoiceFor(selection, WHOLE, tax, currency, change.credits ?? 0, {
+            periodStart: at,
+            usage,
+          }),
+        },
+      }
+    },
+    removeScheduledChanges: async (s) => transitions.removeScheduledChanges(s),
+    pause: async (s, p, now) => transitions.pause(s, p.option, p.resumeDate, now),
+    resume: async (s, now, unit) => transitions.resume(s, now, unit),
     cancel: async (s, cancellation, now) => transitions.cancel(s, cancellation, now),
     removeScheduledCancellation: async (s) => transitions.removeScheduledCancellation(s),
     addPaymentSource: async (s, card: PaymentSource) => ({ ...s, payment_source: card }),

@@ -1,8 +1,8 @@
-import type { PaymentSource } from '../../db/tables.ts'
+import type { PaymentSource, ScheduledChange } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
 import type { ChargedInvoice, CreditFigures, Estimate, PricedSelection, TaxRate } from './billing.estimate.ts'
 import type { CouponUsage } from './billing.coupons.ts'
-import type { BillingState, Cancellation } from './billing.transitions.ts'
+import type { BillingState, Cancellation, PauseOption } from './billing.transitions.ts'
 import type { PeriodUnit } from './billing.terms.ts'
 
 export type ProviderName = 'local' | 'chargebee'
@@ -107,6 +107,23 @@ export interface BillingProvider {
     subscription: BillingState,
     change: ChangeRequest,
   ): Promise<{ state: BillingState; estimate: Estimate; billNow?: boolean; unusedCredit?: UnusedCredit }>
+  /**
+   * Schedules `change` for the term's end: nothing is billed now; the estimate is the renewal's
+   * invoice under the new choice.
+   */
+  scheduleChange(
+    subscription: BillingState,
+    change: ChangeRequest,
+    scheduled: ScheduledChange,
+  ): Promise<{ state: BillingState; estimate: Estimate }>
+  removeScheduledChanges(subscription: BillingState, now: Date): Promise<BillingState>
+  pause(
+    subscription: BillingState,
+    pause: { option: PauseOption; resumeDate: Date | null },
+    now: Date,
+  ): Promise<BillingState>
+  /** A new term from now; the local engine's caller bills it. */
+  resume(subscription: BillingState, now: Date, unit: PeriodUnit): Promise<BillingState>
   cancel(subscription: BillingState, cancellation: Cancellation, now: Date): Promise<BillingState>
   /** Undoes `createSubscription` when the company's creation failed after the provider created its objects. */
   abandonCustomer?(customerId: string): Promise<void>

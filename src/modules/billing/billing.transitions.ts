@@ -1,4 +1,4 @@
-import type { PaymentSource, SubscriptionRow } from '../../db/tables.ts'
+import type { PaymentSource, ScheduledChange, SubscriptionRow } from '../../db/tables.ts'
 import { termEnd, type PeriodUnit } from './billing.terms.ts'
 
 /**
@@ -8,8 +8,11 @@ import { termEnd, type PeriodUnit } from './billing.terms.ts'
  *      │  └──trial end, no card, or cancel scheduled──▶ cancelled          │   ▲
  *      └──cancel now──▶ cancelled ◀──cancel now── active, non_renewing     │   └─remove scheduled cancellation
  *                                  ◀──term end──────────────────────────────┘
- *   active ──term end──▶ active (a new term)
+ *   active ──term end──▶ active (a new term, with the change scheduled for it if any)
+ *   active ──pause now, or at the term end──▶ paused ──resume now, or on resume_date──▶ active (a new term)
  *
+ * One thing at a time is scheduled for the term's end, the latest asked for, as at Chargebee: a
+ * change, a cancellation or a pause each replaces the others.
  * The refusals (409) are checked by the service whatever the provider, so both engines refuse
  * the same things; the transitions are what the local provider does.
  */
@@ -29,8 +32,11 @@ export function cancelRefusal(s: BillingState, endOfTerm: boolean): string | nul
   return null
 }
 
+/** Nothing scheduled for the term's end. */
+const NOTHING_SCHEDULED = { scheduled_change: null, pause_date: null, resume_date: null } as const
+
 export function cancel(s: BillingState, c: Cancellation, now: Date): BillingState {
-  const reasons = { cancellation_reason: c.reason, cancellation_message: c.message }
+  const reasons = { cancellation_reason: c.reason, cancellation_message: c.message, ...NOTHING_SCHEDULED }
   if (c.endOfTerm) {
     if (s.status === 'in_trial') return { ...s, ...reasons, cancel_scheduled_at: s.trial_end }
     return { ...s, ...reasons, status: 'non_renewing', cancel_scheduled_at: s.current_term_end }
@@ -54,7 +60,87 @@ export function removeScheduledCancellation(s: BillingState): BillingState {
 }
 
 export function changeRefusal(s: BillingState): string | null {
-  return s.status === 'cancelled' ? 'A cancelled subscription cannot be changed' : null
+  if (s.status === 'cancelled') return 'A cancelled subscription cannot be changed'
+  if (s.status === 'paused') return 'A paused subscription cannot be changed: resume it first (PUT .../resume)'
+  return null
+}
+
+export function scheduleRefusal(s: BillingState): string | null {
+  const refusal = changeRefusal(s)
+  if (refusal) return refusal
+  if (s.status !== 'active' && s.status !== 'non_renewing')
+    return `A subscription ${s.status} has no term to end: change it now (end_of_term false)`
+  return null
+}
+
+/** A scheduled cancellation or pause gives way to the change. */
+export function scheduleChange(s: BillingState, change: ScheduledChange): BillingState {
+  return {
+    ...s,
+    ...NOTHING_SCHEDULED,
+    scheduled_change: change,
+    status: s.status === 'non_renewing' ? 'active' : s.status,
+    cancel_scheduled_at: null,
+    cancellation_reason: null,
+    cancellation_message: null,
+  }
+}
+
+export function removalOfChangesRefusal(s: BillingState): string | null {
+  return s.scheduled_change ? null : 'No change is scheduled for this subscription'
+}
+
+export function removeScheduledChanges(s: BillingState): BillingState {
+  return { ...s, scheduled_change: null }
+}
+
+/** The subscription holding the scheduled choice, as the renewal bills it. */
+export function withScheduledChange(s: BillingState): BillingState {
+  const c = s.scheduled_change
+  if (!c) return s
+  return {
+    ...s,
+    plan_sku: c.plan_sku,
+    plan_quantity: c.plan_quantity,
+    addons: c.addons,
+    coupon_code: c.coupon_code,
+    scheduled_change: null,
+  }
+}
+
+export type PauseOption = 'immediately' | 'end_of_term'
+
+export function pauseRefusal(s: BillingState): string | null {
+  if (s.status === 'cancelled') return 'A cancelled subscription cannot be paused'
+  if (s.status === 'paused') return 'The subscription is already paused'
+  if (s.status === 'non_renewing')
+    return 'A cancellation is scheduled for this subscription: remove it first (remove_scheduled_cancellation)'
+  if (s.status !== 'active') return `A subscription ${s.status} cannot be paused: only an active one can`
+  if (s.pause_date) return 'A pause is already scheduled for this subscription'
+  return null
+}
+
+/** A pause at the term's end leaves the term paid and replaces a scheduled change. */
+export function pause(s: BillingState, option: PauseOption, resumeDate: Date | null, now: Date): BillingState {
+  if (option === 'end_of_term')
+    return { ...s, ...NOTHING_SCHEDULED, pause_date: s.current_term_end, resume_date: resumeDate }
+  return { ...s, ...NOTHING_SCHEDULED, status: 'paused', pause_date: now, resume_date: resumeDate }
+}
+
+export function resumeRefusal(s: BillingState): string | null {
+  return s.status === 'paused' ? null : `Only a paused subscription can be resumed; this one is ${s.status}`
+}
+
+/** A new term from `at`, billed then. */
+export function resume(s: BillingState, at: Date, unit: PeriodUnit): BillingState {
+  return {
+    ...s,
+    ...NOTHING_SCHEDULED,
+    status: 'active',
+    current_term_start: at,
+    current_term_end: termEnd(at, unit),
+    billing_anchor_day: at.getUTCDate(),
+  }
 }
 
 /** It expires after the last day of its expiry month. */
@@ -82,6 +168,9 @@ export function atTrialEnd(s: BillingState, unit: PeriodUnit): BillingState | nu
 export function atTermEnd(s: BillingState, unit: PeriodUnit): BillingState | null {
   const end = s.current_term_end
   if (!end) return null
+  if (s.status === 'active' && s.pause_date?.getTime() === end.getTime()) {
+    return { ...s, status: 'paused', scheduled_change: null }
+  }
   if (s.status === 'active') {
     return {
       ...s,

@@ -36,7 +36,7 @@ export {
 export { REVERSE_CHARGE, taxFor, vatTable, type TaxCustomer } from './billing.vat.ts'
 export { termEnd, unixSeconds, type PeriodUnit } from './billing.terms.ts'
 export * as transitions from './billing.transitions.ts'
-export type { BillingState, Cancellation } from './billing.transitions.ts'
+export type { BillingState, Cancellation, PauseOption } from './billing.transitions.ts'
 export { brandOf, chargeSucceeds, luhnValid, testBehaviourOf } from './billing.cards.ts'
 export {
   CustomerIdSpent,

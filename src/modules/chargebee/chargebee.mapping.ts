@@ -21,6 +21,9 @@ export interface CbSubscription {
   current_term_start?: number
   current_term_end?: number
   cancelled_at?: number
+  has_scheduled_changes?: boolean
+  pause_date?: number
+  resume_date?: number
   resource_version?: number
   updated_at?: number
 }
@@ -102,6 +105,10 @@ export function stateFrom(stored: BillingState, s: CbSubscription, card?: Paymen
     cancellation_reason: cancelled || scheduled ? stored.cancellation_reason : null,
     cancellation_message: cancelled || scheduled ? stored.cancellation_message : null,
     payment_source: card === undefined || card === null ? stored.payment_source : card,
+    // Chargebee tells only that a change is scheduled; what it is, this service recorded when asking.
+    scheduled_change: s.has_scheduled_changes ? (stored.scheduled_change ?? null) : null,
+    pause_date: s.status === 'paused' || s.status === 'active' ? date(s.pause_date) : null,
+    resume_date: s.status === 'paused' || s.status === 'active' ? date(s.resume_date) : null,
   }
 }
 

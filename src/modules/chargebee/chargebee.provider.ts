@@ -29,6 +29,14 @@ export interface ChargebeeSettings {
   retry?: Partial<RetryPolicy>
 }
 
+type EstimateParams = Parameters<
+  InstanceType<ReturnType<typeof chargebeeSdk>>['estimate']['updateSubscriptionForItems']
+>[0]
+
+type WithParams = {
+  removeScheduledChanges(id: string, params: object, headers: Record<string, string>): Promise<unknown>
+}
+
 export type ChargebeeProvider = BillingProvider & {
   fetchSubscription(id: string): Promise<{ subscription: CbSubscription; card: PaymentSource | null }>
   /** Invoices, credit notes, credits and charges (decisions §9.2); reads back what they compare with. */
@@ -69,9 +77,9 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     return changeParams(s, change, lists?.subscription ?? null)
   }
 
-  async function estimateWith(s: BillingState, change: ChangeRequest, params: ReturnType<typeof changeParams>) {
+  async function estimateWith(s: BillingState, change: ChangeRequest, params: Record<string, unknown>) {
     const result = await retried('estimate the change', () =>
-      cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params }),
+      cb.estimate.updateSubscriptionForItems({ subscription: { id: s.id }, ...params } as EstimateParams),
     )
     return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, {
       status: s.status,
@@ -185,6 +193,75 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
         },
       )
       return { state: next(s, answer(updated), change.selection.coupon?.code ?? null), estimate }
+    },
+
+    async scheduleChange(s, change, scheduled) {
+      const params = { ...(await paramsOf(s, change)), change_option: 'end_of_term' as const }
+      const { prorate: _, invoice_immediately: __, ...atTermEnd } = params
+      const estimate = await estimateWith(s, change, atTermEnd)
+      const updated = await write(
+        'schedule the change',
+        randomUUID(),
+        (headers) => cb.subscription.updateForItems(s.id, atTermEnd, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now?.subscription.has_scheduled_changes ? now : null
+        },
+      )
+      return {
+        state: { ...next({ ...s, scheduled_change: scheduled }, answer(updated)), scheduled_change: scheduled },
+        estimate,
+      }
+    },
+
+    async removeScheduledChanges(s) {
+      const removed = await write(
+        'remove the scheduled changes',
+        randomUUID(),
+        // The SDK's types leave out the parameters its request takes before the headers.
+        (headers) => (cb.subscription as unknown as WithParams).removeScheduledChanges(s.id, {}, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now && !now.subscription.has_scheduled_changes ? now : null
+        },
+      )
+      return { ...next(s, answer(removed)), scheduled_change: null }
+    },
+
+    async pause(s, pause) {
+      const params = {
+        pause_option: pause.option,
+        ...(pause.resumeDate ? { resume_date: unixSeconds(pause.resumeDate)! } : {}),
+      }
+      const paused = await write(
+        'pause the subscription',
+        randomUUID(),
+        (headers) => cb.subscription.pause(s.id, params, headers).then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now && (now.subscription.status === 'paused' || typeof now.subscription.pause_date === 'number')
+            ? now
+            : null
+        },
+      )
+      return next(s, answer(paused))
+    },
+
+    async resume(s) {
+      // Chargebee starts the new term and invoices it; the invoice arrives by webhook.
+      const resumed = await write(
+        'resume the subscription',
+        randomUUID(),
+        (headers) =>
+          cb.subscription
+            .resume(s.id, { resume_option: 'immediately', charges_handling: 'invoice_immediately' }, headers)
+            .then(answer),
+        async () => {
+          const now = await current(s.id)
+          return now && now.subscription.status === 'active' ? now : null
+        },
+      )
+      return next(s, answer(resumed))
     },
 
     async cancel(s, cancellation) {

@@ -121,6 +121,21 @@ export function portalPage(
   ]
   if (s.status === 'in_trial' && s.trial_end !== null)
     rows.push(html`<dt>${t('portal.trialEnds')}</dt><dd>${dateOf(ctx, s.trial_end)}</dd>`)
+  if (s.pause_date !== null)
+    rows.push(
+      html`<dt>${t(s.status === 'paused' ? 'portal.pausedSince' : 'portal.pausesOn')}</dt><dd id="pause-date">${dateOf(
+        ctx,
+        s.pause_date,
+      )}</dd>`,
+    )
+  if (s.resume_date !== null)
+    rows.push(html`<dt>${t('portal.resumesOn')}</dt><dd id="resume-date">${dateOf(ctx, s.resume_date)}</dd>`)
+  if (s.scheduled_change !== null && s.scheduled_change.at !== null)
+    rows.push(
+      html`<dt>${t('portal.changesOn', { date: dateOf(ctx, s.scheduled_change.at) })}</dt><dd id="scheduled-change">${
+        s.scheduled_change.subscription_plan
+      } × ${s.scheduled_change.plan_quantity}</dd>`,
+    )
   if (s.scheduled_cancellation_at !== null)
     rows.push(
       html`<dt>${t('portal.cancelsOn')}</dt><dd id="cancels-on">${dateOf(ctx, s.scheduled_cancellation_at)}</dd>`,

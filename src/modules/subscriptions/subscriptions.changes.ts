@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../core/clock.ts'
-import type { DB, PaymentSource } from '../../db/tables.ts'
+import type { DB, PaymentSource, SubscriptionRow } from '../../db/tables.ts'
+import type { Executor } from '../../jobs/scheduler.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import { type Estimate, usageOf, usageToJson, transitions } from '../billing/index.ts'
 import type { WantedSelection } from './subscriptions.pricing.ts'
@@ -58,6 +59,59 @@ export function createSubscriptionChanges(deps: {
       if (provider.drivesTime) await ledger.collectNow(trx, next, now)
       return details(trx, (await repo.findByCompany(trx, companyId))!)
     })
+  }
+
+  function wantedOf(s: SubscriptionRow, body: SubscriptionUpdate | undefined, own: Awaited<ReturnType<typeof known>>) {
+    return {
+      planSku: body?.subscription_plan ?? s.plan_sku,
+      quantity: body?.plan_quantity ?? s.plan_quantity,
+      addonIds: body?.addons ?? own.addonIds,
+      couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
+    } satisfies WantedSelection
+  }
+
+  /**
+   * The change for the term's end: checked as one made now, billed by the renewal. The coupon is
+   * redeemed when the renewal applies it.
+   */
+  async function scheduleChange(companyId: string, subscriptionId: string, body: SubscriptionUpdate, actor: string) {
+    const event = 'changes_scheduled'
+    let estimate: Estimate | undefined
+    const answer = async (trx: Executor) => ({
+      ...(await details(trx, (await repo.findByCompany(trx, companyId))!)),
+      estimate: estimate!,
+    })
+    return remoteChange(
+      companyId,
+      subscriptionId,
+      async (trx, s, provider, markApplied) => {
+        const refusal = transitions.scheduleRefusal(s)
+        if (refusal) throw new Conflict(refusal)
+        const own = await known(trx, s)
+        const { change: request } = await priceChange(trx, s, wantedOf(s, body, own), (name) => `body/${name}`)
+        const { selection } = request
+        const scheduled = {
+          plan_sku: selection.plan.sku,
+          plan_quantity: selection.quantity,
+          addons: selection.addons.map((a) => ({ id: a.id, quantity: a.quantity })),
+          coupon_code: selection.coupon?.code ?? null,
+        }
+        const result = await provider.scheduleChange(own.held, request, scheduled)
+        estimate = result.estimate
+        markApplied()
+        await save(trx, s, result.state, {
+          event,
+          actor,
+          at: request.now,
+          details: { invoice: estimate.invoice_estimate },
+        })
+        return answer(trx)
+      },
+      async (trx, s, provider) => {
+        await save(trx, s, await provider.retrieve(s), { event, actor, at: clock.now() })
+        return answer(trx)
+      },
+    )
   }
 
   return {
@@ -136,6 +190,7 @@ export function createSubscriptionChanges(deps: {
       body: SubscriptionUpdate | undefined,
       actor: string,
     ): Promise<UpdateResponse> {
+      if (body?.end_of_term) return scheduleChange(companyId, subscriptionId, body, actor)
       let applied: { estimate: Estimate; couponCode: string | null; at: Date; today: string } | undefined
       return remoteChange(
         companyId,
@@ -152,13 +207,7 @@ export function createSubscriptionChanges(deps: {
             )
           }
           const own = await known(trx, s)
-          const wanted: WantedSelection = {
-            planSku: body?.subscription_plan ?? s.plan_sku,
-            quantity: body?.plan_quantity ?? s.plan_quantity,
-            addonIds: body?.addons ?? own.addonIds,
-            couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
-          }
-          const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
+          const { change: request, today } = await priceChange(trx, s, wantedOf(s, body, own), (name) => `body/${name}`)
           const coupon = request.selection.coupon
           // The redemption is counted in the statement that checks the limit and holds the coupon's row, so
           // a concurrent last redemption waits and is refused before reaching the provider.

@@ -176,7 +176,8 @@ export function createSubscriptionEstimates(deps: {
   ): Promise<{ at: number; invoice: InvoiceEstimate } | null> {
     const at = nextBillingAt(s)
     if (at === null) return null
-    const current = await pricing.current(executor, s)
+    // The renewal bills a change scheduled for then.
+    const current = await pricing.current(executor, transitions.withScheduledChange(s))
     const currency = current.plan.currency_code
     const [credits, charges] = await Promise.all([
       ledger.credits(executor, s.company_id, currency),

@@ -31,6 +31,9 @@ const TRACKED = [
   'coupon_apply_till',
   'coupon_period_start',
   'coupon_period_discounts',
+  'scheduled_change',
+  'pause_date',
+  'resume_date',
 ] as const satisfies readonly (keyof SubscriptionRow)[]
 
 // jsonb returns keys in its own order, so objects compare with sorted keys.
@@ -87,6 +90,9 @@ export async function recordChange(
     coupon_apply_till: after.coupon_apply_till,
     coupon_period_start: after.coupon_period_start,
     coupon_period_discounts: JSON.stringify(after.coupon_period_discounts ?? {}),
+    scheduled_change: after.scheduled_change ? JSON.stringify(after.scheduled_change) : null,
+    pause_date: after.pause_date ?? null,
+    resume_date: after.resume_date ?? null,
     updated_at: what.now,
   })
   await repo.insertEvent(trx, {

@@ -4,3 +4,4 @@
  */
 export const TRIAL_END_JOB = 'subscription.trial_end'
 export const TERM_END_JOB = 'subscription.term_end'
+export const RESUME_JOB = 'subscription.resume'

@@ -14,6 +14,8 @@ import {
   PaymentSourceInput,
   SubscriptionCancellationData,
   SubscriptionDetails,
+  SubscriptionPause,
+  SubscriptionResume,
   SubscriptionStatusBody,
   SubscriptionUpdate,
   UpdateResponse,
@@ -130,6 +132,73 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
         request.body,
         principalOf(request).clientId,
       ),
+  )
+
+  app.put(
+    `${BASE}/:company_id/remove_scheduled_changes`,
+    {
+      config: companyAtProvider,
+      schema: {
+        operationId: 'removeScheduledChanges',
+        tags,
+        summary: "Drop the change scheduled for the term's end",
+        description: 'The renewal bills the current choice again. 409 when no change is scheduled.',
+        params: CompanyParams,
+        response: { 200: SubscriptionDetails },
+      },
+    },
+    async (request) => {
+      await service.removeScheduledChanges(request.params.company_id, principalOf(request).clientId)
+      return service.details(request.params.company_id)
+    },
+  )
+
+  app.put(
+    `${BASE}/:company_id/pause`,
+    {
+      config: companyAtProvider,
+      schema: {
+        operationId: 'pauseSubscription',
+        tags,
+        summary: 'Pause the subscription, now or at the end of the term',
+        description:
+          'Paused: no invoices, and the plan features are withdrawn as for a cancelled subscription. ' +
+          'immediately: paused now, nothing credited; end_of_term: the term ends paused instead of renewing ' +
+          '(pause_date shows when; a change scheduled for then is dropped). resume_date resumes it by itself ' +
+          'then. 400 for a resume_date not after the pause starts; 409 unless the subscription is active ' +
+          '(cancelled, already paused, in trial, or set to cancel) or when a pause is already scheduled.',
+        params: CompanyParams,
+        body: SubscriptionPause,
+        response: { 200: SubscriptionDetails },
+      },
+    },
+    async (request) => {
+      await service.pause(request.params.company_id, request.body, principalOf(request).clientId)
+      return service.details(request.params.company_id)
+    },
+  )
+
+  app.put(
+    `${BASE}/:company_id/resume`,
+    {
+      config: companyAtProvider,
+      preValidation: emptyBodyAsObject,
+      schema: {
+        operationId: 'resumeSubscription',
+        tags,
+        summary: 'Resume a paused subscription now',
+        description:
+          'active again with a new term from now, billed now in full; the plan features come back. 409 unless ' +
+          'the subscription is paused. The body is optional as a whole.',
+        params: CompanyParams,
+        body: SubscriptionResume,
+        response: { 200: SubscriptionDetails },
+      },
+    },
+    async (request) => {
+      await service.resume(request.params.company_id, principalOf(request).clientId)
+      return service.details(request.params.company_id)
+    },
   )
 
   app.get(

@@ -119,6 +119,14 @@ export const SubscriptionUpdate = Type.Object(
     plan_quantity: Type.Optional(Quantity),
     addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
     coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
+    end_of_term: Type.Optional(
+      Type.Boolean({
+        description:
+          "true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing " +
+          'is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause ' +
+          'scheduled before. false (default): now',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'SubscriptionUpdate', description: 'Omitted fields keep their value' },
 )
@@ -141,6 +149,48 @@ export const EstimateBody = Type.Object(
 export const EstimateResponse = Type.Object(
   { estimate: EstimateBody },
   { additionalProperties: false, title: 'Estimate' },
+)
+
+const UnixDate = (description: string) => Type.Integer({ minimum: 0, maximum: 253402300799, description })
+
+export const SubscriptionPause = Type.Object(
+  {
+    pause_option: Type.Union([Type.Literal('immediately'), Type.Literal('end_of_term')], {
+      description:
+        "immediately: paused now, the rest of the paid term unused; end_of_term: at the current term's end, " +
+        'instead of the renewal (it replaces a change scheduled for then)',
+    }),
+    resume_date: Type.Optional(
+      UnixDate('When it resumes by itself (Unix seconds), after the pause starts; left out: until resumed'),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'SubscriptionPause',
+    examples: [{ pause_option: 'immediately' }, { pause_option: 'end_of_term', resume_date: 1801526400 }],
+  },
+)
+export type SubscriptionPause = Static<typeof SubscriptionPause>
+
+export const SubscriptionResume = Type.Object(
+  {
+    resume_option: Type.Optional(
+      Type.Literal('immediately', { description: 'immediately (the default): a new term starts now, billed now' }),
+    ),
+  },
+  { additionalProperties: false, title: 'SubscriptionResume', examples: [{ resume_option: 'immediately' }] },
+)
+export type SubscriptionResume = Static<typeof SubscriptionResume>
+
+export const ScheduledChangeView = Type.Object(
+  {
+    at: Unix("When it applies: the current term's end"),
+    subscription_plan: Type.String({ description: "The plan's sku" }),
+    plan_quantity: Type.Integer(),
+    addons: Type.Array(Type.Object({ id: Type.String(), quantity: Type.Integer() }, { additionalProperties: false })),
+    coupon_code: Nullable(Type.String()),
+  },
+  { additionalProperties: false, description: 'The choice the renewal bills' },
 )
 
 const PaymentMethod = Type.Object({ type: Type.Literal('card'), ...CardFields }, { additionalProperties: false })
@@ -189,6 +239,10 @@ export const SubscriptionFields = Type.Object(
     scheduled_cancellation_at: Unix('When a scheduled cancellation takes effect'),
     cancellation_reason: Nullable(Type.String()),
     cancellation_message: Nullable(Type.String()),
+    has_scheduled_changes: Type.Boolean({ description: "A change waits for the term's end (scheduled_change)" }),
+    scheduled_change: Nullable(ScheduledChangeView),
+    pause_date: Unix('When the pause started or, with status active, when it is set to start'),
+    resume_date: Unix('When a paused subscription resumes by itself'),
     created_at: Type.Integer(),
     updated_at: Type.Integer(),
   },

@@ -25,6 +25,7 @@ import { createSubscriptionChanges } from './subscriptions.changes.ts'
 import { createProviderCopies } from './subscriptions.provider-copies.ts'
 import { createSubscriptionMoney } from './subscriptions.money.ts'
 import type { SubscriptionChangeListener } from './subscriptions.history.ts'
+import { createSubscriptionPauses } from './subscriptions.pauses.ts'
 import type { Ledger } from '../invoices/index.ts'
 
 /**
@@ -56,7 +57,7 @@ export function createSubscriptionsService(deps: {
   const steps = createSubscriptionSteps({ db, repo, scheduler: deps.scheduler, clock, providers, ledger, listener })
   const { customerOf, details, findOwn } = steps
   const remote = createRemoteChanges({ repo, change: steps.change })
-  const jobs = createSubscriptionJobs({ repo, providers, pricing, ledger, steps })
+  const jobs = createSubscriptionJobs({ repo, scheduler: deps.scheduler, providers, pricing, ledger, steps })
   const estimates = createSubscriptionEstimates({
     db,
     repo,
@@ -109,6 +110,9 @@ export function createSubscriptionsService(deps: {
         billing_anchor_day: null,
         cancellation_reason: null,
         cancellation_message: null,
+        scheduled_change: null,
+        pause_date: null,
+        resume_date: null,
         ...usageColumns(freshUsage(null)),
         created_at: now,
         updated_at: now,
@@ -122,6 +126,7 @@ export function createSubscriptionsService(deps: {
         addons: JSON.stringify(created.addons),
         payment_source: JSON.stringify(created.payment_source),
         coupon_period_discounts: JSON.stringify(created.coupon_period_discounts),
+        scheduled_change: created.scheduled_change ? JSON.stringify(created.scheduled_change) : null,
       })
       await repo.insertEvent(trx, {
         company_id: input.companyId,
@@ -187,6 +192,9 @@ export function createSubscriptionsService(deps: {
         cancel_scheduled_at: t('cancel_scheduled_at'),
         coupon_applied_at: t('coupon_applied_at'),
         coupon_apply_till: t('coupon_apply_till'),
+        pause_date: t('pause_date'),
+        resume_date: t('resume_date'),
+        scheduled_change: (stored.scheduled_change as SubscriptionRow['scheduled_change']) ?? null,
         created_at: t('created_at')!,
         updated_at: updatedAt,
       })
@@ -205,6 +213,8 @@ export function createSubscriptionsService(deps: {
     },
 
     ...changes,
+
+    ...createSubscriptionPauses({ clock, steps, remote, jobs }),
 
     ...createProviderCopies({ repo, listener }),
 

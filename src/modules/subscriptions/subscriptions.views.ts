@@ -6,6 +6,7 @@ import type { SubscriptionDetails, SubscriptionStatusBody } from './subscription
 
 export function nextBillingAt(s: SubscriptionRow): number | null {
   if (s.cancel_scheduled_at) return null
+  if (s.status === 'paused' || s.pause_date) return unixSeconds(s.resume_date)
   if (s.status === 'in_trial') return unixSeconds(s.trial_end)
   if (s.status === 'active') return unixSeconds(s.current_term_end)
   return null
@@ -62,6 +63,18 @@ export function subscriptionView(s: SubscriptionRow): SubscriptionDetails['subsc
     scheduled_cancellation_at: unixSeconds(s.cancel_scheduled_at),
     cancellation_reason: s.cancellation_reason,
     cancellation_message: s.cancellation_message,
+    has_scheduled_changes: s.scheduled_change !== null,
+    scheduled_change: s.scheduled_change
+      ? {
+          at: unixSeconds(s.current_term_end),
+          subscription_plan: s.scheduled_change.plan_sku,
+          plan_quantity: s.scheduled_change.plan_quantity,
+          addons: s.scheduled_change.addons,
+          coupon_code: s.scheduled_change.coupon_code,
+        }
+      : null,
+    pause_date: unixSeconds(s.pause_date),
+    resume_date: unixSeconds(s.resume_date),
     created_at: unixSeconds(s.created_at)!,
     updated_at: unixSeconds(s.updated_at)!,
   }
