@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.ts'
 import type { DB, PaymentSource } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import { type Estimate, usageOf, usageToJson, transitions } from '../billing/index.ts'
-import type { WantedSelection } from './subscriptions.pricing.ts'
+import { addonChoices, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type {
   PaymentSourceInput,
@@ -155,7 +155,7 @@ export function createSubscriptionChanges(deps: {
           const wanted: WantedSelection = {
             planSku: body?.subscription_plan ?? s.plan_sku,
             quantity: body?.plan_quantity ?? s.plan_quantity,
-            addonIds: body?.addons ?? own.addonIds,
+            addons: body?.addons ? addonChoices(body.addons, 'body/addons') : own.addons,
             couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
           }
           const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)
