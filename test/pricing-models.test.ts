@@ -17,7 +17,8 @@ import {
   startAt,
   update,
 } from './subscriptions-helpers.ts'
-import { onEachEngine } from './helpers/engine-suites.ts'
+import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
+import { chargebeeCompany, withChargebee } from './chargebee.fixtures.ts'
 
 /**
  * Pricing models and addon quantities on the local engine (decisions §9.3, docs/billing.md), with
@@ -34,7 +35,7 @@ type Model = (typeof MODELS)[number]
 const QUANTITIES = [5, 10, 11, 50, 51, 120] as const
 
 /** Worked by hand, in cents, per model and quantity. */
-const EXPECTED: Record<Model, Record<(typeof QUANTITIES)[number], number>> = {
+const EXPECTED: Record<Model, Record<number, number>> = {
   // flat_fee: 10.00 whatever the quantity.
   flat_fee: { 5: 1000, 10: 1000, 11: 1000, 50: 1000, 51: 1000, 120: 1000 },
   // per_unit: q × 10.00.
@@ -291,5 +292,55 @@ onEachEngine('pricing models', { TEST_CLOCK_ENABLED: true, CURRENCY_CODE: 'EUR' 
     })
     assert.equal(addonRes.statusCode, 400)
     assert.match(addonRes.json().errors, /^body\/tiers\/1\/starting_unit must be 11/)
+  })
+})
+
+forEachEngine('pricing models at chargebee', (engine) => {
+  const { t, fake } = withChargebee(engine)
+
+  it('sends addon quantities and shows Chargebee’s lines with the items’ models and quantities', async () => {
+    const c = await chargebeeCompany(t, fake, { plans: { seats: { pricing_model: 'volume', tiers: TIERS } } })
+    const seats = c.plans.seats!
+    // The same item price at Chargebee: volume, its tiers in cents, the last without ending_unit.
+    fake.addItemPrice({
+      id: seats,
+      price: 1000,
+      period_unit: 'month',
+      item_type: 'plan',
+      pricing_model: 'volume',
+      tiers: [
+        { starting_unit: 1, ending_unit: 10, price: 1000 },
+        { starting_unit: 11, ending_unit: 50, price: 800 },
+        { starting_unit: 51, price: 600 },
+      ],
+    })
+    const devices = await addon(t, { price: 5 })
+    fake.addItemPrice({ id: devices, price: 500, period_unit: 'month', item_type: 'addon' })
+    const from = fake.requests.length
+    const res = await call(t, {
+      method: 'PUT',
+      url: `${SUB}/companies/${c.id}/update/${c.subscriptionId}`,
+      token: c.token,
+      body: { plan_quantity: 25, addons: [{ id: devices, quantity: 3 }] },
+    })
+    assert.equal(res.statusCode, 200, res.body)
+    const sent = fake.requests.slice(from).filter((r) => r.path.endsWith('/update_for_items'))
+    assert.deepEqual(sent[0]!.params.subscription_items, [
+      { item_price_id: seats, quantity: '25' },
+      { item_price_id: devices, quantity: '3' },
+    ])
+    // In trial: the next invoice. Seats 25 × 8.00 = 200.00 (volume); devices 3 × 5.00 = 15.00.
+    const lines = res.json().estimate.invoice_estimate.line_items
+    assert.deepEqual(
+      lines.map((l: any) => [l.entity_id, l.pricing_model, l.quantity, l.amount]),
+      [
+        [seats, 'volume', 25, 20000],
+        [devices, 'per_unit', 3, 1500],
+      ],
+    )
+    assert.deepEqual(
+      (await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).subscription.addons,
+      [{ id: devices, quantity: 3 }],
+    )
   })
 })

@@ -155,7 +155,7 @@ export function createSubscriptionChanges(deps: {
           const wanted: WantedSelection = {
             planSku: body?.subscription_plan ?? s.plan_sku,
             quantity: body?.plan_quantity ?? s.plan_quantity,
-            addons: body?.addons ? addonChoices(body.addons, 'body/addons') : own.addons,
+            addons: body?.addons ? addonChoices(body.addons, 'body/addons', own.addons) : own.addons,
             couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
           }
           const { change: request, today } = await priceChange(trx, s, wanted, (name) => `body/${name}`)

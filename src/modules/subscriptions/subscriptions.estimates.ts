@@ -142,7 +142,7 @@ export function createSubscriptionEstimates(deps: {
     const wanted: WantedSelection = {
       planSku: query.subscription_plan,
       quantity: query.plan_quantity,
-      addons: query.addons ? addonChoices(query.addons, field('addons')) : own.addons,
+      addons: query.addons ? addonChoices(query.addons, field('addons'), own.addons) : own.addons,
       couponCode: query.coupon_code === undefined ? own.couponCode : query.coupon_code || null,
     }
     const { change: request } = await priceChange(db, s, wanted, field)

@@ -18,14 +18,18 @@ export interface WantedSelection {
 
 const MAX_QUANTITY = 100_000
 
-/** Addons as 6's body gives them (ids or `{id, quantity}`) or the estimate's query (`id` or `id:quantity`). */
-export function addonChoices(list: (string | WantedAddon)[], field: string): WantedAddon[] {
+/**
+ * Addons as 6's body gives them (ids or `{id, quantity}`) or the estimate's query (`id` or
+ * `id:quantity`). An id alone keeps the quantity of an addon `held`, else is 1.
+ */
+export function addonChoices(list: (string | WantedAddon)[], field: string, held: WantedAddon[] = []): WantedAddon[] {
   return list.map((choice) => {
     if (typeof choice !== 'string') return { id: choice.id.toLowerCase(), quantity: choice.quantity }
-    const [id, quantity] = choice.split(':') as [string, string | undefined]
-    const n = quantity === undefined ? 1 : Number(quantity)
+    const [raw, quantity] = choice.split(':') as [string, string | undefined]
+    const id = raw.toLowerCase()
+    const n = quantity === undefined ? (held.find((a) => a.id === id)?.quantity ?? 1) : Number(quantity)
     if (n > MAX_QUANTITY) throw new ValidationError(`${field}: addon ${id} quantity must be at most ${MAX_QUANTITY}`)
-    return { id: id.toLowerCase(), quantity: n }
+    return { id, quantity: n }
   })
 }
 
