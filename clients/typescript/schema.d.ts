@@ -2054,16 +2054,29 @@ export interface components {
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            tiers: components["schemas"]["Tier"][] | null;
+            tiers_text: string | null;
         };
-        /** AddonInput */
+        /**
+         * AddonInput
+         * @description price: required unless tiers are given (then the first tier's)
+         */
         AddonInput: {
             id?: string;
             name: string;
             /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-            price: number;
+            price?: number;
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code?: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            /** @description For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null) */
+            tiers?: components["schemas"]["Tier"][];
+            /** @description Server-made; ignored when sent */
+            tiers_text?: string;
         };
         /** Attachment */
         Attachment: {
@@ -2641,10 +2654,13 @@ export interface components {
                 /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -2737,10 +2753,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -2999,10 +3018,13 @@ export interface components {
                 /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3105,22 +3127,33 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
         };
         /** PlanInput */
         PlanInput: {
+            /** @description price: required unless tiers are given (then the first tier's) */
             plan: {
                 id?: string;
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
                 /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-                price: number;
+                price?: number;
                 /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
                 currency_code?: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features?: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null) */
+                tiers?: components["schemas"]["Tier"][];
+                /** @description Server-made; ignored when sent */
+                tiers_text?: string;
             };
         };
         /** PortalSession */
@@ -3276,6 +3309,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3351,8 +3388,15 @@ export interface components {
             /** @description A plan sku among the product's allowed_plans */
             subscription_plan?: string;
             plan_quantity?: number;
-            /** @description Addon ids, each at most once; replaces the addons; [] removes them all */
-            addons?: string[];
+            /** @description Addon ids or {id, quantity} objects (quantity 1 by default), each addon at most once; replaces the addons; [] removes them all */
+            addons?: (string | {
+                /**
+                 * Format: uuid
+                 * @description An addon id
+                 */
+                id: string;
+                quantity: number;
+            })[];
             coupon_code?: string | null;
         };
         /** SubscriptionUpdated */
@@ -3410,6 +3454,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3464,10 +3512,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3554,6 +3605,14 @@ export interface components {
             active: boolean;
             /** @description True when the contract leads this team */
             is_leader: boolean;
+        };
+        /** Tier */
+        Tier: {
+            /** @description 1 for the first tier */
+            starting_unit: number;
+            ending_unit: number | null;
+            /** @description Major units, as price: per unit (tiered, volume) or for the whole quantity (stairstep) */
+            price: number;
         };
         /**
          * TokenError
@@ -4384,7 +4443,16 @@ export interface operations {
                      *           "period_unit": "month",
                      *           "features": [
                      *             "example"
-                     *           ]
+                     *           ],
+                     *           "pricing_model": "flat_fee",
+                     *           "tiers": [
+                     *             {
+                     *               "starting_unit": 1,
+                     *               "ending_unit": 1,
+                     *               "price": 49
+                     *             }
+                     *           ],
+                     *           "tiers_text": "example"
                      *         }
                      *       }
                      *     ]
@@ -4414,15 +4482,27 @@ export interface operations {
                 /**
                  * @example {
                  *       "plan": {
-                 *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *         "sku": "business-monthly",
-                 *         "name": "Acme Logistics",
-                 *         "price": 49,
-                 *         "currency_code": "EUR",
-                 *         "plan_family": "business",
+                 *         "sku": "workforce-volume-monthly",
+                 *         "name": "Workforce, volume",
+                 *         "plan_family": "workforce",
                  *         "period_unit": "month",
-                 *         "features": [
-                 *           "example"
+                 *         "pricing_model": "volume",
+                 *         "tiers": [
+                 *           {
+                 *             "starting_unit": 1,
+                 *             "ending_unit": 10,
+                 *             "price": 10
+                 *           },
+                 *           {
+                 *             "starting_unit": 11,
+                 *             "ending_unit": 50,
+                 *             "price": 8
+                 *           },
+                 *           {
+                 *             "starting_unit": 51,
+                 *             "ending_unit": null,
+                 *             "price": 6
+                 *           }
                  *         ]
                  *       }
                  *     }
@@ -4482,7 +4562,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4527,7 +4616,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4780,7 +4878,16 @@ export interface operations {
                      *         "name": "Extra storage",
                      *         "price": 49,
                      *         "currency_code": "EUR",
-                     *         "period_unit": "month"
+                     *         "period_unit": "month",
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     ]
                      */
@@ -4804,15 +4911,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description price: required unless tiers are given (then the first tier's) */
         requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *       "name": "Acme Logistics",
-                 *       "price": 49,
-                 *       "currency_code": "EUR",
-                 *       "period_unit": "month"
+                 *       "name": "Extra stamping device",
+                 *       "price": 15,
+                 *       "period_unit": "month",
+                 *       "pricing_model": "per_unit"
                  *     }
                  */
                 "application/json": components["schemas"]["AddonInput"];
@@ -4864,7 +4971,16 @@ export interface operations {
                      *       "name": "Extra storage",
                      *       "price": 49,
                      *       "currency_code": "EUR",
-                     *       "period_unit": "month"
+                     *       "period_unit": "month",
+                     *       "pricing_model": "flat_fee",
+                     *       "tiers": [
+                     *         {
+                     *           "starting_unit": 1,
+                     *           "ending_unit": 1,
+                     *           "price": 49
+                     *         }
+                     *       ],
+                     *       "tiers_text": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["Addon"];
@@ -6642,7 +6758,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -6684,6 +6809,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -6795,7 +6921,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -6897,7 +7032,7 @@ export interface operations {
                 plan_quantity: number;
                 /** @description Omitted: the subscription's coupon stays; empty: no coupon */
                 coupon_code?: string;
-                /** @description Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
+                /** @description Addons as <id> or <id>:<quantity>, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
                 addons?: string[];
             };
             header?: never;
@@ -6928,6 +7063,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -7059,7 +7195,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
