@@ -101,8 +101,10 @@ export const PlanInput = Type.Object(
         currency_code: Type.Optional(CurrencyCode),
         features: Type.Optional(PlanFields.properties.features),
         pricing_model: Type.Optional(PricingModel),
-        tiers: Type.Optional(Tiers),
-        tiers_text: Type.Optional(Type.String({ maxLength: 2000, description: 'Server-made; ignored when sent' })),
+        tiers: Type.Optional(Nullable(Tiers)),
+        tiers_text: Type.Optional(
+          Nullable(Type.String({ maxLength: 2000, description: 'Server-made; ignored when sent' })),
+        ),
       },
       { additionalProperties: false, description: "price: required unless tiers are given (then the first tier's)" },
     ),
@@ -184,7 +186,7 @@ export const AddonInput = Type.Object(
     price: Type.Optional(Price),
     currency_code: Type.Optional(CurrencyCode),
     pricing_model: Type.Optional(PricingModel),
-    tiers: Type.Optional(Tiers),
+    tiers: Type.Optional(Nullable(Tiers)),
     tiers_text: PlanInput.properties.plan.properties.tiers_text,
   },
   {

@@ -233,7 +233,7 @@ export type CatalogueService = ReturnType<typeof createCatalogueService>
  * (`body/tiers/1/starting_unit ...`). With tiers, `price` defaults to the first tier's.
  */
 function pricingOf(
-  input: { price?: number; pricing_model?: PricingModel; tiers?: { starting_unit: number; ending_unit: number | null; price: number }[] },
+  input: { price?: number; pricing_model?: PricingModel; tiers?: Tier[] | null },
   prefix: string,
   currency: string,
 ): { price_cents: number; pricing_model: PricingModel; tiers: string | null } {
