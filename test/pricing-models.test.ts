@@ -338,9 +338,8 @@ forEachEngine('pricing models at chargebee', (engine) => {
         [devices, 'per_unit', 3, 1500],
       ],
     )
-    assert.deepEqual(
-      (await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).subscription.addons,
-      [{ id: devices, quantity: 3 }],
-    )
+    assert.deepEqual((await json(t, 200, { url: `${SUB}/${c.id}/details`, token: c.token })).subscription.addons, [
+      { id: devices, quantity: 3 },
+    ])
   })
 })

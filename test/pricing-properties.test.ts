@@ -58,10 +58,15 @@ describe('pricing models, by property', () => {
 
   it('tiered never falls as the quantity grows', () => {
     fc.assert(
-      fc.property(fallingTiers, fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 0, max: 200 }), (tiers, q, more) => {
-        const item = priced('tiered', tiers)
-        assert.ok(itemAmount(item, q + more) >= itemAmount(item, q))
-      }),
+      fc.property(
+        fallingTiers,
+        fc.integer({ min: 1, max: 1_000 }),
+        fc.integer({ min: 0, max: 200 }),
+        (tiers, q, more) => {
+          const item = priced('tiered', tiers)
+          assert.ok(itemAmount(item, q + more) >= itemAmount(item, q))
+        },
+      ),
     )
   })
 

@@ -103,7 +103,11 @@ export function tierProblem(
 ): { index: number | null; field: string; message: string } | null {
   if (!usesTiers(model)) {
     return tiers && tiers.length > 0
-      ? { index: null, field: 'tiers', message: `apply only to pricing_model tiered, volume or stairstep, not ${model}` }
+      ? {
+          index: null,
+          field: 'tiers',
+          message: `apply only to pricing_model tiered, volume or stairstep, not ${model}`,
+        }
       : null
   }
   if (!tiers || tiers.length === 0)

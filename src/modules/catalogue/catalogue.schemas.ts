@@ -36,7 +36,7 @@ const PricingModel = Type.Union(
     description:
       "Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; " +
       "tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; " +
-      "stairstep, the price of the tier holding the quantity, once",
+      'stairstep, the price of the tier holding the quantity, once',
   },
 )
 export const Tier = Type.Object(
@@ -60,8 +60,7 @@ export const Tier = Type.Object(
 const Tiers = Type.Array(Tier, {
   minItems: 1,
   maxItems: 100,
-  description:
-    'For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null)',
+  description: 'For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null)',
 })
 const TIERS_EXAMPLE = [
   { starting_unit: 1, ending_unit: 10, price: 10 },

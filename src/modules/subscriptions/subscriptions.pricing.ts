@@ -1,7 +1,14 @@
 import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import { Conflict, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { type PricedCoupon, type PricedItem, type PricedSelection, type TaxRate, taxFor, type TaxCustomer } from '../billing/index.ts'
+import {
+  type PricedCoupon,
+  type PricedItem,
+  type PricedSelection,
+  type TaxRate,
+  taxFor,
+  type TaxCustomer,
+} from '../billing/index.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 
 export interface WantedAddon {
