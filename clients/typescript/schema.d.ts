@@ -2073,10 +2073,8 @@ export interface components {
             period_unit: "month" | "year";
             /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
             pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
-            /** @description For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null) */
-            tiers?: components["schemas"]["Tier"][];
-            /** @description Server-made; ignored when sent */
-            tiers_text?: string;
+            tiers?: components["schemas"]["Tier"][] | null;
+            tiers_text?: string | null;
         };
         /** Attachment */
         Attachment: {
@@ -3150,10 +3148,8 @@ export interface components {
                 features?: string[];
                 /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
                 pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
-                /** @description For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null) */
-                tiers?: components["schemas"]["Tier"][];
-                /** @description Server-made; ignored when sent */
-                tiers_text?: string;
+                tiers?: components["schemas"]["Tier"][] | null;
+                tiers_text?: string | null;
             };
         };
         /** PortalSession */
