@@ -50,6 +50,9 @@ onEachEngine('catalogue', (t) => {
           plan_family: 'core',
           period_unit: 'year',
           features: ['stamping', 'expense'],
+          pricing_model: 'per_unit',
+          tiers: null,
+          tiers_text: null,
         },
       }
       assert.deepEqual(await t.json(200, { url: `${BASE}/plans/${id}`, token: null }), expected)
@@ -259,6 +262,9 @@ onEachEngine('catalogue', (t) => {
         price: 4.5,
         currency_code: 'EUR',
         period_unit: 'month',
+        pricing_model: 'per_unit',
+        tiers: null,
+        tiers_text: null,
       })
       assert.ok((await t.json(200, { url: `${BASE}/addons`, token: null })).some((x: { id: string }) => x.id === id))
       assert.equal((await t.call({ url: `${BASE}/addons/${randomUUID()}`, token: null })).statusCode, 404)

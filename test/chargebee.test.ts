@@ -191,13 +191,22 @@ forEachEngine('chargebee provider', (engine) => {
         line_items: [
           {
             entity_type: 'plan',
+            pricing_model: 'per_unit',
             entity_id: c.plans.pro,
             description: c.plans.pro,
             unit_amount: 4990,
             quantity: 3,
             amount: 14970,
           },
-          { entity_type: 'addon', entity_id: a1, description: a1, unit_amount: 500, quantity: 1, amount: 500 },
+          {
+            entity_type: 'addon',
+            entity_id: a1,
+            description: a1,
+            pricing_model: 'per_unit',
+            unit_amount: 500,
+            quantity: 1,
+            amount: 500,
+          },
         ],
         discounts: [{ description: code, amount: 1547 }],
         sub_total: 15470,

@@ -69,6 +69,7 @@ onEachEngine('estimate (9) access to the stored subscription', { TEST_CLOCK_ENAB
             entity_type: 'plan',
             entity_id: a.plans.pro,
             description: 'Plan pro',
+            pricing_model: 'per_unit',
             unit_amount: 6000,
             quantity: 1,
             amount: 6000,

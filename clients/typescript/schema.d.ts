@@ -2120,16 +2120,27 @@ export interface components {
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            tiers: components["schemas"]["Tier"][] | null;
+            tiers_text: string | null;
         };
-        /** AddonInput */
+        /**
+         * AddonInput
+         * @description price: required unless tiers are given (then the first tier's)
+         */
         AddonInput: {
             id?: string;
             name: string;
             /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-            price: number;
+            price?: number;
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code?: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            tiers?: components["schemas"]["Tier"][] | null;
+            tiers_text?: string | null;
         };
         /** Attachment */
         Attachment: {
@@ -2707,10 +2718,13 @@ export interface components {
                 /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -2803,10 +2817,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3065,10 +3082,13 @@ export interface components {
                 /** @description The plan's sku or the addon's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3171,22 +3191,31 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
         };
         /** PlanInput */
         PlanInput: {
+            /** @description price: required unless tiers are given (then the first tier's) */
             plan: {
                 id?: string;
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
                 /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-                price: number;
+                price?: number;
                 /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
                 currency_code?: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features?: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers?: components["schemas"]["Tier"][] | null;
+                tiers_text?: string | null;
             };
         };
         /** PortalSession */
@@ -3357,6 +3386,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3447,8 +3480,15 @@ export interface components {
             /** @description A plan sku among the product's allowed_plans */
             subscription_plan?: string;
             plan_quantity?: number;
-            /** @description Addon ids, each at most once; replaces the addons; [] removes them all */
-            addons?: string[];
+            /** @description Addon ids or {id, quantity} objects (quantity 1 by default), each addon at most once; replaces the addons; [] removes them all */
+            addons?: (string | {
+                /**
+                 * Format: uuid
+                 * @description An addon id
+                 */
+                id: string;
+                quantity: number;
+            })[];
             coupon_code?: string | null;
             /** @description true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause scheduled before. false (default): now */
             end_of_term?: boolean;
@@ -3523,6 +3563,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3577,10 +3621,13 @@ export interface components {
                         /** @description The plan's sku or the addon's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3667,6 +3714,14 @@ export interface components {
             active: boolean;
             /** @description True when the contract leads this team */
             is_leader: boolean;
+        };
+        /** Tier */
+        Tier: {
+            /** @description 1 for the first tier */
+            starting_unit: number;
+            ending_unit: number | null;
+            /** @description Major units, as price: per unit (tiered, volume) or for the whole quantity (stairstep) */
+            price: number;
         };
         /**
          * TokenError
@@ -4497,7 +4552,16 @@ export interface operations {
                      *           "period_unit": "month",
                      *           "features": [
                      *             "example"
-                     *           ]
+                     *           ],
+                     *           "pricing_model": "flat_fee",
+                     *           "tiers": [
+                     *             {
+                     *               "starting_unit": 1,
+                     *               "ending_unit": 1,
+                     *               "price": 49
+                     *             }
+                     *           ],
+                     *           "tiers_text": "example"
                      *         }
                      *       }
                      *     ]
@@ -4527,15 +4591,27 @@ export interface operations {
                 /**
                  * @example {
                  *       "plan": {
-                 *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *         "sku": "business-monthly",
-                 *         "name": "Acme Logistics",
-                 *         "price": 49,
-                 *         "currency_code": "EUR",
-                 *         "plan_family": "business",
+                 *         "sku": "workforce-volume-monthly",
+                 *         "name": "Workforce, volume",
+                 *         "plan_family": "workforce",
                  *         "period_unit": "month",
-                 *         "features": [
-                 *           "example"
+                 *         "pricing_model": "volume",
+                 *         "tiers": [
+                 *           {
+                 *             "starting_unit": 1,
+                 *             "ending_unit": 10,
+                 *             "price": 10
+                 *           },
+                 *           {
+                 *             "starting_unit": 11,
+                 *             "ending_unit": 50,
+                 *             "price": 8
+                 *           },
+                 *           {
+                 *             "starting_unit": 51,
+                 *             "ending_unit": null,
+                 *             "price": 6
+                 *           }
                  *         ]
                  *       }
                  *     }
@@ -4595,7 +4671,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4640,7 +4725,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4893,7 +4987,16 @@ export interface operations {
                      *         "name": "Extra storage",
                      *         "price": 49,
                      *         "currency_code": "EUR",
-                     *         "period_unit": "month"
+                     *         "period_unit": "month",
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     ]
                      */
@@ -4917,15 +5020,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description price: required unless tiers are given (then the first tier's) */
         requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *       "name": "Acme Logistics",
-                 *       "price": 49,
-                 *       "currency_code": "EUR",
-                 *       "period_unit": "month"
+                 *       "name": "Extra stamping device",
+                 *       "price": 15,
+                 *       "period_unit": "month",
+                 *       "pricing_model": "per_unit"
                  *     }
                  */
                 "application/json": components["schemas"]["AddonInput"];
@@ -4977,7 +5080,16 @@ export interface operations {
                      *       "name": "Extra storage",
                      *       "price": 49,
                      *       "currency_code": "EUR",
-                     *       "period_unit": "month"
+                     *       "period_unit": "month",
+                     *       "pricing_model": "flat_fee",
+                     *       "tiers": [
+                     *         {
+                     *           "starting_unit": 1,
+                     *           "ending_unit": 1,
+                     *           "price": 49
+                     *         }
+                     *       ],
+                     *       "tiers_text": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["Addon"];
@@ -6771,7 +6883,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -6813,6 +6934,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -7357,7 +7479,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -7459,7 +7590,7 @@ export interface operations {
                 plan_quantity: number;
                 /** @description Omitted: the subscription's coupon stays; empty: no coupon */
                 coupon_code?: string;
-                /** @description Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
+                /** @description Addons as <id> or <id>:<quantity>, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
                 addons?: string[];
             };
             header?: never;
@@ -7490,6 +7621,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -7636,7 +7768,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",

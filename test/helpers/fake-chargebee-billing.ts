@@ -25,6 +25,27 @@ export function addPeriod(from: number, unit: 'month' | 'year', count = 1): numb
   return seconds(d)
 }
 
+/** An item price's amount for a term at `quantity`, by its pricing model (per_unit by default). */
+function termAmount(price: FakeItemPrice, quantity: number): number {
+  const tiers = price.tiers ?? []
+  const holding = tiers.find((t) => t.ending_unit === undefined || quantity <= t.ending_unit) ?? tiers.at(-1)
+  switch (price.pricing_model ?? 'per_unit') {
+    case 'flat_fee':
+      return price.price
+    case 'per_unit':
+      return price.price * quantity
+    case 'tiered':
+      return tiers.reduce((sum, t) => {
+        const last = Math.min(quantity, t.ending_unit ?? quantity)
+        return sum + Math.max(0, last - t.starting_unit + 1) * t.price
+      }, 0)
+    case 'volume':
+      return (holding?.price ?? 0) * quantity
+    case 'stairstep':
+      return holding?.price ?? 0
+  }
+}
+
 /**
  * The billing half of the fake Chargebee (fake-chargebee.ts): a subscription's items and coupons
  * as the requests set them, and the invoices and estimates a change makes.
@@ -50,12 +71,13 @@ export function fakeChargebeeBilling(deps: {
           `${field}[item_price_id][${i}]`,
         )
       const quantity = Number(item.quantity ?? 1)
+      const amount = termAmount(price, quantity)
       return {
         item_price_id: price.id,
         item_type: price.item_type,
         quantity,
         unit_price: price.price,
-        amount: price.price * quantity,
+        amount,
         object: 'subscription_item',
       }
     })
@@ -118,7 +140,7 @@ export function fakeChargebeeBilling(deps: {
       entity_id: i.item_price_id,
       description: i.item_price_id,
       unit_amount: i.unit_price,
-      quantity: i.quantity,
+      quantity: itemPrices.get(i.item_price_id)?.pricing_model === 'flat_fee' ? 1 : i.quantity,
       amount: i.amount,
       object: 'line_item',
     }))
@@ -184,7 +206,7 @@ export function fakeChargebeeBilling(deps: {
       return { next_invoice_estimate: invoiceFor(items, couponList) }
     const share = Math.max(0, s.current_term_end - now()) / (s.current_term_end - s.current_term_start)
     const same = (a: Obj, b: Obj) => a.item_price_id === b.item_price_id && a.quantity === b.quantity
-    const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.unit_price * i.quantity * share) }))
+    const prorated = (list: Obj[]) => list.map((i) => ({ ...i, amount: Math.round(i.amount * share) }))
     const charged = prorated(items.filter((i) => !(s.subscription_items as Obj[]).some((o) => same(o, i))))
     const credited = prorated((s.subscription_items as Obj[]).filter((o) => !items.some((i) => same(o, i))))
     // Nothing charged or credited (a coupon alone): no invoice now; the change shows on the next one.

@@ -17,11 +17,15 @@ import { addPeriod, CbError, fakeChargebeeBilling, seconds } from './fake-charge
  * can be told to fail the next matching requests, and builds webhook events from its state.
  * Times come from the test's clock, so that they agree with the app's.
  */
+/** Item price object (apidocs.chargebee.com/docs/api/item_prices): `tiers[]` for tiered, volume and stairstep. */
 export interface FakeItemPrice {
   id: string
   price: number
   period_unit: 'month' | 'year'
   item_type: 'plan' | 'addon'
+  pricing_model?: 'flat_fee' | 'per_unit' | 'tiered' | 'volume' | 'stairstep'
+  /** The last tier has no ending_unit. */
+  tiers?: { starting_unit: number; ending_unit?: number; price: number }[]
 }
 export interface FakeCoupon {
   id: string

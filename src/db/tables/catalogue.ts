@@ -1,6 +1,14 @@
 import type { ColumnType, Generated } from 'kysely'
 import type { CreatedAt, UpdatedAt } from './columns.ts'
 
+export type PricingModelColumn = 'flat_fee' | 'per_unit' | 'tiered' | 'volume' | 'stairstep'
+/** A tier's price in minor units; `ending_unit` null on the last, open one. */
+export interface TierColumn {
+  starting_unit: number
+  ending_unit: number | null
+  price: number
+}
+
 export interface PlansTable {
   id: string
   sku: string
@@ -11,6 +19,8 @@ export interface PlansTable {
   features: string[]
   /** The ISO 4217 code price_cents counts minor units of. */
   currency_code: string
+  pricing_model: ColumnType<PricingModelColumn, PricingModelColumn | undefined, PricingModelColumn>
+  tiers: ColumnType<TierColumn[] | null, string | null | undefined, string | null>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }
@@ -35,6 +45,8 @@ export interface AddonsTable {
   period_unit: 'month' | 'year'
   /** The ISO 4217 code price_cents counts minor units of. */
   currency_code: string
+  pricing_model: ColumnType<PricingModelColumn, PricingModelColumn | undefined, PricingModelColumn>
+  tiers: ColumnType<TierColumn[] | null, string | null | undefined, string | null>
   created_at: CreatedAt
 }
 

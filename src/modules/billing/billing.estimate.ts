@@ -8,6 +8,7 @@ import {
   type CouponTerms,
   type CouponUsage,
 } from './billing.coupons.ts'
+import { itemAmount, unitAmount, type PricedItem, type PricingModel } from './billing.pricing.ts'
 
 /**
  * The arithmetic of an invoice, behind both an estimate and the change an update applies, so they
@@ -16,17 +17,15 @@ import {
  */
 
 /** `currency_code`: the plan's, which the whole subscription bills in. */
-export interface PricedPlan {
+export interface PricedPlan extends PricedItem {
   sku: string
   name: string
-  price_cents: number
   period_unit: 'month' | 'year'
   currency_code: string
 }
-export interface PricedAddon {
+export interface PricedAddon extends PricedItem {
   id: string
   name: string
-  price_cents: number
   quantity: number
 }
 export interface PricedCoupon extends CouponTerms {
@@ -59,6 +58,8 @@ export interface LineItem {
   entity_type: 'plan' | 'addon' | 'adhoc'
   entity_id: string
   description: string
+  /** Absent on lines made before pricing models, which were all per_unit. */
+  pricing_model?: PricingModel
   unit_amount: number
   quantity: number
   amount: number
@@ -178,6 +179,40 @@ export function couponDiscount(
   return { amount: perLine.reduce((sum, d) => sum + d, 0), taken, perLine }
 }
 
+export interface RecurringLine {
+  entity_type: 'plan' | 'addon'
+  entity_id: string
+  description: string
+  pricing_model: PricingModel
+  quantity: number
+  unit_amount: number
+  /** A whole term, before coupons and tax. */
+  amount: number
+}
+
+/** What a selection recurs at per term, line by line (the plan, then each addon by its own quantity). */
+export function recurringLines(selection: Pick<PricedSelection, 'plan' | 'quantity' | 'addons'>): RecurringLine[] {
+  const line = (
+    entity_type: RecurringLine['entity_type'],
+    entity_id: string,
+    description: string,
+    item: PricedItem,
+    quantity: number,
+  ): RecurringLine => ({
+    entity_type,
+    entity_id,
+    description,
+    pricing_model: item.pricing_model,
+    quantity,
+    unit_amount: unitAmount(item, quantity),
+    amount: itemAmount(item, quantity),
+  })
+  return [
+    line('plan', selection.plan.sku, selection.plan.name, selection.plan, selection.quantity),
+    ...selection.addons.map((a) => line('addon', a.id, a.name, a, a.quantity)),
+  ]
+}
+
 /**
  * The invoice of a selection for `share` of a term, with the extras' one-off charges; then its
  * promotional credits (after tax) and `credit` (refundable credits and excess payments) taken.
@@ -191,24 +226,15 @@ export function invoiceFor(
   period: CouponContext = FIRST_PERIOD,
   extras: InvoiceExtras = {},
 ): InvoiceEstimate {
-  const line = (
-    entity_type: LineItem['entity_type'],
-    entity_id: string,
-    description: string,
-    unit: number,
-    quantity: number,
-  ): LineItem => ({
-    entity_type,
-    entity_id,
-    description,
-    unit_amount: unit,
-    quantity,
-    amount: prorate(unit * quantity, share),
-  })
-  const lineItems = [
-    line('plan', selection.plan.sku, selection.plan.name, selection.plan.price_cents, selection.quantity),
-    ...selection.addons.map((a) => line('addon', a.id, a.name, a.price_cents, a.quantity)),
-  ]
+  const lineItems: LineItem[] = recurringLines(selection).map((l) => ({
+    entity_type: l.entity_type,
+    entity_id: l.entity_id,
+    description: l.description,
+    pricing_model: l.pricing_model,
+    unit_amount: l.unit_amount,
+    quantity: l.quantity,
+    amount: prorate(l.amount, share),
+  }))
   const discounts: Discount[] = []
   const coupon = selection.coupon
   const { amount: discount, perLine } = couponDiscount(coupon, lineItems, period)

@@ -15,11 +15,34 @@ export const InvoiceEstimate = Type.Object(
           }),
           entity_id: Type.String({ description: "The plan's sku, the addon's id or the one-off charge's id" }),
           description: Type.String(),
+          pricing_model: Type.Optional(
+            Type.Union(
+              [
+                Type.Literal('flat_fee'),
+                Type.Literal('per_unit'),
+                Type.Literal('tiered'),
+                Type.Literal('volume'),
+                Type.Literal('stairstep'),
+              ],
+              {
+                description:
+                  "The item's pricing model (docs/billing.md); absent on a line priced before pricing models " +
+                  'existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks',
+              },
+            ),
+          ),
           unit_amount: Type.Integer({
-            description: 'Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term',
+            description:
+              'Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, ' +
+              "and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's " +
+              'whole-term amount',
           }),
-          quantity: Type.Integer(),
-          amount: Type.Integer({ description: 'Minor units: unit_amount × quantity, prorated, rounded half-up' }),
+          quantity: Type.Integer({ description: "The plan's or addon's quantity, for every pricing model" }),
+          amount: Type.Integer({
+            description:
+              'Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, ' +
+              'rounded half-up',
+          }),
           tax_exempt_reason: Type.Optional(
             Type.Union([Type.Literal('reverse_charge'), Type.Literal('export'), Type.Literal('tax_not_configured')], {
               description:

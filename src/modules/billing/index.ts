@@ -12,6 +12,8 @@ export {
   promotionalCreditsTaken,
   creditFor,
   invoiceFor,
+  recurringLines,
+  type RecurringLine,
   type ChargedInvoice,
   type Discount,
   type InvoiceExtras,
@@ -33,6 +35,17 @@ export {
   usageToJson,
   type CouponUsage,
 } from './billing.coupons.ts'
+export {
+  PRICING_MODELS,
+  itemAmount,
+  termAmount,
+  tierProblem,
+  tiersText,
+  usesTiers,
+  type PricedItem,
+  type PricingModel,
+  type Tier,
+} from './billing.pricing.ts'
 export { REVERSE_CHARGE, taxFor, vatTable, type TaxCustomer } from './billing.vat.ts'
 export { termEnd, unixSeconds, type PeriodUnit } from './billing.terms.ts'
 export * as transitions from './billing.transitions.ts'

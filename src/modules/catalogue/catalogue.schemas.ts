@@ -24,6 +24,49 @@ const CurrencyCode = Type.String({
     "ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by " +
     'default. It never changes afterwards.',
 })
+const PricingModel = Type.Union(
+  [
+    Type.Literal('flat_fee'),
+    Type.Literal('per_unit'),
+    Type.Literal('tiered'),
+    Type.Literal('volume'),
+    Type.Literal('stairstep'),
+  ],
+  {
+    description:
+      "Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; " +
+      "tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; " +
+      'stairstep, the price of the tier holding the quantity, once',
+  },
+)
+export const Tier = Type.Object(
+  {
+    starting_unit: Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: '1 for the first tier' }),
+    ending_unit: Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000_000,
+        description: 'Last unit of the tier; null on the last tier, which is open-ended',
+      }),
+    ),
+    price: Type.Number({
+      minimum: 0,
+      maximum: 1_000_000,
+      description: 'Major units, as price: per unit (tiered, volume) or for the whole quantity (stairstep)',
+    }),
+  },
+  { additionalProperties: false, title: 'Tier' },
+)
+const Tiers = Type.Array(Tier, {
+  minItems: 1,
+  maxItems: 100,
+  description: 'For tiered, volume and stairstep only: contiguous from unit 1, the last open-ended (ending_unit null)',
+})
+const TIERS_EXAMPLE = [
+  { starting_unit: 1, ending_unit: 10, price: 10 },
+  { starting_unit: 11, ending_unit: 50, price: 8 },
+  { starting_unit: 51, ending_unit: null, price: 6 },
+]
 const PeriodUnit = Type.Union([Type.Literal('month'), Type.Literal('year')])
 const Feature = Code(100, 'An area name of the scope list, such as "stamping"')
 
@@ -37,6 +80,11 @@ export const PlanFields = Type.Object(
     plan_family: Code(100),
     period_unit: PeriodUnit,
     features: Type.Array(Feature, { maxItems: 100 }),
+    pricing_model: PricingModel,
+    tiers: Nullable(Tiers),
+    tiers_text: Nullable(
+      Type.String({ description: 'The tiers as people read them: "1–10: €10.00 · 11–50: €8.00 · 51+: €6.00"' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -48,13 +96,34 @@ export const PlanInput = Type.Object(
       {
         ...PlanFields.properties,
         id: Type.Optional(Type.String()),
+        price: Type.Optional(Price),
         currency_code: Type.Optional(CurrencyCode),
         features: Type.Optional(PlanFields.properties.features),
+        pricing_model: Type.Optional(PricingModel),
+        tiers: Type.Optional(Nullable(Tiers)),
+        tiers_text: Type.Optional(
+          Nullable(Type.String({ maxLength: 2000, description: 'Server-made; ignored when sent' })),
+        ),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: "price: required unless tiers are given (then the first tier's)" },
     ),
   },
-  { additionalProperties: false, title: 'PlanInput' },
+  {
+    additionalProperties: false,
+    title: 'PlanInput',
+    examples: [
+      {
+        plan: {
+          sku: 'workforce-volume-monthly',
+          name: 'Workforce, volume',
+          plan_family: 'workforce',
+          period_unit: 'month',
+          pricing_model: 'volume',
+          tiers: TIERS_EXAMPLE,
+        },
+      },
+    ],
+  },
 )
 export type PlanInput = Static<typeof PlanInput>['plan']
 export type Plan = Static<typeof Plan>
@@ -103,12 +172,28 @@ export const Addon = Type.Object(
     price: Price,
     currency_code: CurrencyCode,
     period_unit: PeriodUnit,
+    pricing_model: PricingModel,
+    tiers: Nullable(Tiers),
+    tiers_text: PlanFields.properties.tiers_text,
   },
   { additionalProperties: false, title: 'Addon' },
 )
 export const AddonInput = Type.Object(
-  { ...Addon.properties, id: Type.Optional(Type.String()), currency_code: Type.Optional(CurrencyCode) },
-  { additionalProperties: false, title: 'AddonInput' },
+  {
+    ...Addon.properties,
+    id: Type.Optional(Type.String()),
+    price: Type.Optional(Price),
+    currency_code: Type.Optional(CurrencyCode),
+    pricing_model: Type.Optional(PricingModel),
+    tiers: Type.Optional(Nullable(Tiers)),
+    tiers_text: PlanInput.properties.plan.properties.tiers_text,
+  },
+  {
+    additionalProperties: false,
+    title: 'AddonInput',
+    description: "price: required unless tiers are given (then the first tier's)",
+    examples: [{ name: 'Extra stamping device', price: 15, period_unit: 'month', pricing_model: 'per_unit' }],
+  },
 )
 export type Addon = Static<typeof Addon>
 export type AddonInput = Static<typeof AddonInput>

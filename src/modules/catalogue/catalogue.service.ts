@@ -4,7 +4,15 @@ import { randomUUID } from 'node:crypto'
 import type { Selectable } from 'kysely'
 import type { AddonsTable, CouponsTable, PlanRow, ProductRow } from '../../db/tables.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
-import { basisPointsToPercent, fromMinor, isCurrency, percentToBasisPoints, toMinor } from '../../core/money.ts'
+import {
+  basisPointsToPercent,
+  currencyExponent,
+  fromMinor,
+  isCurrency,
+  percentToBasisPoints,
+  toMinor,
+} from '../../core/money.ts'
+import { tierProblem, tiersText, usesTiers, type PricingModel, type Tier } from '../billing/index.ts'
 import { isArea } from '../oauth/scopes.ts'
 import { isRealDay } from '../../core/days.ts'
 import type { CatalogueRepository } from './catalogue.repository.ts'
@@ -49,7 +57,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
         id,
         sku: input.sku,
         name: input.name,
-        price_cents: toMinor(input.price, 'body/plan/price', currency),
+        ...pricingOf(input, 'body/plan/', currency),
         currency_code: currency,
         plan_family: input.plan_family,
         period_unit: input.period_unit,
@@ -106,7 +114,7 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
       await repo.insertAddon({
         id,
         name: input.name,
-        price_cents: toMinor(input.price, 'body/price', currency),
+        ...pricingOf(input, 'body/', currency),
         currency_code: currency,
         period_unit: input.period_unit,
       })
@@ -220,6 +228,52 @@ export function createCatalogueService(deps: { repo: CatalogueRepository; curren
 
 export type CatalogueService = ReturnType<typeof createCatalogueService>
 
+/**
+ * The columns of a price by its model; a 400 names the field, a tier's by its index
+ * (`body/tiers/1/starting_unit ...`). With tiers, `price` defaults to the first tier's.
+ */
+function pricingOf(
+  input: { price?: number; pricing_model?: PricingModel; tiers?: Tier[] | null },
+  prefix: string,
+  currency: string,
+): { price_cents: number; pricing_model: PricingModel; tiers: string | null } {
+  const model = input.pricing_model ?? 'per_unit'
+  const tiers: Tier[] | undefined = input.tiers?.map((t, i) => ({
+    starting_unit: t.starting_unit,
+    ending_unit: t.ending_unit,
+    price: toMinor(t.price, `${prefix}tiers/${i}/price`, currency),
+  }))
+  const problem = tierProblem(model, tiers)
+  if (problem)
+    throw new ValidationError(
+      problem.index === null
+        ? `${prefix}${problem.field} ${problem.message}`
+        : `${prefix}tiers/${problem.index}/${problem.field} ${problem.message}`,
+    )
+  if (input.price === undefined && !usesTiers(model))
+    throw new ValidationError(`${prefix}price is required for pricing_model ${model}`)
+  const first = tiers?.[0]?.price
+  const price = input.price === undefined ? first! : toMinor(input.price, `${prefix}price`, currency)
+  return { price_cents: price, pricing_model: model, tiers: tiers ? JSON.stringify(tiers) : null }
+}
+
+function pricingView(row: { pricing_model: PricingModel; tiers: Tier[] | null; currency_code: string }) {
+  const tiers = row.tiers
+  const digits = currencyExponent(row.currency_code)
+  const money = (minor: number) =>
+    new Intl.NumberFormat('en-GB', {
+      style: 'currency',
+      currency: row.currency_code,
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    }).format(fromMinor(minor, row.currency_code))
+  return {
+    pricing_model: row.pricing_model,
+    tiers: tiers ? tiers.map((t) => ({ ...t, price: fromMinor(t.price, row.currency_code) })) : null,
+    tiers_text: tiers ? tiersText(tiers, money) : null,
+  }
+}
+
 export function planView(row: PlanRow): Plan {
   return {
     plan: {
@@ -231,6 +285,7 @@ export function planView(row: PlanRow): Plan {
       plan_family: row.plan_family,
       period_unit: row.period_unit,
       features: row.features,
+      ...pricingView(row),
     },
   }
 }
@@ -257,6 +312,7 @@ function addonView(row: Selectable<AddonsTable>): Addon {
     price: fromMinor(row.price_cents, row.currency_code),
     currency_code: row.currency_code,
     period_unit: row.period_unit,
+    ...pricingView(row),
   }
 }
 

@@ -1,5 +1,12 @@
 import type { PaymentSource, SubscriptionStatus } from '../../db/tables.ts'
-import type { Estimate, InvoiceEstimate, LineItem, BillingState } from '../billing/index.ts'
+import type {
+  BillingState,
+  Estimate,
+  InvoiceEstimate,
+  LineItem,
+  PricedSelection,
+  PricingModel,
+} from '../billing/index.ts'
 
 /**
  * Chargebee's objects (API v2, Product Catalog 2.0) as far as this service reads them, and their
@@ -151,19 +158,40 @@ function entityType(type: string): LineItem['entity_type'] {
   return type.startsWith('addon') ? 'addon' : 'plan'
 }
 
-/** The immediate invoice when the change bills now, else the next one (a trial's first term). */
-export function estimateFrom(e: CbEstimate, fallback: { status: SubscriptionStatus; currency: string }): Estimate {
+/** Each item's pricing model and the quantity its line shows, by item price id (our plan sku or addon id). */
+export type ItemModels = ReadonlyMap<string, { pricing_model: PricingModel; quantity: number }>
+
+/** The selection's items, for `estimateFrom`: Chargebee's lines carry no pricing model. */
+export function itemModels(selection: PricedSelection): ItemModels {
+  return new Map([
+    [selection.plan.sku, { pricing_model: selection.plan.pricing_model, quantity: selection.quantity }],
+    ...selection.addons.map((a) => [a.id, { pricing_model: a.pricing_model, quantity: a.quantity }] as const),
+  ])
+}
+
+/**
+ * The immediate invoice when the change bills now, else the next one (a trial's first term). A flat
+ * fee's line, which Chargebee gives quantity 1, shows the subscription's quantity, as ours do.
+ */
+export function estimateFrom(
+  e: CbEstimate,
+  fallback: { status: SubscriptionStatus; currency: string; models?: ItemModels },
+): Estimate {
   const inv = e.invoice_estimate ?? e.next_invoice_estimate ?? {}
   const rate = (name: string) => inv.line_item_taxes?.find((t) => t.tax_name === name)?.tax_rate ?? 0
   const invoice: InvoiceEstimate = {
-    line_items: (inv.line_items ?? []).map((l) => ({
-      entity_type: entityType(l.entity_type),
-      entity_id: l.entity_id ?? '',
-      description: l.description ?? '',
-      unit_amount: l.unit_amount ?? 0,
-      quantity: l.quantity ?? 1,
-      amount: l.amount ?? 0,
-    })),
+    line_items: (inv.line_items ?? []).map((l) => {
+      const item = fallback.models?.get(l.entity_id ?? '')
+      return {
+        entity_type: entityType(l.entity_type),
+        entity_id: l.entity_id ?? '',
+        description: l.description ?? '',
+        ...(item ? { pricing_model: item.pricing_model } : {}),
+        unit_amount: l.unit_amount ?? 0,
+        quantity: item?.pricing_model === 'flat_fee' ? item.quantity : (l.quantity ?? 1),
+        amount: l.amount ?? 0,
+      }
+    }),
     discounts: (inv.discounts ?? []).map((d) => ({ description: discountLabel(d), amount: d.amount ?? 0 })),
     sub_total: inv.sub_total ?? 0,
     taxes: (inv.taxes ?? []).map((t) => ({ name: t.name, rate: rate(t.name), amount: t.amount ?? 0 })),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Config } from '../../config.ts'
 import type { PaymentSource } from '../../db/tables.ts'
 import { ProviderError } from '../../core/errors.ts'
-import { cardOf, estimateFrom, type CbEstimate, type CbSubscription } from './chargebee.mapping.ts'
+import { cardOf, estimateFrom, itemModels, type CbEstimate, type CbSubscription } from './chargebee.mapping.ts'
 import { chargebeeSdk, timedFetchClient } from './chargebee.sdk.ts'
 import { createReadBack, type SubscriptionAnswer } from './chargebee.read-back.ts'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './chargebee.retry.ts'
@@ -84,6 +84,7 @@ export function createChargebeeProvider(settings: ChargebeeSettings): ChargebeeP
     return estimateFrom((result as unknown as { estimate: CbEstimate }).estimate, {
       status: s.status,
       currency: change.currency,
+      models: itemModels(change.selection),
     })
   }
 

@@ -94,16 +94,18 @@ export function changeParams(
   const { selection } = change
   const planItem = { item_price_id: selection.plan.sku, quantity: selection.quantity }
   const planChanged = selection.plan.sku !== s.plan_sku || selection.quantity !== s.plan_quantity
-  const held = new Set(s.addons.map((a) => a.id))
+  const held = new Map(s.addons.map((a) => [a.id, a.quantity]))
+  // New addons and held ones at another quantity: Chargebee updates an item sent again.
   const added = selection.addons
-    .filter((a) => !held.has(a.id))
+    .filter((a) => held.get(a.id) !== a.quantity)
     .map((a) => ({ item_price_id: a.id, quantity: a.quantity }))
+  const sent = new Set(added.map((a) => a.item_price_id))
   const removed = new Set(removedAddons(change))
   let items: Record<string, unknown> = {}
   if (removed.size > 0) {
     if (!lists) throw new Error("changeParams: Chargebee's lists are needed to take an addon off")
     const kept = (lists.subscription_items ?? [])
-      .filter((i) => i.item_type !== 'plan' && !removed.has(i.item_price_id))
+      .filter((i) => i.item_type !== 'plan' && !removed.has(i.item_price_id) && !sent.has(i.item_price_id))
       .map((i) => ({ item_price_id: i.item_price_id, ...(i.quantity !== undefined ? { quantity: i.quantity } : {}) }))
     items = { subscription_items: [planItem, ...kept, ...added], replace_items_list: true }
   } else if (planChanged || added.length > 0) {
@@ -133,8 +135,11 @@ export function holdsChange(
   const plan = items.find((i) => i.item_type === 'plan')
   if (plan?.item_price_id !== change.selection.plan.sku || (plan.quantity ?? 1) !== change.selection.quantity)
     return false
-  const ids = new Set(items.map((i) => i.item_price_id))
-  if (!change.selection.addons.every((a) => ids.has(a.id)) || removedAddons(change).some((id) => ids.has(id)))
+  const ids = new Map(items.map((i) => [i.item_price_id, i.quantity ?? 1]))
+  if (
+    !change.selection.addons.every((a) => ids.get(a.id) === a.quantity) ||
+    removedAddons(change).some((id) => ids.has(id))
+  )
     return false
   const coupons = new Set((cb.coupons ?? []).map((c) => c.coupon_id))
   const newCode = change.selection.coupon?.code ?? null

@@ -1,3 +1,4 @@
+import { termAmount } from '../billing/index.ts'
 import { createHash } from 'node:crypto'
 import type { Company } from '../companies/companies.schemas.ts'
 import type { InvoiceBody } from '../invoices/index.ts'
@@ -117,7 +118,7 @@ ${partyBlock('buyer', t('document.buyer'), buyerParty(ctx, buyer))}
 <tbody>
 ${invoice.line_items.map(
   (l) => html`<tr><td>${l.description}\
-${l.amount !== l.unit_amount * l.quantity ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
+${l.amount !== termAmount(l) ? html`<br><span class="note">${t('document.prorated')}</span>` : null}</td>
 <td class="amount">${l.quantity}</td><td class="amount">${money(l.unit_amount)}</td>\
 <td class="amount">${vatCell(ctx, invoice, l.tax_exempt_reason)}</td>\
 <td class="amount">${money(l.amount)}</td></tr>`,

@@ -1,4 +1,4 @@
-import type { Estimate, InvoiceEstimate } from '../billing/index.ts'
+import { tiersText, type Estimate, type InvoiceEstimate } from '../billing/index.ts'
 import type { Plan } from '../catalogue/catalogue.schemas.ts'
 import type { SubscriptionDetails } from '../subscriptions/index.ts'
 import type { CardProblem } from './hosted.card.ts'
@@ -20,9 +20,18 @@ type PlanFields = Plan['plan']
 // source as a two-byte string, for the server's whole life.
 const DASH = '\u2014'
 
-const price = (ctx: ViewContext, plan: PlanFields) =>
-  `${formatMoney(ctx.locale, toMinor(plan.price, 'plan/price', plan.currency_code), plan.currency_code)} ` +
-  `${ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')}`
+const price = (ctx: ViewContext, plan: PlanFields) => {
+  const major = (amount: number) =>
+    formatMoney(ctx.locale, toMinor(amount, 'plan/price', plan.currency_code), plan.currency_code)
+  const period = ctx.t(plan.period_unit === 'year' ? 'period.year' : 'period.month')
+  if (plan.tiers) {
+    const tiers = plan.tiers.map((t) => ({ ...t, price: toMinor(t.price, 'plan/tiers', plan.currency_code) }))
+    const money = (minor: number) => formatMoney(ctx.locale, minor, plan.currency_code)
+    return `${tiersText(tiers, money)} (${ctx.t(`pricing.${plan.pricing_model as 'tiered'}`)}) ${period}`
+  }
+  const model = plan.pricing_model === 'flat_fee' ? ` (${ctx.t('pricing.flat_fee')})` : ''
+  return `${major(plan.price)}${model} ${period}`
+}
 
 const leaveForm = (ctx: ViewContext, label: string) =>
   form(`${ctx.base}/leave`, ctx.csrf, html`<button type="submit" class="secondary">${label}</button>`)

@@ -1,3 +1,4 @@
+import { termAmount } from '../billing/index.ts'
 import type { Company } from '../companies/companies.schemas.ts'
 import type { CreditNoteBody, InvoiceBody } from '../invoices/index.ts'
 import { dateOf, periodOf, type PageContext } from '../hosted/hosted.html.ts'
@@ -57,7 +58,7 @@ function linesTable(ctx: PageContext, sheet: Sheet, doc: Figures, period: string
     { header: t('invoice.amount'), width: 85.28, align: 'right' },
   ]
   const rows: Cell[][] = doc.line_items.map((l) => {
-    const prorated = l.amount !== l.unit_amount * l.quantity
+    const prorated = l.amount !== termAmount(l)
     return [
       { text: l.description, note: [period, prorated ? t('document.prorated') : ''].filter(Boolean).join(' · ') },
       { text: String(l.quantity) },

@@ -4,7 +4,7 @@ import type { DB, PaymentSource, SubscriptionRow } from '../../db/tables.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
 import { type Estimate, usageOf, usageToJson, transitions } from '../billing/index.ts'
-import type { WantedSelection } from './subscriptions.pricing.ts'
+import { addonChoices, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type {
   PaymentSourceInput,
@@ -65,7 +65,7 @@ export function createSubscriptionChanges(deps: {
     return {
       planSku: body?.subscription_plan ?? s.plan_sku,
       quantity: body?.plan_quantity ?? s.plan_quantity,
-      addonIds: body?.addons ?? own.addonIds,
+      addons: body?.addons ? addonChoices(body.addons, 'body/addons', own.addons) : own.addons,
       couponCode: body?.coupon_code === undefined ? own.couponCode : body.coupon_code || null,
     } satisfies WantedSelection
   }

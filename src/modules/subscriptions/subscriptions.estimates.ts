@@ -16,7 +16,7 @@ import {
   type ProviderRegistry,
   unixSeconds,
 } from '../billing/index.ts'
-import { missingFromCatalogue, type Pricing, type WantedSelection } from './subscriptions.pricing.ts'
+import { addonChoices, missingFromCatalogue, type Pricing, type WantedSelection } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
 import type { EstimateQuery } from './subscriptions.schemas.ts'
 import type { SubscriptionCustomer, SubscriptionSteps } from './subscriptions.steps.ts'
@@ -106,7 +106,7 @@ export function createSubscriptionEstimates(deps: {
     const wanted: WantedSelection = {
       planSku: query.subscription_plan,
       quantity: query.plan_quantity,
-      addonIds: query.addons ?? [],
+      addons: addonChoices(query.addons ?? [], field('addons')),
       couponCode: query.coupon_code || null,
     }
     const selection = await pricing.selection(db, wanted, {
@@ -143,7 +143,7 @@ export function createSubscriptionEstimates(deps: {
     const wanted: WantedSelection = {
       planSku: query.subscription_plan,
       quantity: query.plan_quantity,
-      addonIds: query.addons ?? own.addonIds,
+      addons: query.addons ? addonChoices(query.addons, field('addons'), own.addons) : own.addons,
       couponCode: query.coupon_code === undefined ? own.couponCode : query.coupon_code || null,
     }
     const { change: request } = await priceChange(db, s, wanted, field)

@@ -1,14 +1,43 @@
 import type { ProductRow, SubscriptionRow } from '../../db/tables.ts'
 import { Conflict, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
-import { type PricedCoupon, type PricedSelection, type TaxRate, taxFor, type TaxCustomer } from '../billing/index.ts'
+import {
+  type PricedCoupon,
+  type PricedItem,
+  type PricedSelection,
+  type TaxRate,
+  taxFor,
+  type TaxCustomer,
+} from '../billing/index.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
+
+export interface WantedAddon {
+  id: string
+  quantity: number
+}
 
 export interface WantedSelection {
   planSku: string
   quantity: number
-  addonIds: string[]
+  addons: WantedAddon[]
   couponCode: string | null
+}
+
+const MAX_QUANTITY = 100_000
+
+/**
+ * Addons as 6's body gives them (ids or `{id, quantity}`) or the estimate's query (`id` or
+ * `id:quantity`). An id alone keeps the quantity of an addon `held`, else is 1.
+ */
+export function addonChoices(list: (string | WantedAddon)[], field: string, held: WantedAddon[] = []): WantedAddon[] {
+  return list.map((choice) => {
+    if (typeof choice !== 'string') return { id: choice.id.toLowerCase(), quantity: choice.quantity }
+    const [raw, quantity] = choice.split(':') as [string, string | undefined]
+    const id = raw.toLowerCase()
+    const n = quantity === undefined ? (held.find((a) => a.id === id)?.quantity ?? 1) : Number(quantity)
+    if (n > MAX_QUANTITY) throw new ValidationError(`${field}: addon ${id} quantity must be at most ${MAX_QUANTITY}`)
+    return { id, quantity: n }
+  })
 }
 
 /** Prices selections from the catalogue; a requested one is checked (400 naming the field). */
@@ -64,10 +93,11 @@ export function createPricing(deps: {
             `bills in ${ctx.current.currency}: a subscription's currency does not change`,
         )
       }
-      if (new Set(wanted.addonIds).size !== wanted.addonIds.length)
+      const addonIds = wanted.addons.map((a) => a.id)
+      if (new Set(addonIds).size !== addonIds.length)
         throw new ValidationError(`${field('addons')} must not name an addon twice`)
-      const addonRows = await repo.findAddons(executor, wanted.addonIds)
-      const addons = wanted.addonIds.map((id) => {
+      const addonRows = await repo.findAddons(executor, addonIds)
+      const addons = wanted.addons.map(({ id, quantity }) => {
         const row = addonRows.find((a) => a.id === id)
         if (!row) throw new ValidationError(`${field('addons')} names an unknown addon: ${id}`)
         if (row.period_unit !== plan.period_unit) {
@@ -80,7 +110,7 @@ export function createPricing(deps: {
             `${field('addons')}: addon ${id} is priced in ${row.currency_code}, the plan in ${plan.currency_code}`,
           )
         }
-        return { id: row.id, name: row.name, price_cents: row.price_cents, quantity: 1 }
+        return { ...pricedItem(row), id: row.id, name: row.name, quantity }
       })
       const row = await coupon(executor, wanted.couponCode)
       if (wanted.couponCode !== null && !row)
@@ -127,7 +157,7 @@ export function createPricing(deps: {
       )
       const addons = s.addons.flatMap((a) => {
         const row = rows.find((r) => r.id === a.id)
-        return row ? [{ id: row.id, name: row.name, price_cents: row.price_cents, quantity: a.quantity }] : []
+        return row ? [{ ...pricedItem(row), id: row.id, name: row.name, quantity: a.quantity }] : []
       })
       return { plan, quantity: s.plan_quantity, addons, coupon: (await coupon(executor, s.coupon_code)) ?? null }
     },
@@ -139,6 +169,10 @@ export function createPricing(deps: {
 }
 
 export type Pricing = ReturnType<typeof createPricing>
+
+function pricedItem(row: PricedItem): PricedItem {
+  return { pricing_model: row.pricing_model, price_cents: row.price_cents, tiers: row.tiers }
+}
 
 // Foreign keys forbid deleting catalogue rows, so only an older broken row or a provider naming an
 // unknown item gets here: a 409 saying so, never a 500.

@@ -53,9 +53,9 @@ export function createRemoteChanges(deps: {
       executor,
       s.addons.map((a) => a.id),
     )
-    const addonIds = s.addons.map((a) => a.id).filter((id) => rows.some((r) => r.id === id))
+    const addons = s.addons.filter((a) => rows.some((r) => r.id === a.id))
     const couponCode = s.coupon_code !== null && (await repo.findCoupon(executor, s.coupon_code)) ? s.coupon_code : null
-    return { addonIds, couponCode, held: couponCode === s.coupon_code ? s : { ...s, coupon_code: null } }
+    return { addons, couponCode, held: couponCode === s.coupon_code ? s : { ...s, coupon_code: null } }
   }
 
   return { remoteChange, known }

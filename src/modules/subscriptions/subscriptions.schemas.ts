@@ -20,7 +20,23 @@ const Sku = Type.String({ minLength: 1, maxLength: 100 })
 const PlanSku = (description: string) => Type.String({ minLength: 1, maxLength: 100, description })
 const Quantity = Type.Integer({ minimum: 1, maximum: 100_000 })
 const CouponCode = (description: string) => Type.String({ maxLength: 50, description })
-const AddonIds = (description: string) => Type.Array(Uuid(), { maxItems: 50, description })
+const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}'
+const AddonChoice = Type.Union(
+  [
+    Uuid('An addon id: quantity 1'),
+    Type.Object({ id: Uuid('An addon id'), quantity: Quantity }, { additionalProperties: false }),
+  ],
+  { description: 'An addon id (quantity 1) or {id, quantity}' },
+)
+const AddonChoices = (description: string) => Type.Array(AddonChoice, { maxItems: 50, description })
+const AddonQueryChoices = (description: string) =>
+  Type.Array(
+    Type.String({
+      pattern: `^${UUID_PATTERN}(:[1-9][0-9]{0,5})?$`,
+      description: '<addon id> (quantity 1) or <addon id>:<quantity>',
+    }),
+    { maxItems: 50, description },
+  )
 
 export const CompanyOrSubscriptionParams = Type.Object({
   company_id_or_subscription_id: Uuid('The company, or its subscription (spec 2 names either)'),
@@ -105,9 +121,9 @@ export const EstimateQuery = Type.Object({
   plan_quantity: Quantity,
   coupon_code: Type.Optional(CouponCode("Omitted: the subscription's coupon stays; empty: no coupon")),
   addons: Type.Optional(
-    AddonIds(
-      "Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; " +
-        'empty (addons=): no addons',
+    AddonQueryChoices(
+      'Addons as <id> or <id>:<quantity>, each at most once (repeat the parameter); omitted: the ' +
+        "subscription's addons stay; empty (addons=): no addons",
     ),
   ),
 })
@@ -117,7 +133,12 @@ export const SubscriptionUpdate = Type.Object(
   {
     subscription_plan: Type.Optional(PlanSku("A plan sku among the product's allowed_plans")),
     plan_quantity: Type.Optional(Quantity),
-    addons: Type.Optional(AddonIds('Addon ids, each at most once; replaces the addons; [] removes them all')),
+    addons: Type.Optional(
+      AddonChoices(
+        'Addon ids or {id, quantity} objects (quantity 1 by default), each addon at most once; replaces the ' +
+          'addons; [] removes them all',
+      ),
+    ),
     coupon_code: Type.Optional(Nullable(CouponCode('null or "" removes the coupon'))),
     end_of_term: Type.Optional(
       Type.Boolean({
