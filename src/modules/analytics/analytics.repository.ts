@@ -61,7 +61,7 @@ export function createAnalyticsRepository() {
         ? Promise.resolve([])
         : executor
             .selectFrom('plans')
-            .select(['id', 'sku', 'price_cents', 'period_unit', 'currency_code'])
+            .select(['id', 'sku', 'price_cents', 'pricing_model', 'tiers', 'period_unit', 'currency_code'])
             .where('sku', 'in', skus)
             .execute(),
     // A provider's own addon ids are not UUIDs: no match, never a malformed query.
@@ -69,7 +69,11 @@ export function createAnalyticsRepository() {
       const ours = ids.filter((id) => UUID.test(id))
       return ours.length === 0
         ? Promise.resolve([])
-        : executor.selectFrom('addons').select(['id', 'price_cents']).where('id', 'in', ours).execute()
+        : executor
+            .selectFrom('addons')
+            .select(['id', 'price_cents', 'pricing_model', 'tiers'])
+            .where('id', 'in', ours)
+            .execute()
     },
     couponsByCode: (executor: Executor, codes: string[]) =>
       codes.length === 0

@@ -1,5 +1,6 @@
 import type { Executor } from '../../jobs/scheduler.ts'
 import type { SubscriptionAddon } from '../../db/tables.ts'
+import { itemAmount } from '../billing/index.ts'
 import { type MrrInput, type MrrPeriod, subscriptionMrr } from './analytics.mrr.ts'
 import type { AnalyticsRepository, KeyState, SubscriptionFacts } from './analytics.repository.ts'
 
@@ -44,10 +45,10 @@ export function createAnalyticsWriter(deps: { repo: Repo }) {
       const input: MrrInput = {
         status: s.status,
         lines: [
-          { kind: 'plan', id: plan.sku, amount: plan.price_cents * s.plan_quantity, period },
+          { kind: 'plan', id: plan.sku, amount: itemAmount(plan, s.plan_quantity), period },
           ...s.addons.flatMap((a) => {
             const addon = addons.find((row) => row.id === a.id)
-            return addon ? [{ kind: 'addon' as const, id: a.id, amount: addon.price_cents * a.quantity, period }] : []
+            return addon ? [{ kind: 'addon' as const, id: a.id, amount: itemAmount(addon, a.quantity), period }] : []
           }),
         ],
         coupon: recurring && coupon ? { ...coupon, period } : null,
