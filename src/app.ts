@@ -50,6 +50,10 @@ import { createInvoiceOperationsService } from './modules/invoice-operations/inv
 import { invoiceOperationsRoutes } from './modules/invoice-operations/invoice-operations.routes.ts'
 import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
 import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
+import { createFatturapaService } from './modules/fatturapa/fatturapa.service.ts'
+import { createFatturapaRepository } from './modules/fatturapa/fatturapa.repository.ts'
+import { fatturapaRoutes } from './modules/fatturapa/fatturapa.routes.ts'
+import { fatturapaSeller } from './config-seller.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -237,6 +241,12 @@ export async function buildApp(options: AppOptions) {
     vatNumber: config.SELLER_VAT_NUMBER,
   }
   const documents = createInvoiceDocumentsService({ invoices, companies, seller })
+  const fatturapa = createFatturapaService({
+    invoices,
+    companies,
+    repo: createFatturapaRepository(db),
+    ...fatturapaSeller(config),
+  })
   const hosted = createHostedService({
     repo: hostedRepo,
     subscriptions,
@@ -348,6 +358,7 @@ export async function buildApp(options: AppOptions) {
   const invoiceOperations = createInvoiceOperationsService({ db, ledger: invoices, subscriptions, clock })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
   await app.register(invoiceDocumentsRoutes, { service: documents })
+  await app.register(fatturapaRoutes, { service: fatturapa })
   // Never the request's Host.
   const hostedBaseUrl = () =>
     config.PUBLIC_BASE_URL ??

@@ -34,6 +34,7 @@ import type {
   CreditNotesTable,
   ExcessPaymentAllocationsTable,
   ExcessPaymentsTable,
+  FatturapaProgressivesTable,
   InvoicesTable,
 } from './tables/invoices.ts'
 import type {
@@ -67,6 +68,7 @@ export interface DB {
   credit_allocations: CreditAllocationsTable
   excess_payments: ExcessPaymentsTable
   excess_payment_allocations: ExcessPaymentAllocationsTable
+  fatturapa_progressives: FatturapaProgressivesTable
   signing_keys: SigningKeysTable
   companies: CompaniesTable
   oauth_clients: OauthClientsTable

@@ -75,6 +75,32 @@ export function createInvoicesRepository() {
         NEWEST_FIRST,
         page,
       ).execute(),
+    findCreditNote: (executor: Executor, companyId: string, id: string) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('company_id', '=', companyId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    /** Every company's, oldest first: a month's filing (FatturaPA export). */
+    invoicesDated: (executor: Executor, from: Date, to: Date) =>
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('date', '>=', from)
+        .where('date', '<', to)
+        .orderBy('date')
+        .orderBy('seq')
+        .execute(),
+    creditNotesDated: (executor: Executor, from: Date, to: Date) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('date', '>=', from)
+        .where('date', '<', to)
+        .orderBy('date')
+        .orderBy('seq')
+        .execute(),
     /** Oldest first (the order credits are used in), locked. */
     availableCredits: (executor: Executor, companyId: string) =>
       executor
