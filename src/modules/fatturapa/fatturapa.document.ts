@@ -55,10 +55,13 @@ export function missingBuyerFields(b: Buyer): string[] {
   return missing
 }
 
+// Latin letters without a decomposition to a Latin-1 base.
+const LETTERS: Readonly<Record<string, string>> = { Ł: 'L', ł: 'l', Đ: 'D', đ: 'd', Œ: 'OE', œ: 'oe', Ħ: 'H', ħ: 'h' }
+
 // The format takes Latin-1 text only: accents a reader can drop are dropped, anything else is "?".
 function latin(text: string, max: number): string {
   const plain = [...text.normalize('NFKC')]
-    .map((c) => (c.codePointAt(0)! <= 0xff ? c : c.normalize('NFD').replace(/[\u0300-\u036f]/g, '')))
+    .map((c) => (c.codePointAt(0)! <= 0xff ? c : (LETTERS[c] ?? c.normalize('NFD').replace(/[\u0300-\u036f]/g, ''))))
     .map((c) => (c.codePointAt(0)! <= 0xff ? c : '?'))
     .join('')
     .replace(/\s+/g, ' ')
