@@ -22,8 +22,24 @@ const ITALIAN = { address: 'Via Verdi 2', city: 'Torino', zip: '10121', province
 async function multiRateInvoice(t: TestApp, fake: FakeChargebee, c: CbCompany) {
   const invoice = fake.addInvoice(c.subscriptionId, {
     line_items: [
-      { id: 'li_1', entity_type: 'plan_item_price', entity_id: 'suite', description: 'Suite', unit_amount: 5000, quantity: 2, amount: 10000 },
-      { id: 'li_2', entity_type: 'addon_item_price', entity_id: 'books', description: 'Libri', unit_amount: 5000, quantity: 1, amount: 5000 },
+      {
+        id: 'li_1',
+        entity_type: 'plan_item_price',
+        entity_id: 'suite',
+        description: 'Suite',
+        unit_amount: 5000,
+        quantity: 2,
+        amount: 10000,
+      },
+      {
+        id: 'li_2',
+        entity_type: 'addon_item_price',
+        entity_id: 'books',
+        description: 'Libri',
+        unit_amount: 5000,
+        quantity: 1,
+        amount: 5000,
+      },
     ],
     discounts: [{ entity_type: 'item_level_coupon', entity_id: 'SPRING', description: 'SPRING', amount: 1500 }],
     sub_total: 15000,

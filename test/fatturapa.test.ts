@@ -3,7 +3,17 @@ import assert from 'node:assert/strict'
 import { loadConfig } from '../src/config.ts'
 import { requires } from './helpers/requires.ts'
 import { FATTURAPA_SELLER, assertValidFatturapa, values } from './helpers/fatturapa.ts'
-import { SUB, at, billedCompany, call, json, moveTo, setCard, update, type BillingFixture } from './subscriptions-helpers.ts'
+import {
+  SUB,
+  at,
+  billedCompany,
+  call,
+  json,
+  moveTo,
+  setCard,
+  update,
+  type BillingFixture,
+} from './subscriptions-helpers.ts'
 import { ALLOWED } from './hosted-helpers.ts'
 import { onEachEngine } from './helpers/engine-suites.ts'
 
@@ -70,26 +80,33 @@ onEachEngine('FatturaPA documents', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...FATTUR
     assert.equal(changed.statusCode, 200, changed.body)
   })
 
-  it('makes a domestic invoice: TD01, seller and customer, 22 % VAT, totals of the ledger', requires('xmllint'), async () => {
-    const activation = (await invoicesOf(italian)).at(-1)
-    const xml = await fetchXml(italian, activation.id)
-    const res = await invoiceXml(italian, activation.id)
-    assert.match(res.headers['content-disposition'] as string, /^attachment; filename="IT01234567890_[0-9A-Z]{5}\.xml"$/)
-    assert.deepEqual(values(xml, 'TipoDocumento'), ['TD01'])
-    assert.deepEqual(values(xml, 'Divisa'), ['EUR'])
-    assert.deepEqual(values(xml, 'Data'), ['2027-04-01'])
-    assert.deepEqual(values(xml, 'CodiceDestinatario'), ['ABC1234'])
-    assert.deepEqual(values(xml, 'IdCodice'), ['01234567890', '01234567890', '12345678901'])
-    assert.deepEqual(values(xml, 'Denominazione')[0], 'Rossi S.r.l.')
-    assert.deepEqual(values(xml, 'AliquotaIVA'), ['22.00', '22.00'])
-    assert.deepEqual(values(xml, 'ImponibileImporto'), ['1000.00'])
-    assert.deepEqual(values(xml, 'Imposta'), ['220.00'])
-    assert.deepEqual(values(xml, 'ImportoTotaleDocumento'), [(activation.total / 100).toFixed(2)])
-    assert.deepEqual(values(xml, 'ModalitaPagamento'), ['MP08'])
-    assert.deepEqual(values(xml, 'Causale'), [`Fattura ${activation.id}`])
-    // The same document again: its progressive was given once.
-    assert.equal((await invoiceXml(italian, activation.id)).body, xml)
-  })
+  it(
+    'makes a domestic invoice: TD01, seller and customer, 22 % VAT, totals of the ledger',
+    requires('xmllint'),
+    async () => {
+      const activation = (await invoicesOf(italian)).at(-1)
+      const xml = await fetchXml(italian, activation.id)
+      const res = await invoiceXml(italian, activation.id)
+      assert.match(
+        res.headers['content-disposition'] as string,
+        /^attachment; filename="IT01234567890_[0-9A-Z]{5}\.xml"$/,
+      )
+      assert.deepEqual(values(xml, 'TipoDocumento'), ['TD01'])
+      assert.deepEqual(values(xml, 'Divisa'), ['EUR'])
+      assert.deepEqual(values(xml, 'Data'), ['2027-04-01'])
+      assert.deepEqual(values(xml, 'CodiceDestinatario'), ['ABC1234'])
+      assert.deepEqual(values(xml, 'IdCodice'), ['01234567890', '01234567890', '12345678901'])
+      assert.deepEqual(values(xml, 'Denominazione')[0], 'Rossi S.r.l.')
+      assert.deepEqual(values(xml, 'AliquotaIVA'), ['22.00', '22.00'])
+      assert.deepEqual(values(xml, 'ImponibileImporto'), ['1000.00'])
+      assert.deepEqual(values(xml, 'Imposta'), ['220.00'])
+      assert.deepEqual(values(xml, 'ImportoTotaleDocumento'), [(activation.total / 100).toFixed(2)])
+      assert.deepEqual(values(xml, 'ModalitaPagamento'), ['MP08'])
+      assert.deepEqual(values(xml, 'Causale'), [`Fattura ${activation.id}`])
+      // The same document again: its progressive was given once.
+      assert.equal((await invoiceXml(italian, activation.id)).body, xml)
+    },
+  )
 
   it('makes a credit note TD04 naming its invoice by number and date', requires('xmllint'), async () => {
     const [note] = await json(t, 200, { url: `${SUB}/${italian.id}/credit_notes`, token: italian.token })
@@ -104,17 +121,21 @@ onEachEngine('FatturaPA documents', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...FATTUR
     assert.notDeepEqual(values(res.body, 'Numero'), values(invoice, 'Numero'))
   })
 
-  it('marks a reverse-charged EU business N6.9, with its VAT number and a Latin-1 name', requires('xmllint'), async () => {
-    const [invoice] = await invoicesOf(german)
-    const xml = await fetchXml(german, invoice.id)
-    assert.deepEqual(values(xml, 'CodiceDestinatario'), ['XXXXXXX'])
-    assert.deepEqual(values(xml, 'IdPaese'), ['IT', 'IT', 'DE'])
-    assert.deepEqual(values(xml, 'Denominazione')[1], 'Lodz Café GmbH')
-    assert.deepEqual(values(xml, 'Natura'), ['N6.9', 'N6.9'])
-    assert.deepEqual(values(xml, 'AliquotaIVA'), ['0.00', '0.00'])
-    assert.deepEqual(values(xml, 'EsigibilitaIVA'), ['I'])
-    assert.deepEqual(values(xml, 'ImportoTotaleDocumento'), ['1000.00'])
-  })
+  it(
+    'marks a reverse-charged EU business N6.9, with its VAT number and a Latin-1 name',
+    requires('xmllint'),
+    async () => {
+      const [invoice] = await invoicesOf(german)
+      const xml = await fetchXml(german, invoice.id)
+      assert.deepEqual(values(xml, 'CodiceDestinatario'), ['XXXXXXX'])
+      assert.deepEqual(values(xml, 'IdPaese'), ['IT', 'IT', 'DE'])
+      assert.deepEqual(values(xml, 'Denominazione')[1], 'Lódz Café GmbH')
+      assert.deepEqual(values(xml, 'Natura'), ['N6.9', 'N6.9'])
+      assert.deepEqual(values(xml, 'AliquotaIVA'), ['0.00', '0.00'])
+      assert.deepEqual(values(xml, 'EsigibilitaIVA'), ['I'])
+      assert.deepEqual(values(xml, 'ImportoTotaleDocumento'), ['1000.00'])
+    },
+  )
 
   it('marks a non-EU export N3.1, the customer with the placeholder codes', requires('xmllint'), async () => {
     const [invoice] = await invoicesOf(american)

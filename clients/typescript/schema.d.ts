@@ -1277,6 +1277,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/fatturapa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One invoice as a FatturaPA document (TD01)
+         * @description A FatturaPA 1.2.2 document (FPR12), valid against the official schema: seller (the SELLER_* settings) and customer, lines with their VAT rate or nature (N6.9 reverse charge, N3.1 export), discounts, the summary per rate, totals equal to the ledger's. Named IT<seller VAT>_<progressive>.xml; the progressive, also its Numero, is given the first time the document is made and never changes. 400 naming every field the company lacks (address, city, and for Italy zip, province, vat_number or tax_code, sdi_code or pec). docs/billing.md, "FatturaPA". Needs read:company (a company token on its own id, or a platform token); another company's id is 404. 404 when the invoice is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getInvoiceFatturapa"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}/fatturapa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One credit note as a FatturaPA document (TD04)
+         * @description A FatturaPA 1.2.2 document (FPR12), valid against the official schema: seller (the SELLER_* settings) and customer, lines with their VAT rate or nature (N6.9 reverse charge, N3.1 export), discounts, the summary per rate, totals equal to the ledger's. Named IT<seller VAT>_<progressive>.xml; the progressive, also its Numero, is given the first time the document is made and never changes. 400 naming every field the company lacks (address, city, and for Italy zip, province, vat_number or tax_code, sdi_code or pec). docs/billing.md, "FatturaPA". TD04, naming its invoice's number and date (DatiFattureCollegate). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. 404 when the credit note is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCreditNoteFatturapa"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fatturapa/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A month's FatturaPA documents as a ZIP
+         * @description Every company's invoices and credit notes dated in the month (Italian calendar), each as its FatturaPA document named IT<seller VAT>_<progressive>.xml, the same file the document routes answer: an export again gives the same names. 400 naming each company and field missing, before any progressive is given. Platform tokens only.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["exportFatturapa"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/manager_page": {
         parameters: {
             query?: never;
@@ -2317,6 +2389,8 @@ export interface components {
             fiscal_code: string | null;
             pec: string | null;
             codice_destinatario: string | null;
+            tax_code: string | null;
+            sdi_code: string | null;
             billing_email: string | null;
             admin_user_id: string | null;
             admin_user_email: string | null;
@@ -2360,6 +2434,8 @@ export interface components {
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
+            tax_code?: string | null;
+            sdi_code?: string | null;
             billing_email?: string | null;
             admin_user_id?: string | null;
             admin_user_email?: string | null;
@@ -2418,6 +2494,8 @@ export interface components {
             fiscal_code?: string | null;
             pec?: string | null;
             codice_destinatario?: string | null;
+            tax_code?: string | null;
+            sdi_code?: string | null;
             billing_email?: string | null;
             admin_user_id?: string | null;
             admin_user_email?: string | null;
@@ -5076,6 +5154,8 @@ export interface operations {
                      *         "fiscal_code": "12345678901",
                      *         "pec": "acme@pec.example.it",
                      *         "codice_destinatario": "ABC1234",
+                     *         "tax_code": "12345678901",
+                     *         "sdi_code": "ABC1234",
                      *         "billing_email": "billing@acme.example",
                      *         "admin_user_id": "example",
                      *         "admin_user_email": "it@acme.example",
@@ -5140,6 +5220,8 @@ export interface operations {
                  *       "fiscal_code": "12345678901",
                  *       "pec": "acme@pec.example.it",
                  *       "codice_destinatario": "ABC1234",
+                 *       "tax_code": "12345678901",
+                 *       "sdi_code": "ABC1234",
                  *       "billing_email": "billing@acme.example",
                  *       "admin_user_id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
                  *       "admin_user_email": "it@acme.example",
@@ -5218,6 +5300,8 @@ export interface operations {
                      *       "fiscal_code": "12345678901",
                      *       "pec": "acme@pec.example.it",
                      *       "codice_destinatario": "ABC1234",
+                     *       "tax_code": "12345678901",
+                     *       "sdi_code": "ABC1234",
                      *       "billing_email": "billing@acme.example",
                      *       "admin_user_id": "example",
                      *       "admin_user_email": "it@acme.example",
@@ -7669,6 +7753,163 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInvoiceFatturapa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The XML document */
+            200: {
+                headers: {
+                    /** @description attachment; filename="IT01234567890_0000A.xml" */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example <?xml version="1.0" encoding="UTF-8"?>
+                     *     <p:FatturaElettronica xmlns:p="http://ivaservizi.agenziaentrate.gov.it/docs/xsd/fatture/v1.2" versione="FPR12">…</p:FatturaElettronica>
+                     */
+                    "application/xml": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The service makes no FatturaPA documents: SELLER_COUNTRY is not IT, or the seller settings the format needs are empty (the sentence names them) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "A team with the code WH already exists",
+                     *       "code": "conflict"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNoteFatturapa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The XML document */
+            200: {
+                headers: {
+                    /** @description attachment; filename="IT01234567890_0000B.xml" */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example <?xml version="1.0" encoding="UTF-8"?>
+                     *     <p:FatturaElettronica xmlns:p="http://ivaservizi.agenziaentrate.gov.it/docs/xsd/fatture/v1.2" versione="FPR12">…</p:FatturaElettronica>
+                     */
+                    "application/xml": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The service makes no FatturaPA documents: SELLER_COUNTRY is not IT, or the seller settings the format needs are empty (the sentence names them) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "A team with the code WH already exists",
+                     *       "code": "conflict"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportFatturapa: {
+        parameters: {
+            query: {
+                /**
+                 * @description The month whose documents are exported, YYYY-MM (Italian calendar)
+                 * @example 2027-04
+                 */
+                month: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP file */
+            200: {
+                headers: {
+                    /** @description attachment; filename="IT01234567890_2027-04.zip" */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The service makes no FatturaPA documents: SELLER_COUNTRY is not IT, or the seller settings the format needs are empty (the sentence names them) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": "A team with the code WH already exists",
+                     *       "code": "conflict"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

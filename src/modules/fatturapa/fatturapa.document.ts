@@ -113,7 +113,11 @@ function fiscalId(vatNumber: string, country: string) {
 function buyerNode(b: Buyer) {
   const italian = b.country === 'IT'
   // The exchange system's placeholders for a customer abroad without a VAT number, and its post code.
-  const vat = b.vat_number ? fiscalId(b.vat_number, b.country) : italian ? undefined : fiscalId('99999999999', b.country)
+  const vat = b.vat_number
+    ? fiscalId(b.vat_number, b.country)
+    : italian
+      ? undefined
+      : fiscalId('99999999999', b.country)
   return {
     DatiAnagrafici: {
       ...(vat ? { IdFiscaleIVA: vat } : {}),
@@ -138,7 +142,13 @@ function sellerNode(s: FatturapaSeller) {
       Anagrafica: { Denominazione: latin(s.name, 80) },
       RegimeFiscale: s.taxRegime,
     },
-    Sede: { Indirizzo: latin(s.street, 60), CAP: s.zip, Comune: latin(s.city, 60), Provincia: s.province, Nazione: 'IT' },
+    Sede: {
+      Indirizzo: latin(s.street, 60),
+      CAP: s.zip,
+      Comune: latin(s.city, 60),
+      Provincia: s.province,
+      Nazione: 'IT',
+    },
   }
 }
 

@@ -92,7 +92,9 @@ function assignRates(taxables: number[], taxes: { rate_bp: number; amount: numbe
 /** The lines with their discount, rate or nature. */
 export function documentLines(doc: Figures): DocumentLine[] {
   const discounts = lineDiscounts(doc)
-  const taxed = doc.taxes.filter((t) => t.rate > 0).map((t) => ({ rate_bp: Math.round(t.rate * 100), amount: t.amount }))
+  const taxed = doc.taxes
+    .filter((t) => t.rate > 0)
+    .map((t) => ({ rate_bp: Math.round(t.rate * 100), amount: t.amount }))
   const lines = doc.line_items.map((line, i) => {
     const discount = discounts[i] ?? 0
     return { line, discount, taxable: line.amount - discount }

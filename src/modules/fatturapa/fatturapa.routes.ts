@@ -20,7 +20,7 @@ const WHO = "Needs read:company (a company token on its own id, or a platform to
 const DOCUMENT =
   'A FatturaPA 1.2.2 document (FPR12), valid against the official schema: seller (the SELLER_* settings) and ' +
   'customer, lines with their VAT rate or nature (N6.9 reverse charge, N3.1 export), discounts, the summary per ' +
-  'rate, totals equal to the ledger\'s. Named IT<seller VAT>_<progressive>.xml; the progressive, also its Numero, ' +
+  "rate, totals equal to the ledger's. Named IT<seller VAT>_<progressive>.xml; the progressive, also its Numero, " +
   'is given the first time the document is made and never changes. 400 naming every field the company lacks ' +
   '(address, city, and for Italy zip, province, vat_number or tax_code, sdi_code or pec). docs/billing.md, "FatturaPA".'
 

@@ -77,7 +77,11 @@ export function createFatturapaService(deps: {
     }
   }
 
-  function creditNoteInput(note: CreditNote, progressive: number, ref: { invoice: Invoice; progressive: number } | null) {
+  function creditNoteInput(
+    note: CreditNote,
+    progressive: number,
+    ref: { invoice: Invoice; progressive: number } | null,
+  ) {
     return {
       kind: 'credit_note',
       id: note.id,
@@ -128,7 +132,10 @@ export function createFatturapaService(deps: {
         noteKey(companyId, note.id),
       ])
       const progressive = numbers.get(progressiveKey(noteKey(companyId, note.id)))!
-      const reference = ref && { invoice: ref, progressive: numbers.get(progressiveKey(invoiceKey(companyId, ref.id)))! }
+      const reference = ref && {
+        invoice: ref,
+        progressive: numbers.get(progressiveKey(invoiceKey(companyId, ref.id)))!,
+      }
       const xml = fatturapaXml(seller, company, creditNoteInput(note, progressive, reference))
       return { filename: fileName(seller, progressive), content: Buffer.from(xml) }
     },
@@ -142,14 +149,13 @@ export function createFatturapaService(deps: {
       const seller = requireSeller()
       const start = new Date(`${month}-01T00:00:00.000Z`)
       const end = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1))
-      const dated = await invoices.documentsDated(
-        new Date(start.getTime() - DAY_MS),
-        new Date(end.getTime() + DAY_MS),
-      )
+      const dated = await invoices.documentsDated(new Date(start.getTime() - DAY_MS), new Date(end.getTime() + DAY_MS))
       const inMonth = (seconds: number) => todayIn('Europe/Rome', fromUnix(seconds)).startsWith(month)
       const docs = [
         ...dated.invoices.filter((d) => inMonth(d.invoice.date)).map((d) => ({ ...d, date: d.invoice.date })),
-        ...dated.credit_notes.filter((d) => inMonth(d.credit_note.date)).map((d) => ({ ...d, date: d.credit_note.date })),
+        ...dated.credit_notes
+          .filter((d) => inMonth(d.credit_note.date))
+          .map((d) => ({ ...d, date: d.credit_note.date })),
       ].sort((a, b) => a.date - b.date)
       const byId = new Map<string, Company>()
       for (const id of new Set(docs.map((d) => d.company_id))) byId.set(id, await companies.getCompany(id))
@@ -180,7 +186,10 @@ export function createFatturapaService(deps: {
           const refNumber = ref && numbers.get(progressiveKey(invoiceKey(d.company_id, ref.id)))!
           input = creditNoteInput(d.credit_note, progressive, ref && { invoice: ref, progressive: refNumber! })
         }
-        files[fileName(seller, progressive)] = [strToU8(fatturapaXml(seller, company, input)), { mtime: fromUnix(d.date) }]
+        files[fileName(seller, progressive)] = [
+          strToU8(fatturapaXml(seller, company, input)),
+          { mtime: fromUnix(d.date) },
+        ]
       }
       const content = Buffer.from(zipSync(files, { level: 6, mtime: start }))
       return { filename: `${seller.vatNumber}_${month}.zip`, content }

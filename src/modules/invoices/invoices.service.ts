@@ -302,7 +302,10 @@ export function createInvoicesService(deps: {
 
     /** Every company's invoices and credit notes issued in [from, to), oldest first, with their company. */
     async documentsDated(from: Date, to: Date) {
-      const [invoices, notes] = await Promise.all([repo.invoicesDated(db, from, to), repo.creditNotesDated(db, from, to)])
+      const [invoices, notes] = await Promise.all([
+        repo.invoicesDated(db, from, to),
+        repo.creditNotesDated(db, from, to),
+      ])
       return {
         invoices: invoices.map((row) => ({ company_id: row.company_id, invoice: invoiceView(row) })),
         credit_notes: notes.map((row) => ({ company_id: row.company_id, credit_note: creditNoteView(row) })),
