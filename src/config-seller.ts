@@ -27,27 +27,29 @@ export const SELLER_SETTINGS = {
   SELLER_TAX_CODE: Type.String({
     default: '',
     pattern: '^([A-Z0-9]{11,16})?$',
-    description: "The seller's codice fiscale (FatturaPA); required when SELLER_COUNTRY=IT is set",
+    description: "The seller's codice fiscale (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
   }),
   SELLER_STREET: Type.String({
     default: '',
     maxLength: 60,
-    description: "The seller's street and number (FatturaPA Indirizzo); required when SELLER_COUNTRY=IT is set",
+    description:
+      "The seller's street and number (FatturaPA Indirizzo); required with SELLER_COUNTRY=IT once any is set",
   }),
   SELLER_ZIP: Type.String({
     default: '',
     pattern: '^([0-9]{5})?$',
-    description: "The seller's CAP, 5 digits (FatturaPA); required when SELLER_COUNTRY=IT is set",
+    description: "The seller's CAP, 5 digits (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
   }),
   SELLER_CITY: Type.String({
     default: '',
     maxLength: 60,
-    description: "The seller's comune (FatturaPA); required when SELLER_COUNTRY=IT is set",
+    description: "The seller's comune (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
   }),
   SELLER_PROVINCE: Type.String({
     default: '',
     pattern: '^([A-Z]{2})?$',
-    description: "The seller's province, 2 letters like MI (FatturaPA); required when SELLER_COUNTRY=IT is set",
+    description:
+      "The seller's province, 2 letters like MI (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
   }),
   SELLER_TAX_REGIME: Type.String({
     default: 'RF01',
@@ -70,9 +72,9 @@ export function missingSellerSettings(config: Readonly<Record<string, unknown>>)
   return needed.filter((key) => config[key] === '')
 }
 
-// SELLER_COUNTRY defaults to IT: only an operator who sets it is asked for the rest of the seller's data.
-export const explicitlyItalian = (env: Record<string, string | undefined>, overrides: { SELLER_COUNTRY?: string }) =>
-  (overrides.SELLER_COUNTRY ?? env.SELLER_COUNTRY) === 'IT'
+// With none of them given, the service starts (SELLER_COUNTRY defaults to IT) and the FatturaPA routes answer 409.
+export const partlyGiven = (config: Readonly<Record<string, unknown>>, missing: string[]) =>
+  config.SELLER_COUNTRY === 'IT' && missing.length > 0 && missing.length < 7
 
 /** The seller as the FatturaPA documents read it, or null with the sentence a request is answered with. */
 export function fatturapaSeller(config: Readonly<Record<string, unknown>>) {

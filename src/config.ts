@@ -4,7 +4,7 @@ import { isCountry } from './modules/companies/countries.ts'
 import { vatTable } from './modules/billing/index.ts'
 import { isCurrency } from './core/money.ts'
 import { corsOrigins, dunningRetryDays, isHttpUrl, trustProxy } from './config-values.ts'
-import { explicitlyItalian, missingSellerSettings, SELLER_SETTINGS } from './config-seller.ts'
+import { missingSellerSettings, partlyGiven, SELLER_SETTINGS } from './config-seller.ts'
 
 export { corsOrigins, dunningRetryDays, trustProxy } from './config-values.ts'
 
@@ -370,7 +370,7 @@ export function loadConfig(
       `Invalid configuration: SELLER_COUNTRY ${config.SELLER_COUNTRY} is not an ISO 3166-1 alpha-2 country code`,
     )
   const missing = missingSellerSettings(config)
-  if (explicitlyItalian(env, overrides) && missing.length > 0)
+  if (partlyGiven(config, missing))
     throw new Error(
       `Invalid configuration: SELLER_COUNTRY=IT makes FatturaPA documents, which need ${missing.join(', ')}`,
     )
