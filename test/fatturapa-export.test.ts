@@ -134,6 +134,18 @@ forEachEngine('FatturaPA export', (engine) => {
     assert.ok(parseInt(FILE.exec(added)![1]!, 36) > Math.max(...names.map((n) => parseInt(FILE.exec(n)![1]!, 36))))
   })
 
+  it('leaves a voided invoice out', async () => {
+    const before = Object.keys(unzip((await exportOf(month)).rawPayload))
+    const invoice = fake.addInvoice(company.subscriptionId, {
+      status: 'voided',
+      voided_at: Math.floor(t.clock.now().getTime() / 1000),
+    })
+    const res = await deliver(t, fake.event('invoice_generated', { invoice }))
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal((await t.json<any[]>(200, { url: `${SUB}/${company.id}/invoices` }))[0].status, 'voided')
+    assert.deepEqual(Object.keys(unzip((await exportOf(month)).rawPayload)), before)
+  })
+
   it('is empty for a month without documents, for platform tokens only', async () => {
     const empty = await exportOf('2001-01')
     assert.equal(empty.statusCode, 200, empty.body)

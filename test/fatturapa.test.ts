@@ -1,7 +1,8 @@
 import { it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../src/config.ts'
-import { requires } from './helpers/requires.ts'
+import { execFileSync } from 'node:child_process'
+import { PDFTOTEXT, requires } from './helpers/requires.ts'
 import { FATTURAPA_SELLER, assertValidFatturapa, values } from './helpers/fatturapa.ts'
 import {
   SUB,
@@ -167,7 +168,7 @@ onEachEngine('FatturaPA documents', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...FATTUR
     assert.match(res.json().errors, /sdi_code or pec/)
   })
 
-  it("reads a company's own documents only: another company's is 404, a token without read:company 403", async () => {
+  it("reads a company's own documents: another company's is 403 or 404, an unknown id 404, the platform any", async () => {
     const [invoice] = await invoicesOf(german)
     const across = await invoiceXml(german, invoice.id, italian.token)
     assert.ok([403, 404].includes(across.statusCode), across.body)
@@ -180,6 +181,14 @@ onEachEngine('FatturaPA documents', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...FATTUR
     assert.equal(note.statusCode, 404, note.body)
     const platform = await invoiceXml(german, invoice.id, undefined)
     assert.equal(platform.statusCode, 200, platform.body)
+  })
+
+  it("prints the customer's codice fiscale and PEC on its PDF invoice", requires('pdftotext'), async () => {
+    const [invoice] = await invoicesOf(dollars)
+    const res = await call(t, { url: `${SUB}/${dollars.id}/invoices/${invoice.id}/pdf`, token: dollars.token })
+    const text = execFileSync(PDFTOTEXT, ['-enc', 'UTF-8', '-', '-'], { input: res.rawPayload }).toString('utf8')
+    assert.match(text, /Codice fiscale: RSSMRA85T10A562S/)
+    assert.match(text, /PEC: acme@pec\.example\.it/)
   })
 
   it('checks tax_code and sdi_code on write, naming the field; any client writes them', async () => {

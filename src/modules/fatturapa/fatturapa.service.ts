@@ -152,7 +152,10 @@ export function createFatturapaService(deps: {
       const dated = await invoices.documentsDated(new Date(start.getTime() - DAY_MS), new Date(end.getTime() + DAY_MS))
       const inMonth = (seconds: number) => todayIn('Europe/Rome', fromUnix(seconds)).startsWith(month)
       const docs = [
-        ...dated.invoices.filter((d) => inMonth(d.invoice.date)).map((d) => ({ ...d, date: d.invoice.date })),
+        // A voided invoice was never owed: it is not filed.
+        ...dated.invoices
+          .filter((d) => inMonth(d.invoice.date) && d.invoice.status !== 'voided')
+          .map((d) => ({ ...d, date: d.invoice.date })),
         ...dated.credit_notes
           .filter((d) => inMonth(d.credit_note.date))
           .map((d) => ({ ...d, date: d.credit_note.date })),

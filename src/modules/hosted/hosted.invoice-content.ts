@@ -52,6 +52,8 @@ export function buyerParty(ctx: PageContext, buyer: Company): Party {
       countryName(ctx.locale, buyer.country),
       vat ? ctx.t('document.vatNumber', { value: vat }) : null,
       fiscalCode ? ctx.t('document.fiscalCode', { value: fiscalCode }) : null,
+      buyer.sdi_code ? ctx.t('document.sdiCode', { value: buyer.sdi_code }) : null,
+      buyer.pec && !buyer.sdi_code ? ctx.t('document.pec', { value: buyer.pec }) : null,
     ]),
   }
 }
