@@ -27,29 +27,29 @@ export const SELLER_SETTINGS = {
   SELLER_TAX_CODE: Type.String({
     default: '',
     pattern: '^([A-Z0-9]{11,16})?$',
-    description: "The seller's codice fiscale (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
+    description: "The seller's codice fiscale (FatturaPA); with SELLER_COUNTRY=IT, required once one of them is set",
   }),
   SELLER_STREET: Type.String({
     default: '',
     maxLength: 60,
     description:
-      "The seller's street and number (FatturaPA Indirizzo); required with SELLER_COUNTRY=IT once any is set",
+      "The seller's street and number (FatturaPA Indirizzo); with SELLER_COUNTRY=IT, required once one of them is set",
   }),
   SELLER_ZIP: Type.String({
     default: '',
     pattern: '^([0-9]{5})?$',
-    description: "The seller's CAP, 5 digits (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
+    description: "The seller's CAP, 5 digits (FatturaPA); with SELLER_COUNTRY=IT, required once one of them is set",
   }),
   SELLER_CITY: Type.String({
     default: '',
     maxLength: 60,
-    description: "The seller's comune (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
+    description: "The seller's comune (FatturaPA); with SELLER_COUNTRY=IT, required once one of them is set",
   }),
   SELLER_PROVINCE: Type.String({
     default: '',
     pattern: '^([A-Z]{2})?$',
     description:
-      "The seller's province, 2 letters like MI (FatturaPA); required with SELLER_COUNTRY=IT once any is set",
+      "The seller's province, 2 letters like MI (FatturaPA); with SELLER_COUNTRY=IT, required once one of them is set",
   }),
   SELLER_TAX_REGIME: Type.String({
     default: 'RF01',
@@ -58,23 +58,19 @@ export const SELLER_SETTINGS = {
   }),
 }
 
+/** The settings only the FatturaPA documents read: giving any of them asks for the rest. */
+const FATTURAPA_ONLY = ['SELLER_TAX_CODE', 'SELLER_STREET', 'SELLER_ZIP', 'SELLER_CITY', 'SELLER_PROVINCE'] as const
+
 /** What the FatturaPA documents need of the seller and the settings leave empty. */
 export function missingSellerSettings(config: Readonly<Record<string, unknown>>): string[] {
-  const needed = [
-    'SELLER_NAME',
-    'SELLER_VAT_NUMBER',
-    'SELLER_TAX_CODE',
-    'SELLER_STREET',
-    'SELLER_ZIP',
-    'SELLER_CITY',
-    'SELLER_PROVINCE',
-  ] as const
+  const needed = ['SELLER_NAME', 'SELLER_VAT_NUMBER', ...FATTURAPA_ONLY] as const
   return needed.filter((key) => config[key] === '')
 }
 
-// With none of them given, the service starts (SELLER_COUNTRY defaults to IT) and the FatturaPA routes answer 409.
+// With none of them given (the PDFs need only the name, address and VAT number), the service
+// starts with SELLER_COUNTRY's default IT, and the FatturaPA routes answer 409.
 export const partlyGiven = (config: Readonly<Record<string, unknown>>, missing: string[]) =>
-  config.SELLER_COUNTRY === 'IT' && missing.length > 0 && missing.length < 7
+  config.SELLER_COUNTRY === 'IT' && missing.length > 0 && FATTURAPA_ONLY.some((key) => config[key] !== '')
 
 /** The seller as the FatturaPA documents read it, or null with the sentence a request is answered with. */
 export function fatturapaSeller(config: Readonly<Record<string, unknown>>) {

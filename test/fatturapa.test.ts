@@ -218,6 +218,7 @@ it('refuses to start with SELLER_COUNTRY=IT and a seller setting missing, naming
   const { SELLER_ZIP: _zip, SELLER_TAX_CODE: _code, ...rest } = FATTURAPA_SELLER
   assert.throws(() => loadConfig(rest), /SELLER_COUNTRY=IT .* need SELLER_TAX_CODE, SELLER_ZIP$/)
   assert.equal(loadConfig(FATTURAPA_SELLER).SELLER_ZIP, '20121')
-  // With no seller setting at all, the service starts and the routes answer 409.
+  // The PDFs' settings alone ask for nothing more: the service starts and the routes answer 409.
+  assert.equal(loadConfig({ SELLER_NAME: 'Rossi S.r.l.', SELLER_VAT_NUMBER: 'IT01234567890' }).SELLER_COUNTRY, 'IT')
   assert.equal(loadConfig({}).SELLER_COUNTRY, 'IT')
 })

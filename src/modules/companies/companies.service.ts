@@ -298,6 +298,9 @@ export function createCompaniesService(deps: {
       return companyView({
         ...(stored as CompanyRecord),
         disabled_at: storedTime(stored.disabled_at),
+        // Events stored before these columns existed.
+        tax_code: (stored.tax_code as string | null | undefined) ?? null,
+        sdi_code: (stored.sdi_code as string | null | undefined) ?? null,
         subscription_id: mirror?.subscription_id ?? null,
         subscription_customer_id: mirror?.subscription_customer_id ?? null,
         subscription_plan: mirror?.subscription_plan ?? null,
