@@ -206,11 +206,13 @@ onEachEngine('FatturaPA documents', { REDIRECT_ALLOWED_HOSTS: ALLOWED, ...FATTUR
 })
 
 onEachEngine('FatturaPA without the seller in Italy', { SELLER_COUNTRY: 'DE' }, (t) => {
-  it('answers 409 saying why no document is made', async () => {
+  it('answers 409 saying why no document is made, after a 404 for an unknown document', async () => {
     const c = await billedCompany(t, { company: ITALIAN_ADDRESS })
-    const res = await call(t, { url: `${SUB}/${c.id}/invoices/00000000-0000-4000-8000-000000000000/fatturapa` })
+    const res = await call(t, { url: '/api/v1/fatturapa/export?month=2027-04' })
     assert.equal(res.statusCode, 409, res.body)
     assert.match(res.json().errors, /only when SELLER_COUNTRY is IT/)
+    const unknown = await call(t, { url: `${SUB}/${c.id}/invoices/00000000-0000-4000-8000-000000000000/fatturapa` })
+    assert.equal(unknown.statusCode, 404, unknown.body)
   })
 })
 

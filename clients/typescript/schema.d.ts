@@ -7889,6 +7889,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example PK… (IT01234567890_0000A.xml, IT01234567890_0000B.xml, …) */
                     "application/zip": string;
                 };
             };

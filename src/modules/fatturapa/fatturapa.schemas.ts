@@ -19,7 +19,7 @@ export const fileResponse = (description: string, mediaType: 'application/xml' |
   content: {
     [mediaType]: {
       schema: { type: 'string', format: 'binary' },
-      example: mediaType === 'application/xml' ? XML_EXAMPLE : undefined,
+      example: mediaType === 'application/xml' ? XML_EXAMPLE : ZIP_EXAMPLE,
     },
   },
 })
@@ -27,6 +27,8 @@ export const fileResponse = (description: string, mediaType: 'application/xml' |
 const XML_EXAMPLE =
   '<?xml version="1.0" encoding="UTF-8"?>\n<p:FatturaElettronica ' +
   'xmlns:p="http://ivaservizi.agenziaentrate.gov.it/docs/xsd/fatture/v1.2" versione="FPR12">…</p:FatturaElettronica>'
+
+const ZIP_EXAMPLE = 'PK… (IT01234567890_0000A.xml, IT01234567890_0000B.xml, …)'
 
 export const notItalian = {
   ...ErrorBody,

@@ -111,8 +111,8 @@ export function createFatturapaService(deps: {
   return {
     /** 404 when the invoice is not the company's; 400 naming what the company lacks. */
     async invoiceDocument(companyId: string, invoiceId: string): Promise<FatturapaFile> {
-      const seller = requireSeller()
       const invoice = await invoices.invoice(companyId, invoiceId)
+      const seller = requireSeller()
       const company = await companies.getCompany(companyId)
       refuseIncomplete([company])
       const progressive = await progressiveOf(invoiceKey(companyId, invoice.id))
@@ -122,8 +122,8 @@ export function createFatturapaService(deps: {
 
     /** TD04, referring to its invoice; 404 when the credit note is not the company's. */
     async creditNoteDocument(companyId: string, creditNoteId: string): Promise<FatturapaFile> {
-      const seller = requireSeller()
       const note = await invoices.creditNote(companyId, creditNoteId)
+      const seller = requireSeller()
       const company = await companies.getCompany(companyId)
       refuseIncomplete([company])
       const ref = note.reference_invoice_id ? await invoices.invoice(companyId, note.reference_invoice_id) : null
