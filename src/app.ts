@@ -60,6 +60,10 @@ import { analyticsRoutes } from './modules/analytics/analytics.routes.ts'
 import { createAnalyticsWriter } from './modules/analytics/index.ts'
 import { createInvoiceDocumentsService } from './modules/invoice-documents/invoice-documents.service.ts'
 import { invoiceDocumentsRoutes } from './modules/invoice-documents/invoice-documents.routes.ts'
+import { createFatturapaService } from './modules/fatturapa/fatturapa.service.ts'
+import { createFatturapaRepository } from './modules/fatturapa/fatturapa.repository.ts'
+import { fatturapaRoutes } from './modules/fatturapa/fatturapa.routes.ts'
+import { fatturapaSeller } from './config-seller.ts'
 import { createCompaniesRepository } from './modules/companies/companies.repository.ts'
 import { createCompaniesService } from './modules/companies/companies.service.ts'
 import { companiesRoutes } from './modules/companies/companies.routes.ts'
@@ -251,6 +255,12 @@ export async function buildApp(options: AppOptions) {
     vatNumber: config.SELLER_VAT_NUMBER,
   }
   const documents = createInvoiceDocumentsService({ invoices, companies, seller })
+  const fatturapa = createFatturapaService({
+    invoices,
+    companies,
+    repo: createFatturapaRepository(db),
+    ...fatturapaSeller(config),
+  })
   const hosted = createHostedService({
     repo: hostedRepo,
     subscriptions,
@@ -372,6 +382,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(chargesRoutes, { service: createChargesService({ subscriptions }) })
   await app.register(invoiceDocumentsRoutes, { service: documents })
   await app.register(analyticsRoutes, { service: analytics })
+  await app.register(fatturapaRoutes, { service: fatturapa })
   // Never the request's Host.
   const hostedBaseUrl = () =>
     config.PUBLIC_BASE_URL ??

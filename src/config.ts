@@ -4,6 +4,7 @@ import { isCountry } from './modules/companies/countries.ts'
 import { vatTable } from './modules/billing/index.ts'
 import { isCurrency } from './core/money.ts'
 import { corsOrigins, dunningRetryDays, isHttpUrl, trustProxy } from './config-values.ts'
+import { missingSellerSettings, partlyGiven, SELLER_SETTINGS } from './config-seller.ts'
 
 export { corsOrigins, dunningRetryDays, trustProxy } from './config-values.ts'
 
@@ -209,28 +210,7 @@ const ConfigSchema = Type.Object({
     default: '',
     description: 'VAT rates over the built-in table of the EU-27, CH, NO and GB, like IT:22,DE:19',
   }),
-  SELLER_COUNTRY: Type.String({
-    default: 'IT',
-    pattern: '^[A-Z]{2}$',
-    description:
-      'Where the seller is established (ISO 3166-1 alpha-2): valid VAT numbers elsewhere are reverse-charged',
-  }),
-  SELLER_NAME: Type.String({
-    default: '',
-    maxLength: 200,
-    description: "The seller's name on the invoices and credit notes (the portal's printable page and the PDFs)",
-  }),
-  SELLER_ADDRESS: Type.String({
-    default: '',
-    maxLength: 500,
-    description: "The seller's address on the invoices and credit notes, lines separated by |",
-  }),
-  SELLER_VAT_NUMBER: Type.String({
-    default: '',
-    pattern: '^([A-Z]{2}[0-9A-Z]{2,13})?$',
-    description:
-      "The seller's VAT number with its country prefix (IT01234567890), printed on every invoice and credit note",
-  }),
+  ...SELLER_SETTINGS,
   CURRENCY_CODE: Type.String({
     default: 'EUR',
     pattern: '^[A-Z]{3}$',
@@ -388,6 +368,11 @@ export function loadConfig(
   if (!isCountry(config.SELLER_COUNTRY))
     throw new Error(
       `Invalid configuration: SELLER_COUNTRY ${config.SELLER_COUNTRY} is not an ISO 3166-1 alpha-2 country code`,
+    )
+  const missing = missingSellerSettings(config)
+  if (partlyGiven(config, missing))
+    throw new Error(
+      `Invalid configuration: SELLER_COUNTRY=IT makes FatturaPA documents, which need ${missing.join(', ')}`,
     )
   if (!isCurrency(config.CURRENCY_CODE))
     throw new Error(`Invalid configuration: CURRENCY_CODE ${config.CURRENCY_CODE} is not an ISO 4217 currency code`)

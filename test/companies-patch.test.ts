@@ -19,6 +19,8 @@ const SAMPLES: Record<string, unknown> = {
   fiscal_code: 'RSSMRA80A01H501U',
   pec: 'acme@pec.example.it',
   codice_destinatario: 'M5UXCR1',
+  tax_code: 'RSSMRA85T10A562S',
+  sdi_code: 'M5UXCR1',
   billing_email: 'billing@acme.example',
   admin_user_id: '5b0f5a4e-8a4e-4d1e-9f53-0c8c0e6b1a11',
   admin_user_email: 'admin@acme.example',

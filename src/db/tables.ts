@@ -34,6 +34,7 @@ import type {
   CreditNotesTable,
   ExcessPaymentAllocationsTable,
   ExcessPaymentsTable,
+  FatturapaProgressivesTable,
   InvoicesTable,
   ChargesTable,
   PromotionalCreditsTable,
@@ -73,6 +74,7 @@ export interface DB {
   excess_payment_allocations: ExcessPaymentAllocationsTable
   promotional_credits: PromotionalCreditsTable
   charges: ChargesTable
+  fatturapa_progressives: FatturapaProgressivesTable
   signing_keys: SigningKeysTable
   companies: CompaniesTable
   oauth_clients: OauthClientsTable

@@ -77,6 +77,8 @@ const BY_NAME: Record<string, unknown> = {
   vat: 'IT12345678901',
   fiscal_code: '12345678901',
   codice_destinatario: 'ABC1234',
+  tax_code: '12345678901',
+  sdi_code: 'ABC1234',
   timezone: 'Europe/Rome',
   'Team.code': 'WH-NIGHT',
   code: 'LAUNCH20',

@@ -75,6 +75,8 @@ const NOT_COMPANY_SCOPED: Record<string, string> = {
   'POST /api/v1/webhook_endpoints/{id}/test': 'platform only',
   'PATCH /api/v1/webhook_endpoints/{id}': 'platform only',
   'POST /api/v1/webhook_endpoints/{id}/rotate_secret': 'platform only',
+  'GET /api/v1/fatturapa/export':
+    "every company's documents of a month: platform only (test/fatturapa-export.test.ts: 403 to a company token)",
 }
 
 /** A path that names a company or one of its resources outside a company path (a subscription). */

@@ -22,15 +22,26 @@ export const CHROMIUM = '/usr/bin/chromium'
 /** Poppler's, which reads the text of the PDF documents the way a PDF reader's search does. */
 export const PDFTOTEXT = '/usr/bin/pdftotext'
 
-type Need = 'postgres' | 'chromium' | 'pdftotext'
+/** libxml2's, which validates the FatturaPA documents against the official XSD. */
+export const XMLLINT = '/usr/bin/xmllint'
 
-const NAMES: Record<Need, string> = { postgres: 'PostgreSQL', chromium: 'Chromium', pdftotext: 'pdftotext' }
+type Need = 'postgres' | 'chromium' | 'pdftotext' | 'xmllint'
+
+const NAMES: Record<Need, string> = {
+  postgres: 'PostgreSQL',
+  chromium: 'Chromium',
+  pdftotext: 'pdftotext',
+  xmllint: 'xmllint',
+}
 
 function missing(need: Need): string | null {
   if (need === 'chromium')
     return fs.existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`
   if (need === 'pdftotext') {
     return fs.existsSync(PDFTOTEXT) ? null : `no pdftotext at ${PDFTOTEXT} (apt-get install poppler-utils)`
+  }
+  if (need === 'xmllint') {
+    return fs.existsSync(XMLLINT) ? null : `no xmllint at ${XMLLINT} (apt-get install libxml2-utils)`
   }
   if (engines.includes('postgres')) return null
   return process.env.TEST_DATABASE_URL ? LEFT_OUT : 'TEST_DATABASE_URL is not set'

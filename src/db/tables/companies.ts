@@ -25,6 +25,9 @@ export interface CompaniesTable {
   fiscal_code: string | null
   pec: string | null
   codice_destinatario: string | null
+  /** Codice fiscale and codice destinatario, checked on write (migration 0057): the FatturaPA documents read them. */
+  tax_code: ColumnType<string | null, string | null | undefined, string | null>
+  sdi_code: ColumnType<string | null, string | null | undefined, string | null>
   billing_email: string | null
   admin_user_id: string | null
   admin_user_email: string | null

@@ -145,3 +145,12 @@ export interface ChargesTable {
   date: Timestamp
   created_at: CreatedAt
 }
+
+/** Each FatturaPA document's progressive, given once (migration 0057). */
+export interface FatturapaProgressivesTable {
+  company_id: string
+  document_type: 'invoice' | 'credit_note'
+  document_id: string
+  progressive: ColumnType<string | number, never, never>
+  created_at: CreatedAt
+}

@@ -273,6 +273,8 @@ function companiesQuery(db: Kysely<DB>) {
       'c.fiscal_code',
       'c.pec',
       'c.codice_destinatario',
+      'c.tax_code',
+      'c.sdi_code',
       'c.billing_email',
       'c.admin_user_id',
       'c.admin_user_email',

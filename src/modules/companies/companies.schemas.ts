@@ -45,6 +45,14 @@ export const Company = Type.Object(
     fiscal_code: Nullable(Type.String()),
     pec: Nullable(Type.String()),
     codice_destinatario: Nullable(Type.String()),
+    tax_code: Nullable(
+      Type.String({ description: 'Codice fiscale (16 letters and digits, or 11 digits), as stored: upper case' }),
+    ),
+    sdi_code: Nullable(
+      Type.String({
+        description: 'Codice destinatario of the exchange system (SdI): 7 letters or digits; 0000000 with a pec',
+      }),
+    ),
     billing_email: Nullable(Type.String()),
     admin_user_id: Nullable(Type.String()),
     admin_user_email: Nullable(Type.String()),
@@ -108,8 +116,36 @@ export const CompanyInput = Type.Object(
       ),
     ),
     fiscal_code: OptionalText(50),
-    pec: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+    pec: Type.Optional(
+      Nullable(
+        Type.String({
+          format: 'email',
+          maxLength: 254,
+          description: 'Certified mail (PEC) address; receives the electronic invoices when sdi_code is 0000000',
+        }),
+      ),
+    ),
     codice_destinatario: OptionalText(20),
+    tax_code: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 30,
+          description:
+            "Codice fiscale: a person's 16 letters and digits or a business's 11 digits (spaces dropped, upper " +
+            'case; 400 otherwise). Read by the FatturaPA documents; any client may write it',
+        }),
+      ),
+    ),
+    sdi_code: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 30,
+          description:
+            'Codice destinatario of the exchange system (SdI): 7 letters or digits, 0000000 when the documents ' +
+            'go to the pec address (upper case; 400 otherwise). Any client may write it',
+        }),
+      ),
+    ),
     billing_email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
     admin_user_id: Type.Optional(Nullable(Uuid())),
     admin_user_email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),

@@ -8,6 +8,7 @@ import { CustomerIdSpent } from '../billing/index.ts'
 import { isTimeZone } from '../../core/days.ts'
 import { isCountry } from './countries.ts'
 import { refuseTaxChanges, taxIdentity, type TaxInput } from './company-tax.ts'
+import { italianIds } from './italian-ids.ts'
 import type { CatalogueService } from '../catalogue/catalogue.service.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
 import type { AccessState } from '../oauth/oauth.access.ts'
@@ -118,6 +119,9 @@ export function createCompaniesService(deps: {
         fiscal_code: input.fiscal_code ?? null,
         pec: input.pec ?? null,
         codice_destinatario: input.codice_destinatario ?? null,
+        tax_code: null,
+        sdi_code: null,
+        ...italianIds(input),
         billing_email: input.billing_email ?? null,
         admin_user_id: input.admin_user_id ?? null,
         admin_user_email: input.admin_user_email ?? null,
@@ -187,6 +191,7 @@ export function createCompaniesService(deps: {
         if (by.companyId !== null) refuseTaxChanges(patch, current)
         // Checked against the country it will have, as at creation.
         if (PLATFORM_ONLY.some((key) => key in patch)) patch = { ...patch, ...taxIdentity(current, patch as TaxInput) }
+        patch = { ...patch, ...italianIds(patch) }
         const stored = current as unknown as Record<string, unknown>
         const values: Record<string, unknown> = {}
         const changes: Record<string, [unknown, unknown]> = {}
@@ -293,6 +298,9 @@ export function createCompaniesService(deps: {
       return companyView({
         ...(stored as CompanyRecord),
         disabled_at: storedTime(stored.disabled_at),
+        // Events stored before these columns existed.
+        tax_code: (stored.tax_code as string | null | undefined) ?? null,
+        sdi_code: (stored.sdi_code as string | null | undefined) ?? null,
         subscription_id: mirror?.subscription_id ?? null,
         subscription_customer_id: mirror?.subscription_customer_id ?? null,
         subscription_plan: mirror?.subscription_plan ?? null,
@@ -378,6 +386,8 @@ function companyView(row: CompanyRecord): Company {
     fiscal_code: row.fiscal_code,
     pec: row.pec,
     codice_destinatario: row.codice_destinatario,
+    tax_code: row.tax_code,
+    sdi_code: row.sdi_code,
     billing_email: row.billing_email,
     admin_user_id: row.admin_user_id,
     admin_user_email: row.admin_user_email,

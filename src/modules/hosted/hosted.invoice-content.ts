@@ -42,6 +42,7 @@ export function sellerParty(ctx: PageContext, s: Seller): Party {
 
 export function buyerParty(ctx: PageContext, buyer: Company): Party {
   const vat = buyer.vat_number ?? buyer.vat
+  const fiscalCode = buyer.tax_code ?? buyer.fiscal_code
   const town = [buyer.zip, buyer.city, buyer.province ? `(${buyer.province})` : null].filter(Boolean).join(' ')
   return {
     name: buyer.name,
@@ -50,7 +51,9 @@ export function buyerParty(ctx: PageContext, buyer: Company): Party {
       town,
       countryName(ctx.locale, buyer.country),
       vat ? ctx.t('document.vatNumber', { value: vat }) : null,
-      buyer.fiscal_code ? ctx.t('document.fiscalCode', { value: buyer.fiscal_code }) : null,
+      fiscalCode ? ctx.t('document.fiscalCode', { value: fiscalCode }) : null,
+      buyer.sdi_code ? ctx.t('document.sdiCode', { value: buyer.sdi_code }) : null,
+      buyer.pec && !buyer.sdi_code ? ctx.t('document.pec', { value: buyer.pec }) : null,
     ]),
   }
 }

@@ -84,6 +84,25 @@ export function createInvoicesRepository() {
         NEWEST_FIRST,
         page,
       ).execute(),
+    /** Every company's, oldest first: a month's filing (FatturaPA export). */
+    invoicesDated: (executor: Executor, from: Date, to: Date) =>
+      executor
+        .selectFrom('invoices')
+        .selectAll()
+        .where('date', '>=', from)
+        .where('date', '<', to)
+        .orderBy('date')
+        .orderBy('seq')
+        .execute(),
+    creditNotesDated: (executor: Executor, from: Date, to: Date) =>
+      executor
+        .selectFrom('credit_notes')
+        .selectAll()
+        .where('date', '>=', from)
+        .where('date', '<', to)
+        .orderBy('date')
+        .orderBy('seq')
+        .execute(),
     findCreditNote: (executor: Executor, companyId: string, id: string) =>
       executor
         .selectFrom('credit_notes')

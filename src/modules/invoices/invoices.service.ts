@@ -300,6 +300,24 @@ export function createInvoicesService(deps: {
       return invoiceView(row)
     },
 
+    async creditNote(companyId: string, id: string) {
+      const row = await repo.findCreditNote(db, companyId, id)
+      if (!row) throw new NotFound('Credit note')
+      return creditNoteView(row)
+    },
+
+    /** Every company's invoices and credit notes issued in [from, to), oldest first, with their company. */
+    async documentsDated(from: Date, to: Date) {
+      const [invoices, notes] = await Promise.all([
+        repo.invoicesDated(db, from, to),
+        repo.creditNotesDated(db, from, to),
+      ])
+      return {
+        invoices: invoices.map((row) => ({ company_id: row.company_id, invoice: invoiceView(row) })),
+        credit_notes: notes.map((row) => ({ company_id: row.company_id, credit_note: creditNoteView(row) })),
+      }
+    },
+
     invoiceEventObject: (stored: StoredObject) =>
       invoiceView({
         ...(stored as InvoiceRow),
