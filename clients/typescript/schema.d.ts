@@ -993,6 +993,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/remove_scheduled_changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Drop the change scheduled for the term's end
+         * @description The renewal bills the current choice again. 409 when no change is scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["removeScheduledChanges"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pause the subscription, now or at the end of the term
+         * @description Paused: no invoices, and the plan features are withdrawn as for a cancelled subscription. immediately: paused now, nothing credited; end_of_term: the term ends paused instead of renewing (pause_date shows when; a change scheduled for then is dropped). resume_date resumes it by itself then. 400 for a resume_date not after the pause starts; 409 unless the subscription is active (cancelled, already paused, in trial, or set to cancel) or when a pause is already scheduled.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["pauseSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resume a paused subscription now
+         * @description active again with a new term from now, billed now in full; the plan features come back. 409 unless the subscription is paused. The body is optional as a whole.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `write:company`.
+         */
+        put: operations["resumeSubscription"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/details": {
         parameters: {
             query?: never;
@@ -1156,6 +1222,36 @@ export interface paths {
          */
         get: operations["listCreditNotes"];
         put?: never;
+        /**
+         * Issue a credit note on an invoice
+         * @description A manual credit note on an invoice of the company, tax included (its tax the invoice's, prorated). adjustment: lowers a payment_due or not_paid invoice's amount_due (amount_adjusted grows); one that settles it makes it paid and ends dunning. refundable: credits what was paid of the invoice (payments and credits applied, less earlier refundable notes) to the customer's refundable_credits, which the next invoices take or a refund pays out; an unpaid part takes an adjustment note instead (400). The credit notes of one invoice never sum beyond its total (400 naming body/total). 400 when reference_invoice_id is not an invoice of the company. 409 when the invoice is voided, or paid for an adjustment. Event credit_note.created (and invoice.paid when it settles the invoice). Answers 202 with Location of the new credit note. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["createCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One credit note of the company
+         * @description The credit note with its lines, tax, what was applied to invoices, refunded, and is left (amount_available). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the credit note is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCreditNote"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1174,7 +1270,7 @@ export interface paths {
         put?: never;
         /**
          * Record an offline payment of an invoice
-         * @description A payment made outside the card (bank transfer, cash, check) on a payment_due or not_paid invoice: amount_paid grows and amount_due falls by what it settles; once nothing is due the invoice is paid (paid_at the payment's date) and dunning stops. A payment beyond amount_due settles it and the rest becomes the customer's excess_payments, which the next invoices take (after refundable credits) in credits_applied. A not_paid invoice can be paid late: its subscription stays cancelled. Events invoice.payment_recorded, then invoice.paid when it settles the invoice. 400 naming the field for an amount that is not a whole number of minor units above 0, an unknown payment_method, or a date before the invoice's or in the future. 409 when the invoice is paid or voided. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment made outside the card (bank transfer, cash, check) on a payment_due or not_paid invoice: amount_paid grows and amount_due falls by what it settles; once nothing is due the invoice is paid (paid_at the payment's date) and dunning stops. A payment beyond amount_due settles it and the rest becomes the customer's excess_payments, which the next invoices take (after refundable credits) in credits_applied. A not_paid invoice can be paid late: its subscription stays cancelled. Events invoice.payment_recorded, then invoice.paid when it settles the invoice. 400 naming the field for an amount that is not a whole number of minor units above 0, an unknown payment_method, or a date before the invoice's or in the future. 409 when the invoice is paid or voided. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1196,7 +1292,7 @@ export interface paths {
         put?: never;
         /**
          * Void an unpaid invoice
-         * @description A payment_due or not_paid invoice with nothing paid becomes voided: it owes nothing (amount_due 0), dunning stops, and the credits applied to it (credits_applied) go back to the customer's refundable credits and excess payments. The subscription is not changed. Event invoice.voided. 400 naming the field for a reason_code not among Chargebee's. 409 when the invoice is paid or voided, or something of it was paid. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment_due or not_paid invoice with nothing paid becomes voided: it owes nothing (amount_due 0), dunning stops, and the credits applied to it (credits_applied) go back to the customer's refundable credits and excess payments. The subscription is not changed. Event invoice.voided. 400 naming the field for a reason_code not among Chargebee's. 409 when the invoice is paid or voided, or something of it was paid. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1218,11 +1314,99 @@ export interface paths {
         put?: never;
         /**
          * Write off what an invoice still owes
-         * @description A payment_due or not_paid invoice becomes paid with write_off_amount what was due (amount_due 0); dunning stops; the subscription is not changed. Event invoice.written_off. 409 when the invoice is paid or voided. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key. Answers the invoice as it now is.
+         * @description A payment_due or not_paid invoice becomes paid with write_off_amount what was due (amount_due 0); dunning stops; the subscription is not changed. Event invoice.written_off. 409 when the invoice is paid or voided. The body is optional as a whole. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
         post: operations["writeOffInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a paid invoice, in part or whole
+         * @description Pays back what was paid of a paid invoice: a refundable credit note of amount (default: all that was paid and is not yet refunded or credited), refunded at once (status refunded, amount_refunded its total), its tax the invoice's prorated. The invoice's amount_refunded grows; a comment is kept in its comments. The local engine refunds to the card. Events credit_note.created and invoice.refunded. 400 naming body/amount when it is more than is refundable, or the reason_code is not among Chargebee's. 409 when the invoice is not paid or nothing of it is left to refund. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["refundInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a refundable credit note
+         * @description Pays out a refundable credit note's amount_available, all of it by default: amount_refunded grows (status refunded once nothing is left), and so does its invoice's amount_refunded. The local engine refunds to the card. Events credit_note.refunded and invoice.refunded. 400 naming body/amount when it is more than amount_available. 404 when the credit note is not the company's. 409 for an adjustment note or one with nothing left. Answers the credit note as it now is. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["refundCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/promotional_credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add or deduct the customer's promotional credits
+         * @description Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied; a void gives back what its invoice took. Answers the customer's credits after the change. Event customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["changePromotionalCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/charges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Charge a one-off amount now or at the next renewal
+         * @description A one-off charge (onboarding, training days) in the subscription plan's currency, as a line of entity_type adhoc whose description is the body's, taxed as any line and never discounted by the coupon. invoice_immediately true: an invoice of that line now, taking the customer's credits as any invoice, the rest charged to the card (a failed charge starts dunning, as a renewal's); answers {invoice}. false: added to the next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id, subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the subscription is cancelled, when a deferred charge has no renewal to wait for (non_renewing), or when it is managed by Chargebee. Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["createOneOffCharge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1269,6 +1453,54 @@ export interface paths {
          *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
          */
         get: operations["getCreditNotePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/analytics/mrr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MRR and its movements over time
+         * @description MRR, ARR, customers, ARPA and the five movements at each point from `from` to `to`: a point is the state at the end of its date (UTC) by the business clock, so a past point is what was true then and, on a test clock, a later one is what the engine did. A subscription's MRR: what it recurs at while active or non_renewing (trials, paused and cancelled count 0), plan and addons less a recurring coupon (one_time coupons and tax not counted), yearly ÷ 12, rounded half-up per subscription. Movements are per company between a point and the one before (the first point against the day before `from`), and reconcile: mrr − previous mrr = net_new_mrr. 400 for a malformed date, `from` after `to`, more than 1,000 points, or a plan_id naming no plan. Platform tokens only (a company token is 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getMrrSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/analytics/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MRR, churn and net revenue retention at a day
+         * @description MRR, ARR, customers, ARPA and trials at the end of `date`, with customer churn, revenue churn and net revenue retention against the point 30 days before (fractions with 4 decimals, null where the base is 0). 400 for a malformed date or a plan_id naming no plan. Platform tokens only (a company token is 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403).
+         */
+        get: operations["getRevenueSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2126,16 +2358,27 @@ export interface components {
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            tiers: components["schemas"]["Tier"][] | null;
+            tiers_text: string | null;
         };
-        /** AddonInput */
+        /**
+         * AddonInput
+         * @description price: required unless tiers are given (then the first tier's)
+         */
         AddonInput: {
             id?: string;
             name: string;
             /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-            price: number;
+            price?: number;
             /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
             currency_code?: string;
             period_unit: "month" | "year";
+            /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+            pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+            tiers?: components["schemas"]["Tier"][] | null;
+            tiers_text?: string | null;
         };
         /** Attachment */
         Attachment: {
@@ -2645,6 +2888,22 @@ export interface components {
             /** @description Addon ids the discount applies to (each_specified_item only); each must exist */
             addon_ids?: string[];
         };
+        /** CreateCreditNote */
+        CreateCreditNote: {
+            /**
+             * Format: uuid
+             * @description The invoice it credits: one of the company
+             */
+            reference_invoice_id: string;
+            /** @description adjustment: lowers what the unpaid invoice owes; refundable: credits what was paid of it to the customer's refundable_credits */
+            type: "adjustment" | "refundable";
+            /** @description The credit, tax included (its tax is the invoice's, prorated), in minor units */
+            total: number;
+            /** @description Chargebee's credit-note reason code */
+            reason_code: "order_change" | "order_cancellation" | "product_unsatisfactory" | "service_unsatisfactory" | "waiver" | "other";
+            /** @description Shown on the credit note */
+            description?: string;
+        };
         /** CreatedClient */
         CreatedClient: {
             client_id: string;
@@ -2682,7 +2941,9 @@ export interface components {
          *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
          *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
          *       "type": "refundable",
+         *       "status": "refund_due",
          *       "reason_code": "subscription_change",
+         *       "description": null,
          *       "line_items": [
          *         {
          *           "entity_type": "plan",
@@ -2698,7 +2959,9 @@ export interface components {
          *       "taxes": [],
          *       "total": 2600,
          *       "amount_allocated": 1300,
+         *       "amount_refunded": 0,
          *       "amount_available": 1300,
+         *       "refunds": [],
          *       "currency_code": "EUR",
          *       "date": 1800835200
          *     }
@@ -2709,20 +2972,27 @@ export interface components {
             /** Format: uuid */
             subscription_id: string;
             reference_invoice_id: string | null;
-            /** @description refundable: the customer's credit, applied to the next invoices */
+            /** @description refundable: the customer's credit, applied to the next invoices or refunded; adjustment: lowered what its unpaid reference invoice owed */
             type: "adjustment" | "refundable";
-            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now */
+            /** @description Chargebee's: adjusted (an adjustment note); refund_due while a refundable note has credit left; refunded once all of it was applied to invoices or refunded */
+            status: "adjusted" | "refund_due" | "refunded";
+            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now; a refund or a manual note carries the one it was given (order_change, order_cancellation, product_unsatisfactory, service_unsatisfactory, waiver, other) */
             reason_code: string;
+            description: string | null;
             /** @description What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded */
             line_items: {
-                entity_type: "plan" | "addon";
-                /** @description The plan's sku or the addon's id */
+                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                entity_type: "plan" | "addon" | "adhoc";
+                /** @description The plan's sku, the addon's id or the one-off charge's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -2733,6 +3003,11 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
+                /**
+                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                 * @enum {string}
+                 */
+                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -2749,8 +3024,17 @@ export interface components {
             total: number;
             /** @description Already applied to invoices, in minor units (cents) */
             amount_allocated: number;
-            /** @description Still to apply: total − amount_allocated, in minor units (cents) */
+            /** @description Paid out to the customer (refund), in minor units (cents) */
+            amount_refunded: number;
+            /** @description Still to apply or refund: total − amount_allocated − amount_refunded, in minor units (cents) */
             amount_available: number;
+            /** @description Refunds paid out of it, oldest first */
+            refunds: {
+                /** @description What was paid out, in minor units (cents) */
+                amount: number;
+                /** @description When (Unix seconds) */
+                date: number;
+            }[];
             currency_code: string;
             /** @description When it was issued (Unix seconds) */
             date: number;
@@ -2760,6 +3044,17 @@ export interface components {
          * @description Newest first
          */
         CreditNoteList: components["schemas"]["CreditNote"][];
+        /** CustomerCredits */
+        CustomerCredits: {
+            /** @description Promotional credits, taken first by the next invoices, off the total after tax, in minor units */
+            promotional_credits: number;
+            /** @description Refundable credit notes' amounts not yet used, taken next, in minor units */
+            refundable_credits: number;
+            /** @description Payments beyond what invoices asked, taken last, in minor units */
+            excess_payments: number;
+            /** @description The subscription plan's: credits in another currency are not shown */
+            currency_code: string;
+        };
         /** DatedHoliday */
         DatedHoliday: {
             id: string | null;
@@ -2811,14 +3106,18 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        entity_type: "plan" | "addon";
-                        /** @description The plan's sku or the addon's id */
+                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                        entity_type: "plan" | "addon" | "adhoc";
+                        /** @description The plan's sku, the addon's id or the one-off charge's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -2828,6 +3127,11 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
+                        /**
+                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                         * @enum {string}
+                         */
+                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -2840,9 +3144,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes */
+                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
                     total: number;
-                    /** @description Unused part of the current term's charges, up to total */
+                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -2884,7 +3188,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.changes_scheduled" | "subscription.scheduled_changes_removed" | "subscription.pause_scheduled" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "invoice.refunded" | "credit_note.created" | "credit_note.updated" | "credit_note.refunded" | "invoice.deleted" | "credit_note.deleted" | "customer.promotional_credits_changed" | "charge.created" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -3054,7 +3358,8 @@ export interface components {
          *       "recorded_payments": [],
          *       "voided_at": null,
          *       "void_reason_code": null,
-         *       "comments": []
+         *       "comments": [],
+         *       "amount_refunded": 0
          *     }
          */
         Invoice: {
@@ -3073,14 +3378,18 @@ export interface components {
             /** @description End of the period it bills (Unix seconds) */
             period_end: number;
             line_items: {
-                entity_type: "plan" | "addon";
-                /** @description The plan's sku or the addon's id */
+                /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                entity_type: "plan" | "addon" | "adhoc";
+                /** @description The plan's sku, the addon's id or the one-off charge's id */
                 entity_id: string;
                 description: string;
-                /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                 unit_amount: number;
+                /** @description The plan's or addon's quantity, for every pricing model */
                 quantity: number;
-                /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                 amount: number;
                 /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                 tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3090,6 +3399,11 @@ export interface components {
             discounts: {
                 description: string;
                 amount: number;
+                /**
+                 * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                 * @enum {string}
+                 */
+                entity_type?: "promotional_credits";
             }[];
             /** @description Sum of the line items, in minor units (cents) */
             sub_total: number;
@@ -3108,7 +3422,7 @@ export interface components {
             credits_applied: number;
             /** @description Charged to the card, or recorded as paid offline (record_payment), in minor units (cents) */
             amount_paid: number;
-            /** @description Settled by adjustment credit notes (Chargebee; 0 for the local engine), in minor units (cents) */
+            /** @description Settled by adjustment credit notes, in minor units (cents) */
             amount_adjusted: number;
             /** @description Written off as not collectable (write_off), in minor units (cents) */
             write_off_amount: number;
@@ -3133,13 +3447,15 @@ export interface components {
             }[];
             voided_at: number | null;
             void_reason_code: string | null;
-            /** @description Comments given with a void or a write-off, oldest first */
+            /** @description Comments given with a void, a write-off or a refund, oldest first */
             comments: {
-                operation: "void" | "write_off";
+                operation: "void" | "write_off" | "refund";
                 comment: string;
                 /** @description When it was given (Unix seconds) */
                 date: number;
             }[];
+            /** @description Paid back to the customer by refunds of its credit notes (refund), in minor units (cents) */
+            amount_refunded: number;
         };
         /**
          * InvoiceList
@@ -3151,6 +3467,55 @@ export interface components {
             keys: {
                 [key: string]: unknown;
             }[];
+        };
+        /**
+         * MrrSeries
+         * @description MRR and its movements at each point
+         */
+        MrrSeries: {
+            /** @description The currency counted */
+            currency_code: string;
+            interval: "day" | "week" | "month";
+            points: {
+                /** @description The state at the end of this day (UTC) by the business clock */
+                date: string;
+                /** @description Monthly recurring revenue, minor units: active and non_renewing subscriptions, before tax */
+                mrr: number;
+                /** @description 12 × mrr */
+                arr: number;
+                /** @description Companies with MRR above 0 */
+                customers: number;
+                /** @description mrr ÷ customers, rounded half-up (0 when none) */
+                arpa: number;
+                /** @description Per company, between this point and the one before; minor units */
+                movements: {
+                    /** @description MRR of companies having MRR for the first time (on plan_id's plan with the filter) */
+                    new: number;
+                    /** @description MRR gained by companies whose MRR grew */
+                    expansion: number;
+                    /** @description MRR lost by companies whose MRR fell but stayed above 0 */
+                    contraction: number;
+                    /** @description MRR lost by companies whose MRR fell to 0 */
+                    churn: number;
+                    /** @description MRR of companies that had MRR before, then none, and have it again */
+                    reactivation: number;
+                };
+                /** @description mrr − the previous point’s mrr = new + expansion + reactivation − contraction − churn */
+                net_new_mrr: number;
+            }[];
+        };
+        /** OneOffCharge */
+        OneOffCharge: {
+            /** @description Before tax, in minor units of the subscription plan's currency */
+            amount: number;
+            /** @description The invoice line's description */
+            description: string;
+            /** @description true: invoiced and charged now; false: added to the next renewal invoice */
+            invoice_immediately: boolean;
+        };
+        /** OneOffChargeResult */
+        OneOffChargeResult: {
+            invoice: components["schemas"]["Invoice"] | null;
         };
         /**
          * PaymentSourceInput
@@ -3183,22 +3548,31 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
         };
         /** PlanInput */
         PlanInput: {
+            /** @description price: required unless tiers are given (then the first tier's) */
             plan: {
                 id?: string;
                 /** @description Letters, digits, "_", "-" and "." */
                 sku: string;
                 name: string;
                 /** @description Major units of the price's currency_code (EUR 29.90, JPY 1000), with at most the currency's decimals (ISO 4217: EUR 2, JPY 0, KWD 3) */
-                price: number;
+                price?: number;
                 /** @description ISO 4217 code of the price's currency (EUR, USD, JPY); in a request optional, the CURRENCY_CODE setting by default. It never changes afterwards. */
                 currency_code?: string;
                 plan_family: string;
                 period_unit: "month" | "year";
                 features?: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers?: components["schemas"]["Tier"][] | null;
+                tiers_text?: string | null;
             };
         };
         /** PortalSession */
@@ -3264,6 +3638,14 @@ export interface components {
                 brand?: string | null;
             };
         };
+        /** PromotionalCreditsChange */
+        PromotionalCreditsChange: {
+            /** @description How much to add or deduct, in minor units of the subscription plan's currency */
+            amount: number;
+            /** @description Why (a referral bonus, a goodwill gesture); kept with the change */
+            description: string;
+            type: "add" | "deduct";
+        };
         /** Readiness */
         Readiness: {
             /** @enum {string} */
@@ -3278,6 +3660,46 @@ export interface components {
             reference?: string;
             /** @description When it was paid (Unix seconds): not before the invoice's date, not in the future; default now */
             date?: number;
+        };
+        /** RefundCreditNote */
+        RefundCreditNote: {
+            /** @description What to pay out; default the credit note's whole amount_available, in minor units */
+            amount?: number;
+        };
+        /** RefundInvoice */
+        RefundInvoice: {
+            /** @description What to pay back; default all that was paid and is not yet refunded or credited, in minor units */
+            amount?: number;
+            /** @description Chargebee's credit-note reason code */
+            reason_code: "order_change" | "order_cancellation" | "product_unsatisfactory" | "service_unsatisfactory" | "waiver" | "other";
+            /** @description Kept with the invoice (its comments) */
+            comment?: string;
+        };
+        /**
+         * RevenueSummary
+         * @description MRR, trials, churn and net revenue retention at a day
+         */
+        RevenueSummary: {
+            /** @description The day summarised */
+            date: string;
+            /** @description The currency counted */
+            currency_code: string;
+            /** @description MRR at the end of date */
+            mrr: number;
+            /** @description 12 × mrr */
+            arr: number;
+            /** @description Companies with MRR above 0 */
+            customers: number;
+            /** @description mrr ÷ customers, rounded half-up */
+            arpa: number;
+            /** @description Subscriptions in trial at the end of date */
+            trials: number;
+            /** @description Companies with MRR 30 days before and none at date ÷ companies with MRR then (4 decimals; null when none) */
+            customer_churn_rate: number | null;
+            /** @description Churn and contraction between the two days ÷ MRR 30 days before (null when 0) */
+            revenue_churn_rate: number | null;
+            /** @description MRR at date of the companies that had MRR 30 days before ÷ their MRR then (null when 0) */
+            net_revenue_retention: number | null;
         };
         /** Scope */
         Scope: {
@@ -3335,6 +3757,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -3354,6 +3791,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3388,11 +3829,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits, in minor units (the local engine grants none) */
+                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
                 promotional_credits: number;
-                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
                 excess_payments: number;
             };
         };
@@ -3405,6 +3846,21 @@ export interface components {
             url: string;
             /** @description When the page stops working (Unix seconds) */
             expires_at: number;
+        };
+        /** SubscriptionPause */
+        SubscriptionPause: {
+            /** @description immediately: paused now, the rest of the paid term unused; end_of_term: at the current term's end, instead of the renewal (it replaces a change scheduled for then) */
+            pause_option: "immediately" | "end_of_term";
+            /** @description When it resumes by itself (Unix seconds), after the pause starts; left out: until resumed */
+            resume_date?: number;
+        };
+        /** SubscriptionResume */
+        SubscriptionResume: {
+            /**
+             * @description immediately (the default): a new term starts now, billed now
+             * @enum {string}
+             */
+            resume_option?: "immediately";
         };
         /** SubscriptionStatus */
         SubscriptionStatus: {
@@ -3429,9 +3885,18 @@ export interface components {
             /** @description A plan sku among the product's allowed_plans */
             subscription_plan?: string;
             plan_quantity?: number;
-            /** @description Addon ids, each at most once; replaces the addons; [] removes them all */
-            addons?: string[];
+            /** @description Addon ids or {id, quantity} objects (quantity 1 by default), each addon at most once; replaces the addons; [] removes them all */
+            addons?: (string | {
+                /**
+                 * Format: uuid
+                 * @description An addon id
+                 */
+                id: string;
+                quantity: number;
+            })[];
             coupon_code?: string | null;
+            /** @description true: the change waits for the current term's end (has_scheduled_changes, scheduled_change), nothing is billed now and the renewal bills the new choice; it replaces a change, cancellation or pause scheduled before. false (default): now */
+            end_of_term?: boolean;
         };
         /** SubscriptionUpdated */
         SubscriptionUpdated: {
@@ -3469,6 +3934,21 @@ export interface components {
                 scheduled_cancellation_at: number | null;
                 cancellation_reason: string | null;
                 cancellation_message: string | null;
+                /** @description A change waits for the term's end (scheduled_change) */
+                has_scheduled_changes: boolean;
+                scheduled_change: {
+                    at: number | null;
+                    /** @description The plan's sku */
+                    subscription_plan: string;
+                    plan_quantity: number;
+                    addons: {
+                        id: string;
+                        quantity: number;
+                    }[];
+                    coupon_code: string | null;
+                } | null;
+                pause_date: number | null;
+                resume_date: number | null;
                 created_at: number;
                 updated_at: number;
             };
@@ -3488,6 +3968,10 @@ export interface components {
                 plan_family: string;
                 period_unit: "month" | "year";
                 features: string[];
+                /** @description Chargebee's pricing models: flat_fee, price whatever the quantity; per_unit (default), price × quantity; tiered, each unit at its tier's price; volume, every unit at the price of the tier holding the quantity; stairstep, the price of the tier holding the quantity, once */
+                pricing_model: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                tiers: components["schemas"]["Tier"][] | null;
+                tiers_text: string | null;
             };
             product: {
                 /**
@@ -3522,11 +4006,11 @@ export interface components {
                     expiry_month: number;
                     expiry_year: number;
                 } | null;
-                /** @description Promotional credits, in minor units (the local engine grants none) */
+                /** @description Promotional credits (POST .../promotional_credits) in minor units of the plan's currency: the next invoices take them first, off the total after tax */
                 promotional_credits: number;
-                /** @description Credits from credit notes (the unused part of a changed term), in minor units: applied to the next invoices */
+                /** @description Credits from refundable credit notes in the plan's currency, in minor units: applied to the next invoices after promotional credits */
                 refundable_credits: number;
-                /** @description Payments beyond what invoices asked, in minor units (none with the local engine) */
+                /** @description Payments beyond what invoices asked (record_payment), in the plan's currency, in minor units: applied to the next invoices last */
                 excess_payments: number;
             };
             /** @description The estimate (9) this update applied */
@@ -3538,14 +4022,18 @@ export interface components {
                 };
                 invoice_estimate: {
                     line_items: {
-                        entity_type: "plan" | "addon";
-                        /** @description The plan's sku or the addon's id */
+                        /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
+                        entity_type: "plan" | "addon" | "adhoc";
+                        /** @description The plan's sku, the addon's id or the one-off charge's id */
                         entity_id: string;
                         description: string;
-                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) per unit for a whole term */
+                        /** @description The item's pricing model (docs/billing.md); absent on a line priced before pricing models existed, which was per_unit, or on a Chargebee invoice line of an item this catalogue lacks */
+                        pricing_model?: "flat_fee" | "per_unit" | "tiered" | "volume" | "stairstep";
+                        /** @description Minor units of currency_code (cents of EUR, yen of JPY) for a whole term: per unit for per_unit, and for volume the price of the quantity's tier; for flat_fee, tiered and stairstep the line's whole-term amount */
                         unit_amount: number;
+                        /** @description The plan's or addon's quantity, for every pricing model */
                         quantity: number;
-                        /** @description Minor units: unit_amount × quantity, prorated, rounded half-up */
+                        /** @description Minor units: the whole term by the pricing model (per_unit: unit_amount × quantity), prorated, rounded half-up */
                         amount: number;
                         /** @description Only on a line that bears no tax, as Chargebee names why: reverse_charge (a business with a VAT number marked valid in another country than the seller's), export (a country without VAT in the table), tax_not_configured (the seller's own country has no rate) */
                         tax_exempt_reason?: "reverse_charge" | "export" | "tax_not_configured";
@@ -3555,6 +4043,11 @@ export interface components {
                     discounts: {
                         description: string;
                         amount: number;
+                        /**
+                         * @description Only on the customer's promotional credits the invoice took: taken off the total after tax, before refundable credits and excess payments
+                         * @enum {string}
+                         */
+                        entity_type?: "promotional_credits";
                     }[];
                     /** @description Sum of the line items */
                     sub_total: number;
@@ -3567,9 +4060,9 @@ export interface components {
                         /** @description Sum of each line's tax, each rounded half-up */
                         amount: number;
                     }[];
-                    /** @description sub_total − discounts + taxes */
+                    /** @description sub_total − discounts + taxes (promotional credits after tax) */
                     total: number;
-                    /** @description Unused part of the current term's charges, up to total */
+                    /** @description The customer's refundable credits, then excess payments, in the invoice's currency, up to total */
                     credits_applied: number;
                     /** @description total − credits_applied */
                     amount_due: number;
@@ -3632,6 +4125,14 @@ export interface components {
             active: boolean;
             /** @description True when the contract leads this team */
             is_leader: boolean;
+        };
+        /** Tier */
+        Tier: {
+            /** @description 1 for the first tier */
+            starting_unit: number;
+            ending_unit: number | null;
+            /** @description Major units, as price: per unit (tiered, volume) or for the whole quantity (stairstep) */
+            price: number;
         };
         /**
          * TokenError
@@ -4462,7 +4963,16 @@ export interface operations {
                      *           "period_unit": "month",
                      *           "features": [
                      *             "example"
-                     *           ]
+                     *           ],
+                     *           "pricing_model": "flat_fee",
+                     *           "tiers": [
+                     *             {
+                     *               "starting_unit": 1,
+                     *               "ending_unit": 1,
+                     *               "price": 49
+                     *             }
+                     *           ],
+                     *           "tiers_text": "example"
                      *         }
                      *       }
                      *     ]
@@ -4492,15 +5002,27 @@ export interface operations {
                 /**
                  * @example {
                  *       "plan": {
-                 *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *         "sku": "business-monthly",
-                 *         "name": "Acme Logistics",
-                 *         "price": 49,
-                 *         "currency_code": "EUR",
-                 *         "plan_family": "business",
+                 *         "sku": "workforce-volume-monthly",
+                 *         "name": "Workforce, volume",
+                 *         "plan_family": "workforce",
                  *         "period_unit": "month",
-                 *         "features": [
-                 *           "example"
+                 *         "pricing_model": "volume",
+                 *         "tiers": [
+                 *           {
+                 *             "starting_unit": 1,
+                 *             "ending_unit": 10,
+                 *             "price": 10
+                 *           },
+                 *           {
+                 *             "starting_unit": 11,
+                 *             "ending_unit": 50,
+                 *             "price": 8
+                 *           },
+                 *           {
+                 *             "starting_unit": 51,
+                 *             "ending_unit": null,
+                 *             "price": 6
+                 *           }
                  *         ]
                  *       }
                  *     }
@@ -4560,7 +5082,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4605,7 +5136,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     }
                      */
@@ -4858,7 +5398,16 @@ export interface operations {
                      *         "name": "Extra storage",
                      *         "price": 49,
                      *         "currency_code": "EUR",
-                     *         "period_unit": "month"
+                     *         "period_unit": "month",
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       }
                      *     ]
                      */
@@ -4882,15 +5431,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description price: required unless tiers are given (then the first tier's) */
         requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
-                 *       "name": "Acme Logistics",
-                 *       "price": 49,
-                 *       "currency_code": "EUR",
-                 *       "period_unit": "month"
+                 *       "name": "Extra stamping device",
+                 *       "price": 15,
+                 *       "period_unit": "month",
+                 *       "pricing_model": "per_unit"
                  *     }
                  */
                 "application/json": components["schemas"]["AddonInput"];
@@ -4942,7 +5491,16 @@ export interface operations {
                      *       "name": "Extra storage",
                      *       "price": 49,
                      *       "currency_code": "EUR",
-                     *       "period_unit": "month"
+                     *       "period_unit": "month",
+                     *       "pricing_model": "flat_fee",
+                     *       "tiers": [
+                     *         {
+                     *           "starting_unit": 1,
+                     *           "ending_unit": 1,
+                     *           "price": 49
+                     *         }
+                     *       ],
+                     *       "tiers_text": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["Addon"];
@@ -6664,7 +7222,8 @@ export interface operations {
                  *       "addons": [
                  *         "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28"
                  *       ],
-                 *       "coupon_code": "example"
+                 *       "coupon_code": "example",
+                 *       "end_of_term": true
                  *     }
                  */
                 "application/json": components["schemas"]["SubscriptionUpdate"];
@@ -6713,6 +7272,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -6726,7 +7300,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -6768,6 +7351,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -6778,7 +7362,8 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "entity_type": "promotional_credits"
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -6798,6 +7383,451 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SubscriptionUpdated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    removeScheduledChanges: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    pauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPause"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
+        };
+    };
+    resumeSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "resume_option": "immediately"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubscriptionResume"];
+            };
+        };
+        responses: {
+            /** @description The SubscriptionDetails */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subscription": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "customer_id": "cus_acme_0001",
+                     *         "provider": "local",
+                     *         "status": "future",
+                     *         "product_sku": "workforce-suite",
+                     *         "plan_id": "business-monthly",
+                     *         "plan_quantity": 1,
+                     *         "addons": [
+                     *           {
+                     *             "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "coupon_code": "example",
+                     *         "coupons": [
+                     *           {
+                     *             "coupon_code": "example",
+                     *             "applied_at": 1,
+                     *             "applied_count": 0,
+                     *             "apply_till": 1
+                     *           }
+                     *         ],
+                     *         "trial_start": 1,
+                     *         "trial_end": 1,
+                     *         "current_term_start": 1,
+                     *         "current_term_end": 1,
+                     *         "next_billing_at": 1767225600,
+                     *         "cancelled_at": 1,
+                     *         "scheduled_cancellation_at": 1,
+                     *         "cancellation_reason": "example",
+                     *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
+                     *         "created_at": 1,
+                     *         "updated_at": 1
+                     *       },
+                     *       "plan": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "price": 49,
+                     *         "currency_code": "EUR",
+                     *         "plan_family": "business",
+                     *         "period_unit": "month",
+                     *         "features": [
+                     *           "example"
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
+                     *       },
+                     *       "product": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "sku": "business-monthly",
+                     *         "name": "Acme Logistics",
+                     *         "visible": true,
+                     *         "subscription_manager": "local",
+                     *         "allowed_plans": [
+                     *           "example"
+                     *         ],
+                     *         "category": "example",
+                     *         "brand": "visa"
+                     *       },
+                     *       "customer": {
+                     *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *         "company_id": "3f6c1f9e-8a3b-4d7e-9c21-5b8e2f0a7d14",
+                     *         "name": "Acme Logistics",
+                     *         "email": "ada.lovelace@example.com",
+                     *         "country": "IT",
+                     *         "payment_method": {
+                     *           "type": "card",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry_month": 12,
+                     *           "expiry_year": 2029
+                     *         },
+                     *         "promotional_credits": 1,
+                     *         "refundable_credits": 1,
+                     *         "excess_payments": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubscriptionDetails"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6866,6 +7896,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -6879,7 +7924,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -6981,7 +8035,7 @@ export interface operations {
                 plan_quantity: number;
                 /** @description Omitted: the subscription's coupon stays; empty: no coupon */
                 coupon_code?: string;
-                /** @description Addon ids, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
+                /** @description Addons as <id> or <id>:<quantity>, each at most once (repeat the parameter); omitted: the subscription's addons stay; empty (addons=): no addons */
                 addons?: string[];
             };
             header?: never;
@@ -7012,6 +8066,7 @@ export interface operations {
                      *               "entity_type": "plan",
                      *               "entity_id": "business-monthly",
                      *               "description": "Everything a growing company needs",
+                     *               "pricing_model": "flat_fee",
                      *               "unit_amount": 4900,
                      *               "quantity": 1,
                      *               "amount": 4900,
@@ -7022,7 +8077,8 @@ export interface operations {
                      *           "discounts": [
                      *             {
                      *               "description": "Everything a growing company needs",
-                     *               "amount": 4900
+                     *               "amount": 4900,
+                     *               "entity_type": "promotional_credits"
                      *             }
                      *           ],
                      *           "sub_total": 4900,
@@ -7130,6 +8186,21 @@ export interface operations {
                      *         "scheduled_cancellation_at": 1,
                      *         "cancellation_reason": "example",
                      *         "cancellation_message": "example",
+                     *         "has_scheduled_changes": true,
+                     *         "scheduled_change": {
+                     *           "at": 1,
+                     *           "subscription_plan": "business-monthly",
+                     *           "plan_quantity": 1,
+                     *           "addons": [
+                     *             {
+                     *               "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "coupon_code": "example"
+                     *         },
+                     *         "pause_date": 1,
+                     *         "resume_date": 1,
                      *         "created_at": 1,
                      *         "updated_at": 1
                      *       },
@@ -7143,7 +8214,16 @@ export interface operations {
                      *         "period_unit": "month",
                      *         "features": [
                      *           "example"
-                     *         ]
+                     *         ],
+                     *         "pricing_model": "flat_fee",
+                     *         "tiers": [
+                     *           {
+                     *             "starting_unit": 1,
+                     *             "ending_unit": 1,
+                     *             "price": 49
+                     *           }
+                     *         ],
+                     *         "tiers_text": "example"
                      *       },
                      *       "product": {
                      *         "id": "0f3e5d7c-2b4a-4c61-8e9f-6a1b3d5c7e28",
@@ -7255,7 +8335,8 @@ export interface operations {
                      *         "recorded_payments": [],
                      *         "voided_at": null,
                      *         "void_reason_code": null,
-                     *         "comments": []
+                     *         "comments": [],
+                     *         "amount_refunded": 0
                      *       }
                      *     ]
                      */
@@ -7328,7 +8409,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7376,7 +8458,9 @@ export interface operations {
                      *         "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
                      *         "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
                      *         "type": "refundable",
+                     *         "status": "refund_due",
                      *         "reason_code": "subscription_change",
+                     *         "description": null,
                      *         "line_items": [
                      *           {
                      *             "entity_type": "plan",
@@ -7392,13 +8476,131 @@ export interface operations {
                      *         "taxes": [],
                      *         "total": 2600,
                      *         "amount_allocated": 1300,
+                     *         "amount_refunded": 0,
                      *         "amount_available": 1300,
+                     *         "refunds": [],
                      *         "currency_code": "EUR",
                      *         "date": 1800835200
                      *       }
                      *     ]
                      */
                     "application/json": components["schemas"]["CreditNoteList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                 *       "type": "adjustment",
+                 *       "total": 2200,
+                 *       "reason_code": "waiver",
+                 *       "description": "Goodwill for the outage"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCreditNote"];
+            };
+        };
+        responses: {
+            /** @description Accepted; a creation sets Location to the new resource */
+            202: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CreditNote */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "type": "refundable",
+                     *       "status": "refund_due",
+                     *       "reason_code": "subscription_change",
+                     *       "description": null,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "gold-monthly",
+                     *           "description": "Gold",
+                     *           "unit_amount": 3000,
+                     *           "quantity": 1,
+                     *           "amount": 2600
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 2600,
+                     *       "taxes": [],
+                     *       "total": 2600,
+                     *       "amount_allocated": 1300,
+                     *       "amount_refunded": 0,
+                     *       "amount_available": 1300,
+                     *       "refunds": [],
+                     *       "currency_code": "EUR",
+                     *       "date": 1800835200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreditNote"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7484,7 +8686,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7574,7 +8777,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7663,10 +8867,297 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 3000,
+                 *       "reason_code": "product_unsatisfactory",
+                 *       "comment": "Training day cancelled"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefundInvoice"];
+            };
+        };
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": [],
+                     *       "amount_refunded": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefundCreditNote"];
+            };
+        };
+        responses: {
+            /** @description The CreditNote */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "type": "refundable",
+                     *       "status": "refund_due",
+                     *       "reason_code": "subscription_change",
+                     *       "description": null,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "gold-monthly",
+                     *           "description": "Gold",
+                     *           "unit_amount": 3000,
+                     *           "quantity": 1,
+                     *           "amount": 2600
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 2600,
+                     *       "taxes": [],
+                     *       "total": 2600,
+                     *       "amount_allocated": 1300,
+                     *       "amount_refunded": 0,
+                     *       "amount_available": 1300,
+                     *       "refunds": [],
+                     *       "currency_code": "EUR",
+                     *       "date": 1800835200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreditNote"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changePromotionalCredits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 5000,
+                 *       "description": "Referral bonus",
+                 *       "type": "add"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PromotionalCreditsChange"];
+            };
+        };
+        responses: {
+            /** @description The CustomerCredits */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "promotional_credits": 5000,
+                     *       "refundable_credits": 0,
+                     *       "excess_payments": 2800,
+                     *       "currency_code": "EUR"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerCredits"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createOneOffCharge: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 25000,
+                 *       "description": "Onboarding day",
+                 *       "invoice_immediately": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["OneOffCharge"];
+            };
+        };
+        responses: {
+            /** @description The OneOffChargeResult */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "invoice": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OneOffChargeResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7753,6 +9244,113 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMrrSeries: {
+        parameters: {
+            query: {
+                /** @description The first point (YYYY-MM-DD, UTC); its movements are relative to the day before */
+                from: string;
+                /** @description The last point (YYYY-MM-DD, UTC), not before from */
+                to: string;
+                /** @description Points each day, each Sunday, or each month's last day (default day); `to` is always the last */
+                interval?: "day" | "week" | "month";
+                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
+                currency_code?: string;
+                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
+                plan_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description MRR and its movements at each point */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "currency_code": "EUR",
+                     *       "interval": "month",
+                     *       "points": [
+                     *         {
+                     *           "date": "2027-03-31",
+                     *           "mrr": 125000,
+                     *           "arr": 1500000,
+                     *           "customers": 40,
+                     *           "arpa": 3125,
+                     *           "movements": {
+                     *             "new": 9000,
+                     *             "expansion": 2500,
+                     *             "contraction": 1200,
+                     *             "churn": 2990,
+                     *             "reactivation": 0
+                     *           },
+                     *           "net_new_mrr": 7310
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MrrSeries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getRevenueSummary: {
+        parameters: {
+            query: {
+                /** @description The day summarised (YYYY-MM-DD, UTC), compared with 30 days before */
+                date: string;
+                /** @description The ISO 4217 currency counted (default the CURRENCY_CODE setting); other currencies are left out */
+                currency_code?: string;
+                /** @description A plan's id: only MRR on that plan counts (moving off it is churn, onto it new or reactivation) */
+                plan_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description MRR, trials, churn and net revenue retention at a day */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "date": "2027-03-31",
+                     *       "currency_code": "EUR",
+                     *       "mrr": 125000,
+                     *       "arr": 1500000,
+                     *       "customers": 40,
+                     *       "arpa": 3125,
+                     *       "trials": 6,
+                     *       "customer_churn_rate": 0.0263,
+                     *       "revenue_churn_rate": 0.0341,
+                     *       "net_revenue_retention": 0.9882
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RevenueSummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
