@@ -16,7 +16,8 @@ import { onEachEngine } from './helpers/engine-suites.ts'
 
 /**
  * The money operations' property, through HTTP with the test clock: for any sequence of offline
- * payments, voids, write-offs, promotional credits, one-off charges, card changes and clock moves,
+ * payments, voids, write-offs, refunds, credit notes and their refunds, promotional credits, one-off
+ * charges, card changes and clock moves,
  *   - every invoice adds up: amount_paid + credits_applied + amount_adjusted + write_off_amount +
  *     amount_due = total, so once settled (paid) the first four are the total; a voided one owes
  *     nothing and was settled by no more than its total;
@@ -24,9 +25,10 @@ import { onEachEngine } from './helpers/engine-suites.ts'
  *     tax), so they count in none of those four fields; what the customer holds is what was added,
  *     less what was deducted, less what invoices not voided took;
  *   - refunds never exceed payments (amount_refunded ≤ amount_paid, 0 while nothing refunds);
- *   - no credit balance goes below zero (promotional, refundable, excess payments, credit notes).
- * Each operation is a COMMANDS entry (its arbitrary and how it runs, with the status it expects),
- * so refunds and credit notes join as entries of their own.
+ *   - no credit balance goes below zero (promotional, refundable, excess payments, credit notes), and
+ *     the credit notes on one invoice never sum beyond its total.
+ * Each operation is a COMMANDS entry (its arbitrary and how it runs, with the statuses it may answer).
+ * A refund or a credit note may ask for more than is left: the refusal is part of the story.
  *
  * Deterministic: a fixed seed (MONEY_PROPERTY_SEED, MONEY_PROPERTY_RUNS for more runs); a failure
  * reports the story, which replays it.
@@ -53,6 +55,8 @@ interface World {
 const invoicesOf = (w: World) =>
   json<any[]>(w.t, 200, { url: `${SUB}/${w.c.id}/invoices`, query: { limit: '500' }, token: w.c.token })
 const detailsOf = (w: World) => json(w.t, 200, { url: `${SUB}/${w.c.id}/details`, token: w.c.token })
+const notesOf = (w: World) =>
+  json<any[]>(w.t, 200, { url: `${SUB}/${w.c.id}/credit_notes`, query: { limit: '500' }, token: w.c.token })
 const post = (w: World, path: string, body: unknown) =>
   call(w.t, { method: 'POST', url: `${SUB}/${w.c.id}/${path}`, body })
 
@@ -60,6 +64,10 @@ const post = (w: World, path: string, body: unknown) =>
 async function unpaidInvoice(w: World, pick: number) {
   const unpaid = (await invoicesOf(w)).filter((i) => i.status === 'payment_due' || i.status === 'not_paid')
   return unpaid.length ? unpaid[pick % unpaid.length] : undefined
+}
+
+function expectOneOf(res: { statusCode: number; body: string }, allowed: number[], what: string) {
+  assert.ok(allowed.includes(res.statusCode), `${what}: ${res.statusCode} ${res.body}`)
 }
 
 function expectStatus(res: { statusCode: number; body: string }, expected: number, what: string) {
@@ -120,6 +128,45 @@ const COMMANDS = {
     async run(w, pick) {
       const invoice = await unpaidInvoice(w, pick)
       if (invoice) expectStatus(await post(w, `invoices/${invoice.id}/write_off`, {}), 200, 'write off')
+    },
+  }),
+  refund: command({
+    weight: 2,
+    arbitrary: fc.record({ pick: fc.nat(), share: fc.constantFrom(0.3, 1, 2) }),
+    async run(w, { pick, share }) {
+      const paid = (await invoicesOf(w)).filter((i) => i.status === 'paid' && i.amount_paid > i.amount_refunded)
+      if (!paid.length) return
+      const invoice = paid[pick % paid.length]
+      const amount = Math.max(1, Math.round((invoice.amount_paid - invoice.amount_refunded) * share))
+      const res = await post(w, `invoices/${invoice.id}/refund`, { amount, reason_code: 'other' })
+      // More than is refundable is a 400; all of it already credited by notes is a 409.
+      expectOneOf(res, share > 1 ? [400] : [200, 400, 409], 'refund')
+    },
+  }),
+  credit_note: command({
+    weight: 2,
+    arbitrary: fc.record({ pick: fc.nat(), share: fc.constantFrom(0.2, 0.6, 1.2) }),
+    async run(w, { pick, share }) {
+      const open = (await invoicesOf(w)).filter((i) => i.status !== 'voided')
+      if (!open.length) return
+      const invoice = open[pick % open.length]
+      const type = invoice.status === 'paid' ? 'refundable' : 'adjustment'
+      const total = Math.max(1, Math.round(invoice.total * share))
+      const body = { reference_invoice_id: invoice.id, type, total, reason_code: 'waiver' }
+      const res = await post(w, 'credit_notes', body)
+      expectOneOf(res, share > 1 ? [400] : [202, 400, 409], `${type} credit note`)
+    },
+  }),
+  credit_note_refund: command({
+    weight: 1,
+    arbitrary: fc.record({ pick: fc.nat(), share: fc.constantFrom(0.5, 1, 1.5) }),
+    async run(w, { pick, share }) {
+      const held = (await notesOf(w)).filter((n) => n.type === 'refundable' && n.amount_available > 0)
+      if (!held.length) return
+      const note = held[pick % held.length]
+      const amount = Math.max(1, Math.round(note.amount_available * share))
+      const res = await post(w, `credit_notes/${note.id}/refund`, { amount })
+      expectStatus(res, amount > note.amount_available ? 400 : 200, 'credit note refund')
     },
   }),
   promotional_credits: command({
@@ -188,12 +235,12 @@ async function checkProperty(w: World) {
     assert.ok(customer[balance] >= 0, `${balance} = ${customer[balance]} ≥ 0`)
   const kept = invoices.filter((i) => i.status !== 'voided').reduce((sum, i) => sum + promotionalTaken(i), 0)
   assert.equal(customer.promotional_credits, w.promotionalGranted - kept, 'promotional credits: granted − taken')
-  const notes = await json<any[]>(w.t, 200, {
-    url: `${SUB}/${w.c.id}/credit_notes`,
-    query: { limit: '500' },
-    token: w.c.token,
-  })
+  const notes = await notesOf(w)
   for (const n of notes) assert.ok(n.amount_available >= 0, `credit note ${n.id}: available ≥ 0`)
+  for (const i of invoices) {
+    const credited = notes.filter((n) => n.reference_invoice_id === i.id).reduce((sum, n) => sum + n.total, 0)
+    assert.ok(credited <= i.total, `invoice ${i.id}: credit notes ${credited} ≤ total ${i.total}`)
+  }
 }
 
 onEachEngine('money operations, any story,', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS }, (t) => {
