@@ -64,7 +64,7 @@ describe('the /docs page in a browser', () => {
       const problems: string[] = []
       try {
         const page = await context.newPage()
-        page.setDefaultTimeout(20_000)
+        page.setDefaultTimeout(60_000)
         // A script error or a request refused by the page's Content-Security-Policy shows here.
         page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
         page.on('console', (message) => {
@@ -142,7 +142,7 @@ describe('the /docs page in a browser', () => {
       const { context, elsewhere } = await offlineContext()
       try {
         const page = await context.newPage()
-        page.setDefaultTimeout(20_000)
+        page.setDefaultTimeout(60_000)
         await page.goto(`${origin}/docs`)
         await page.locator('.opblock').first().waitFor()
 
