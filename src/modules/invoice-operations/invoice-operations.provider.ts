@@ -3,7 +3,10 @@ import type { ChargebeeMoneyPort } from '../chargebee/index.ts'
 import type { SubscriptionsService } from '../subscriptions/index.ts'
 
 export type Owner = { companyId: string; subscriptionId: string }
-export type InvoiceOperationsPort = Pick<ChargebeeMoneyPort, 'recordPayment' | 'voidInvoice' | 'writeOff'>
+export type InvoiceOperationsPort = Pick<
+  ChargebeeMoneyPort,
+  'recordPayment' | 'voidInvoice' | 'writeOff' | 'refundInvoice' | 'createCreditNote' | 'refundCreditNote'
+>
 
 /** Who performs a money operation: the local engine (`local`), or Chargebee through its port. */
 export type Performer = { kind: 'local' } | { kind: 'chargebee'; port: InvoiceOperationsPort; owner: Owner }
