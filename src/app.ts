@@ -372,9 +372,8 @@ export async function buildApp(options: AppOptions) {
   await app.register(customerCreditsRoutes, {
     service: createCustomerCreditsService({ subscriptions, ...onChargebee }),
   })
-  await app.register(chargesRoutes, {
-    service: createChargesService({ db, subscriptions, invoices, clock, ...onChargebee }),
-  })
+  const charges = createChargesService({ db, subscriptions, invoices, clock, ...onChargebee })
+  await app.register(chargesRoutes, { service: charges })
   await app.register(invoiceDocumentsRoutes, { service: documents })
   await app.register(analyticsRoutes, { service: analytics })
   // Never the request's Host.

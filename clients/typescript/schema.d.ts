@@ -1156,6 +1156,36 @@ export interface paths {
          */
         get: operations["listCreditNotes"];
         put?: never;
+        /**
+         * Issue a credit note on an invoice
+         * @description A manual credit note on an invoice of the company, tax included (its tax the invoice's, prorated). adjustment: lowers a payment_due or not_paid invoice's amount_due (amount_adjusted grows); one that settles it makes it paid and ends dunning. refundable: credits what was paid of the invoice (payments and credits applied, less earlier refundable notes) to the customer's refundable_credits, which the next invoices take or a refund pays out; an unpaid part takes an adjustment note instead (400). The credit notes of one invoice never sum beyond its total (400 naming body/total). 400 when reference_invoice_id is not an invoice of the company. 409 when the invoice is voided, or paid for an adjustment. Event credit_note.created (and invoice.paid when it settles the invoice). Answers 202 with Location of the new credit note. Platform tokens only (a company token is 403). 404 when the company has no subscription. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the credit note and its invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["createCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One credit note of the company
+         * @description The credit note with its lines, tax, what was applied to invoices, refunded, and is left (amount_available). Needs read:company (a company token on its own id, or a platform token); another company's id is 404. Changes nothing. 404 when the credit note is not the company's.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         *
+         *     **Who may call:** A platform client, or a client of the company itself (another company's resources answer 404), with the scope `read:company`.
+         */
+        get: operations["getCreditNote"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1229,6 +1259,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription/{company_id}/invoices/{invoice_id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a paid invoice, in part or whole
+         * @description Pays back what was paid of a paid invoice: a refundable credit note of amount (default: all that was paid and is not yet refunded or credited), refunded at once (status refunded, amount_refunded its total), its tax the invoice's prorated. The invoice's amount_refunded grows; a comment is kept in its comments. The local engine refunds to the card. Events credit_note.created and invoice.refunded. 400 naming body/amount when it is more than is refundable, or the reason_code is not among Chargebee's. 409 when the invoice is not paid or nothing of it is left to refund. Platform tokens only (a company token is 403). 404 when the company has no subscription or the invoice is not the company's. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key. Answers the invoice as it now is.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["refundInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription/{company_id}/credit_notes/{credit_note_id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a refundable credit note
+         * @description Pays out a refundable credit note's amount_available, all of it by default: amount_refunded grows (status refunded once nothing is left), and so does its invoice's amount_refunded. The local engine refunds to the card. Events credit_note.refunded and invoice.refunded. 400 naming body/amount when it is more than amount_available. 404 when the credit note is not the company's. 409 for an adjustment note or one with nothing left. Answers the credit note as it now is. Platform tokens only (a company token is 403). 404 when the company has no subscription. On a Chargebee subscription Chargebee applies it, checked here first, and its answer updates the credit note and its invoice; Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes Idempotency-Key.
+         *
+         *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
+         */
+        post: operations["refundCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/subscription/{company_id}/promotional_credits": {
         parameters: {
             query?: never;
@@ -1240,7 +1314,7 @@ export interface paths {
         put?: never;
         /**
          * Add or deduct the customer's promotional credits
-         * @description Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied; a void gives back what its invoice took. Answers the customer's credits after the change. Event customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee. Takes Idempotency-Key.
+         * @description Adds to or deducts from the customer's promotional credits, in the subscription plan's currency. The next invoices (renewals, changes, one-off charges) take them first, as a discounts entry with entity_type promotional_credits off the total after tax, then refundable credits and excess payments in credits_applied; a void gives back what its invoice took. Answers the customer's credits after the change. Event customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. On a Chargebee subscription Chargebee applies it (promotional_credit.add or deduct), checked here first, and its balances answer, without an event; Chargebee's refusal is a provider_error. Takes Idempotency-Key.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -1262,7 +1336,7 @@ export interface paths {
         put?: never;
         /**
          * Charge a one-off amount now or at the next renewal
-         * @description A one-off charge (onboarding, training days) in the subscription plan's currency, as a line of entity_type adhoc whose description is the body's, taxed as any line and never discounted by the coupon. invoice_immediately true: an invoice of that line now, taking the customer's credits as any invoice, the rest charged to the card (a failed charge starts dunning, as a renewal's); answers {invoice}. false: added to the next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id, subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the subscription is cancelled, when a deferred charge has no renewal to wait for (non_renewing), or when it is managed by Chargebee. Takes Idempotency-Key.
+         * @description A one-off charge (onboarding, training days) in the subscription plan's currency, as a line of entity_type adhoc whose description is the body's, taxed as any line and never discounted by the coupon. invoice_immediately true: an invoice of that line now, taking the customer's credits as any invoice, the rest charged to the card (a failed charge starts dunning, as a renewal's); answers {invoice}. false: added to the next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id, subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the subscription is cancelled, or when a deferred charge has no renewal to wait for (non_renewing). On a Chargebee subscription Chargebee applies it (invoice.create or add_charge_at_term_end), checked here first; the invoice is answered as mirrored, without charge.created; Chargebee's refusal is a provider_error. Takes Idempotency-Key.
          *
          *     **Who may call:** Platform clients only (a company's token is refused with 403), with the scope `write:company`.
          */
@@ -2659,6 +2733,22 @@ export interface components {
             /** @description Addon ids the discount applies to (each_specified_item only); each must exist */
             addon_ids?: string[];
         };
+        /** CreateCreditNote */
+        CreateCreditNote: {
+            /**
+             * Format: uuid
+             * @description The invoice it credits: one of the company
+             */
+            reference_invoice_id: string;
+            /** @description adjustment: lowers what the unpaid invoice owes; refundable: credits what was paid of it to the customer's refundable_credits */
+            type: "adjustment" | "refundable";
+            /** @description The credit, tax included (its tax is the invoice's, prorated), in minor units */
+            total: number;
+            /** @description Chargebee's credit-note reason code */
+            reason_code: "order_change" | "order_cancellation" | "product_unsatisfactory" | "service_unsatisfactory" | "waiver" | "other";
+            /** @description Shown on the credit note */
+            description?: string;
+        };
         /** CreatedClient */
         CreatedClient: {
             client_id: string;
@@ -2696,7 +2786,9 @@ export interface components {
          *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
          *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
          *       "type": "refundable",
+         *       "status": "refund_due",
          *       "reason_code": "subscription_change",
+         *       "description": null,
          *       "line_items": [
          *         {
          *           "entity_type": "plan",
@@ -2712,7 +2804,9 @@ export interface components {
          *       "taxes": [],
          *       "total": 2600,
          *       "amount_allocated": 1300,
+         *       "amount_refunded": 0,
          *       "amount_available": 1300,
+         *       "refunds": [],
          *       "currency_code": "EUR",
          *       "date": 1800835200
          *     }
@@ -2723,10 +2817,13 @@ export interface components {
             /** Format: uuid */
             subscription_id: string;
             reference_invoice_id: string | null;
-            /** @description refundable: the customer's credit, applied to the next invoices */
+            /** @description refundable: the customer's credit, applied to the next invoices or refunded; adjustment: lowered what its unpaid reference invoice owed */
             type: "adjustment" | "refundable";
-            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now */
+            /** @description Chargebee's: adjusted (an adjustment note); refund_due while a refundable note has credit left; refunded once all of it was applied to invoices or refunded */
+            status: "adjusted" | "refund_due" | "refunded";
+            /** @description Chargebee's reason codes: subscription_change for the unused part of a changed term, subscription_cancellation for the unused part of a term cancelled now; a refund or a manual note carries the one it was given (order_change, order_cancellation, product_unsatisfactory, service_unsatisfactory, waiver, other) */
             reason_code: string;
+            description: string | null;
             /** @description What it credits of each line of its reference invoice: amount the line's unused share, discount_amount the part of it that was discounted (not paid, not credited); empty for a note issued before lines were recorded */
             line_items: {
                 /** @description adhoc: a one-off charge (POST .../charges), its description the line's */
@@ -2769,8 +2866,17 @@ export interface components {
             total: number;
             /** @description Already applied to invoices, in minor units (cents) */
             amount_allocated: number;
-            /** @description Still to apply: total − amount_allocated, in minor units (cents) */
+            /** @description Paid out to the customer (refund), in minor units (cents) */
+            amount_refunded: number;
+            /** @description Still to apply or refund: total − amount_allocated − amount_refunded, in minor units (cents) */
             amount_available: number;
+            /** @description Refunds paid out of it, oldest first */
+            refunds: {
+                /** @description What was paid out, in minor units (cents) */
+                amount: number;
+                /** @description When (Unix seconds) */
+                date: number;
+            }[];
             currency_code: string;
             /** @description When it was issued (Unix seconds) */
             date: number;
@@ -2921,7 +3027,7 @@ export interface components {
              * @description What happened: `<resource>.<verb>`
              * @enum {string}
              */
-            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "credit_note.created" | "credit_note.updated" | "invoice.deleted" | "credit_note.deleted" | "customer.promotional_credits_changed" | "charge.created" | "ping";
+            type: "company.created" | "company.updated" | "company.disabled" | "company.enabled" | "company.deleted" | "subsidiary.created" | "subsidiary.updated" | "subsidiary.deleted" | "contract.created" | "contract.updated" | "contract.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_updated" | "team.member_removed" | "holiday.created" | "holiday.updated" | "holiday.deleted" | "communication.created" | "communication.updated" | "communication.deleted" | "communication.occurrence_delivered" | "message.opened" | "message.acknowledged" | "subscription.created" | "subscription.changed" | "subscription.activated" | "subscription.renewed" | "subscription.cancelled" | "subscription.cancellation_scheduled" | "subscription.scheduled_cancellation_removed" | "subscription.reactivated" | "subscription.paused" | "subscription.resumed" | "subscription.payment_source_added" | "subscription.started" | "subscription.trial_extended" | "subscription.deleted" | "subscription.payment_source_updated" | "subscription.payment_source_deleted" | "subscription.reconciled" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.not_paid" | "invoice.voided" | "invoice.updated" | "invoice.payment_recorded" | "invoice.written_off" | "invoice.refunded" | "credit_note.created" | "credit_note.updated" | "credit_note.refunded" | "invoice.deleted" | "credit_note.deleted" | "customer.promotional_credits_changed" | "charge.created" | "ping";
             /**
              * Format: date-time
              * @description When the change committed its transaction (UTC)
@@ -3091,7 +3197,8 @@ export interface components {
          *       "recorded_payments": [],
          *       "voided_at": null,
          *       "void_reason_code": null,
-         *       "comments": []
+         *       "comments": [],
+         *       "amount_refunded": 0
          *     }
          */
         Invoice: {
@@ -3151,7 +3258,7 @@ export interface components {
             credits_applied: number;
             /** @description Charged to the card, or recorded as paid offline (record_payment), in minor units (cents) */
             amount_paid: number;
-            /** @description Settled by adjustment credit notes (Chargebee; 0 for the local engine), in minor units (cents) */
+            /** @description Settled by adjustment credit notes, in minor units (cents) */
             amount_adjusted: number;
             /** @description Written off as not collectable (write_off), in minor units (cents) */
             write_off_amount: number;
@@ -3176,13 +3283,15 @@ export interface components {
             }[];
             voided_at: number | null;
             void_reason_code: string | null;
-            /** @description Comments given with a void or a write-off, oldest first */
+            /** @description Comments given with a void, a write-off or a refund, oldest first */
             comments: {
-                operation: "void" | "write_off";
+                operation: "void" | "write_off" | "refund";
                 comment: string;
                 /** @description When it was given (Unix seconds) */
                 date: number;
             }[];
+            /** @description Paid back to the customer by refunds of its credit notes (refund), in minor units (cents) */
+            amount_refunded: number;
         };
         /**
          * InvoiceList
@@ -3194,19 +3303,6 @@ export interface components {
             keys: {
                 [key: string]: unknown;
             }[];
-        };
-        /** OneOffCharge */
-        OneOffCharge: {
-            /** @description Before tax, in minor units of the subscription plan's currency */
-            amount: number;
-            /** @description The invoice line's description */
-            description: string;
-            /** @description true: invoiced and charged now; false: added to the next renewal invoice */
-            invoice_immediately: boolean;
-        };
-        /** OneOffChargeResult */
-        OneOffChargeResult: {
-            invoice: components["schemas"]["Invoice"] | null;
         };
         /**
          * MrrSeries
@@ -3243,6 +3339,19 @@ export interface components {
                 /** @description mrr − the previous point’s mrr = new + expansion + reactivation − contraction − churn */
                 net_new_mrr: number;
             }[];
+        };
+        /** OneOffCharge */
+        OneOffCharge: {
+            /** @description Before tax, in minor units of the subscription plan's currency */
+            amount: number;
+            /** @description The invoice line's description */
+            description: string;
+            /** @description true: invoiced and charged now; false: added to the next renewal invoice */
+            invoice_immediately: boolean;
+        };
+        /** OneOffChargeResult */
+        OneOffChargeResult: {
+            invoice: components["schemas"]["Invoice"] | null;
         };
         /**
          * PaymentSourceInput
@@ -3378,6 +3487,20 @@ export interface components {
             reference?: string;
             /** @description When it was paid (Unix seconds): not before the invoice's date, not in the future; default now */
             date?: number;
+        };
+        /** RefundCreditNote */
+        RefundCreditNote: {
+            /** @description What to pay out; default the credit note's whole amount_available, in minor units */
+            amount?: number;
+        };
+        /** RefundInvoice */
+        RefundInvoice: {
+            /** @description What to pay back; default all that was paid and is not yet refunded or credited, in minor units */
+            amount?: number;
+            /** @description Chargebee's credit-note reason code */
+            reason_code: "order_change" | "order_cancellation" | "product_unsatisfactory" | "service_unsatisfactory" | "waiver" | "other";
+            /** @description Kept with the invoice (its comments) */
+            comment?: string;
         };
         /**
          * RevenueSummary
@@ -7383,7 +7506,8 @@ export interface operations {
                      *         "recorded_payments": [],
                      *         "voided_at": null,
                      *         "void_reason_code": null,
-                     *         "comments": []
+                     *         "comments": [],
+                     *         "amount_refunded": 0
                      *       }
                      *     ]
                      */
@@ -7456,7 +7580,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7504,7 +7629,9 @@ export interface operations {
                      *         "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
                      *         "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
                      *         "type": "refundable",
+                     *         "status": "refund_due",
                      *         "reason_code": "subscription_change",
+                     *         "description": null,
                      *         "line_items": [
                      *           {
                      *             "entity_type": "plan",
@@ -7520,13 +7647,131 @@ export interface operations {
                      *         "taxes": [],
                      *         "total": 2600,
                      *         "amount_allocated": 1300,
+                     *         "amount_refunded": 0,
                      *         "amount_available": 1300,
+                     *         "refunds": [],
                      *         "currency_code": "EUR",
                      *         "date": 1800835200
                      *       }
                      *     ]
                      */
                     "application/json": components["schemas"]["CreditNoteList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                 *       "type": "adjustment",
+                 *       "total": 2200,
+                 *       "reason_code": "waiver",
+                 *       "description": "Goodwill for the outage"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCreditNote"];
+            };
+        };
+        responses: {
+            /** @description Accepted; a creation sets Location to the new resource */
+            202: {
+                headers: {
+                    /** @description The URL of the created resource (a path on this server), to read it back with GET */
+                    Location: string;
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CreditNote */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "type": "refundable",
+                     *       "status": "refund_due",
+                     *       "reason_code": "subscription_change",
+                     *       "description": null,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "gold-monthly",
+                     *           "description": "Gold",
+                     *           "unit_amount": 3000,
+                     *           "quantity": 1,
+                     *           "amount": 2600
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 2600,
+                     *       "taxes": [],
+                     *       "total": 2600,
+                     *       "amount_allocated": 1300,
+                     *       "amount_refunded": 0,
+                     *       "amount_available": 1300,
+                     *       "refunds": [],
+                     *       "currency_code": "EUR",
+                     *       "date": 1800835200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreditNote"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7612,7 +7857,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7702,7 +7948,8 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
@@ -7791,10 +8038,184 @@ export interface operations {
                      *       "recorded_payments": [],
                      *       "voided_at": null,
                      *       "void_reason_code": null,
-                     *       "comments": []
+                     *       "comments": [],
+                     *       "amount_refunded": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundInvoice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The invoice */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 3000,
+                 *       "reason_code": "product_unsatisfactory",
+                 *       "comment": "Training day cancelled"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefundInvoice"];
+            };
+        };
+        responses: {
+            /** @description The Invoice */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "status": "paid",
+                     *       "date": 1801440000,
+                     *       "due_date": 1801440000,
+                     *       "period_start": 1801440000,
+                     *       "period_end": 1804118400,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "silver-monthly",
+                     *           "description": "Silver",
+                     *           "unit_amount": 1500,
+                     *           "quantity": 1,
+                     *           "amount": 1500
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 1500,
+                     *       "taxes": [],
+                     *       "total": 1500,
+                     *       "credits_applied": 1300,
+                     *       "amount_paid": 200,
+                     *       "amount_adjusted": 0,
+                     *       "write_off_amount": 0,
+                     *       "amount_due": 0,
+                     *       "currency_code": "EUR",
+                     *       "paid_at": 1801440000,
+                     *       "dunning_status": null,
+                     *       "attempt_count": 1,
+                     *       "next_retry_at": null,
+                     *       "recorded_payments": [],
+                     *       "voided_at": null,
+                     *       "void_reason_code": null,
+                     *       "comments": [],
+                     *       "amount_refunded": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invoice"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refundCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The same key and body within 24 h replays the first answer, with Idempotent-Replayed: true and any secret field null; another body is a 409 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The company */
+                company_id: string;
+                /** @description The credit note */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["RefundCreditNote"];
+            };
+        };
+        responses: {
+            /** @description The CreditNote */
+            200: {
+                headers: {
+                    /** @description Sent on every Idempotency-Key replay (of any status): this answer is the kept answer of the first request with the key, and nothing ran again */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "2a4c6e80-1b3d-4f5a-9c7e-8d6b4a2c0e1f",
+                     *       "subscription_id": "0b8f6c1a-3d2e-4f5a-8b9c-1d2e3f4a5b6c",
+                     *       "reference_invoice_id": "6f1c2f0e-7a51-4d55-9b1e-0c2a3e4b5d6f",
+                     *       "type": "refundable",
+                     *       "status": "refund_due",
+                     *       "reason_code": "subscription_change",
+                     *       "description": null,
+                     *       "line_items": [
+                     *         {
+                     *           "entity_type": "plan",
+                     *           "entity_id": "gold-monthly",
+                     *           "description": "Gold",
+                     *           "unit_amount": 3000,
+                     *           "quantity": 1,
+                     *           "amount": 2600
+                     *         }
+                     *       ],
+                     *       "discounts": [],
+                     *       "sub_total": 2600,
+                     *       "taxes": [],
+                     *       "total": 2600,
+                     *       "amount_allocated": 1300,
+                     *       "amount_refunded": 0,
+                     *       "amount_available": 1300,
+                     *       "refunds": [],
+                     *       "currency_code": "EUR",
+                     *       "date": 1800835200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreditNote"];
                 };
             };
             400: components["responses"]["BadRequest"];
