@@ -14,7 +14,7 @@ import {
 } from './subscriptions-helpers.ts'
 import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany } from './chargebee.fixtures.ts'
+import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 
 /**
  * One-off charges (decisions §9.2) on the local engine, through HTTP with the test clock: invoiced
@@ -176,5 +176,18 @@ forEachEngine('promotional credits and charges on a Chargebee-managed subscripti
       pending.map((p: any) => [p.amount, p.description]),
       [[20000, 'Training day']],
     )
+  })
+
+  it('charges: a cancelled subscription is 409 before any call, as on the local engine', async () => {
+    const c = await chargebeeCompany(t, fake)
+    const end = Math.floor(t.clock.now().getTime() / 1000)
+    fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'cancelled', cancelled_at: end }))
+    const cancelled = fake.event('subscription_cancelled', { subscriptionId: c.subscriptionId }, end)
+    assert.equal((await deliver(t, cancelled)).json().outcome, 'applied')
+    const asked = posts()
+    const res = await charge(t, c, { amount: 100, description: 'Setup', invoice_immediately: true })
+    assert.equal(res.statusCode, 409, res.body)
+    assert.match(res.json().errors, /^The subscription is cancelled: it takes no more charges/)
+    assert.equal(posts(), asked, 'Chargebee was not asked')
   })
 })

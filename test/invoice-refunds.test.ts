@@ -368,6 +368,14 @@ forEachEngine('refunds and credit notes on a Chargebee-managed subscription', (e
     )
     assert.equal(posts(), asked, 'Chargebee was not asked')
     assert.deepEqual(await json(t, 200, { url: invoiceUrl(c, invoice.id) }), refunded)
+    const events = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query: { limit: '100' } })
+    const types = events.filter((e) => /^(invoice|credit_note)\./.test(e.type)).map((e) => e.type)
+    assert.deepEqual(types.reverse(), ['invoice.created', 'invoice.paid', 'credit_note.created', 'invoice.refunded'])
+    // Chargebee's webhook of the same copies changes nothing more.
+    assert.equal(
+      (await deliver(t, fake.event('invoice_updated', { invoice: fake.invoices.get(copy.id) }))).json().outcome,
+      'stale',
+    )
   })
 
   it('credit notes: an adjustment lowers what is due, a refundable one credits what was paid, then refunded', async () => {
