@@ -13,16 +13,16 @@ export type Performer = { kind: 'local' } | { kind: 'chargebee'; port: InvoiceOp
 
 /**
  * The one place that decides who performs a money operation. 404 when the company has no
- * subscription; 409 when its provider is not configured here, or the operation is not one it can do.
+ * subscription; 409 when its provider is not configured here.
  */
 export function providerGate(
   subscriptions: Pick<SubscriptionsService, 'billedBy'>,
   chargebee: InvoiceOperationsPort | undefined,
 ) {
-  return async (companyId: string, options: { chargebee: boolean }): Promise<Performer> => {
+  return async (companyId: string): Promise<Performer> => {
     const { provider, subscriptionId } = await subscriptions.billedBy(companyId)
     if (provider === 'local') return { kind: 'local' }
-    if (provider === 'chargebee' && chargebee && options.chargebee) {
+    if (provider === 'chargebee' && chargebee) {
       return { kind: 'chargebee', port: chargebee, owner: { companyId, subscriptionId } }
     }
     throw new Conflict(

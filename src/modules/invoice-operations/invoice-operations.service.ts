@@ -55,7 +55,7 @@ export function createInvoiceOperationsService(deps: {
     remote: ChargebeeWork<R>,
     read: (result: R) => Promise<T>,
   ) {
-    const by = await performer(companyId, { chargebee: true })
+    const by = await performer(companyId)
     const now = clock.now()
     if (by.kind === 'local') return db.transaction().execute((trx) => local(trx, now))
     return read(await db.transaction().execute((trx) => remote(by.port, trx, by.owner, now)))
