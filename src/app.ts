@@ -370,16 +370,20 @@ export async function buildApp(options: AppOptions) {
     subscriptionOf: (companyId: string) => subscriptions.status(companyId),
   })
   const chargebeeMoney = configured && createChargebeeMoneyPort({ money: configured.money, ledger: providerLedger })
+  const onChargebee = chargebeeMoney ? { chargebee: chargebeeMoney } : {}
   const invoiceOperations = createInvoiceOperationsService({
     db,
     ledger: invoices,
     subscriptions,
     clock,
-    ...(chargebeeMoney ? { chargebee: chargebeeMoney } : {}),
+    ...onChargebee,
   })
   await app.register(invoiceOperationsRoutes, { service: invoiceOperations })
-  await app.register(customerCreditsRoutes, { service: createCustomerCreditsService({ subscriptions }) })
-  await app.register(chargesRoutes, { service: createChargesService({ subscriptions }) })
+  await app.register(customerCreditsRoutes, {
+    service: createCustomerCreditsService({ subscriptions, ...onChargebee }),
+  })
+  const charges = createChargesService({ db, subscriptions, invoices, clock, ...onChargebee })
+  await app.register(chargesRoutes, { service: charges })
   await app.register(invoiceDocumentsRoutes, { service: documents })
   await app.register(analyticsRoutes, { service: analytics })
   await app.register(fatturapaRoutes, { service: fatturapa })

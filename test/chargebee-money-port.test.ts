@@ -38,7 +38,8 @@ function portOf(fake: FakeChargebee) {
 async function mirroredInvoice(t: TestApp, fake: FakeChargebee, c: CbCompany, status: 'paid' | 'payment_due') {
   const copy = fake.addInvoice(c.subscriptionId, { status })
   assert.equal((await deliver(t, fake.event('invoice_generated', { invoice: copy }))).json().outcome, 'applied')
-  const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+  const invoices = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
+  const invoice = invoices.find((i) => i.status === status)
   assert.equal(invoice.total, TOTAL)
   return { id: invoice.id as string, copy }
 }
@@ -62,34 +63,39 @@ forEachEngine('the Chargebee money port', (engine) => {
     )
     const sent = fake.requests.filter((r) => r.path === `/invoices/${copy.id}/refund`)
     assert.deepEqual(sent.at(-1)!.params, { refund_amount: '3000', credit_note: { reason_code: 'waiver' } })
-    // 182.39 − 30.00 = 152.39 is left to refund: 200.00 is Chargebee's 400.
+    // 182.39 − 30.00 = 152.39 is left to refund: 200.00 is refused on the mirror, Chargebee not asked.
+    const asked = fake.requests.length
     await assert.rejects(
       run((trx) => port.refundInvoice(trx, owner, id, { amount: 20000, reasonCode: 'waiver' }, t.clock.now())),
-      { code: 'provider_error', outcome: 'refused' },
+      { code: 'validation_failed' },
     )
+    assert.equal(fake.requests.length, asked)
   })
 
-  it('creates credit notes (adjustment on what is due, refundable as credit), never past the invoice; refunds one', async () => {
+  it('creates credit notes (adjustment on what is due, refundable on what was paid), never past either; refunds one', async () => {
     const port = portOf(fake)
     const c = await chargebeeCompany(t, fake)
     const owner = { companyId: c.id, subscriptionId: c.subscriptionId }
     const { id } = await mirroredInvoice(t, fake, c, 'payment_due')
-    const note = (type: 'adjustment' | 'refundable', total: number) =>
+    const note = (type: 'adjustment' | 'refundable', total: number, on = id) =>
       run((trx) =>
         port.createCreditNote(
           trx,
           owner,
-          { referenceInvoiceId: id, type, total, reasonCode: 'service_unsatisfactory' },
+          { referenceInvoiceId: on, type, total, reasonCode: 'service_unsatisfactory' },
           t.clock.now(),
         ),
       )
     await note('adjustment', 2000)
     const invoice = await json(t, 200, { url: `${SUB}/${c.id}/invoices/${id}` })
     assert.deepEqual([invoice.amount_adjusted, invoice.amount_due], [2000, TOTAL - 2000])
-    const refundable = await note('refundable', 5000)
+    // Nothing paid of it to credit: refused on the mirror.
+    await assert.rejects(note('refundable', 5000), { code: 'validation_failed' })
+    const paid = await mirroredInvoice(t, fake, c, 'paid')
+    const refundable = await note('refundable', 5000, paid.id)
     assert.equal(fake.balances(c.id).refundable_credits, 5000)
-    // 20.00 + 50.00 credited of 182.39: 120.00 more is past it.
-    await assert.rejects(note('refundable', 12000), { code: 'provider_error', outcome: 'refused' })
+    // 50.00 credited of 182.39: 140.00 more is past it.
+    await assert.rejects(note('refundable', 14000, paid.id), { code: 'validation_failed' })
     await run((trx) => port.refundCreditNote(trx, owner, refundable, { amount: null }, t.clock.now()))
     assert.equal(fake.balances(c.id).refundable_credits, 0)
     const refunded = [...fake.creditNotes.values()].find((n) => n.total === 5000)!

@@ -14,7 +14,7 @@ import {
 } from './subscriptions-helpers.ts'
 import { forEachEngine, onEachEngine } from './helpers/engine-suites.ts'
 import type { FakeChargebee } from './helpers/fake-chargebee.ts'
-import { chargebeeApp, chargebeeCompany } from './chargebee.fixtures.ts'
+import { chargebeeApp, chargebeeCompany, deliver } from './chargebee.fixtures.ts'
 
 /**
  * One-off charges (decisions §9.2) on the local engine, through HTTP with the test clock: invoiced
@@ -141,16 +141,53 @@ forEachEngine('promotional credits and charges on a Chargebee-managed subscripti
     await fake?.close()
   })
 
-  it('are refused with 409: Chargebee keeps them', async () => {
+  const posts = () => fake.requests.filter((r) => r.method === 'POST').length
+
+  it("promotional credits: Chargebee's balance moves and answers; a deduction beyond it is 400 before any call", async () => {
     const c = await chargebeeCompany(t, fake)
-    const bodies = {
-      promotional_credits: { amount: 100, description: 'Bonus', type: 'add' },
-      charges: { amount: 100, description: 'Setup', invoice_immediately: true },
-    }
-    for (const [route, body] of Object.entries(bodies)) {
-      const res = await call(t, { method: 'POST', url: `${SUB}/${c.id}/${route}`, body })
-      assert.equal(res.statusCode, 409, `${route}: ${res.body}`)
-      assert.match(res.json().errors, /^The company's subscription is managed by chargebee/)
-    }
+    const change = (body: unknown) => call(t, { method: 'POST', url: `${SUB}/${c.id}/promotional_credits`, body })
+    const added = await change({ amount: 5000, description: 'Goodwill', type: 'add' })
+    assert.equal(added.statusCode, 200, added.body)
+    const balances = { promotional_credits: 5000, refundable_credits: 0, excess_payments: 0, currency_code: 'EUR' }
+    assert.deepEqual(added.json(), balances)
+    assert.equal(fake.balances(c.id).promotional_credits, 5000)
+    const asked = posts()
+    const beyond = await change({ amount: 5001, description: 'Too much', type: 'deduct' })
+    assert.equal(beyond.statusCode, 400, beyond.body)
+    assert.match(beyond.json().errors, /^body\/amount must not exceed the customer's promotional_credits \(5000\)/)
+    assert.equal(posts(), asked, 'Chargebee was not asked')
+    const deducted = await change({ amount: 2000, description: 'Correction', type: 'deduct' })
+    assert.deepEqual(deducted.json(), { ...balances, promotional_credits: 3000 })
+  })
+
+  it('charges: now an invoice at Chargebee, answered as mirrored; deferred a line of the next renewal', async () => {
+    const c = await chargebeeCompany(t, fake)
+    // 500.00 onboarding + 22 % VAT = 610.00.
+    const now = await charge(t, c, { amount: 50000, description: 'Onboarding', invoice_immediately: true })
+    assert.equal(now.statusCode, 200, now.body)
+    const { invoice } = now.json()
+    assert.deepEqual([invoice.total, invoice.line_items.map((l: any) => l.description)], [61000, ['Onboarding']])
+    assert.deepEqual(await json(t, 200, { url: `${SUB}/${c.id}/invoices/${invoice.id}` }), invoice)
+    const later = await charge(t, c, { amount: 20000, description: 'Training day', invoice_immediately: false })
+    assert.equal(later.statusCode, 200, later.body)
+    assert.deepEqual(later.json(), { invoice: null })
+    const pending = fake.subscriptions.get(c.subscriptionId)!.charges_at_term_end
+    assert.deepEqual(
+      pending.map((p: any) => [p.amount, p.description]),
+      [[20000, 'Training day']],
+    )
+  })
+
+  it('charges: a cancelled subscription is 409 before any call, as on the local engine', async () => {
+    const c = await chargebeeCompany(t, fake)
+    const end = Math.floor(t.clock.now().getTime() / 1000)
+    fake.change(c.subscriptionId, (s) => Object.assign(s, { status: 'cancelled', cancelled_at: end }))
+    const cancelled = fake.event('subscription_cancelled', { subscriptionId: c.subscriptionId }, end)
+    assert.equal((await deliver(t, cancelled)).json().outcome, 'applied')
+    const asked = posts()
+    const res = await charge(t, c, { amount: 100, description: 'Setup', invoice_immediately: true })
+    assert.equal(res.statusCode, 409, res.body)
+    assert.match(res.json().errors, /^The subscription is cancelled: it takes no more charges/)
+    assert.equal(posts(), asked, 'Chargebee was not asked')
   })
 })

@@ -45,7 +45,7 @@ const ok = async (res: Awaited<ReturnType<typeof call>>, status = 200) => {
   return status === 202 ? undefined : res.json()
 }
 /** A credit note made through POST .../credit_notes: 202, read back from its Location. */
-async function issued(t: TestApp, c: BillingFixture, body: Record<string, unknown>) {
+async function issued(t: TestApp, c: { id: string; token: string }, body: Record<string, unknown>) {
   const res = await createNote(t, c, body)
   assert.equal(res.statusCode, 202, res.body)
   const location = String(res.headers.location)
@@ -321,6 +321,9 @@ onEachEngine('refunds and manual credit notes', { TEST_CLOCK_ENABLED: true }, (t
 })
 
 // Its own hooks: the app comes with a fake Chargebee (chargebeeApp), closed after the app.
+// The fixture's plan on Chargebee: 29.90 × 5 = 149.50 + 22 % VAT 32.89 = 182.39 (18239 cents).
+const CB_TOTAL = 18239
+
 forEachEngine('refunds and credit notes on a Chargebee-managed subscription', (engine) => {
   let t: TestApp
   let fake: FakeChargebee
@@ -332,24 +335,73 @@ forEachEngine('refunds and credit notes on a Chargebee-managed subscription', (e
     await fake?.close()
   })
 
-  it('are refused with 409 naming Chargebee, nothing changed', async () => {
+  /** A Chargebee company with its first invoice, `status` at Chargebee, mirrored here. */
+  async function mirrored(status: 'paid' | 'payment_due') {
     const c = await chargebeeCompany(t, fake)
     fake.change(c.subscriptionId, (s) =>
-      Object.assign(s, {
-        status: 'active',
-        current_term_start: s.trial_end,
-        current_term_end: s.trial_end + 30 * DAY,
-      }),
+      Object.assign(s, { status: 'active', current_term_start: s.trial_end, current_term_end: s.trial_end + 30 * DAY }),
     )
-    const copy = fake.addInvoice(c.subscriptionId, { status: 'paid', first_invoice: true })
+    const copy = fake.addInvoice(c.subscriptionId, { status, first_invoice: true })
     assert.equal((await deliver(t, fake.event('invoice_generated', { invoice: copy }))).json().outcome, 'applied')
     const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices`, token: c.token })
-    const chargebee = /^The company's subscription is managed by chargebee: its invoices are settled there/
-    await refused(await refund(t, c, invoice.id, { reason_code: 'other' }), 409, chargebee)
-    const body = { reference_invoice_id: invoice.id, type: 'refundable', total: 100, reason_code: 'other' }
-    await refused(await createNote(t, c, body), 409, chargebee)
-    await refused(await refundNote(t, c, UNKNOWN), 409, chargebee)
-    assert.deepEqual(await json(t, 200, { url: invoiceUrl(c, invoice.id) }), invoice)
-    assert.deepEqual(await json(t, 200, { url: notesUrl(c), token: c.token }), [])
+    assert.equal(invoice.total, CB_TOTAL)
+    return { c, invoice, copy }
+  }
+  const posts = () => fake.requests.filter((r) => r.method === 'POST').length
+
+  it('refund: Chargebee refunds it (a refundable note, refunded); more than is left is 400 before any call', async () => {
+    const { c, invoice, copy } = await mirrored('paid')
+    const refunded = await ok(await refund(t, c, invoice.id, { amount: 3000, reason_code: 'waiver' }))
+    assert.deepEqual([refunded.status, refunded.amount_paid, refunded.amount_refunded], ['paid', CB_TOTAL, 3000])
+    const sent = fake.requests.filter((r) => r.path === `/invoices/${copy.id}/refund`)
+    assert.deepEqual(sent.at(-1)!.params, { refund_amount: '3000', credit_note: { reason_code: 'waiver' } })
+    const notes = await json<any[]>(t, 200, { url: notesUrl(c), token: c.token })
+    assert.deepEqual(
+      notes.map((n) => [n.type, n.status, n.total, n.amount_refunded, n.reference_invoice_id]),
+      [['refundable', 'refunded', 3000, 3000, invoice.id]],
+    )
+    const asked = posts()
+    await refused(
+      await refund(t, c, invoice.id, { amount: 20000, reason_code: 'waiver' }),
+      400,
+      /^body\/amount must be at most 15239/,
+    )
+    assert.equal(posts(), asked, 'Chargebee was not asked')
+    assert.deepEqual(await json(t, 200, { url: invoiceUrl(c, invoice.id) }), refunded)
+    const events = await json<any[]>(t, 200, { url: `/api/v1/companies/${c.id}/events`, query: { limit: '100' } })
+    const types = events.filter((e) => /^(invoice|credit_note)\./.test(e.type)).map((e) => e.type)
+    assert.deepEqual(types.reverse(), ['invoice.created', 'invoice.paid', 'credit_note.created', 'invoice.refunded'])
+    // Chargebee's webhook of the same copies changes nothing more.
+    assert.equal(
+      (await deliver(t, fake.event('invoice_updated', { invoice: fake.invoices.get(copy.id) }))).json().outcome,
+      'stale',
+    )
+  })
+
+  it('credit notes: an adjustment lowers what is due, a refundable one credits what was paid, then refunded', async () => {
+    const due = await mirrored('payment_due')
+    const adjustment = { reference_invoice_id: due.invoice.id, type: 'adjustment', reason_code: 'other' }
+    const note = await issued(t, due.c, { ...adjustment, total: 2000 })
+    assert.deepEqual([note.type, note.total, note.reference_invoice_id], ['adjustment', 2000, due.invoice.id])
+    const lowered = await json(t, 200, { url: invoiceUrl(due.c, due.invoice.id) })
+    assert.deepEqual([lowered.amount_adjusted, lowered.amount_due], [2000, CB_TOTAL - 2000])
+    const asked = posts()
+    await refused(await createNote(t, due.c, { ...adjustment, total: CB_TOTAL }), 400, /^body\/total must be at most/)
+    assert.equal(posts(), asked, 'Chargebee was not asked')
+
+    const paid = await mirrored('paid')
+    const body = { reference_invoice_id: paid.invoice.id, type: 'refundable', reason_code: 'other', total: 5000 }
+    const credit = await issued(t, paid.c, body)
+    assert.deepEqual([credit.type, credit.status, credit.amount_available], ['refundable', 'refund_due', 5000])
+    assert.equal(fake.balances(paid.c.id).refundable_credits, 5000)
+    const part = await ok(await refundNote(t, paid.c, credit.id, { amount: 2000 }))
+    assert.deepEqual([part.amount_refunded, part.amount_available], [2000, 3000])
+    await refused(await refundNote(t, paid.c, credit.id, { amount: 3001 }), 400, /^body\/amount must be at most 3000/)
+    const rest = await ok(await refundNote(t, paid.c, credit.id))
+    assert.deepEqual([rest.status, rest.amount_refunded, rest.amount_available], ['refunded', 5000, 0])
+    assert.equal(fake.balances(paid.c.id).refundable_credits, 0)
+    const invoice = await json(t, 200, { url: invoiceUrl(paid.c, paid.invoice.id) })
+    assert.equal(invoice.amount_refunded, 5000)
+    await refused(await refundNote(t, paid.c, UNKNOWN), 404, /Credit note/)
   })
 })

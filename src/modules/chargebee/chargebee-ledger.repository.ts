@@ -83,6 +83,37 @@ export function createProviderLedgerRepository() {
         .where('id', '=', id)
         .forUpdate()
         .executeTakeFirst(),
+    /** The notes issued on one invoice: what they sum to, and the refundable ones' part. */
+    async creditedOn(executor: Executor, companyId: string, invoiceId: string) {
+      const row = await executor
+        .selectFrom('credit_notes')
+        .select((eb) => [
+          eb.fn.coalesce(eb.fn.sum<number>('total'), sql<number>`0`).as('total'),
+          eb.fn
+            .coalesce(eb.fn.sum<number>(sql`CASE WHEN type = 'refundable' THEN total ELSE 0 END`), sql<number>`0`)
+            .as('refundable'),
+        ])
+        .where('company_id', '=', companyId)
+        .where('reference_invoice_id', '=', invoiceId)
+        .executeTakeFirstOrThrow()
+      return { total: Number(row.total), refundable: Number(row.refundable) }
+    },
+    /** An invoice's amount_refunded: what its refundable notes paid out (Chargebee's invoice does not say). */
+    async refreshRefunded(executor: Executor, companyId: string, invoiceId: string) {
+      const refunded = executor
+        .selectFrom('credit_notes')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount_refunded'), sql<number>`0`).as('refunded'))
+        .where('company_id', '=', companyId)
+        .where('reference_invoice_id', '=', invoiceId)
+        .where('type', '=', 'refundable')
+      await executor
+        .updateTable('invoices')
+        .set({ amount_refunded: sql`(${refunded})` })
+        .where('company_id', '=', companyId)
+        .where('id', '=', invoiceId)
+        .where(sql<boolean>`amount_refunded IS DISTINCT FROM (${refunded})`)
+        .execute()
+    },
     findCreditNote: (executor: Executor, companyId: string, id: string) =>
       executor
         .selectFrom('credit_notes')

@@ -81,6 +81,7 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
     providerIdOf: repo.providerIdOf,
     lockInvoice: repo.lockInvoice,
     lockCreditNote: repo.lockCreditNote,
+    creditedOn: repo.creditedOn,
 
     /**
      * One copy of an invoice. `paymentFailed`: it comes with a failed payment (payment_failed),
@@ -144,6 +145,7 @@ export function createProviderLedger(deps: { repo: ProviderLedgerRepository }) {
       if (!row) return 'unchanged'
       const before = await repo.findCreditNote(trx, owner.companyId, id)
       await repo.upsertCreditNote(trx, row)
+      if (reference) await repo.refreshRefunded(trx, owner.companyId, reference.id)
       const after = await repo.findCreditNote(trx, owner.companyId, id)
       return comparable(before) === comparable(after) ? 'unchanged' : 'applied'
     },

@@ -59,6 +59,7 @@ export interface CbCreditNote {
   total?: number
   amount_allocated?: number
   amount_refunded?: number
+  linked_refunds?: { applied_amount?: number; applied_at?: number }[]
   amount_available?: number
   sub_total?: number
   line_items?: CbLineItem[]
@@ -192,7 +193,7 @@ export function invoiceRowFrom(
 
 /**
  * The ledger row of a Chargebee credit note (null when it credits nothing). A `store` note is
- * credit like a refundable one; what is no longer available counts as allocated.
+ * credit like a refundable one; what is no longer available and not refunded counts as allocated.
  */
 export function creditNoteRowFrom(
   n: CbCreditNote,
@@ -205,6 +206,7 @@ export function creditNoteRowFrom(
     n.status === 'voided'
       ? 0
       : Math.min(total, Math.max(0, n.amount_available ?? total - (n.amount_allocated ?? 0) - (n.amount_refunded ?? 0)))
+  const refunded = Math.min(total - available, Math.max(0, n.amount_refunded ?? 0))
   const priced = estimateFrom(
     { invoice_estimate: n },
     { status: 'active', currency: n.currency_code ?? 'EUR' },
@@ -221,7 +223,15 @@ export function creditNoteRowFrom(
     taxes: JSON.stringify(priced.taxes),
     sub_total: n.sub_total ?? total,
     total,
-    amount_allocated: total - available,
+    amount_allocated: total - available - refunded,
+    amount_refunded: refunded,
+    refunds: JSON.stringify(
+      n.linked_refunds?.length
+        ? n.linked_refunds.map((r) => ({ amount: r.applied_amount ?? 0, date: date(r.applied_at, at).toISOString() }))
+        : refunded > 0
+          ? [{ amount: refunded, date: date(n.updated_at ?? n.date, at).toISOString() }]
+          : [],
+    ),
     currency_code: n.currency_code ?? 'EUR',
     date: date(n.date, at),
   }

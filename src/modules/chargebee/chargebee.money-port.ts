@@ -1,5 +1,6 @@
 import { Conflict, NotFound, ProviderError, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
+import { checkCreditNote, noteRefundAmount, refundAmount } from '../invoices/index.ts'
 import { ledgerId, type CbCreditNote } from './chargebee.ledger-mapping.ts'
 import type { MoneyCalls, PaymentInput } from './chargebee.money.ts'
 import type { LedgerOwner, ProviderLedger } from './chargebee-ledger.service.ts'
@@ -105,7 +106,7 @@ export function createChargebeeMoneyPort(deps: { money: ChargebeeProvider['money
       at: Date,
     ): Promise<string | null> {
       const { row, chargebeeId } = await mirrored(trx, owner, invoiceId)
-      if (row.status !== 'paid') throw new Conflict(`The invoice is ${row.status}: only a paid invoice can be refunded`)
+      refundAmount(row, await ledger.creditedOn(trx, owner.companyId, invoiceId), input.amount ?? undefined)
       const copy = await chargebeeCopy(chargebeeId)
       if (copy.status !== 'paid')
         throw new Conflict(`The invoice is ${copy.status}: only a paid invoice can be refunded`)
@@ -132,7 +133,11 @@ export function createChargebeeMoneyPort(deps: { money: ChargebeeProvider['money
       },
       at: Date,
     ): Promise<string> {
-      const copy = await chargebeeCopy((await mirrored(trx, owner, input.referenceInvoiceId)).chargebeeId)
+      const row = await ledger.lockInvoice(trx, owner.companyId, input.referenceInvoiceId)
+      const chargebeeId = row && (await ledger.providerIdOf(trx, owner.companyId, input.referenceInvoiceId))
+      if (!row || !chargebeeId) throw new ValidationError('body/reference_invoice_id must be an invoice of the company')
+      checkCreditNote(row, await ledger.creditedOn(trx, owner.companyId, row.id), input)
+      const copy = await chargebeeCopy(chargebeeId)
       const answer = await money.createCreditNote(copy, {
         type: input.type,
         total: input.total,
@@ -155,6 +160,7 @@ export function createChargebeeMoneyPort(deps: { money: ChargebeeProvider['money
       const row = await ledger.lockCreditNote(trx, owner.companyId, creditNoteId)
       const chargebeeId = row && (await ledger.providerIdOf(trx, owner.companyId, creditNoteId))
       if (!row || !chargebeeId) throw new NotFound('Credit note')
+      noteRefundAmount(row, input.amount ?? undefined)
       const copy = await money.creditNote(chargebeeId)
       if (!copy) throw new ProviderError(`Chargebee does not know the credit note ${chargebeeId}`)
       if (copy.type === 'adjustment' || (copy.amount_available ?? 0) <= 0 || copy.status === 'voided') {

@@ -11,8 +11,10 @@ const DESCRIPTION = [
   'next renewal (or trial-end) invoice; answers {invoice: null}. Event charge.created (its object: id,',
   'subscription_id, amount, description, currency_code, invoice_id, date). 400 naming the field for an amount that',
   'is not a whole number of minor units above 0. Platform tokens only (a company token is 403). 404 when the',
-  'company has no subscription. 409 when the subscription is cancelled, when a deferred charge has no renewal to',
-  'wait for (non_renewing), or when it is managed by Chargebee. Takes Idempotency-Key.',
+  'company has no subscription. 409 when the subscription is cancelled, or when a deferred charge has no renewal',
+  'to wait for (non_renewing). On a Chargebee subscription Chargebee applies it (invoice.create or',
+  'add_charge_at_term_end), checked here first; the invoice is answered as mirrored, without charge.created;',
+  "Chargebee's refusal is a provider_error. Takes Idempotency-Key.",
 ].join(' ')
 
 /** POST .../charges: platform clients only (decisions §9.2). */

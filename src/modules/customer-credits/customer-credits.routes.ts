@@ -10,8 +10,9 @@ const DESCRIPTION = [
   "a void gives back what its invoice took. Answers the customer's credits after the change. Event",
   'customer.promotional_credits_changed. 400 naming body/amount for a deduction beyond the balance (it never goes',
   'below 0) or an amount that is not a whole number of minor units above 0. Platform tokens only (a company token is',
-  "403). 404 when the company has no subscription. 409 when the company's subscription is managed by Chargebee.",
-  'Takes Idempotency-Key.',
+  '403). 404 when the company has no subscription. On a Chargebee subscription Chargebee applies it',
+  "(promotional_credit.add or deduct), checked here first, and its balances answer, without an event; Chargebee's",
+  'refusal is a provider_error. Takes Idempotency-Key.',
 ].join(' ')
 
 /** POST .../promotional_credits: platform clients only (decisions §9.2). */

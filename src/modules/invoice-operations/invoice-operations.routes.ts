@@ -28,8 +28,10 @@ const WHO = [
 ].join(' ')
 
 const NOTE_WHO = [
-  'Platform tokens only (a company token is 403). 404 when the company has no subscription. 409 when the',
-  "company's subscription is managed by Chargebee. Takes Idempotency-Key.",
+  'Platform tokens only (a company token is 403). 404 when the company has no subscription. On a Chargebee',
+  'subscription Chargebee applies it, checked here first, and its answer updates the credit note and its invoice;',
+  "Chargebee's refusal is a provider_error (its 400 a 400, its 409 a 409; 502 when it cannot be reached). Takes",
+  'Idempotency-Key.',
 ].join(' ')
 
 const REFUND = [

@@ -17,7 +17,7 @@ import type {
 } from './invoice-operations.schemas.ts'
 
 type LocalWork<T> = (trx: Executor, now: Date) => Promise<T>
-type ChargebeeWork = (port: InvoiceOperationsPort, trx: Executor, owner: Owner, now: Date) => Promise<void>
+type ChargebeeWork<T> = (port: InvoiceOperationsPort, trx: Executor, owner: Owner, now: Date) => Promise<T>
 
 /**
  * Money operations (decisions §9.2), for platform clients: on one invoice an offline payment, a
@@ -29,7 +29,14 @@ export function createInvoiceOperationsService(deps: {
   db: Kysely<DB>
   ledger: Pick<
     InvoicesService,
-    'recordPayment' | 'voidInvoice' | 'writeOff' | 'refundInvoice' | 'createCreditNote' | 'refundCreditNote' | 'invoice'
+    | 'recordPayment'
+    | 'voidInvoice'
+    | 'writeOff'
+    | 'refundInvoice'
+    | 'createCreditNote'
+    | 'refundCreditNote'
+    | 'invoice'
+    | 'findCreditNote'
   >
   subscriptions: Pick<SubscriptionsService, 'billedBy'>
   clock: Clock
@@ -38,21 +45,42 @@ export function createInvoiceOperationsService(deps: {
   const { db, ledger, clock } = deps
   const performer = providerGate(deps.subscriptions, deps.chargebee)
 
-  /** An operation on one invoice, by whichever provider bills the company. */
-  async function onInvoice(companyId: string, invoiceId: string, local: LocalWork<InvoiceRow>, remote: ChargebeeWork) {
-    const by = await performer(companyId, { chargebee: true })
+  /**
+   * An operation by whichever provider bills the company: the local engine's answer, or, once
+   * Chargebee's answer is in the mirror, the mirror's (`read`, given what the port returned).
+   */
+  async function performed<T, R>(
+    companyId: string,
+    local: LocalWork<T>,
+    remote: ChargebeeWork<R>,
+    read: (result: R) => Promise<T>,
+  ) {
+    const by = await performer(companyId)
     const now = clock.now()
-    if (by.kind === 'local') return invoiceView(await db.transaction().execute((trx) => local(trx, now)))
-    await db.transaction().execute((trx) => remote(by.port, trx, by.owner, now))
-    return ledger.invoice(companyId, invoiceId)
+    if (by.kind === 'local') return db.transaction().execute((trx) => local(trx, now))
+    return read(await db.transaction().execute((trx) => remote(by.port, trx, by.owner, now)))
   }
 
-  /** An operation only the local engine performs here. */
-  async function locally<T>(companyId: string, work: LocalWork<T>) {
-    await performer(companyId, { chargebee: false })
-    const now = clock.now()
-    return db.transaction().execute((trx) => work(trx, now))
+  /** An operation on one invoice; the invoice as it now is. */
+  const onInvoice = async (
+    companyId: string,
+    invoiceId: string,
+    local: LocalWork<InvoiceRow>,
+    remote: ChargebeeWork<unknown>,
+  ) => {
+    const view = (row: InvoiceRow) => invoiceView(row)
+    const read = () => ledger.invoice(companyId, invoiceId)
+    return performed(companyId, async (trx, now) => view(await local(trx, now)), remote, read)
   }
+
+  /** An operation making or changing a credit note; the note as it now is. */
+  const onNote = (companyId: string, local: LocalWork<CreditNoteRow>, remote: ChargebeeWork<string>) =>
+    performed(
+      companyId,
+      async (trx, now) => creditNoteView(await local(trx, now)),
+      remote,
+      (id) => ledger.findCreditNote(companyId, id),
+    )
 
   function paymentDate(body: RecordPaymentBody, now: Date) {
     const date = body.date === undefined ? now : new Date(body.date * 1000)
@@ -61,8 +89,6 @@ export function createInvoiceOperationsService(deps: {
     }
     return date
   }
-
-  const noteView = async (work: Promise<CreditNoteRow>) => creditNoteView(await work)
 
   return {
     /** Partial, full or beyond what is due; the invoice as it now is. */
@@ -115,8 +141,12 @@ export function createInvoiceOperationsService(deps: {
         ...(body.amount !== undefined ? { amount: body.amount } : {}),
         ...(body.comment ? { comment: body.comment } : {}),
       }
-      return invoiceView(
-        await locally(companyId, (trx, now) => ledger.refundInvoice(trx, companyId, invoiceId, input, now)),
+      return onInvoice(
+        companyId,
+        invoiceId,
+        (trx, now) => ledger.refundInvoice(trx, companyId, invoiceId, input, now),
+        (port, trx, owner, now) =>
+          port.refundInvoice(trx, owner, invoiceId, { ...input, amount: input.amount ?? null }, now),
       )
     },
 
@@ -129,12 +159,22 @@ export function createInvoiceOperationsService(deps: {
         reasonCode: body.reason_code,
         description: body.description ?? null,
       }
-      return noteView(locally(companyId, (trx, now) => ledger.createCreditNote(trx, companyId, input, now)))
+      return onNote(
+        companyId,
+        (trx, now) => ledger.createCreditNote(trx, companyId, input, now),
+        (port, trx, owner, now) =>
+          port.createCreditNote(trx, owner, { ...input, description: input.description ?? undefined }, now),
+      )
     },
 
     refundCreditNote: (companyId: string, creditNoteId: string, body: RefundCreditNoteBody) =>
-      noteView(
-        locally(companyId, (trx, now) => ledger.refundCreditNote(trx, companyId, creditNoteId, body.amount, now)),
+      onNote(
+        companyId,
+        (trx, now) => ledger.refundCreditNote(trx, companyId, creditNoteId, body.amount, now),
+        async (port, trx, owner, now) => {
+          await port.refundCreditNote(trx, owner, creditNoteId, { amount: body.amount ?? null }, now)
+          return creditNoteId
+        },
       ),
   }
 }

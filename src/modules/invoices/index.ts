@@ -12,3 +12,4 @@ export {
 } from './invoices.service.ts'
 export { CreditNoteBody, CreditNoteParams, InvoiceBody, InvoiceParams } from './invoices.schemas.ts'
 export { creditNoteView, invoiceView } from './invoices.views.ts'
+export { checkCreditNote, noteRefundAmount, refundAmount, type Credited } from './invoices.credit-rules.ts'

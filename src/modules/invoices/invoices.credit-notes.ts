@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { CreditNoteRow, InvoiceRow } from '../../db/tables.ts'
-import { Conflict, NotFound, ValidationError } from '../../core/errors.ts'
+import { NotFound, ValidationError } from '../../core/errors.ts'
 import type { Executor } from '../../jobs/scheduler.ts'
 import { creditShare, type LineItem } from '../billing/index.ts'
 import type { InvoicesRepository } from './invoices.repository.ts'
 import { dunningEnded, withComment } from './invoices.settlements.ts'
+import { checkCreditNote, noteRefundAmount, refundAmount } from './invoices.credit-rules.ts'
 
 /**
  * Refunds and manual credit notes (decisions §9.2), as Chargebee makes them: a refund is a
@@ -27,12 +28,11 @@ export interface ManualCreditNote {
   description: string | null
 }
 
-const UNPAID = new Set(['payment_due', 'not_paid'])
-
-export const creditNoteAvailable = (note: Pick<CreditNoteRow, 'total' | 'amount_allocated' | 'amount_refunded'>) =>
-  note.total - note.amount_allocated - note.amount_refunded
-
 const sum = (notes: CreditNoteRow[]) => notes.reduce((total, n) => total + n.total, 0)
+const credited = (notes: CreditNoteRow[]) => ({
+  total: sum(notes),
+  refundable: sum(notes.filter((n) => n.type === 'refundable')),
+})
 
 export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
   const { repo } = deps
@@ -77,18 +77,8 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
     async refundInvoice(trx: Executor, companyId: string, invoiceId: string, input: RefundInput, at: Date) {
       const invoice = await repo.lockInvoice(trx, companyId, invoiceId)
       if (!invoice) throw new NotFound('Invoice')
-      if (invoice.status !== 'paid') {
-        throw new Conflict(`The invoice is ${invoice.status}: only a paid invoice can be refunded`)
-      }
-      const issued = sum(await repo.creditNotesFor(trx, companyId, invoiceId))
-      const refundable = Math.max(0, Math.min(invoice.amount_paid - invoice.amount_refunded, invoice.total - issued))
-      if (input.amount !== undefined && input.amount > refundable) {
-        throw new ValidationError(
-          `body/amount must be at most ${refundable}, what was paid of the invoice and is not yet refunded or credited`,
-        )
-      }
-      const amount = input.amount ?? refundable
-      if (amount === 0) throw new Conflict('Nothing paid of the invoice is left to refund')
+      const notes = invoice.status === 'paid' ? await repo.creditNotesFor(trx, companyId, invoiceId) : []
+      const amount = refundAmount(invoice, credited(notes), input.amount)
       await issue(
         trx,
         invoice,
@@ -110,34 +100,7 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
     async createCreditNote(trx: Executor, companyId: string, input: ManualCreditNote, at: Date) {
       const invoice = await repo.lockInvoice(trx, companyId, input.referenceInvoiceId)
       if (!invoice) throw new ValidationError('body/reference_invoice_id must be an invoice of the company')
-      if (invoice.status === 'voided') throw new Conflict('The invoice is voided: it takes no credit note')
-      const notes = await repo.creditNotesFor(trx, companyId, invoice.id)
-      const credited = sum(notes)
-      if (credited + input.total > invoice.total) {
-        throw new ValidationError(
-          `body/total must be at most ${invoice.total - credited}: the invoice's credit notes would sum to ` +
-            `${credited + input.total}, beyond its total ${invoice.total}`,
-        )
-      }
-      if (input.type === 'adjustment') {
-        if (!UNPAID.has(invoice.status)) {
-          throw new Conflict(
-            `The invoice is ${invoice.status}: only a payment_due or not_paid invoice can be adjusted ` +
-              '(a paid one takes a refundable credit note)',
-          )
-        }
-        if (input.total > invoice.amount_due) {
-          throw new ValidationError(`body/total must be at most ${invoice.amount_due}, what the invoice still owes`)
-        }
-      } else {
-        const paid = invoice.amount_paid + invoice.credits_applied - sum(notes.filter((n) => n.type === 'refundable'))
-        if (input.total > paid) {
-          throw new ValidationError(
-            `body/total must be at most ${Math.max(0, paid)}, what was paid of the invoice and is not yet credited ` +
-              '(an unpaid part takes an adjustment credit note)',
-          )
-        }
-      }
+      checkCreditNote(invoice, credited(await repo.creditNotesFor(trx, companyId, invoice.id)), input)
       const note = await issue(trx, invoice, input, at, false)
       if (input.type === 'adjustment') {
         const due = invoice.amount_due - input.total
@@ -162,15 +125,7 @@ export function createCreditNoteOperations(deps: { repo: InvoicesRepository }) {
     ) {
       const note = await repo.lockCreditNote(trx, companyId, creditNoteId)
       if (!note) throw new NotFound('Credit note')
-      if (note.type !== 'refundable') {
-        throw new Conflict('The credit note is an adjustment: only a refundable credit note can be refunded')
-      }
-      const available = creditNoteAvailable(note)
-      if (amount !== undefined && amount > available) {
-        throw new ValidationError(`body/amount must be at most ${available}, the credit note's amount_available`)
-      }
-      const refund = amount ?? available
-      if (refund === 0) throw new Conflict('The credit note has nothing left to refund (amount_available 0)')
+      const refund = noteRefundAmount(note, amount)
       await repo.updateCreditNote(trx, companyId, note.id, {
         amount_refunded: note.amount_refunded + refund,
         refunds: JSON.stringify([...note.refunds, { amount: refund, date: at.toISOString() }]),

@@ -5,3 +5,4 @@
 export type { SubscriptionsService } from './subscriptions.service.ts'
 export { changesBetween } from './subscriptions.history.ts'
 export { SubscriptionDetails, SubscriptionStatusValue } from './subscriptions.schemas.ts'
+export { checkCharge } from './subscriptions.money.ts'

@@ -23,6 +23,20 @@ export interface ChargeRequest {
   invoiceImmediately: boolean
 }
 
+/** A charge's refusal (409) whoever bills it: none on a cancelled subscription, none deferred with no renewal. */
+export function checkCharge(
+  s: { status: string; renews: boolean; cancelScheduled: boolean },
+  invoiceImmediately: boolean,
+) {
+  if (s.status === 'cancelled') throw new Conflict('The subscription is cancelled: it takes no more charges')
+  if (!invoiceImmediately && !s.renews) {
+    throw new Conflict(
+      `The subscription is ${s.status}${s.cancelScheduled ? ', set to cancel at the term end,' : ''} ` +
+        'with no renewal to add the charge to: invoice it immediately',
+    )
+  }
+}
+
 /**
  * The customer's money on the local engine (decisions §9.2): promotional credits and one-off
  * charges, each under the subscription's lock so the next invoice sees a settled balance. A
@@ -69,13 +83,8 @@ export function createSubscriptionMoney(deps: {
     /** The invoice made now (charged to the card, dunning if it fails), or null when it waits for the renewal. */
     oneOffCharge: (companyId: string, request: ChargeRequest): Promise<InvoiceRow | null> =>
       onLocal(companyId, async (trx, s, currency) => {
-        if (s.status === 'cancelled') throw new Conflict('The subscription is cancelled: it takes no more charges')
-        if (!request.invoiceImmediately && nextBillingAt(s) === null) {
-          throw new Conflict(
-            `The subscription is ${s.status}${s.cancel_scheduled_at ? ', set to cancel at the term end,' : ''} ` +
-              'with no renewal to add the charge to: invoice it immediately',
-          )
-        }
+        const terms = { status: s.status, renews: nextBillingAt(s) !== null, cancelScheduled: !!s.cancel_scheduled_at }
+        checkCharge(terms, request.invoiceImmediately)
         const now = clock.now()
         const charge = { id: randomUUID(), description: request.description, amount: request.amount }
         let invoice: InvoiceRow | null = null

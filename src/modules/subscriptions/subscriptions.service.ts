@@ -15,7 +15,7 @@ import {
 } from '../billing/index.ts'
 import { createPricing } from './subscriptions.pricing.ts'
 import type { SubscriptionsRepository } from './subscriptions.repository.ts'
-import { statusView, subscriptionView } from './subscriptions.views.ts'
+import { nextBillingAt, statusView, subscriptionView } from './subscriptions.views.ts'
 import { createRemoteChanges } from './subscriptions.remote-changes.ts'
 import { createSubscriptionSteps } from './subscriptions.steps.ts'
 import { createSubscriptionJobs } from './subscriptions.jobs.ts'
@@ -200,11 +200,21 @@ export function createSubscriptionsService(deps: {
       })
     },
 
-    /** Which billing provider manages the company's subscription; 404 without one. */
-    /** Who bills the company's subscription, and the subscription's id; 404 without one. */
+    /**
+     * Who bills the company's subscription, and what a money operation on it needs: the
+     * subscription's id, status, plan currency and whether it renews; 404 without one.
+     */
     async billedBy(companyId: string) {
       const s = await findOwn(companyId)
-      return { provider: s.provider, subscriptionId: s.id }
+      const plan = await repo.findPlan(db, s.plan_sku)
+      return {
+        provider: s.provider,
+        subscriptionId: s.id,
+        status: s.status,
+        renews: nextBillingAt(s) !== null,
+        cancelScheduled: s.cancel_scheduled_at !== null,
+        currencyCode: plan?.currency_code ?? null,
+      }
     },
 
     async status(companyId: string) {
