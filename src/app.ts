@@ -88,16 +88,10 @@ import { createTestClockRepository } from './modules/test-clock/test-clock.repos
 import { createBusinessClock, fixedBusinessClock } from './modules/test-clock/business-clock.ts'
 import { createTestClockService } from './modules/test-clock/test-clock.service.ts'
 import { testClockRoutes } from './modules/test-clock/test-clock.routes.ts'
-import { createEventsRepository } from './modules/events/events.repository.ts'
-import { createEventsService } from './modules/events/events.service.ts'
-import { createEventPresenter, type StoredEvent, type StoredObject } from './modules/events/event-objects.ts'
-import { createEventPruning } from './modules/events/events.pruning.ts'
+import type { StoredEvent, StoredObject } from './modules/events/event-objects.ts'
 import { eventsRoutes } from './modules/events/events.routes.ts'
-import { createWebhookEndpointsRepository } from './modules/webhook-endpoints/webhook-endpoints.repository.ts'
-import { createWebhookEndpointsService } from './modules/webhook-endpoints/webhook-endpoints.service.ts'
-import { createWebhookDelivery } from './modules/webhook-endpoints/delivery.ts'
-import { installWebhookMetrics } from './modules/webhook-endpoints/webhook-metrics.ts'
 import { webhookEndpointsRoutes } from './modules/webhook-endpoints/webhook-endpoints.routes.ts'
+import { createEventServices } from './app-events.ts'
 
 export interface AppOptions {
   config: Config
@@ -297,52 +291,33 @@ export async function buildApp(options: AppOptions) {
   access.onForget((clientId) => {
     if (clientId) secrets.forget(clientId)
   })
-  // Events are written by the tables' triggers; these read, prune and send them.
-  const eventsRepo = createEventsRepository(db)
-  const presenter = createEventPresenter({
-    company: companies.companyEventObject,
-    subsidiary: companies.subsidiaryEventObject,
-    contract: companies.contractEventObject,
-    team: teams.teamEventObject,
-    'team.member_added': memberObject,
-    'team.member_updated': memberObject,
-    'team.member_removed': memberObject,
-    holiday: holidays.holidayEventObject,
-    communication: communications.communications.communicationEventObject,
-    'communication.occurrence_delivered': communications.communications.occurrenceEventObject,
-    message: communications.messages.messageEventObject,
-    subscription: subscriptions.subscriptionEventObject,
-    invoice: invoices.invoiceEventObject,
-    credit_note: invoices.creditNoteEventObject,
+  const { events, eventPruning, webhookDelivery, webhookEndpoints } = createEventServices({
+    db,
+    config,
+    realClock,
+    scheduler,
+    log: app.log,
+    registry: metrics.registry,
+    objects: {
+      company: companies.companyEventObject,
+      subsidiary: companies.subsidiaryEventObject,
+      contract: companies.contractEventObject,
+      team: teams.teamEventObject,
+      'team.member_added': memberObject,
+      'team.member_updated': memberObject,
+      'team.member_removed': memberObject,
+      holiday: holidays.holidayEventObject,
+      communication: communications.communications.communicationEventObject,
+      'communication.occurrence_delivered': communications.communications.occurrenceEventObject,
+      message: communications.messages.messageEventObject,
+      subscription: subscriptions.subscriptionEventObject,
+      invoice: invoices.invoiceEventObject,
+      credit_note: invoices.creditNoteEventObject,
+    },
   })
   async function memberObject(stored: StoredObject, event: StoredEvent) {
     return teams.memberEventObject(stored, event, await companies.memberContract(stored))
   }
-  const events = createEventsService({ repo: eventsRepo, presenter })
-  const endpointsRepo = createWebhookEndpointsRepository(db)
-  const eventPruning = createEventPruning({
-    repo: eventsRepo,
-    alsoPrune: [endpointsRepo.pruneDelivered],
-    scheduler,
-    clock: realClock,
-    retentionDays: config.EVENTS_RETENTION_DAYS,
-  })
-  const webhookDelivery = createWebhookDelivery({
-    repo: endpointsRepo,
-    clock: realClock,
-    log: app.log,
-    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    observer: installWebhookMetrics(metrics.registry, endpointsRepo, () => realClock.now()),
-    presenter,
-  })
-  const webhookEndpoints = createWebhookEndpointsService({
-    repo: endpointsRepo,
-    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    wake: () => webhookDelivery.wake(),
-    changed: () => webhookDelivery.endpointsChanged(),
-    presenter,
-  })
   const oauth = createOauthService({
     repo: oauthRepo,
     clients: tokenClients,

@@ -4,10 +4,8 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 
 /**
- * The operator's console at /console (console/, docs/console.md): the files Vite built, served
- * from the folder beside the bundled server (dist/console, scripts/build.mjs) or, when the
- * service runs from its sources, from console/dist (scripts/build-console.mjs). The page calls
- * the public API from this origin only; the Content-Security-Policy holds the browser to that.
+ * The operator's console at /console (docs/console.md): Vite's build, from dist/console beside the bundled
+ * server or console/dist when run from sources. The page calls the API of this origin only; the CSP holds it there.
  */
 
 const here = path.dirname(fileURLToPath(import.meta.url))

@@ -20,10 +20,9 @@ type LocalWork<T> = (trx: Executor, now: Date) => Promise<T>
 type ChargebeeWork<T> = (port: InvoiceOperationsPort, trx: Executor, owner: Owner, now: Date) => Promise<T>
 
 /**
- * Money operations (decisions §9.2), for platform clients: on one invoice an offline payment, a
- * void, a write-off, a refund; manual credit notes and their refunds. The local engine's ledger
- * holds their rules; on a Chargebee subscription Chargebee applies them (the port). Each runs in a
- * transaction, checked against the subscription and the business clock.
+ * Money operations (decisions §9.2) for platform clients: an invoice's offline payment, void, write-off, refund;
+ * manual credit notes and their refunds. The local ledger holds their rules; on a Chargebee subscription Chargebee
+ * applies them (the port). Each runs in a transaction, checked against the subscription and the business clock.
  */
 export function createInvoiceOperationsService(deps: {
   db: Kysely<DB>

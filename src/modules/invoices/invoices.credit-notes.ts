@@ -8,10 +8,9 @@ import { dunningEnded, withComment } from './invoices.settlements.ts'
 import { checkCreditNote, noteRefundAmount, refundAmount } from './invoices.credit-rules.ts'
 
 /**
- * Refunds and manual credit notes (decisions §9.2), as Chargebee makes them: a refund is a
- * refundable credit note paid out at once; an adjustment note lowers what an unpaid invoice owes;
- * a refundable note credits what was paid, for the customer to use or be refunded. The credit
- * notes of one invoice never sum beyond its total (docs/adr/0031-refunds-and-manual-credit-notes.md).
+ * Refunds and manual credit notes as Chargebee makes them (decisions §9.2): a refund is a refundable note paid out
+ * at once; an adjustment note lowers what an unpaid invoice owes; a refundable note credits what was paid, to use or
+ * refund. One invoice's notes never sum beyond its total (docs/adr/0031-refunds-and-manual-credit-notes.md).
  */
 
 export interface RefundInput {

@@ -42,10 +42,9 @@ export const chargeView = (row: ChargeRow) => ({
 export type ChargeView = ReturnType<typeof chargeView>
 
 /**
- * The customer's credits and one-off charges in the ledger (decisions §9.2): promotional credits
- * up and down, taken by an invoice and given back by its void; charges billed now or waiting for
- * the next renewal. Every credit counts only toward invoices in its own currency. Callers hold
- * the subscription's lock, so a balance read here is still true when it is written.
+ * The customer's credits and one-off charges in the ledger (decisions §9.2): promotional credits, each counting
+ * only toward invoices in its currency, are taken by an invoice and given back by its void; charges are billed now
+ * or at the next renewal. Callers hold the subscription's lock, so a balance read here is still true when written.
  */
 export function createCustomerCredits(deps: { repo: InvoicesRepository }) {
   const { repo } = deps
