@@ -8546,7 +8546,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     getCreditNote: {
@@ -8703,7 +8704,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     voidInvoice: {
@@ -8794,7 +8796,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     writeOffInvoice: {
@@ -8884,7 +8887,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     refundInvoice: {
@@ -8976,7 +8980,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     refundCreditNote: {
@@ -9057,7 +9062,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     changePromotionalCredits: {
@@ -9115,7 +9121,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     createOneOffCharge: {
@@ -9170,7 +9177,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            502: components["responses"]["ProviderError"];
+            503: components["responses"]["ProviderUnavailable"];
         };
     };
     getInvoicePdf: {

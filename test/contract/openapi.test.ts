@@ -158,6 +158,17 @@ onEachEngine('OpenAPI document', (t) => {
       'openPortalSession',
       'openPaymentPage',
       'receiveChargebeeWebhook',
+      'pauseSubscription',
+      'resumeSubscription',
+      'removeScheduledChanges',
+      'recordInvoicePayment',
+      'voidInvoice',
+      'writeOffInvoice',
+      'refundInvoice',
+      'createCreditNote',
+      'refundCreditNote',
+      'changePromotionalCredits',
+      'createOneOffCharge',
     ]
     const documenting = operations(doc)
       .filter(({ op }) => '502' in op.responses)

@@ -22,7 +22,7 @@ export async function chargesRoutes(app: App, { service }: { service: ChargesSer
   app.post(
     '/api/v1/subscription/:company_id/charges',
     {
-      config: { access: 'platform' },
+      config: { access: 'platform', billingProvider: true },
       schema: {
         operationId: 'createOneOffCharge',
         tags: ['Invoices'],

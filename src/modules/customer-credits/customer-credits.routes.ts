@@ -20,7 +20,7 @@ export async function customerCreditsRoutes(app: App, { service }: { service: Cu
   app.post(
     '/api/v1/subscription/:company_id/promotional_credits',
     {
-      config: { access: 'platform' },
+      config: { access: 'platform', billingProvider: true },
       schema: {
         operationId: 'changePromotionalCredits',
         tags: ['Invoices'],

@@ -90,7 +90,8 @@ const WRITE_OFF = [
 /** Record a payment, void, write off, refund; credit notes and their refunds: platform clients only (§9.2). */
 export async function invoiceOperationsRoutes(app: App, { service }: { service: InvoiceOperationsService }) {
   const tags = ['Invoices']
-  const config = { access: 'platform' } as const
+  // On a Chargebee subscription each calls Chargebee, which may fail on its own (502, 503).
+  const config = { access: 'platform', billingProvider: true } as const
 
   app.post(
     `${BASE}/record_payment`,
