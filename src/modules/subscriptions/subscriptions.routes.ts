@@ -253,7 +253,8 @@ export async function subscriptionsRoutes(app: App, { service }: { service: Subs
           '(cents of EUR, yen of JPY), rounded half-up per line. 400 for an unknown product, plan, addon or ' +
           "coupon, a plan outside the product's allowed_plans, a coupon expired or used up, an addon or " +
           "fixed-amount coupon in another currency than the plan's, or (own or platform token) a plan in another " +
-          "currency than the subscription's; 409 for a cancelled or paused subscription (own or platform token). 401 for " +
+          "currency than the subscription's; 409 for a cancelled or paused subscription (own or platform token). " +
+          '401 for ' +
           "coupon_code without a token. 404 when the path and company_id do not name a company's subscription.",
         params: EstimateParams,
         querystring: EstimateQuery,
