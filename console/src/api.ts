@@ -113,8 +113,8 @@ export async function call<T>(
 }
 
 /**
- * A route not yet in the OpenAPI document this console was built from, typed by hand: the console
- * offers it only when the running service's /openapi.json lists it (see `offers`).
+ * A route outside the generated types, typed by hand: the test clock, which the service documents
+ * only where it enables it.
  */
 export async function untyped<T>(
   method: 'GET' | 'POST' | 'PUT',
@@ -140,21 +140,6 @@ export async function untyped<T>(
   } catch {
     return { ok: false, message: networkError, status: 0 }
   }
-}
-
-let documented: Promise<Set<string>> | null = null
-
-/** Whether the running service documents `METHOD path` (a path as /openapi.json writes it). */
-export async function offers(method: string, path: string): Promise<boolean> {
-  documented ??= fetch('/openapi.json', { credentials: 'omit' })
-    .then((r) => r.json())
-    .then((doc: { paths?: Record<string, Record<string, unknown>> }) => {
-      const set = new Set<string>()
-      for (const [p, item] of Object.entries(doc.paths ?? {})) for (const m of Object.keys(item)) set.add(`${m} ${p}`)
-      return set
-    })
-    .catch(() => new Set<string>())
-  return (await documented).has(`${method.toLowerCase()} ${path}`)
 }
 
 /**

@@ -7,12 +7,6 @@ import { InvoiceActions } from './invoice-actions.tsx'
 
 const PAGE = 20
 
-interface ScheduledChange {
-  at: number
-  subscription_plan: string
-  plan_quantity: number
-}
-
 export function CompanyPage({ id }: { id: string }) {
   const { t, lang } = useT()
   const path = { company_id: id }
@@ -54,8 +48,7 @@ export function CompanyPage({ id }: { id: string }) {
   const c = company.data
   const d = details.data
   const currency = d?.plan.currency_code
-  // Shown by services that schedule changes at the term's end (not yet in the generated types).
-  const scheduled = (d?.subscription as { scheduled_change?: ScheduledChange | null } | undefined)?.scheduled_change
+  const scheduled = d?.subscription.scheduled_change
 
   return (
     <>
