@@ -114,7 +114,8 @@ export async function call<T>(
 
 /**
  * A route outside the generated types, typed by hand: the test clock, which the service documents
- * only where it enables it.
+ * only where it enables it. Sent without an Idempotency-Key: an advance's jobs commit on their own,
+ * and on PGlite a keyed advance waits on its own request's transaction.
  */
 export async function untyped<T>(
   method: 'GET' | 'POST' | 'PUT',
@@ -129,7 +130,6 @@ export async function untyped<T>(
       headers: {
         authorization: bearer(),
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(method === 'GET' ? {} : { 'idempotency-key': crypto.randomUUID() }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
