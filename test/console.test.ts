@@ -101,12 +101,18 @@ forEachEngine(
     }
 
     it(
-      'signs in by keyboard, records a payment on an unpaid invoice (then paid), changes the plan after the estimate',
+      'signs in by keyboard, shows the fiscal fields and why there is no FatturaPA, records a payment on an unpaid ' +
+        'invoice (then paid), changes the plan after the estimate',
       chromiumTest,
       async () => {
         // Its first invoice, at the trial's end, is left payment_due: the card's charges fail.
         const start = '2026-04-01T09:00:00Z'
-        const c = await billedCompany(t, { start, plans: { basic: { price: 100 } }, company: { plan_quantity: 1 } })
+        const fiscal = { tax_code: '01234567897', sdi_code: 'ABC1234', pec: 'billing@pec.example.it' }
+        const c = await billedCompany(t, {
+          start,
+          plans: { basic: { price: 100 } },
+          company: { plan_quantity: 1, ...fiscal },
+        })
         await setCard(t, c.id, FAILING_CARD)
         await at(t, '2026-05-01T09:00:00Z')
         const [invoice] = await json<any[]>(t, 200, { url: `${SUB}/${c.id}/invoices` })
@@ -131,6 +137,18 @@ forEachEngine(
         const download = page.waitForEvent('download')
         await row.getByRole('button', { name: `PDF ${invoice.id}` }).click()
         assert.equal((await download).suggestedFilename(), `invoice-${invoice.id}.pdf`)
+        for (const [term, value] of [
+          ['Tax code', fiscal.tax_code],
+          ['SDI code', fiscal.sdi_code],
+          ['PEC', fiscal.pec],
+        ]) {
+          const shown = page.getByRole('term').filter({ hasText: new RegExp(`^${term}$`) })
+          assert.equal(await shown.locator('xpath=following-sibling::dd[1]').textContent(), value)
+        }
+        // No Italian seller configured: the service makes no FatturaPA document, and says why.
+        const refused = await json(t, 409, { url: `${SUB}/${c.id}/invoices/${invoice.id}/fatturapa` })
+        await row.getByRole('button', { name: `FatturaPA ${invoice.id}` }).click()
+        await page.getByRole('alert').getByText(refused.errors, { exact: true }).waitFor()
 
         await row.getByRole('button', { name: `Record payment ${invoice.id}` }).click()
         const dialog = page.getByRole('dialog')

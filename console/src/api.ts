@@ -143,15 +143,21 @@ export async function untyped<T>(
 }
 
 /**
- * Saves a document the API answers to a token (an invoice's PDF) under `name`. A download, not a
+ * Saves a document the API answers (an invoice's PDF, its FatturaPA XML) under `name`, else the
+ * name its Content-Disposition gives; null when saved, else the API's sentence. A download, not a
  * new tab: a blob: page would inherit this page's policy, which leaves no room for a PDF viewer.
  */
-export async function downloadDocument(path: string, name: string, networkError: string): Promise<string | null> {
+export async function download(
+  pending: Promise<{ data?: Blob; error?: unknown; response: Response }>,
+  networkError: string,
+  name?: string,
+): Promise<string | null> {
   try {
-    const response = await fetch(path, { credentials: 'omit', headers: { authorization: bearer() } })
-    if (!response.ok) return sentence(await response.json().catch(() => undefined), `${response.status}`)
-    const url = URL.createObjectURL(await response.blob())
-    const link = Object.assign(document.createElement('a'), { href: url, download: name })
+    const { data, error, response } = await pending
+    if (!data || !response.ok) return sentence(error, `${response.status}`)
+    const given = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1]
+    const url = URL.createObjectURL(data)
+    const link = Object.assign(document.createElement('a'), { href: url, download: name ?? given ?? 'document' })
     link.click()
     setTimeout(() => URL.revokeObjectURL(url), 60_000)
     return null
