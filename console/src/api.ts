@@ -113,8 +113,9 @@ export async function call<T>(
 }
 
 /**
- * A route not yet in the OpenAPI document this console was built from, typed by hand: the console
- * offers it only when the running service's /openapi.json lists it (see `offers`).
+ * A route outside the generated types, typed by hand: the test clock, which the service documents
+ * only where it enables it. Sent without an Idempotency-Key: an advance's jobs commit on their own,
+ * and on PGlite a keyed advance waits on its own request's transaction.
  */
 export async function untyped<T>(
   method: 'GET' | 'POST' | 'PUT',
@@ -129,7 +130,6 @@ export async function untyped<T>(
       headers: {
         authorization: bearer(),
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(method === 'GET' ? {} : { 'idempotency-key': crypto.randomUUID() }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
@@ -142,31 +142,22 @@ export async function untyped<T>(
   }
 }
 
-let documented: Promise<Set<string>> | null = null
-
-/** Whether the running service documents `METHOD path` (a path as /openapi.json writes it). */
-export async function offers(method: string, path: string): Promise<boolean> {
-  documented ??= fetch('/openapi.json', { credentials: 'omit' })
-    .then((r) => r.json())
-    .then((doc: { paths?: Record<string, Record<string, unknown>> }) => {
-      const set = new Set<string>()
-      for (const [p, item] of Object.entries(doc.paths ?? {})) for (const m of Object.keys(item)) set.add(`${m} ${p}`)
-      return set
-    })
-    .catch(() => new Set<string>())
-  return (await documented).has(`${method.toLowerCase()} ${path}`)
-}
-
 /**
- * Saves a document the API answers to a token (an invoice's PDF) under `name`. A download, not a
+ * Saves a document the API answers (an invoice's PDF, its FatturaPA XML) under `name`, else the
+ * name its Content-Disposition gives; null when saved, else the API's sentence. A download, not a
  * new tab: a blob: page would inherit this page's policy, which leaves no room for a PDF viewer.
  */
-export async function downloadDocument(path: string, name: string, networkError: string): Promise<string | null> {
+export async function download(
+  pending: Promise<{ data?: Blob; error?: unknown; response: Response }>,
+  networkError: string,
+  name?: string,
+): Promise<string | null> {
   try {
-    const response = await fetch(path, { credentials: 'omit', headers: { authorization: bearer() } })
-    if (!response.ok) return sentence(await response.json().catch(() => undefined), `${response.status}`)
-    const url = URL.createObjectURL(await response.blob())
-    const link = Object.assign(document.createElement('a'), { href: url, download: name })
+    const { data, error, response } = await pending
+    if (!data || !response.ok) return sentence(error, `${response.status}`)
+    const given = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1]
+    const url = URL.createObjectURL(data)
+    const link = Object.assign(document.createElement('a'), { href: url, download: name ?? given ?? 'document' })
     link.click()
     setTimeout(() => URL.revokeObjectURL(url), 60_000)
     return null

@@ -1,15 +1,14 @@
 import { useState } from 'preact/hooks'
-import { api, call, type Company, idempotencyKey, type Result, type Schemas, untyped } from '../api.ts'
+import { api, call, type Company, idempotencyKey, type Result, type Schemas } from '../api.ts'
 import { money, useT } from '../i18n.ts'
 import { ConfirmDialog, ErrorNote, Field, Loading } from '../ui.tsx'
-import { sub, toMinor, useOffered } from './actions.ts'
+import { SUB, toMinor } from './actions.ts'
 
 type CompanyAction = 'plan' | 'cancel' | 'pause' | 'resume' | 'credits' | 'charge' | 'disable' | 'enable'
 type Details = Schemas['SubscriptionDetails']
 
 export function CompanyActions(props: { company: Company; details: Details | undefined; onChanged: () => void }) {
   const { t, lang } = useT()
-  const offered = useOffered()
   const [open, setOpen] = useState<CompanyAction | null>(null)
   const [choice, setChoice] = useState('')
   const [quantity, setQuantity] = useState(1)
@@ -26,7 +25,6 @@ export function CompanyActions(props: { company: Company; details: Details | und
   const live = status && status !== 'cancelled'
   const key = { header: idempotencyKey() }
   const path = { company_id: c.id }
-  const scheduling = offered.has('scheduled')
   const close = (done: boolean) => {
     setOpen(null)
     if (done) props.onChanged()
@@ -86,34 +84,27 @@ export function CompanyActions(props: { company: Company; details: Details | und
     <div class="actions">
       {d && live && button('plan', t.changePlan)}
       {d && live && button('cancel', t.cancelSubscription)}
-      {d && live && status !== 'paused' && offered.has('pause') && button('pause', t.pause)}
-      {d && status === 'paused' && offered.has('resume') && button('resume', t.resume)}
-      {d && offered.has('credits') && button('credits', t.promotionalCredits)}
-      {d && offered.has('charge') && button('charge', t.oneOffCharge)}
+      {d && live && status !== 'paused' && button('pause', t.pause)}
+      {d && status === 'paused' && button('resume', t.resume)}
+      {d && button('credits', t.promotionalCredits)}
+      {d && button('charge', t.oneOffCharge)}
       {c.disabled ? button('enable', t.enableCompany) : button('disable', t.disableCompany)}
       {open === 'plan' && d && (
         <ConfirmDialog
           title={t.changePlan}
-          consequence={estimated ? t.confirmChangePlan(choice, quantity, scheduling && flag) : null}
+          consequence={estimated ? t.confirmChangePlan(choice, quantity, !flag) : null}
           onClose={close}
           run={() =>
-            scheduling && flag
-              ? untyped(
-                  'PUT',
-                  `/api/v1/subscription/companies/${encodeURIComponent(c.id)}/update/${d.subscription.id}`,
-                  { subscription_plan: choice, plan_quantity: quantity, end_of_term: true },
-                  t.networkError,
-                )
-              : call(
-                  api.PUT('/api/v1/subscription/companies/{company_id}/update/{subscription_id}', {
-                    params: { path: { company_id: c.id, subscription_id: d.subscription.id }, ...key },
-                    body: { subscription_plan: choice, plan_quantity: quantity },
-                  }),
-                  t.networkError,
-                )
+            call(
+              api.PUT('/api/v1/subscription/companies/{company_id}/update/{subscription_id}', {
+                params: { path: { company_id: c.id, subscription_id: d.subscription.id }, ...key },
+                body: { subscription_plan: choice, plan_quantity: quantity, end_of_term: !flag },
+              }),
+              t.networkError,
+            )
           }
         >
-          {scheduling && flagField(t.endOfTerm, t.immediately)}
+          {flagField(t.immediately, t.endOfTerm)}
           <Field label={t.plan}>
             <select
               value={choice}
@@ -190,7 +181,13 @@ export function CompanyActions(props: { company: Company; details: Details | und
           consequence={t.confirmPause}
           onClose={close}
           run={() =>
-            untyped('PUT', `${sub(c.id)}/pause`, { pause_option: flag ? 'immediately' : 'end_of_term' }, t.networkError)
+            call(
+              api.PUT(`${SUB}/pause`, {
+                params: { path, ...key },
+                body: { pause_option: flag ? 'immediately' : 'end_of_term' },
+              }),
+              t.networkError,
+            )
           }
         >
           {flagField(t.immediately, t.endOfTerm)}
@@ -201,7 +198,12 @@ export function CompanyActions(props: { company: Company; details: Details | und
           title={t.resume}
           consequence={t.confirmResume}
           onClose={close}
-          run={() => untyped('PUT', `${sub(c.id)}/resume`, { resume_option: 'immediately' }, t.networkError)}
+          run={() =>
+            call(
+              api.PUT(`${SUB}/resume`, { params: { path, ...key }, body: { resume_option: 'immediately' } }),
+              t.networkError,
+            )
+          }
         />
       )}
       {open === 'credits' && (
@@ -210,10 +212,11 @@ export function CompanyActions(props: { company: Company; details: Details | und
           consequence={minor === null || !text ? null : t.confirmCredits(shown, flag)}
           onClose={close}
           run={() =>
-            untyped(
-              'POST',
-              `${sub(c.id)}/promotional_credits`,
-              { amount: minor, description: text, type: flag ? 'add' : 'deduct' },
+            call(
+              api.POST(`${SUB}/promotional_credits`, {
+                params: { path, ...key },
+                body: { amount: minor!, description: text, type: flag ? 'add' : 'deduct' },
+              }),
               t.networkError,
             )
           }
@@ -228,10 +231,11 @@ export function CompanyActions(props: { company: Company; details: Details | und
           consequence={minor === null || !text ? null : t.confirmCharge(shown, flag)}
           onClose={close}
           run={() =>
-            untyped(
-              'POST',
-              `${sub(c.id)}/charges`,
-              { amount: minor, description: text, invoice_immediately: flag },
+            call(
+              api.POST(`${SUB}/charges`, {
+                params: { path, ...key },
+                body: { amount: minor!, description: text, invoice_immediately: flag },
+              }),
               t.networkError,
             )
           }

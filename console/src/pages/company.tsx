@@ -1,17 +1,12 @@
 import { useState } from 'preact/hooks'
-import { api, call, type Invoice, downloadDocument, type Schemas } from '../api.ts'
+import { api, call, download, type Invoice, type Schemas } from '../api.ts'
 import { money, price, useT, when } from '../i18n.ts'
 import { ErrorNote, Loading, PagedTable, Section, useLoad } from '../ui.tsx'
+import { SUB } from './actions.ts'
 import { CompanyActions } from './company-actions.tsx'
 import { InvoiceActions } from './invoice-actions.tsx'
 
 const PAGE = 20
-
-interface ScheduledChange {
-  at: number
-  subscription_plan: string
-  plan_quantity: number
-}
 
 export function CompanyPage({ id }: { id: string }) {
   const { t, lang } = useT()
@@ -31,21 +26,55 @@ export function CompanyPage({ id }: { id: string }) {
     details.reload()
     setRound((n) => n + 1)
   }
-  const [pdfError, setPdfError] = useState<{ kind: string; message: string | null }>({ kind: '', message: null })
-  const pdf = (kind: 'invoices' | 'credit_notes', documentId: string, name: string) => (
+  const [docError, setDocError] = useState<{ kind: string; message: string | null }>({ kind: '', message: null })
+  const save = async (kind: 'invoices' | 'credit_notes', pending: Parameters<typeof download>[0], name?: string) =>
+    setDocError({ kind, message: await download(pending, t.networkError, name) })
+  const invoicePath = (invoiceId: string) => ({ path: { company_id: id, invoice_id: invoiceId } })
+  const documents = (i: Invoice) => (
+    <span class="row-actions">
+      <button
+        type="button"
+        class="link"
+        aria-label={`${t.pdf} ${i.id}`}
+        onClick={() =>
+          save(
+            'invoices',
+            api.GET(`${SUB}/invoices/{invoice_id}/pdf`, { params: invoicePath(i.id), parseAs: 'blob' }),
+            `invoice-${i.id}.pdf`,
+          )
+        }
+      >
+        {t.pdf}
+      </button>
+      <button
+        type="button"
+        class="link"
+        aria-label={`FatturaPA ${i.id}`}
+        onClick={() =>
+          save(
+            'invoices',
+            api.GET(`${SUB}/invoices/{invoice_id}/fatturapa`, { params: invoicePath(i.id), parseAs: 'blob' }),
+          )
+        }
+      >
+        FatturaPA
+      </button>
+    </span>
+  )
+  const creditNotePdf = (n: Schemas['CreditNote']) => (
     <button
       type="button"
       class="link"
-      aria-label={`${t.pdf} ${documentId}`}
-      onClick={async () =>
-        setPdfError({
-          kind,
-          message: await downloadDocument(
-            `/api/v1/subscription/${encodeURIComponent(id)}/${kind}/${encodeURIComponent(documentId)}/pdf`,
-            `${name}-${documentId}.pdf`,
-            t.networkError,
-          ),
-        })
+      aria-label={`${t.pdf} ${n.id}`}
+      onClick={() =>
+        save(
+          'credit_notes',
+          api.GET(`${SUB}/credit_notes/{credit_note_id}/pdf`, {
+            params: { path: { company_id: id, credit_note_id: n.id } },
+            parseAs: 'blob',
+          }),
+          `credit-note-${n.id}.pdf`,
+        )
       }
     >
       {t.pdf}
@@ -54,8 +83,7 @@ export function CompanyPage({ id }: { id: string }) {
   const c = company.data
   const d = details.data
   const currency = d?.plan.currency_code
-  // Shown by services that schedule changes at the term's end (not yet in the generated types).
-  const scheduled = (d?.subscription as { scheduled_change?: ScheduledChange | null } | undefined)?.scheduled_change
+  const scheduled = d?.subscription.scheduled_change
 
   return (
     <>
@@ -72,6 +100,12 @@ export function CompanyPage({ id }: { id: string }) {
             <dd>{c.id}</dd>
             <dt>VAT</dt>
             <dd>{c.vat_number ?? '—'}</dd>
+            <dt>{t.taxCode}</dt>
+            <dd>{c.tax_code ?? '—'}</dd>
+            <dt>{t.sdiCode}</dt>
+            <dd>{c.sdi_code ?? '—'}</dd>
+            <dt>PEC</dt>
+            <dd>{c.pec ?? '—'}</dd>
             <dt>Email</dt>
             <dd>{c.billing_email ?? '—'}</dd>
             <dt>{t.address}</dt>
@@ -112,7 +146,7 @@ export function CompanyPage({ id }: { id: string }) {
         {c && <CompanyActions company={c} details={d} onChanged={changed} />}
       </Section>
       <Section title={t.invoices} id="invoices">
-        <ErrorNote message={pdfError.kind === 'invoices' ? pdfError.message : null} />
+        <ErrorNote message={docError.kind === 'invoices' ? docError.message : null} />
         <PagedTable<Invoice>
           caption={t.invoices}
           inputs={[id, round]}
@@ -131,13 +165,13 @@ export function CompanyPage({ id }: { id: string }) {
             { label: t.state, cell: (i) => <span class={`status ${i.status}`}>{i.status}</span> },
             { label: t.total, cell: (i) => money(i.total, i.currency_code, lang) },
             { label: t.due, cell: (i) => money(i.amount_due, i.currency_code, lang) },
-            { label: t.pdf, cell: (i) => pdf('invoices', i.id, 'invoice') },
+            { label: t.documents, cell: documents },
             { label: t.actions, cell: (i) => <InvoiceActions companyId={id} invoice={i} onChanged={changed} /> },
           ]}
         />
       </Section>
       <Section title={t.creditNotes} id="credit-notes">
-        <ErrorNote message={pdfError.kind === 'credit_notes' ? pdfError.message : null} />
+        <ErrorNote message={docError.kind === 'credit_notes' ? docError.message : null} />
         <PagedTable<Schemas['CreditNote']>
           caption={t.creditNotes}
           inputs={[id, round]}
@@ -156,7 +190,7 @@ export function CompanyPage({ id }: { id: string }) {
             { label: t.type, cell: (n) => n.type ?? '—' },
             { label: t.reason, cell: (n) => n.reason_code },
             { label: t.total, cell: (n) => money(n.total, n.currency_code, lang) },
-            { label: t.pdf, cell: (n) => pdf('credit_notes', n.id, 'credit-note') },
+            { label: t.pdf, cell: creditNotePdf },
           ]}
         />
       </Section>

@@ -1,43 +1,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
-import { offers, type Result, untyped } from '../api.ts'
+import { api, call, type Result, type Schemas } from '../api.ts'
 import { decimals, money, price, useT } from '../i18n.ts'
 import { ErrorNote, Field, Loading } from '../ui.tsx'
 
-/** The answers of §9.4's analytics routes, typed here until they are in the OpenAPI document. */
-export interface Movements {
-  new: number
-  expansion: number
-  contraction: number
-  churn: number
-  reactivation: number
-}
-export interface MrrSeries {
-  currency_code: string
-  interval: 'day' | 'week' | 'month'
-  points: {
-    date: string
-    mrr: number
-    arr: number
-    customers: number
-    arpa: number
-    movements: Movements
-    net_new_mrr: number
-  }[]
-}
-export interface Summary {
-  date: string
-  currency_code: string
-  mrr: number
-  arr: number
-  customers: number
-  arpa: number
-  trials: number
-  customer_churn_rate: number | null
-  revenue_churn_rate: number | null
-  net_revenue_retention: number | null
-}
+export type MrrSeries = Schemas['MrrSeries']
+export type Summary = Schemas['RevenueSummary']
+type Movements = MrrSeries['points'][number]['movements']
 
 const day = (d: Date) => d.toISOString().slice(0, 10)
 const MOVES: (keyof Movements)[] = ['new', 'expansion', 'reactivation', 'contraction', 'churn']
@@ -52,20 +22,16 @@ export function Dashboard() {
     interval: 'month' as MrrSeries['interval'],
   })
   const [form, setForm] = useState(range)
-  const [offered, setOffered] = useState<boolean | null>(null)
   const [series, setSeries] = useState<Result<MrrSeries> | null>(null)
   const [summary, setSummary] = useState<Result<Summary> | null>(null)
   useEffect(() => {
-    offers('get', '/api/v1/analytics/mrr').then(setOffered)
-  }, [])
-  useEffect(() => {
-    if (!offered) return
     setSeries(null)
     setSummary(null)
-    const q = new URLSearchParams(range).toString()
-    untyped<MrrSeries>('GET', `/api/v1/analytics/mrr?${q}`, undefined, t.networkError).then(setSeries)
-    untyped<Summary>('GET', `/api/v1/analytics/summary?date=${range.to}`, undefined, t.networkError).then(setSummary)
-  }, [offered, range])
+    call(api.GET('/api/v1/analytics/mrr', { params: { query: range } }), t.networkError).then(setSeries)
+    call(api.GET('/api/v1/analytics/summary', { params: { query: { date: range.to } } }), t.networkError).then(
+      setSummary,
+    )
+  }, [range])
 
   return (
     <>
@@ -93,15 +59,14 @@ export function Dashboard() {
             <option value="month">{t.month}</option>
           </select>
         </Field>
-        <button type="submit" class="primary" disabled={!offered}>
+        <button type="submit" class="primary">
           {t.show}
         </button>
       </form>
-      {offered === false && <p class="note">{t.analyticsMissing}</p>}
-      {offered && !summary && <Loading />}
+      {!summary && <Loading />}
       {summary && !summary.ok && <ErrorNote message={summary.message} />}
       <SummaryCards summary={summary?.ok ? summary.data : null} />
-      {offered && !series && <Loading />}
+      {!series && <Loading />}
       {series && !series.ok && <ErrorNote message={series.message} />}
       <MrrCharts series={series?.ok ? series.data : null} />
     </>

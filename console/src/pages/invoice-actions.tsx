@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
-import { api, call, idempotencyKey, type Invoice, type Schemas, untyped } from '../api.ts'
+import { api, call, idempotencyKey, type Invoice, type Schemas } from '../api.ts'
 import { decimals, money, useT } from '../i18n.ts'
 import { ConfirmDialog, Field } from '../ui.tsx'
-import { REASONS, SUB, sub, toMinor, useOffered } from './actions.ts'
+import { REASONS, SUB, toMinor } from './actions.ts'
 
 const ids = (companyId: string, invoiceId: string) => ({ company_id: companyId, invoice_id: invoiceId })
 
@@ -10,7 +10,6 @@ type InvoiceAction = 'pay' | 'void' | 'writeOff' | 'refund' | 'creditNote'
 
 export function InvoiceActions(props: { companyId: string; invoice: Invoice; onChanged: () => void }) {
   const { t, lang } = useT()
-  const offered = useOffered()
   const [open, setOpen] = useState<InvoiceAction | null>(null)
   const [amount, setAmount] = useState('')
   const [method, setMethod] = useState<Schemas['RecordPayment']['payment_method']>('bank_transfer')
@@ -61,8 +60,8 @@ export function InvoiceActions(props: { companyId: string; invoice: Invoice; onC
       {unpaid && button('pay', t.recordPayment, due)}
       {unpaid && inv.amount_paid === 0 && button('void', t.voidInvoice)}
       {unpaid && button('writeOff', t.writeOff)}
-      {inv.status === 'paid' && offered.has('refund') && button('refund', t.refund)}
-      {offered.has('creditNote') && button('creditNote', t.creditNote)}
+      {inv.status === 'paid' && button('refund', t.refund)}
+      {button('creditNote', t.creditNote)}
       {open === 'pay' && (
         <ConfirmDialog
           title={`${t.recordPayment} — ${inv.id}`}
@@ -132,10 +131,11 @@ export function InvoiceActions(props: { companyId: string; invoice: Invoice; onC
           consequence={minor === null ? null : t.confirmRefund(shown, inv.id)}
           onClose={close}
           run={() =>
-            untyped(
-              'POST',
-              `${sub(props.companyId)}/invoices/${encodeURIComponent(inv.id)}/refund`,
-              { amount: minor, reason_code: reason, ...(text ? { comment: text } : {}) },
+            call(
+              api.POST(`${SUB}/invoices/{invoice_id}/refund`, {
+                params: { path: ids(props.companyId, inv.id), ...key },
+                body: { amount: minor!, reason_code: reason, ...(text ? { comment: text } : {}) },
+              }),
               t.networkError,
             )
           }
@@ -151,16 +151,17 @@ export function InvoiceActions(props: { companyId: string; invoice: Invoice; onC
           consequence={minor === null ? null : t.confirmCreditNote(shown, inv.id)}
           onClose={close}
           run={() =>
-            untyped(
-              'POST',
-              `${sub(props.companyId)}/credit_notes`,
-              {
-                reference_invoice_id: inv.id,
-                type: unpaid ? 'adjustment' : 'refundable',
-                total: minor,
-                reason_code: reason,
-                ...(text ? { description: text } : {}),
-              },
+            call(
+              api.POST(`${SUB}/credit_notes`, {
+                params: { path: { company_id: props.companyId }, ...key },
+                body: {
+                  reference_invoice_id: inv.id,
+                  type: unpaid ? 'adjustment' : 'refundable',
+                  total: minor!,
+                  reason_code: reason,
+                  ...(text ? { description: text } : {}),
+                },
+              }),
               t.networkError,
             )
           }
