@@ -277,4 +277,25 @@ onEachEngine('test clock', { TEST_CLOCK_ENABLED: true, REDIRECT_ALLOWED_HOSTS: A
       }
     },
   )
+
+  it('answers an advance sent with an Idempotency-Key, which it does not take: advancing again to `to` is a no-op', {
+    timeout: 60_000,
+  }, async () => {
+    // A keyed request runs in its own transaction; the advance's jobs commit on their own, so a key
+    // held on the one PGlite session would wait forever.
+    const now = (await t.json(200, { url: CLOCK })).now as string
+    const to = new Date(Date.parse(now) + 3_600_000).toISOString()
+    const request = {
+      method: 'POST' as const,
+      url: `${CLOCK}/advance`,
+      body: { to },
+      headers: { 'idempotency-key': randomUUID() },
+    }
+    const first = await t.json(200, request)
+    assert.equal(first.now, to)
+    assert.deepEqual(await t.json(200, request), first, 'the same advance again changes nothing')
+    const doc = await t.json(200, { url: '/openapi.json', token: null })
+    const header = (doc.paths[`${CLOCK}/advance`].post.parameters ?? []).map((p: { name: string }) => p.name)
+    assert.ok(!header.includes('Idempotency-Key'), 'the key is not offered')
+  })
 })

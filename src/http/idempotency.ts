@@ -80,7 +80,7 @@ export function installIdempotency(
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.some((m) => m === 'POST' || m === 'PUT')) return
     const access = route.config?.access
-    if (access === undefined || access === 'none') return
+    if (access === undefined || access === 'none' || route.config?.idempotencyKeys === false) return
     acceptKeyHeader((route.schema ??= {}) as Record<string, any>)
     route.preHandler = [...toArray(route.preHandler), scopeKeyed, claimKey]
     route.onSend = [...toArray(route.onSend), keepFor(secrets)]

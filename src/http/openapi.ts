@@ -25,6 +25,8 @@ declare module 'fastify' {
   /** The route calls the billing provider, which can fail on its own (502) or rate limit (503). */
   interface FastifyContextConfig {
     billingProvider?: boolean
+    /** false: the route takes no Idempotency-Key (one sent is ignored); it is idempotent by itself. */
+    idempotencyKeys?: false
   }
 }
 

@@ -33,7 +33,8 @@ export async function testClockRoutes(app: App, { service }: { service: TestCloc
   app.post(
     `${PATH}/advance`,
     {
-      config: { access: 'platform' },
+      // Its jobs commit on their own, so it cannot run in a keyed request's transaction; it needs no key.
+      config: { access: 'platform', idempotencyKeys: false },
       schema: {
         operationId: 'advanceTestClock',
         tags,
@@ -44,7 +45,8 @@ export async function testClockRoutes(app: App, { service }: { service: TestCloc
           `per due time, running each job with its own due time as now (a renewal on 1 February is dated 1 ` +
           `February on the way to 1 June), jobs made by jobs included; answers once every job due by \`to\` has ` +
           `run, with the clock at \`to\`. \`to\` before the business time now, or more than 10 years after it: ` +
-          `400. Another advance in progress: 409. ${WHAT_MOVES}`,
+          `400. Another advance in progress: 409. It takes no Idempotency-Key (one sent is ignored): an advance ` +
+          `to the \`to\` the clock already stands at changes nothing. ${WHAT_MOVES}`,
         body: TestClockAdvance,
         response: { 200: TestClock },
       },
