@@ -161,7 +161,8 @@ export function routeWalk(
         const out: Record<string, unknown> = {}
         for (const [key, sub] of Object.entries(schema.properties ?? {})) {
           const idField = resourceOf(key) !== undefined && ids.byName.has(resourceOf(key)!)
-          if (!(schema.required ?? []).includes(key) && !idField) continue
+          // `price` is optional only beside tiers: a catalogue item without them needs one.
+          if (!(schema.required ?? []).includes(key) && !idField && key !== 'price') continue
           const value = sample(sub, key, ids, used)
           if (value !== undefined) out[key] = value
         }
