@@ -19,9 +19,10 @@ import { createAnalyticsWriter, rebuildAnalytics } from '../src/modules/analytic
  *   D  M × 1, card      → Jan 15: 3000; Jan 20 cancels at term end (non_renewing keeps 3000); Feb 15 churns
  *   E  M × 1, no card   → its trial ends cancelled: never MRR
  *   F  U × 1, card      → Jan 15: 1000 USD (left out of EUR)
+ *   G  P × 1, card      → Jan 15: 2000 GBP; Feb 5 paused: 0 (churn); Mar 5 resumed: 2000 (reactivation)
  * Reactivation: a local cancelled subscription cannot change, so here it is seen through plan_id
  * (A leaves M on Feb 10 and comes back on Mar 10); a company's, from Chargebee, in the last suite.
- * Pause: not on this branch (no `paused` status is ever written here); subscriptionMrr counts it 0.
+ * Pause: G, alone in GBP so that the EUR figures stay as they are.
  */
 const ALL = { new: 0, expansion: 0, contraction: 0, churn: 0, reactivation: 0 }
 const MRR = '/api/v1/analytics/mrr'
@@ -70,6 +71,7 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
     await newPlan('PRO', { price: 50 })
     await newPlan('Y', { price: 360, period_unit: 'year' })
     await newPlan('U', { price: 10, currency_code: 'USD' })
+    await newPlan('P', { price: 20, currency_code: 'GBP' })
     const product = async (skus: string[]) => {
       const sku = uniq('an-product')
       const body = {
@@ -80,13 +82,15 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
     }
     const eur = await product([plans.M!.sku, plans.PRO!.sku, plans.Y!.sku])
     const usd = await product([plans.U!.sku])
+    const gbp = await product([plans.P!.sku])
     await newCompany('A', eur, 'M', 2)
     await newCompany('B', eur, 'Y', 1)
     await newCompany('C', eur, 'PRO', 1)
     await newCompany('D', eur, 'M', 1)
     await newCompany('E', eur, 'M', 1)
     await newCompany('F', usd, 'U', 1)
-    for (const key of ['A', 'B', 'C', 'D', 'F']) await setCard(t, ids[key]!.id)
+    await newCompany('G', gbp, 'P', 1)
+    for (const key of ['A', 'B', 'C', 'D', 'F', 'G']) await setCard(t, ids[key]!.id)
     const twenty = await coupon(t, { discount_type: 'percentage', discount_value: 20, duration_type: 'forever' })
     await change('C', { coupon_code: twenty })
     const client = await companyClient(t, ids.A!.id)
@@ -94,9 +98,23 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
 
     await moveTo(t, '2031-01-20T10:00:00Z')
     assert.equal((await cancel(t, ids.D!.id, undefined, '?end_of_term=true')).statusCode, 200)
+    await moveTo(t, '2031-02-05T10:00:00Z')
+    const paused = await call(t, {
+      method: 'PUT',
+      url: `${SUB}/${ids.G!.id}/pause`,
+      body: { pause_option: 'immediately' },
+    })
+    assert.equal(paused.statusCode, 200, paused.body)
     await moveTo(t, '2031-02-10T10:00:00Z')
     await change('A', { subscription_plan: plans.PRO!.sku, plan_quantity: 2 })
     await change('C', { subscription_plan: plans.M!.sku, plan_quantity: 1 })
+    await moveTo(t, '2031-03-05T10:00:00Z')
+    const resumed = await call(t, {
+      method: 'PUT',
+      url: `${SUB}/${ids.G!.id}/resume`,
+      body: { resume_option: 'immediately' },
+    })
+    assert.equal(resumed.statusCode, 200, resumed.body)
     await moveTo(t, '2031-03-10T10:00:00Z')
     await change('A', { subscription_plan: plans.M!.sku, plan_quantity: 2 })
     await moveTo(t, '2031-04-01T00:00:00Z')
@@ -191,6 +209,18 @@ onEachEngine('revenue analytics', { TEST_CLOCK_ENABLED: true, TRIAL_DAYS: 14, CU
       [3000, ALL],
       [3000, ALL],
     ])
+  })
+
+  it('a paused subscription counts no MRR: its pause is churn, its resumption reactivation', async () => {
+    const gbp = await series({ from: '2031-01-01', to: '2031-03-31', interval: 'month', currency_code: 'GBP' })
+    assert.deepEqual(
+      gbp.points.map((p: any) => [p.date, p.mrr, p.customers, p.movements]),
+      [
+        ['2031-01-31', 2000, 1, { ...ALL, new: 2000 }],
+        ['2031-02-28', 0, 0, { ...ALL, churn: 2000 }],
+        ['2031-03-31', 2000, 1, { ...ALL, reactivation: 2000 }],
+      ],
+    )
   })
 
   it('currency_code counts that currency only', async () => {
